@@ -1,0 +1,48 @@
+// Package usbms speaks USB Mass Storage Bulk-Only Transport (BOT) and carries
+// SCSI commands over it, so that a card reader can be driven without the
+// operating system's block layer.
+//
+// Everything above the Endpoint seam is independent of how USB is reached:
+// the gousb backend talks to real hardware, and the simulator in usbms/sim is
+// an in-process device, so every transport path, fault and recovery can be
+// tested without hardware.
+package usbms
+
+import (
+	"context"
+	"errors"
+)
+
+// Endpoint is what Bulk-Only Transport needs from USB and nothing more: the
+// pair of bulk endpoints of one mass-storage interface, class requests to that
+// interface, clearing an endpoint halt, and a port reset.
+//
+// Transfers honour ctx: a transfer still pending when ctx is done is cancelled
+// and returns an error wrapping ctx.Err().
+type Endpoint interface {
+	// BulkOut sends p on the bulk-OUT endpoint and reports how many bytes the
+	// device accepted.
+	BulkOut(ctx context.Context, p []byte) (int, error)
+	// BulkIn reads up to len(p) bytes from the bulk-IN endpoint. A short
+	// packet ends the transfer early; n says how much arrived.
+	BulkIn(ctx context.Context, p []byte) (int, error)
+	// ClassRequest sends a class-specific control request whose recipient is
+	// the mass-storage interface (bmRequestType 0xA1 when in, 0x21 when out;
+	// wIndex is the interface number).
+	ClassRequest(ctx context.Context, in bool, request uint8, value uint16, data []byte) (int, error)
+	// ClearHalt clears ENDPOINT_HALT on the bulk-IN (in) or bulk-OUT endpoint
+	// and resets the host's data toggle for it, as USB 2.0 9.4.5 requires.
+	ClearHalt(ctx context.Context, in bool) error
+	// ResetPort resets the USB port and re-opens the interface. It is the
+	// last step of recovery: the device re-enumerates.
+	ResetPort(ctx context.Context) error
+}
+
+// Errors an Endpoint reports, matched with errors.Is. Implementations wrap
+// them with detail.
+var (
+	// ErrStall means the endpoint answered with a STALL handshake.
+	ErrStall = errors.New("endpoint stalled")
+	// ErrNoDevice means the device is gone (unplugged or re-enumerated).
+	ErrNoDevice = errors.New("device disconnected")
+)

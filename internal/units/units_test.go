@@ -1,0 +1,67 @@
+package units
+
+import "testing"
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"512", 512, false},
+		{"4k", 4096, false},
+		{"4KiB", 4096, false},
+		{"120 KiB", 120 << 10, false},
+		{"32MiB", 32 << 20, false},
+		{"64M", 64 << 20, false},
+		{"1GB", 1e9, false},
+		{"1.5GiB", 3 << 29, false},
+		{"", 0, true},
+		{"MiB", 0, true},
+		{"12parsecs", 0, true},
+		{"99999999999999999999", 0, true},
+		{"9999999999T", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseSize(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d, err=%v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	tests := []struct {
+		in   string
+		want float64
+	}{
+		{"30MB/s", 30e6},
+		{"40MiB/s", 40 << 20},
+		{"1e6", 1e6},
+		{"2500000/s", 2.5e6},
+	}
+	for _, tt := range tests {
+		got, err := ParseRate(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+	if _, err := ParseRate("fast"); err == nil {
+		t.Error(`ParseRate("fast") succeeded`)
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	tests := []struct {
+		in   int64
+		want string
+	}{
+		{0, "0 B"}, {512, "512 B"}, {4096, "4 KiB"}, {120 << 10, "120 KiB"},
+		{3 << 29, "1.5 GiB"}, {64 << 20, "64 MiB"},
+	}
+	for _, tt := range tests {
+		if got := FormatSize(tt.in); got != tt.want {
+			t.Errorf("FormatSize(%d) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+// Command usbflash writes OS images to SD cards and USB sticks by speaking
+// USB Bulk-Only Transport and SCSI to the card reader itself, past the
+// operating system's block layer and page cache.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: tests call it with their own arguments
+// and streams and read the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signalContext(stderr)
+	defer stop()
+	root := newRootCommand(&app{stdin: stdin, stdout: stdout, stderr: stderr})
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	code := exitCode(err)
+	if !errorAlreadyReported(err) {
+		fmt.Fprintf(stderr, "usbflash: %v\n", err)
+	}
+	return code
+}
+
+// signalContext cancels on the first Ctrl-C (or SIGTERM) so a write can
+// finish the command in flight, sync and report how far it got; a second
+// signal exits at once.
+func signalContext(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+		case <-done:
+			return
+		}
+		fmt.Fprintln(stderr, "\nusbflash: stopping after the command in flight (Ctrl-C again to abort at once)")
+		cancel()
+		select {
+		case <-sig:
+			fmt.Fprintln(stderr, "usbflash: aborted")
+			os.Exit(exitCancelled)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sig)
+		close(done)
+		cancel()
+	}
+}

@@ -1,0 +1,255 @@
+package scsi
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// SenseKey is the coarse class of a sense condition (SPC-4 table 27).
+type SenseKey uint8
+
+// Sense keys.
+const (
+	NoSense        SenseKey = 0x0
+	RecoveredError SenseKey = 0x1
+	NotReady       SenseKey = 0x2
+	MediumError    SenseKey = 0x3
+	HardwareError  SenseKey = 0x4
+	IllegalRequest SenseKey = 0x5
+	UnitAttention  SenseKey = 0x6
+	DataProtect    SenseKey = 0x7
+	BlankCheck     SenseKey = 0x8
+	VendorSpecific SenseKey = 0x9
+	CopyAborted    SenseKey = 0xA
+	AbortedCommand SenseKey = 0xB
+	VolumeOverflow SenseKey = 0xD
+	Miscompare     SenseKey = 0xE
+	Completed      SenseKey = 0xF
+)
+
+func (k SenseKey) String() string {
+	switch k {
+	case NoSense:
+		return "NO SENSE"
+	case RecoveredError:
+		return "RECOVERED ERROR"
+	case NotReady:
+		return "NOT READY"
+	case MediumError:
+		return "MEDIUM ERROR"
+	case HardwareError:
+		return "HARDWARE ERROR"
+	case IllegalRequest:
+		return "ILLEGAL REQUEST"
+	case UnitAttention:
+		return "UNIT ATTENTION"
+	case DataProtect:
+		return "DATA PROTECT"
+	case BlankCheck:
+		return "BLANK CHECK"
+	case VendorSpecific:
+		return "VENDOR SPECIFIC"
+	case CopyAborted:
+		return "COPY ABORTED"
+	case AbortedCommand:
+		return "ABORTED COMMAND"
+	case VolumeOverflow:
+		return "VOLUME OVERFLOW"
+	case Miscompare:
+		return "MISCOMPARE"
+	case Completed:
+		return "COMPLETED"
+	}
+	return fmt.Sprintf("SENSE KEY 0x%X", uint8(k))
+}
+
+// Additional sense codes a writer tells apart.
+const (
+	ASCWriteError        = 0x0C
+	ASCNotReady          = 0x04 // LOGICAL UNIT NOT READY; ASCQ 01 = becoming ready
+	ASCUnrecoveredRead   = 0x11
+	ASCInvalidOpcode     = 0x20
+	ASCLBAOutOfRange     = 0x21
+	ASCInvalidFieldInCDB = 0x24
+	ASCWriteProtected    = 0x27
+	ASCMediumChanged     = 0x28
+	ASCResetOccurred     = 0x29
+	ASCMediumNotPresent  = 0x3A
+	ASCQBecomingReady    = 0x01
+)
+
+// Sense data layout.
+const (
+	senseFixedCurrent      = 0x70
+	senseFixedDeferred     = 0x71
+	senseDescCurrent       = 0x72
+	senseDescDeferred      = 0x73
+	descTypeInformation    = 0x00
+	descInformationMinimum = 12 // type, length, VALID, reserved, 8-byte INFORMATION
+)
+
+// SenseError is the sense data of a failed command, as an error.
+type SenseError struct {
+	Key      SenseKey
+	ASC      uint8
+	ASCQ     uint8
+	Valid    bool   // Information holds an address (often the failing LBA)
+	Info     uint64 // INFORMATION field; meaningful only when Valid
+	Deferred bool   // the condition belongs to an earlier command
+}
+
+// ParseSense decodes sense data in fixed (0x70/0x71) or descriptor
+// (0x72/0x73) format. Devices often send fewer bytes than the additional
+// length claims; missing fields decode as zero.
+func ParseSense(b []byte) (*SenseError, error) {
+	if len(b) < 1 {
+		return nil, short("sense data", len(b), 1)
+	}
+	switch code := b[0] & 0x7F; code {
+	case senseFixedCurrent, senseFixedDeferred:
+		return parseFixedSense(b), nil
+	case senseDescCurrent, senseDescDeferred:
+		return parseDescriptorSense(b), nil
+	default:
+		return nil, fmt.Errorf("scsi: sense response code 0x%02X is neither fixed nor descriptor format: %w", code, ErrMalformed)
+	}
+}
+
+func at(b []byte, i int) byte {
+	if i < len(b) {
+		return b[i]
+	}
+	return 0
+}
+
+func parseFixedSense(b []byte) *SenseError {
+	e := &SenseError{
+		Key:      SenseKey(at(b, 2) & 0x0F),
+		ASC:      at(b, 12),
+		ASCQ:     at(b, 13),
+		Deferred: b[0]&0x7F == senseFixedDeferred,
+	}
+	if b[0]&0x80 != 0 && len(b) >= 7 {
+		e.Valid = true
+		e.Info = uint64(binary.BigEndian.Uint32(b[3:7]))
+	}
+	return e
+}
+
+func parseDescriptorSense(b []byte) *SenseError {
+	e := &SenseError{
+		Key:      SenseKey(at(b, 1) & 0x0F),
+		ASC:      at(b, 2),
+		ASCQ:     at(b, 3),
+		Deferred: b[0]&0x7F == senseDescDeferred,
+	}
+	if len(b) < 8 {
+		return e
+	}
+	end := min(8+int(b[7]), len(b))
+	for d := b[8:end]; len(d) >= 2; {
+		n := 2 + int(d[1])
+		if n > len(d) {
+			break
+		}
+		if d[0] == descTypeInformation && n >= descInformationMinimum {
+			e.Valid = d[2]&0x80 != 0
+			e.Info = binary.BigEndian.Uint64(d[4:12])
+		}
+		d = d[n:]
+	}
+	return e
+}
+
+// Action is what the transport layer does about a failed command.
+type Action int
+
+const (
+	// Fail: report the error; repeating the command will not help.
+	Fail Action = iota
+	// Retry: repeat the command now, a bounded number of times.
+	Retry
+	// Wait: the unit is getting ready; repeat after a short back-off.
+	Wait
+)
+
+func (a Action) String() string {
+	switch a {
+	case Retry:
+		return "retry"
+	case Wait:
+		return "wait"
+	}
+	return "fail"
+}
+
+// Action classifies the condition. A UNIT ATTENTION is a one-off report of
+// an event (reset, medium change) and the command can be repeated; callers
+// that have already written to the medium must not repeat after a medium
+// change (see IsMediumChanged), since the card may be another one.
+func (e *SenseError) Action() Action {
+	switch {
+	case e.Key == UnitAttention && e.ASC == ASCMediumNotPresent:
+		// The medium left: repeating gets NOT READY, so fail now with
+		// the clearer message.
+		return Fail
+	case e.Key == UnitAttention, e.Key == AbortedCommand:
+		return Retry
+	case e.Key == NotReady && e.ASC == ASCNotReady && e.ASCQ == ASCQBecomingReady:
+		return Wait
+	}
+	return Fail
+}
+
+// Error returns a sentence a user can act on for the common conditions and
+// the raw key/ASC/ASCQ for the rest.
+func (e *SenseError) Error() string {
+	code := fmt.Sprintf("sense %X/%02X/%02X", uint8(e.Key), e.ASC, e.ASCQ)
+	if e.Valid {
+		code += fmt.Sprintf(", information %d", e.Info)
+	}
+	return e.sentence() + " (" + code + ")"
+}
+
+func (e *SenseError) sentence() string {
+	k, asc, ascq := e.Key, e.ASC, e.ASCQ
+	switch {
+	case asc == ASCMediumNotPresent && (k == NotReady || k == UnitAttention):
+		return "no medium: insert a card"
+	case k == NotReady && asc == ASCNotReady && ascq == ASCQBecomingReady:
+		return "medium is becoming ready"
+	case k == NotReady:
+		return "unit not ready"
+	case k == UnitAttention && asc == ASCMediumChanged:
+		return "medium may have changed: the card was removed or swapped"
+	case k == UnitAttention && asc == ASCResetOccurred:
+		return "device was reset"
+	case k == UnitAttention:
+		return "unit attention"
+	case k == DataProtect && asc == ASCWriteProtected:
+		return "medium is write-protected: slide the card's lock switch to unlock"
+	case k == DataProtect:
+		return "data protected: the device refuses to write"
+	case k == IllegalRequest && asc == ASCLBAOutOfRange:
+		return "logical block address out of range: the card may be smaller than reported, or was swapped"
+	case k == IllegalRequest && asc == ASCInvalidOpcode:
+		return "command not supported by the device"
+	case k == IllegalRequest && asc == ASCInvalidFieldInCDB:
+		return "invalid field in command: the device rejects a parameter"
+	case k == IllegalRequest:
+		return "illegal request"
+	case k == MediumError && asc == ASCWriteError:
+		return "write error: the card is failing"
+	case k == MediumError && asc == ASCUnrecoveredRead:
+		return "unrecovered read error: the card is failing"
+	case k == MediumError:
+		return "medium error: the card is failing"
+	case k == HardwareError:
+		return "hardware error in the reader or card"
+	case k == AbortedCommand:
+		return "command aborted by the device"
+	case k == NoSense:
+		return "command failed without sense data"
+	}
+	return "command failed: " + k.String()
+}

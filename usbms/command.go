@@ -1,0 +1,98 @@
+package usbms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"usbflash/scsi"
+)
+
+// span is the block range a command covers, for error messages.
+type span struct {
+	lba, blocks int64
+}
+
+// do runs one command with the sense policy: repeat on UNIT ATTENTION,
+// ABORTED COMMAND and incomplete transfers up to Retries times, wait on
+// NOT READY becoming ready up to ReadyWait, fail otherwise. Errors are
+// *CommandError.
+func (l *LUN) do(ctx context.Context, r request, where span) (int, error) {
+	r.lun = l.lun
+	retries, waits := 0, 0
+	maxWaits := int(l.opts.ReadyWait / l.opts.RetryBackoff)
+	for {
+		n, err := l.t.exec(ctx, r)
+		if err == nil && r.dir != NoData && n < len(r.data) && needsAll(r.cdb) {
+			err = fmt.Errorf("%w: %d of %d bytes", ErrIncomplete, n, len(r.data))
+		}
+		if err == nil {
+			return n, nil
+		}
+		switch action(err, l.wrote) {
+		case scsi.Retry:
+			if retries < l.opts.Retries {
+				retries++
+				continue
+			}
+		case scsi.Wait:
+			if waits < maxWaits {
+				waits++
+				if serr := sleep(ctx, l.opts.RetryBackoff); serr != nil {
+					return 0, l.cmdError(r, where, serr)
+				}
+				continue
+			}
+			err = fmt.Errorf("still not ready after %v: reinsert the card: %w", l.opts.ReadyWait, err)
+		}
+		if l.wrote && scsi.IsMediumChanged(err) {
+			l.changed = true
+			err = fmt.Errorf("%w: %w", ErrMediumChanged, err)
+		}
+		return n, l.cmdError(r, where, err)
+	}
+}
+
+// action decides what to do about a failed command. A medium change after
+// blocks were written is fatal: the card now in the slot may be another one.
+func action(err error, wrote bool) scsi.Action {
+	if errors.Is(err, ErrIncomplete) {
+		return scsi.Retry
+	}
+	se, ok := scsi.AsSense(err)
+	if !ok {
+		return scsi.Fail
+	}
+	if wrote && se.Key == scsi.UnitAttention && se.ASC == scsi.ASCMediumChanged {
+		return scsi.Fail
+	}
+	return se.Action()
+}
+
+// needsAll reports whether a command must move its whole data buffer to
+// have succeeded: READ and WRITE must; INQUIRY and the like may answer less
+// than the allocation.
+func needsAll(cdb []byte) bool {
+	switch cdb[0] {
+	case scsi.OpRead10, scsi.OpRead16, scsi.OpWrite10, scsi.OpWrite16:
+		return true
+	}
+	return false
+}
+
+func (l *LUN) cmdError(r request, where span, err error) error {
+	return &CommandError{Op: opName(r.cdb), Device: l.t.opts.Name, LUN: l.lun, LBA: where.lba, Blocks: where.blocks, Err: err}
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}

@@ -1,0 +1,55 @@
+package usbms
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the transport, matched with errors.Is.
+var (
+	// ErrInvalidCSW means a Command Status Wrapper failed the BOT validity
+	// or meaningfulness checks.
+	ErrInvalidCSW = errors.New("invalid command status wrapper")
+	// ErrPhaseError means the device answered a command with status 2,
+	// phase error.
+	ErrPhaseError = errors.New("phase error")
+	// ErrIncomplete means a command passed but moved fewer bytes than asked.
+	ErrIncomplete = errors.New("device moved fewer bytes than asked without reporting an error")
+	// ErrWriteProtected means the LUN reported write protection before any
+	// data was sent.
+	ErrWriteProtected = errors.New("medium is write-protected: slide the card's lock switch to unlock")
+	// ErrMediumChanged means the medium changed after blocks were written,
+	// so the write went to two cards or was cut short.
+	ErrMediumChanged = errors.New("medium changed after writing began: reinsert the card and write the whole image again")
+)
+
+// CommandError is the error of one SCSI command on a LUN. Blocks is zero for
+// commands that address no blocks.
+type CommandError struct {
+	Op     string // command name, e.g. "WRITE(10)"
+	Device string // device name given in TransportOptions
+	LUN    int
+	LBA    int64 // first block of the failing command
+	Blocks int64 // blocks the failing command covered
+	Err    error // *scsi.SenseError, or a transport error
+}
+
+func (e *CommandError) Error() string {
+	where := fmt.Sprintf("%s LUN %d", e.Device, e.LUN)
+	if e.Blocks > 0 {
+		where += fmt.Sprintf(", LBA %d-%d (%d blocks)", e.LBA, e.LBA+e.Blocks-1, e.Blocks)
+	}
+	return fmt.Sprintf("usbms: %s on %s: %v", e.Op, where, e.Err)
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// detailError replaces the message of err with msg, keeping err in the chain
+// for errors.Is and errors.As.
+type detailError struct {
+	msg string
+	err error
+}
+
+func (e *detailError) Error() string { return e.msg }
+func (e *detailError) Unwrap() error { return e.err }

@@ -1,0 +1,119 @@
+package usbms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// run executes a command with the recovery ladder of BOT 5.3.4 and Linux's
+// usb-storage: each failed attempt (invalid CSW, phase error, timeout,
+// transfer error) is followed by reset recovery and a new attempt, up to
+// r.maxResets times; then the port is reset and the command tried once more.
+// A vanished device or a cancelled ctx ends the ladder at once.
+func (t *Transport) run(ctx context.Context, r request) (result, error) {
+	if err := ctx.Err(); err != nil {
+		return result{}, err
+	}
+	resets := 0
+	portReset := false
+	for {
+		res, err := t.timedAttempt(ctx, r)
+		if err == nil {
+			return res, nil
+		}
+		if errors.Is(err, ErrNoDevice) {
+			return result{}, t.transportError(err)
+		}
+		if ctx.Err() != nil {
+			// Leave the device able to take the next command (a sync
+			// after Ctrl-C) even though this one is abandoned.
+			_ = t.resetRecovery(context.WithoutCancel(ctx))
+			return result{}, err
+		}
+		var rerr error
+		if resets < r.maxResets {
+			resets++
+			if rerr = t.resetRecovery(ctx); rerr == nil {
+				continue
+			}
+			if errors.Is(rerr, ErrNoDevice) {
+				return result{}, t.transportError(rerr)
+			}
+		}
+		if r.portReset && !portReset {
+			portReset = true
+			perr := t.resetPort(ctx)
+			if perr == nil {
+				continue
+			}
+			if errors.Is(perr, ErrNoDevice) {
+				return result{}, t.transportError(perr)
+			}
+			return result{}, fmt.Errorf("device failed after %d resets and the port reset failed (%v): unplug and reconnect the reader: %w",
+				resets, perr, err)
+		}
+		if rerr != nil {
+			return result{}, fmt.Errorf("reset recovery failed (%v): unplug and reconnect the reader: %w", rerr, err)
+		}
+		// Whatever state the last attempt left behind must not poison
+		// the next command.
+		_ = t.resetRecovery(ctx)
+		return result{}, fmt.Errorf("device failed after %d resets and %d port resets: unplug and reconnect the reader: %w",
+			resets, boolInt(portReset), err)
+	}
+}
+
+// timedAttempt bounds one attempt by the per-command timeout. A timeout is
+// reported as such so that the final error says the device stopped
+// answering, not just "context deadline exceeded".
+func (t *Transport) timedAttempt(ctx context.Context, r request) (result, error) {
+	d := t.timeout(len(r.data))
+	actx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	res, err := t.attempt(actx, r)
+	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within %v: %w", d, err)
+	}
+	return res, err
+}
+
+// resetRecovery is BOT 5.3.4: Mass Storage Reset, then CLEAR_FEATURE
+// (ENDPOINT_HALT) on bulk-IN and on bulk-OUT. Each step has its own timeout
+// since the command's may already be spent.
+func (t *Transport) resetRecovery(ctx context.Context) error {
+	step := func(what string, f func(context.Context) error) error {
+		sctx, cancel := context.WithTimeout(ctx, t.opts.ResetTimeout)
+		defer cancel()
+		if err := f(sctx); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
+	if err := step("Mass Storage Reset", func(c context.Context) error {
+		_, err := t.ep.ClassRequest(c, false, reqMassStorageReset, 0, nil)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := step("clear halt on bulk-in", func(c context.Context) error { return t.ep.ClearHalt(c, true) }); err != nil {
+		return err
+	}
+	return step("clear halt on bulk-out", func(c context.Context) error { return t.ep.ClearHalt(c, false) })
+}
+
+func (t *Transport) resetPort(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, t.opts.ResetTimeout)
+	defer cancel()
+	if err := t.ep.ResetPort(pctx); err != nil {
+		return fmt.Errorf("port reset: %w", err)
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

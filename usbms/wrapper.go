@@ -1,0 +1,101 @@
+package usbms
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Bulk-Only Transport wrapper layout (BOT 1.0, 5.1 and 5.2).
+const (
+	cbwLen       = 31
+	cswLen       = 13
+	cbwSignature = 0x43425355 // "USBC"
+	cswSignature = 0x53425355 // "USBS"
+	cbwFlagIn    = 0x80
+	maxCDBLen    = 16
+)
+
+// CSW status values.
+const (
+	statusPassed = 0
+	statusFailed = 1
+	statusPhase  = 2
+)
+
+// Direction is the direction of a command's data phase.
+type Direction uint8
+
+// Data phase directions.
+const (
+	NoData  Direction = iota // no data phase
+	DataIn                   // device to host
+	DataOut                  // host to device
+)
+
+func (d Direction) String() string {
+	switch d {
+	case DataIn:
+		return "in"
+	case DataOut:
+		return "out"
+	}
+	return "none"
+}
+
+// encodeCBW fills b with a Command Block Wrapper. It writes every byte, so b
+// can be reused from the previous command without clearing.
+func encodeCBW(b *[cbwLen]byte, tag uint32, lun uint8, cdb []byte, dir Direction, length uint32) {
+	binary.LittleEndian.PutUint32(b[0:4], cbwSignature)
+	binary.LittleEndian.PutUint32(b[4:8], tag)
+	binary.LittleEndian.PutUint32(b[8:12], length)
+	b[12] = 0
+	if dir == DataIn {
+		b[12] = cbwFlagIn
+	}
+	b[13] = lun & 0x0F
+	b[14] = byte(len(cdb))
+	clear(b[15:])
+	copy(b[15:], cdb)
+}
+
+// csw is a decoded Command Status Wrapper.
+type csw struct {
+	tag     uint32
+	residue uint32
+	status  uint8
+}
+
+// parseCSW decodes a CSW and applies the two checks of BOT 6.3: valid (13
+// bytes, signature, tag) and meaningful (known status, residue no larger
+// than the data length). Either failure calls for reset recovery, so both
+// wrap ErrInvalidCSW.
+func parseCSW(b []byte, tag, length uint32) (csw, error) {
+	if len(b) != cswLen {
+		return csw{}, fmt.Errorf("CSW is %d bytes, want %d: %w", len(b), cswLen, ErrInvalidCSW)
+	}
+	if sig := binary.LittleEndian.Uint32(b[0:4]); sig != cswSignature {
+		return csw{}, fmt.Errorf("CSW signature is 0x%08X, want 0x%08X: %w", sig, uint32(cswSignature), ErrInvalidCSW)
+	}
+	c := csw{
+		tag:     binary.LittleEndian.Uint32(b[4:8]),
+		residue: binary.LittleEndian.Uint32(b[8:12]),
+		status:  b[12],
+	}
+	if c.tag != tag {
+		return csw{}, fmt.Errorf("CSW tag is 0x%08X, want 0x%08X: %w", c.tag, tag, ErrInvalidCSW)
+	}
+	if c.status > statusPhase {
+		return csw{}, fmt.Errorf("CSW status is %d, want 0 to 2: %w", c.status, ErrInvalidCSW)
+	}
+	if c.residue > length {
+		return csw{}, fmt.Errorf("CSW residue %d exceeds the %d bytes of the command: %w", c.residue, length, ErrInvalidCSW)
+	}
+	return c, nil
+}
+
+// validBytes is how many bytes of the data phase count: the device's
+// residue and a short transfer can each say less was moved, and the smaller
+// claim wins, as in Linux's usb-storage.
+func validBytes(length uint32, moved int, residue uint32) int {
+	return min(moved, int(length-residue))
+}

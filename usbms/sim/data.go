@@ -1,0 +1,198 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"usbflash/usbms"
+)
+
+// cutByDisconnect shortens a transfer of k data bytes to what may move
+// before an armed Disconnect, and reports whether it did.
+func (d *Device) cutByDisconnect(k int64) (int64, bool) {
+	if d.disconnectAt < 0 {
+		return k, false
+	}
+	left := d.disconnectAt - d.stats.BytesIn - d.stats.BytesOut
+	if k > left {
+		return max(left, 0), true
+	}
+	return k, false
+}
+
+// unplugged is the error of a transfer the device dropped off the bus in.
+func unplugged(what string) error {
+	return fmt.Errorf("sim: %s: device dropped off the bus: %w", what, usbms.ErrNoDevice)
+}
+
+// dataIn sends up to len(p) bytes of the data-in phase. A transfer that
+// returns fewer bytes than asked ended with a short packet; when the device
+// ran out of data exactly at a transfer boundary, the next transfer gets
+// the zero-length packet that ends the phase.
+func (d *Device) dataIn(ctx context.Context, p []byte) (int, error) {
+	b := &d.bot
+	if b.stallAt >= 0 && b.done >= b.stallAt {
+		d.haltAndCSW(true)
+		return 0, stallError(true)
+	}
+	if b.done >= b.limit {
+		d.toCSW() // zero-length packet
+		return 0, nil
+	}
+	end := b.limit
+	if b.stallAt >= 0 {
+		end = b.stallAt
+	}
+	want := int64(len(p))
+	k0 := min(want, end-b.done)
+	k, cut := d.cutByDisconnect(k0)
+	if err := d.pace(ctx, int(k), "bulk-in"); err != nil {
+		return 0, err
+	}
+	if err := d.fillIn(p[:k]); err != nil {
+		// The medium failed under a READ: report the block the transfer
+		// started in and end the phase as a MediumError would.
+		b.status = statusFailed
+		d.setSense(b.lun, senseReadError(b.plan.lba+b.done/b.plan.lun.blockSize))
+		d.haltAndCSW(true)
+		return 0, stallError(true)
+	}
+	b.done += k
+	d.stats.BytesIn += k
+	if cut {
+		d.gone = true
+		return int(k), unplugged("bulk-in")
+	}
+	if b.stallAt >= 0 && b.done == b.stallAt && k < want {
+		d.haltAndCSW(true)
+		return int(k), stallError(true)
+	}
+	if b.done == b.limit && b.stallAt != b.done && (k < want || b.limit == b.host) {
+		d.toCSW()
+	}
+	if b.phase == phaseCSW && b.plan.lun != nil && b.status == statusPassed {
+		d.stats.LUNs[b.lun].BlocksRead += b.done / b.plan.lun.blockSize
+	}
+	return int(k), nil
+}
+
+// fillIn copies the next len(q) bytes of data-in into q: from the response
+// buffer, or straight from the medium for READ (no copy in between).
+func (d *Device) fillIn(q []byte) error {
+	b := &d.bot
+	if b.plan.lun == nil {
+		copy(q, b.plan.data[b.done:])
+		return nil
+	}
+	n, err := b.plan.lun.medium.ReadAt(q, b.plan.off+b.done)
+	if errors.Is(err, io.EOF) {
+		// A file shorter than its capacity reads as zeros past its end.
+		clear(q[n:])
+		return nil
+	}
+	return err
+}
+
+// dataOut takes up to len(p) bytes of the data-out phase. Bytes past what
+// the device wants are accepted and discarded (case 11); bytes past
+// dCBWDataTransferLength are a host error and halt bulk-OUT.
+func (d *Device) dataOut(ctx context.Context, p []byte) (int, error) {
+	b := &d.bot
+	if b.stallAt >= 0 && b.done >= b.stallAt {
+		d.haltAndCSW(false)
+		return 0, stallError(false)
+	}
+	want := int64(len(p))
+	end := b.host
+	if b.stallAt >= 0 {
+		end = b.stallAt
+	}
+	k0 := min(want, end-b.done)
+	k, cut := d.cutByDisconnect(k0)
+	if err := d.pace(ctx, int(k), "bulk-out"); err != nil {
+		return 0, err
+	}
+	d.commitOut(p[:k])
+	b.done += k
+	d.stats.BytesOut += k
+	if cut {
+		d.gone = true
+		return int(k), unplugged("bulk-out")
+	}
+	if b.stallAt >= 0 && b.done == b.stallAt && k < want {
+		d.haltAndCSW(false)
+		return int(k), stallError(false)
+	}
+	if b.done == b.host {
+		d.finishWrite()
+		d.toCSW()
+		if k < want {
+			d.halt(false)
+			return int(k), fmt.Errorf("sim: bulk-out: %d bytes past dCBWDataTransferLength %d: %w",
+				want-k, b.host, usbms.ErrStall)
+		}
+	}
+	return int(k), nil
+}
+
+// commitOut writes the part of q that falls within the bytes the command
+// commits to the medium. A medium write error ends the commit there.
+func (d *Device) commitOut(q []byte) {
+	b := &d.bot
+	if b.plan.lun == nil || b.done >= b.commit {
+		return
+	}
+	q = q[:min(int64(len(q)), b.commit-b.done)]
+	n, err := b.plan.lun.medium.WriteAt(q, b.plan.off+b.done)
+	if err != nil {
+		bad := b.done + int64(n)
+		b.commit = bad - bad%b.plan.lun.blockSize
+		b.status = statusFailed
+		d.setSense(b.lun, senseWriteError(b.plan.lba+bad/b.plan.lun.blockSize))
+	}
+}
+
+// finishWrite counts the blocks a data-out phase committed.
+func (d *Device) finishWrite() {
+	b := &d.bot
+	if b.plan.lun == nil {
+		return
+	}
+	blocks := min(b.done, b.commit) / b.plan.lun.blockSize
+	d.stats.LUNs[b.lun].countWrite(b.plan.lba, blocks)
+}
+
+// sendCSW delivers the CSW, applying CSW faults. It stays pending when the
+// host's buffer is too small for it (a babble on a real bus).
+func (d *Device) sendCSW(ctx context.Context, p []byte) (int, error) {
+	if err := d.pace(ctx, 0, "bulk-in (CSW)"); err != nil {
+		return 0, err
+	}
+	b := &d.bot
+	if d.takeFault(StallCSW, b.lun, nil) != nil {
+		d.halt(true)
+		return 0, stallError(true)
+	}
+	if len(p) < cswLen {
+		return 0, fmt.Errorf("sim: bulk-in: %d-byte buffer for a %d-byte CSW: overflow", len(p), cswLen)
+	}
+	sig, tag, status := uint32(cswSignature), b.tag, b.status
+	if d.takeFault(BadCSWSignature, b.lun, nil) != nil {
+		sig ^= 0xFF
+	}
+	if d.takeFault(BadCSWTag, b.lun, nil) != nil {
+		tag = ^tag
+	}
+	if d.takeFault(PhaseError, b.lun, nil) != nil {
+		status = statusPhaseError
+	}
+	putCSW(p, sig, tag, uint32(b.residue), status)
+	if b.plan.dir == dirOut && b.phase == phaseCSW && b.done < b.host {
+		// A data-out phase cut short by a stall: count what landed.
+		d.finishWrite()
+	}
+	d.bot = botState{phase: phaseCBW, haltIn: b.haltIn, haltOut: b.haltOut, stallAt: -1}
+	return cswLen, nil
+}

@@ -1,0 +1,87 @@
+package sim
+
+import "encoding/binary"
+
+// VPD pages the device supports, in the order page 0x00 lists them.
+var vpdPages = []byte{0x00, 0x80, 0xB0}
+
+// inquiry answers standard INQUIRY (36 bytes) and the VPD pages.
+func (d *Device) inquiry(l *lun, cdb []byte) plan {
+	evpd, page := cdb[1]&0x01 != 0, cdb[2]
+	alloc := int(binary.BigEndian.Uint16(cdb[3:5]))
+	if !evpd {
+		if page != 0 {
+			return failed(l, senseInvalidField())
+		}
+		return dataIn(standardInquiry(l), alloc)
+	}
+	var b []byte
+	switch page {
+	case 0x00:
+		b = append([]byte{0, 0x00, 0, byte(len(vpdPages))}, vpdPages...)
+	case 0x80:
+		serial := []byte(l.cfg.Serial)
+		if len(serial) > 251 {
+			serial = serial[:251]
+		}
+		b = append([]byte{0, 0x80, 0, byte(len(serial))}, serial...)
+	case 0xB0:
+		// Block Limits (SBC-3 6.5.3), page length 0x3C.
+		b = make([]byte, 64)
+		b[1], b[3] = 0xB0, 0x3C
+		binary.BigEndian.PutUint32(b[8:12], l.cfg.MaxTransferBlocks)
+	default:
+		return failed(l, senseInvalidField())
+	}
+	return dataIn(b, alloc)
+}
+
+// standardInquiry is the 36-byte standard INQUIRY data (SPC-4 6.6.2).
+func standardInquiry(l *lun) []byte {
+	b := make([]byte, 36)
+	b[0] = 0x00 // peripheral qualifier 0, direct-access block device
+	if l.cfg.Removable {
+		b[1] = 0x80
+	}
+	b[2] = 0x06 // SPC-4
+	b[3] = 0x02 // response data format 2
+	b[4] = byte(len(b) - 5)
+	pad(b[8:16], l.cfg.Vendor)
+	pad(b[16:32], l.cfg.Product)
+	pad(b[32:36], l.cfg.Revision)
+	return b
+}
+
+// pad fills dst with s, space-padded and cut to fit, as INQUIRY's ASCII
+// fields require.
+func pad(dst []byte, s string) {
+	for i := range dst {
+		dst[i] = ' '
+	}
+	copy(dst, s)
+}
+
+// modeSense6 answers MODE SENSE(6) for the caching page (0x08) and all
+// pages (0x3F): a 4-byte header whose device-specific byte carries WP, no
+// block descriptor, and a caching page with the write cache off.
+func modeSense6(l *lun, cdb []byte) plan {
+	if l.cfg.RejectModeSense {
+		return failed(l, senseInvalidOpcode())
+	}
+	if !l.present() {
+		return failed(l, senseNoMedium())
+	}
+	page := cdb[2] & 0x3F
+	if page != 0x08 && page != 0x3F {
+		return failed(l, senseInvalidField())
+	}
+	b := make([]byte, 4, 4+20)
+	if l.cfg.WriteProtected {
+		b[2] = 0x80
+	}
+	caching := make([]byte, 20)
+	caching[0], caching[1] = 0x08, 18
+	b = append(b, caching...)
+	b[0] = byte(len(b) - 1) // MODE DATA LENGTH excludes itself
+	return dataIn(b, int(cdb[4]))
+}

@@ -1,0 +1,143 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// Open builds a device from the CLI target syntax
+//
+//	sim:PATH[?OPTION=VALUE[&OPTION=VALUE...]]
+//
+// (the "sim:" prefix is optional). The file at PATH is the card: it is
+// opened read-write and its size is the capacity, which must be a positive
+// multiple of the block size. Options:
+//
+//	size=64MiB          create PATH, or extend it, to this size (sparse); an
+//	                    existing larger file is refused, never shrunk
+//	block=512|4096      logical block size (default 512)
+//	speed=30MB/s        wire speed of data phases (default unlimited)
+//	latency=1ms         added to every command (Go duration; default 0)
+//	luns=N              number of LUNs, 1-16 (default 1); LUN k>=1 is the file
+//	                    PATH.lunK if it exists (its size is its capacity),
+//	                    otherwise sparse memory the size of LUN 0, lost at Close
+//	wp=1                every LUN write-protected (files opened read-only)
+//	nomedium=1          every LUN an empty slot (2/3A/00)
+//	removable=0|1       INQUIRY RMB bit (default 1: a card reader)
+//	serial=S            USB serial and VPD 0x80 serial (LUN k>=1: S-k)
+//	vendor=, product=, revision=   INQUIRY identity
+//	maxlun-stall=1      Get Max LUN stalls, as on many one-slot readers
+//	reject-sync=1       SYNCHRONIZE CACHE answers 5/20/00
+//	reject-modesense=1  MODE SENSE answers 5/20/00
+//	max-transfer=N      VPD 0xB0 maximum transfer length in blocks
+//	fault=KIND[:K=V,...]  inject a fault at start; repeatable
+//
+// Fault kinds are stall-out, stall-in, stall-csw, bad-csw-signature,
+// bad-csw-tag, phase-error, short-in, unit-attention, not-ready,
+// medium-error, disconnect and never-answer; their parameters are lun=N,
+// count=N, lba=N, after=SIZE and persistent (or persistent=1), as in
+// fault=medium-error:lba=2048, fault=disconnect:after=1MiB,
+// fault=not-ready:count=3, fault=stall-out:after=64KiB,count=2.
+func Open(spec string) (*Device, error) {
+	o, path, err := parseSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	var closers []io.Closer
+	fail := func(err error) (*Device, error) {
+		for _, c := range closers {
+			c.Close()
+		}
+		return nil, err
+	}
+	card, capacity, err := openCard(path, o.size, int64(o.block), o.wp)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, card)
+	cfg := Config{
+		StallGetMaxLUN: o.stallMaxLUN, Speed: o.speed, Latency: o.latency,
+		Serial: o.serial, Product: o.product,
+	}
+	for k := range o.luns {
+		l := LUN{
+			BlockSize: o.block, Blocks: capacity / int64(o.block),
+			WriteProtected: o.wp, NoMedium: o.nomedium, Removable: o.removable,
+			Vendor: o.vendor, Product: o.product, Revision: o.revision,
+			RejectModeSense: o.rejectModeSense, RejectSyncCache: o.rejectSync,
+			MaxTransferBlocks: o.maxTransfer,
+		}
+		if k == 0 {
+			l.Medium = card
+		} else if extra, size, err := openExtraLUN(fmt.Sprintf("%s.lun%d", path, k), int64(o.block), o.wp); err != nil {
+			return fail(err)
+		} else if extra != nil {
+			closers = append(closers, extra)
+			l.Medium, l.Blocks = extra, size/int64(o.block)
+		}
+		cfg.LUNs = append(cfg.LUNs, l)
+	}
+	d, err := New(cfg)
+	if err != nil {
+		return fail(fmt.Errorf("sim: %s: %w", path, err))
+	}
+	d.closers = closers
+	for _, f := range o.faults {
+		d.Inject(f)
+	}
+	return d, nil
+}
+
+// openCard opens (and with size > 0 creates or extends) the file behind
+// LUN 0 and returns its capacity in bytes.
+func openCard(path string, size, block int64, readOnly bool) (*os.File, int64, error) {
+	flag := os.O_RDWR
+	switch {
+	case size > 0:
+		flag |= os.O_CREATE
+	case readOnly:
+		flag = os.O_RDONLY
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("sim: %s does not exist: add ?size=64MiB (or another size) to create it", path)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("sim: open card: %w", err)
+	}
+	have, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("sim: size of %s: %w", path, err)
+	}
+	if size > 0 && have > size {
+		f.Close()
+		return nil, 0, fmt.Errorf("sim: %s is %d bytes, larger than size=%d: refusing to shrink it (drop size= or give at least %d)",
+			path, have, size, have)
+	}
+	if size > have {
+		if err := f.Truncate(size); err != nil {
+			f.Close()
+			return nil, 0, fmt.Errorf("sim: extend %s to %d bytes: %w", path, size, err)
+		}
+		have = size
+	}
+	if have <= 0 || have%block != 0 {
+		f.Close()
+		return nil, 0, fmt.Errorf("sim: %s is %d bytes: a card must be a positive multiple of the %d-byte block (use size= to set it)",
+			path, have, block)
+	}
+	return f, have, nil
+}
+
+// openExtraLUN opens PATH.lunK when it exists; nil when it does not, so
+// the LUN falls back to memory.
+func openExtraLUN(path string, block int64, readOnly bool) (*os.File, int64, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	return openCard(path, 0, block, readOnly)
+}

@@ -1,0 +1,51 @@
+package sim
+
+import "encoding/binary"
+
+// readWrite plans READ(10/16) and WRITE(10/16). The data moves in the data
+// phase; here the device checks the medium, protection and range, and
+// finds where an armed MediumError cuts the command short.
+func (d *Device) readWrite(lunIdx int, l *lun, cdb []byte) plan {
+	var lba, count uint64
+	switch cdb[0] {
+	case opRead10, opWrite10:
+		lba = uint64(binary.BigEndian.Uint32(cdb[2:6]))
+		count = uint64(binary.BigEndian.Uint16(cdb[7:9]))
+	default:
+		lba = binary.BigEndian.Uint64(cdb[2:10])
+		count = uint64(binary.BigEndian.Uint32(cdb[10:14]))
+	}
+	write := cdb[0] == opWrite10 || cdb[0] == opWrite16
+	if !l.present() {
+		return failed(l, senseNoMedium())
+	}
+	if write && l.cfg.WriteProtected {
+		return failed(l, senseWriteProtected())
+	}
+	blocks := uint64(l.cfg.Blocks)
+	if lba > blocks || count > blocks-lba {
+		return failed(l, senseLBAOutOfRange())
+	}
+	n := int64(count) * l.blockSize
+	p := plan{dir: dirIn, n: n, good: n, lun: l, off: int64(lba) * l.blockSize, lba: int64(lba)}
+	if write {
+		p.dir = dirOut
+	}
+	if count == 0 {
+		return plan{} // SBC-3: a transfer length of 0 moves nothing and is no error
+	}
+	end := int64(lba + count)
+	hit := d.takeFault(MediumError, lunIdx, func(f *Fault) bool {
+		return f.LBA >= int64(lba) && f.LBA < end
+	})
+	if hit != nil {
+		p.good = (hit.LBA - int64(lba)) * l.blockSize
+		p.status = statusFailed
+		if write {
+			l.sense = senseWriteError(hit.LBA)
+		} else {
+			l.sense = senseReadError(hit.LBA)
+		}
+	}
+	return p
+}

@@ -1,0 +1,161 @@
+// Package sim is an in-process USB mass-storage device that speaks Bulk-Only
+// Transport behind the usbms.Endpoint seam.
+//
+// It is a device, not a mock: it parses the 31-byte CBWs the host sends on
+// bulk-OUT, runs the SCSI command itself (its CDB decoding is written
+// independently of package scsi, so a host bug is not mirrored by the device),
+// moves the data phase, and answers a 13-byte CSW on bulk-IN. It keeps sense
+// data for REQUEST SENSE, halts endpoints the way the BOT spec says, and
+// injects faults on demand (see Fault). A speed model (Config.Speed,
+// Config.Latency) gives benchmarks a device of known speed.
+//
+// A transfer the device is not ready for (bulk-IN while it waits for a CBW,
+// bulk-OUT while it has a CSW to send) is NAKed on a real bus: here it blocks
+// until ctx is done, exactly like a host transfer with a timeout.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"usbflash/usbms"
+)
+
+// Medium is the storage behind a LUN: a file, a block device, or memory.
+type Medium interface {
+	io.ReaderAt
+	io.WriterAt
+}
+
+// LUN describes one logical unit (one slot of a card reader).
+type LUN struct {
+	// Medium holds the blocks; nil means sparse zero-filled memory of
+	// Blocks*BlockSize bytes, allocated as it is written.
+	Medium Medium
+	// BlockSize is 512 (the default when 0) or 4096.
+	BlockSize int
+	// Blocks is the capacity in logical blocks. It may be 0 only when
+	// NoMedium is set.
+	Blocks int64
+
+	WriteProtected bool // WRITE fails with 7/27/00; MODE SENSE reports WP
+	NoMedium       bool // every media access fails with 2/3A/00 (an empty slot)
+	Removable      bool // INQUIRY RMB bit
+
+	// Vendor, Product and Revision fill standard INQUIRY; Serial is VPD
+	// page 0x80. Empty strings get defaults.
+	Vendor, Product, Revision, Serial string
+
+	// Quirks of real readers: answer these commands with 5/20/00.
+	RejectModeSense, RejectSyncCache bool
+
+	// MaxTransferBlocks is the MAXIMUM TRANSFER LENGTH of VPD page 0xB0;
+	// 0 reports no limit. The device itself accepts any length.
+	MaxTransferBlocks uint32
+}
+
+// Config describes a simulated reader.
+type Config struct {
+	// LUNs are the logical units, LUN 0 first; at least 1, at most 16.
+	LUNs []LUN
+	// StallGetMaxLUN makes Get Max LUN stall, as many one-slot readers do.
+	StallGetMaxLUN bool
+	// Speed is the wire speed of data phases in bytes per second; 0 is
+	// unlimited.
+	Speed float64
+	// Latency is added to every command, between its CBW and its CSW.
+	Latency time.Duration
+	// Serial, Manufacturer and Product are the USB string descriptors.
+	Serial, Manufacturer, Product string
+}
+
+// Defaults for identity strings left empty.
+const (
+	DefaultVendor       = "USBFLASH"
+	DefaultProduct      = "SIM CARD READER"
+	DefaultRevision     = "1.0"
+	DefaultSerial       = "SIM0000000001"
+	DefaultManufacturer = "usbflash"
+)
+
+// Device is a simulated BOT mass-storage device. It implements usbms.Endpoint.
+// The Endpoint methods must be called from one goroutine at a time; Stats,
+// Inject and Close may be called from any goroutine.
+type Device struct {
+	mu      sync.Mutex
+	cfg     Config
+	luns    []*lun
+	closers []io.Closer   // files opened by Open, closed by Close
+	closed  chan struct{} // closed by Close: wakes transfers that block
+	isShut  bool
+
+	bot    botState
+	faults []*pendingFault
+	// disconnectAt is the data byte count (BytesOut+BytesIn) at which the
+	// device drops off the bus; negative when no Disconnect is pending.
+	disconnectAt int64
+	gone         bool
+	busyUntil    time.Time // speed model: when the wire is next free
+	stats        Stats
+}
+
+var _ usbms.Endpoint = (*Device)(nil)
+
+// New builds a device from cfg. It checks the configuration, fills in
+// defaults and allocates nothing for memory-backed LUNs until they are
+// written.
+func New(cfg Config) (*Device, error) {
+	if len(cfg.LUNs) == 0 || len(cfg.LUNs) > 16 {
+		return nil, fmt.Errorf("sim: %d LUNs configured, want 1 to 16", len(cfg.LUNs))
+	}
+	if cfg.Speed < 0 || cfg.Latency < 0 {
+		return nil, errors.New("sim: speed and latency must not be negative")
+	}
+	if cfg.Serial == "" {
+		cfg.Serial = DefaultSerial
+	}
+	if cfg.Manufacturer == "" {
+		cfg.Manufacturer = DefaultManufacturer
+	}
+	if cfg.Product == "" {
+		cfg.Product = DefaultProduct
+	}
+	d := &Device{cfg: cfg, closed: make(chan struct{}), disconnectAt: -1}
+	for i, l := range cfg.LUNs {
+		st, err := newLUN(i, l, cfg.Serial)
+		if err != nil {
+			return nil, fmt.Errorf("sim: LUN %d: %w", i, err)
+		}
+		d.luns = append(d.luns, st)
+	}
+	d.stats.LUNs = make([]LUNStats, len(d.luns))
+	return d, nil
+}
+
+// Identity returns the USB string descriptors (iManufacturer, iProduct,
+// iSerialNumber) a real device would report at enumeration.
+func (d *Device) Identity() (manufacturer, product, serial string) {
+	return d.cfg.Manufacturer, d.cfg.Product, d.cfg.Serial
+}
+
+// Close closes the files the device opened (Open) and makes every later
+// call fail with usbms.ErrNoDevice; transfers blocked in the device return.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.isShut {
+		return nil
+	}
+	d.isShut = true
+	close(d.closed)
+	var errs []error
+	for _, c := range d.closers {
+		if err := c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("sim: close: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

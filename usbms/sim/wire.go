@@ -1,0 +1,98 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"usbflash/usbms"
+)
+
+// usable fails a call on a device that is closed, unplugged, or whose ctx
+// is already done. Called with d.mu held.
+func (d *Device) usable(ctx context.Context, what string) error {
+	if d.isShut {
+		return fmt.Errorf("sim: %s: device closed: %w", what, usbms.ErrNoDevice)
+	}
+	if d.disconnectAt >= 0 && d.stats.BytesIn+d.stats.BytesOut >= d.disconnectAt {
+		d.gone = true
+	}
+	if d.gone {
+		return fmt.Errorf("sim: %s: %w", what, usbms.ErrNoDevice)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sim: %s: %w", what, err)
+	}
+	return nil
+}
+
+// block models a transfer the device never answers (a NAK forever): it
+// waits for ctx or Close. Called with d.mu held; releases it while waiting.
+func (d *Device) block(ctx context.Context, what string) error {
+	d.mu.Unlock()
+	defer d.mu.Lock()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("sim: %s: no answer from the device: %w", what, ctx.Err())
+	case <-d.closed:
+		return fmt.Errorf("sim: %s: device closed: %w", what, usbms.ErrNoDevice)
+	}
+}
+
+// pace applies the speed model before n data bytes move: the wire is busy
+// until busyUntil (command latency, earlier transfers), and n bytes take
+// n/Speed after that. One deadline per transfer, not per packet, so sleep
+// overhead stays negligible for large transfers. Idle time is not credited:
+// a transfer never starts before now. Called with d.mu held; releases it
+// while sleeping so Stats and Inject are not held up.
+func (d *Device) pace(ctx context.Context, n int, what string) error {
+	if d.cfg.Speed == 0 && d.busyUntil.IsZero() {
+		return nil
+	}
+	now := time.Now()
+	deadline := now
+	if d.busyUntil.After(now) {
+		deadline = d.busyUntil
+	}
+	if d.cfg.Speed > 0 && n > 0 {
+		deadline = deadline.Add(time.Duration(float64(n) / d.cfg.Speed * float64(time.Second)))
+	}
+	if !deadline.After(now) {
+		d.busyUntil = time.Time{}
+		return nil
+	}
+	d.mu.Unlock()
+	err := sleepUntil(ctx, d.closed, deadline)
+	d.mu.Lock()
+	if err != nil {
+		return fmt.Errorf("sim: %s: %w", what, err)
+	}
+	d.busyUntil = deadline
+	return d.usable(ctx, what)
+}
+
+// addLatency charges one command's latency to the wire.
+func (d *Device) addLatency() {
+	if d.cfg.Latency <= 0 {
+		return
+	}
+	start := time.Now()
+	if d.busyUntil.After(start) {
+		start = d.busyUntil
+	}
+	d.busyUntil = start.Add(d.cfg.Latency)
+}
+
+// sleepUntil waits for t, ctx or closed, whichever comes first.
+func sleepUntil(ctx context.Context, closed <-chan struct{}, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-closed:
+		return fmt.Errorf("device closed: %w", usbms.ErrNoDevice)
+	}
+}

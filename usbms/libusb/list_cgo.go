@@ -1,0 +1,218 @@
+//go:build cgo && !nousb
+
+package libusb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/google/gousb"
+)
+
+// stringsTimeout bounds each string-descriptor read during List, so one
+// wedged reader cannot stall the listing of the others.
+const stringsTimeout = time.Second
+
+// List enumerates every mass-storage interface of every attached device:
+// SCSI over Bulk-Only Transport (Supported) and, for the user's benefit,
+// mass-storage interfaces usbflash cannot drive (UAS-only readers, other
+// subclasses) with the reason. It claims nothing; devices are opened only
+// to read string descriptors when sysfs does not have them. No devices is an
+// empty list and a nil error; no USB access at all is ErrNoUSBAccess.
+func List(ctx context.Context) ([]Info, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Op: "listing USB devices", Kind: err}
+	}
+	uc, err := newContext()
+	if err != nil {
+		return nil, err
+	}
+	defer uc.Close()
+
+	var descs []*gousb.DeviceDesc
+	// An opener that returns false reads descriptors without opening.
+	_, err = uc.OpenDevices(func(d *gousb.DeviceDesc) bool {
+		descs = append(descs, d)
+		return false
+	})
+	if err != nil && len(descs) == 0 {
+		return nil, &Error{Op: "listing USB devices", Err: err,
+			Hint: "libusb could not read the device list; check that /sys/bus/usb and /dev/bus/usb are readable"}
+	}
+	// Otherwise err is about one device whose descriptors could not be
+	// read: it cannot be used, and the others are still listed.
+
+	view := hostView()
+	out := []Info{}
+	for _, d := range descs {
+		if err := ctx.Err(); err != nil {
+			return nil, &Error{Op: "listing USB devices", Kind: err}
+		}
+		infos := interfacesOf(d)
+		if len(infos) == 0 {
+			continue
+		}
+		m, p, s, note := deviceStrings(uc, view, d)
+		for i := range infos {
+			infos[i].Manufacturer, infos[i].Product, infos[i].Serial, infos[i].StringsNote = m, p, s, note
+		}
+		out = append(out, infos...)
+	}
+	sortInfos(out)
+	return out, nil
+}
+
+// interfacesOf picks the mass-storage interfaces out of a device's
+// descriptors. For each interface number of each configuration: if any
+// alternate setting speaks BOT, those settings are listed (a UAS alternate
+// next to them is what USB3 readers usually offer, and is skipped); if none
+// does, every mass-storage setting is listed as unsupported, with why.
+func interfacesOf(d *gousb.DeviceDesc) []Info {
+	var out []Info
+	cfgNums := make([]int, 0, len(d.Configs))
+	for n := range d.Configs {
+		cfgNums = append(cfgNums, n)
+	}
+	sort.Ints(cfgNums)
+	for _, cn := range cfgNums {
+		for _, intf := range d.Configs[cn].Interfaces {
+			var ms []gousb.InterfaceSetting
+			hasBOT := false
+			for _, alt := range intf.AltSettings {
+				if alt.Class != gousb.ClassMassStorage {
+					continue
+				}
+				ms = append(ms, alt)
+				if uint8(alt.SubClass) == SubclassSCSI && uint8(alt.Protocol) == ProtocolBOT {
+					hasBOT = true
+				}
+			}
+			for _, alt := range ms {
+				isBOT := uint8(alt.SubClass) == SubclassSCSI && uint8(alt.Protocol) == ProtocolBOT
+				if hasBOT && !isBOT {
+					continue
+				}
+				out = append(out, infoOf(d, cn, alt))
+			}
+		}
+	}
+	return out
+}
+
+// infoOf fills an Info for one alternate setting.
+func infoOf(d *gousb.DeviceDesc, cfg int, alt gousb.InterfaceSetting) Info {
+	info := Info{
+		Bus:        d.Bus,
+		Address:    d.Address,
+		Port:       append([]int(nil), d.Path...),
+		PortPath:   FormatPortPath(d.Bus, d.Path),
+		VID:        uint16(d.Vendor),
+		PID:        uint16(d.Product),
+		Speed:      Speed(d.Speed),
+		Config:     cfg,
+		Interface:  alt.Number,
+		AltSetting: alt.Alternate,
+		SubClass:   uint8(alt.SubClass),
+		Protocol:   uint8(alt.Protocol),
+	}
+	info.Supported, info.Reason = classify(info.SubClass, info.Protocol)
+	// Lowest-numbered bulk endpoint of each direction: BOT has exactly
+	// one of each; map order must not decide.
+	for _, ep := range alt.Endpoints {
+		if ep.TransferType != gousb.TransferTypeBulk {
+			continue
+		}
+		if ep.Direction == gousb.EndpointDirectionIn {
+			if info.BulkIn == 0 || uint8(ep.Address) < info.BulkIn {
+				info.BulkIn, info.BulkInMaxPacket = uint8(ep.Address), ep.MaxPacketSize
+			}
+		} else if info.BulkOut == 0 || uint8(ep.Address) < info.BulkOut {
+			info.BulkOut, info.BulkOutMaxPacket = uint8(ep.Address), ep.MaxPacketSize
+		}
+	}
+	if info.Supported && (info.BulkIn == 0 || info.BulkOut == 0) {
+		info.Supported = false
+		info.Reason = "Bulk-Only interface without a bulk IN and a bulk OUT endpoint (broken descriptors)"
+	}
+	return info
+}
+
+// deviceStrings reads manufacturer, product and serial: from sysfs when the
+// kernel has them (no permission needed), else by opening the device, which
+// claims nothing. Failure is not fatal: the strings stay empty and note says
+// why.
+func deviceStrings(uc *gousb.Context, view sysView, d *gousb.DeviceDesc) (m, p, s, note string) {
+	port := FormatPortPath(d.Bus, d.Path)
+	var okM, okP, okS bool
+	m, okM = view.sysfsString(port, "manufacturer")
+	p, okP = view.sysfsString(port, "product")
+	s, okS = view.sysfsString(port, "serial")
+	if okM && okP && okS {
+		return m, p, s, ""
+	}
+	devs, err := uc.OpenDevices(func(x *gousb.DeviceDesc) bool {
+		return x.Bus == d.Bus && x.Address == d.Address
+	})
+	for _, dev := range devs {
+		defer dev.Close()
+	}
+	if len(devs) == 0 {
+		info := Info{Bus: d.Bus, Address: d.Address, VID: uint16(d.Vendor)}
+		if ge, _, ok := libusbCode(orNotFound(err)); ok && ge == gousb.ErrorAccess {
+			return "", "", "", "strings unavailable: " + permissionHint(info)
+		}
+		return "", "", "", fmt.Sprintf("strings unavailable: could not open %s: %v", info.DevNode(), orNotFound(err))
+	}
+	dev := devs[0]
+	dev.ControlTimeout = stringsTimeout
+	var errs []error
+	read := func(f func() (string, error)) string {
+		v, err := f()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return v
+	}
+	m, p, s = read(dev.Manufacturer), read(dev.Product), read(dev.SerialNumber)
+	if len(errs) > 0 {
+		note = fmt.Sprintf("some strings unavailable: %v", errors.Join(errs...))
+	}
+	return m, p, s, note
+}
+
+// orNotFound turns "nothing opened and no error" into an error to report.
+func orNotFound(err error) error {
+	if err == nil {
+		return ErrNotFound
+	}
+	return err
+}
+
+// sortInfos orders by bus, then port chain, then configuration, interface
+// and alternate setting: stable across runs, so `usbflash list` indexes are.
+func sortInfos(infos []Info) {
+	sort.SliceStable(infos, func(a, b int) bool {
+		x, y := infos[a], infos[b]
+		if x.Bus != y.Bus {
+			return x.Bus < y.Bus
+		}
+		for i := 0; i < len(x.Port) && i < len(y.Port); i++ {
+			if x.Port[i] != y.Port[i] {
+				return x.Port[i] < y.Port[i]
+			}
+		}
+		if len(x.Port) != len(y.Port) {
+			return len(x.Port) < len(y.Port)
+		}
+		if x.Config != y.Config {
+			return x.Config < y.Config
+		}
+		if x.Interface != y.Interface {
+			return x.Interface < y.Interface
+		}
+		return x.AltSetting < y.AltSetting
+	})
+}

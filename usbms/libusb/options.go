@@ -1,0 +1,76 @@
+package libusb
+
+import "time"
+
+// OpenOptions tune Open. The zero value is the safe default.
+type OpenOptions struct {
+	// Force skips the check that refuses to take a device whose kernel disk
+	// is mounted, swapped on or held by dm/md.
+	Force bool
+	// ControlTimeout bounds each control request (class requests); a
+	// context deadline that is sooner wins. Zero means 5 s, the kernel's
+	// own USB_CTRL_SET_TIMEOUT.
+	ControlTimeout time.Duration
+	// OutStreamChunk is the size of each transfer when one BulkOut call is
+	// split into several transfers kept in flight (see BulkOut). Zero means
+	// 1 MiB; negative disables streaming. It is rounded down to a multiple
+	// of the endpoint's max packet size so that no short packet ends the
+	// device's data phase early.
+	OutStreamChunk int
+	// OutStreamDepth is how many such transfers are in flight at once.
+	// Zero means 4.
+	OutStreamDepth int
+	// ReenumerateTimeout is how long ResetPort waits for a device that
+	// re-enumerated to come back at the same port. Zero means 10 s.
+	ReenumerateTimeout time.Duration
+}
+
+const (
+	defaultControlTimeout     = 5 * time.Second
+	defaultOutStreamChunk     = 1 << 20
+	defaultOutStreamDepth     = 4
+	defaultReenumerateTimeout = 10 * time.Second
+)
+
+// withDefaults fills the zero fields.
+func (o OpenOptions) withDefaults() OpenOptions {
+	if o.ControlTimeout <= 0 {
+		o.ControlTimeout = defaultControlTimeout
+	}
+	if o.OutStreamChunk == 0 {
+		o.OutStreamChunk = defaultOutStreamChunk
+	}
+	if o.OutStreamDepth <= 0 {
+		o.OutStreamDepth = defaultOutStreamDepth
+	}
+	if o.ReenumerateTimeout <= 0 {
+		o.ReenumerateTimeout = defaultReenumerateTimeout
+	}
+	return o
+}
+
+// streamChunk returns the transfer size to stream a BulkOut of n bytes with,
+// or 0 when the call should go out as one transfer: streaming is off, the
+// call fits in one chunk, or the endpoint's packet size is unknown.
+func (o OpenOptions) streamChunk(n, maxPacket int) int {
+	if o.OutStreamChunk <= 0 || maxPacket <= 0 {
+		return 0
+	}
+	chunk := o.OutStreamChunk / maxPacket * maxPacket
+	if chunk == 0 {
+		chunk = maxPacket
+	}
+	if n <= chunk {
+		return 0
+	}
+	return chunk
+}
+
+// wholeChunks is the length of the longest prefix of n bytes made of whole
+// chunks.
+func wholeChunks(n, chunk int) int {
+	if chunk <= 0 {
+		return 0
+	}
+	return n / chunk * chunk
+}

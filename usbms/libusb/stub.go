@@ -1,0 +1,46 @@
+//go:build nousb || !cgo
+
+package libusb
+
+import (
+	"context"
+
+	"usbflash/usbms"
+)
+
+// Device is an opened mass-storage interface. In this build (without
+// libusb) none can be opened; every method returns ErrNoUSBSupport.
+type Device struct{}
+
+var _ usbms.Endpoint = (*Device)(nil)
+
+// List would enumerate mass-storage interfaces; this build has no libusb.
+func List(ctx context.Context) ([]Info, error) { return nil, ErrNoUSBSupport }
+
+// Open would claim a mass-storage interface; this build has no libusb.
+func Open(ctx context.Context, info Info, opts OpenOptions) (*Device, error) {
+	return nil, ErrNoUSBSupport
+}
+
+// Info returns the zero Info: no device is ever open in this build.
+func (d *Device) Info() Info { return Info{} }
+
+// BulkOut implements usbms.Endpoint.
+func (d *Device) BulkOut(ctx context.Context, p []byte) (int, error) { return 0, ErrNoUSBSupport }
+
+// BulkIn implements usbms.Endpoint.
+func (d *Device) BulkIn(ctx context.Context, p []byte) (int, error) { return 0, ErrNoUSBSupport }
+
+// ClassRequest implements usbms.Endpoint.
+func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value uint16, data []byte) (int, error) {
+	return 0, ErrNoUSBSupport
+}
+
+// ClearHalt implements usbms.Endpoint.
+func (d *Device) ClearHalt(ctx context.Context, in bool) error { return ErrNoUSBSupport }
+
+// ResetPort implements usbms.Endpoint.
+func (d *Device) ResetPort(ctx context.Context) error { return ErrNoUSBSupport }
+
+// Close does nothing in this build.
+func (d *Device) Close() error { return nil }

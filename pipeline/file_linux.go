@@ -1,0 +1,131 @@
+//go:build linux
+
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+func openFile(path string, opts FileOptions) (*FileDevice, error) {
+	st, err := os.Stat(path)
+	exists := err == nil
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("file target %s: %w", path, err)
+	case !exists && opts.Size == 0:
+		return nil, fmt.Errorf("file target %s does not exist: give a size to create an image file", path)
+	}
+	isBlock := exists && st.Mode()&fs.ModeDevice != 0 && st.Mode()&fs.ModeCharDevice == 0
+	if exists && !isBlock && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("file target %s is neither a regular file nor a block device", path)
+	}
+	if isBlock {
+		if opts.Size != 0 {
+			return nil, fmt.Errorf("file target %s is a block device: its size is fixed, do not give one", path)
+		}
+		if !opts.Force {
+			if err := checkUnmounted(path, st, opts); err != nil {
+				return nil, err
+			}
+		}
+	}
+	flags := os.O_RDWR
+	if !exists {
+		flags |= os.O_CREATE
+	}
+	d := &FileDevice{path: path, blockSize: fileBlockSize}
+	if d.f, err = openDirect(path, flags); err == nil {
+		d.direct.Store(true)
+	} else if errors.Is(err, syscall.EINVAL) {
+		// The filesystem (tmpfs, some FUSE) has no O_DIRECT: use the cache.
+		d.f, err = os.OpenFile(path, flags, 0o644)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("file target %s: %w", path, err)
+	}
+	if err := d.size(isBlock, opts.Size); err != nil {
+		d.f.Close()
+		return nil, fmt.Errorf("file target %s: %w", path, err)
+	}
+	return d, nil
+}
+
+func openDirect(path string, flags int) (*os.File, error) {
+	return os.OpenFile(path, flags|syscall.O_DIRECT, 0o644)
+}
+
+// size sets the block size and count: from the kernel for a block device,
+// from the file (extended to want when given) for a regular file.
+func (d *FileDevice) size(isBlock bool, want int64) error {
+	rc, err := d.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	if isBlock {
+		var bs int
+		var bytes uint64
+		var ioErr error
+		if err := rc.Control(func(fd uintptr) {
+			if bs, ioErr = unix.IoctlGetInt(int(fd), unix.BLKSSZGET); ioErr != nil {
+				return
+			}
+			bytes, ioErr = unix.IoctlGetUint64(int(fd), unix.BLKGETSIZE64)
+		}); err != nil {
+			return err
+		}
+		if ioErr != nil {
+			return fmt.Errorf("asking the kernel for the block size and count: %w", ioErr)
+		}
+		if bs <= 0 {
+			return fmt.Errorf("kernel reports block size %d", bs)
+		}
+		d.blockSize, d.blocks = bs, int64(bytes)/int64(bs)
+		return nil
+	}
+	st, err := d.f.Stat()
+	if err != nil {
+		return err
+	}
+	if want == 0 {
+		d.blocks = st.Size() / fileBlockSize
+		return nil
+	}
+	if st.Size() < want {
+		if err := d.f.Truncate(want); err != nil {
+			return fmt.Errorf("extending to %d bytes: %w", want, err)
+		}
+	}
+	d.blocks = want / fileBlockSize
+	return nil
+}
+
+// retryBuffered runs op and, if the kernel rejects it as a direct transfer
+// (EINVAL: a buffer or length the filesystem cannot do directly), turns
+// O_DIRECT off and runs it once more through the page cache.
+func (d *FileDevice) retryBuffered(op func() error) error {
+	err := op()
+	if err == nil || !d.direct.Load() || !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	rc, cerr := d.f.SyscallConn()
+	if cerr != nil {
+		return err
+	}
+	var ferr error
+	if cerr := rc.Control(func(fd uintptr) {
+		var fl int
+		if fl, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0); ferr == nil {
+			_, ferr = unix.FcntlInt(fd, unix.F_SETFL, fl&^unix.O_DIRECT)
+		}
+	}); cerr != nil || ferr != nil {
+		return err
+	}
+	d.direct.Store(false)
+	return op()
+}

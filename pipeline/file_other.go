@@ -1,0 +1,44 @@
+//go:build !linux
+
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// openFile is the portable fallback: regular files through the page cache.
+// Raw devices need the platform's own sizing and direct-I/O calls, which
+// only the Linux build has.
+func openFile(path string, opts FileOptions) (*FileDevice, error) {
+	st, err := os.Stat(path)
+	exists := err == nil
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("file target %s: %w", path, err)
+	case !exists && opts.Size == 0:
+		return nil, fmt.Errorf("file target %s does not exist: give a size to create an image file", path)
+	case exists && !st.Mode().IsRegular():
+		return nil, fmt.Errorf("file target %s is not a regular file: devices are file targets only on Linux; use a usb: target", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("file target %s: %w", path, err)
+	}
+	d := &FileDevice{f: f, path: path, blockSize: fileBlockSize}
+	size := opts.Size
+	if size == 0 {
+		size = st.Size()
+	} else if !exists || st.Size() < size {
+		if err := f.Truncate(size); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("file target %s: extending to %d bytes: %w", path, size, err)
+		}
+	}
+	d.blocks = size / fileBlockSize
+	return d, nil
+}
+
+func (d *FileDevice) retryBuffered(op func() error) error { return op() }

@@ -1,0 +1,150 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// Format is the container an image arrives in. It is decided from the first
+// bytes of the data, never from the file name: images are routinely renamed,
+// and a wrong guess here writes compressed garbage to a card.
+type Format int
+
+// The formats a Source can decode. Raw means "no recognised container": the
+// bytes are the image.
+const (
+	FormatRaw Format = iota
+	FormatGzip
+	FormatXz
+	FormatZstd
+	FormatBzip2
+	FormatZip
+)
+
+var formatNames = [...]string{
+	FormatRaw:   "raw",
+	FormatGzip:  "gzip",
+	FormatXz:    "xz",
+	FormatZstd:  "zstd",
+	FormatBzip2: "bzip2",
+	FormatZip:   "zip",
+}
+
+func (f Format) String() string {
+	if f >= 0 && int(f) < len(formatNames) {
+		return formatNames[f]
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
+// sniffLen is how many leading bytes sniffing looks at. The tar magic sits
+// at offset 257, so 512 (one tar header) covers every signature below.
+const sniffLen = 512
+
+// formatMagic lists the signatures of the containers Source decodes.
+var formatMagic = []struct {
+	format Format
+	magic  []byte
+}{
+	{FormatGzip, []byte{0x1f, 0x8b}},
+	{FormatXz, []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}},
+	{FormatZstd, []byte{0x28, 0xb5, 0x2f, 0xfd}},
+	{FormatBzip2, []byte("BZh")},
+	{FormatZip, []byte("PK\x03\x04")},
+	// An empty archive: recognised so that it is refused as holding no image
+	// rather than written raw.
+	{FormatZip, []byte("PK\x05\x06")},
+}
+
+// unsupportedMagic lists containers we recognise but do not decode. Writing
+// any of them raw would produce a card that does not boot, so they are
+// refused with a hint instead.
+var unsupportedMagic = []struct {
+	name  string
+	magic []byte
+	hint  string
+}{
+	{"7z archive", []byte{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}, "extract the image first (7z x FILE)"},
+	{"RAR archive", []byte("Rar!\x1a\x07"), "extract the image first (unrar x FILE)"},
+	{"lz4 stream", []byte{0x04, 0x22, 0x4d, 0x18}, "decompress it first (lz4 -d FILE)"},
+	{"lz4 legacy stream", []byte{0x02, 0x21, 0x4c, 0x18}, "decompress it first (lz4 -d FILE)"},
+	{"lzip stream", []byte("LZIP"), "decompress it first (lzip -d FILE)"},
+	{"lzop stream", []byte{0x89, 'L', 'Z', 'O', 0x00, 0x0d, 0x0a, 0x1a, 0x0a}, "decompress it first (lzop -d FILE)"},
+	{"compress (.Z) stream", []byte{0x1f, 0x9d}, "decompress it first (uncompress FILE)"},
+	{"qcow2 disk image", []byte{'Q', 'F', 'I', 0xfb}, "convert it first (qemu-img convert -O raw FILE out.img)"},
+	{"VMDK disk image", []byte("KDMV"), "convert it first (qemu-img convert -O raw FILE out.img)"},
+	{"VHDX disk image", []byte("vhdxfile"), "convert it first (qemu-img convert -O raw FILE out.img)"},
+	{"Android sparse image", []byte{0x3a, 0xff, 0x26, 0xed}, "convert it first (simg2img FILE out.img)"},
+}
+
+// tarMagic is at offset 257 of a tar header ("ustar\x00" POSIX, "ustar  \x00" GNU).
+var tarMagic = []byte("ustar")
+
+const tarMagicOffset = 257
+
+// sniffResult is what the leading bytes say.
+type sniffResult struct {
+	format Format
+	// unsupported is non-empty for a recognised container we refuse; hint
+	// says what to do instead.
+	unsupported, hint string
+	// truncatedAs is set when the data ends inside a known signature: no
+	// real image is that short, so it is a truncated archive.
+	truncatedAs Format
+	truncated   bool
+}
+
+// sniff classifies head, the first bytes of the data (fewer than sniffLen
+// only when the whole input is shorter).
+func sniff(head []byte) sniffResult {
+	for _, m := range formatMagic {
+		if bytes.HasPrefix(head, m.magic) {
+			return sniffResult{format: m.format}
+		}
+		if len(head) < len(m.magic) && bytes.HasPrefix(m.magic, head) && len(head) > 0 {
+			return sniffResult{truncated: true, truncatedAs: m.format}
+		}
+	}
+	// A zstd stream may open with a skippable frame (magic 0x184D2A5?).
+	if len(head) >= 4 && head[0]&0xf0 == 0x50 && bytes.Equal(head[1:4], []byte{0x2a, 0x4d, 0x18}) {
+		return sniffResult{format: FormatZstd}
+	}
+	if r, ok := sniffUnsupported(head); ok {
+		return r
+	}
+	return sniffResult{format: FormatRaw}
+}
+
+// sniffUnsupported reports containers we know but do not decode, including
+// tar and a bare LZMA ("lzma_alone") stream.
+func sniffUnsupported(head []byte) (sniffResult, bool) {
+	for _, m := range unsupportedMagic {
+		if bytes.HasPrefix(head, m.magic) {
+			return sniffResult{unsupported: m.name, hint: m.hint}, true
+		}
+	}
+	if len(head) >= tarMagicOffset+len(tarMagic) &&
+		bytes.Equal(head[tarMagicOffset:tarMagicOffset+len(tarMagic)], tarMagic) {
+		return sniffResult{unsupported: "tar archive",
+			hint: "extract the image from it first (tar -xf FILE), then write the .img"}, true
+	}
+	if isLzmaAlone(head) {
+		return sniffResult{unsupported: "lzma (lzma_alone) stream",
+			hint: "decompress it first (xz -d --format=lzma FILE)"}, true
+	}
+	return sniffResult{}, false
+}
+
+// isLzmaAlone recognises the legacy .lzma header: it has no magic, so demand
+// the default properties byte, a power-of-two dictionary and an "unknown"
+// size, which together do not occur at the start of a disk image.
+func isLzmaAlone(head []byte) bool {
+	if len(head) < 13 || head[0] != 0x5d {
+		return false
+	}
+	dict := uint32(head[1]) | uint32(head[2])<<8 | uint32(head[3])<<16 | uint32(head[4])<<24
+	if dict < 1<<12 || dict&(dict-1) != 0 {
+		return false
+	}
+	return bytes.Equal(head[5:13], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+}

@@ -1,0 +1,312 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Source is the image to write: Read yields the decoded image bytes, and the
+// fields say what is known about it before reading. The fields are set by
+// OpenSource/NewSource and not changed afterwards.
+//
+// Read and Close are for one goroutine; CompressedRead may be called from any.
+type Source struct {
+	// Format is the container the image came in, sniffed from its bytes.
+	Format Format
+	// Entry is the name of the decoded member of a zip archive, else "".
+	Entry string
+	// CompressedSize is the size of the input in bytes, -1 if unknown
+	// (a pipe). For a raw image it equals Size.
+	CompressedSize int64
+	// Size is the decoded image size in bytes, -1 if unknown.
+	Size int64
+	// SizeExact says Size comes from the container's own bookkeeping (xz
+	// index, zstd frame headers, zip directory, file size) and reading is
+	// checked against it. When false a non-negative Size is only a hint
+	// (gzip's ISIZE trailer) for progress, and the image may differ.
+	SizeExact bool
+
+	meter   *inputMeter
+	dec     io.Reader // decoder output
+	decoded int64
+	head    []byte // decoded bytes read ahead for the inner sniff, served first
+	err     error  // sticky: once set, every Read returns it
+	closers []func() error
+}
+
+// decodeBufSize is the read-ahead between the input and a decoder. Large
+// reads keep syscalls (and USB-stick sources) efficient; all decoders here
+// buffer on top of an io.ByteReader without copying again.
+const decodeBufSize = 256 << 10
+
+// errSourceClosed is returned by Read after Close.
+var errSourceClosed = errors.New("pipeline: read from closed source")
+
+// OpenSource opens the image at path, or standard input when path is "-",
+// and sniffs its format from the first bytes. Every check that can fail early
+// happens here: an unsupported container, a zip with no or several images, a
+// truncated or damaged header (as *SourceError).
+func OpenSource(path string) (*Source, error) {
+	if path == "-" {
+		return openStdin()
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open image: %w", err)
+	}
+	size := seekableSize(f)
+	var r io.Reader = f
+	var ra io.ReaderAt
+	if size >= 0 {
+		ra = f
+	}
+	s, err := newSource(r, ra, size)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("image %s: %w", path, err)
+	}
+	s.closers = append(s.closers, f.Close)
+	return s, nil
+}
+
+// openStdin reads standard input; when it is redirected from a regular file
+// it is as good as a named file, sizes included. It is never closed.
+func openStdin() (*Source, error) {
+	size := int64(-1)
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode().IsRegular() {
+		if pos, err := os.Stdin.Seek(0, io.SeekCurrent); err == nil && pos == 0 {
+			size = fi.Size()
+		}
+	}
+	var ra io.ReaderAt
+	if size >= 0 {
+		ra = os.Stdin
+	}
+	s, err := newSource(os.Stdin, ra, size)
+	if err != nil {
+		return nil, fmt.Errorf("image on standard input: %w", err)
+	}
+	return s, nil
+}
+
+// seekableSize is the size of a regular file or block device, -1 for pipes,
+// sockets and anything else that must be read as a stream.
+func seekableSize(f *os.File) int64 {
+	fi, err := f.Stat()
+	if err != nil {
+		return -1
+	}
+	if fi.Mode().IsRegular() {
+		return fi.Size()
+	}
+	if fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
+		return -1
+	}
+	// Block devices report size 0 from stat; seeking to the end tells.
+	end, err := f.Seek(0, io.SeekEnd)
+	if _, err2 := f.Seek(0, io.SeekStart); err != nil || err2 != nil || end <= 0 {
+		return -1
+	}
+	return end
+}
+
+// NewSource reads an image from r. size is the input's length in bytes, -1
+// when unknown. If r is also an io.ReaderAt and size >= 0, r is read only
+// through ReadAt, from offset 0, and container indexes at the end of the data
+// (xz index, zip directory, gzip trailer) supply sizes; otherwise r is read
+// once, in order, and zip archives are refused. NewSource does not close r.
+func NewSource(r io.Reader, size int64) (*Source, error) {
+	ra, _ := r.(io.ReaderAt)
+	if size < 0 {
+		ra = nil
+	}
+	return newSource(r, ra, size)
+}
+
+func newSource(r io.Reader, ra io.ReaderAt, size int64) (*Source, error) {
+	s := &Source{CompressedSize: size, Size: -1, meter: &inputMeter{}}
+	if size < 0 {
+		s.CompressedSize = -1
+	}
+	var in io.Reader
+	if ra != nil {
+		in = io.NewSectionReader(&meteredReaderAt{ra: ra, m: s.meter}, 0, size)
+	} else {
+		in = &meteredReader{r: r, m: s.meter}
+	}
+	head := make([]byte, sniffLen)
+	n, err := io.ReadFull(in, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, fmt.Errorf("read the first bytes: %w", err)
+	}
+	head = head[:n]
+	if n == 0 {
+		return nil, errors.New("the image is empty (0 bytes)")
+	}
+	sn := sniff(head)
+	switch {
+	case sn.truncated:
+		return nil, &SourceError{Format: sn.truncatedAs, Offset: int64(n), Truncated: true,
+			Err: fmt.Errorf("only %d bytes, ending inside the %s signature: %w", n, sn.truncatedAs, io.ErrUnexpectedEOF)}
+	case sn.unsupported != "":
+		return nil, fmt.Errorf("this is a %s, which usbflash does not decode: %s", sn.unsupported, sn.hint)
+	}
+	s.Format = sn.format
+	// The sniffed bytes are handed back in front of the rest of the input.
+	stream := io.MultiReader(bytes.NewReader(head), in)
+
+	if err := s.openDecoder(stream, ra, size); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if ra != nil {
+		s.probeSize(ra, size)
+	}
+	if err := s.sniffDecoded(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openDecoder sets s.dec for s.Format.
+func (s *Source) openDecoder(stream io.Reader, ra io.ReaderAt, size int64) error {
+	switch s.Format {
+	case FormatRaw:
+		s.dec = stream
+		return nil
+	case FormatZip:
+		if ra == nil {
+			return errors.New("a zip archive needs its directory at the end of the file, " +
+				"which a pipe cannot provide: save it to a file first, or pipe `unzip -p FILE` instead")
+		}
+		return s.openZip(ra, size)
+	}
+	dec, closeFn, err := newStreamDecoder(s.Format, bufio.NewReaderSize(stream, decodeBufSize))
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return s.classify(err)
+	}
+	s.dec = dec
+	if closeFn != nil {
+		s.closers = append(s.closers, closeFn)
+	}
+	return nil
+}
+
+// sniffDecoded reads the first decoded bytes and refuses images that are
+// themselves a container (an .img.xz inside a zip, a .tar.gz): written raw
+// they would not boot, and the user only finds out much later.
+func (s *Source) sniffDecoded() error {
+	if s.Format == FormatRaw {
+		return nil // the outer sniff already looked at these very bytes
+	}
+	head := make([]byte, sniffLen)
+	n := 0
+	for n < len(head) {
+		k, err := s.readDecoded(head[n:])
+		n += k
+		if err == io.EOF {
+			s.err = io.EOF // delivered once head is drained
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	s.head = head[:n]
+	if n == 0 {
+		return fmt.Errorf("the %s archive decodes to an empty image", s.Format)
+	}
+	inner := sniff(s.head)
+	switch {
+	case inner.unsupported != "":
+		return fmt.Errorf("the %s archive holds a %s, not a disk image: %s", s.Format, inner.unsupported, inner.hint)
+	case inner.format != FormatRaw:
+		return fmt.Errorf("the %s archive holds %s-compressed data, not a disk image: "+
+			"decompress the outer %s first, then write the inner file", s.Format, inner.format, s.Format)
+	}
+	return nil
+}
+
+// Read reads decoded image bytes. A damaged or truncated archive yields a
+// *SourceError, never io.EOF.
+func (s *Source) Read(p []byte) (int, error) {
+	if len(s.head) > 0 {
+		n := copy(p, s.head)
+		s.head = s.head[n:]
+		return n, nil
+	}
+	if s.err != nil {
+		return 0, s.err
+	}
+	return s.readDecoded(p)
+}
+
+// readDecoded reads from the decoder, counting output and turning decoder
+// errors into *SourceError.
+func (s *Source) readDecoded(p []byte) (int, error) {
+	n, err := s.dec.Read(p)
+	s.decoded += int64(n)
+	if err != nil {
+		err = s.classify(err)
+		s.err = err
+	}
+	return n, err
+}
+
+// classify turns what a decoder returned into what Read returns.
+func (s *Source) classify(err error) error {
+	var se *SourceError
+	switch {
+	case errors.As(err, &se):
+		return err
+	case err == io.EOF:
+		if s.SizeExact && s.decoded < s.Size {
+			return s.sourceError(true, fmt.Errorf("%w: got %d of %d bytes", errDecodedShort, s.decoded, s.Size))
+		}
+		if s.SizeExact && s.decoded > s.Size {
+			return s.sourceError(false, fmt.Errorf("%w: got %d, declared %d bytes", errDecodedLong, s.decoded, s.Size))
+		}
+		return io.EOF
+	}
+	// An error from the input itself (a failing disk, a dropped network
+	// share) is not damage in the archive; say which it is.
+	if ioErr := s.meter.failure(); ioErr != nil {
+		return fmt.Errorf("read %s input at byte %d: %w", s.Format, s.meter.reached.Load(), ioErr)
+	}
+	if s.Format == FormatRaw {
+		return fmt.Errorf("read image at byte %d: %w", s.decoded, err)
+	}
+	return s.sourceError(isTruncation(err), err)
+}
+
+func (s *Source) sourceError(truncated bool, err error) *SourceError {
+	return &SourceError{Format: s.Format, Offset: s.meter.reached.Load(), Decoded: s.decoded,
+		Truncated: truncated, Err: err}
+}
+
+// CompressedRead is how many input bytes the decoder has consumed so far: the
+// progress measure when Size is unknown. Safe to call from any goroutine.
+func (s *Source) CompressedRead() int64 { return s.meter.reached.Load() }
+
+// Close releases the decoder and, for OpenSource, the file. Reads after Close
+// fail.
+func (s *Source) Close() error {
+	var first error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		if err := s.closers[i](); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.closers = nil
+	s.head = nil
+	s.err = errSourceClosed
+	return first
+}

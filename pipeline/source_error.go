@@ -1,0 +1,56 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"usbflash/internal/units"
+)
+
+// SourceError reports a damaged or incomplete image archive: the decoder
+// found data it cannot decode, or the data ended early. It always carries
+// where it happened, so the user can tell a short download (truncated near
+// the end) from a damaged one.
+type SourceError struct {
+	Format Format
+	// Offset is how far into the compressed input the decoder had read.
+	// Decoders read ahead, so the damage is at or before this byte.
+	Offset int64
+	// Decoded is how many image bytes had been produced.
+	Decoded int64
+	// Truncated is set when the input ended before the archive did.
+	Truncated bool
+	Err       error
+}
+
+func (e *SourceError) Error() string {
+	cause := "unknown error"
+	if e.Err != nil {
+		cause = e.Err.Error()
+	}
+	if e.Truncated {
+		return fmt.Sprintf("%s: truncated: input ends at compressed byte %d (after %s decoded): %s; "+
+			"the file is incomplete: download it again and compare its checksum",
+			e.Format, e.Offset, units.FormatSize(e.Decoded), cause)
+	}
+	return fmt.Sprintf("%s: corrupt data at compressed byte %d (after %s decoded): %s; "+
+		"the file is damaged: download it again and compare its checksum",
+		e.Format, e.Offset, units.FormatSize(e.Decoded), cause)
+}
+
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// isTruncation reports whether a decoder error means the input ran out.
+// Decoders say so with io.ErrUnexpectedEOF, sometimes wrapped.
+func isTruncation(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// errDecodedShort is the cause when a decoder reports a clean end but
+// produced fewer bytes than the container declared.
+var errDecodedShort = errors.New("data ended before the size the archive declares")
+
+// errDecodedLong is the cause when a decoder produced more bytes than the
+// container declared.
+var errDecodedLong = errors.New("data continues past the size the archive declares")

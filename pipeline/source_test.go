@@ -1,0 +1,342 @@
+package pipeline
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// srcOpen opens data through the three ways in: a named file, a seekable
+// reader, and a pipe-like stream that hides io.ReaderAt.
+func srcOpen(t testing.TB, data []byte, how string) (*Source, error) {
+	t.Helper()
+	switch how {
+	case "file":
+		p := filepath.Join(t.TempDir(), "image.bin")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return OpenSource(p)
+	case "seekable":
+		return NewSource(bytes.NewReader(data), int64(len(data)))
+	case "stream":
+		return NewSource(struct{ io.Reader }{bytes.NewReader(data)}, -1)
+	}
+	t.Fatalf("unknown way in %q", how)
+	return nil, nil
+}
+
+var srcWaysIn = []string{"file", "seekable", "stream"}
+
+// srcDecode opens and reads everything, returning the first error from
+// either step.
+func srcDecode(t testing.TB, data []byte, how string) (*Source, []byte, error) {
+	t.Helper()
+	s, err := srcOpen(t, data, how)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.Close()
+	out, err := io.ReadAll(s)
+	return s, out, err
+}
+
+// srcZip builds a zip with the given entries (name -> data; a name ending
+// in "/" is a directory), each stored or deflated.
+func srcZip(t testing.TB, method uint16, entries ...any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := zip.NewWriter(&b)
+	for i := 0; i < len(entries); i += 2 {
+		name, data := entries[i].(string), entries[i+1].([]byte)
+		f, err := w.CreateHeader(&zip.FileHeader{Name: name, Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestSourceRoundTrip decodes every format byte-exact, for sizes that are
+// and are not multiples of 512, through every way in.
+func TestSourceRoundTrip(t *testing.T) {
+	sizes := []int64{1, 511, 513, 3*4096 + 7, 1<<20 + 1}
+	type tc struct {
+		name   string
+		format Format
+		enc    func(t *testing.T, data []byte) []byte
+	}
+	var cases []tc
+	cases = append(cases, tc{"raw", FormatRaw, func(t *testing.T, d []byte) []byte { return d }})
+	for _, c := range srcCodecs {
+		cases = append(cases, tc{c.format.String(), c.format, func(t *testing.T, d []byte) []byte { return srcCompress(t, c, d) }})
+	}
+	cases = append(cases,
+		tc{"zip-deflate", FormatZip, func(t *testing.T, d []byte) []byte { return srcZip(t, zip.Deflate, "os.img", d) }},
+		tc{"zip-store", FormatZip, func(t *testing.T, d []byte) []byte { return srcZip(t, zip.Store, "os.img", d) }},
+	)
+	for _, c := range cases {
+		for _, size := range sizes {
+			img := genOSImage(size, uint64(size))
+			if c.format == FormatRaw {
+				img[0] = 0xeb // a boot-sector jump, so a 1-byte image is not a signature prefix
+			}
+			t.Run(c.name+"/"+itoa(size), func(t *testing.T) {
+				enc := c.enc(t, img)
+				for _, how := range srcWaysIn {
+					if how == "stream" && c.format == FormatZip {
+						continue // refused; see TestSourceZipEntries
+					}
+					s, out, err := srcDecode(t, enc, how)
+					if err != nil {
+						t.Fatalf("%s: %v", how, err)
+					}
+					if s.Format != c.format {
+						t.Errorf("%s: format %v, want %v", how, s.Format, c.format)
+					}
+					if sha256.Sum256(out) != sha256.Sum256(img) {
+						t.Errorf("%s: decoded %d bytes, SHA-256 differs from the %d-byte image", how, len(out), len(img))
+					}
+				}
+			})
+		}
+	}
+}
+
+func itoa(n int64) string {
+	var b []byte
+	for {
+		b = append([]byte{byte('0' + n%10)}, b...)
+		if n /= 10; n == 0 {
+			return string(b)
+		}
+	}
+}
+
+// TestSourceMulti decodes the concatenations real tools produce: gzip
+// members, xz streams with padding, zstd frames around a skippable frame,
+// concatenated bzip2 streams.
+func TestSourceMulti(t *testing.T) {
+	a, b := genOSImage(300_001, 1), genOSImage(70_003, 2)
+	want := srcConcat(a, b)
+	codec := func(f Format) srcCodec {
+		for _, c := range srcCodecs {
+			if c.format == f {
+				return c
+			}
+		}
+		t.Fatalf("no codec for %v", f)
+		return srcCodec{}
+	}
+	pad := make([]byte, 8)
+	cases := []struct {
+		name      string
+		build     func(t *testing.T) []byte
+		size      int64
+		exact     bool
+		sizeKnown bool
+	}{
+		{"gzip-2-members", func(t *testing.T) []byte {
+			return srcConcat(srcCompress(t, codec(FormatGzip), a), srcCompress(t, codec(FormatGzip), b))
+		}, 0, false, false},
+		{"xz-2-streams-padding", func(t *testing.T) []byte {
+			return srcConcat(srcCompress(t, codec(FormatXz), a), pad, srcCompress(t, codec(FormatXz), b), pad[:4])
+		}, int64(len(want)), true, true},
+		{"xz-multiblock", func(t *testing.T) []byte {
+			srcHaveCLI(t, "xz")
+			return srcRunCLI(t, want, "xz", "-c", "-1", "-T2", "--block-size=65536")
+		}, int64(len(want)), true, true},
+		{"zstd-frames-skippable", func(t *testing.T) []byte {
+			return srcConcat(srcSkippableFrame([]byte("seekable index")), srcCompress(t, codec(FormatZstd), a),
+				srcSkippableFrame(nil), srcCompress(t, codec(FormatZstd), b))
+		}, int64(len(want)), true, true},
+		{"zstd-no-content-size", func(t *testing.T) []byte {
+			srcHaveCLI(t, "zstd")
+			// From a pipe the CLI cannot record the frame content size.
+			return srcPipeCLI(t, want, "zstd", "-c", "-q")
+		}, -1, false, true},
+		{"bzip2-2-streams", func(t *testing.T) []byte {
+			return srcConcat(srcCompress(t, codec(FormatBzip2), a), srcCompress(t, codec(FormatBzip2), b))
+		}, -1, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			enc := c.build(t)
+			for _, how := range srcWaysIn {
+				s, out, err := srcDecode(t, enc, how)
+				if err != nil {
+					t.Fatalf("%s: %v", how, err)
+				}
+				if !bytes.Equal(out, want) {
+					t.Fatalf("%s: decoded %d bytes, want %d identical", how, len(out), len(want))
+				}
+				if how == "stream" || !c.sizeKnown {
+					if s.SizeExact {
+						t.Errorf("%s: size %d claimed exact", how, s.Size)
+					}
+					continue
+				}
+				if s.Size != c.size || s.SizeExact != c.exact {
+					t.Errorf("%s: size %d exact %v, want %d exact %v", how, s.Size, s.SizeExact, c.size, c.exact)
+				}
+			}
+		})
+	}
+}
+
+// TestSourceSize is the size-detection table: what each container admits
+// about the decoded size, when read from a seekable input.
+func TestSourceSize(t *testing.T) {
+	img := genOSImage(200_000+3, 7)
+	n := int64(len(img))
+	byFormat := map[Format]srcCodec{}
+	for _, c := range srcCodecs {
+		byFormat[c.format] = c
+	}
+	cases := []struct {
+		name  string
+		build func(t *testing.T) []byte
+		size  int64
+		exact bool
+	}{
+		{"raw", func(t *testing.T) []byte { return img }, n, true},
+		{"gzip-isize-hint", func(t *testing.T) []byte { return srcCompress(t, byFormat[FormatGzip], img) }, n, false},
+		{"xz-index", func(t *testing.T) []byte { return srcCompress(t, byFormat[FormatXz], img) }, n, true},
+		{"xz-go-encoder", func(t *testing.T) []byte { b, _ := srcXzGo(img); return b }, n, true},
+		{"zstd-fcs", func(t *testing.T) []byte { return srcCompress(t, byFormat[FormatZstd], img) }, n, true},
+		{"zstd-go-encoder", func(t *testing.T) []byte { b, _ := srcZstdGo(img); return b }, n, true},
+		{"bzip2-unknown", func(t *testing.T) []byte { return srcCompress(t, byFormat[FormatBzip2], img) }, -1, false},
+		{"zip-entry", func(t *testing.T) []byte { return srcZip(t, zip.Deflate, "a.img", img) }, n, true},
+		{"xz-broken-index", func(t *testing.T) []byte {
+			b := bytes.Clone(srcCompress(t, byFormat[FormatXz], img))
+			b[len(b)-14] ^= 0xff // inside the index: its CRC fails, the size is unknown
+			return b
+		}, -1, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := srcOpen(t, c.build(t), "seekable")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.Size != c.size || s.SizeExact != c.exact {
+				t.Errorf("Size %d exact %v, want %d exact %v", s.Size, s.SizeExact, c.size, c.exact)
+			}
+		})
+	}
+}
+
+// TestSourceZipEntries covers choosing the image inside a zip.
+func TestSourceZipEntries(t *testing.T) {
+	img := genOSImage(100_000, 3)
+	cases := []struct {
+		name    string
+		zip     []byte
+		how     string
+		entry   string
+		errHas  []string
+		errNone bool
+	}{
+		{"one-with-metadata", srcZip(t, zip.Deflate, "dir/", []byte{}, "__MACOSX/._os.img", []byte("xx"),
+			"dir/os.img", img, "README.txt", []byte("hello"), "os.img.sha256", []byte("abc")), "seekable", "dir/os.img", nil, true},
+		{"two-images", srcZip(t, zip.Deflate, "a.img", img, "b.img", img[:5000]), "seekable", "",
+			[]string{`"a.img"`, `"b.img"`, "2 candidate"}, false},
+		{"no-image", srcZip(t, zip.Store, "notes.txt", []byte("x")), "seekable", "", []string{"no image"}, false},
+		{"empty-archive", srcZip(t, zip.Store), "seekable", "", []string{"no image"}, false},
+		{"from-pipe", srcZip(t, zip.Store, "a.img", img), "stream", "", []string{"unzip -p"}, false},
+		{"nested-xz", srcZip(t, zip.Store, "a.img.xz", srcConcat(xzMagicForTest, img)), "seekable", "",
+			[]string{"xz-compressed"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := srcOpen(t, c.zip, c.how)
+			if c.errNone {
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				out, err := io.ReadAll(s)
+				if err != nil || !bytes.Equal(out, img) || s.Entry != c.entry {
+					t.Fatalf("entry %q, %d bytes, err %v; want %q, %d bytes", s.Entry, len(out), err, c.entry, len(img))
+				}
+				return
+			}
+			if err == nil {
+				s.Close()
+				t.Fatal("opened; want an error")
+			}
+			for _, want := range c.errHas {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+var xzMagicForTest = []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}
+
+// TestSourceRefusesContainers checks that recognised but unsupported
+// containers are refused with a hint, not written raw.
+func TestSourceRefusesContainers(t *testing.T) {
+	tarHdr := make([]byte, 1024)
+	copy(tarHdr, "os.img")
+	copy(tarHdr[257:], "ustar\x0000")
+	lzma := srcConcat([]byte{0x5d, 0, 0, 0x80, 0}, bytes.Repeat([]byte{0xff}, 8), make([]byte, 100))
+	cases := []struct {
+		name, data, want string
+	}{
+		{"7z", "7z\xbc\xaf\x27\x1c\x00\x04rest", "7z x"},
+		{"rar", "Rar!\x1a\x07\x01\x00rest", "unrar"},
+		{"lz4", "\x04\x22\x4d\x18rest", "lz4 -d"},
+		{"lzip", "LZIP\x01rest", "lzip -d"},
+		{"tar", string(tarHdr), "tar -xf"},
+		{"lzma", string(lzma), "lzma"},
+		{"qcow2", "QFI\xfb\x00\x00\x00\x03", "qemu-img"},
+		{"empty", "", "empty"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := srcOpen(t, []byte(c.data), "seekable")
+			if err == nil {
+				s.Close()
+				t.Fatal("opened; want a refusal")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not mention %q", err, c.want)
+			}
+			var se *SourceError
+			if errors.As(err, &se) {
+				t.Errorf("refusal is a *SourceError (%v); it is not damage", err)
+			}
+		})
+	}
+}
+
+// TestSourceRefusesCompressedTar refuses a .tar.gz: the decoded bytes are a
+// tar archive, not an image.
+func TestSourceRefusesCompressedTar(t *testing.T) {
+	tarHdr := make([]byte, 4096)
+	copy(tarHdr[257:], "ustar\x0000")
+	gz, err := srcGzipGo(tarHdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = srcOpen(t, gz, "stream")
+	if err == nil || !strings.Contains(err.Error(), "tar archive") {
+		t.Fatalf("error %v; want a tar refusal", err)
+	}
+}

@@ -1,0 +1,170 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"time"
+)
+
+// VerifyOptions tune Verify and VerifyHash. The zero value is valid.
+type VerifyOptions struct {
+	// TransferSize is the bytes per READ command, a multiple of the block
+	// size. 0 means DefaultTransferSize.
+	TransferSize int
+	// Buffers is how many read buffers cycle, at least 2 (the next read
+	// proceeds while the previous buffer is compared). 0 means 2.
+	Buffers int
+	// Progress, when set, is called with Phase "verify" at most about 4
+	// times a second, plus at the start and the end.
+	Progress func(Progress)
+}
+
+// VerifyResult describes a finished verify.
+type VerifyResult struct {
+	Bytes      int64         // image bytes compared or hashed
+	Reads      int           // READ commands issued
+	Elapsed    time.Duration //
+	DeviceBusy time.Duration // time inside ReadBlocks
+	SHA256     [32]byte      // VerifyHash: of the bytes read back
+}
+
+func (o *VerifyOptions) normalize(dev BlockDevice) error {
+	bs := dev.BlockSize()
+	if o.TransferSize == 0 {
+		o.TransferSize = max(DefaultTransferSize/bs*bs, bs)
+	}
+	if err := checkTransfer(o.TransferSize, bs); err != nil {
+		return err
+	}
+	if o.Buffers == 0 {
+		o.Buffers = 2
+	}
+	if o.Buffers < 2 {
+		return fmt.Errorf("%d buffers: want at least 2, so reading overlaps comparing", o.Buffers)
+	}
+	return nil
+}
+
+// Verify reads the medium back from LBA 0 and compares it with image, a
+// fresh decode of the image that was written. size is the image length, or
+// -1 to compare until image ends. The first difference is reported as a
+// *VerifyError naming its LBA and byte offset; padding after the image's
+// last byte is not compared.
+func Verify(ctx context.Context, dev BlockDevice, image io.Reader, size int64, opts VerifyOptions) (VerifyResult, error) {
+	if err := opts.normalize(dev); err != nil {
+		return VerifyResult{}, err
+	}
+	name, bs := deviceName(dev), int64(dev.BlockSize())
+	capacity := dev.BlockCount() * bs
+	if size > capacity {
+		return VerifyResult{}, &CapacityError{Device: name, ImageSize: size, Capacity: capacity}
+	}
+	limit := size
+	if size < 0 {
+		limit = capacity
+	}
+	img := make([]byte, opts.TransferSize) // the image side needs no alignment
+	return readBack(ctx, dev, limit, size, opts, func(f fill, got []byte) (int, bool, error) {
+		if f.err == io.EOF {
+			if size < 0 {
+				return 0, false, imageFits(image, name, capacity)
+			}
+			return 0, false, nil
+		}
+		if f.err != nil {
+			return 0, false, f.err
+		}
+		n, err := readFull(image, img[:f.n])
+		if i := firstDiff(img[:n], got[:n]); i >= 0 {
+			off := f.off + int64(i)
+			return i, false, &VerifyError{Device: name, LBA: off / bs, Offset: off, Want: img[i], Got: got[i]}
+		}
+		switch {
+		case err == io.EOF && size >= 0:
+			return n, false, &ImageSizeError{Declared: size, Actual: f.off + int64(n)}
+		case err == io.EOF:
+			return n, false, nil
+		case err != nil:
+			return n, false, fmt.Errorf("reading the image to verify against, at byte offset %d: %w", f.off+int64(n), err)
+		}
+		return n, true, nil
+	})
+}
+
+// imageFits checks that an image of unknown length has no bytes left once
+// the whole medium has been compared.
+func imageFits(image io.Reader, name string, capacity int64) error {
+	var b [1]byte
+	n, err := readFull(image, b[:])
+	switch {
+	case n > 0:
+		return &CapacityError{Device: name, ImageSize: -1, Capacity: capacity, Written: capacity}
+	case err == io.EOF:
+		return nil
+	default:
+		return fmt.Errorf("reading the image to verify against, at byte offset %d: %w", capacity, err)
+	}
+}
+
+// firstDiff returns the index of the first differing byte, or -1. It
+// compares in chunks with bytes.Equal (vectorised) and only looks at
+// single bytes inside the chunk that differs.
+func firstDiff(a, b []byte) int {
+	const chunk = 4096
+	for base := 0; base < len(a); base += chunk {
+		end := min(base+chunk, len(a))
+		if bytes.Equal(a[base:end], b[base:end]) {
+			continue
+		}
+		for i := base; i < end; i++ {
+			if a[i] != b[i] {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// VerifyHash reads back the first size bytes of the medium and compares
+// their SHA-256 with want, the hash Write returned. It needs no second
+// decode of the image; on a mismatch (*VerifyError with HashOnly set) the
+// caller runs Verify against a fresh decode to find the first bad LBA.
+func VerifyHash(ctx context.Context, dev BlockDevice, size int64, want [32]byte, opts VerifyOptions) (VerifyResult, error) {
+	if err := opts.normalize(dev); err != nil {
+		return VerifyResult{}, err
+	}
+	name := deviceName(dev)
+	capacity := dev.BlockCount() * int64(dev.BlockSize())
+	if size < 0 {
+		return VerifyResult{}, fmt.Errorf("hash verify of %s needs the image size, got %d", name, size)
+	}
+	if size > capacity {
+		return VerifyResult{}, &CapacityError{Device: name, ImageSize: size, Capacity: capacity}
+	}
+	h := sha256.New()
+	res, err := readBack(ctx, dev, size, size, opts, func(f fill, got []byte) (int, bool, error) {
+		if f.err != nil {
+			return 0, false, nilIfEOF(f.err)
+		}
+		h.Write(got)
+		return len(got), true, nil
+	})
+	if err != nil {
+		return res, err
+	}
+	h.Sum(res.SHA256[:0])
+	if res.SHA256 != want {
+		return res, &VerifyError{Device: name, HashOnly: true, Size: size, WantHash: want, GotHash: res.SHA256}
+	}
+	return res, nil
+}
+
+func nilIfEOF(err error) error {
+	if err == io.EOF {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,95 @@
+package xzdec
+
+import (
+	"errors"
+	"io"
+)
+
+// inBufSize is large enough to hold a whole LZMA2 chunk (64 KiB of
+// compressed data plus its header) contiguously, and large enough that
+// reads from files or pipes are few.
+const inBufSize = 1 << 20
+
+// inReader buffers the compressed input and tracks the absolute offset of
+// every byte so errors can name it. Slices it returns stay valid until the
+// next call that reads more input.
+type inReader struct {
+	r    io.Reader
+	buf  []byte
+	rpos int
+	wpos int
+	base int64 // compressed offset of buf[0]
+	err  error // sticky read error (io.EOF included)
+	idle int   // consecutive empty reads
+}
+
+func newInReader(r io.Reader, base int64, size int) *inReader {
+	return &inReader{r: r, buf: make([]byte, size), base: base}
+}
+
+// offset is the compressed offset of the next unread byte.
+func (in *inReader) offset() int64 { return in.base + int64(in.rpos) }
+
+// peek returns the next n bytes without consuming them. n must not exceed
+// the buffer size. A short input gives an ErrTruncated *Error.
+func (in *inReader) peek(n int) ([]byte, error) {
+	for in.wpos-in.rpos < n {
+		if in.err != nil {
+			if in.err == io.EOF {
+				return nil, errAt(in.base+int64(in.wpos), ErrTruncated, "unexpected end of input")
+			}
+			return nil, &Error{Offset: in.base + int64(in.wpos), Err: in.err}
+		}
+		in.fill(n)
+	}
+	return in.buf[in.rpos : in.rpos+n], nil
+}
+
+// fill reads more input, first moving unread bytes to the front if the
+// request would not fit.
+func (in *inReader) fill(n int) {
+	if in.rpos+n > len(in.buf) {
+		m := copy(in.buf, in.buf[in.rpos:in.wpos])
+		in.base += int64(in.rpos)
+		in.rpos, in.wpos = 0, m
+	}
+	k, err := in.r.Read(in.buf[in.wpos:])
+	if k < 0 || k > len(in.buf)-in.wpos {
+		k, err = 0, errors.New("input reader returned an invalid count")
+	}
+	in.wpos += k
+	switch {
+	case err != nil:
+		in.err = err
+	case k > 0:
+		in.idle = 0
+	default:
+		// io.Reader allows empty reads; tolerate a few but never spin.
+		if in.idle++; in.idle > 100 {
+			in.err = io.ErrNoProgress
+		}
+	}
+}
+
+// next consumes and returns the next n bytes.
+func (in *inReader) next(n int) ([]byte, error) {
+	b, err := in.peek(n)
+	if err == nil {
+		in.rpos += n
+	}
+	return b, err
+}
+
+// atEOF reports whether the input is exhausted, reading if needed.
+func (in *inReader) atEOF() (bool, error) {
+	for in.wpos == in.rpos {
+		if in.err != nil {
+			if in.err == io.EOF {
+				return true, nil
+			}
+			return false, &Error{Offset: in.base + int64(in.wpos), Err: in.err}
+		}
+		in.fill(1)
+	}
+	return false, nil
+}

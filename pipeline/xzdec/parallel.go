@@ -1,0 +1,357 @@
+package xzdec
+
+import (
+	"context"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// DefaultMaxInFlight is the default cap on decoded bytes held in memory by
+// the parallel decoder.
+const DefaultMaxInFlight = 256 << 20
+
+// Options configures NewParallelReader.
+//
+// Parallel xz decoding: when the input is a seekable file whose index lists
+// more than one block (files made by `xz -T0`, `xz -T2`, `xz --block-size`,
+// or pixz), blocks are decoded concurrently on Workers goroutines (default
+// GOMAXPROCS) and delivered in order. Memory is bounded by MaxInFlight
+// (default 256 MiB): the decoded bytes of blocks being decoded or waiting
+// to be read, at most 2 blocks per worker. A block larger than the cap is
+// decoded alone (still streamed to the reader while it decodes), so
+// `xz -9 -T0` files (192 MiB blocks) need a cap of 2 × 192 MiB or more to
+// decode two blocks at once. Files with a single block, files whose blocks
+// exceed MaxInFlight, and non-seekable input are decoded by the streaming
+// single-threaded decoder instead, which holds one dictionary (at most
+// 64 MiB for xz -9) in memory.
+type Options struct {
+	// Workers is the number of blocks decoded at once; 0 means GOMAXPROCS.
+	Workers int
+	// MaxInFlight caps decoded bytes held in memory; 0 means
+	// DefaultMaxInFlight.
+	MaxInFlight int64
+}
+
+// NewParallelReader decodes the .xz file in ra (size bytes) using multiple
+// goroutines when its index allows, and the streaming decoder otherwise.
+// The result implements io.WriterTo, which hands w the decoded blocks
+// directly without an intermediate copy. Close stops the workers; ctx
+// cancels them too and makes Read return ctx.Err().
+func NewParallelReader(ctx context.Context, ra io.ReaderAt, size int64, opt Options) (io.ReadCloser, error) {
+	idx, err := ReadIndex(ra, size)
+	if err != nil {
+		return nil, err
+	}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	limit := opt.MaxInFlight
+	if limit <= 0 {
+		limit = DefaultMaxInFlight
+	}
+	streaming := len(idx.Blocks) <= 1 || workers == 1
+	for _, b := range idx.Blocks {
+		if b.UncompressedSize > limit {
+			streaming = true
+		}
+	}
+	if streaming {
+		z, err := NewReader(io.NewSectionReader(ra, 0, size))
+		if err != nil {
+			return nil, err
+		}
+		return streamCloser{z}, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	p := &parallelReader{
+		ctx: ctx, cancel: cancel, ra: ra, idx: idx,
+		limit: limit, maxJobs: 2 * workers,
+		queue:    make(chan *pjob, 2*workers),
+		jobs:     make(chan *pjob),
+		released: make(chan struct{}, 1),
+	}
+	p.wg.Add(workers + 1)
+	go p.dispatch()
+	for i := 0; i < workers; i++ {
+		go p.work()
+	}
+	return p, nil
+}
+
+// streamCloser adapts the streaming Reader to io.ReadCloser.
+type streamCloser struct{ *Reader }
+
+func (streamCloser) Close() error { return nil }
+
+type parallelReader struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	ra     io.ReaderAt
+	idx    *Index
+	wg     sync.WaitGroup
+
+	queue chan *pjob // admitted blocks in file order, to the reader
+	jobs  chan *pjob // admitted blocks, to the workers
+
+	limit   int64
+	maxJobs int
+
+	mu       sync.Mutex
+	inFlight int64
+	nJobs    int
+	free     [][]byte
+	released chan struct{}
+
+	cur  *pjob
+	read int
+	err  error
+}
+
+// pjob is one block being decoded. done is published after each decoded
+// span so the reader can stream the head block while it is still decoding.
+type pjob struct {
+	info     BlockInfo
+	check    CheckType
+	buf      []byte
+	done     atomic.Int64
+	progress chan struct{}
+	finished chan struct{}
+	err      error // valid after finished is closed
+}
+
+// dispatch admits blocks in order as memory allows.
+func (p *parallelReader) dispatch() {
+	defer p.wg.Done()
+	defer close(p.jobs)
+	defer close(p.queue)
+	for _, b := range p.idx.Blocks {
+		buf, ok := p.admit(b.UncompressedSize)
+		if !ok {
+			return
+		}
+		j := &pjob{
+			info: b, check: p.idx.Streams[b.Stream].Check, buf: buf,
+			progress: make(chan struct{}, 1), finished: make(chan struct{}),
+		}
+		select {
+		case p.queue <- j:
+		case <-p.ctx.Done():
+			return
+		}
+		select {
+		case p.jobs <- j:
+		case <-p.ctx.Done():
+			return
+		}
+	}
+}
+
+// admit waits until a block of n bytes fits the budget and returns its
+// buffer. A block is always admitted when nothing else is in flight.
+func (p *parallelReader) admit(n int64) ([]byte, bool) {
+	for {
+		p.mu.Lock()
+		if p.nJobs == 0 || (p.inFlight+n <= p.limit && p.nJobs < p.maxJobs) {
+			p.inFlight += n
+			p.nJobs++
+			var buf []byte
+			for i, f := range p.free {
+				if int64(cap(f)) >= n {
+					buf = f[:n]
+					p.free = append(p.free[:i], p.free[i+1:]...)
+					break
+				}
+			}
+			p.mu.Unlock()
+			if buf == nil {
+				buf = make([]byte, n)
+			}
+			return buf, true
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.released:
+		case <-p.ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+// release returns a fully read block's budget and buffer.
+func (p *parallelReader) release(j *pjob) {
+	p.mu.Lock()
+	p.inFlight -= int64(len(j.buf))
+	p.nJobs--
+	if len(p.free) < p.maxJobs/2 {
+		p.free = append(p.free, j.buf)
+	}
+	p.mu.Unlock()
+	select {
+	case p.released <- struct{}{}:
+	default:
+	}
+}
+
+// work decodes blocks until the job channel closes.
+func (p *parallelReader) work() {
+	defer p.wg.Done()
+	var lz lzma2Dec
+	var in *inReader
+	for j := range p.jobs {
+		j.err = p.decode(j, &lz, &in)
+		close(j.finished)
+	}
+}
+
+// decode decodes one block into j.buf, cross-checking it against the
+// index. For unfiltered blocks j.buf is the LZMA window itself, so output
+// is written exactly once.
+func (p *parallelReader) decode(j *pjob, lz *lzma2Dec, inp **inReader) error {
+	b := j.info
+	end := b.Offset + (b.UnpaddedSize+3)&^3
+	sr := io.NewSectionReader(p.ra, b.Offset, end-b.Offset)
+	if *inp == nil {
+		*inp = newInReader(sr, b.Offset, inBufSize)
+	} else {
+		in := *inp
+		*in = inReader{r: sr, buf: in.buf, base: b.Offset}
+	}
+	in := *inp
+	first, err := in.peek(1)
+	if err != nil {
+		return err
+	}
+	if first[0] == 0 {
+		return errAt(b.Offset, ErrFormat, "index points to a block, found an index")
+	}
+	hdr, start, err := readBlockHeader(in)
+	if err != nil {
+		return err
+	}
+	if len(hdr.filters) == 1 {
+		lz.lz.w.setFixed(j.buf)
+	} else {
+		lz.lz.w.setStreaming(windowMax(hdr))
+	}
+	defer func() { lz.lz.w.setStreaming(0) }() // drop the reference to j.buf
+	var blk blockDec
+	if err := blk.init(in, start, hdr, j.check, lz, b.UnpaddedSize, b.UncompressedSize); err != nil {
+		return err
+	}
+	n := 0
+	for {
+		if err := p.ctx.Err(); err != nil {
+			return err
+		}
+		span, err := blk.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(span) > len(j.buf)-n {
+			return errAt(in.offset(), ErrFormat, "block decodes to more than the index says")
+		}
+		if &span[0] != &j.buf[n] {
+			copy(j.buf[n:], span)
+		}
+		n += len(span)
+		j.done.Store(int64(n))
+		select {
+		case j.progress <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// avail blocks until decoded bytes are available and returns them.
+func (p *parallelReader) avail() ([]byte, error) {
+	for p.err == nil {
+		if p.cur == nil {
+			select {
+			case j, ok := <-p.queue:
+				if !ok {
+					if err := p.ctx.Err(); err != nil {
+						p.err = err
+					} else {
+						p.err = io.EOF
+					}
+					continue
+				}
+				p.cur, p.read = j, 0
+			case <-p.ctx.Done():
+				p.err = p.ctx.Err()
+				continue
+			}
+		}
+		j := p.cur
+		if d := int(j.done.Load()); d > p.read {
+			return j.buf[p.read:d], nil
+		}
+		select {
+		case <-j.finished:
+			if d := int(j.done.Load()); d > p.read {
+				return j.buf[p.read:d], nil
+			}
+			if j.err != nil {
+				p.err = j.err
+				p.cancel()
+				continue
+			}
+			p.cur = nil
+			p.release(j)
+		case <-j.progress:
+		case <-p.ctx.Done():
+			p.err = p.ctx.Err()
+		}
+	}
+	return nil, p.err
+}
+
+// Read implements io.Reader.
+func (p *parallelReader) Read(b []byte) (int, error) {
+	s, err := p.avail()
+	if err != nil {
+		return 0, err
+	}
+	n := copy(b, s)
+	p.read += n
+	return n, nil
+}
+
+// WriteTo implements io.WriterTo straight from the block buffers.
+func (p *parallelReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		s, err := p.avail()
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+		n, err := w.Write(s)
+		total += int64(n)
+		p.read += n
+		if err != nil {
+			return total, err
+		}
+		if n < len(s) {
+			return total, io.ErrShortWrite
+		}
+	}
+}
+
+// Close stops all goroutines and waits for them.
+func (p *parallelReader) Close() error {
+	p.cancel()
+	p.wg.Wait()
+	if p.err == nil {
+		p.err = errClosed
+	}
+	return nil
+}

@@ -13,14 +13,15 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	ctx, stop := signalContext(os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-// run is main without the process: tests call it with their own arguments
-// and streams and read the exit code.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signalContext(stderr)
-	defer stop()
+// run is main without the process: tests call it with their own context,
+// arguments and streams, and read the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCommand(&app{stdin: stdin, stdout: stdout, stderr: stderr})
 	root.SetArgs(args)
 	root.SetIn(stdin)

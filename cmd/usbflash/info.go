@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"usbflash/internal/units"
+)
+
+// infoReport is `usbflash info --json`: the target, the USB identity when
+// there is one, and the LUN or file.
+type infoReport struct {
+	Target string        `json:"target"`
+	USB    *readerReport `json:"usb,omitempty"`
+	LUN    *lunReport    `json:"lun,omitempty"`
+	File   *fileReport   `json:"file,omitempty"`
+}
+
+type fileReport struct {
+	Path      string `json:"path"`
+	BlockSize int    `json:"block_size"`
+	Blocks    int64  `json:"blocks"`
+	Bytes     int64  `json:"bytes"`
+	Direct    bool   `json:"direct_io"`
+}
+
+func newInfoCommand(a *app) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "info TARGET",
+		Short: "Show everything known about one target",
+		Long: `Show one target's identity (INQUIRY, serial), capacity, block size, write
+protection and transfer limits. Nothing is written. For a usb: target the
+reader is claimed, which detaches the kernel driver (refused while mounted,
+unless --force).`,
+		Args: exactArgs(1, "a TARGET"),
+		RunE: func(c *cobra.Command, args []string) error {
+			t, err := parseTarget(args[0])
+			if err != nil {
+				return err
+			}
+			return a.info(c.Context(), t, asJSON)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}
+
+func (a *app) info(ctx context.Context, t target, asJSON bool) error {
+	d, err := openTarget(ctx, t, openOptions{})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	rep := describeDevice(d)
+	if asJSON {
+		return json.NewEncoder(a.stdout).Encode(rep)
+	}
+	printInfo(a.stdout, rep)
+	return nil
+}
+
+func describeDevice(d *device) infoReport {
+	rep := infoReport{Target: d.name}
+	if d.usb != nil {
+		r := describeIdentity(*d.usb)
+		rep.USB = &r
+	}
+	if d.lun != nil {
+		l := reportLUN(d.lun)
+		rep.LUN = &l
+	}
+	if d.file != nil {
+		rep.File = &fileReport{
+			Path: strings.TrimPrefix(d.name, "file:"), BlockSize: d.dev.BlockSize(),
+			Blocks: d.dev.BlockCount(), Bytes: d.capacity(), Direct: d.file.Direct(),
+		}
+	}
+	return rep
+}
+
+func printInfo(w io.Writer, rep infoReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	defer tw.Flush()
+	fmt.Fprintf(tw, "target\t%s\n", rep.Target)
+	if u := rep.USB; u != nil {
+		fmt.Fprintf(tw, "usb id\t%s:%s\n", u.VID, u.PID)
+		fmt.Fprintf(tw, "usb device\t%s\n", strings.TrimSpace(u.Manufacturer+" "+u.Product))
+		fmt.Fprintf(tw, "usb serial\t%s\n", u.Serial)
+		fmt.Fprintf(tw, "bus / address / port\t%d / %d / %s\n", u.Bus, u.Address, u.Path)
+		fmt.Fprintf(tw, "speed\t%s\n", u.Speed)
+	}
+	if l := rep.LUN; l != nil {
+		fmt.Fprintf(tw, "lun\t%d\n", l.LUN)
+		fmt.Fprintf(tw, "vendor\t%s\n", l.Vendor)
+		fmt.Fprintf(tw, "product\t%s\n", l.Product)
+		fmt.Fprintf(tw, "revision\t%s\n", l.Revision)
+		fmt.Fprintf(tw, "serial (VPD)\t%s\n", orDash(l.Serial))
+		fmt.Fprintf(tw, "removable\t%v\n", l.Removable)
+		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatSize(l.Bytes), l.Bytes, l.Blocks, l.BlockSize)
+		fmt.Fprintf(tw, "write protected\t%v\n", l.WriteProtected)
+		fmt.Fprintf(tw, "max transfer\t%s\n", sizeOrUnknown(l.MaxTransfer))
+		fmt.Fprintf(tw, "optimal transfer\t%s\n", sizeOrUnknown(l.OptimalTransfer))
+	}
+	if f := rep.File; f != nil {
+		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatSize(f.Bytes), f.Bytes, f.Blocks, f.BlockSize)
+		fmt.Fprintf(tw, "direct I/O\t%v\n", f.Direct)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func sizeOrUnknown(n int64) string {
+	if n <= 0 {
+		return "not reported"
+	}
+	return units.FormatSize(n)
+}

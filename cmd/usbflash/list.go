@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"usbflash/internal/units"
+	"usbflash/scsi"
+	"usbflash/usbms"
+	"usbflash/usbms/libusb"
+)
+
+// lunReport is what list and info say about one LUN. The JSON names are
+// part of the interface for scripts (README documents them).
+type lunReport struct {
+	LUN             int      `json:"lun"`
+	Vendor          string   `json:"vendor"`
+	Product         string   `json:"product"`
+	Revision        string   `json:"revision"`
+	Serial          string   `json:"serial,omitempty"`
+	BlockSize       int      `json:"block_size"`
+	Blocks          int64    `json:"blocks"`
+	Bytes           int64    `json:"bytes"`
+	WriteProtected  bool     `json:"write_protected"`
+	Removable       bool     `json:"removable"`
+	Medium          bool     `json:"medium"`
+	MaxTransfer     int64    `json:"max_transfer_bytes,omitempty"`
+	OptimalTransfer int64    `json:"optimal_transfer_bytes,omitempty"`
+	KernelDisk      string   `json:"kernel_disk,omitempty"`
+	Mounted         []string `json:"mounted,omitempty"`
+	Error           string   `json:"error,omitempty"`
+}
+
+// readerReport is one mass-storage interface of `usbflash list`.
+type readerReport struct {
+	Index        int         `json:"index"`
+	Bus          int         `json:"bus"`
+	Address      int         `json:"address"`
+	Path         string      `json:"path"`
+	VID          string      `json:"vid"`
+	PID          string      `json:"pid"`
+	Manufacturer string      `json:"manufacturer"`
+	Product      string      `json:"product"`
+	Serial       string      `json:"serial"`
+	Speed        string      `json:"speed"`
+	Interface    int         `json:"interface"`
+	Supported    bool        `json:"supported"`
+	Reason       string      `json:"reason,omitempty"`
+	Target       string      `json:"target"`
+	LUNs         []lunReport `json:"luns"`
+}
+
+func newListCommand(a *app) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List USB card readers, their LUNs and media",
+		Long: `List every USB mass-storage interface: identity, speed, and for each LUN
+the medium's vendor, product, capacity and write protection.
+
+Readers the kernel's usb-storage driver holds are described from sysfs and
+left alone; others are asked over SCSI. list never detaches a driver.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			return a.list(c.Context(), asJSON)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: {\"devices\": [...]}")
+	return c
+}
+
+func (a *app) list(ctx context.Context, asJSON bool) error {
+	infos, err := libusb.List(ctx)
+	if errors.Is(err, libusb.ErrNoUSBAccess) || errors.Is(err, libusb.ErrNoUSBSupport) {
+		// Not a failure: there is simply nothing to list here.
+		if asJSON {
+			return json.NewEncoder(a.stdout).Encode(map[string]any{"devices": []any{}, "note": err.Error()})
+		}
+		fmt.Fprintf(a.stdout, "No USB readers: %v.\nsim: and file: targets work without USB (see 'usbflash --help').\n", err)
+		return nil
+	}
+	if err != nil {
+		return &codedError{exitDevice, fmt.Errorf("listing USB devices: %w", err)}
+	}
+	readers := make([]readerReport, 0, len(infos))
+	for i, info := range infos {
+		readers = append(readers, describeReader(ctx, i, info))
+	}
+	if asJSON {
+		return json.NewEncoder(a.stdout).Encode(map[string]any{"devices": readers})
+	}
+	if len(readers) == 0 {
+		fmt.Fprintln(a.stdout, "No USB mass-storage readers attached.")
+		return nil
+	}
+	printReaders(a.stdout, readers)
+	return nil
+}
+
+// describeIdentity is what USB itself says of a reader, without asking it
+// anything over SCSI.
+func describeIdentity(info libusb.Info) readerReport {
+	return readerReport{
+		Bus: info.Bus, Address: info.Address, Path: info.PortPath,
+		VID: fmt.Sprintf("%04x", info.VID), PID: fmt.Sprintf("%04x", info.PID),
+		Manufacturer: info.Manufacturer, Product: info.Product, Serial: info.Serial,
+		Speed: info.Speed.String(), Interface: info.Interface,
+		Supported: info.Supported, Reason: info.Reason, Target: usbName(info),
+		LUNs: []lunReport{},
+	}
+}
+
+func describeReader(ctx context.Context, index int, info libusb.Info) readerReport {
+	r := describeIdentity(info)
+	r.Index = index
+	if !info.Supported {
+		return r
+	}
+	// A reader the kernel holds is described from sysfs, so list never
+	// pulls a disk away from the system.
+	if disks, err := libusb.KernelDisks(info); err == nil && len(disks) > 0 {
+		for _, d := range disks {
+			l := lunReport{
+				LUN: d.LUN, Vendor: d.Vendor, Product: d.Model, BlockSize: 512,
+				Bytes: d.Size, Blocks: d.Size / 512, Medium: d.Size > 0, KernelDisk: d.Node,
+			}
+			for _, u := range d.InUse {
+				l.Mounted = append(l.Mounted, u.String())
+			}
+			r.LUNs = append(r.LUNs, l)
+		}
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	dev, err := libusb.Open(ctx, info, libusb.OpenOptions{})
+	if err != nil {
+		r.Reason = err.Error()
+		return r
+	}
+	defer dev.Close()
+	r.LUNs = describeLUNs(ctx, usbms.NewTransport(dev, usbms.TransportOptions{Name: usbName(info)}))
+	return r
+}
+
+// describeLUNs asks every LUN of a reader what it holds. An empty slot is
+// still described by INQUIRY, with Medium false.
+func describeLUNs(ctx context.Context, tr *usbms.Transport) []lunReport {
+	maxLUN, err := tr.MaxLUN(ctx)
+	if err != nil {
+		return []lunReport{{Error: err.Error()}}
+	}
+	var out []lunReport
+	for n := 0; n <= maxLUN; n++ {
+		lun, err := usbms.OpenLUN(ctx, tr, n, usbms.LUNOptions{ReadyWait: 3 * time.Second})
+		if err == nil {
+			out = append(out, reportLUN(lun))
+			continue
+		}
+		l := lunReport{LUN: n, Error: err.Error()}
+		buf := make([]byte, 36)
+		if k, ierr := tr.Exec(ctx, n, inquiryCDB(), usbms.DataIn, buf); ierr == nil {
+			if inq, perr := scsi.ParseInquiry(buf[:k]); perr == nil {
+				l.Vendor, l.Product, l.Revision, l.Removable = inq.Vendor, inq.Product, inq.Revision, inq.Removable
+			}
+		}
+		if scsi.IsNoMedium(err) {
+			l.Error = "no medium"
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func inquiryCDB() []byte {
+	c := scsi.Inquiry(36)
+	return c.Bytes()
+}
+
+func reportLUN(l *usbms.LUN) lunReport {
+	inq := l.Inquiry()
+	bs := int64(l.BlockSize())
+	return lunReport{
+		LUN: l.Number(), Vendor: inq.Vendor, Product: inq.Product, Revision: inq.Revision,
+		Serial: l.Serial(), BlockSize: l.BlockSize(), Blocks: l.BlockCount(),
+		Bytes: l.BlockCount() * bs, WriteProtected: l.WriteProtected(), Removable: inq.Removable,
+		Medium: true, MaxTransfer: l.MaxTransfer() * bs, OptimalTransfer: l.OptimalTransfer() * bs,
+	}
+}
+
+func printReaders(w io.Writer, readers []readerReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tTARGET\tBUS-PORT\tID\tPRODUCT\tSPEED\tLUN\tMEDIUM\tSIZE\tNOTES")
+	for _, r := range readers {
+		product := strings.TrimSpace(r.Manufacturer + " " + r.Product)
+		head := fmt.Sprintf("%d\t%s\t%s\t%s:%s\t%s\t%s", r.Index, r.Target, r.Path, r.VID, r.PID, product, r.Speed)
+		if !r.Supported || len(r.LUNs) == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\n", head, r.Reason)
+			continue
+		}
+		for _, l := range r.LUNs {
+			medium, size := strings.TrimSpace(l.Vendor+" "+l.Product), "-"
+			if l.Medium {
+				size = units.FormatSize(l.Bytes)
+			}
+			var notes []string
+			if l.WriteProtected {
+				notes = append(notes, "write-protected")
+			}
+			if l.KernelDisk != "" {
+				notes = append(notes, "kernel: "+l.KernelDisk)
+			}
+			notes = append(notes, l.Mounted...)
+			if l.Error != "" {
+				notes = append(notes, l.Error)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", head, l.LUN, medium, size, strings.Join(notes, "; "))
+		}
+	}
+	tw.Flush()
+}

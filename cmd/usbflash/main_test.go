@@ -1,0 +1,381 @@
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+)
+
+// result is one finished run of the CLI.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, args ...string) result {
+	t.Helper()
+	return runCLIContext(t, context.Background(), nil, args...)
+}
+
+// runCLIContext runs the command in-process. When stdout is given, it also
+// receives the output as it is written.
+func runCLIContext(t *testing.T, ctx context.Context, stdout io.Writer, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	var w io.Writer = &out
+	if stdout != nil {
+		w = io.MultiWriter(&out, stdout)
+	}
+	code := run(ctx, args, strings.NewReader(""), w, &errOut)
+	return result{code, out.String(), errOut.String()}
+}
+
+// testImage is deterministic, OS-like content: a boot sector, zero runs,
+// text and noise, and a length that is not a multiple of 512.
+func testImage(size int) []byte {
+	b := make([]byte, size)
+	r := rand.New(rand.NewSource(int64(size)))
+	copy(b, "usbflash test image")
+	b[510], b[511] = 0x55, 0xaa
+	for off := 4096; off < size; off += 64 << 10 {
+		end := min(off+16<<10, size)
+		if (off/(64<<10))%3 == 0 {
+			r.Read(b[off:end])
+		} else {
+			for i := off; i < end; i++ {
+				b[i] = "the quick brown fox jumps over the lazy dog\n"[i%44]
+			}
+		}
+	}
+	return b
+}
+
+func compress(t *testing.T, format string, data []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	var w io.WriteCloser
+	var err error
+	switch format {
+	case "raw":
+		return data
+	case "gzip":
+		w = gzip.NewWriter(&buf)
+	case "zstd":
+		w, err = zstd.NewWriter(&buf)
+	case "xz":
+		w, err = xz.NewWriter(&buf)
+	case "zip":
+		zw := zip.NewWriter(&buf)
+		f, err := zw.Create("os.img")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write(data)
+		zw.Close()
+		return buf.Bytes()
+	case "bzip2":
+		if _, err := exec.LookPath("bzip2"); err != nil {
+			t.Skip("bzip2 CLI not installed: cannot make a bzip2 image (Go has no bzip2 encoder)")
+		}
+		cmd := exec.Command("bzip2", "-c")
+		cmd.Stdin = bytes.NewReader(data)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	default:
+		t.Fatalf("unknown format %s", format)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(data)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func writeFile(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func fileHash(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// jsonEvents parses --json output, one object per line.
+func jsonEvents(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var events []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not a JSON line: %q: %v", line, err)
+		}
+		events = append(events, m)
+	}
+	return events
+}
+
+func lastEvent(t *testing.T, out, name string) map[string]any {
+	t.Helper()
+	var found map[string]any
+	for _, e := range jsonEvents(t, out) {
+		if e["event"] == name {
+			found = e
+		}
+	}
+	if found == nil {
+		t.Fatalf("no %q event in output:\n%s", name, out)
+	}
+	return found
+}
+
+func TestWriteEveryFormatRoundTrips(t *testing.T) {
+	img := testImage(3<<20 + 1234)
+	want := sha256.Sum256(img)
+	for _, format := range []string{"raw", "gzip", "xz", "zstd", "bzip2", "zip"} {
+		t.Run(format, func(t *testing.T) {
+			image := writeFile(t, "os.img."+format, compress(t, format, img))
+			card := filepath.Join(t.TempDir(), "card.img")
+			r := runCLI(t, "write", "--json", "--yes", "--transfer-size", "256KiB", image, "sim:"+card+"?size=8MiB")
+			if r.code != exitOK {
+				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+			}
+			sum := lastEvent(t, r.stdout, "summary")
+			if sum["sha256"] != hex.EncodeToString(want[:]) || sum["verified"] != true {
+				t.Errorf("summary %v: want sha256 %x and verified", sum, want)
+			}
+			got, _ := os.ReadFile(card)
+			if !bytes.Equal(got[:len(img)], img) {
+				t.Error("card does not hold the image")
+			}
+			// The tail of the last block is padded with zeros.
+			if tail := got[len(img) : (len(img)+511)/512*512]; bytes.Count(tail, []byte{0}) != len(tail) {
+				t.Error("last block not zero-padded")
+			}
+		})
+	}
+}
+
+func TestWriteRefusesBeforeWriting(t *testing.T) {
+	img := testImage(2 << 20)
+	tests := []struct {
+		name    string
+		card    string // sim options
+		args    []string
+		message string
+	}{
+		{"write-protected", "?size=4MiB&wp=1", []string{"--yes"}, "write-protected"},
+		{"image too large", "?size=1MiB", []string{"--yes"}, "use a larger card"},
+		{"not confirmed without a terminal", "?size=4MiB", nil, "pass --yes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			image := writeFile(t, "os.img.gz", compress(t, "gzip", img))
+			card := filepath.Join(t.TempDir(), "card.img")
+			// Give the card old content, so "untouched" means something.
+			size := int64(4 << 20)
+			if strings.Contains(tt.card, "1MiB") {
+				size = 1 << 20
+			}
+			old := bytes.Repeat([]byte{0xA5}, int(size))
+			if err := os.WriteFile(card, old, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := fileHash(t, card)
+			args := append([]string{"write"}, tt.args...)
+			r := runCLI(t, append(args, image, "sim:"+card+tt.card)...)
+			if r.code != exitRefused {
+				t.Fatalf("exit %d, want %d\nstderr: %s", r.code, exitRefused, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tt.message) {
+				t.Errorf("stderr %q does not say %q", r.stderr, tt.message)
+			}
+			if fileHash(t, card) != before {
+				t.Error("the card was changed")
+			}
+		})
+	}
+}
+
+func TestWriteCorruptImageIsSourceError(t *testing.T) {
+	img := testImage(2 << 20)
+	for _, format := range []string{"gzip", "xz", "zstd"} {
+		t.Run(format, func(t *testing.T) {
+			data := compress(t, format, img)
+			data = data[:len(data)*2/3] // truncated download
+			image := writeFile(t, "os.img."+format, data)
+			card := filepath.Join(t.TempDir(), "card.img")
+			r := runCLI(t, "write", "--yes", image, "sim:"+card+"?size=4MiB")
+			if r.code != exitSource {
+				t.Fatalf("exit %d, want %d\nstderr: %s", r.code, exitSource, r.stderr)
+			}
+			if !strings.Contains(r.stderr, format) || !strings.Contains(r.stderr, "byte") {
+				t.Errorf("error does not name the format and offset: %s", r.stderr)
+			}
+		})
+	}
+}
+
+func TestWriteDeviceFaultNamesLBA(t *testing.T) {
+	image := writeFile(t, "os.img", testImage(2<<20))
+	card := filepath.Join(t.TempDir(), "card.img")
+	r := runCLI(t, "write", "--yes", "--transfer-size", "64KiB", image, "sim:"+card+"?size=4MiB&fault=medium-error:lba=1000,persistent")
+	if r.code != exitDevice {
+		t.Fatalf("exit %d, want %d\nstderr: %s", r.code, exitDevice, r.stderr)
+	}
+	// 64 KiB transfers are 128 blocks: LBA 1000 is in the one at 896-1023.
+	if !strings.Contains(r.stderr, "LBA 896-1023") {
+		t.Errorf("error does not name the failing transfer's LBA range: %s", r.stderr)
+	}
+}
+
+func TestVerifyFindsFirstBadLBA(t *testing.T) {
+	img := testImage(1 << 20)
+	image := writeFile(t, "os.img", img)
+	card := filepath.Join(t.TempDir(), "card.img")
+	if r := runCLI(t, "write", "--yes", "--quiet", image, "sim:"+card+"?size=2MiB"); r.code != exitOK {
+		t.Fatalf("write: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runCLI(t, "verify", image, "sim:"+card); r.code != exitOK {
+		t.Fatalf("verify of a good card: exit %d: %s", r.code, r.stderr)
+	}
+	f, err := os.OpenFile(card, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{^img[700000]}, 700000)
+	f.Close()
+	r := runCLI(t, "verify", image, "sim:"+card)
+	if r.code != exitVerify {
+		t.Fatalf("exit %d, want %d: %s", r.code, exitVerify, r.stderr)
+	}
+	if want := fmt.Sprintf("LBA %d", 700000/512); !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr %q does not name %s", r.stderr, want)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	image := writeFile(t, "os.img", testImage(4096))
+	for _, args := range [][]string{
+		{"write", image},
+		{"write", image, "/dev/sdb"},
+		{"write", "--transfer-size", "fast", image, "sim:x.img"},
+		{"write", "--buffers", "1", image, "sim:x.img"},
+		{"write", "--no-such-flag", image, "sim:x.img"},
+		{"info"},
+		{"info", "usb:zz:00"},
+		{"list", "extra"},
+	} {
+		if r := runCLI(t, args...); r.code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", args, r.code, exitUsage, r.stderr)
+		}
+	}
+}
+
+func TestListWithoutUSBSaysSoAndSucceeds(t *testing.T) {
+	if _, err := os.Stat("/dev/bus/usb"); err == nil {
+		t.Skip("this machine has USB: the no-USB message does not apply")
+	}
+	r := runCLI(t, "list")
+	if r.code != exitOK || !strings.Contains(r.stdout, "No USB readers") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, "list", "--json")
+	var out struct{ Devices []any }
+	if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &out) != nil || out.Devices == nil {
+		t.Fatalf("list --json: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+func TestInfoDescribesSimulatedCard(t *testing.T) {
+	card := filepath.Join(t.TempDir(), "card.img")
+	r := runCLI(t, "info", "--json", "sim:"+card+"?size=8MiB&block=4096&serial=XYZ")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var rep infoReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.LUN == nil || rep.LUN.Bytes != 8<<20 || rep.LUN.BlockSize != 4096 || rep.LUN.Serial != "XYZ" {
+		t.Errorf("info = %+v / %+v", rep, rep.LUN)
+	}
+	r = runCLI(t, "info", "sim:"+card+"?nomedium=1")
+	if r.code != exitDevice || !strings.Contains(r.stderr, "no medium") {
+		t.Errorf("empty slot: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// cancelAfterProgress cancels the run when the first progress event shows
+// that writing has started.
+type cancelAfterProgress struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	seen   bool
+}
+
+func (c *cancelAfterProgress) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.seen && bytes.Contains(p, []byte(`"event":"progress"`)) && bytes.Contains(p, []byte(`"phase":"write"`)) {
+		c.seen = true
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+func TestCancelledWriteLeavesNoBootSector(t *testing.T) {
+	img := testImage(8 << 20)
+	image := writeFile(t, "os.img", img)
+	card := filepath.Join(t.TempDir(), "card.img")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A slow card, so the write is surely in progress when cancelled.
+	r := runCLIContext(t, ctx, &cancelAfterProgress{cancel: cancel}, "write", "--yes", "--json", "--transfer-size", "256KiB",
+		image, "sim:"+card+"?size=16MiB&speed=20MB/s")
+	if r.code != exitCancelled {
+		t.Fatalf("exit %d, want %d\n%s\n%s", r.code, exitCancelled, r.stdout, r.stderr)
+	}
+	e := lastEvent(t, r.stdout, "error")
+	if msg, _ := e["message"].(string); !strings.Contains(msg, "cancelled") {
+		t.Errorf("error event %v does not say cancelled", e)
+	}
+	got, _ := os.ReadFile(card)
+	if bytes.Count(got[:256<<10], []byte{0}) != 256<<10 {
+		t.Error("the first transfer was written (or not zeroed) by an interrupted write")
+	}
+}

@@ -21,9 +21,9 @@ import (
 // writeFlags are the options of `usbflash write`.
 type writeFlags struct {
 	yes, force, noVerify, eject bool
-	transferSize              string
-	buffers                   int
-	asJSON, quiet             bool
+	transferSize                string
+	buffers                     int
+	asJSON, quiet               bool
 }
 
 func newWriteCommand(a *app) *cobra.Command {

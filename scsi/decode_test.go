@@ -63,8 +63,8 @@ func TestParseVPD(t *testing.T) {
 func TestParseBlockLimits(t *testing.T) {
 	page := make([]byte, 64)
 	page[1], page[3] = 0xB0, 60
-	page[7] = 8                                       // granularity 8
-	page[10], page[11] = 0x10, 0x00                   // max 4096 blocks
+	page[7] = 8                                         // granularity 8
+	page[10], page[11] = 0x10, 0x00                     // max 4096 blocks
 	page[12], page[13], page[14], page[15] = 0, 0, 8, 0 // optimal 2048
 	tests := []struct {
 		name    string

@@ -62,3 +62,12 @@ func IsInvalidOpcode(err error) bool {
 func IsLBAOutOfRange(err error) bool {
 	return senseIs(err, func(e *SenseError) bool { return e.Key == IllegalRequest && e.ASC == ASCLBAOutOfRange })
 }
+
+// IsMediumSwap reports whether err is a UNIT ATTENTION saying the medium
+// changed or left: after blocks were written, the card in the slot may no
+// longer be the one they went to.
+func IsMediumSwap(err error) bool {
+	return senseIs(err, func(e *SenseError) bool {
+		return e.Key == UnitAttention && (e.ASC == ASCMediumChanged || e.ASC == ASCMediumNotPresent)
+	})
+}

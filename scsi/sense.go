@@ -90,12 +90,12 @@ const (
 
 // SenseError is the sense data of a failed command, as an error.
 type SenseError struct {
-	Key      SenseKey
-	ASC      uint8
-	ASCQ     uint8
-	Valid    bool   // Information holds an address (often the failing LBA)
-	Info     uint64 // INFORMATION field; meaningful only when Valid
-	Deferred bool   // the condition belongs to an earlier command
+	Key         SenseKey
+	ASC         uint8
+	ASCQ        uint8
+	Valid       bool   // Information holds an address (often the failing LBA)
+	Information uint64 // INFORMATION field; meaningful only when Valid
+	Deferred    bool   // the condition belongs to an earlier command
 }
 
 // ParseSense decodes sense data in fixed (0x70/0x71) or descriptor
@@ -131,7 +131,7 @@ func parseFixedSense(b []byte) *SenseError {
 	}
 	if b[0]&0x80 != 0 && len(b) >= 7 {
 		e.Valid = true
-		e.Info = uint64(binary.BigEndian.Uint32(b[3:7]))
+		e.Information = uint64(binary.BigEndian.Uint32(b[3:7]))
 	}
 	return e
 }
@@ -154,7 +154,7 @@ func parseDescriptorSense(b []byte) *SenseError {
 		}
 		if d[0] == descTypeInformation && n >= descInformationMinimum {
 			e.Valid = d[2]&0x80 != 0
-			e.Info = binary.BigEndian.Uint64(d[4:12])
+			e.Information = binary.BigEndian.Uint64(d[4:12])
 		}
 		d = d[n:]
 	}
@@ -184,15 +184,12 @@ func (a Action) String() string {
 }
 
 // Action classifies the condition. A UNIT ATTENTION is a one-off report of
-// an event (reset, medium change) and the command can be repeated; callers
-// that have already written to the medium must not repeat after a medium
-// change (see IsMediumChanged), since the card may be another one.
+// an event (reset, medium change, even medium inserted: QEMU says 6/3A once
+// after a card goes in) and the repeated command tells the real state.
+// Callers that have already written to the medium must not repeat after a
+// medium change (see IsMediumSwap), since the card may be another one.
 func (e *SenseError) Action() Action {
 	switch {
-	case e.Key == UnitAttention && e.ASC == ASCMediumNotPresent:
-		// The medium left: repeating gets NOT READY, so fail now with
-		// the clearer message.
-		return Fail
 	case e.Key == UnitAttention, e.Key == AbortedCommand:
 		return Retry
 	case e.Key == NotReady && e.ASC == ASCNotReady && e.ASCQ == ASCQBecomingReady:
@@ -206,7 +203,7 @@ func (e *SenseError) Action() Action {
 func (e *SenseError) Error() string {
 	code := fmt.Sprintf("sense %X/%02X/%02X", uint8(e.Key), e.ASC, e.ASCQ)
 	if e.Valid {
-		code += fmt.Sprintf(", information %d", e.Info)
+		code += fmt.Sprintf(", information %d", e.Information)
 	}
 	return e.sentence() + " (" + code + ")"
 }

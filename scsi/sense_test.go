@@ -33,11 +33,11 @@ func TestParseSense(t *testing.T) {
 		wantErr error
 	}{
 		{"fixed no medium", fixedSense(NotReady, 0x3A, 0), SenseError{Key: NotReady, ASC: 0x3A}, nil},
-		{"fixed with information", validInfo, SenseError{Key: MediumError, ASC: 0x11, Valid: true, Info: 0x1234}, nil},
+		{"fixed with information", validInfo, SenseError{Key: MediumError, ASC: 0x11, Valid: true, Information: 0x1234}, nil},
 		{"fixed deferred", append([]byte{0x71}, fixedSense(HardwareError, 0x44, 0)[1:]...), SenseError{Key: HardwareError, ASC: 0x44, Deferred: true}, nil},
 		{"fixed short: ASC missing", fixedSense(UnitAttention, 0x29, 0)[:8], SenseError{Key: UnitAttention}, nil},
-		{"descriptor with information", desc, SenseError{Key: MediumError, ASC: 0x0C, Valid: true, Info: 1<<32 + 5}, nil},
-		{"descriptor information not valid", descNoValid, SenseError{Key: MediumError, ASC: 0x0C, Info: 1<<32 + 5}, nil},
+		{"descriptor with information", desc, SenseError{Key: MediumError, ASC: 0x0C, Valid: true, Information: 1<<32 + 5}, nil},
+		{"descriptor information not valid", descNoValid, SenseError{Key: MediumError, ASC: 0x0C, Information: 1<<32 + 5}, nil},
 		{"descriptor truncated", descTruncated, SenseError{Key: MediumError, ASC: 0x0C}, nil},
 		{"descriptor deferred header only", []byte{0x73, 0x06, 0x28, 0x00}, SenseError{Key: UnitAttention, ASC: 0x28, Deferred: true}, nil},
 		{"unknown format", []byte{0x7F, 0, 0}, SenseError{}, ErrMalformed},
@@ -65,10 +65,11 @@ func TestSenseErrorClassification(t *testing.T) {
 		is        func(error) bool
 	}{
 		{NotReady, 0x3A, 0x00, Fail, "no medium", IsNoMedium},
-		{UnitAttention, 0x3A, 0x00, Fail, "no medium", IsNoMedium},
+		{UnitAttention, 0x3A, 0x00, Retry, "no medium", IsMediumSwap},
 		{NotReady, 0x04, 0x01, Wait, "becoming ready", IsBecomingReady},
 		{NotReady, 0x04, 0x02, Fail, "not ready", nil},
 		{UnitAttention, 0x28, 0x00, Retry, "medium may have changed", IsMediumChanged},
+		{UnitAttention, 0x28, 0x01, Retry, "medium may have changed", IsMediumSwap},
 		{UnitAttention, 0x29, 0x00, Retry, "reset", nil},
 		{DataProtect, 0x27, 0x00, Fail, "write-protected", IsWriteProtected},
 		{IllegalRequest, 0x21, 0x00, Fail, "out of range", IsLBAOutOfRange},
@@ -103,7 +104,7 @@ func TestSenseErrorClassification(t *testing.T) {
 }
 
 func TestSensePredicatesRejectOthers(t *testing.T) {
-	preds := []func(error) bool{IsNoMedium, IsBecomingReady, IsWriteProtected, IsMediumChanged, IsMediumError, IsIllegalRequest, IsInvalidOpcode, IsLBAOutOfRange}
+	preds := []func(error) bool{IsNoMedium, IsMediumSwap, IsBecomingReady, IsWriteProtected, IsMediumChanged, IsMediumError, IsIllegalRequest, IsInvalidOpcode, IsLBAOutOfRange}
 	for i, p := range preds {
 		if p(nil) || p(errors.New("x")) || p(&SenseError{Key: RecoveredError}) {
 			t.Errorf("predicate %d matched an unrelated error", i)

@@ -46,7 +46,7 @@ func (l *LUN) do(ctx context.Context, r request, where span) (int, error) {
 			}
 			err = fmt.Errorf("still not ready after %v: reinsert the card: %w", l.opts.ReadyWait, err)
 		}
-		if l.wrote && scsi.IsMediumChanged(err) {
+		if l.wrote && scsi.IsMediumSwap(err) {
 			l.changed = true
 			err = fmt.Errorf("%w: %w", ErrMediumChanged, err)
 		}
@@ -64,7 +64,7 @@ func action(err error, wrote bool) scsi.Action {
 	if !ok {
 		return scsi.Fail
 	}
-	if wrote && se.Key == scsi.UnitAttention && se.ASC == scsi.ASCMediumChanged {
+	if wrote && scsi.IsMediumSwap(se) {
 		return scsi.Fail
 	}
 	return se.Action()

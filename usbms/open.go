@@ -65,7 +65,7 @@ func (l *LUN) identify(ctx context.Context) error {
 	}
 	inq, err := scsi.ParseInquiry(buf[:n])
 	if err != nil {
-		return l.cmdError(l.must(cdb.Bytes(), DataIn, buf), span{}, err)
+		return l.cmdError(request{cdb: cdb.Bytes()}, span{}, err)
 	}
 	switch {
 	case inq.Qualifier != 0 || inq.DeviceType == scsi.TypeUnknown:
@@ -100,27 +100,24 @@ func (l *LUN) readVPD(ctx context.Context) error {
 	if err != nil {
 		return nil
 	}
+	decoders := map[uint8]func([]byte){
+		scsi.VPDUnitSerial:  func(b []byte) { l.serial, _ = scsi.ParseVPDSerial(b) },
+		scsi.VPDBlockLimits: func(b []byte) { l.limits, _ = scsi.ParseBlockLimits(b) },
+	}
 	for _, p := range pages {
-		switch p {
-		case scsi.VPDUnitSerial:
-			b, err := page(p)
-			if err != nil {
-				if err := fatal(ctx, err); err != nil {
-					return err
-				}
-				continue
-			}
-			l.serial, _ = scsi.ParseVPDSerial(b)
-		case scsi.VPDBlockLimits:
-			b, err := page(p)
-			if err != nil {
-				if err := fatal(ctx, err); err != nil {
-					return err
-				}
-				continue
-			}
-			l.limits, _ = scsi.ParseBlockLimits(b)
+		decode, ok := decoders[p]
+		if !ok {
+			continue
 		}
+		delete(decoders, p) // a page listed twice is read once
+		b, err := page(p)
+		if err != nil {
+			if err := fatal(ctx, err); err != nil {
+				return err
+			}
+			continue
+		}
+		decode(b)
 	}
 	return nil
 }

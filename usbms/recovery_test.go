@@ -150,7 +150,7 @@ func TestRecoveryFromFaults(t *testing.T) {
 			check: func(t *testing.T, d delta, err error) {
 				wantCommandError(t, err, "WRITE(10)")
 				se, ok := scsi.AsSense(err)
-				if !ok || se.Key != scsi.MediumError || se.ASC != scsi.ASCWriteError || !se.Valid || se.Info != faultLBA+100 {
+				if !ok || se.Key != scsi.MediumError || se.ASC != scsi.ASCWriteError || !se.Valid || se.Information != faultLBA+100 {
 					t.Errorf("sense = %+v, want 3/0C with INFORMATION %d", se, faultLBA+100)
 				}
 				if d.writes != 1 {
@@ -161,7 +161,7 @@ func TestRecoveryFromFaults(t *testing.T) {
 			check: func(t *testing.T, d delta, err error) {
 				wantCommandError(t, err, "READ(10)")
 				se, ok := scsi.AsSense(err)
-				if !ok || se.Key != scsi.MediumError || se.ASC != scsi.ASCUnrecoveredRead || se.Info != faultLBA+7 {
+				if !ok || se.Key != scsi.MediumError || se.ASC != scsi.ASCUnrecoveredRead || se.Information != faultLBA+7 {
 					t.Errorf("sense = %+v, want 3/11 with INFORMATION %d", se, faultLBA+7)
 				}
 				if !strings.Contains(err.Error(), "unrecovered read error") {

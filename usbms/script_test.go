@@ -293,6 +293,7 @@ func TestExecRejectsBadRequests(t *testing.T) {
 		{0, nil, NoData, nil},
 		{0, make([]byte, 17), NoData, nil},
 		{0, []byte{0}, NoData, make([]byte, 1)},
+		{0, []byte{0}, DataOut + 1, make([]byte, 1)},
 	}
 	for i, c := range cases {
 		if _, err := tr.Exec(ctx, c.lun, c.cdb, c.dir, c.data); err == nil {

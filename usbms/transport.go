@@ -166,6 +166,8 @@ func (r request) check() error {
 		return fmt.Errorf("usbms: CDB of %d bytes, want 1 to %d", len(r.cdb), maxCDBLen)
 	case uint64(len(r.data)) > 0xFFFFFFFF:
 		return fmt.Errorf("usbms: data phase of %d bytes exceeds BOT's 32-bit length", len(r.data))
+	case r.dir > DataOut:
+		return fmt.Errorf("usbms: unknown data direction %d", r.dir)
 	case r.dir == NoData && len(r.data) > 0:
 		return errors.New("usbms: data buffer given for a command without data phase")
 	}

@@ -28,7 +28,7 @@ var (
 	ErrNotFound = errors.New("device not found")
 	// ErrClearHaltUnavailable means the backend cannot clear an endpoint
 	// halt with a host data-toggle reset; the caller should reset the port.
-	ErrClearHaltUnavailable = errors.New("clear halt is not available in this build")
+	ErrClearHaltUnavailable = errors.New("cannot clear the endpoint halt with a host data-toggle reset: libusb_clear_halt is unreachable")
 	// ErrClosed means the Device was closed.
 	ErrClosed = errors.New("device closed")
 )

@@ -33,7 +33,8 @@ import (
 // usb_clear_halt for exactly this reason.) libusb's libusb_clear_halt is
 // that ioctl on Linux (os/linux_usbfs.c op_clear_halt: ioctl(fd,
 // IOCTL_USBFS_CLEAR_HALT, &endpoint)); on macOS it is ClearPipeStallBothEnds
-// and on Windows WinUsb_ResetPipe, both of which reset the host side too.
+// (os/darwin_usb.c darwin_clear_halt) and on Windows WinUsb_ResetPipe, both
+// of which reset the host side too.
 //
 // gousb has no ClearHalt, so this calls libusb_clear_halt through cgo on the
 // handle gousb holds (handle_cgo.go). If that handle is unreachable, it

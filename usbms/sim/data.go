@@ -59,6 +59,10 @@ func (d *Device) dataIn(ctx context.Context, p []byte) (int, error) {
 		d.haltAndCSW(true)
 		return 0, stallError(true)
 	}
+	if b.plan.lun != nil {
+		bs := b.plan.lun.blockSize
+		d.stats.LUNs[b.lun].BlocksRead += (b.done+k)/bs - b.done/bs
+	}
 	b.done += k
 	d.stats.BytesIn += k
 	if cut {
@@ -71,9 +75,6 @@ func (d *Device) dataIn(ctx context.Context, p []byte) (int, error) {
 	}
 	if b.done == b.limit && b.stallAt != b.done && (k < want || b.limit == b.host) {
 		d.toCSW()
-	}
-	if b.phase == phaseCSW && b.plan.lun != nil && b.status == statusPassed {
-		d.stats.LUNs[b.lun].BlocksRead += b.done / b.plan.lun.blockSize
 	}
 	return int(k), nil
 }
@@ -126,7 +127,6 @@ func (d *Device) dataOut(ctx context.Context, p []byte) (int, error) {
 		return int(k), stallError(false)
 	}
 	if b.done == b.host {
-		d.finishWrite()
 		d.toCSW()
 		if k < want {
 			d.halt(false)
@@ -138,30 +138,26 @@ func (d *Device) dataOut(ctx context.Context, p []byte) (int, error) {
 }
 
 // commitOut writes the part of q that falls within the bytes the command
-// commits to the medium. A medium write error ends the commit there.
+// commits to the medium, and counts each block when its last byte lands.
+// A medium write error ends the commit at the block that failed.
 func (d *Device) commitOut(q []byte) {
 	b := &d.bot
 	if b.plan.lun == nil || b.done >= b.commit {
 		return
 	}
+	bs := b.plan.lun.blockSize
 	q = q[:min(int64(len(q)), b.commit-b.done)]
 	n, err := b.plan.lun.medium.WriteAt(q, b.plan.off+b.done)
+	end := b.done + int64(n)
 	if err != nil {
-		bad := b.done + int64(n)
-		b.commit = bad - bad%b.plan.lun.blockSize
+		end -= end % bs
+		b.commit = end
 		b.status = statusFailed
-		d.setSense(b.lun, senseWriteError(b.plan.lba+bad/b.plan.lun.blockSize))
+		d.setSense(b.lun, senseWriteError(b.plan.lba+end/bs))
 	}
-}
-
-// finishWrite counts the blocks a data-out phase committed.
-func (d *Device) finishWrite() {
-	b := &d.bot
-	if b.plan.lun == nil {
-		return
+	if first, last := b.done/bs, end/bs; last > first {
+		d.stats.LUNs[b.lun].countWrite(b.plan.lba+first, last-first)
 	}
-	blocks := min(b.done, b.commit) / b.plan.lun.blockSize
-	d.stats.LUNs[b.lun].countWrite(b.plan.lba, blocks)
 }
 
 // sendCSW delivers the CSW, applying CSW faults. It stays pending when the
@@ -189,10 +185,6 @@ func (d *Device) sendCSW(ctx context.Context, p []byte) (int, error) {
 		status = statusPhaseError
 	}
 	putCSW(p, sig, tag, uint32(b.residue), status)
-	if b.plan.dir == dirOut && b.phase == phaseCSW && b.done < b.host {
-		// A data-out phase cut short by a stall: count what landed.
-		d.finishWrite()
-	}
 	d.bot = botState{phase: phaseCBW, haltIn: b.haltIn, haltOut: b.haltOut, stallAt: -1}
 	return cswLen, nil
 }

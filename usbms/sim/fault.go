@@ -45,20 +45,39 @@ const (
 	NeverAnswer
 )
 
-var faultNames = map[FaultKind]string{
-	StallDataOut: "stall-out", StallDataIn: "stall-in", StallCSW: "stall-csw",
-	BadCSWSignature: "bad-csw-signature", BadCSWTag: "bad-csw-tag",
-	PhaseError: "phase-error", ShortDataIn: "short-in",
-	UnitAttention: "unit-attention", NotReady: "not-ready",
-	MediumError: "medium-error", Disconnect: "disconnect", NeverAnswer: "never-answer",
-}
-
+// String is the name the fault has in a sim: target's fault= option.
 func (k FaultKind) String() string {
-	if s, ok := faultNames[k]; ok {
-		return s
+	switch k {
+	case StallDataOut:
+		return "stall-out"
+	case StallDataIn:
+		return "stall-in"
+	case StallCSW:
+		return "stall-csw"
+	case BadCSWSignature:
+		return "bad-csw-signature"
+	case BadCSWTag:
+		return "bad-csw-tag"
+	case PhaseError:
+		return "phase-error"
+	case ShortDataIn:
+		return "short-in"
+	case UnitAttention:
+		return "unit-attention"
+	case NotReady:
+		return "not-ready"
+	case MediumError:
+		return "medium-error"
+	case Disconnect:
+		return "disconnect"
+	case NeverAnswer:
+		return "never-answer"
 	}
 	return fmt.Sprintf("FaultKind(%d)", int(k))
 }
+
+// known reports whether k is one of the kinds above.
+func (k FaultKind) known() bool { return k >= StallDataOut && k <= NeverAnswer }
 
 // Fault is one injected misbehaviour.
 type Fault struct {
@@ -90,7 +109,7 @@ type pendingFault struct {
 // Inject arms f. Faults of the same kind are used in the order injected.
 // An unknown kind is ignored.
 func (d *Device) Inject(f Fault) {
-	if _, ok := faultNames[f.Kind]; !ok {
+	if !f.Kind.known() {
 		return
 	}
 	d.mu.Lock()

@@ -2,9 +2,6 @@ package sim
 
 import "encoding/binary"
 
-// VPD pages the device supports, in the order page 0x00 lists them.
-var vpdPages = []byte{0x00, 0x80, 0xB0}
-
 // inquiry answers standard INQUIRY (36 bytes) and the VPD pages.
 func (d *Device) inquiry(l *lun, cdb []byte) plan {
 	evpd, page := cdb[1]&0x01 != 0, cdb[2]
@@ -18,7 +15,8 @@ func (d *Device) inquiry(l *lun, cdb []byte) plan {
 	var b []byte
 	switch page {
 	case 0x00:
-		b = append([]byte{0, 0x00, 0, byte(len(vpdPages))}, vpdPages...)
+		// Supported VPD pages, ascending as SPC-4 7.8.13 requires.
+		b = []byte{0, 0x00, 0, 3, 0x00, 0x80, 0xB0}
 	case 0x80:
 		serial := []byte(l.cfg.Serial)
 		if len(serial) > 251 {

@@ -132,7 +132,7 @@ func parseBool(s string) (bool, error) {
 // faultKinds lists the fault kinds by their option name, in doc order.
 func faultKinds() []string {
 	var names []string
-	for k := StallDataOut; k <= NeverAnswer; k++ {
+	for k := StallDataOut; k.known(); k++ {
 		names = append(names, k.String())
 	}
 	return names
@@ -142,8 +142,8 @@ func faultKinds() []string {
 func parseFault(s string) (Fault, error) {
 	kind, params, _ := strings.Cut(s, ":")
 	var f Fault
-	for k, name := range faultNames {
-		if name == kind {
+	for k := StallDataOut; k.known(); k++ {
+		if k.String() == kind {
 			f.Kind = k
 		}
 	}

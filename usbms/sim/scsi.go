@@ -20,10 +20,15 @@ const (
 	saReadCapacity16 = 0x10
 )
 
-var knownOps = map[byte]bool{
-	opTestUnitReady: true, opRequestSense: true, opInquiry: true, opModeSense6: true,
-	opStartStopUnit: true, opPreventAllow: true, opReadCapacity10: true, opRead10: true,
-	opWrite10: true, opSyncCache10: true, opRead16: true, opWrite16: true, opServiceIn16: true,
+// known reports whether the device implements op.
+func known(op byte) bool {
+	switch op {
+	case opTestUnitReady, opRequestSense, opInquiry, opModeSense6, opStartStopUnit,
+		opPreventAllow, opReadCapacity10, opRead10, opWrite10, opSyncCache10,
+		opRead16, opWrite16, opServiceIn16:
+		return true
+	}
+	return false
 }
 
 // execute decides what a command does. Commands without a data-out phase
@@ -34,7 +39,7 @@ func (d *Device) execute(lunIdx int, cdb []byte) plan {
 		return d.badLUN(op, cdb)
 	}
 	l := d.luns[lunIdx]
-	if !knownOps[op] {
+	if !known(op) {
 		return failed(l, senseInvalidOpcode())
 	}
 	if len(cdb) < cdbLen(op) {

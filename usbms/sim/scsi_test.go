@@ -153,9 +153,18 @@ func TestReadWrite(t *testing.T) {
 					t.Fatalf("READ(10): status %d", ex.csw.status)
 				}
 			}
-			st := h.d.Stats().LUNs[0]
+			all := h.d.Stats()
+			st := all.LUNs[0]
 			if st.BlocksWritten != int64(tt.blocks) || st.WrittenFirst != int64(tt.lba) || st.WrittenEnd != int64(tt.lba)+int64(tt.blocks) {
 				t.Errorf("stats %+v", st)
+			}
+			reads := int64(1)
+			if tt.lba < 1<<32 {
+				reads = 2
+			}
+			if st.BlocksRead != reads*int64(tt.blocks) || all.BytesOut != int64(n) || all.BytesIn != reads*int64(n) ||
+				all.Opcodes[opWrite16] != 1 || all.Opcodes[opRead16] != 1 || all.Commands != 1+reads {
+				t.Errorf("stats %+v", all)
 			}
 		})
 	}
@@ -250,5 +259,38 @@ func TestSenseIsPerCommand(t *testing.T) {
 	ex := h.run(0, true, 8, []byte{opRequestSense, 0, 0, 0, 8, 0}, nil)
 	if len(ex.data) != 8 || ex.csw.residue != 0 {
 		t.Fatalf("REQUEST SENSE alloc 8: %d bytes residue %d", len(ex.data), ex.csw.residue)
+	}
+}
+
+// TestIdentityDefaults checks the identity a device has when none is given.
+func TestIdentityDefaults(t *testing.T) {
+	h := newHost(t, Config{LUNs: []LUN{{Blocks: 1}, {Blocks: 1}}})
+	m, p, s := h.d.Identity()
+	if m != DefaultManufacturer || p != DefaultProduct || s != DefaultSerial {
+		t.Errorf("identity %q %q %q", m, p, s)
+	}
+	ex := h.run(1, true, 64, cdbInquiry(true, 0x80, 64), nil)
+	if got := string(ex.data[4:]); got != DefaultSerial+"-1" {
+		t.Errorf("LUN 1 serial %q", got)
+	}
+}
+
+// TestNewRejects checks configurations New refuses.
+func TestNewRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"no LUNs", Config{}},
+		{"17 LUNs", Config{LUNs: make([]LUN, 17)}},
+		{"zero blocks", Config{LUNs: []LUN{{}}}},
+		{"block size 1024", Config{LUNs: []LUN{{Blocks: 1, BlockSize: 1024}}}},
+		{"capacity past 63 bits", Config{LUNs: []LUN{{Blocks: 1 << 60, BlockSize: 4096}}}},
+		{"negative speed", Config{LUNs: []LUN{{Blocks: 1}}, Speed: -1}},
+	}
+	for _, tt := range tests {
+		if _, err := New(tt.cfg); err == nil {
+			t.Errorf("%s: New succeeded", tt.name)
+		}
 	}
 }

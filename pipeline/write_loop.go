@@ -62,19 +62,29 @@ func (w *writer) run(ctx context.Context, src io.Reader) (WriteResult, error) {
 
 // stream runs the write from the first buffer to the final sync.
 func (w *writer) stream(ctx context.Context) error {
-	first, err := w.recv(ctx)
-	if err != nil {
-		return w.cancelled(err)
-	}
 	blocks := int64(w.opts.TransferSize / w.bs)
-	w.nextLBA = int64(first.padded / w.bs)
-	if first.err == nil {
-		// More follows: clear the first region before anything else lands.
-		if err := w.write(0, w.zero[:first.padded]); err != nil {
+	// The first region is cleared before anything else lands. When the
+	// image is known to be longer than one transfer this happens at once,
+	// while the decoder fills the first buffer; otherwise only the first
+	// buffer tells whether more follows.
+	zeroed := w.opts.ExpectedSize > int64(w.opts.TransferSize)
+	if zeroed {
+		if err := w.write(0, w.zero); err != nil {
 			return err
 		}
 		w.nextLBA = blocks
 	}
+	first, err := w.recv(ctx)
+	if err != nil {
+		return w.cancelled(err)
+	}
+	if first.err == nil && !zeroed {
+		// A full first buffer (err == nil): more may follow.
+		if err := w.write(0, w.zero[:first.padded]); err != nil {
+			return err
+		}
+	}
+	w.nextLBA = int64(first.padded / w.bs) // a full transfer unless the image ends in it
 	last := first
 	for last.err == nil {
 		if err := ctx.Err(); err != nil {
@@ -173,7 +183,11 @@ func (w *writer) sync() error {
 
 // syncQuietly flushes what was written before an abort that is not the
 // device's fault; the abort's own error is the one worth reporting.
-func (w *writer) syncQuietly() { _ = w.sync() }
+func (w *writer) syncQuietly() {
+	if w.transfers > 0 {
+		_ = w.sync()
+	}
+}
 
 // cancelled syncs what was written and reports how far the write got.
 func (w *writer) cancelled(cause error) error {

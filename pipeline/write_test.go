@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 const (
@@ -172,8 +173,12 @@ func TestWriteUnknownSizePastCapacity(t *testing.T) {
 // sent; the write must finish that writeCmd, sync and stop.
 func TestWriteCancelled(t *testing.T) {
 	per := int64(testTransfer / testBS)
-	for _, k := range []int{0, 1, 3} {
-		t.Run(fmt.Sprint(k), func(t *testing.T) {
+	for _, tc := range []struct {
+		k     int
+		known bool
+	}{{0, false}, {1, false}, {3, false}, {0, true}, {1, true}, {3, true}} {
+		k := tc.k
+		t.Run(fmt.Sprintf("after%d/known=%v", k, tc.known), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			rec := &recordingDevice{BlockDevice: newTestDevice(t, 2048, testBS, oldByte)}
@@ -184,7 +189,11 @@ func TestWriteCancelled(t *testing.T) {
 				return nil
 			}
 			img := testImage(10*testTransfer, 3)
-			_, err := Write(ctx, rec, bytes.NewReader(img), WriteOptions{TransferSize: testTransfer, Buffers: 2, ExpectedSize: -1})
+			opts := WriteOptions{TransferSize: testTransfer, Buffers: 2, ExpectedSize: -1}
+			if tc.known {
+				opts.ExpectedSize = int64(len(img)) // the zeroing write goes first, before any decoding
+			}
+			_, err := Write(ctx, rec, bytes.NewReader(img), opts)
 			var ce *CancelledError
 			if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v, want *CancelledError wrapping context.Canceled", err)
@@ -391,6 +400,63 @@ func TestWriteProgress(t *testing.T) {
 	for i := 1; i < len(got); i++ {
 		if got[i].Phase == got[i-1].Phase && got[i].Done < got[i-1].Done {
 			t.Errorf("progress went backwards: %+v then %+v", got[i-1], got[i])
+		}
+	}
+}
+
+func TestBound(t *testing.T) {
+	for _, tc := range []struct {
+		dec, dev time.Duration
+		side     string
+		ratio    float64
+	}{
+		{3 * time.Second, time.Second, "decoder", 3},
+		{time.Second, 2 * time.Second, "device", 2},
+		{time.Second, time.Second, "device", 1},
+		{0, time.Second, "device", 0},
+	} {
+		side, ratio := bound(tc.dec, tc.dev)
+		if side != tc.side || ratio != tc.ratio {
+			t.Errorf("bound(%v, %v) = %s %.2f, want %s %.2f", tc.dec, tc.dev, side, ratio, tc.side, tc.ratio)
+		}
+	}
+}
+
+// cancellingReader cancels the write from the decoder side, as Ctrl-C
+// arriving while the writer waits for data would.
+type cancellingReader struct {
+	r      io.Reader
+	reads  int
+	at     int
+	cancel context.CancelFunc
+}
+
+func (c *cancellingReader) Read(p []byte) (int, error) {
+	if c.reads++; c.reads == c.at {
+		c.cancel()
+	}
+	return c.r.Read(p)
+}
+
+func TestWriteCancelledByDecoderSide(t *testing.T) {
+	for _, at := range []int{1, 2, 5} {
+		ctx, cancel := context.WithCancel(context.Background())
+		rec := &recordingDevice{BlockDevice: newTestDevice(t, 2048, testBS, oldByte)}
+		img := testImage(20*testTransfer, 11)
+		src := &cancellingReader{r: iotest.HalfReader(bytes.NewReader(img)), at: at, cancel: cancel}
+		_, err := Write(ctx, rec, src, WriteOptions{TransferSize: testTransfer, ExpectedSize: -1})
+		cancel()
+		var ce *CancelledError
+		if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancel at read %d: err = %v", at, err)
+		}
+		if got := devContents(t, rec); !isZero(got[:testTransfer]) && len(rec.writes) > 0 {
+			t.Errorf("cancel at read %d: first region not zero", at)
+		}
+		for _, c := range rec.writes {
+			if c.lba == 0 && !c.zeros {
+				t.Errorf("cancel at read %d: the first transfer was written", at)
+			}
 		}
 	}
 }

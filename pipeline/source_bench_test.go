@@ -47,8 +47,6 @@ func benchDecode(b *testing.B, f Format) {
 	comp := benchCompressed(b, codec)
 	buf := make([]byte, 1<<20) // the pipeline reads into 1 MiB ring buffers
 	b.SetBytes(benchImageSize)
-	b.ReportMetric(float64(len(comp))/benchImageSize, "ratio")
-	b.ResetTimer()
 	for b.Loop() {
 		s, err := NewSource(bytes.NewReader(comp), int64(len(comp)))
 		if err != nil {
@@ -70,6 +68,8 @@ func benchDecode(b *testing.B, f Format) {
 			b.Fatalf("decoded %d bytes, want %d", n, benchImageSize)
 		}
 	}
+	// After the loop: ResetTimer would discard it.
+	b.ReportMetric(float64(len(comp))/benchImageSize, "ratio")
 }
 
 func BenchmarkDecodeXz(b *testing.B)    { benchDecode(b, FormatXz) }

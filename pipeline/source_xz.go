@@ -4,14 +4,19 @@ import (
 	"io"
 
 	"github.com/ulikunitz/xz"
+	"github.com/ulikunitz/xz/lzma"
 )
 
 // newXzDecoder is the one place the xz decoder is built, so that the parallel
 // decoder in pipeline/xzdec can replace it. It handles concatenated streams
-// and stream padding.
+// and stream padding. A replacement must report truncation as
+// io.ErrUnexpectedEOF (or isTruncation must learn its sentinel), and one
+// that verifies stream footers itself makes xzEndCheck unnecessary.
 func newXzDecoder(r byteReader) (io.Reader, error) {
 	t := &xzTail{r: r, br: r}
-	d, err := xz.ReaderConfig{}.NewReader(t)
+	// The smallest DictCap lets each block's header decide the dictionary
+	// size; the default would allocate at least 8 MiB even for small ones.
+	d, err := xz.ReaderConfig{DictCap: lzma.MinDictCap}.NewReader(t)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,129 @@
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+func TestSourceErrorMessage(t *testing.T) {
+	cases := []struct {
+		err  *SourceError
+		want string
+	}{
+		{&SourceError{Format: FormatXz, Offset: 123456, Decoded: 4 << 20, Err: errors.New("xz: block checksum mismatch")},
+			"xz: corrupt data at compressed byte 123456 (after 4 MiB decoded): xz: block checksum mismatch; " +
+				"the file is damaged: download it again and compare its checksum"},
+		{&SourceError{Format: FormatGzip, Offset: 999, Decoded: 1536, Truncated: true, Err: io.ErrUnexpectedEOF},
+			"gzip: truncated: input ends at compressed byte 999 (after 1.5 KiB decoded): unexpected EOF; " +
+				"the file is incomplete: download it again and compare its checksum"},
+	}
+	for _, c := range cases {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+		if !errors.Is(c.err, c.err.Err) {
+			t.Errorf("%v does not unwrap to its cause", c.err)
+		}
+	}
+}
+
+// srcFailingReader returns its data, then a device error instead of EOF.
+type srcFailingReader struct {
+	r   io.Reader
+	err error
+}
+
+func (f *srcFailingReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err == io.EOF {
+		return n, f.err
+	}
+	return n, err
+}
+
+// TestSourceInputError: a failing disk under the archive is reported as an
+// I/O error with its position, not as a damaged archive.
+func TestSourceInputError(t *testing.T) {
+	img := genOSImage(400_000, 9)
+	gz, err := srcGzipGo(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{len(gz) / 2, len(gz) - 3} {
+		s, err := NewSource(&srcFailingReader{bytes.NewReader(gz[:cut]), syscall.EIO}, -1)
+		if err == nil {
+			_, err = io.Copy(io.Discard, s)
+			s.Close()
+		}
+		var se *SourceError
+		if !errors.Is(err, syscall.EIO) || errors.As(err, &se) || !strings.Contains(err.Error(), "byte "+itoa(int64(cut))) {
+			t.Errorf("cut %d: error %v; want the EIO at byte %d, not a *SourceError", cut, err, cut)
+		}
+	}
+}
+
+// TestSourceCompressedRead polls progress from another goroutine while
+// reading (run with -race): it only grows and ends at the input size.
+func TestSourceCompressedRead(t *testing.T) {
+	img := genOSImage(2<<20, 4)
+	for _, c := range srcCodecs {
+		if c.goEnc == nil {
+			continue
+		}
+		enc, err := c.goEnc(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(c.format.String(), func(t *testing.T) {
+			s, err := NewSource(struct{ io.Reader }{bytes.NewReader(enc)}, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			done := make(chan struct{})
+			var wg sync.WaitGroup
+			var backwards bool
+			wg.Go(func() {
+				last := int64(0)
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					n := s.CompressedRead()
+					backwards = backwards || n < last
+					last = n
+				}
+			})
+			_, err = io.Copy(io.Discard, s)
+			close(done)
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if backwards {
+				t.Error("CompressedRead went backwards")
+			}
+			if got := s.CompressedRead(); got != int64(len(enc)) {
+				t.Errorf("CompressedRead at the end = %d, want %d", got, len(enc))
+			}
+		})
+	}
+}
+
+func TestSourceReadAfterClose(t *testing.T) {
+	s, err := NewSource(bytes.NewReader(genOSImage(5000, 1)), 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := s.Read(make([]byte, 10)); err == nil {
+		t.Error("Read after Close succeeded")
+	}
+}

@@ -379,3 +379,27 @@ func TestCancelledWriteLeavesNoBootSector(t *testing.T) {
 		t.Error("the first transfer was written (or not zeroed) by an interrupted write")
 	}
 }
+
+func TestWriteCreatesImageFile(t *testing.T) {
+	img := testImage(1<<20 + 100)
+	image := writeFile(t, "os.img.xz", compress(t, "xz", img))
+	out := filepath.Join(t.TempDir(), "out.img")
+	if r := runCLI(t, "write", "--yes", image, "file:"+out); r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != (len(img)+511)/512*512 || !bytes.Equal(got[:len(img)], img) {
+		t.Errorf("image file is %d bytes, want the image (%d) in whole blocks", len(got), len(img))
+	}
+	// A gzip stream only hints at its size: a new file needs ?size=.
+	gz := writeFile(t, "os.img.gz", compress(t, "gzip", img))
+	if r := runCLI(t, "write", "--yes", gz, "file:"+out+".2"); r.code != exitUsage || !strings.Contains(r.stderr, "?size=") {
+		t.Errorf("gzip to a new file: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := runCLI(t, "write", "--yes", gz, "file:"+out+".3?size=2MiB"); r.code != exitOK {
+		t.Errorf("gzip to file:?size=: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

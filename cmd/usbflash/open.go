@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	"usbflash/pipeline"
@@ -15,6 +17,10 @@ import (
 // openOptions are the safety choices the user made on the command line.
 type openOptions struct {
 	force bool // take a reader whose kernel disk is mounted
+	// newFileSize is the size a file: target that does not exist yet is
+	// created with when the target gives none: the image's size in whole
+	// blocks. 0: a missing file is an error.
+	newFileSize int64
 }
 
 // device is one opened target, ready for block I/O: a LUN of a real or
@@ -45,7 +51,14 @@ func (d *device) capacity() int64 { return d.dev.BlockCount() * int64(d.dev.Bloc
 func openTarget(ctx context.Context, t target, opts openOptions) (*device, error) {
 	switch t.kind {
 	case targetFile:
-		f, err := pipeline.OpenFileDevice(t.path, pipeline.FileOptions{Force: opts.force})
+		size := t.fileSize
+		if _, err := os.Stat(t.path); size == 0 && errors.Is(err, fs.ErrNotExist) {
+			size = opts.newFileSize
+			if size == 0 {
+				return nil, &usageError{fmt.Sprintf("target %s does not exist and the image's size is not known in advance: give one, as in file:%s?size=8GiB", t.raw, t.path)}
+			}
+		}
+		f, err := pipeline.OpenFileDevice(t.path, pipeline.FileOptions{Force: opts.force, Size: size})
 		if err != nil {
 			return nil, fileOpenError(t, err)
 		}

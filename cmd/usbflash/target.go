@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+
+	"usbflash/internal/units"
 	"strconv"
 	"strings"
 )
@@ -30,11 +32,12 @@ type target struct {
 	index     int // from `usbflash list`; -1 when not chosen by index
 	lun       int // -1: the only LUN, or an error if there are several
 
-	path string // file: and sim: (sim keeps its ?options in spec)
-	spec string // sim: everything after "sim:"
+	path     string // file: and sim: without options
+	spec     string // file: and sim: everything after the prefix
+	fileSize int64  // file:PATH?size=N: create or extend the file to N bytes
 }
 
-const targetSyntax = "usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN], N[/LUN] (the index from `usbflash list`), file:PATH or sim:PATH[?options]"
+const targetSyntax = "usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN], N[/LUN] (the index from `usbflash list`), file:PATH[?size=SIZE] or sim:PATH[?options]"
 
 // parseTarget reads the TARGET syntax of DESIGN.md. Errors all have one
 // shape: the argument, what is wrong with it, and the accepted forms.
@@ -47,9 +50,19 @@ func parseTarget(s string) (target, error) {
 	case s == "":
 		return bad("empty")
 	case strings.HasPrefix(s, "file:"):
-		t.kind, t.path = targetFile, strings.TrimPrefix(s, "file:")
+		t.kind, t.spec = targetFile, strings.TrimPrefix(s, "file:")
+		path, query, hasQuery := strings.Cut(t.spec, "?")
+		t.path = path
 		if t.path == "" {
 			return bad("file: needs a path")
+		}
+		if hasQuery {
+			size, ok := strings.CutPrefix(query, "size=")
+			n, err := units.ParseSize(size)
+			if !ok || err != nil || n <= 0 || n%512 != 0 {
+				return bad("file: takes one option, ?size=SIZE, a multiple of 512 bytes (e.g. file:out.img?size=8GiB)")
+			}
+			t.fileSize = n
 		}
 		return t, nil
 	case strings.HasPrefix(s, "sim:"):

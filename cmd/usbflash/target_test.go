@@ -17,8 +17,8 @@ func TestParseTarget(t *testing.T) {
 		{"usb:3.12/0", target{kind: targetUSB, bus: 3, addr: 12, hasBus: true, index: -1, lun: 0}},
 		{"0", target{kind: targetUSB, index: 0, lun: -1}},
 		{"2/3", target{kind: targetUSB, index: 2, lun: 3}},
-		{"file:/dev/sdb", target{kind: targetFile, path: "/dev/sdb", index: -1, lun: -1}},
-		{"file:out.img", target{kind: targetFile, path: "out.img", index: -1, lun: -1}},
+		{"file:/dev/sdb", target{kind: targetFile, path: "/dev/sdb", spec: "/dev/sdb", index: -1, lun: -1}},
+		{"file:out.img?size=8MiB", target{kind: targetFile, path: "out.img", spec: "out.img?size=8MiB", fileSize: 8 << 20, index: -1, lun: -1}},
 		{"sim:card.img", target{kind: targetSim, path: "card.img", spec: "card.img", index: -1, lun: -1}},
 		{"sim:/tmp/c.img?size=64MiB&speed=30MB/s", target{kind: targetSim, path: "/tmp/c.img", spec: "/tmp/c.img?size=64MiB&speed=30MB/s", index: -1, lun: -1}},
 	}
@@ -37,7 +37,7 @@ func TestParseTarget(t *testing.T) {
 
 func TestParseTargetErrors(t *testing.T) {
 	for _, in := range []string{
-		"", "/dev/sdb", "sdb", "file:", "sim:", "sim:?size=1MiB", "usb:", "usb:46f4",
+		"", "/dev/sdb", "sdb", "file:", "file:x?size=1000", "file:x?speed=1", "sim:", "sim:?size=1MiB", "usb:", "usb:46f4",
 		"usb:zzzz:0001", "usb:46f4:0001:", "usb:1.0", "usb:1.x", "0/16", "0/x", "usb:46f4:0001/99",
 	} {
 		_, err := parseTarget(in)

@@ -97,7 +97,7 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 	}
 	defer src.Close()
 
-	d, err := openTarget(ctx, t, openOptions{force: f.force})
+	d, err := openTarget(ctx, t, openOptions{force: f.force, newFileSize: (max(expectedSize(src), 0) + 511) / 512 * 512})
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 
-	"usbflash/internal/units"
 	"strconv"
 	"strings"
+	"usbflash/internal/units"
 )
 
 // targetKind says which world a target lives in.

@@ -33,7 +33,7 @@ build: deps
 # simulated 64 MiB card, verify it by reading it back, and show the card.
 demo: build
 	rm -f $(DEMO_CARD)
-	$(BIN) write testdata/demo.img.xz 'sim:$(DEMO_CARD)?size=64MiB' --yes
+	$(BIN) write testdata/demo.img.xz 'sim:$(DEMO_CARD)?size=64MiB&speed=40MB/s&latency=1ms' --yes
 	$(BIN) info 'sim:$(DEMO_CARD)'
 
 test: deps lint

@@ -233,7 +233,7 @@ func TestWriteRefusesBeforeWriting(t *testing.T) {
 
 func TestWriteCorruptImageIsSourceError(t *testing.T) {
 	img := testImage(2 << 20)
-	for _, format := range []string{"gzip", "xz", "zstd"} {
+	for _, format := range []string{"gzip", "xz", "zstd", "bzip2", "zip"} {
 		t.Run(format, func(t *testing.T) {
 			data := compress(t, format, img)
 			data = data[:len(data)*2/3] // truncated download

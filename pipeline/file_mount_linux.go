@@ -40,8 +40,8 @@ func checkUnmounted(path string, st fs.FileInfo, opts FileOptions) error {
 		return fmt.Errorf("file target %s: reading %s: %w", path, info, err)
 	}
 	if len(mounted) > 0 {
-		return fmt.Errorf("file target %s has mounted filesystems (%s): unmount them first, or use --force",
-			path, strings.Join(mounted, ", "))
+		return fmt.Errorf("file target %s has mounted filesystems (%s): %w: unmount them first, or use --force",
+			path, strings.Join(mounted, ", "), ErrMounted)
 	}
 	return nil
 }

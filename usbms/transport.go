@@ -184,7 +184,8 @@ func (t *Transport) timeout(n int) time.Duration {
 func (t *Transport) transportError(err error) error {
 	if errors.Is(err, ErrNoDevice) {
 		return &detailError{
-			msg: fmt.Sprintf("%s disconnected: reconnect the reader and start again (%v)", t.opts.Name, err),
+			// The backend's own wording repeats the advice: keep one.
+			msg: fmt.Sprintf("%s disconnected: reconnect the reader and start again", t.opts.Name),
 			err: err,
 		}
 	}

@@ -70,6 +70,7 @@ func describeDevice(d *device) infoReport {
 	rep := infoReport{Target: d.name}
 	if d.usb != nil {
 		r := describeIdentity(*d.usb)
+		r.LUNs = nil
 		rep.USB = &r
 	}
 	if d.lun != nil {

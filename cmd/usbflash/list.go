@@ -55,7 +55,7 @@ type readerReport struct {
 	Supported    bool        `json:"supported"`
 	Reason       string      `json:"reason,omitempty"`
 	Target       string      `json:"target"`
-	LUNs         []lunReport `json:"luns"`
+	LUNs         []lunReport `json:"luns,omitempty"` // info reports its one LUN apart
 }
 
 func newListCommand(a *app) *cobra.Command {

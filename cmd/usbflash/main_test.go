@@ -403,3 +403,21 @@ func TestWriteCreatesImageFile(t *testing.T) {
 		t.Errorf("gzip to file:?size=: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+func TestNoVerifySkipsHashAndReadBack(t *testing.T) {
+	image := writeFile(t, "os.img", testImage(1<<20))
+	card := filepath.Join(t.TempDir(), "card.img")
+	r := runCLI(t, "write", "--yes", "--json", "--no-verify", image, "sim:"+card+"?size=2MiB")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	sum := lastEvent(t, r.stdout, "summary")
+	if _, ok := sum["sha256"]; ok || sum["verified"] != nil {
+		t.Errorf("summary %v: want neither a hash nor a verify", sum)
+	}
+	for _, e := range jsonEvents(t, r.stdout) {
+		if e["phase"] == "verify" {
+			t.Fatalf("a verify phase ran: %v", e)
+		}
+	}
+}

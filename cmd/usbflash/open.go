@@ -77,7 +77,8 @@ func openTarget(ctx context.Context, t target, opts openOptions) (*device, error
 		ud, err := libusb.Open(ctx, info, libusb.OpenOptions{Force: opts.force})
 		if err != nil {
 			if errors.Is(err, libusb.ErrMounted) {
-				return nil, &refusedError{fmt.Sprintf("%v: unmount it first, or pass --force to take it anyway", err)}
+				return nil, &refusedError{err.Error()} // the message says what to do
+
 			}
 			return nil, err
 		}
@@ -89,8 +90,8 @@ func openTarget(ctx context.Context, t target, opts openOptions) (*device, error
 // fileOpenError sorts a file target's failure: mounted partitions are a
 // refusal, everything else is a device error.
 func fileOpenError(t target, err error) error {
-	if strings.Contains(err.Error(), "mounted") {
-		return &refusedError{fmt.Sprintf("%v: unmount it first, or pass --force", err)}
+	if errors.Is(err, pipeline.ErrMounted) {
+		return &refusedError{err.Error()}
 	}
 	return &codedError{exitDevice, err}
 }

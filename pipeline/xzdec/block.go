@@ -38,7 +38,10 @@ func (b *blockDec) init(in *inReader, start int64, hdr blockHeader, check CheckT
 	}
 	if wantUnpadded >= 0 {
 		comp := wantUnpadded - int64(hdr.size) - int64(check.Size())
-		if comp <= 0 || (hdr.compSize >= 0 && hdr.compSize != comp) {
+		if comp <= 0 {
+			return errAt(start, ErrFormat, "index unpadded size %d leaves no room for block data", wantUnpadded)
+		}
+		if hdr.compSize >= 0 && hdr.compSize != comp {
 			return errAt(start, ErrFormat, "block header compressed size %d disagrees with the index (%d)", hdr.compSize, comp)
 		}
 		if hdr.uncompSize >= 0 && hdr.uncompSize != wantUncomp {
@@ -55,6 +58,7 @@ func (b *blockDec) init(in *inReader, start int64, hdr blockHeader, check CheckT
 		compEnd = b.compStart + b.hdr.compSize
 	}
 	lz.reset(in, compEnd)
+	lz.lz.dictSize = int(hdr.dictSize)
 	b.h = check.newHash()
 	b.chain = newFilterChain(hdr.filters)
 	return nil

@@ -16,6 +16,7 @@ type lzmaDec struct {
 	rep0, rep1, rep2, rep3 uint32
 	rng, code              uint32
 	pending                int // bytes of the current match not yet copied
+	dictSize               int // distances must stay below this, as in liblzma
 	w                      window
 }
 
@@ -35,83 +36,6 @@ func (d *lzmaDec) rcInit(in []byte) bool {
 	return in[0] == 0
 }
 
-// rcBit decodes one bit with the adaptive probability *p. It is small
-// enough for the compiler to inline, which keeps rng, code and ip in
-// registers across the whole hot loop. Reading past the end of in yields
-// zero bytes; the caller detects the overrun from ip afterwards.
-func rcBit(p *uint16, rng, code uint32, in []byte, ip int) (uint32, uint32, int, uint32) {
-	if rng < rcTop {
-		rng <<= 8
-		code <<= 8
-		if ip < len(in) {
-			code |= uint32(in[ip])
-		}
-		ip++
-	}
-	pv := uint32(*p)
-	bound := (rng >> 11) * pv
-	if code < bound {
-		*p = uint16(pv + (2048-pv)>>5)
-		return bound, code, ip, 0
-	}
-	*p = uint16(pv - pv>>5)
-	return rng - bound, code - bound, ip, 1
-}
-
-// rcTree decodes an n-bit symbol MSB first with the bit tree probs[1:].
-func rcTree(probs []uint16, n uint, rng, code uint32, in []byte, ip int) (uint32, uint32, uint32, int) {
-	sym := uint32(1)
-	var b uint32
-	for i := uint(0); i < n; i++ {
-		rng, code, ip, b = rcBit(&probs[sym], rng, code, in, ip)
-		sym = sym<<1 | b
-	}
-	return sym - 1<<n, rng, code, ip
-}
-
-// rcTreeRev decodes an n-bit symbol LSB first with the bit tree probs
-// (node k at probs[k-1], so distSpecial can be sliced without a -1 index).
-func rcTreeRev(probs []uint16, n uint, rng, code uint32, in []byte, ip int) (uint32, uint32, uint32, int) {
-	sym := uint32(1)
-	var res, b uint32
-	for i := uint(0); i < n; i++ {
-		rng, code, ip, b = rcBit(&probs[sym-1], rng, code, in, ip)
-		sym = sym<<1 | b
-		res |= b << i
-	}
-	return res, rng, code, ip
-}
-
-// rcLen decodes a match length (already offset by matchLenMin).
-func rcLen(l *lenProbs, posState int, rng, code uint32, in []byte, ip int) (int, uint32, uint32, int) {
-	var b, sym uint32
-	rng, code, ip, b = rcBit(&l.choice, rng, code, in, ip)
-	if b == 0 {
-		sym, rng, code, ip = rcTree(l.low[posState&(posStatesMax-1)][:], 3, rng, code, in, ip)
-		return int(sym) + matchLenMin, rng, code, ip
-	}
-	rng, code, ip, b = rcBit(&l.choice2, rng, code, in, ip)
-	if b == 0 {
-		sym, rng, code, ip = rcTree(l.mid[posState&(posStatesMax-1)][:], 3, rng, code, in, ip)
-		return int(sym) + matchLenMin + lenLowSyms, rng, code, ip
-	}
-	sym, rng, code, ip = rcTree(l.high[:], 8, rng, code, in, ip)
-	return int(sym) + matchLenMin + lenLowSyms + lenMidSyms, rng, code, ip
-}
-
-// rcNormalize performs the range coder's final normalization of a chunk.
-func (d *lzmaDec) rcNormalize(in []byte, ip int) int {
-	if d.rng < rcTop {
-		d.rng <<= 8
-		d.code <<= 8
-		if ip < len(in) {
-			d.code |= uint32(in[ip])
-		}
-		ip++
-	}
-	return ip
-}
-
 // run decodes symbols from in[ip:] into the window until its position
 // reaches limit (limit <= len(w.buf)). It returns the new input position,
 // which exceeds len(in) if the data was corrupt.
@@ -120,6 +44,7 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 	buf := w.buf[:limit]
 	pos := w.pos
 	wlen := len(w.buf)
+	dlim := min(wlen, d.dictSize) // farthest valid distance + 1 (besides total)
 	if d.pending > 0 {
 		n := min(d.pending, limit-pos)
 		copyMatch(w.buf, pos, int(d.rep0)+1, n)
@@ -151,11 +76,12 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 		if b == 0 {
 			// Literal.
 			li := literalCoderSize * ((total&lpMask)<<lc + int(prev>>(8-lc)))
-			lit := p.literal[li : li+literalCoderSize]
+			lit := (*[literalCoderSize]uint16)(p.literal[li : li+literalCoderSize])
 			sym := uint32(1)
 			if state < 7 {
 				for sym < 0x100 {
-					rng, code, ip, b = rcBit(&lit[sym], rng, code, in, ip)
+					rng, code, ip = rcNorm(rng, code, in, ip)
+					rng, code, b = rcBitBL(&lit[sym&0xFF], rng, code)
 					sym = sym<<1 | b
 				}
 			} else {
@@ -168,13 +94,10 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 				for sym < 0x100 {
 					match <<= 1
 					mbit := match & offs
-					rng, code, ip, b = rcBit(&lit[offs+mbit+sym], rng, code, in, ip)
+					rng, code, ip = rcNorm(rng, code, in, ip)
+					rng, code, b = rcBitBL(&lit[(offs+mbit+sym)&0x3FF], rng, code)
 					sym = sym<<1 | b
-					if b == 0 {
-						offs &= ^mbit
-					} else {
-						offs &= mbit
-					}
+					offs &= mbit ^ (b - 1)
 				}
 			}
 			prev = sym & 0xFF
@@ -183,57 +106,25 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 			state = litNextState[state]
 			continue
 		}
-		var l int
+		var lp *lenProbs
 		rng, code, ip, b = rcBit(&p.isRep[state], rng, code, in, ip)
-		if b == 0 {
+		isRep := b
+		if isRep == 0 {
 			// Simple match with a new distance.
 			if state < 7 {
 				state = 7
 			} else {
 				state = 10
 			}
-			l, rng, code, ip = rcLen(&p.matchLen, posState, rng, code, in, ip)
 			rep3, rep2, rep1 = rep2, rep1, rep0
-			ls := min(l-matchLenMin, distStates-1)
-			var slot uint32
-			slot, rng, code, ip = rcTree(p.distSlot[ls][:], 6, rng, code, in, ip)
-			if slot < distModelStart {
-				rep0 = slot
-			} else {
-				nd := uint(slot>>1 - 1)
-				rep0 = (2 | slot&1) << nd
-				var extra uint32
-				if slot < distModelEnd {
-					extra, rng, code, ip = rcTreeRev(p.distSpecial[rep0-slot:], nd, rng, code, in, ip)
-				} else {
-					for i := nd - alignBits; i > 0; i-- {
-						if rng < rcTop {
-							rng <<= 8
-							code <<= 8
-							if ip < len(in) {
-								code |= uint32(in[ip])
-							}
-							ip++
-						}
-						rng >>= 1
-						code -= rng
-						t := 0 - code>>31
-						code += rng & t
-						extra = extra<<1 + t + 1
-					}
-					var al uint32
-					al, rng, code, ip = rcTreeRev(p.distAlign[:], alignBits, rng, code, in, ip)
-					extra = extra<<alignBits | al
-				}
-				rep0 += extra
-			}
+			lp = &p.matchLen
 		} else {
 			rng, code, ip, b = rcBit(&p.isRep0[state], rng, code, in, ip)
 			if b == 0 {
 				rng, code, ip, b = rcBit(&p.isRep0Long[state<<4|uint32(posState)], rng, code, in, ip)
 				if b == 0 {
 					// Short rep: one byte from rep0.
-					if int(rep0) >= total || int(rep0) >= wlen {
+					if int(rep0) >= total || int(rep0) >= dlim {
 						err = errLZMADistance
 						break
 					}
@@ -274,9 +165,98 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 			} else {
 				state = 11
 			}
-			l, rng, code, ip = rcLen(&p.repLen, posState, rng, code, in, ip)
+			lp = &p.repLen
 		}
-		if int(rep0) >= total || int(rep0) >= wlen {
+		// Match length, with the bit trees written out here rather than
+		// called: Go has no callee-saved registers, so every call in this
+		// loop would spill the whole decoder state.
+		l := matchLenMin
+		ps := posState & (posStatesMax - 1)
+		rng, code, ip, b = rcBit(&lp.choice, rng, code, in, ip)
+		if b == 0 {
+			t := &lp.low[ps]
+			sym := uint32(1)
+			for sym < lenLowSyms {
+				rng, code, ip = rcNorm(rng, code, in, ip)
+				rng, code, b = rcBitBL(&t[sym&(lenLowSyms-1)], rng, code)
+				sym = sym<<1 | b
+			}
+			l += int(sym - lenLowSyms)
+		} else {
+			rng, code, ip, b = rcBit(&lp.choice2, rng, code, in, ip)
+			if b == 0 {
+				t := &lp.mid[ps]
+				sym := uint32(1)
+				for sym < lenMidSyms {
+					rng, code, ip = rcNorm(rng, code, in, ip)
+					rng, code, b = rcBitBL(&t[sym&(lenMidSyms-1)], rng, code)
+					sym = sym<<1 | b
+				}
+				l += lenLowSyms + int(sym-lenMidSyms)
+			} else {
+				t := &lp.high
+				sym := uint32(1)
+				for sym < lenHighSyms {
+					rng, code, ip = rcNorm(rng, code, in, ip)
+					rng, code, b = rcBitBL(&t[sym&(lenHighSyms-1)], rng, code)
+					sym = sym<<1 | b
+				}
+				l += lenLowSyms + lenMidSyms + int(sym-lenHighSyms)
+			}
+		}
+		if isRep == 0 {
+			// Distance: 6-bit slot, then reverse-tree or direct+align bits.
+			t := &p.distSlot[min(l-matchLenMin, distStates-1)]
+			slot := uint32(1)
+			for slot < distSlots {
+				rng, code, ip = rcNorm(rng, code, in, ip)
+				rng, code, b = rcBitBL(&t[slot&(distSlots-1)], rng, code)
+				slot = slot<<1 | b
+			}
+			slot -= distSlots
+			if slot < distModelStart {
+				rep0 = slot
+			} else {
+				nd := slot>>1 - 1
+				rep0 = (2 | slot&1) << nd
+				if slot < distModelEnd {
+					sp := p.distSpecial[rep0-slot:]
+					sym := uint32(1)
+					for i := uint32(0); i < nd; i++ {
+						rng, code, ip = rcNorm(rng, code, in, ip)
+						rng, code, b = rcBitBL(&sp[sym-1], rng, code)
+						sym = sym<<1 | b
+						rep0 += b << i
+					}
+				} else {
+					var extra uint32
+					for i := nd - alignBits; i > 0; i-- {
+						if rng < rcTop {
+							rng <<= 8
+							code <<= 8
+							if uint(ip) < uint(len(in)) {
+								code |= uint32(in[ip])
+							}
+							ip++
+						}
+						rng >>= 1
+						code -= rng
+						t := 0 - code>>31
+						code += rng & t
+						extra = extra<<1 + t + 1
+					}
+					rep0 += extra << alignBits
+					sym := uint32(1)
+					for i := uint32(0); i < alignBits; i++ {
+						rng, code, ip = rcNorm(rng, code, in, ip)
+						rng, code, b = rcBitBL(&p.distAlign[(sym-1)&(1<<alignBits-1)], rng, code)
+						sym = sym<<1 | b
+						rep0 += b << i
+					}
+				}
+			}
+		}
+		if int(rep0) >= total || int(rep0) >= dlim {
 			err = errLZMADistance
 			break
 		}

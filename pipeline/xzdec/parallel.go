@@ -2,6 +2,7 @@ package xzdec
 
 import (
 	"context"
+	"errors"
 	"io"
 	"runtime"
 	"sync"
@@ -15,17 +16,18 @@ const DefaultMaxInFlight = 256 << 20
 // Options configures NewParallelReader.
 //
 // Parallel xz decoding: when the input is a seekable file whose index lists
-// more than one block (files made by `xz -T0`, `xz -T2`, `xz --block-size`,
-// or pixz), blocks are decoded concurrently on Workers goroutines (default
+// more than one block (files made by `xz -T0`, `xz -T2`, `xz --block-size`
+// or pixz), blocks are decoded concurrently on Workers goroutines (default:
 // GOMAXPROCS) and delivered in order. Memory is bounded by MaxInFlight
-// (default 256 MiB): the decoded bytes of blocks being decoded or waiting
-// to be read, at most 2 blocks per worker. A block larger than the cap is
-// decoded alone (still streamed to the reader while it decodes), so
-// `xz -9 -T0` files (192 MiB blocks) need a cap of 2 × 192 MiB or more to
-// decode two blocks at once. Files with a single block, files whose blocks
-// exceed MaxInFlight, and non-seekable input are decoded by the streaming
-// single-threaded decoder instead, which holds one dictionary (at most
-// 64 MiB for xz -9) in memory.
+// (default 256 MiB): the decoded bytes of the blocks being decoded or
+// waiting to be read, and at most 2 blocks per worker. The block being read
+// is streamed out while it decodes, so even one block at a time keeps
+// output flowing. Blocks are admitted in order while they fit; `xz -6 -T0`
+// makes 24 MiB blocks (up to 4 in flight with 2 workers), while `xz -9 -T0`
+// makes 192 MiB blocks, which need MaxInFlight of 384 MiB or more to decode
+// two at once. Files with a single block, files with a block larger than
+// MaxInFlight, and Workers == 1 use the streaming single-threaded decoder
+// instead, which holds one dictionary (8 MiB for xz -6, 64 MiB for xz -9).
 type Options struct {
 	// Workers is the number of blocks decoded at once; 0 means GOMAXPROCS.
 	Workers int
@@ -37,8 +39,9 @@ type Options struct {
 // NewParallelReader decodes the .xz file in ra (size bytes) using multiple
 // goroutines when its index allows, and the streaming decoder otherwise.
 // The result implements io.WriterTo, which hands w the decoded blocks
-// directly without an intermediate copy. Close stops the workers; ctx
-// cancels them too and makes Read return ctx.Err().
+// directly without an intermediate copy. Callers must Close it (or read to
+// io.EOF) so the workers exit; cancelling ctx stops them too and makes Read
+// return ctx.Err().
 func NewParallelReader(ctx context.Context, ra io.ReaderAt, size int64, opt Options) (io.ReadCloser, error) {
 	idx, err := ReadIndex(ra, size)
 	if err != nil {
@@ -63,8 +66,9 @@ func NewParallelReader(ctx context.Context, ra io.ReaderAt, size int64, opt Opti
 		if err != nil {
 			return nil, err
 		}
-		return streamCloser{z}, nil
+		return &streamCloser{z: z, ctx: ctx}, nil
 	}
+	workers = min(workers, len(idx.Blocks))
 	ctx, cancel := context.WithCancel(ctx)
 	p := &parallelReader{
 		ctx: ctx, cancel: cancel, ra: ra, idx: idx,
@@ -81,10 +85,39 @@ func NewParallelReader(ctx context.Context, ra io.ReaderAt, size int64, opt Opti
 	return p, nil
 }
 
-// streamCloser adapts the streaming Reader to io.ReadCloser.
-type streamCloser struct{ *Reader }
+// streamCloser adapts the streaming Reader to io.ReadCloser, honouring ctx
+// between reads as the parallel reader does.
+type streamCloser struct {
+	z   *Reader
+	ctx context.Context
+}
 
-func (streamCloser) Close() error { return nil }
+func (s *streamCloser) Read(p []byte) (int, error) {
+	if err := s.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return s.z.Read(p)
+}
+
+// WriteTo keeps the streaming Reader's zero-copy path.
+func (s *streamCloser) WriteTo(w io.Writer) (int64, error) {
+	return s.z.WriteTo(ctxWriter{w: w, ctx: s.ctx})
+}
+
+func (s *streamCloser) Close() error { return nil }
+
+// ctxWriter stops a WriteTo loop when ctx is cancelled.
+type ctxWriter struct {
+	w   io.Writer
+	ctx context.Context
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
 
 type parallelReader struct {
 	ctx    context.Context
@@ -201,7 +234,14 @@ func (p *parallelReader) work() {
 	var lz lzma2Dec
 	var in *inReader
 	for j := range p.jobs {
-		j.err = p.decode(j, &lz, &in)
+		err := p.decode(j, &lz, &in)
+		if errors.Is(err, ErrTruncated) {
+			// The file's size was validated by ReadIndex, so running out of
+			// input means the block overran the size its index records.
+			end := j.info.Offset + (j.info.UnpaddedSize+3)&^3
+			err = errAt(end, ErrFormat, "block at offset %d runs past the size its index records", j.info.Offset)
+		}
+		j.err = err
 		close(j.finished)
 	}
 }

@@ -28,12 +28,7 @@ type indexRecord struct {
 // NewReader returns a streaming decoder reading .xz data from r. It reads
 // and checks the first stream header before returning.
 func NewReader(r io.Reader) (*Reader, error) {
-	return newReaderAt(r, 0)
-}
-
-// newReaderAt is NewReader for input that starts at compressed offset base.
-func newReaderAt(r io.Reader, base int64) (*Reader, error) {
-	z := &Reader{in: newInReader(r, base, inBufSize)}
+	z := &Reader{in: newInReader(r, 0, inBufSize)}
 	if err := z.startStream(); err != nil {
 		return nil, err
 	}

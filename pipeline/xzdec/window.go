@@ -97,12 +97,20 @@ func copyMatch(buf []byte, pos, dist1, n int) {
 		return
 	}
 	if dist1 == 1 {
+		// Runs of one byte; zero runs (unused disk space) are the bulk of
+		// an OS image, and clear compiles to memclr.
 		b := buf[src]
 		d := buf[pos : pos+n]
-		for i := range d {
-			d[i] = b
+		if b == 0 {
+			clear(d)
+			return
 		}
-		return
+		if n < 16 {
+			for i := range d {
+				d[i] = b
+			}
+			return
+		}
 	}
 	// Overlapping: buf[src:pos] is one period; copying it with doubling
 	// lengths reproduces the byte-by-byte result.

@@ -185,6 +185,12 @@ func (s *Source) openDecoder(stream io.Reader, ra io.ReaderAt, size int64) error
 				"which a pipe cannot provide: save it to a file first, or pipe `unzip -p FILE` instead")
 		}
 		return s.openZip(ra, size)
+	case FormatXz:
+		if ra != nil {
+			if opened, err := s.openParallelXz(ra, size); opened {
+				return err
+			}
+		}
 	}
 	dec, closeFn, err := newStreamDecoder(s.Format, bufio.NewReaderSize(stream, decodeBufSize))
 	if err != nil {
@@ -288,7 +294,11 @@ func (s *Source) classify(err error) error {
 }
 
 func (s *Source) sourceError(truncated bool, err error) *SourceError {
-	return &SourceError{Format: s.Format, Offset: s.meter.reached.Load(), Decoded: s.decoded,
+	offset := s.meter.reached.Load()
+	if off, cause, ok := xzErrorOffset(err); ok {
+		offset, err = off, cause
+	}
+	return &SourceError{Format: s.Format, Offset: offset, Decoded: s.decoded,
 		Truncated: truncated, Err: err}
 }
 

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"usbflash/pipeline/xzdec"
+
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +46,7 @@ func (e *SourceError) Unwrap() error { return e.Err }
 // isTruncation reports whether a decoder error means the input ran out.
 // Decoders say so with io.ErrUnexpectedEOF, sometimes wrapped.
 func isTruncation(err error) bool {
-	return errors.Is(err, io.ErrUnexpectedEOF)
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, xzdec.ErrTruncated)
 }
 
 // errDecodedShort is the cause when a decoder reports a clean end but

@@ -1,78 +1,55 @@
 package pipeline
 
 import (
+	"context"
+	"errors"
 	"io"
 
-	"github.com/ulikunitz/xz"
-	"github.com/ulikunitz/xz/lzma"
+	"usbflash/pipeline/xzdec"
 )
 
-// newXzDecoder is the one place the xz decoder is built, so that the parallel
-// decoder in pipeline/xzdec can replace it. It handles concatenated streams
-// and stream padding. A replacement must report truncation as
-// io.ErrUnexpectedEOF (or isTruncation must learn its sentinel), and one
-// that verifies stream footers itself makes xzEndCheck unnecessary.
-func newXzDecoder(r byteReader) (io.Reader, error) {
-	t := &xzTail{r: r, br: r}
-	// The smallest DictCap lets each block's header decide the dictionary
-	// size; the default would allocate at least 8 MiB even for small ones.
-	d, err := xz.ReaderConfig{DictCap: lzma.MinDictCap}.NewReader(t)
+// newXzDecoder decodes .xz on one goroutine with xzdec, which verifies every
+// block check, index and stream footer itself (so a download cut at a block
+// boundary is reported as truncated, not as a short image) and handles
+// concatenated streams and stream padding.
+func newXzDecoder(r io.Reader) (io.Reader, error) {
+	return xzdec.NewReader(r)
+}
+
+// openParallelXz decodes a seekable .xz file whose index lists several
+// blocks (xz -T0, pixz) on up to GOMAXPROCS goroutines, in order, with at
+// most xzdec.DefaultMaxInFlight decoded bytes held in memory. Single-block
+// files fall back to the streaming decoder inside xzdec.
+//
+// It reports false when the file's index cannot be read: a truncated
+// download has no footer. The streaming decoder then decodes what is there
+// and names the offset where the data really ends or breaks.
+func (s *Source) openParallelXz(ra io.ReaderAt, size int64) (bool, error) {
+	if _, err := xzdec.ReadIndex(ra, size); err != nil {
+		return false, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := xzdec.NewParallelReader(ctx, &meteredReaderAt{ra: ra, m: s.meter}, size, xzdec.Options{})
 	if err != nil {
-		return nil, err
+		cancel()
+		return true, s.classify(err)
 	}
-	return &xzEndCheck{d: d, tail: t}, nil
+	// Reading the index at the end of the file is not progress.
+	s.meter.reset()
+	s.dec = d
+	s.closers = append(s.closers, func() error {
+		cancel()
+		return d.Close()
+	})
+	return true, nil
 }
 
-// xzFooterMagic ends every xz stream footer.
-const xzFooterMagic = 'Y'<<8 | 'Z'
-
-// xzEndCheck exists because ulikunitz/xz takes an input that ends where a
-// block header or index should start for a clean end of stream: a download
-// cut at a block boundary would decode "successfully" to a short image. A
-// complete input ends in a stream footer, possibly followed by zero padding.
-type xzEndCheck struct {
-	d    io.Reader
-	tail *xzTail
-}
-
-func (x *xzEndCheck) Read(p []byte) (int, error) {
-	n, err := x.d.Read(p)
-	if err == io.EOF && x.tail.endMark != xzFooterMagic {
-		err = io.ErrUnexpectedEOF
+// xzErrorOffset is where xzdec found a problem in the compressed input: more
+// precise than how far the input was read, since blocks are read ahead.
+func xzErrorOffset(err error) (offset int64, cause error, ok bool) {
+	var xe *xzdec.Error
+	if errors.As(err, &xe) {
+		return xe.Offset, xe.Err, true
 	}
-	return n, err
-}
-
-// xzTail passes input to the decoder and remembers the two bytes that end
-// it, zero padding excluded.
-type xzTail struct {
-	r       io.Reader
-	br      io.ByteReader
-	last2   uint16 // the last two bytes read
-	endMark uint16 // last2 as of the last non-zero byte
-}
-
-func (t *xzTail) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	for _, b := range p[:n] {
-		t.note(b)
-	}
-	return n, err
-}
-
-// ReadByte keeps the decoder on its byte-at-a-time fast path; without it
-// ulikunitz/xz issues a one-byte Read per byte.
-func (t *xzTail) ReadByte() (byte, error) {
-	b, err := t.br.ReadByte()
-	if err == nil {
-		t.note(b)
-	}
-	return b, err
-}
-
-func (t *xzTail) note(b byte) {
-	t.last2 = t.last2<<8 | uint16(b)
-	if b != 0 {
-		t.endMark = t.last2
-	}
+	return 0, err, false
 }

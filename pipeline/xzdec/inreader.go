@@ -71,6 +71,10 @@ func (in *inReader) fill(n int) {
 	}
 }
 
+// buffered returns the unread bytes already read from the input: after a
+// short peek, everything that is left.
+func (in *inReader) buffered() []byte { return in.buf[in.rpos:in.wpos] }
+
 // next consumes and returns the next n bytes.
 func (in *inReader) next(n int) ([]byte, error) {
 	b, err := in.peek(n)

@@ -77,28 +77,15 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 			// Literal.
 			li := literalCoderSize * ((total&lpMask)<<lc + int(prev>>(8-lc)))
 			lit := (*[literalCoderSize]uint16)(p.literal[li : li+literalCoderSize])
-			sym := uint32(1)
+			var sym uint32
 			if state < 7 {
-				for sym < 0x100 {
-					rng, code, ip = rcNorm(rng, code, in, ip)
-					rng, code, b = rcBitBL(&lit[sym&0xFF], rng, code)
-					sym = sym<<1 | b
-				}
+				sym, rng, code, ip = decodeLiteral(lit, rng, code, in, ip)
 			} else {
 				mpos := pos - int(rep0) - 1
 				if mpos < 0 {
 					mpos += wlen
 				}
-				match := uint32(w.buf[mpos])
-				offs := uint32(0x100)
-				for sym < 0x100 {
-					match <<= 1
-					mbit := match & offs
-					rng, code, ip = rcNorm(rng, code, in, ip)
-					rng, code, b = rcBitBL(&lit[(offs+mbit+sym)&0x3FF], rng, code)
-					sym = sym<<1 | b
-					offs &= mbit ^ (b - 1)
-				}
+				sym, rng, code, ip = decodeMatchedLiteral(lit, uint32(w.buf[mpos]), rng, code, in, ip)
 			}
 			prev = sym & 0xFF
 			buf[pos] = byte(sym)
@@ -284,4 +271,35 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 	d.rep0, d.rep1, d.rep2, d.rep3 = rep0, rep1, rep2, rep3
 	w.pos = pos
 	return ip, err
+}
+
+// decodeLiteral decodes a plain literal. It is a separate function because
+// inside run's big loop the register allocator spills rng and bound on
+// every bit; here only the range coder is live.
+func decodeLiteral(lit *[literalCoderSize]uint16, rng, code uint32, in []byte, ip int) (uint32, uint32, uint32, int) {
+	sym := uint32(1)
+	var b uint32
+	for sym < 0x100 {
+		rng, code, ip = rcNorm(rng, code, in, ip)
+		rng, code, b = rcBitBL(&lit[sym&0xFF], rng, code)
+		sym = sym<<1 | b
+	}
+	return sym, rng, code, ip
+}
+
+// decodeMatchedLiteral decodes a literal right after a match, using the
+// byte at rep0 as context until the first bit that differs from it.
+func decodeMatchedLiteral(lit *[literalCoderSize]uint16, match, rng, code uint32, in []byte, ip int) (uint32, uint32, uint32, int) {
+	sym := uint32(1)
+	offs := uint32(0x100)
+	var b uint32
+	for sym < 0x100 {
+		match <<= 1
+		mbit := match & offs
+		rng, code, ip = rcNorm(rng, code, in, ip)
+		rng, code, b = rcBitBL(&lit[(offs+mbit+sym)&0x3FF], rng, code)
+		sym = sym<<1 | b
+		offs &= mbit ^ (b - 1)
+	}
+	return sym, rng, code, ip
 }

@@ -1,7 +1,9 @@
 package xzdec
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"io"
 )
@@ -134,6 +136,11 @@ func (z *Reader) nextStream() error {
 		off := z.in.offset()
 		p, err := z.in.peek(4)
 		if err != nil {
+			// The start of another stream's magic is a download cut short,
+			// as xz itself reports it ("Unexpected end of input").
+			if rest := z.in.buffered(); errors.Is(err, ErrTruncated) && bytes.HasPrefix(headerMagic, rest) {
+				return errAt(off, ErrTruncated, "input ends inside the header of the next stream")
+			}
 			return errAt(off, ErrFormat, "trailing garbage or stream padding not a multiple of four bytes")
 		}
 		if binary.LittleEndian.Uint32(p) != 0 {

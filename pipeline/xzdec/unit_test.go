@@ -204,3 +204,27 @@ func TestAwkwardReaders(t *testing.T) {
 		}
 	})
 }
+
+// TestCutInsideNextStreamHeader: a download cut just after stream padding,
+// inside the next stream's magic, is truncation (as xz says), not garbage.
+func TestCutInsideNextStreamHeader(t *testing.T) {
+	first := xzCompress(t, []byte("first stream"))
+	for k := 1; k < len(headerMagic); k++ {
+		in := append(append(append([]byte{}, first...), 0, 0, 0, 0), headerMagic[:k]...)
+		z, err := NewReader(bytes.NewReader(in))
+		if err == nil {
+			_, err = io.Copy(io.Discard, z)
+		}
+		if !errors.Is(err, ErrTruncated) {
+			t.Errorf("cut %d bytes into the next header: %v, want ErrTruncated", k, err)
+		}
+	}
+	junk := append(append([]byte{}, first...), 'j', 'u', 'n')
+	z, err := NewReader(bytes.NewReader(junk))
+	if err == nil {
+		_, err = io.Copy(io.Discard, z)
+	}
+	if !errors.Is(err, ErrFormat) {
+		t.Errorf("trailing junk: %v, want ErrFormat", err)
+	}
+}

@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync/atomic"
 )
@@ -44,6 +46,21 @@ func OpenFileDevice(path string, opts FileOptions) (*FileDevice, error) {
 		return nil, fmt.Errorf("file target %s: size %d is not a multiple of %d bytes", path, opts.Size, fileBlockSize)
 	}
 	return openFile(path, opts)
+}
+
+// statTarget looks at a file target before it is opened: a missing file is
+// created only when a size is given.
+func statTarget(path string, opts FileOptions) (st fs.FileInfo, exists bool, err error) {
+	st, err = os.Stat(path)
+	switch {
+	case err == nil:
+		return st, true, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, false, fmt.Errorf("file target %s: %w", path, err)
+	case opts.Size == 0:
+		return nil, false, fmt.Errorf("file target %s does not exist: give a size to create an image file", path)
+	}
+	return nil, false, nil
 }
 
 // Direct reports whether transfers bypass the page cache (O_DIRECT). It can

@@ -13,13 +13,9 @@ import (
 )
 
 func openFile(path string, opts FileOptions) (*FileDevice, error) {
-	st, err := os.Stat(path)
-	exists := err == nil
-	switch {
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("file target %s: %w", path, err)
-	case !exists && opts.Size == 0:
-		return nil, fmt.Errorf("file target %s does not exist: give a size to create an image file", path)
+	st, exists, err := statTarget(path, opts)
+	if err != nil {
+		return nil, err
 	}
 	isBlock := exists && st.Mode()&fs.ModeDevice != 0 && st.Mode()&fs.ModeCharDevice == 0
 	if exists && !isBlock && !st.Mode().IsRegular() {

@@ -3,9 +3,7 @@
 package pipeline
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 )
 
@@ -13,13 +11,10 @@ import (
 // Raw devices need the platform's own sizing and direct-I/O calls, which
 // only the Linux build has.
 func openFile(path string, opts FileOptions) (*FileDevice, error) {
-	st, err := os.Stat(path)
-	exists := err == nil
+	st, exists, err := statTarget(path, opts)
 	switch {
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("file target %s: %w", path, err)
-	case !exists && opts.Size == 0:
-		return nil, fmt.Errorf("file target %s does not exist: give a size to create an image file", path)
+	case err != nil:
+		return nil, err
 	case exists && !st.Mode().IsRegular():
 		return nil, fmt.Errorf("file target %s is not a regular file: devices are file targets only on Linux; use a usb: target", path)
 	}

@@ -174,6 +174,15 @@ func TestWriteEveryFormatRoundTrips(t *testing.T) {
 			if r.code != exitOK {
 				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 			}
+			var phases []string
+			for _, e := range jsonEvents(t, r.stdout) {
+				if e["event"] == "phase" {
+					phases = append(phases, e["phase"].(string))
+				}
+			}
+			if got := strings.Join(phases, ","); got != "write,sync,verify" {
+				t.Errorf("phase events %q, want write,sync,verify", got)
+			}
 			sum := lastEvent(t, r.stdout, "summary")
 			if sum["sha256"] != hex.EncodeToString(want[:]) || sum["verified"] != true {
 				t.Errorf("summary %v: want sha256 %x and verified", sum, want)

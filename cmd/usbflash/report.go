@@ -43,8 +43,11 @@ func newReporter(mode reporterMode, out, errOut io.Writer, terminal bool) report
 
 // jsonReporter writes one JSON object per line. Every object has "event"
 // and "time"; progress events are rate-limited by the pipeline (a few per
-// second).
-type jsonReporter struct{ enc *json.Encoder }
+// second), and a "phase" event marks each change of phase.
+type jsonReporter struct {
+	enc   *json.Encoder
+	phase string
+}
 
 func (r *jsonReporter) emit(name string, fields map[string]any) {
 	obj := map[string]any{"event": name, "time": time.Now().UTC().Format(time.RFC3339Nano)}
@@ -57,6 +60,10 @@ func (r *jsonReporter) emit(name string, fields map[string]any) {
 func (r *jsonReporter) event(name string, fields map[string]any, _ string) { r.emit(name, fields) }
 
 func (r *jsonReporter) progress(phase string, done, total int64, rate float64) {
+	if phase != r.phase {
+		r.phase = phase
+		r.emit("phase", map[string]any{"phase": phase})
+	}
 	r.emit("progress", map[string]any{"phase": phase, "done": done, "total": total, "rate": rate})
 }
 

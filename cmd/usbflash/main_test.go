@@ -430,3 +430,20 @@ func TestNoVerifySkipsHashAndReadBack(t *testing.T) {
 		}
 	}
 }
+
+func TestMultiLUNReaderNeedsASlot(t *testing.T) {
+	image := writeFile(t, "os.img", testImage(64<<10))
+	card := filepath.Join(t.TempDir(), "card.img")
+	r := runCLI(t, "write", "--yes", image, "sim:"+card+"?size=1MiB&luns=2")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "/LUN") {
+		t.Fatalf("two loaded slots, no /LUN: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runCLI(t, "write", "--yes", "--json", image, "sim:"+card+"?luns=2&lun=1")
+	if r.code != exitOK || lastEvent(t, r.stdout, "start")["target"] != "sim:"+card+"/1" {
+		t.Fatalf("lun=1: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// LUN 1 is memory (no PATH.lun1 file): LUN 0's file is untouched.
+	if b, _ := os.ReadFile(card); bytes.Count(b, []byte{0}) != len(b) {
+		t.Error("writing LUN 1 changed LUN 0's card")
+	}
+}

@@ -37,7 +37,7 @@ type target struct {
 	fileSize int64  // file:PATH?size=N: create or extend the file to N bytes
 }
 
-const targetSyntax = "usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN], N[/LUN] (the index from `usbflash list`), file:PATH[?size=SIZE] or sim:PATH[?options]"
+const targetSyntax = "usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN], N[/LUN] (the index from `usbflash list`), file:PATH[?size=SIZE] or sim:PATH[?options][&lun=N]"
 
 // parseTarget reads the TARGET syntax of DESIGN.md. Errors all have one
 // shape: the argument, what is wrong with it, and the accepted forms.
@@ -67,9 +67,32 @@ func parseTarget(s string) (target, error) {
 		return t, nil
 	case strings.HasPrefix(s, "sim:"):
 		t.kind, t.spec = targetSim, strings.TrimPrefix(s, "sim:")
-		t.path, _, _ = strings.Cut(t.spec, "?")
+		path, query, _ := strings.Cut(t.spec, "?")
+		t.path = path
 		if t.path == "" {
 			return bad("sim: needs a path to the card's backing file")
+		}
+		// lun=N picks a slot, as /LUN does for usb:; the rest of the query
+		// configures the simulator.
+		var opts []string
+		for _, kv := range strings.Split(query, "&") {
+			v, isLUN := strings.CutPrefix(kv, "lun=")
+			if !isLUN {
+				if kv != "" {
+					opts = append(opts, kv)
+				}
+				continue
+			}
+			n, err := strconv.ParseUint(v, 10, 8)
+			if err != nil || n > 15 {
+				return bad("lun= must be a number from 0 to 15")
+			}
+			t.lun = int(n)
+		}
+		if len(opts) > 0 {
+			t.spec = path + "?" + strings.Join(opts, "&")
+		} else {
+			t.spec = path
 		}
 		return t, nil
 	}

@@ -21,6 +21,8 @@ func TestParseTarget(t *testing.T) {
 		{"file:out.img?size=8MiB", target{kind: targetFile, path: "out.img", spec: "out.img?size=8MiB", fileSize: 8 << 20, index: -1, lun: -1}},
 		{"sim:card.img", target{kind: targetSim, path: "card.img", spec: "card.img", index: -1, lun: -1}},
 		{"sim:/tmp/c.img?size=64MiB&speed=30MB/s", target{kind: targetSim, path: "/tmp/c.img", spec: "/tmp/c.img?size=64MiB&speed=30MB/s", index: -1, lun: -1}},
+		{"sim:c.img?luns=2&lun=1&wp=1", target{kind: targetSim, path: "c.img", spec: "c.img?luns=2&wp=1", index: -1, lun: 1}},
+		{"sim:c.img?lun=0", target{kind: targetSim, path: "c.img", spec: "c.img", index: -1, lun: 0}},
 	}
 	for _, tt := range tests {
 		got, err := parseTarget(tt.in)
@@ -37,7 +39,7 @@ func TestParseTarget(t *testing.T) {
 
 func TestParseTargetErrors(t *testing.T) {
 	for _, in := range []string{
-		"", "/dev/sdb", "sdb", "file:", "file:x?size=1000", "file:x?speed=1", "sim:", "sim:?size=1MiB", "usb:", "usb:46f4",
+		"", "/dev/sdb", "sdb", "file:", "file:x?size=1000", "file:x?speed=1", "sim:", "sim:?size=1MiB", "sim:c.img?lun=16", "sim:c.img?lun=x", "usb:", "usb:46f4",
 		"usb:zzzz:0001", "usb:46f4:0001:", "usb:1.0", "usb:1.x", "0/16", "0/x", "usb:46f4:0001/99",
 	} {
 		_, err := parseTarget(in)

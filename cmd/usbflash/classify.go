@@ -6,6 +6,8 @@ import (
 
 	"usbflash/pipeline"
 	"usbflash/scsi"
+	"usbflash/usbms"
+	"usbflash/usbms/libusb"
 )
 
 // classifyDomainError sorts the pipeline's and the devices' typed errors
@@ -29,8 +31,17 @@ func classifyDomainError(err error) int {
 	case scsi.IsWriteProtected(err):
 		return exitRefused
 	}
-	var sense *scsi.SenseError
-	if errors.As(err, &sense) {
+	var (
+		sense   *scsi.SenseError
+		command *usbms.CommandError
+		usbErr  *libusb.Error
+	)
+	switch {
+	case errors.As(err, &sense), errors.As(err, &command), errors.As(err, &usbErr),
+		errors.Is(err, usbms.ErrNoDevice), errors.Is(err, usbms.ErrStall),
+		errors.Is(err, usbms.ErrInvalidCSW), errors.Is(err, usbms.ErrPhaseError),
+		errors.Is(err, libusb.ErrNoUSBSupport), errors.Is(err, libusb.ErrNoUSBAccess):
+		// The reader, the card or the USB stack: not our bug.
 		return exitDevice
 	}
 	return exitInternal

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"usbflash/pipeline"
+	"usbflash/usbms"
+	"usbflash/usbms/libusb"
+)
+
+func TestExitCodeClassification(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{nil, exitOK},
+		{&usageError{"x"}, exitUsage},
+		{&refusedError{"x"}, exitRefused},
+		{fmt.Errorf("open: %w", &libusb.Error{Op: "open", Kind: libusb.ErrPermission}), exitDevice},
+		{fmt.Errorf("read: %w", usbms.ErrNoDevice), exitDevice},
+		{&usbms.CommandError{Op: "WRITE(10)", Err: errors.New("timeout")}, exitDevice},
+		{&pipeline.SourceError{Err: errors.New("bad")}, exitSource},
+		{&pipeline.VerifyError{}, exitVerify},
+		{&pipeline.CapacityError{}, exitRefused},
+		{&pipeline.CapacityError{Written: 512}, exitDevice},
+		{&pipeline.CancelledError{Err: context.Canceled}, exitCancelled},
+		{errors.New("something unforeseen"), exitInternal},
+	}
+	for _, tt := range tests {
+		if got := exitCode(tt.err); got != tt.want {
+			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}

@@ -22,11 +22,17 @@ func main() {
 // run is main without the process: tests call it with their own context,
 // arguments and streams, and read the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCommand(&app{stdin: stdin, stdout: stdout, stderr: stderr})
+	return runApp(ctx, &app{stdin: stdin, stdout: stdout, stderr: stderr, interactive: isTerminalReader(stdin)}, args)
+}
+
+// runApp runs one command line with a's streams and says how it ended.
+func runApp(ctx context.Context, a *app, args []string) int {
+	root := newRootCommand(a)
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	stderr := a.stderr
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK

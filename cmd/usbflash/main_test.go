@@ -447,3 +447,31 @@ func TestMultiLUNReaderNeedsASlot(t *testing.T) {
 		t.Error("writing LUN 1 changed LUN 0's card")
 	}
 }
+
+func TestConfirmationAtATerminal(t *testing.T) {
+	img := testImage(256 << 10)
+	image := writeFile(t, "os.img", img)
+	for _, tt := range []struct {
+		answer string
+		want   int
+	}{
+		{"n\n", exitRefused}, {"\n", exitRefused}, {"", exitRefused}, {"yes please\n", exitRefused},
+		{"y\n", exitOK}, {"YES\n", exitOK},
+	} {
+		card := filepath.Join(t.TempDir(), "card.img")
+		var out, errOut bytes.Buffer
+		a := &app{stdin: strings.NewReader(tt.answer), stdout: &out, stderr: &errOut, interactive: true}
+		code := runApp(context.Background(), a, []string{"write", "--quiet", image, "sim:" + card + "?size=1MiB&serial=CARD42"})
+		if code != tt.want {
+			t.Errorf("answer %q: exit %d, want %d (%s)", tt.answer, code, tt.want, errOut.String())
+		}
+		// The question names the card, so a person can recognise it.
+		if q := errOut.String(); !strings.Contains(q, "CARD42") || !strings.Contains(q, "1 MiB") || !strings.Contains(q, "[y/N]") {
+			t.Errorf("question %q does not identify the card", q)
+		}
+		got, _ := os.ReadFile(card)
+		if written := bytes.Equal(got[:len(img)], img); written != (tt.want == exitOK) {
+			t.Errorf("answer %q: image written = %v", tt.answer, written)
+		}
+	}
+}

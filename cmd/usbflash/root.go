@@ -12,6 +12,9 @@ import (
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// interactive says a person can answer on stdin (it is a terminal):
+	// only then does write ask for confirmation instead of refusing.
+	interactive bool
 }
 
 func newRootCommand(a *app) *cobra.Command {

@@ -224,13 +224,12 @@ func checkBeforeWrite(d *device, src *pipeline.Source) error {
 // confirm asks the person at the terminal; without one it refuses, so a
 // script never writes to a card it did not name with --yes.
 func (a *app) confirm(d *device, image string, src *pipeline.Source) error {
-	in, ok := a.stdin.(*os.File)
-	if !ok || !term.IsTerminal(int(in.Fd())) {
+	if !a.interactive {
 		return &refusedError{fmt.Sprintf("not confirmed: no terminal to ask whether to overwrite %s; pass --yes to write without asking", d.name)}
 	}
 	fmt.Fprintf(a.stderr, "Target: %s\n%s\nWrite %s (%s, %s) to it? ALL DATA ON IT WILL BE LOST. [y/N] ",
 		d.name, identityLine(d), image, src.Format, describeSize(src))
-	answer, _ := bufio.NewReader(in).ReadString('\n')
+	answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(answer)) {
 	case "y", "yes":
 		return nil
@@ -323,5 +322,10 @@ func (a *app) locateMismatch(ctx context.Context, image string, dev pipeline.Blo
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

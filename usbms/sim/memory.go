@@ -36,19 +36,13 @@ func (m *Memory) ReadAt(p []byte, off int64) (int, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := 0
-	for n < len(p) && off+int64(n) < m.size {
-		pos := off + int64(n)
-		idx, in := pos/chunkSize, int(pos%chunkSize)
-		k := min(len(p)-n, chunkSize-in)
-		k = int(min(int64(k), m.size-pos))
+	n := m.walk(p, off, func(idx int64, in int, part []byte) {
 		if c, ok := m.chunks[idx]; ok {
-			copy(p[n:n+k], c[in:in+k])
+			copy(part, c[in:])
 		} else {
-			clear(p[n : n+k])
+			clear(part)
 		}
-		n += k
-	}
+	})
 	if n < len(p) {
 		return n, io.EOF
 	}
@@ -62,22 +56,31 @@ func (m *Memory) WriteAt(p []byte, off int64) (int, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	n := m.walk(p, off, func(idx int64, in int, part []byte) {
+		c, ok := m.chunks[idx]
+		if !ok {
+			c = make([]byte, chunkSize)
+			m.chunks[idx] = c
+		}
+		copy(c[in:], part)
+	})
+	if n < len(p) {
+		return n, fmt.Errorf("sim memory: write of %d bytes at %d runs past the end (%d bytes)", len(p), off, m.size)
+	}
+	return n, nil
+}
+
+// walk splits p, placed at off and clipped to the size, into the pieces
+// that fall in each chunk, and returns how many bytes of p it covered.
+func (m *Memory) walk(p []byte, off int64, fn func(idx int64, in int, part []byte)) int {
 	n := 0
 	for n < len(p) && off+int64(n) < m.size {
 		pos := off + int64(n)
 		idx, in := pos/chunkSize, int(pos%chunkSize)
 		k := min(len(p)-n, chunkSize-in)
 		k = int(min(int64(k), m.size-pos))
-		c, ok := m.chunks[idx]
-		if !ok {
-			c = make([]byte, chunkSize)
-			m.chunks[idx] = c
-		}
-		copy(c[in:in+k], p[n:n+k])
+		fn(idx, in, p[n:n+k])
 		n += k
 	}
-	if n < len(p) {
-		return n, fmt.Errorf("sim memory: write of %d bytes at %d runs past the end (%d bytes)", len(p), off, m.size)
-	}
-	return n, nil
+	return n
 }

@@ -1,6 +1,6 @@
-// Package pipeline moves an OS image from its source file onto a block
-// device: it sniffs and decodes the image, fills large aligned buffers on one
-// goroutine while another writes the previous buffer, and verifies the result.
+// Package pipeline is the write and verify engine: it moves an image stream
+// onto a BlockDevice in large aligned transfers, filling the next buffer on
+// one goroutine while another writes the previous one, and reads it back.
 package pipeline
 
 import "context"

@@ -2,16 +2,11 @@ package pipeline
 
 import (
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 
 	"usbflash/internal/units"
 )
-
-// ErrMounted is wrapped by OpenFileDevice's refusal of a block device whose
-// partitions are mounted.
-var ErrMounted = errors.New("refusing to write a disk in use")
 
 // CapacityError says the image does not fit on the medium. When the image
 // size was known up front nothing was written; when it was not, the write

@@ -3,13 +3,9 @@ package pipeline
 import (
 	"io"
 	"time"
-	"unsafe"
-)
 
-// bufAlign is the alignment of every ring buffer. 4096 satisfies O_DIRECT on
-// every Linux filesystem and block device, and the page alignment lets a USB
-// stack hand the buffer to the controller without a bounce copy.
-const bufAlign = 4096
+	"usbflash/internal/aligned"
+)
 
 // ring is a fixed set of equally sized aligned buffers passed between a
 // producer and a consumer as indices over two channels. All memory is
@@ -33,10 +29,10 @@ type fill struct {
 }
 
 // newRing allocates count buffers of size bytes from one slice, each
-// starting on a bufAlign boundary. All buffers start free.
+// starting on a page boundary. All buffers start free.
 func newRing(count, size int) *ring {
-	stride := (size + bufAlign - 1) / bufAlign * bufAlign
-	mem := alignedBytes(stride * count)
+	stride := roundUp(size, aligned.Alignment())
+	mem := aligned.Bytes(stride * count)
 	r := &ring{
 		bufs: make([][]byte, count),
 		free: make(chan int, count),
@@ -47,17 +43,6 @@ func newRing(count, size int) *ring {
 		r.free <- i
 	}
 	return r
-}
-
-// alignedBytes returns n zeroed bytes starting on a bufAlign boundary. Go has
-// no aligned allocator, so it over-allocates and slices at the right offset.
-func alignedBytes(n int) []byte {
-	mem := make([]byte, n+bufAlign)
-	skip := 0
-	if rem := int(uintptr(unsafe.Pointer(unsafe.SliceData(mem))) % bufAlign); rem != 0 {
-		skip = bufAlign - rem
-	}
-	return mem[skip : skip+n : skip+n]
 }
 
 // readFull reads until p is full or the reader fails. Unlike io.ReadFull it

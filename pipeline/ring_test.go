@@ -5,6 +5,8 @@ import (
 	"io"
 	"testing"
 	"unsafe"
+
+	"usbflash/internal/aligned"
 )
 
 func TestNewRingAligned(t *testing.T) {
@@ -17,8 +19,8 @@ func TestNewRingAligned(t *testing.T) {
 			if len(b) != tc.size || cap(b) != tc.size {
 				t.Errorf("%+v: buffer %d len %d cap %d", tc, i, len(b), cap(b))
 			}
-			if p := uintptr(unsafe.Pointer(unsafe.SliceData(b))); p%bufAlign != 0 {
-				t.Errorf("%+v: buffer %d at %#x is not %d-aligned", tc, i, p, bufAlign)
+			if p := uintptr(unsafe.Pointer(unsafe.SliceData(b))); p%uintptr(aligned.Alignment()) != 0 {
+				t.Errorf("%+v: buffer %d at %#x is not %d-aligned", tc, i, p, aligned.Alignment())
 			}
 		}
 		// Buffers must not overlap: fill each with its index and read back.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"usbflash/internal/aligned"
 )
 
 // writer is the consumer side of the write ring and owns all device I/O.
@@ -35,7 +37,7 @@ func (w *writer) run(ctx context.Context, src io.Reader) (WriteResult, error) {
 	// Buffers cycle between the two sides; one more is held as the first
 	// transfer until the end.
 	w.r = newRing(w.opts.Buffers+1, w.opts.TransferSize)
-	w.zero = alignedBytes(w.opts.TransferSize)
+	w.zero = aligned.Bytes(w.opts.TransferSize)
 	w.dec.src, w.dec.r, w.dec.blockSize = src, w.r, w.bs
 	w.prog = progress{fn: w.opts.Progress}
 	w.prog.begin(PhaseWrite, w.opts.ExpectedSize, 0)

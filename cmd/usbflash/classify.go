@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"usbflash/imagesrc"
 	"usbflash/pipeline"
 	"usbflash/scsi"
 	"usbflash/usbms"
@@ -14,7 +15,7 @@ import (
 // into exit codes.
 func classifyDomainError(err error) int {
 	var (
-		src      *pipeline.SourceError
+		src      *imagesrc.Error
 		capacity *pipeline.CapacityError
 		verify   *pipeline.VerifyError
 		device   *pipeline.DeviceError
@@ -49,7 +50,7 @@ func classifyDomainError(err error) int {
 
 // sourceError names the image in an error from opening it.
 func sourceError(image string, err error) error {
-	var src *pipeline.SourceError
+	var src *imagesrc.Error
 	if errors.As(err, &src) {
 		return fmt.Errorf("image %s: %w", image, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"usbflash/imagesrc"
 	"usbflash/pipeline"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
@@ -22,7 +23,7 @@ func TestExitCodeClassification(t *testing.T) {
 		{fmt.Errorf("open: %w", &libusb.Error{Op: "open", Kind: libusb.ErrPermission}), exitDevice},
 		{fmt.Errorf("read: %w", usbms.ErrNoDevice), exitDevice},
 		{&usbms.CommandError{Op: "WRITE(10)", Err: errors.New("timeout")}, exitDevice},
-		{&pipeline.SourceError{Err: errors.New("bad")}, exitSource},
+		{&imagesrc.Error{Err: errors.New("bad")}, exitSource},
 		{&pipeline.VerifyError{}, exitVerify},
 		{&pipeline.CapacityError{}, exitRefused},
 		{&pipeline.CapacityError{Written: 512}, exitDevice},

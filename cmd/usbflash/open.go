@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"usbflash/filedev"
 	"usbflash/pipeline"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
@@ -31,7 +32,7 @@ type device struct {
 
 	lun    *usbms.LUN // nil for file:
 	usb    *libusb.Info
-	file   *pipeline.FileDevice
+	file   *filedev.Device
 	closer func() error
 }
 
@@ -58,7 +59,7 @@ func openTarget(ctx context.Context, t target, opts openOptions) (*device, error
 				return nil, &usageError{fmt.Sprintf("target %s does not exist and the image's size is not known in advance: give one, as in file:%s?size=8GiB", t.raw, t.path)}
 			}
 		}
-		f, err := pipeline.OpenFileDevice(t.path, pipeline.FileOptions{Force: opts.force, Size: size})
+		f, err := filedev.Open(t.path, filedev.Options{Force: opts.force, Size: size})
 		if err != nil {
 			return nil, fileOpenError(t, err)
 		}
@@ -90,7 +91,7 @@ func openTarget(ctx context.Context, t target, opts openOptions) (*device, error
 // fileOpenError sorts a file target's failure: mounted partitions are a
 // refusal, everything else is a device error.
 func fileOpenError(t target, err error) error {
-	if errors.Is(err, pipeline.ErrMounted) {
+	if errors.Is(err, filedev.ErrMounted) {
 		return &refusedError{err.Error()}
 	}
 	return &codedError{exitDevice, err}

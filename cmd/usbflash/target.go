@@ -5,6 +5,7 @@ import (
 
 	"strconv"
 	"strings"
+
 	"usbflash/internal/units"
 )
 

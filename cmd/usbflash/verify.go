@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"usbflash/imagesrc"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
 )
@@ -47,7 +48,7 @@ func (a *app) verify(ctx context.Context, image string, t target, transfer int64
 			err = &reportedError{err}
 		}
 	}()
-	src, err := pipeline.OpenSource(image)
+	src, err := imagesrc.Open(image)
 	if err != nil {
 		return sourceError(image, err)
 	}

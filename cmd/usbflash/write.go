@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"usbflash/imagesrc"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
 )
@@ -91,7 +92,7 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 		return &usageError{fmt.Sprintf("--buffers %d: want at least 2, so decoding overlaps writing", f.buffers)}
 	}
 
-	src, err := pipeline.OpenSource(image)
+	src, err := imagesrc.Open(image)
 	if err != nil {
 		return sourceError(image, err)
 	}
@@ -208,7 +209,7 @@ func fitTransfer(d *device, transfer int64) (int64, string) {
 
 // checkBeforeWrite refuses, before anything is written, what can be known
 // to fail: a write-protected medium and an image that does not fit.
-func checkBeforeWrite(d *device, src *pipeline.Source) error {
+func checkBeforeWrite(d *device, src *imagesrc.Source) error {
 	if d.lun != nil && d.lun.WriteProtected() {
 		return &refusedError{fmt.Sprintf("%s is write-protected: slide the card's lock switch to unlock it, or use another card; nothing was written", d.name)}
 	}
@@ -223,7 +224,7 @@ func checkBeforeWrite(d *device, src *pipeline.Source) error {
 
 // confirm asks the person at the terminal; without one it refuses, so a
 // script never writes to a card it did not name with --yes.
-func (a *app) confirm(d *device, image string, src *pipeline.Source) error {
+func (a *app) confirm(d *device, image string, src *imagesrc.Source) error {
 	if !a.interactive {
 		return &refusedError{fmt.Sprintf("not confirmed: no terminal to ask whether to overwrite %s; pass --yes to write without asking", d.name)}
 	}
@@ -254,7 +255,7 @@ func identityLine(d *device) string {
 	return "  " + strings.Join(parts, ", ")
 }
 
-func describeSize(src *pipeline.Source) string {
+func describeSize(src *imagesrc.Source) string {
 	switch {
 	case src.Size < 0:
 		return "size unknown until decoded"
@@ -264,7 +265,7 @@ func describeSize(src *pipeline.Source) string {
 	return units.FormatSize(src.Size)
 }
 
-func expectedSize(src *pipeline.Source) int64 {
+func expectedSize(src *imagesrc.Source) int64 {
 	if src.SizeExact {
 		return src.Size
 	}
@@ -273,7 +274,7 @@ func expectedSize(src *pipeline.Source) int64 {
 
 // progressFunc adapts pipeline progress to the reporter. With no known image
 // size, write progress counts compressed bytes read against the file size.
-func progressFunc(rep reporter, src *pipeline.Source) func(pipeline.Progress) {
+func progressFunc(rep reporter, src *imagesrc.Source) func(pipeline.Progress) {
 	return func(p pipeline.Progress) {
 		done, total := p.Done, p.Total
 		if total < 0 && src != nil && src.CompressedSize > 0 && p.Phase == pipeline.PhaseWrite {
@@ -307,7 +308,7 @@ func (a *app) locateMismatch(ctx context.Context, image string, dev pipeline.Blo
 	if !errors.As(hashErr, &ve) || !ve.HashOnly {
 		return writeError(hashErr)
 	}
-	src, err := pipeline.OpenSource(image)
+	src, err := imagesrc.Open(image)
 	if err != nil {
 		return hashErr
 	}

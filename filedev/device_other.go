@@ -1,6 +1,6 @@
 //go:build !linux
 
-package pipeline
+package filedev
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 // openFile is the portable fallback: regular files through the page cache.
 // Raw devices need the platform's own sizing and direct-I/O calls, which
 // only the Linux build has.
-func openFile(path string, opts FileOptions) (*FileDevice, error) {
+func openFile(path string, opts Options) (*Device, error) {
 	st, exists, err := statTarget(path, opts)
 	switch {
 	case err != nil:
@@ -22,7 +22,7 @@ func openFile(path string, opts FileOptions) (*FileDevice, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file target %s: %w", path, err)
 	}
-	d := &FileDevice{f: f, path: path, blockSize: fileBlockSize}
+	d := &Device{f: f, path: path, blockSize: fileBlockSize}
 	size := opts.Size
 	if size == 0 {
 		size = st.Size()
@@ -36,4 +36,4 @@ func openFile(path string, opts FileOptions) (*FileDevice, error) {
 	return d, nil
 }
 
-func (d *FileDevice) retryBuffered(op func() error) error { return op() }
+func (d *Device) retryBuffered(op func() error) error { return op() }

@@ -1,4 +1,7 @@
-package pipeline
+// Package filedev is a block device made of a regular file or a kernel
+// block device, reached through the kernel (O_DIRECT where it works): the
+// file: target, beside usbms.LUN as a pipeline.BlockDevice.
+package filedev
 
 import (
 	"context"
@@ -13,8 +16,12 @@ import (
 // every image format assumes.
 const fileBlockSize = 512
 
-// FileOptions tune OpenFileDevice.
-type FileOptions struct {
+// ErrMounted is wrapped by Open's refusal of a block device whose
+// partitions are mounted.
+var ErrMounted = errors.New("refusing to write a disk in use")
+
+// Options tune Open.
+type Options struct {
 	// Size, for a regular file, creates it if missing and extends it to at
 	// least Size bytes; the device's capacity is then Size. A multiple of
 	// 512. 0 means use the existing file's size.
@@ -29,10 +36,10 @@ type FileOptions struct {
 	SysBlock string
 }
 
-// FileDevice is a regular file or a kernel block device used as a
+// Device is a regular file or a kernel block device used as a
 // BlockDevice, opened with O_DIRECT where the filesystem allows it so the
 // page cache does not sit between the pipeline and the medium.
-type FileDevice struct {
+type Device struct {
 	f         *os.File
 	path      string
 	blockSize int
@@ -40,8 +47,8 @@ type FileDevice struct {
 	direct    atomic.Bool // cleared if the kernel rejects an O_DIRECT transfer
 }
 
-// OpenFileDevice opens path for reading and writing blocks. See FileOptions.
-func OpenFileDevice(path string, opts FileOptions) (*FileDevice, error) {
+// Open opens path for reading and writing blocks. See Options.
+func Open(path string, opts Options) (*Device, error) {
 	if opts.Size < 0 || opts.Size%fileBlockSize != 0 {
 		return nil, fmt.Errorf("file target %s: size %d is not a multiple of %d bytes", path, opts.Size, fileBlockSize)
 	}
@@ -50,7 +57,7 @@ func OpenFileDevice(path string, opts FileOptions) (*FileDevice, error) {
 
 // statTarget looks at a file target before it is opened: a missing file is
 // created only when a size is given.
-func statTarget(path string, opts FileOptions) (st fs.FileInfo, exists bool, err error) {
+func statTarget(path string, opts Options) (st fs.FileInfo, exists bool, err error) {
 	st, err = os.Stat(path)
 	switch {
 	case err == nil:
@@ -66,22 +73,22 @@ func statTarget(path string, opts FileOptions) (st fs.FileInfo, exists bool, err
 // Direct reports whether transfers bypass the page cache (O_DIRECT). It can
 // turn false after opening, when the filesystem refuses a direct transfer
 // and the device falls back to buffered I/O.
-func (d *FileDevice) Direct() bool { return d.direct.Load() }
+func (d *Device) Direct() bool { return d.direct.Load() }
 
 // String names the device in messages.
-func (d *FileDevice) String() string { return "file:" + d.path }
+func (d *Device) String() string { return "file:" + d.path }
 
 // BlockSize implements BlockDevice.
-func (d *FileDevice) BlockSize() int { return d.blockSize }
+func (d *Device) BlockSize() int { return d.blockSize }
 
 // BlockCount implements BlockDevice.
-func (d *FileDevice) BlockCount() int64 { return d.blocks }
+func (d *Device) BlockCount() int64 { return d.blocks }
 
 // Close closes the file.
-func (d *FileDevice) Close() error { return d.f.Close() }
+func (d *Device) Close() error { return d.f.Close() }
 
 // ReadBlocks implements BlockDevice.
-func (d *FileDevice) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
+func (d *Device) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
 	if err := d.check(lba, p); err != nil {
 		return err
 	}
@@ -92,7 +99,7 @@ func (d *FileDevice) ReadBlocks(ctx context.Context, lba int64, p []byte) error 
 }
 
 // WriteBlocks implements BlockDevice.
-func (d *FileDevice) WriteBlocks(ctx context.Context, lba int64, p []byte) error {
+func (d *Device) WriteBlocks(ctx context.Context, lba int64, p []byte) error {
 	if err := d.check(lba, p); err != nil {
 		return err
 	}
@@ -103,9 +110,9 @@ func (d *FileDevice) WriteBlocks(ctx context.Context, lba int64, p []byte) error
 }
 
 // Sync implements BlockDevice with fsync.
-func (d *FileDevice) Sync(ctx context.Context) error { return d.f.Sync() }
+func (d *Device) Sync(ctx context.Context) error { return d.f.Sync() }
 
-func (d *FileDevice) check(lba int64, p []byte) error {
+func (d *Device) check(lba int64, p []byte) error {
 	if len(p)%d.blockSize != 0 {
 		return fmt.Errorf("%d bytes is not a whole number of %d-byte blocks", len(p), d.blockSize)
 	}

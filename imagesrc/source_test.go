@@ -1,4 +1,4 @@
-package pipeline
+package imagesrc
 
 import (
 	"archive/zip"
@@ -22,11 +22,11 @@ func srcOpen(t testing.TB, data []byte, how string) (*Source, error) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return OpenSource(p)
+		return Open(p)
 	case "seekable":
-		return NewSource(bytes.NewReader(data), int64(len(data)))
+		return New(bytes.NewReader(data), int64(len(data)))
 	case "stream":
-		return NewSource(struct{ io.Reader }{bytes.NewReader(data)}, -1)
+		return New(struct{ io.Reader }{bytes.NewReader(data)}, -1)
 	}
 	t.Fatalf("unknown way in %q", how)
 	return nil, nil
@@ -318,7 +318,7 @@ func TestSourceRefusesContainers(t *testing.T) {
 			if !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %q does not mention %q", err, c.want)
 			}
-			var se *SourceError
+			var se *Error
 			if errors.As(err, &se) {
 				t.Errorf("refusal is a *SourceError (%v); it is not damage", err)
 			}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package pipeline
+package filedev
 
 import (
 	"bufio"
@@ -13,12 +13,14 @@ import (
 	"syscall"
 	"testing"
 
+	"usbflash/internal/aligned"
+
 	"golang.org/x/sys/unix"
 )
 
 // checkDirect asserts Direct() agrees with what the kernel has on the open
 // file description: the flags line of /proc/self/fdinfo.
-func checkDirect(t *testing.T, dev *FileDevice) {
+func checkDirect(t *testing.T, dev *Device) {
 	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/self/fdinfo/%d", dev.f.Fd()))
 	if err != nil {
@@ -44,18 +46,18 @@ func checkDirect(t *testing.T, dev *FileDevice) {
 	t.Fatalf("no flags line in fdinfo")
 }
 
-// TestFileDeviceDirectFallback offers the kernel a direct transfer from a
+// TestDeviceDirectFallback offers the kernel a direct transfer from a
 // buffer at an odd address, which it refuses (EINVAL) unless the disk
 // accepts byte-aligned DMA, and checks the data lands either way and
 // Direct() still tells the truth.
-func TestFileDeviceDirectFallback(t *testing.T) {
-	dev, err := OpenFileDevice(filepath.Join(t.TempDir(), "f.img"), FileOptions{Size: 64 * 512})
+func TestDeviceDirectFallback(t *testing.T) {
+	dev, err := Open(filepath.Join(t.TempDir(), "f.img"), Options{Size: 64 * 512})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dev.Close()
 	checkDirect(t, dev)
-	mem := alignedBytes(512 + 1)
+	mem := aligned.Bytes(512 + 1)
 	odd := mem[1 : 1+512] // misaligned for O_DIRECT
 	copy(odd, testImage(512, 3))
 	ctx := context.Background()
@@ -137,7 +139,7 @@ func TestOpenBlockDeviceRefusesMounted(t *testing.T) {
 	if err := os.WriteFile(info, []byte("36 35 "+num+" / /mnt rw - ext4 "+dev+" rw\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, err := OpenFileDevice(dev, FileOptions{MountInfo: info})
+	d, err := Open(dev, Options{MountInfo: info})
 	if err == nil {
 		d.Close()
 	}
@@ -146,10 +148,10 @@ func TestOpenBlockDeviceRefusesMounted(t *testing.T) {
 	}
 }
 
-// TestFileDeviceFallbackOnEINVAL drives the fallback itself, since whether
+// TestDeviceFallbackOnEINVAL drives the fallback itself, since whether
 // a real filesystem refuses a given direct transfer depends on the kernel.
-func TestFileDeviceFallbackOnEINVAL(t *testing.T) {
-	dev, err := OpenFileDevice(filepath.Join(t.TempDir(), "f.img"), FileOptions{Size: 64 * 512})
+func TestDeviceFallbackOnEINVAL(t *testing.T) {
+	dev, err := Open(filepath.Join(t.TempDir(), "f.img"), Options{Size: 64 * 512})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,11 @@
-package pipeline
+package imagesrc
 
 import (
 	"context"
 	"errors"
 	"io"
 
-	"usbflash/pipeline/xzdec"
+	"usbflash/xzdec"
 )
 
 // newXzDecoder decodes .xz on one goroutine with xzdec, which verifies every

@@ -1,6 +1,6 @@
 //go:build linux
 
-package pipeline
+package filedev
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 
 // checkUnmounted refuses a block device when it or any of its partitions
 // is mounted: writing under a mounted filesystem corrupts both.
-func checkUnmounted(path string, st fs.FileInfo, opts FileOptions) error {
+func checkUnmounted(path string, st fs.FileInfo, opts Options) error {
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !ok {
 		return nil

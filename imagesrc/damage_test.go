@@ -1,4 +1,4 @@
-package pipeline
+package imagesrc
 
 import (
 	"archive/zip"
@@ -35,9 +35,9 @@ func srcDamageInputs(t *testing.T, size int64) (img []byte, encs map[string][]by
 
 // srcWantSourceError checks that err is a *SourceError with an offset no
 // further than the input, and returns it.
-func srcWantSourceError(t *testing.T, what string, err error, inputLen int) *SourceError {
+func srcWantSourceError(t *testing.T, what string, err error, inputLen int) *Error {
 	t.Helper()
-	var se *SourceError
+	var se *Error
 	if !errors.As(err, &se) {
 		t.Fatalf("%s: error %v (%T), want *SourceError", what, err, err)
 	}

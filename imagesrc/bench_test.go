@@ -1,4 +1,4 @@
-package pipeline
+package imagesrc
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func benchDecode(b *testing.B, f Format) {
 	buf := make([]byte, 1<<20) // the pipeline reads into 1 MiB ring buffers
 	b.SetBytes(benchImageSize)
 	for b.Loop() {
-		s, err := NewSource(bytes.NewReader(comp), int64(len(comp)))
+		s, err := New(bytes.NewReader(comp), int64(len(comp)))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,7 @@
-package pipeline
+// Package imagesrc opens OS images: it sniffs the container format from the
+// bytes, decodes it (raw, gzip, xz, zstd, bzip2, zip), learns the decoded
+// size where the container states it, and reports damage with offsets.
+package imagesrc
 
 import (
 	"bufio"
@@ -11,7 +14,7 @@ import (
 
 // Source is the image to write: Read yields the decoded image bytes, and the
 // fields say what is known about it before reading. The fields are set by
-// OpenSource/NewSource and not changed afterwards.
+// Open/New and not changed afterwards.
 //
 // Read and Close are for one goroutine; CompressedRead may be called from any.
 type Source struct {
@@ -46,11 +49,11 @@ const decodeBufSize = 256 << 10
 // errSourceClosed is returned by Read after Close.
 var errSourceClosed = errors.New("pipeline: read from closed source")
 
-// OpenSource opens the image at path, or standard input when path is "-",
+// Open opens the image at path, or standard input when path is "-",
 // and sniffs its format from the first bytes. Every check that can fail early
 // happens here: an unsupported container, a zip with no or several images, a
 // truncated or damaged header (as *SourceError).
-func OpenSource(path string) (*Source, error) {
+func Open(path string) (*Source, error) {
 	if path == "-" {
 		return openStdin()
 	}
@@ -114,12 +117,12 @@ func seekableSize(f *os.File) int64 {
 	return end
 }
 
-// NewSource reads an image from r. size is the input's length in bytes, -1
+// New reads an image from r. size is the input's length in bytes, -1
 // when unknown. If r is also an io.ReaderAt and size >= 0, r is read only
 // through ReadAt, from offset 0, and container indexes at the end of the data
 // (xz index, zip directory, gzip trailer) supply sizes; otherwise r is read
-// once, in order, and zip archives are refused. NewSource does not close r.
-func NewSource(r io.Reader, size int64) (*Source, error) {
+// once, in order, and zip archives are refused. New does not close r.
+func New(r io.Reader, size int64) (*Source, error) {
 	ra, _ := r.(io.ReaderAt)
 	if size < 0 {
 		ra = nil
@@ -150,7 +153,7 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64) (*Source, error) {
 	sn := sniff(head)
 	switch {
 	case sn.truncated:
-		return nil, &SourceError{Format: sn.truncatedAs, Offset: int64(n), Truncated: true,
+		return nil, &Error{Format: sn.truncatedAs, Offset: int64(n), Truncated: true,
 			Err: fmt.Errorf("only %d bytes, ending inside the %s signature: %w", n, sn.truncatedAs, io.ErrUnexpectedEOF)}
 	case sn.unsupported != "":
 		return nil, fmt.Errorf("this is a %s, which usbflash does not decode: %s", sn.unsupported, sn.hint)
@@ -269,7 +272,7 @@ func (s *Source) readDecoded(p []byte) (int, error) {
 
 // classify turns what a decoder returned into what Read returns.
 func (s *Source) classify(err error) error {
-	var se *SourceError
+	var se *Error
 	switch {
 	case errors.As(err, &se):
 		return err
@@ -293,12 +296,12 @@ func (s *Source) classify(err error) error {
 	return s.sourceError(isTruncation(err), err)
 }
 
-func (s *Source) sourceError(truncated bool, err error) *SourceError {
+func (s *Source) sourceError(truncated bool, err error) *Error {
 	offset := s.meter.reached.Load()
 	if off, cause, ok := xzErrorOffset(err); ok {
 		offset, err = off, cause
 	}
-	return &SourceError{Format: s.Format, Offset: offset, Decoded: s.decoded,
+	return &Error{Format: s.Format, Offset: offset, Decoded: s.decoded,
 		Truncated: truncated, Err: err}
 }
 
@@ -306,7 +309,7 @@ func (s *Source) sourceError(truncated bool, err error) *SourceError {
 // progress measure when Size is unknown. Safe to call from any goroutine.
 func (s *Source) CompressedRead() int64 { return s.meter.reached.Load() }
 
-// Close releases the decoder and, for OpenSource, the file. Reads after Close
+// Close releases the decoder and, for Open, the file. Reads after Close
 // fail.
 func (s *Source) Close() error {
 	var first error

@@ -1,6 +1,6 @@
 //go:build linux
 
-package pipeline
+package filedev
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func openFile(path string, opts FileOptions) (*FileDevice, error) {
+func openFile(path string, opts Options) (*Device, error) {
 	st, exists, err := statTarget(path, opts)
 	if err != nil {
 		return nil, err
@@ -35,7 +35,7 @@ func openFile(path string, opts FileOptions) (*FileDevice, error) {
 	if !exists {
 		flags |= os.O_CREATE
 	}
-	d := &FileDevice{path: path, blockSize: fileBlockSize}
+	d := &Device{path: path, blockSize: fileBlockSize}
 	if d.f, err = openDirect(path, flags); err == nil {
 		d.direct.Store(true)
 	} else if errors.Is(err, syscall.EINVAL) {
@@ -58,7 +58,7 @@ func openDirect(path string, flags int) (*os.File, error) {
 
 // size sets the block size and count: from the kernel for a block device,
 // from the file (extended to want when given) for a regular file.
-func (d *FileDevice) size(isBlock bool, want int64) error {
+func (d *Device) size(isBlock bool, want int64) error {
 	rc, err := d.f.SyscallConn()
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func (d *FileDevice) size(isBlock bool, want int64) error {
 // retryBuffered runs op and, if the kernel rejects it as a direct transfer
 // (EINVAL: a buffer or length the filesystem cannot do directly), turns
 // O_DIRECT off and runs it once more through the page cache.
-func (d *FileDevice) retryBuffered(op func() error) error {
+func (d *Device) retryBuffered(op func() error) error {
 	err := op()
 	if err == nil || !d.direct.Load() || !errors.Is(err, syscall.EINVAL) {
 		return err

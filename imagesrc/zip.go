@@ -1,4 +1,4 @@
-package pipeline
+package imagesrc
 
 import (
 	"compress/bzip2"
@@ -23,7 +23,7 @@ func (s *Source) openZip(ra io.ReaderAt, size int64) error {
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) { // names are never used as paths here
 		// The directory sits at the very end, so an incomplete download
 		// is what usually loses it.
-		return &SourceError{Format: FormatZip, Offset: size, Truncated: errors.Is(err, zip.ErrFormat),
+		return &Error{Format: FormatZip, Offset: size, Truncated: errors.Is(err, zip.ErrFormat),
 			Err: fmt.Errorf("cannot read the archive directory at the end of the file: %w", err)}
 	}
 	zr.RegisterDecompressor(zipMethodBzip2, func(r io.Reader) io.ReadCloser {

@@ -1,4 +1,4 @@
-package pipeline
+package imagesrc
 
 import (
 	"bytes"
@@ -12,13 +12,13 @@ import (
 
 func TestSourceErrorMessage(t *testing.T) {
 	cases := []struct {
-		err  *SourceError
+		err  *Error
 		want string
 	}{
-		{&SourceError{Format: FormatXz, Offset: 123456, Decoded: 4 << 20, Err: errors.New("xz: block checksum mismatch")},
+		{&Error{Format: FormatXz, Offset: 123456, Decoded: 4 << 20, Err: errors.New("xz: block checksum mismatch")},
 			"xz: corrupt data at compressed byte 123456 (after 4 MiB decoded): xz: block checksum mismatch; " +
 				"the file is damaged: download it again and compare its checksum"},
-		{&SourceError{Format: FormatGzip, Offset: 999, Decoded: 1536, Truncated: true, Err: io.ErrUnexpectedEOF},
+		{&Error{Format: FormatGzip, Offset: 999, Decoded: 1536, Truncated: true, Err: io.ErrUnexpectedEOF},
 			"gzip: truncated: input ends at compressed byte 999 (after 1.5 KiB decoded): unexpected EOF; " +
 				"the file is incomplete: download it again and compare its checksum"},
 	}
@@ -55,12 +55,12 @@ func TestSourceInputError(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cut := range []int{len(gz) / 2, len(gz) - 3} {
-		s, err := NewSource(&srcFailingReader{bytes.NewReader(gz[:cut]), syscall.EIO}, -1)
+		s, err := New(&srcFailingReader{bytes.NewReader(gz[:cut]), syscall.EIO}, -1)
 		if err == nil {
 			_, err = io.Copy(io.Discard, s)
 			s.Close()
 		}
-		var se *SourceError
+		var se *Error
 		if !errors.Is(err, syscall.EIO) || errors.As(err, &se) || !strings.Contains(err.Error(), "byte "+itoa(int64(cut))) {
 			t.Errorf("cut %d: error %v; want the EIO at byte %d, not a *SourceError", cut, err, cut)
 		}
@@ -80,7 +80,7 @@ func TestSourceCompressedRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(c.format.String(), func(t *testing.T) {
-			s, err := NewSource(struct{ io.Reader }{bytes.NewReader(enc)}, -1)
+			s, err := New(struct{ io.Reader }{bytes.NewReader(enc)}, -1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +118,7 @@ func TestSourceCompressedRead(t *testing.T) {
 }
 
 func TestSourceReadAfterClose(t *testing.T) {
-	s, err := NewSource(bytes.NewReader(genOSImage(5000, 1)), 5000)
+	s, err := New(bytes.NewReader(genOSImage(5000, 1)), 5000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
-package pipeline
+package imagesrc
 
 import (
-	"usbflash/pipeline/xzdec"
+	"usbflash/xzdec"
 
 	"errors"
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // found data it cannot decode, or the data ended early. It always carries
 // where it happened, so the user can tell a short download (truncated near
 // the end) from a damaged one.
-type SourceError struct {
+type Error struct {
 	Format Format
 	// Offset is how far into the compressed input the decoder had read.
 	// Decoders read ahead, so the damage is at or before this byte.
@@ -26,7 +26,7 @@ type SourceError struct {
 	Err       error
 }
 
-func (e *SourceError) Error() string {
+func (e *Error) Error() string {
 	cause := "unknown error"
 	if e.Err != nil {
 		cause = e.Err.Error()
@@ -41,7 +41,7 @@ func (e *SourceError) Error() string {
 		e.Format, e.Offset, units.FormatSize(e.Decoded), cause)
 }
 
-func (e *SourceError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // isTruncation reports whether a decoder error means the input ran out.
 // Decoders say so with io.ErrUnexpectedEOF, sometimes wrapped.

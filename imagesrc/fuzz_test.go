@@ -1,4 +1,4 @@
-package pipeline
+package imagesrc
 
 import (
 	"archive/zip"
@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// FuzzOpenSource feeds arbitrary bytes through sniffing, size probing and
+// FuzzOpen feeds arbitrary bytes through sniffing, size probing and
 // decoding, both seekable and as a stream. Nothing may panic, and a
 // *SourceError must point inside the input.
-func FuzzOpenSource(f *testing.F) {
+func FuzzOpen(f *testing.F) {
 	img := genOSImage(3000, 5)
 	seeds := [][]byte{img, []byte("\x1f"), []byte("PK\x05\x06"), []byte("BZh9")}
 	if b, err := srcGzipGo(img); err == nil {
@@ -38,9 +38,9 @@ func FuzzOpenSource(f *testing.F) {
 			var s *Source
 			var err error
 			if seekable {
-				s, err = NewSource(bytes.NewReader(data), int64(len(data)))
+				s, err = New(bytes.NewReader(data), int64(len(data)))
 			} else {
-				s, err = NewSource(struct{ io.Reader }{bytes.NewReader(data)}, -1)
+				s, err = New(struct{ io.Reader }{bytes.NewReader(data)}, -1)
 			}
 			if err == nil {
 				// Bound the output: a few input bytes may legally decode
@@ -48,7 +48,7 @@ func FuzzOpenSource(f *testing.F) {
 				_, err = io.CopyN(io.Discard, s, 4<<20)
 				s.Close()
 			}
-			var se *SourceError
+			var se *Error
 			if errors.As(err, &se) && (se.Offset < 0 || se.Offset > int64(len(data)) || se.Decoded < 0) {
 				t.Fatalf("SourceError outside the %d-byte input: %+v", len(data), se)
 			}

@@ -1,0 +1,92 @@
+package filedev
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"usbflash/internal/aligned"
+)
+
+func TestDeviceOpen(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "existing.img")
+	if err := os.WriteFile(existing, make([]byte, 10*512+100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		path       string
+		opts       Options
+		wantBlocks int64 // -1: want an error
+	}{
+		{"missing without size", filepath.Join(dir, "missing.img"), Options{}, -1},
+		{"size not whole blocks", filepath.Join(dir, "odd.img"), Options{Size: 1000}, -1},
+		{"negative size", filepath.Join(dir, "neg.img"), Options{Size: -512}, -1},
+		{"a directory", dir, Options{}, -1},
+		{"create", filepath.Join(dir, "new.img"), Options{Size: 8192}, 16},
+		{"existing keeps its size", existing, Options{}, 10},
+		{"existing extended", existing, Options{Size: 64 * 512}, 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev, err := Open(tc.path, tc.opts)
+			if tc.wantBlocks < 0 {
+				if err == nil {
+					dev.Close()
+					t.Fatalf("opened, want an error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dev.Close()
+			if dev.BlockSize() != 512 || dev.BlockCount() != tc.wantBlocks {
+				t.Errorf("%d blocks of %d, want %d of 512", dev.BlockCount(), dev.BlockSize(), tc.wantBlocks)
+			}
+		})
+	}
+}
+
+func TestDeviceBounds(t *testing.T) {
+	dev, err := Open(filepath.Join(t.TempDir(), "b.img"), Options{Size: 8 * 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	ctx := context.Background()
+	buf := aligned.Bytes(2 * 512)
+	for _, tc := range []struct {
+		lba int64
+		p   []byte
+		ok  bool
+	}{
+		{0, buf, true},
+		{6, buf, true},
+		{7, buf, false},
+		{-1, buf, false},
+		{0, buf[:100], false},
+	} {
+		if err := dev.WriteBlocks(ctx, tc.lba, tc.p); (err == nil) != tc.ok {
+			t.Errorf("write of %d bytes at %d: err = %v", len(tc.p), tc.lba, err)
+		}
+		if err := dev.ReadBlocks(ctx, tc.lba, tc.p); (err == nil) != tc.ok {
+			t.Errorf("read of %d bytes at %d: err = %v", len(tc.p), tc.lba, err)
+		}
+	}
+}
+
+// testImage returns n deterministic bytes, never zero, so misplaced or
+// missing blocks show.
+func testImage(n int, seed byte) []byte {
+	p := make([]byte, n)
+	x := uint32(seed)*2654435761 + 1
+	for i := range p {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		p[i] = byte(x) | 1
+	}
+	return p
+}

@@ -45,6 +45,9 @@ func (o *VerifyOptions) normalize(dev BlockDevice) error {
 	if o.Buffers < 2 {
 		return fmt.Errorf("%d buffers: want at least 2, so reading overlaps comparing", o.Buffers)
 	}
+	if m := BufferMemory(o.TransferSize, o.Buffers); m > MaxBufferMemory {
+		return fmt.Errorf("%d buffers of %d bytes take %d bytes: more than the %d-byte limit", o.Buffers, o.TransferSize, m, int64(MaxBufferMemory))
+	}
 	return nil
 }
 

@@ -18,6 +18,17 @@ const (
 	DefaultBuffers      = 4
 )
 
+// MaxBufferMemory bounds what a write or verify may allocate for its
+// buffers: (Buffers + 2) * TransferSize, the two being the held first
+// transfer and the zero buffer. Past it the options are refused up front
+// rather than letting the runtime die out of memory.
+const MaxBufferMemory = 1 << 30
+
+// BufferMemory is the memory a write with these sizes allocates.
+func BufferMemory(transferSize, buffers int) int64 {
+	return (int64(buffers) + 2) * int64(transferSize)
+}
+
 // Hash algorithms for WriteOptions.HashAlg.
 const (
 	HashSHA256 = "sha256"
@@ -116,6 +127,9 @@ func newWriter(dev BlockDevice, opts WriteOptions) (*writer, error) {
 	}
 	if opts.Buffers < 2 {
 		return nil, fmt.Errorf("%d buffers: want at least 2, so decoding overlaps writing", opts.Buffers)
+	}
+	if m := BufferMemory(opts.TransferSize, opts.Buffers); m > MaxBufferMemory {
+		return nil, fmt.Errorf("%d buffers of %d bytes take %d bytes: more than the %d-byte limit", opts.Buffers, opts.TransferSize, m, int64(MaxBufferMemory))
 	}
 	w := &writer{dev: dev, name: deviceName(dev), bs: bs, opts: opts}
 	switch opts.HashAlg {

@@ -356,6 +356,8 @@ func TestWriteOptionErrors(t *testing.T) {
 		{TransferSize: -512},
 		{Buffers: 1},
 		{HashAlg: "md5"},
+		{TransferSize: 64 << 30},                 // would die out of memory
+		{TransferSize: 1 << 20, Buffers: 100000}, // likewise
 	} {
 		rec := &recordingDevice{BlockDevice: newTestDevice(t, 64, testBS, oldByte)}
 		if _, err := Write(context.Background(), rec, bytes.NewReader(nil), o); err == nil || len(rec.writes) != 0 {

@@ -23,11 +23,6 @@ type LUNOptions struct {
 	// Retries is how many times one command is repeated after a UNIT
 	// ATTENTION, ABORTED COMMAND or an incomplete transfer.
 	Retries int
-	// FUA makes every WRITE force unit access: slower, but the device
-	// acknowledges only data that is on the medium.
-	FUA bool
-	// SkipVPD never asks for VPD pages; some readers hang on them.
-	SkipVPD bool
 }
 
 func (o LUNOptions) withDefaults() LUNOptions {

@@ -438,7 +438,7 @@ func TestMultiLUNReaderNeedsASlot(t *testing.T) {
 	if r.code != exitUsage || !strings.Contains(r.stderr, "/LUN") {
 		t.Fatalf("two loaded slots, no /LUN: exit %d, stderr %q", r.code, r.stderr)
 	}
-	r = runCLI(t, "write", "--yes", "--json", image, "sim:"+card+"?luns=2&lun=1")
+	r = runCLI(t, "write", "--yes", "--json", "--transfer-size", "64KiB", image, "sim:"+card+"?luns=2&lun=1")
 	if r.code != exitOK || lastEvent(t, r.stdout, "start")["target"] != "sim:"+card+"/1" {
 		t.Fatalf("lun=1: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
@@ -461,7 +461,7 @@ func TestConfirmationAtATerminal(t *testing.T) {
 		card := filepath.Join(t.TempDir(), "card.img")
 		var out, errOut bytes.Buffer
 		a := &app{stdin: strings.NewReader(tt.answer), stdout: &out, stderr: &errOut, interactive: true}
-		code := runApp(context.Background(), a, []string{"write", "--quiet", image, "sim:" + card + "?size=1MiB&serial=CARD42"})
+		code := runApp(context.Background(), a, []string{"write", "--quiet", "--transfer-size", "64KiB", image, "sim:" + card + "?size=1MiB&serial=CARD42"})
 		if code != tt.want {
 			t.Errorf("answer %q: exit %d, want %d (%s)", tt.answer, code, tt.want, errOut.String())
 		}

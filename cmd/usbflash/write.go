@@ -108,6 +108,9 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 	if note != "" {
 		rep.event("note", map[string]any{"message": note}, note)
 	}
+	if err := checkImageSize(src, int(transfer), f.force); err != nil {
+		return err
+	}
 	if err := checkBeforeWrite(d, src); err != nil {
 		return err
 	}

@@ -2,10 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"usbflash/imagesrc"
 )
 
 // TestWriteRefusesWhatIsNoImage: an error page saved under the image's name
@@ -56,6 +61,65 @@ func TestWriteRefusesWhatIsNoImage(t *testing.T) {
 			}
 			if tt.code == exitOK && !bytes.HasPrefix(got, tt.data) {
 				t.Error("the image was not written")
+			}
+		})
+	}
+}
+
+// TestWriteSizeClaimsAreSourceErrors: a container's size that disagrees
+// with its data is a bad image (exit 4) naming the format and the offset,
+// and a truncated gzip whose last 4 bytes read as a huge size is
+// "truncated", never "use a larger card".
+func TestWriteSizeClaimsAreSourceErrors(t *testing.T) {
+	img := testImage(2 << 20)
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zst := enc.EncodeAll(img, nil) // records the content size
+	enc.Close()
+	var h zstd.Header
+	if err := h.Decode(zst); err != nil || !h.HasFCS || zst[4]>>6 != 2 {
+		t.Fatalf("want a zstd frame with a 4-byte content size: %v", err)
+	}
+	fcs := zst[h.HeaderSize-4 : h.HeaderSize]
+	binary.LittleEndian.PutUint32(fcs, binary.LittleEndian.Uint32(fcs)-4096)
+
+	// A cut whose last 4 bytes make a plausible ISIZE hint larger than the
+	// card: what made the old check refuse with "use a larger card".
+	gz := compress(t, "gzip", img)
+	var cutGz []byte
+	for cut := len(gz) / 2; cut < len(gz)-8 && cutGz == nil; cut++ {
+		src, err := imagesrc.New(bytes.NewReader(gz[:cut]), int64(cut))
+		if err == nil && src.Size > 4<<20 {
+			cutGz = gz[:cut]
+		}
+		if src != nil {
+			src.Close()
+		}
+	}
+	if cutGz == nil {
+		t.Fatal("no cut of the gzip file makes a size hint over 4 MiB")
+	}
+	for _, tt := range []struct {
+		name, image string
+		data        []byte
+		say         []string
+	}{
+		{"zstd frame claims less", "os.img.zst", zst, []string{"zstd", "compressed byte"}},
+		{"truncated gzip with a huge size hint", "os.img.gz", cutGz, []string{"gzip", "truncated"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			image := writeFile(t, tt.image, tt.data)
+			card := filepath.Join(t.TempDir(), "card.img")
+			r := runCLI(t, "write", "--yes", image, "sim:"+card+"?size=4MiB")
+			if r.code != exitSource {
+				t.Fatalf("exit %d, want %d\nstderr: %s", r.code, exitSource, r.stderr)
+			}
+			for _, s := range tt.say {
+				if !strings.Contains(r.stderr, s) {
+					t.Errorf("stderr %q does not say %q", r.stderr, s)
+				}
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sync/atomic"
 )
@@ -17,7 +18,8 @@ import (
 // fields say what is known about it before reading. The fields are set by
 // Open/New and not changed afterwards.
 //
-// Read and Close are for one goroutine; CompressedRead may be called from any.
+// Read and Close are for one goroutine; CompressedRead and DecodedRead may be
+// called from any.
 type Source struct {
 	// Format is the container the image came in, sniffed from its bytes.
 	Format Format
@@ -29,8 +31,8 @@ type Source struct {
 	// Size is the decoded image size in bytes, -1 if unknown.
 	Size int64
 	// SizeExact says Size comes from the container's own bookkeeping (xz
-	// index, zstd frame headers, zip directory, file size) and reading is
-	// checked against it. When false a non-negative Size is only a hint
+	// index, zstd frame headers, zip directory, file size, or a tiny image
+	// decoded whole while sniffing) and reading is checked against it. When false a non-negative Size is only a hint
 	// (gzip's ISIZE trailer) for progress, and the image may differ.
 	SizeExact bool
 
@@ -43,6 +45,11 @@ type Source struct {
 	first     []byte // the first decoded bytes (up to sniffLen), never changed
 	err       error  // sticky: once set, every Read returns it
 	closers   []func() error
+
+	// What Open saw of the file, for CheckUnchanged and FileInfo.
+	path string
+	file *os.File // nil for standard input and New
+	info fs.FileInfo
 }
 
 // decodeBufSize is the read-ahead between the input and a decoder. Large
@@ -77,6 +84,8 @@ func Open(path string) (*Source, error) {
 		return nil, fmt.Errorf("image %s: %w", path, err)
 	}
 	s.closers = append(s.closers, f.Close)
+	s.path, s.file = path, f
+	s.info, _ = f.Stat() // nil only if the descriptor broke since the size was read
 	return s, nil
 }
 
@@ -96,6 +105,9 @@ func openStdin() (*Source, error) {
 	s, err := newSource(os.Stdin, ra, size, "")
 	if err != nil {
 		return nil, fmt.Errorf("image on standard input: %w", err)
+	}
+	if fi, err := os.Stdin.Stat(); err == nil && (fi.Mode().IsRegular() || fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0) {
+		s.info = fi
 	}
 	return s, nil
 }
@@ -325,24 +337,17 @@ func (s *Source) classify(err error) error {
 }
 
 // sizeError reports decoded data that disagrees with the exact size: for an
-// archive, damage; for a raw file, whose size is the file's, a change made
-// while it was read.
+// archive, damage; for a raw file, whose exact size is the file's at Open
+// (and which is read only up to it), a file cut short while it was read.
 func (s *Source) sizeError(cause error) error {
-	if s.Format == FormatRaw {
-		return &Error{Problem: Changed, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
-			Err: fmt.Errorf("image changed while it was being read: it was %d bytes when opened, and %s", s.Size, rawSizeChange(cause, s.decoded))}
-	}
 	if cause == errDecodedShort {
+		if s.Format == FormatRaw {
+			return &Error{Problem: Changed, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
+				Err: fmt.Errorf("image changed while it was being read: it was %d bytes when opened, and ended after %d", s.Size, s.decoded)}
+		}
 		return s.sourceError(true, fmt.Errorf("%w: got %d of %d bytes", cause, s.decoded, s.Size))
 	}
 	return s.sourceError(false, fmt.Errorf("%w: %d bytes", cause, s.Size))
-}
-
-func rawSizeChange(cause error, decoded int64) string {
-	if cause == errDecodedShort {
-		return fmt.Sprintf("ended after %d", decoded)
-	}
-	return "grew past that"
 }
 
 func (s *Source) sourceError(truncated bool, err error) *Error {
@@ -402,4 +407,54 @@ func checkNamedFormat(name string, head []byte, sn sniffResult) error {
 	}
 	return &Error{Problem: NotNamedFormat, Format: want,
 		Err: fmt.Errorf("named %s but its bytes are %s, not %s", ext, what, describeFormat(want))}
+}
+
+// FileInfo is what stat said of the image file when it was opened, for
+// telling whether a target is the image itself (os.SameFile) or holds it.
+// ok is false for a stream: New, or standard input that is not redirected
+// from a regular file or block device.
+func (s *Source) FileInfo() (fi fs.FileInfo, ok bool) { return s.info, s.info != nil }
+
+// CheckUnchanged reports, as an *Error with Problem Changed, an image file
+// that was modified, resized or replaced since Open: what was written (and
+// hashed for verification) is then not one image, and verifying against
+// that hash would prove nothing. It stats the open file and the path again
+// and compares size, modification time and identity. Call it after the last
+// Read and before Close. Standard input and New have nothing to check.
+func (s *Source) CheckUnchanged() error {
+	if s.file == nil || s.info == nil {
+		return nil
+	}
+	changed := func(format string, a ...any) error {
+		return &Error{Problem: Changed, Format: s.Format, Offset: -1, Decoded: s.decoded,
+			Err: fmt.Errorf("image changed while it was being written: "+format, a...)}
+	}
+	now, err := s.file.Stat()
+	if err != nil {
+		return changed("cannot stat the open file again: %w", err)
+	}
+	if d := describeChange(s.info, now); d != "" {
+		return changed("%s", d)
+	}
+	byPath, err := os.Stat(s.path)
+	switch {
+	case err != nil:
+		return changed("%s is no longer there (%w)", s.path, err)
+	case !os.SameFile(s.info, byPath):
+		return changed("%s was replaced by another file", s.path)
+	}
+	return nil
+}
+
+// describeChange says how the file described by now differs from was, ""
+// when it does not. Block devices always stat as size 0; their size was
+// checked by reading.
+func describeChange(was, now fs.FileInfo) string {
+	switch {
+	case was.Size() != now.Size():
+		return fmt.Sprintf("its size went from %d to %d bytes", was.Size(), now.Size())
+	case !was.ModTime().Equal(now.ModTime()):
+		return fmt.Sprintf("it was modified at %s, after it was opened", now.ModTime().Format("15:04:05.000"))
+	}
+	return ""
 }

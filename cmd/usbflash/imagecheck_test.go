@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -122,5 +124,52 @@ func TestWriteSizeClaimsAreSourceErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// onStart calls f once, when the start event is written: after the image is
+// opened and before the pipeline reads past its first bytes.
+type onStart struct {
+	f    func()
+	done bool
+}
+
+func (w *onStart) Write(p []byte) (int, error) {
+	if !w.done && bytes.Contains(p, []byte(`"event":"start"`)) {
+		w.done = true
+		w.f()
+	}
+	return len(p), nil
+}
+
+// TestWriteImageChangedWhileWritten: an image rewritten in place while it
+// is written fails the write (exit 4) instead of verifying the card against
+// the hash of a mixture.
+func TestWriteImageChangedWhileWritten(t *testing.T) {
+	img := testImage(2 << 20)
+	image := writeFile(t, "os.img", img)
+	card := filepath.Join(t.TempDir(), "card.img")
+	change := &onStart{f: func() {
+		f, err := os.OpenFile(image, os.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		f.WriteAt([]byte("rewritten"), 1<<20)
+		f.Close()
+		later := time.Now().Add(time.Minute) // a coarse clock may not tick
+		os.Chtimes(image, later, later)
+	}}
+	r := runCLIContext(t, context.Background(), change, "write", "--yes", "--json", image, "sim:"+card+"?size=4MiB")
+	if !change.done {
+		t.Fatal("no start event")
+	}
+	if r.code != exitSource || !strings.Contains(r.stdout, "image changed while it was being written") {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, exitSource, r.stdout, r.stderr)
+	}
+	for _, e := range jsonEvents(t, r.stdout) {
+		if e["phase"] == "verify" {
+			t.Fatalf("a verify phase ran: %v", e)
+		}
 	}
 }

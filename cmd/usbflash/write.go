@@ -134,6 +134,9 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 	if err != nil {
 		return writeError(err)
 	}
+	if err := src.CheckUnchanged(); err != nil {
+		return sourceError(image, err) // the hash is of no one image: do not verify with it
+	}
 	summary := map[string]any{
 		"bytes": res.Bytes, "bytes_written": res.BytesWritten, "transfers": res.Transfers,
 		"elapsed_s": res.Elapsed.Seconds(), "rate": rate(res.Bytes, res.Elapsed),

@@ -123,3 +123,50 @@ func TestSourceSizeClaimsLess(t *testing.T) {
 		}
 	}
 }
+
+// footerReads counts ReadAt calls of exactly the last 12 bytes of the
+// input: the xz stream footer, which every index parse reads.
+type footerReads struct {
+	r     *bytes.Reader
+	size  int64
+	reads int
+}
+
+func (f *footerReads) ReadAt(p []byte, off int64) (int, error) {
+	if off == f.size-12 && len(p) == 12 {
+		f.reads++
+	}
+	return f.r.ReadAt(p, off)
+}
+
+func (f *footerReads) Read(p []byte) (int, error) { return f.r.Read(p) }
+
+// TestXzIndexReadOnce: a seekable multi-block .xz has its index parsed once,
+// for both the parallel decoder and the size.
+func TestXzIndexReadOnce(t *testing.T) {
+	img := genOSImage(512<<10, 7)
+	a, err := srcXzGo(img[:200<<10])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := srcXzGo(img[200<<10:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := srcConcat(a, b) // two streams, two blocks: decoded in parallel
+	f := &footerReads{r: bytes.NewReader(enc), size: int64(len(enc))}
+	s, err := New(f, f.size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if f.reads != 1 {
+		t.Errorf("the stream footer was read %d times while opening, want once", f.reads)
+	}
+	if !s.SizeExact || s.Size != int64(len(img)) {
+		t.Errorf("size %d exact %v, want %d", s.Size, s.SizeExact, len(img))
+	}
+	if got, err := io.ReadAll(s); err != nil || !bytes.Equal(got, img) {
+		t.Errorf("decoded %d bytes, %v", len(got), err)
+	}
+}

@@ -108,6 +108,9 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 	if note != "" {
 		rep.event("note", map[string]any{"message": note}, note)
 	}
+	if err := checkImageSize(src, int(transfer), f.force); err != nil {
+		return err
+	}
 	if err := checkBeforeWrite(d, src); err != nil {
 		return err
 	}
@@ -130,6 +133,9 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 	})
 	if err != nil {
 		return writeError(err)
+	}
+	if err := src.CheckUnchanged(); err != nil {
+		return sourceError(image, err) // the hash is of no one image: do not verify with it
 	}
 	summary := map[string]any{
 		"bytes": res.Bytes, "bytes_written": res.BytesWritten, "transfers": res.Transfers,
@@ -213,9 +219,10 @@ func checkBeforeWrite(d *device, src *imagesrc.Source) error {
 	if d.lun != nil && d.lun.WriteProtected() {
 		return &refusedError{fmt.Sprintf("%s is write-protected: slide the card's lock switch to unlock it, or use another card; nothing was written", d.name)}
 	}
-	// A size hint (gzip's ISIZE, the length modulo 4 GiB) never exceeds
-	// the true size, so a hint that does not fit is as good as a fact.
-	if src.Size > d.capacity() {
+	// Only a size known for a fact refuses: a hint (gzip's ISIZE) is the
+	// last 4 bytes of the file, and of a truncated download they are any
+	// 4 bytes of compressed data.
+	if src.SizeExact && src.Size > d.capacity() {
 		return &refusedError{fmt.Sprintf("image is %s (%d bytes) but %s holds %s (%d bytes): use a larger card; nothing was written",
 			units.FormatSize(src.Size), src.Size, d.name, units.FormatSize(d.capacity()), d.capacity())}
 	}

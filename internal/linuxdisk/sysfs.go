@@ -334,3 +334,12 @@ func (s Sys) hasUSBDevice(portPath string) bool {
 	_, err := os.Stat(filepath.Join(s.root, "bus", "usb", "devices", portPath, "idVendor"))
 	return err == nil
 }
+
+// DevNumber renders a Linux device number (st_dev, st_rdev) as sysfs and
+// mountinfo write it: "8:16". The split is glibc's gnu_dev_major and
+// gnu_dev_minor, as golang.org/x/sys/unix does it on Linux.
+func DevNumber(dev uint64) string {
+	major := uint32((dev&0x00000000000fff00)>>8) | uint32((dev&0xfffff00000000000)>>32)
+	minor := uint32(dev&0xff) | uint32((dev&0x00000ffffff00000)>>12)
+	return strconv.FormatUint(uint64(major), 10) + ":" + strconv.FormatUint(uint64(minor), 10)
+}

@@ -21,7 +21,7 @@ func newFakeSys(t *testing.T) *fakeSys {
 	t.Helper()
 	root := t.TempDir()
 	return &fakeSys{t: t, root: root, view: Sys{
-		root:   filepath.Join(root, "sys"),
+		root:      filepath.Join(root, "sys"),
 		mountInfo: filepath.Join(root, "mountinfo"),
 		swaps:     filepath.Join(root, "swaps"),
 	}}
@@ -440,5 +440,22 @@ func TestCheckBlockDeviceFailsClosed(t *testing.T) {
 	}
 	if err := f.view.CheckBlockDevice("/dev/loop0", "7:0"); err == nil || errors.Is(err, ErrInUse) {
 		t.Errorf("no mount table: %v, want an error that is not ErrInUse", err)
+	}
+}
+
+func TestDevNumber(t *testing.T) {
+	for _, tc := range []struct {
+		dev  uint64
+		want string
+	}{
+		{0x0810, "8:16"},
+		{0x0700, "7:0"},
+		{0xfe00, "254:0"},
+		{0x10010301, "259:65537"},            // minor past 255: its high bits from bit 20
+		{0xff000ffff07ff, "1048327:1048575"}, // major past 4095: its high bits from bit 44
+	} {
+		if got := DevNumber(tc.dev); got != tc.want {
+			t.Errorf("DevNumber(%#x) = %s, want %s", tc.dev, got, tc.want)
+		}
 	}
 }

@@ -147,7 +147,7 @@ func openFile(t target, opts openOptions, missing bool) (*device, error) {
 func targetOpenError(t target, err error) error {
 	switch {
 	case errors.Is(err, linuxdisk.ErrInUse):
-		return &refusedError{fmt.Sprintf("%v: unmount it, swapoff it or close what holds it first, or pass --force if you are sure; nothing was written", err)}
+		return &refusedError{fmt.Sprintf("%v: %s first, or pass --force if you are sure; nothing was written", err, inUseAdvice(err))}
 	case errors.Is(err, flock.ErrLocked), errors.Is(err, libusb.ErrBusy):
 		return &refusedError{fmt.Sprintf("target %s is in use by another usbflash (or another program): wait for it to finish; nothing was written", t.raw)}
 	case errors.Is(err, filedev.ErrBadTarget):
@@ -158,6 +158,28 @@ func targetOpenError(t target, err error) error {
 		return &codedError{exitDevice, err}
 	}
 	return err
+}
+
+// inUseAdvice says what frees a disk the system uses, for the uses err
+// names.
+func inUseAdvice(err error) string {
+	var e *linuxdisk.InUseError
+	if !errors.As(err, &e) {
+		return "close what uses it"
+	}
+	verbs := map[linuxdisk.UseKind]string{
+		linuxdisk.Mounted: "unmount it",
+		linuxdisk.Swap:    "swapoff it",
+		linuxdisk.Held:    "close the dm-crypt, LVM or RAID device that holds it",
+	}
+	var advice []string
+	for _, u := range e.Uses {
+		if v := verbs[u.Kind]; v != "" {
+			advice = append(advice, v)
+			delete(verbs, u.Kind)
+		}
+	}
+	return strings.Join(advice, " and ")
 }
 
 // sameFileAsImage refuses a target that is the image itself (the same

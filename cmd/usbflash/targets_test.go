@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,7 +227,12 @@ func TestTargetOpenErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"in use", target{kind: targetFile, raw: "file:/dev/loop0"}, inUse, exitRefused, "/dev/loop0 is active swap"},
+		{"in use", target{kind: targetFile, raw: "file:/dev/loop0"}, inUse, exitRefused, "/dev/loop0 is active swap: swapoff it first"},
+		{"mounted and held", target{kind: targetFile, raw: "file:/dev/sdx"}, &linuxdisk.InUseError{Device: "/dev/sdx", Uses: []linuxdisk.Use{
+			{Kind: linuxdisk.Mounted, Node: "/dev/sdx1", MountPoint: "/a"}, {Kind: linuxdisk.Mounted, Node: "/dev/sdx2", MountPoint: "/b"},
+			{Kind: linuxdisk.Held, Node: "/dev/dm-0", Of: "/dev/sdx3"}}}, exitRefused,
+			"/dev/sdx1 is mounted on /a; /dev/sdx2 is mounted on /b; /dev/sdx3 is held by dm-0: unmount it and close the dm-crypt, LVM or RAID device that holds it first"},
+		{"exclusive open refused", target{kind: targetFile, raw: "file:/dev/sdx"}, fmt.Errorf("file target /dev/sdx: the kernel refused an exclusive open (%w): %w", syscall.EBUSY, linuxdisk.ErrInUse), exitRefused, "close what uses it first"},
 		{"claimed by another process", usb, &libusb.Error{Op: "claiming the mass-storage interface", Kind: libusb.ErrBusy}, exitRefused, "in use by another usbflash"},
 		{"locked", target{kind: targetSim, raw: "sim:c.img"}, flock.ErrLocked, exitRefused, "in use by another usbflash"},
 		{"other usb failure", usb, &libusb.Error{Op: "opening", Kind: libusb.ErrPermission}, exitDevice, "permission"},

@@ -53,7 +53,7 @@ func (a *app) verify(ctx context.Context, image string, t target, transfer int64
 		return sourceError(image, err)
 	}
 	defer src.Close()
-	d, err := openTarget(ctx, t, openOptions{})
+	d, err := openTarget(ctx, t, openOptions{readOnly: true})
 	if err != nil {
 		return err
 	}

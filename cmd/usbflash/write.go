@@ -98,7 +98,7 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 	}
 	defer src.Close()
 
-	d, err := openTarget(ctx, t, openOptions{force: f.force, newFileSize: (max(expectedSize(src), 0) + 511) / 512 * 512})
+	d, err := openTarget(ctx, t, openOptions{force: f.force, newFileSize: (max(expectedSize(src), 0) + 511) / 512 * 512, image: image})
 	if err != nil {
 		return err
 	}
@@ -127,6 +127,7 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 	}, fmt.Sprintf("Writing %s (%s, %s) to %s with %s transfers", image, src.Format, describeSize(src), d.name, units.FormatSize(transfer)))
 
 	dev := named(d)
+	d.markWritten()
 	res, err := pipeline.Write(ctx, dev, src, pipeline.WriteOptions{
 		TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
 		Progress: progressFunc(rep, src), Sync: true, HashAlg: hashFor(f),

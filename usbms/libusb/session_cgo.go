@@ -57,7 +57,7 @@ func openSession(ctx context.Context, info Info, opts OpenOptions, view sysView,
 	// The in-use check runs on the device we actually found, right before
 	// the claim that detaches the kernel driver.
 	if !opts.Force {
-		if err := view.checkNotInUse(info); err != nil {
+		if err := checkNotInUse(view, info); err != nil {
 			s.close(info)
 			return nil, info, err
 		}
@@ -96,7 +96,7 @@ func findDevice(uc *gousb.Context, view sysView, info Info, byPort bool) (*gousb
 	dev := devs[0]
 	info.Bus, info.Address = dev.Desc.Bus, dev.Desc.Address
 	if info.Serial != "" {
-		serial, ok := view.sysfsString(info.PortPath, "serial")
+		serial, ok := view.USBString(info.PortPath, "serial")
 		if !ok {
 			serial, _ = dev.SerialNumber()
 		}

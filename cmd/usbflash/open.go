@@ -22,6 +22,8 @@ type openOptions struct {
 	// created with when the target gives none: the image's size in whole
 	// blocks. 0: a missing file is an error.
 	newFileSize int64
+	// onRecovery is told each step of a reader's recovery ladder.
+	onRecovery func(step string)
 }
 
 // device is one opened target, ready for block I/O: a LUN of a real or
@@ -69,7 +71,7 @@ func openTarget(ctx context.Context, t target, opts openOptions) (*device, error
 		if err != nil {
 			return nil, &usageError{fmt.Sprintf("target %s: %v", t.raw, err)}
 		}
-		return openLUN(ctx, t, "sim:"+t.path, d, nil, d.Close)
+		return openLUN(ctx, t, "sim:"+t.path, d, nil, d.Close, opts.onRecovery)
 	case targetUSB:
 		info, err := findUSB(ctx, t)
 		if err != nil {
@@ -83,7 +85,7 @@ func openTarget(ctx context.Context, t target, opts openOptions) (*device, error
 			}
 			return nil, err
 		}
-		return openLUN(ctx, t, usbName(info), ud, &info, ud.Close)
+		return openLUN(ctx, t, usbName(info), ud, &info, ud.Close, opts.onRecovery)
 	}
 	return nil, fmt.Errorf("target %q: unknown kind", t.raw)
 }
@@ -100,12 +102,12 @@ func fileOpenError(t target, err error) error {
 // openLUN runs Bulk-Only Transport over ep and opens the LUN the target
 // names. A reader with several LUNs and no /LUN in the target is accepted
 // only when exactly one slot has a card.
-func openLUN(ctx context.Context, t target, name string, ep usbms.Endpoint, info *libusb.Info, closeEP func() error) (*device, error) {
+func openLUN(ctx context.Context, t target, name string, ep usbms.Endpoint, info *libusb.Info, closeEP func() error, onRecovery func(string)) (*device, error) {
 	fail := func(err error) (*device, error) {
 		closeEP()
 		return nil, err
 	}
-	tr := usbms.NewTransport(ep, usbms.TransportOptions{Name: name})
+	tr := usbms.NewTransport(ep, usbms.TransportOptions{Name: name, OnRecovery: onRecovery})
 	maxLUN, err := tr.MaxLUN(ctx)
 	if err != nil {
 		return fail(fmt.Errorf("%s: asking for the number of LUNs: %w", name, err))

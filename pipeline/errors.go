@@ -19,13 +19,13 @@ type CapacityError struct {
 }
 
 func (e *CapacityError) Error() string {
-	if e.ImageSize >= 0 {
-		return fmt.Sprintf("image is %s but the medium in %s holds %s: use a larger card",
+	if e.Written == 0 && e.ImageSize >= 0 {
+		return fmt.Sprintf("image is %s but %s holds %s; nothing was written",
 			units.FormatSize(e.ImageSize), e.Device, units.FormatSize(e.Capacity))
 	}
-	return fmt.Sprintf("image is larger than the medium in %s (%s): stopped at its end with nothing "+
-		"written past it, and the first transfer was left zeroed so the card does not boot a "+
-		"truncated image: use a larger card", e.Device, units.FormatSize(e.Capacity))
+	return fmt.Sprintf("image is larger than %s (%s): stopped at its end after writing %s, "+
+		"with the first transfer left zeroed so the card does not boot a truncated image",
+		e.Device, units.FormatSize(e.Capacity), units.FormatSize(e.Written))
 }
 
 // ImageSizeError says the decoded image was not as long as its container
@@ -40,12 +40,10 @@ type ImageSizeError struct {
 func (e *ImageSizeError) Error() string {
 	if e.Longer {
 		return fmt.Sprintf("image goes on past the %d bytes it declared: the image file is damaged; "+
-			"the first transfer was left zeroed so the card does not boot it: get a fresh copy of the image",
-			e.Declared)
+			"the first transfer was left zeroed so the card does not boot it", e.Declared)
 	}
 	return fmt.Sprintf("image ended after %d bytes but declared %d: the image file is truncated; "+
-		"the first transfer was left zeroed so the card does not boot it: download the image again",
-		e.Actual, e.Declared)
+		"the first transfer was left zeroed so the card does not boot it", e.Actual, e.Declared)
 }
 
 // DeviceError is a failed command on the block device, naming the range of
@@ -67,11 +65,9 @@ func (e *DeviceError) Error() string {
 		fmt.Fprintf(&b, " at LBA %d-%d (%s at byte offset %d)", e.LBA, e.LBA+e.Blocks-1,
 			units.FormatSize(e.Blocks*int64(e.BlockSize)), e.LBA*int64(e.BlockSize))
 	}
-	fmt.Fprintf(&b, ": %v: ", e.Err)
+	fmt.Fprintf(&b, ": %v", e.Err)
 	if e.Op == "sync" {
-		b.WriteString("the data may not have reached the card: check it is still inserted and write again")
-	} else {
-		b.WriteString("the card may be failing or was removed")
+		b.WriteString("; the data may not have reached the card")
 	}
 	return b.String()
 }
@@ -94,13 +90,11 @@ type VerifyError struct {
 
 func (e *VerifyError) Error() string {
 	if e.HashOnly {
-		return fmt.Sprintf("verify failed on %s: the SHA-256 of the %s read back is %s but the image's is %s: "+
-			"compare against the image to find the first bad block, then write again or use another card",
+		return fmt.Sprintf("verify failed on %s: the SHA-256 of the %s read back is %s but the image's is %s",
 			e.Device, units.FormatSize(e.Size), hex.EncodeToString(e.GotHash[:8]), hex.EncodeToString(e.WantHash[:8]))
 	}
 	return fmt.Sprintf("verify failed on %s: first difference at LBA %d (byte offset %d): image has 0x%02x, "+
-		"medium has 0x%02x: the card may be failing or fake; write again or use another card",
-		e.Device, e.LBA, e.Offset, e.Want, e.Got)
+		"the card has 0x%02x", e.Device, e.LBA, e.Offset, e.Want, e.Got)
 }
 
 // CancelledError reports how far an operation got before its context was
@@ -115,16 +109,17 @@ type CancelledError struct {
 }
 
 func (e *CancelledError) Error() string {
+	// Err is context.Canceled or DeadlineExceeded: "cancelled" says it.
 	if e.Op == "verify" {
-		return fmt.Sprintf("verify of %s cancelled after %s (up to LBA %d): %v",
-			e.Device, units.FormatSize(e.Bytes), e.LBA, e.Err)
+		return fmt.Sprintf("verify of %s cancelled after %s (up to LBA %d)",
+			e.Device, units.FormatSize(e.Bytes), e.LBA)
 	}
 	if e.Bytes == 0 && e.LBA == 0 {
-		return fmt.Sprintf("write to %s cancelled before anything was written: %v", e.Device, e.Err)
+		return fmt.Sprintf("write to %s cancelled before anything was written", e.Device)
 	}
-	return fmt.Sprintf("write to %s cancelled after %s (up to LBA %d): %v; the first transfer was left "+
-		"zeroed so the card does not boot a partial image: run the write again",
-		e.Device, units.FormatSize(e.Bytes), e.LBA, e.Err)
+	return fmt.Sprintf("write to %s cancelled after %s (up to LBA %d); the first transfer was left "+
+		"zeroed so the card does not boot a partial image",
+		e.Device, units.FormatSize(e.Bytes), e.LBA)
 }
 
 func (e *CancelledError) Unwrap() error { return e.Err }

@@ -113,8 +113,8 @@ func TestWriteRefusesTooLargeImage(t *testing.T) {
 	if !errors.As(err, &ce) || ce.ImageSize != int64(len(img)) || ce.Capacity != 64*testBS {
 		t.Fatalf("err = %v, want *CapacityError for %d bytes on %d", err, len(img), 64*testBS)
 	}
-	if !strings.Contains(err.Error(), "use a larger card") {
-		t.Errorf("message %q does not say what to do", err)
+	if !strings.Contains(err.Error(), "nothing was written") {
+		t.Errorf("message %q does not say nothing was written", err)
 	}
 	if len(rec.writes) != 0 || deviceHash(t, rec) != before {
 		t.Errorf("the medium was touched: %d writes", len(rec.writes))

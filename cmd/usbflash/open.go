@@ -33,6 +33,8 @@ type openOptions struct {
 	// image is the image the command writes; the target must not be it,
 	// nor the disk it lies on. "" when there is none.
 	image string
+	// onRecovery is told each step of a reader's recovery ladder.
+	onRecovery func(step string)
 }
 
 // device is one opened target, ready for block I/O: a LUN of a real or
@@ -236,7 +238,7 @@ func openLUN(ctx context.Context, t target, name string, ep usbms.Endpoint, info
 		closeEP()
 		return nil, err
 	}
-	tr := usbms.NewTransport(ep, usbms.TransportOptions{Name: name})
+	tr := usbms.NewTransport(ep, usbms.TransportOptions{Name: name, OnRecovery: opts.onRecovery})
 	var slot usbms.LUNSummary
 	if t.lun >= 0 {
 		maxLUN, err := tr.MaxLUN(ctx)

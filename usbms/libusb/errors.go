@@ -23,9 +23,6 @@ var (
 	ErrBusy = errors.New("device busy: another program (or the kernel driver) holds it")
 	// ErrNotFound means the device is no longer attached where Info said.
 	ErrNotFound = errors.New("device not found")
-	// ErrClearHaltUnavailable means the backend cannot clear an endpoint
-	// halt with a host data-toggle reset; the caller should reset the port.
-	ErrClearHaltUnavailable = errors.New("cannot clear the endpoint halt with a host data-toggle reset: libusb_clear_halt is unreachable")
 	// ErrClosed means the Device was closed.
 	ErrClosed = errors.New("device closed")
 )

@@ -9,9 +9,9 @@ import (
 	"usbflash/internal/aligned"
 )
 
-func TestNewRingAligned(t *testing.T) {
+func TestAlignedBuffersRing(t *testing.T) {
 	for _, tc := range []struct{ count, size int }{{2, 512}, {3, 4096}, {5, 8192 + 512}, {2, 1 << 20}} {
-		r := newRing(tc.count, tc.size)
+		r := newRing(alignedBuffers(tc.count, tc.size))
 		if len(r.bufs) != tc.count || len(r.free) != tc.count {
 			t.Fatalf("%+v: %d buffers, %d free", tc, len(r.bufs), len(r.free))
 		}

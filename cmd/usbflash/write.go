@@ -123,9 +123,8 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 		"transfer_size": transfer, "buffers": f.buffers,
 	}, fmt.Sprintf("Writing %s (%s, %s) to %s with %s transfers", image, src.Format, describeSize(src), d.name, units.FormatSize(transfer)))
 
-	dev := named(d)
-	res, err := pipeline.Write(ctx, dev, src, pipeline.WriteOptions{
-		TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
+	res, err := pipeline.Write(ctx, d.dev, src, pipeline.WriteOptions{
+		Name: d.name, TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
 		Progress: progressFunc(rep, src), Sync: true, HashAlg: hashFor(f),
 	})
 	if err != nil {
@@ -143,11 +142,11 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 	}
 
 	if !f.noVerify {
-		v, err := pipeline.VerifyHash(ctx, dev, res.Bytes, res.SHA256, pipeline.VerifyOptions{
-			TransferSize: int(transfer), Progress: progressFunc(rep, nil),
+		v, err := pipeline.VerifyHash(ctx, d.dev, res.Bytes, res.SHA256, pipeline.VerifyOptions{
+			Name: d.name, TransferSize: int(transfer), Progress: progressFunc(rep, nil),
 		})
 		if err != nil {
-			return a.locateMismatch(ctx, image, dev, res.Bytes, int(transfer), err)
+			return a.locateMismatch(ctx, image, d, res.Bytes, int(transfer), err)
 		}
 		summary["verified"] = true
 		summary["verify_elapsed_s"] = v.Elapsed.Seconds()
@@ -171,22 +170,12 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 
 // hashFor skips hashing the image when nothing will use the hash: a slow
 // CPU (an embedded host, an emulator) hashes at a few tens of MB/s.
-func hashFor(f writeFlags) string {
+func hashFor(f writeFlags) pipeline.HashAlg {
 	if f.noVerify {
 		return pipeline.HashNone
 	}
 	return pipeline.HashSHA256
 }
-
-// named gives the pipeline the target's name for its messages.
-func named(d *device) pipeline.BlockDevice { return namedDevice{d.dev, d.name} }
-
-type namedDevice struct {
-	pipeline.BlockDevice
-	name string
-}
-
-func (n namedDevice) String() string { return n.name }
 
 // fitTransfer lowers the transfer size to what the device says it takes
 // (VPD block limits) and rounds it to whole blocks.
@@ -210,14 +199,12 @@ func fitTransfer(d *device, transfer int64) (int64, string) {
 // checkBeforeWrite refuses, before anything is written, what can be known
 // to fail: a write-protected medium and an image that does not fit.
 func checkBeforeWrite(d *device, src *imagesrc.Source) error {
-	if d.lun != nil && d.lun.WriteProtected() {
-		return &refusedError{fmt.Sprintf("%s is write-protected: slide the card's lock switch to unlock it, or use another card; nothing was written", d.name)}
+	if err := pipeline.CheckWritable(d.dev, d.name); err != nil {
+		return &refusedError{err.Error() + ": slide the card's lock switch to unlock it, or use another card; nothing was written"}
 	}
-	// A size hint (gzip's ISIZE, the length modulo 4 GiB) never exceeds
-	// the true size, so a hint that does not fit is as good as a fact.
-	if src.Size > d.capacity() {
-		return &refusedError{fmt.Sprintf("image is %s (%d bytes) but %s holds %s (%d bytes): use a larger card; nothing was written",
-			units.FormatSize(src.Size), src.Size, d.name, units.FormatSize(d.capacity()), d.capacity())}
+	// Only an exact size refuses: a gzip size hint may be made up.
+	if err := pipeline.CheckFits(d.dev, d.name, src.Size, src.SizeExact); err != nil {
+		return fmt.Errorf("%w: use a larger card; nothing was written", err)
 	}
 	return nil
 }
@@ -280,15 +267,15 @@ func progressFunc(rep reporter, src *imagesrc.Source) func(pipeline.Progress) {
 		if total < 0 && src != nil && src.CompressedSize > 0 && p.Phase == pipeline.PhaseWrite {
 			done, total = src.CompressedRead(), src.CompressedSize
 		}
-		rep.progress(p.Phase, done, total, p.Rate)
+		rep.progress(string(p.Phase), done, total, p.Rate)
 	}
 }
 
 func boundLine(res pipeline.WriteResult) string {
 	switch res.Bound {
-	case "decoder":
+	case pipeline.BoundDecoder:
 		return fmt.Sprintf("Bottleneck: the decoder (busy %.1fx longer than the device; the writer waited %s for data)", res.BoundRatio, res.DecoderWait.Round(time.Millisecond))
-	case "device":
+	case pipeline.BoundDevice:
 		return fmt.Sprintf("Bottleneck: the device (busy %.1fx longer than the decoder; the decoder waited %s for free buffers)", res.BoundRatio, res.DeviceWait.Round(time.Millisecond))
 	}
 	return "Bottleneck: none measured"
@@ -303,7 +290,7 @@ func rate(n int64, d time.Duration) float64 {
 
 // locateMismatch turns a hash mismatch into the first differing LBA by
 // comparing the card with a fresh decode of the image.
-func (a *app) locateMismatch(ctx context.Context, image string, dev pipeline.BlockDevice, size int64, transfer int, hashErr error) error {
+func (a *app) locateMismatch(ctx context.Context, image string, d *device, size int64, transfer int, hashErr error) error {
 	var ve *pipeline.VerifyError
 	if !errors.As(hashErr, &ve) || !ve.HashOnly {
 		return writeError(hashErr)
@@ -313,7 +300,7 @@ func (a *app) locateMismatch(ctx context.Context, image string, dev pipeline.Blo
 		return hashErr
 	}
 	defer src.Close()
-	_, err = pipeline.Verify(ctx, dev, src, size, pipeline.VerifyOptions{TransferSize: transfer})
+	_, err = pipeline.Verify(ctx, d.dev, src, size, pipeline.VerifyOptions{Name: d.name, TransferSize: transfer})
 	if err == nil {
 		// The card reads back right now: the first read was wrong. Say so.
 		return fmt.Errorf("%w (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)", hashErr)

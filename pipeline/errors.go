@@ -8,9 +8,23 @@ import (
 	"usbflash/internal/units"
 )
 
+// The errors below state facts: what failed, on which device, at which
+// blocks. What the user can do about it is the caller's to say.
+
+// Op is the device operation a DeviceError names.
+type Op string
+
+// Device operations.
+const (
+	OpWrite Op = "write"
+	OpRead  Op = "read"
+	OpSync  Op = "sync"
+)
+
 // CapacityError says the image does not fit on the medium. When the image
-// size was known up front nothing was written; when it was not, the write
-// stopped at the end of the medium and nothing was written past it.
+// size was known up front nothing was written (Written is 0); when it was
+// not, the write stopped at the end of the medium with Written bytes written
+// and nothing past it, the first transfer left zeroed.
 type CapacityError struct {
 	Device    string
 	ImageSize int64 // bytes; -1 when unknown and only found to be larger while writing
@@ -46,14 +60,21 @@ func (e *ImageSizeError) Error() string {
 		"the first transfer was left zeroed so the card does not boot it", e.Actual, e.Declared)
 }
 
+// WriteProtectedError says the medium refuses writes; nothing was sent.
+type WriteProtectedError struct {
+	Device string
+}
+
+func (e *WriteProtectedError) Error() string { return e.Device + " is write-protected" }
+
 // DeviceError is a failed command on the block device, naming the range of
 // blocks it covered. Err is the device's own error, so errors.As finds the
 // transport's or SCSI layer's types through it.
 type DeviceError struct {
 	Device    string
-	Op        string // "write", "read" or "sync"
-	LBA       int64  // first block of the command; -1 for sync
-	Blocks    int64
+	Op        Op
+	LBA       int64 // first block of the command; -1 for sync
+	Count     int64 // blocks in the command
 	BlockSize int
 	Err       error
 }
@@ -62,11 +83,11 @@ func (e *DeviceError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s failed on %s", e.Op, e.Device)
 	if e.LBA >= 0 {
-		fmt.Fprintf(&b, " at LBA %d-%d (%s at byte offset %d)", e.LBA, e.LBA+e.Blocks-1,
-			units.FormatSize(e.Blocks*int64(e.BlockSize)), e.LBA*int64(e.BlockSize))
+		fmt.Fprintf(&b, " at LBA %d-%d (%s at byte offset %d)", e.LBA, e.LBA+e.Count-1,
+			units.FormatSize(e.Count*int64(e.BlockSize)), e.LBA*int64(e.BlockSize))
 	}
 	fmt.Fprintf(&b, ": %v", e.Err)
-	if e.Op == "sync" {
+	if e.Op == OpSync {
 		b.WriteString("; the data may not have reached the card")
 	}
 	return b.String()
@@ -99,18 +120,19 @@ func (e *VerifyError) Error() string {
 
 // CancelledError reports how far an operation got before its context was
 // cancelled. Err is the context's error (context.Canceled or
-// context.DeadlineExceeded).
+// context.DeadlineExceeded). A cancelled write left its first transfer
+// zeroed.
 type CancelledError struct {
 	Device string
-	Op     string // "write" or "verify"
-	Bytes  int64  // image bytes written (first transfer excluded) or verified
-	LBA    int64  // first block not written or verified
+	Phase  Phase // PhaseWrite or PhaseVerify
+	Bytes  int64 // image bytes written (first transfer excluded) or verified
+	LBA    int64 // first block not written or verified
 	Err    error
 }
 
 func (e *CancelledError) Error() string {
 	// Err is context.Canceled or DeadlineExceeded: "cancelled" says it.
-	if e.Op == "verify" {
+	if e.Phase == PhaseVerify {
 		return fmt.Sprintf("verify of %s cancelled after %s (up to LBA %d)",
 			e.Device, units.FormatSize(e.Bytes), e.LBA)
 	}

@@ -31,7 +31,8 @@ func classifyDomainError(err error) int {
 		return exitRefused
 	case errors.As(err, &src), errors.As(err, &size):
 		return exitSource
-	case errors.Is(err, errNotConfirmed), errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err):
+	case errors.Is(err, errNotConfirmed), errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err),
+		errors.As(err, new(*pipeline.WriteProtectedError)):
 		return exitRefused
 	case errors.As(err, &device):
 		return exitDevice
@@ -88,7 +89,7 @@ func hint(err error) string {
 	)
 	switch {
 	case errors.As(err, &cancelled):
-		if cancelled.Op == "write" && (cancelled.Bytes > 0 || cancelled.LBA > 0) {
+		if cancelled.Phase == pipeline.PhaseWrite && (cancelled.Bytes > 0 || cancelled.LBA > 0) {
 			return "run the write again: the card holds part of the image"
 		}
 		return ""
@@ -96,7 +97,7 @@ func hint(err error) string {
 		return ""
 	case errors.Is(err, errNotConfirmed):
 		return "pass --yes to write without being asked"
-	case errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err):
+	case errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err), errors.As(err, new(*pipeline.WriteProtectedError)):
 		return "slide the card's lock switch to unlock it, or use another card"
 	case errors.As(err, &capacity):
 		return "use a larger card"

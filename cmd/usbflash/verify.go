@@ -64,11 +64,11 @@ func (a *app) verify(ctx context.Context, rep reporter, image string, t target, 
 	}
 	defer d.Close()
 	transfer = openedDevice(rep, d, transfer)
-	if src.SizeExact && src.Size > d.capacity() {
-		return &codedError{exitVerify, fmt.Errorf("image is %s but %s holds only %s: it cannot match", units.FormatSize(src.Size), d.name, units.FormatSize(d.capacity()))}
+	if err := pipeline.CheckFits(d.dev, d.name, src.Size, src.SizeExact); err != nil {
+		return &codedError{exitVerify, fmt.Errorf("%w: it cannot match", err)}
 	}
-	res, err := pipeline.Verify(ctx, named(d), src, expectedSize(src), pipeline.VerifyOptions{
-		TransferSize: int(transfer), Progress: progressFunc(rep, nil),
+	res, err := pipeline.Verify(ctx, d.dev, src, expectedSize(src), pipeline.VerifyOptions{
+		Name: d.name, TransferSize: int(transfer), Progress: progressFunc(rep, nil),
 	})
 	if err != nil {
 		return err

@@ -161,10 +161,9 @@ func (a *app) write(ctx context.Context, rep reporter, image string, t target, t
 		// an emulator) hashes at a few tens of MB/s.
 		hash = pipeline.HashNone
 	}
-	dev := named(d)
 	d.markWritten()
-	res, err := pipeline.Write(ctx, dev, src, pipeline.WriteOptions{
-		TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
+	res, err := pipeline.Write(ctx, d.dev, src, pipeline.WriteOptions{
+		Name: d.name, TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
 		Progress: progressFunc(rep, src), Sync: true, HashAlg: hash,
 	})
 	if err != nil {
@@ -187,11 +186,11 @@ func (a *app) write(ctx context.Context, rep reporter, image string, t target, t
 	}
 
 	if !f.noVerify {
-		v, err := pipeline.VerifyHash(ctx, dev, res.Bytes, res.SHA256, pipeline.VerifyOptions{
-			TransferSize: int(transfer), Progress: progressFunc(rep, nil),
+		v, err := pipeline.VerifyHash(ctx, d.dev, res.Bytes, res.SHA256, pipeline.VerifyOptions{
+			Name: d.name, TransferSize: int(transfer), Progress: progressFunc(rep, nil),
 		})
 		if err != nil {
-			return a.locateMismatch(ctx, image, dev, res.Bytes, int(transfer), err)
+			return a.locateMismatch(ctx, image, d, res.Bytes, int(transfer), err)
 		}
 		sum.Verified = true
 		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
@@ -249,16 +248,6 @@ func boundOf(res pipeline.WriteResult) bound {
 	return boundNone
 }
 
-// named gives the pipeline the target's name for its messages.
-func named(d *device) pipeline.BlockDevice { return namedDevice{d.dev, d.name} }
-
-type namedDevice struct {
-	pipeline.BlockDevice
-	name string
-}
-
-func (n namedDevice) String() string { return n.name }
-
 // fitTransfer lowers the transfer size to what the device says it takes
 // (VPD block limits) and rounds it to whole blocks.
 func fitTransfer(d *device, transfer int64) (int64, string) {
@@ -289,13 +278,13 @@ func (e *writeProtectedError) Unwrap() error { return usbms.ErrWriteProtected }
 // checkBeforeWrite refuses, before anything is written, what can be known
 // to fail: a write-protected medium and an image that does not fit.
 func checkBeforeWrite(d *device, src *imagesrc.Source) error {
-	if d.lun != nil && d.lun.WriteProtected() {
+	if err := pipeline.CheckWritable(d.dev, d.name); err != nil {
 		return &writeProtectedError{d.name}
 	}
 	// Only a size the container vouches for refuses: gzip's size trailer
 	// of a damaged file can claim anything.
-	if src.SizeExact && src.Size > d.capacity() {
-		return &pipeline.CapacityError{Device: d.name, ImageSize: src.Size, Capacity: d.capacity()}
+	if err := pipeline.CheckFits(d.dev, d.name, src.Size, src.SizeExact); err != nil {
+		return err
 	}
 	return nil
 }
@@ -389,7 +378,7 @@ func rate(n int64, d time.Duration) float64 {
 
 // locateMismatch turns a hash mismatch into the first differing LBA by
 // comparing the card with a fresh decode of the image.
-func (a *app) locateMismatch(ctx context.Context, image string, dev pipeline.BlockDevice, size int64, transfer int, hashErr error) error {
+func (a *app) locateMismatch(ctx context.Context, image string, d *device, size int64, transfer int, hashErr error) error {
 	var ve *pipeline.VerifyError
 	if !errors.As(hashErr, &ve) || !ve.HashOnly {
 		return hashErr
@@ -399,7 +388,7 @@ func (a *app) locateMismatch(ctx context.Context, image string, dev pipeline.Blo
 		return hashErr
 	}
 	defer src.Close()
-	_, err = pipeline.Verify(ctx, dev, src, size, pipeline.VerifyOptions{TransferSize: transfer})
+	_, err = pipeline.Verify(ctx, d.dev, src, size, pipeline.VerifyOptions{Name: d.name, TransferSize: transfer})
 	if err == nil {
 		// The card reads back right now: the first read was wrong. Say so.
 		return fmt.Errorf("%w (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)", hashErr)

@@ -155,6 +155,7 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string) (*Source, e
 	}
 	var in io.Reader
 	if ra != nil {
+		ra = &bounceReaderAt{ra: ra}
 		in = io.NewSectionReader(&meteredReaderAt{ra: ra, m: s.meter}, 0, size)
 	} else {
 		in = &meteredReader{r: r, m: s.meter}

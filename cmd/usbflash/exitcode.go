@@ -15,6 +15,7 @@ const (
 	exitSource    = 4   // the image could not be read or decoded
 	exitDevice    = 5   // the reader or the card failed, or went away
 	exitVerify    = 6   // read-back differs from the image
+	exitPartial   = 7   // several cards: some were written, some failed (the table says which)
 	exitCancelled = 130 // interrupted (128 + SIGINT, as shells report it)
 )
 

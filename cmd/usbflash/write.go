@@ -25,6 +25,10 @@ type writeFlags struct {
 	transferSize                string
 	buffers                     int
 	asJSON, quiet               bool
+	// Many cards at once (multi.go).
+	all, skipRefused bool
+	lag              int
+	report           string
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -43,13 +47,20 @@ card, and (for usb: and file: targets) a disk with mounted partitions.
 The first transfer is written last, after its region was zeroed first, so
 an interrupted write never leaves a card that looks bootable. Ctrl-C stops
 after the command in flight, syncs and reports how far the write got.`,
-		Args: exactArgs(2, "IMAGE and TARGET"),
+		Args: writeArgs(&f),
 		RunE: func(c *cobra.Command, args []string) error {
-			t, err := parseTarget(args[1])
+			ts, err := a.writeTargets(c.Context(), args[1:], f)
 			if err != nil {
 				return err
 			}
-			return a.write(c.Context(), args[0], t, f)
+			if len(ts) == 1 && f.report == "" {
+				return a.write(c.Context(), args[0], ts[0], f)
+			}
+			transfer, err := a.checkWriteFlags(f)
+			if err != nil {
+				return err
+			}
+			return a.writeMany(c.Context(), args[0], ts, f, transfer)
 		},
 	}
 	fl := c.Flags()
@@ -62,7 +73,32 @@ after the command in flight, syncs and reports how far the write got.`,
 	fl.IntVar(&f.buffers, "buffers", pipeline.DefaultBuffers, "buffers cycling between decoder and writer (at least 2)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line (start, progress, phase, summary, error)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
+	fl.BoolVar(&f.all, "all", false, "write every reader that holds a card and is not in use (listed, then confirmed)")
+	fl.BoolVar(&f.skipRefused, "skip-refused", false, "with several targets: write the others when some are refused (write-protected, too small, in use)")
+	fl.IntVar(&f.lag, "lag", DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
+	fl.StringVar(&f.report, "report", "", "with several targets: save a record of every card to this .json or .csv file")
 	return c
+}
+
+// checkWriteFlags validates the flags every write shares and returns the
+// transfer size.
+func (a *app) checkWriteFlags(f writeFlags) (int64, error) {
+	transfer, err := units.ParseSize(f.transferSize)
+	if err != nil {
+		return 0, &usageError{fmt.Sprintf("--transfer-size: %v", err)}
+	}
+	if f.buffers < 2 {
+		return 0, &usageError{fmt.Sprintf("--buffers %d: want at least 2, so decoding overlaps writing", f.buffers)}
+	}
+	if f.lag < 0 {
+		return 0, &usageError{fmt.Sprintf("--lag %d: want 0 (lockstep) or more", f.lag)}
+	}
+	if f.report != "" {
+		if _, err := reportFormat(f.report); err != nil {
+			return 0, err
+		}
+	}
+	return transfer, nil
 }
 
 func (a *app) reporterFor(asJSON, quiet bool) reporter {
@@ -84,12 +120,9 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 			err = &reportedError{err}
 		}
 	}()
-	transfer, err := units.ParseSize(f.transferSize)
+	transfer, err := a.checkWriteFlags(f)
 	if err != nil {
-		return &usageError{fmt.Sprintf("--transfer-size: %v", err)}
-	}
-	if f.buffers < 2 {
-		return &usageError{fmt.Sprintf("--buffers %d: want at least 2, so decoding overlaps writing", f.buffers)}
+		return err
 	}
 
 	src, err := imagesrc.Open(image)
@@ -230,12 +263,21 @@ func (a *app) confirm(d *device, image string, src *imagesrc.Source) error {
 	}
 	fmt.Fprintf(a.stderr, "Target: %s\n%s\nWrite %s (%s, %s) to it? ALL DATA ON IT WILL BE LOST. [y/N] ",
 		d.name, identityLine(d), image, src.Format, describeSize(src))
-	answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(answer)) {
-	case "y", "yes":
+	if a.answeredYes() {
 		return nil
 	}
 	return &refusedError{fmt.Sprintf("not confirmed: nothing was written to %s", d.name)}
+}
+
+// answeredYes reads one line from the person at the terminal: only y or
+// yes agrees.
+func (a *app) answeredYes() bool {
+	answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return true
+	}
+	return false
 }
 
 // identityLine is the one line that lets a person recognise a card.

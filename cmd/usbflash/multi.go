@@ -93,6 +93,19 @@ func (a *app) writeMany(ctx context.Context, image string, ts []target, f writeF
 		}
 	}
 
+	werr := a.writeCards(ctx, rep, image, src, live, f, transfer)
+	return a.finishMany(rep, s, cards, f, werr)
+}
+
+// writeCards writes the image to cards that are open and checked: one
+// decode, a fanout group, then each card verified on its own. It records
+// every card's outcome and says so in a "card" event, and returns an error
+// only when the stream itself failed (the image, or Ctrl-C).
+func (a *app) writeCards(ctx context.Context, rep reporter, image string, src *imagesrc.Source, live []*card, f writeFlags, transfer int64) error {
+	started := time.Now()
+	for _, c := range live {
+		c.outcome.Started = started
+	}
 	for _, c := range live {
 		if t, _ := fitTransfer(c.d, transfer); t < transfer {
 			transfer = t // the group uses what every reader takes
@@ -112,10 +125,13 @@ func (a *app) writeMany(ctx context.Context, image string, ts []target, f writeF
 
 	g, err := fanout.New(targets, fanout.Options{Lag: f.lag, TransferSize: int(transfer)})
 	if err != nil {
-		return &usageError{err.Error()}
+		for _, c := range live {
+			c.fail(&usageError{err.Error()})
+		}
+		a.cardEvents(rep, live)
+		return nil
 	}
 	bars := newCardBars(rep, names, expectedSize(src))
-	started := time.Now()
 	res, werr := pipeline.Write(ctx, g, src, pipeline.WriteOptions{
 		TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
 		Sync: true, HashAlg: hashFor(f),
@@ -126,7 +142,7 @@ func (a *app) writeMany(ctx context.Context, image string, ts []target, f writeF
 	for i, r := range g.Results() {
 		c := live[i]
 		c.outcome.Bytes = min(r.Written, res.Bytes)
-		c.outcome.Started, c.outcome.Finished = started, time.Now()
+		c.outcome.Finished = time.Now()
 		c.outcome.Rate = rate(c.outcome.Bytes, r.Busy)
 		if r.Err != nil {
 			c.fail(r.Err) // the device's errors name it
@@ -138,9 +154,12 @@ func (a *app) writeMany(ctx context.Context, image string, ts []target, f writeF
 		for _, c := range live {
 			c.fail(werr)
 		}
-		return a.finishMany(rep, s, cards, f, werr)
+		a.cardEvents(rep, live)
+		return werr
 	}
-	s.SHA256 = hex.EncodeToString(res.SHA256[:])
+	for _, c := range live {
+		c.outcome.SHA256 = hex.EncodeToString(res.SHA256[:])
+	}
 	pacer := slowestCard(live, g.Results())
 	for _, c := range live {
 		switch {
@@ -162,7 +181,20 @@ func (a *app) writeMany(ctx context.Context, image string, ts []target, f writeF
 			}
 		}
 	}
-	return a.finishMany(rep, s, cards, f, nil)
+	a.cardEvents(rep, live)
+	return nil
+}
+
+// cardEvents says what became of each card, one event each.
+func (a *app) cardEvents(rep reporter, cards []*card) {
+	for _, c := range cards {
+		rep.event("card", map[string]any{
+			"target": c.outcome.Target, "serial": c.outcome.Serial, "capacity": c.outcome.Capacity,
+			"bytes": c.outcome.Bytes, "rate": c.outcome.Rate, "bound": c.outcome.Bound,
+			"verified": c.outcome.Verified, "sha256": c.outcome.SHA256,
+			"error": c.outcome.Error, "exit_code": c.outcome.Code,
+		}, "")
+	}
 }
 
 // openCards opens every target and runs every check that can fail before
@@ -249,28 +281,40 @@ func slowestCard(live []*card, results []fanout.Result) string {
 	return name
 }
 
-// finishMany reports every card (a table, a JSON event each, the report
-// file) and picks the exit code: 0 when every card succeeded, the failure's
-// own code when all failed alike, exitPartial when some did and some did
-// not.
+// finishMany records every card of a many-card write (those refused
+// before the write get their event here) and ends the session.
 func (a *app) finishMany(rep reporter, s *session, cards []*card, f writeFlags, err error) error {
-	ok := 0
-	codes := map[int]bool{}
+	var refused []*card
 	for _, c := range cards {
 		s.Cards = append(s.Cards, c.outcome)
-		if c.failed() {
-			codes[c.outcome.Code] = true
+		if c.failed() && c.outcome.Started.IsZero() { // refused: never reached the write
+			refused = append(refused, c)
+		}
+	}
+	a.cardEvents(rep, refused)
+	for _, c := range cards {
+		if s.SHA256 == "" {
+			s.SHA256 = c.outcome.SHA256
+		}
+	}
+	return a.summarizeSession(rep, s, f, err)
+}
+
+// summarizeSession prints the table, saves --report and picks the exit
+// code: 0 when every card succeeded, the failure's own code when all failed
+// alike, exitPartial when some did and some did not.
+func (a *app) summarizeSession(rep reporter, s *session, f writeFlags, err error) error {
+	ok := 0
+	codes := map[int]bool{}
+	for _, c := range s.Cards {
+		if c.Error != "" {
+			codes[c.Code] = true
 		} else {
 			ok++
 		}
-		rep.event("card", map[string]any{
-			"target": c.outcome.Target, "serial": c.outcome.Serial, "capacity": c.outcome.Capacity,
-			"bytes": c.outcome.Bytes, "rate": c.outcome.Rate, "bound": c.outcome.Bound,
-			"verified": c.outcome.Verified, "error": c.outcome.Error, "exit_code": c.outcome.Code,
-		}, "")
 	}
 	rep.event("summary", map[string]any{
-		"cards": len(cards), "succeeded": ok, "failed": len(cards) - ok, "sha256": s.SHA256,
+		"cards": len(s.Cards), "succeeded": ok, "failed": len(s.Cards) - ok, "sha256": s.SHA256,
 		"elapsed_s": time.Since(s.Started).Seconds(),
 	}, cardTable(s.Cards, f.noVerify))
 	if f.report != "" {
@@ -278,13 +322,14 @@ func (a *app) finishMany(rep reporter, s *session, cards []*card, f writeFlags, 
 			rep.event("note", map[string]any{"message": rerr.Error()}, "usbflash: "+rerr.Error())
 		}
 	}
+	n := len(s.Cards)
 	switch {
 	case err != nil:
 		return err
-	case ok == len(cards):
+	case ok == n:
 		return nil
 	case ok > 0:
-		return &codedError{exitPartial, fmt.Errorf("%d of %d cards were written, %d failed (see the table)", ok, len(cards), len(cards)-ok)}
+		return &codedError{exitPartial, fmt.Errorf("%d of %d cards were written, %d failed (see the table)", ok, n, n-ok)}
 	case len(codes) == 1:
 		for code := range codes {
 			return &codedError{code, fmt.Errorf("every card failed (see the table)")}
@@ -322,9 +367,11 @@ func cardTable(cards []cardOutcome, noVerify bool) string {
 func writeArgs(f *writeFlags) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		switch {
-		case f.all && len(args) != 1:
-			return &usageError{fmt.Sprintf("write --all takes only the IMAGE (got %d arguments): it finds the targets itself", len(args))}
-		case !f.all && len(args) < 2:
+		case (f.all || f.watch) && len(args) != 1:
+			return &usageError{fmt.Sprintf("write --all and --watch take only the IMAGE (got %d arguments): they find the readers themselves", len(args))}
+		case f.all && f.watch:
+			return &usageError{"--all and --watch are two ways to choose the readers: give one"}
+		case !f.all && !f.watch && len(args) < 2:
 			return &usageError{fmt.Sprintf("write needs IMAGE and at least one TARGET (got %d argument(s)); see 'usbflash write --help'", len(args))}
 		}
 		return nil

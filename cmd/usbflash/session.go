@@ -21,6 +21,7 @@ type cardOutcome struct {
 	Rate     float64   `json:"rate"`      // bytes/s over the card's own write
 	Bound    string    `json:"bound"`     // what set this card's pace
 	Verified bool      `json:"verified"`  // read back and matched
+	SHA256   string    `json:"sha256"`    // of the image written to it
 	Error    string    `json:"error"`     // "" on success
 	Code     int       `json:"exit_code"` // the exit code this card alone would give
 	Started  time.Time `json:"started"`

@@ -26,9 +26,9 @@ type writeFlags struct {
 	buffers                     int
 	asJSON, quiet               bool
 	// Many cards at once (multi.go).
-	all, skipRefused bool
-	lag              int
-	report           string
+	all, watch, skipRefused bool
+	lag                     int
+	report                  string
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -49,6 +49,13 @@ an interrupted write never leaves a card that looks bootable. Ctrl-C stops
 after the command in flight, syncs and reports how far the write got.`,
 		Args: writeArgs(&f),
 		RunE: func(c *cobra.Command, args []string) error {
+			if f.watch {
+				transfer, err := a.checkWriteFlags(f)
+				if err != nil {
+					return err
+				}
+				return a.watch(c.Context(), args[0], f, transfer, usbReaders(f.force))
+			}
 			ts, err := a.writeTargets(c.Context(), args[1:], f)
 			if err != nil {
 				return err
@@ -74,6 +81,7 @@ after the command in flight, syncs and reports how far the write got.`,
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line (start, progress, phase, summary, error)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
 	fl.BoolVar(&f.all, "all", false, "write every reader that holds a card and is not in use (listed, then confirmed)")
+	fl.BoolVar(&f.watch, "watch", false, "stay running and write every card inserted into any reader (or any reader plugged in), each once, until Ctrl-C; needs --yes")
 	fl.BoolVar(&f.skipRefused, "skip-refused", false, "with several targets: write the others when some are refused (write-protected, too small, in use)")
 	fl.IntVar(&f.lag, "lag", DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
 	fl.StringVar(&f.report, "report", "", "with several targets: save a record of every card to this .json or .csv file")

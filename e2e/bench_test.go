@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,10 +23,44 @@ import (
 // Under TCG the numbers measure the emulation (CPU-bound, one vCPU), not a
 // USB bus: QEMU completes every command at once. What carries over to
 // hardware is the per-command overhead and the pipe/page-cache effects.
+//
+// The device-side rows write a zero image from memory without reading or
+// decoding anything: e2e/devbench through usbms and this backend with
+// AllocBuffers, and e2e/testdata/zcprobe.c, the bare synchronous C loop
+// over libusb, built on the host and shipped like usbflash. (own) is then
+// the rate the program reports for its write loop.
 var (
 	wroteRe      = regexp.MustCompile(`Wrote [^\n]* in ([0-9hmsµun.]+) \(`)
 	bottleneckRe = regexp.MustCompile(`Bottleneck: ([^\n]*)`)
+	// ownRateRe is devbench's and zcprobe's own rate.
+	ownRateRe = regexp.MustCompile(`(?m)^(?:DEVBENCH|ZC) .*: ([0-9.]+) MB/s`)
+	// timesRe is a line of the shell's `times`: user and system time; the
+	// last one is the children's.
+	timesRe = regexp.MustCompile(`(?m)^(\d+)m([0-9.]+)s (\d+)m([0-9.]+)s$`)
+	kindRe  = regexp.MustCompile(`kind="([^"]*)"`)
 )
+
+// childCPU is the user+system seconds of the last `times` line in out.
+func childCPU(out string) float64 {
+	ms := timesRe.FindAllStringSubmatch(out, -1)
+	if len(ms) == 0 {
+		return 0
+	}
+	m := ms[len(ms)-1]
+	f := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+	return 60*f(m[1]) + f(m[2]) + 60*f(m[3]) + f(m[4])
+}
+
+// buildZcprobe compiles e2e/testdata/zcprobe.c on the host.
+func buildZcprobe(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "zcprobe")
+	out, err := exec.Command("gcc", "-O2", "-o", bin, filepath.Join(moduleRoot(), "e2e", "testdata", "zcprobe.c"), "-lusb-1.0").CombinedOutput()
+	if err != nil {
+		skipOrFail(t, "zcprobe.c does not build: %v\n%s", err, out)
+	}
+	return bin
+}
 
 func TestBenchE2E(t *testing.T) {
 	if os.Getenv("USBFLASH_E2E_BENCH") != "1" && !strings.Contains(flag.Lookup("test.run").Value.String(), "Bench") {
@@ -35,34 +71,47 @@ func TestBenchE2E(t *testing.T) {
 		mb = v
 	}
 	img := makeImage(77, mb<<20)
+	devbench, zcprobe := buildProbe(t, "devbench"), buildZcprobe(t)
 	type row struct {
 		name   string
 		script string
 		mbps   map[Controller]float64 // wall clock in the guest, process start to exit
-		own    map[Controller]float64 // usbflash's own "Wrote ... (N MB/s)"
+		own    map[Controller]float64 // the program's own rate for its write phase
+		cpu    map[Controller]float64 // user+system s/GiB of the whole command
 		note   map[Controller]string
 	}
 	var rows []*row
 	add := func(name, script string) {
-		rows = append(rows, &row{name: name, script: script, mbps: map[Controller]float64{}, own: map[Controller]float64{}, note: map[Controller]string{}})
+		rows = append(rows, &row{name: name, script: script, mbps: map[Controller]float64{}, own: map[Controller]float64{},
+			cpu: map[Controller]float64{}, note: map[Controller]string{}})
 	}
 	tgt := serialTarget("BENCH1")
 	// Kernel path first: usbflash detaches usb-storage from the reader.
 	add("dd bs=1M conv=fsync", "dd if=/tmp/b.img of=$DEV bs=1M conv=fsync 2>/dev/null")
 	add("dd bs=1M oflag=direct", "dd if=/tmp/b.img of=$DEV bs=1M oflag=direct 2>/dev/null")
-	add("dd bs=4k conv=fsync", "dd if=/tmp/b.img of=$DEV bs=4k conv=fsync 2>/dev/null")
+	add("dd bs=4M oflag=direct", "dd if=/tmp/b.img of=$DEV bs=4M oflag=direct 2>/dev/null")
 	add("zcat .gz | dd bs=1M conv=fsync", "zcat /tmp/b.img.gz | dd of=$DEV bs=1M conv=fsync 2>/dev/null")
 	add("usbflash (defaults)", "usbflash write /tmp/b.img "+tgt+" --yes --no-verify")
 	add("usbflash .gz (defaults)", "usbflash write /tmp/b.img.gz "+tgt+" --yes --no-verify")
-	for _, ts := range []string{"4KiB", "64KiB", "120KiB", "1MiB", "4MiB", "15MiB", "16MiB", "32MiB"} {
+	for _, ts := range []string{"64KiB", "1MiB", "4MiB", "8MiB", "16MiB", "32MiB"} {
 		add("usbflash --transfer-size "+ts, "usbflash write /tmp/b.img "+tgt+" --yes --no-verify --transfer-size "+ts)
 	}
+	// The device side alone, a zero image from memory.
+	for _, x := range []int{1, 4, 8} {
+		add(fmt.Sprintf("device side: usbms %d MiB", x), fmt.Sprintf("/host/bin/devbench -serial BENCH1 -mib %d -xfer %d", mb, x))
+	}
+	for _, x := range []int{1, 4} {
+		add(fmt.Sprintf("device side: C loop devmem %d MiB", x), fmt.Sprintf("/host/bin/zcprobe devmem %d %d", x<<10, mb))
+	}
+	add("device side: C loop malloc 1 MiB", fmt.Sprintf("/host/bin/zcprobe malloc 1024 %d", mb))
 	boots := map[Controller]time.Duration{}
 	for _, c := range []Controller{EHCI, XHCI} {
 		t.Run(string(c), func(t *testing.T) {
 			card := newCard(t, int64(mb+16)<<20)
 			m := boot(t, MachineSpec{Controller: c, MemMB: 512 + 3*mb, Readers: []Reader{{Serial: "BENCH1", LUNs: []LUN{{Backing: card}}}}})
 			boots[c] = m.Booted
+			shipProbe(t, m, "devbench", devbench)
+			shipProbe(t, m, "zcprobe", zcprobe)
 			p := putImage(t, m, "b.img", img, "raw")
 			pgz := putImage(t, m, "b.img", img, "gz")
 			guest(t, m, fmt.Sprintf("cp %s /tmp/b.img && cp %s /tmp/b.img.gz && loadmod usb-storage sd_mod", p, pgz))
@@ -70,9 +119,9 @@ func TestBenchE2E(t *testing.T) {
 				script := `t0=$(cut -d' ' -f1 /proc/uptime)
 DEV=/dev/$(sdbyserial BENCH1) || exit 99
 ` + r.script + `
-rc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo "ELAPSED $t0 $t1"; exit $rc`
-				if strings.HasPrefix(r.script, "usbflash") {
-					script = "t0=$(cut -d' ' -f1 /proc/uptime)\ntimeout 600 " + r.script + "\nrc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo \"ELAPSED $t0 $t1\"; exit $rc"
+rc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo "ELAPSED $t0 $t1"; times; exit $rc`
+				if !strings.HasPrefix(r.script, "dd") && !strings.HasPrefix(r.script, "zcat") {
+					script = "t0=$(cut -d' ' -f1 /proc/uptime)\ntimeout 600 " + r.script + "\nrc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo \"ELAPSED $t0 $t1\"; times; exit $rc"
 				}
 				res, err := m.Run(script, 11*time.Minute)
 				if err != nil || res.Code != 0 {
@@ -96,10 +145,17 @@ rc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo "ELAPSED $t0 $t1"; exit $rc`
 						r.own[c] = float64(len(img)) / 1e6 / d.Seconds()
 					}
 				}
+				if m := ownRateRe.FindStringSubmatch(res.Stdout); m != nil {
+					r.own[c], _ = strconv.ParseFloat(m[1], 64)
+				}
+				r.cpu[c] = childCPU(res.Stdout) / (float64(len(img)) / (1 << 30))
 				if m := bottleneckRe.FindStringSubmatch(res.Stdout); m != nil {
 					r.note[c] = m[1]
 				}
-				t.Logf("%-34s %s %7.1f MB/s (usbflash's own %.1f MB/s) %s", r.name, c, r.mbps[c], r.own[c], r.note[c])
+				if m := kindRe.FindStringSubmatch(res.Stdout); m != nil {
+					r.note[c] = m[1]
+				}
+				t.Logf("%-34s %s %7.1f MB/s (own %.1f MB/s) %.2f CPU s/GiB %s", r.name, c, r.mbps[c], r.own[c], r.cpu[c], r.note[c])
 				if strings.HasPrefix(r.script, "usbflash") && !strings.Contains(r.script, ".gz") {
 					checkCard(t, card, img)
 				}
@@ -108,14 +164,14 @@ rc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo "ELAPSED $t0 $t1"; exit $rc`
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nbench-e2e: %d MiB image, accel %s, boot ehci %v / xhci %v\n", mb, env.Accel.Name, boots[EHCI].Round(time.Millisecond), boots[XHCI].Round(time.Millisecond))
-	fmt.Fprintf(&b, "| %-32s | %9s | %6s | %9s | %9s | %6s | %9s |\n", "method", "ehci MB/s", "ratio", "(own)", "xhci MB/s", "ratio", "(own)")
-	fmt.Fprintf(&b, "|%s|%s|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 34), strings.Repeat("-", 11), strings.Repeat("-", 8), strings.Repeat("-", 11), strings.Repeat("-", 11), strings.Repeat("-", 8), strings.Repeat("-", 11))
+	fmt.Fprintf(&b, "| %-32s | %9s | %6s | %9s | %7s | %9s | %6s | %9s | %7s |\n", "method", "ehci MB/s", "ratio", "(own)", "CPU s/GiB", "xhci MB/s", "ratio", "(own)", "CPU s/GiB")
+	fmt.Fprintf(&b, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 34), strings.Repeat("-", 11), strings.Repeat("-", 8), strings.Repeat("-", 11), strings.Repeat("-", 11), strings.Repeat("-", 11), strings.Repeat("-", 8), strings.Repeat("-", 11), strings.Repeat("-", 11))
 	ref := rows[4] // usbflash (defaults)
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %-32s", r.name)
 		for _, c := range []Controller{EHCI, XHCI} {
 			if r.mbps[c] == 0 {
-				fmt.Fprintf(&b, " | %9s | %6s | %9s", "-", "-", "-")
+				fmt.Fprintf(&b, " | %9s | %6s | %9s | %9s", "-", "-", "-", "-")
 				continue
 			}
 			ratio, own := "-", "-"
@@ -125,12 +181,13 @@ rc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo "ELAPSED $t0 $t1"; exit $rc`
 			if r.own[c] > 0 {
 				own = fmt.Sprintf("%.1f", r.own[c])
 			}
-			fmt.Fprintf(&b, " | %9.1f | %6s | %9s", r.mbps[c], ratio, own)
+			fmt.Fprintf(&b, " | %9.1f | %6s | %9s | %9.2f", r.mbps[c], ratio, own, r.cpu[c])
 		}
 		b.WriteString(" |\n")
 	}
 	b.WriteString("MB/s: image bytes / guest wall time of the whole command (process start, open, write, sync; no verify).\n")
-	b.WriteString("ratio: that MB/s / MB/s of `usbflash (defaults)` on the same controller. (own): the rate usbflash itself reports for its write phase.\n")
+	b.WriteString("ratio: that MB/s / MB/s of `usbflash (defaults)` on the same controller. (own): the rate the program itself reports for its write phase.\n")
+	b.WriteString("CPU s/GiB: user+system seconds of the whole command (the shell's `times`) per GiB of image.\n")
 	for _, c := range []Controller{EHCI, XHCI} {
 		for _, r := range rows {
 			if r.note[c] != "" {

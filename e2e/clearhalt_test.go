@@ -38,7 +38,7 @@ import (
 // on the kernel source (usbms/libusb/NOTES.md).
 func TestClearHaltRecovers(t *testing.T) {
 	needCLI(t)
-	probe := buildStallprobe(t)
+	probe := buildProbe(t, "stallprobe")
 	const (
 		lba    = 3001 // not aligned to anything
 		blocks = 24
@@ -48,7 +48,7 @@ func TestClearHaltRecovers(t *testing.T) {
 			card := newCard(t, 8<<20)
 			serial := "HALT" + strings.ToUpper(string(c))
 			m := boot(t, MachineSpec{Controller: c, Readers: []Reader{{Serial: serial, LUNs: []LUN{{Backing: card}}}}})
-			shipStallprobe(t, m, probe)
+			shipProbe(t, m, "stallprobe", probe)
 			pattern := makeImage(int64(700+i), blocks*512)
 			pp := putImage(t, m, "clearhalt.bin", pattern, "raw")
 			script := "timeout -s TERM 60 /host/bin/stallprobe " + sh("-serial", serial, "-lba", fmt.Sprint(lba), "-pattern", pp)
@@ -85,29 +85,29 @@ func TestClearHaltRecovers(t *testing.T) {
 	}
 }
 
-// buildStallprobe builds e2e/stallprobe the way the harness builds usbflash
-// (cgo, dynamically linked). It skips or fails like needCLI when it does not
-// build.
-func buildStallprobe(t *testing.T) string {
+// buildProbe builds the program e2e/name the way the harness builds
+// usbflash (cgo, dynamically linked). It skips or fails like needCLI when it
+// does not build.
+func buildProbe(t *testing.T, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "stallprobe")
-	cmd := exec.Command("go", "build", "-tags", "e2e", "-o", bin, "./e2e/stallprobe")
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-tags", "e2e", "-o", bin, "./e2e/"+name)
 	cmd.Dir = moduleRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	t0 := time.Now()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		skipOrFail(t, "e2e/stallprobe does not build: %v\n%s", err, out)
+		skipOrFail(t, "e2e/%s does not build: %v\n%s", name, err, out)
 	}
 	t.Logf("built %s in %v", bin, time.Since(t0).Round(time.Millisecond))
 	return bin
 }
 
-// shipStallprobe puts the probe into the machine's share (/host/bin) with
-// any shared library of its ldd closure that usbflash's did not include
+// shipProbe puts the program bin into the machine's share as /host/bin/name
+// with any shared library of its ldd closure that usbflash's did not include
 // (the guest's LD_LIBRARY_PATH is /host/lib, so a late addition is found).
-func shipStallprobe(t *testing.T, m *Machine, bin string) {
+func shipProbe(t *testing.T, m *Machine, name, bin string) {
 	t.Helper()
-	if err := linkOrCopy(bin, filepath.Join(m.Share, "bin", "stallprobe")); err != nil {
+	if err := linkOrCopy(bin, filepath.Join(m.Share, "bin", name)); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("ldd", bin).CombinedOutput()
@@ -127,7 +127,7 @@ func shipStallprobe(t *testing.T, m *Machine, bin string) {
 		if err := linkOrCopy(real, dst); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("shipped %s for stallprobe", filepath.Base(mm[1]))
+		t.Logf("shipped %s for %s", filepath.Base(mm[1]), name)
 	}
 }
 

@@ -114,8 +114,19 @@ func TestManyCards(t *testing.T) {
 func TestWatch(t *testing.T) {
 	hot, slot := newCard(t, 16<<20), newCard(t, 16<<20)
 	m := boot(t, MachineSpec{Controller: XHCI, QMP: true, MemMB: 1024, Readers: []Reader{
-		{ID: "wt", Serial: "WATCHSLOT", Bot: true, LUNs: []LUN{{NoMedium: true, Removable: true}}},
+		{ID: "wt", Serial: "WATCHSLOT", Bot: true, LUNs: []LUN{{Backing: slot, Removable: true}}},
 	}})
+	// The slot starts empty: scsi-hd needs a drive to start with, so take
+	// its medium out before usbflash runs.
+	for _, cmd := range []string{"blockdev-open-tray", "blockdev-remove-medium"} {
+		args := map[string]any{"id": "wt-l0"}
+		if cmd == "blockdev-open-tray" {
+			args["force"] = true
+		}
+		if _, err := m.QMP.Exec(cmd, args); err != nil {
+			t.Fatal(err)
+		}
+	}
 	img := makeImage(23, 6<<20)
 	p := putImage(t, m, "img", img, "raw")
 	report := filepath.Join(m.Share, "watch.json")

@@ -506,6 +506,30 @@ mkdosfs /dev/sda1 >/dev/null && mkdir -p /mnt/e2ecard && mount -t vfat /dev/sda1
 	t.Logf("usb-storage interfaces bound after the write: %s", strings.TrimSpace(res.Stdout))
 }
 
+// Scenario 10b: the kernel's disk of the reader is active swap (no
+// partition, nothing mounted): write is refused before the interface is
+// claimed, exit 3, naming the swap, and the card is not touched.
+func TestSwapRefused(t *testing.T) {
+	card := newCard(t, 16<<20)
+	m := boot(t, MachineSpec{Controller: XHCI, Readers: []Reader{{Serial: "SWAP1", LUNs: []LUN{{Backing: card}}}}})
+	p := putImage(t, m, "img", makeImage(12, 2<<20), "raw")
+	guest(t, m, `loadmod usb-storage sd_mod
+for i in $(seq 100); do [ -b /dev/sda ] && break; usleep 100000; done
+mkswap /dev/sda >/dev/null && swapon /dev/sda && sync && cat /proc/swaps`)
+	before, _ := os.ReadFile(card)
+	r := usbflash(t, m, 60*time.Second, "write", p, serialTarget("SWAP1"), "--yes")
+	wantCode(t, r, 3, "write to a reader whose disk is active swap")
+	wantText(t, r, "write to a reader whose disk is active swap", "/dev/sda is active swap")
+	after, _ := os.ReadFile(card)
+	if !bytes.Equal(before, after) {
+		t.Errorf("the refused write changed the card (first difference at byte %d)", firstDiff(before, after))
+	}
+	if res := guest(t, m, "cat /proc/swaps"); !strings.Contains(res.Stdout, "/dev/sda") {
+		t.Errorf("the swap is gone after the refusal:\n%s", res)
+	}
+	guest(t, m, "swapoff /dev/sda")
+}
+
 // Scenario 11: two readers; the one chosen by serial is written, the other
 // is not touched.
 func TestTargetBySerial(t *testing.T) {

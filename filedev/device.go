@@ -9,36 +9,48 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
+
+	"usbflash/internal/flock"
+	"usbflash/internal/linuxdisk"
 )
 
 // fileBlockSize is the block size of a regular file target: the sector size
 // every image format assumes.
 const fileBlockSize = 512
 
-// ErrMounted is wrapped by Open's refusal of a block device whose
-// partitions are mounted.
-var ErrMounted = errors.New("refusing to write a disk in use")
+// ErrBadTarget is wrapped by Open's refusal of a path that cannot be a
+// file target at all: a directory, a character device, a FIFO, a missing
+// directory, a path under /dev that is not a device, a size that does not
+// fit the file. It is the user's mistake, not the device's failure.
+var ErrBadTarget = errors.New("not a usable file target")
 
 // Options tune Open.
 type Options struct {
 	// Size, for a regular file, creates it if missing and extends it to at
 	// least Size bytes; the device's capacity is then Size. A multiple of
-	// 512. 0 means use the existing file's size.
+	// 512. 0 means use the existing file's size. An existing file larger
+	// than Size is refused, never shrunk.
 	Size int64
-	// Force opens a block device even though some of its partitions are
-	// mounted.
+	// Force opens a block device even though the system uses it (mounted,
+	// active swap, held by dm/md).
 	Force bool
-	// MountInfo is the mount table to check; "" means /proc/self/mountinfo.
-	MountInfo string
-	// SysBlock is the sysfs directory of block devices by number; "" means
-	// /sys/dev/block. Used to find which mounts are partitions of the target.
-	SysBlock string
+	// ReadOnly opens the target for reading only (verify, info): nothing
+	// is created or extended, the lock is shared, and a block device is
+	// neither checked for use nor opened exclusively.
+	ReadOnly bool
+
+	// sys is where the in-use check reads the kernel's view; the zero
+	// value means this machine's. Tests point it at fixtures.
+	sys linuxdisk.Sys
 }
 
 // Device is a regular file or a kernel block device used as a
 // BlockDevice, opened with O_DIRECT where the filesystem allows it so the
-// page cache does not sit between the pipeline and the medium.
+// page cache does not sit between the pipeline and the medium. The file is
+// locked (flock) until Close: exclusively unless opened read-only.
 type Device struct {
 	f         *os.File
 	path      string
@@ -47,27 +59,79 @@ type Device struct {
 	direct    atomic.Bool // cleared if the kernel rejects an O_DIRECT transfer
 }
 
-// Open opens path for reading and writing blocks. See Options.
+// Open opens path for reading and writing blocks (only reading with
+// opts.ReadOnly). See Options.
 func Open(path string, opts Options) (*Device, error) {
 	if opts.Size < 0 || opts.Size%fileBlockSize != 0 {
-		return nil, fmt.Errorf("file target %s: size %d is not a multiple of %d bytes", path, opts.Size, fileBlockSize)
+		return nil, fmt.Errorf("file target %s: size %d is not a multiple of %d bytes: %w", path, opts.Size, fileBlockSize, ErrBadTarget)
 	}
 	return openFile(path, opts)
 }
 
-// statTarget looks at a file target before it is opened: a missing file is
-// created only when a size is given.
+// statTarget looks at a file target before it is opened and refuses what
+// can never be one. A missing file is created only when a size is given,
+// in a directory that exists, and never under /dev.
 func statTarget(path string, opts Options) (st fs.FileInfo, exists bool, err error) {
+	bad := func(why string) (fs.FileInfo, bool, error) {
+		return nil, false, fmt.Errorf("file target %s %s: %w", path, why, ErrBadTarget)
+	}
+	underDev := isUnderDev(path)
 	st, err = os.Stat(path)
 	switch {
 	case err == nil:
-		return st, true, nil
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, false, fmt.Errorf("file target %s: %w", path, err)
+	case underDev:
+		return bad("does not exist: no such device (a file is never created under /dev)")
+	case opts.ReadOnly:
+		return bad("does not exist")
 	case opts.Size == 0:
-		return nil, false, fmt.Errorf("file target %s does not exist: give a size to create an image file", path)
+		return bad("does not exist: give a size to create an image file")
+	default:
+		if dir, derr := os.Stat(filepath.Dir(path)); derr != nil || !dir.IsDir() {
+			return bad(fmt.Sprintf("cannot be created: directory %s does not exist", filepath.Dir(path)))
+		}
+		return nil, false, nil
 	}
-	return nil, false, nil
+	mode := st.Mode()
+	switch {
+	case mode.IsDir():
+		return bad("is a directory")
+	case mode&fs.ModeCharDevice != 0:
+		return bad("is a character device, not a block device or a regular file")
+	case mode&fs.ModeNamedPipe != 0:
+		return bad("is a FIFO: a target must be read back, give a regular file or a block device")
+	case mode&fs.ModeSocket != 0:
+		return bad("is a socket")
+	case mode.IsRegular() && underDev:
+		return bad("is a regular file in /dev, not a device: check the device name")
+	case mode.IsRegular() && opts.Size > 0 && st.Size() > opts.Size:
+		return bad(fmt.Sprintf("is %d bytes, larger than size=%d: refusing to shrink it (drop size= or give at least %d)", st.Size(), opts.Size, st.Size()))
+	case mode.IsRegular() && opts.ReadOnly && st.Size() < opts.Size:
+		return bad(fmt.Sprintf("is %d bytes, smaller than size=%d, and is opened read-only", st.Size(), opts.Size))
+	}
+	return st, true, nil
+}
+
+// isUnderDev tells whether path lies in /dev, where files are devices the
+// kernel makes: a name there that is not a device is a typo.
+func isUnderDev(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
+	}
+	return abs == "/dev" || strings.HasPrefix(abs, "/dev/")
+}
+
+// lock takes the run's lock on the opened file.
+func (d *Device) lock(readOnly bool) error {
+	if err := flock.Lock(d.f, !readOnly); err != nil {
+		return fmt.Errorf("file target %s: %w", d.path, err)
+	}
+	return nil
 }
 
 // Direct reports whether transfers bypass the page cache (O_DIRECT). It can

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"usbflash/internal/linuxdisk"
 )
 
 func openFile(path string, opts Options) (*Device, error) {
@@ -17,23 +19,24 @@ func openFile(path string, opts Options) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	isBlock := exists && st.Mode()&fs.ModeDevice != 0 && st.Mode()&fs.ModeCharDevice == 0
-	if exists && !isBlock && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("file target %s is neither a regular file nor a block device", path)
-	}
-	if isBlock {
-		if opts.Size != 0 {
-			return nil, fmt.Errorf("file target %s is a block device: its size is fixed, do not give one", path)
-		}
-		if !opts.Force {
-			if err := checkUnmounted(path, st, opts); err != nil {
-				return nil, err
-			}
-		}
+	isBlock := exists && st.Mode()&fs.ModeDevice != 0
+	if isBlock && opts.Size != 0 {
+		return nil, fmt.Errorf("file target %s is a block device: its size is fixed, do not give one: %w", path, ErrBadTarget)
 	}
 	flags := os.O_RDWR
-	if !exists {
-		flags |= os.O_CREATE
+	switch {
+	case opts.ReadOnly:
+		flags = os.O_RDONLY
+	case isBlock && !opts.Force:
+		if err := checkNotInUse(path, st, opts); err != nil {
+			return nil, err
+		}
+		// As bmaptool does: the kernel refuses an exclusive open of a
+		// disk that is mounted or held (EBUSY), closing the gap between
+		// the check above and the first write.
+		flags |= os.O_EXCL
+	case !exists:
+		flags |= os.O_CREATE | os.O_EXCL
 	}
 	d := &Device{path: path, blockSize: fileBlockSize}
 	if d.f, err = openDirect(path, flags); err == nil {
@@ -42,14 +45,43 @@ func openFile(path string, opts Options) (*Device, error) {
 		// The filesystem (tmpfs, some FUSE) has no O_DIRECT: use the cache.
 		d.f, err = os.OpenFile(path, flags, 0o644)
 	}
-	if err != nil {
+	switch {
+	case isBlock && errors.Is(err, syscall.EBUSY):
+		return nil, fmt.Errorf("file target %s: the kernel refused an exclusive open (%w): %w", path, err, linuxdisk.ErrInUse)
+	case err != nil:
 		return nil, fmt.Errorf("file target %s: %w", path, err)
+	}
+	// A file this Open created (O_EXCL) cannot be locked by anyone else yet.
+	if err := d.lock(opts.ReadOnly); err != nil {
+		d.f.Close()
+		return nil, err
 	}
 	if err := d.size(isBlock, opts.Size); err != nil {
 		d.f.Close()
+		if !exists {
+			os.Remove(path) // this Open created it: leave nothing behind
+		}
 		return nil, fmt.Errorf("file target %s: %w", path, err)
 	}
 	return d, nil
+}
+
+// checkNotInUse refuses a block device that the system uses: it or a
+// partition is mounted or active swap, or a dm/md device holds it.
+func checkNotInUse(path string, st fs.FileInfo, opts Options) error {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	view := opts.sys
+	if view == (linuxdisk.Sys{}) {
+		view = linuxdisk.Host()
+	}
+	err := view.CheckBlockDevice(path, linuxdisk.DevNumber(uint64(sys.Rdev)))
+	if err != nil && !errors.Is(err, linuxdisk.ErrInUse) {
+		return fmt.Errorf("file target %s: cannot tell whether the system uses it: %w", path, err)
+	}
+	return err
 }
 
 func openDirect(path string, flags int) (*os.File, error) {

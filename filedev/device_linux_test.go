@@ -5,6 +5,7 @@ package filedev
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +15,8 @@ import (
 	"testing"
 
 	"usbflash/internal/aligned"
-
-	"golang.org/x/sys/unix"
+	"usbflash/internal/flock"
+	"usbflash/internal/linuxdisk"
 )
 
 // checkDirect asserts Direct() agrees with what the kernel has on the open
@@ -71,80 +72,152 @@ func TestDeviceDirectFallback(t *testing.T) {
 	}
 }
 
-func TestMountedOn(t *testing.T) {
-	// A fake sysfs: 8:0 is sda, 8:1 and 8:2 its partitions, 8:16 is sdb.
-	sys := t.TempDir()
-	for _, d := range []struct{ num, path string }{
-		{"8:0", "devices/sda"}, {"8:1", "devices/sda/sda1"}, {"8:2", "devices/sda/sda2"}, {"8:16", "devices/sdb"},
-	} {
-		full := filepath.Join(sys, d.path)
-		if err := os.MkdirAll(full, 0o755); err != nil {
-			t.Fatal(err)
+// blockDeviceNode finds any block device node to test the checks that run
+// before a block device is opened for writing.
+func blockDeviceNode(t *testing.T) (string, uint64) {
+	t.Helper()
+	for _, p := range []string{"/dev/loop0", "/dev/vda", "/dev/sda", "/dev/nvme0n1"} {
+		if st, err := os.Stat(p); err == nil && st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0 {
+			return p, uint64(st.Sys().(*syscall.Stat_t).Rdev)
 		}
-		if err := os.WriteFile(filepath.Join(full, "dev"), []byte(d.num+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if strings.Count(d.path, "/") == 2 {
-			if err := os.WriteFile(filepath.Join(full, "partition"), []byte("1\n"), 0o644); err != nil {
+	}
+	t.Skip("no block device node to test with")
+	return "", 0
+}
+
+// TestOpenBlockDeviceRefusesInUse runs the in-use check against fixtures
+// that say the device is mounted, active swap or held, and checks Open
+// refuses before opening it, naming the use.
+func TestOpenBlockDeviceRefusesInUse(t *testing.T) {
+	dev, rdev := blockDeviceNode(t)
+	num := linuxdisk.DevNumber(rdev)
+	name := filepath.Base(dev)
+	tests := []struct {
+		name, mountinfo, swaps, holder string
+		want                           string
+	}{
+		{"mounted", "36 35 " + num + " / /mnt rw - ext4 " + dev + " rw\n", "", "", "mounted on /mnt"},
+		{"active swap", "", dev + " partition 8188 0 -2\n", "", "active swap"},
+		{"held", "", "", "dm-7", "held by dm-7"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			sysDir := filepath.Join(root, "sys", "devices", "virtual", "block", name)
+			if err := os.MkdirAll(filepath.Join(sysDir, "holders"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-		}
-		if err := os.Symlink(full, filepath.Join(sys, d.num)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	line := func(num, point, source string) string {
-		return "36 35 " + num + " / " + point + " rw,noatime shared:1 - ext4 " + source + " rw\n"
-	}
-	for _, tc := range []struct {
-		name, info, dev, devNum string
-		want                    int
-	}{
-		{"nothing mounted", line("0:22", "/", "/dev/vda"), "/dev/sda", "8:0", 0},
-		{"partition by sysfs", line("8:1", "/media/boot", "/dev/sda1"), "/dev/sda", "8:0", 1},
-		{"two partitions", line("8:1", "/a", "/dev/sda1") + line("8:2", "/b", "/dev/sda2"), "/dev/sda", "8:0", 2},
-		{"whole disk", line("8:16", "/mnt", "/dev/sdb"), "/dev/sdb", "8:16", 1},
-		{"other disk's partition", line("8:1", "/a", "/dev/sda1"), "/dev/sdb", "8:16", 0},
-		{"partition by name only", line("179:1", "/boot", "/dev/mmcblk0p1"), "/dev/mmcblk0", "179:0", 1},
-		{"similar name is not a partition", line("179:9", "/x", "/dev/mmcblk01"), "/dev/mmcblk0", "179:0", 0},
-		{"nvme", line("259:1", "/", "/dev/nvme0n1p2"), "/dev/nvme0n1", "259:0", 1},
-		{"malformed line", "garbage\n", "/dev/sda", "8:0", 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := mountedOn(strings.NewReader(tc.info), tc.dev, tc.devNum, sys)
-			if err != nil || len(got) != tc.want {
-				t.Errorf("mountedOn = %q, %v; want %d mounts", got, err, tc.want)
+			if err := os.WriteFile(filepath.Join(sysDir, "dev"), []byte(num+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.holder != "" {
+				if err := os.Mkdir(filepath.Join(sysDir, "holders", tc.holder), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.MkdirAll(filepath.Join(root, "sys", "dev", "block"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(sysDir, filepath.Join(root, "sys", "dev", "block", num)); err != nil {
+				t.Fatal(err)
+			}
+			mountinfo, swaps := filepath.Join(root, "mountinfo"), filepath.Join(root, "swaps")
+			if err := os.WriteFile(mountinfo, []byte(tc.mountinfo), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(swaps, []byte("Filename Type Size Used Priority\n"+tc.swaps), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			d, err := Open(dev, Options{sys: linuxdisk.NewSys(filepath.Join(root, "sys"), mountinfo, swaps)})
+			if err == nil {
+				d.Close()
+			}
+			if !errors.Is(err, linuxdisk.ErrInUse) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInUse naming %q", err, tc.want)
 			}
 		})
 	}
 }
 
-func TestOpenBlockDeviceRefusesMounted(t *testing.T) {
-	// Any block device will do: the check runs before opening it for writing,
-	// against a mount table that claims the device is mounted.
-	var dev string
-	for _, p := range []string{"/dev/loop0", "/dev/vda", "/dev/sda", "/dev/nvme0n1"} {
-		if st, err := os.Stat(p); err == nil && st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0 {
-			dev = p
-			break
-		}
-	}
-	if dev == "" {
-		t.Skip("no block device node to test with")
-	}
-	st, _ := os.Stat(dev)
-	rdev := st.Sys().(*syscall.Stat_t).Rdev
-	info := filepath.Join(t.TempDir(), "mountinfo")
-	num := fmt.Sprintf("%d:%d", unix.Major(uint64(rdev)), unix.Minor(uint64(rdev)))
-	if err := os.WriteFile(info, []byte("36 35 "+num+" / /mnt rw - ext4 "+dev+" rw\n"), 0o644); err != nil {
+// TestOpenRejectsNonTargets: what can never be a file target is
+// ErrBadTarget (the CLI's usage error), and nothing is created.
+func TestOpenRejectsNonTargets(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, err := Open(dev, Options{MountInfo: info})
-	if err == nil {
-		d.Close()
+	tests := []struct {
+		name, path string
+		opts       Options
+		want       string
+	}{
+		{"character device", "/dev/null", Options{}, "character device"},
+		{"FIFO", fifo, Options{}, "FIFO"},
+		{"missing device", "/dev/usbflash-no-such-disk", Options{Size: 1 << 20}, "never created under /dev"},
+		{"missing device, read-only", "/dev/usbflash-no-such-disk", Options{ReadOnly: true}, "no such device"},
 	}
-	if err == nil || !strings.Contains(err.Error(), "mounted") {
-		t.Fatalf("err = %v, want a refusal naming the mount", err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := Open(tc.path, tc.opts)
+			if err == nil {
+				d.Close()
+			}
+			if !errors.Is(err, ErrBadTarget) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrBadTarget saying %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := os.Stat("/dev/usbflash-no-such-disk"); err == nil {
+		t.Fatal("a file was created in /dev")
+	}
+}
+
+// accessMode reads the access mode the kernel has on the open file
+// description: the flags line of /proc/self/fdinfo.
+func accessMode(t *testing.T, dev *Device) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", dev.f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			flags, err := strconv.ParseInt(strings.TrimSpace(v), 8, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return flags & syscall.O_ACCMODE
+		}
+	}
+	t.Fatal("no flags line in fdinfo")
+	return 0
+}
+
+func TestOpenReadOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "card.img")
+	if err := os.WriteFile(path, make([]byte, 8*512), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if mode := accessMode(t, ro); mode != syscall.O_RDONLY {
+		t.Errorf("access mode %o, want O_RDONLY", mode)
+	}
+	// Two readers share the file; a writer must wait for them.
+	ro2, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("second reader: %v", err)
+	}
+	ro2.Close()
+	if w, err := Open(path, Options{}); !errors.Is(err, flock.ErrLocked) {
+		if err == nil {
+			w.Close()
+		}
+		t.Fatalf("writer beside a reader: %v, want ErrLocked", err)
 	}
 }
 

@@ -16,19 +16,33 @@ func openFile(path string, opts Options) (*Device, error) {
 	case err != nil:
 		return nil, err
 	case exists && !st.Mode().IsRegular():
-		return nil, fmt.Errorf("file target %s is not a regular file: devices are file targets only on Linux; use a usb: target", path)
+		return nil, fmt.Errorf("file target %s is not a regular file: devices are file targets only on Linux; use a usb: target: %w", path, ErrBadTarget)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	flags := os.O_RDWR
+	switch {
+	case opts.ReadOnly:
+		flags = os.O_RDONLY
+	case !exists:
+		flags |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("file target %s: %w", path, err)
 	}
 	d := &Device{f: f, path: path, blockSize: fileBlockSize}
+	if err := d.lock(opts.ReadOnly); err != nil {
+		f.Close()
+		return nil, err
+	}
 	size := opts.Size
 	if size == 0 {
 		size = st.Size()
 	} else if !exists || st.Size() < size {
 		if err := f.Truncate(size); err != nil {
 			f.Close()
+			if !exists {
+				os.Remove(path) // this Open created it: leave nothing behind
+			}
 			return nil, fmt.Errorf("file target %s: extending to %d bytes: %w", path, size, err)
 		}
 	}

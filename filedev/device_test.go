@@ -2,11 +2,13 @@ package filedev
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"usbflash/internal/aligned"
+	"usbflash/internal/flock"
 )
 
 func TestDeviceOpen(t *testing.T) {
@@ -19,14 +21,19 @@ func TestDeviceOpen(t *testing.T) {
 		name       string
 		path       string
 		opts       Options
-		wantBlocks int64 // -1: want an error
+		wantBlocks int64 // -1: want ErrBadTarget
 	}{
 		{"missing without size", filepath.Join(dir, "missing.img"), Options{}, -1},
+		{"missing, read-only", filepath.Join(dir, "missing.img"), Options{ReadOnly: true, Size: 8192}, -1},
 		{"size not whole blocks", filepath.Join(dir, "odd.img"), Options{Size: 1000}, -1},
 		{"negative size", filepath.Join(dir, "neg.img"), Options{Size: -512}, -1},
 		{"a directory", dir, Options{}, -1},
+		{"in a missing directory", filepath.Join(dir, "no", "such", "dir.img"), Options{Size: 8192}, -1},
+		{"smaller than the file", existing, Options{Size: 4 * 512}, -1},
+		{"larger than the file, read-only", existing, Options{Size: 64 * 512, ReadOnly: true}, -1},
 		{"create", filepath.Join(dir, "new.img"), Options{Size: 8192}, 16},
 		{"existing keeps its size", existing, Options{}, 10},
+		{"existing, read-only", existing, Options{ReadOnly: true}, 10},
 		{"existing extended", existing, Options{Size: 64 * 512}, 64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -34,7 +41,9 @@ func TestDeviceOpen(t *testing.T) {
 			if tc.wantBlocks < 0 {
 				if err == nil {
 					dev.Close()
-					t.Fatalf("opened, want an error")
+				}
+				if !errors.Is(err, ErrBadTarget) {
+					t.Fatalf("err = %v, want ErrBadTarget", err)
 				}
 				return
 			}
@@ -47,6 +56,33 @@ func TestDeviceOpen(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOpenLocks: a second writer of the same file, through any name, is
+// refused while the first holds it, and gets it once the first closes.
+func TestOpenLocks(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "card.img")
+	first, err := Open(path, Options{Size: 8192})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.img")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	if second, err := Open(link, Options{}); !errors.Is(err, flock.ErrLocked) {
+		if err == nil {
+			second.Close()
+		}
+		t.Fatalf("second writer: %v, want ErrLocked", err)
+	}
+	first.Close()
+	second, err := Open(link, Options{})
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	second.Close()
 }
 
 func TestDeviceBounds(t *testing.T) {

@@ -10,11 +10,17 @@ import (
 	"usbflash/internal/units"
 )
 
-// SourceError reports a damaged or incomplete image archive: the decoder
-// found data it cannot decode, or the data ended early. It always carries
-// where it happened, so the user can tell a short download (truncated near
-// the end) from a damaged one.
+// Error reports an image that cannot be written as it is: a damaged or
+// incomplete archive (the decoder found data it cannot decode, or the data
+// ended early), a file whose bytes are not what its name says, or an image
+// that changed while it was read. Damage always carries where it happened, so
+// the user can tell a short download (truncated near the end) from a damaged
+// one.
 type Error struct {
+	// Problem says which of the above this is; the zero value is damage.
+	Problem Problem
+	// Format is the container being decoded or, for NotNamedFormat, the
+	// one the file name promises.
 	Format Format
 	// Offset is how far into the compressed input the decoder had read.
 	// Decoders read ahead, so the damage is at or before this byte.
@@ -26,10 +32,30 @@ type Error struct {
 	Err       error
 }
 
+// Problem is the kind of trouble an Error reports.
+type Problem int
+
+const (
+	// Damaged: the archive's data cannot be decoded or ends early.
+	Damaged Problem = iota
+	// NotNamedFormat: the file name promises a container (.xz, .gz, .zip)
+	// and the bytes are something else, typically an error page saved
+	// under the image's name. Written raw it would destroy the card's
+	// partition table for nothing.
+	NotNamedFormat
+	// Changed: the image file was modified, replaced or resized while it
+	// was read, so what was written (and hashed) is not one image.
+	Changed
+)
+
 func (e *Error) Error() string {
 	cause := "unknown error"
 	if e.Err != nil {
 		cause = e.Err.Error()
+	}
+	switch e.Problem {
+	case NotNamedFormat, Changed:
+		return cause
 	}
 	if e.Truncated {
 		return fmt.Sprintf("%s: truncated: input ends at compressed byte %d (after %s decoded): %s; "+

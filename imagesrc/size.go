@@ -16,10 +16,6 @@ func (s *Source) probeSize(ra io.ReaderAt, size int64) {
 	switch s.Format {
 	case FormatRaw:
 		s.Size, s.SizeExact = size, true
-	case FormatXz:
-		if n, ok := xzIndexedSize(ra, size); ok {
-			s.Size, s.SizeExact = n, true
-		}
 	case FormatZstd:
 		if n, ok := zstdFramesSize(ra, size); ok {
 			s.Size, s.SizeExact = n, true
@@ -29,7 +25,8 @@ func (s *Source) probeSize(ra io.ReaderAt, size int64) {
 			s.Size = n
 		}
 	}
-	// zip sets its size from the directory in openZip; bzip2 records none.
+	// xz sets its size from the index in openParallelXz, zip from the
+	// directory in openZip; bzip2 records none.
 }
 
 // gzipSizeHint reads ISIZE, the uncompressed size mod 2^32 of the last

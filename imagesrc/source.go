@@ -9,14 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"sync/atomic"
 )
 
 // Source is the image to write: Read yields the decoded image bytes, and the
 // fields say what is known about it before reading. The fields are set by
 // Open/New and not changed afterwards.
 //
-// Read and Close are for one goroutine; CompressedRead may be called from any.
+// Read and Close are for one goroutine; CompressedRead and DecodedRead may be
+// called from any.
 type Source struct {
 	// Format is the container the image came in, sniffed from its bytes.
 	Format Format
@@ -28,17 +31,25 @@ type Source struct {
 	// Size is the decoded image size in bytes, -1 if unknown.
 	Size int64
 	// SizeExact says Size comes from the container's own bookkeeping (xz
-	// index, zstd frame headers, zip directory, file size) and reading is
-	// checked against it. When false a non-negative Size is only a hint
+	// index, zstd frame headers, zip directory, file size, or a tiny image
+	// decoded whole while sniffing) and reading is checked against it. When false a non-negative Size is only a hint
 	// (gzip's ISIZE trailer) for progress, and the image may differ.
 	SizeExact bool
 
 	meter   *inputMeter
 	dec     io.Reader // decoder output
 	decoded int64
-	head    []byte // decoded bytes read ahead for the inner sniff, served first
-	err     error  // sticky: once set, every Read returns it
-	closers []func() error
+	// delivered counts the bytes Read returned, for DecodedRead.
+	delivered atomic.Int64
+	head      []byte // decoded bytes read ahead for the inner sniff, served first
+	first     []byte // the first decoded bytes (up to sniffLen), never changed
+	err       error  // sticky: once set, every Read returns it
+	closers   []func() error
+
+	// What Open saw of the file, for CheckUnchanged and FileInfo.
+	path string
+	file *os.File // nil for standard input and New
+	info fs.FileInfo
 }
 
 // decodeBufSize is the read-ahead between the input and a decoder. Large
@@ -67,12 +78,14 @@ func Open(path string) (*Source, error) {
 	if size >= 0 {
 		ra = f
 	}
-	s, err := newSource(r, ra, size)
+	s, err := newSource(r, ra, size, path)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("image %s: %w", path, err)
 	}
 	s.closers = append(s.closers, f.Close)
+	s.path, s.file = path, f
+	s.info, _ = f.Stat() // nil only if the descriptor broke since the size was read
 	return s, nil
 }
 
@@ -89,9 +102,12 @@ func openStdin() (*Source, error) {
 	if size >= 0 {
 		ra = os.Stdin
 	}
-	s, err := newSource(os.Stdin, ra, size)
+	s, err := newSource(os.Stdin, ra, size, "")
 	if err != nil {
 		return nil, fmt.Errorf("image on standard input: %w", err)
+	}
+	if fi, err := os.Stdin.Stat(); err == nil && (fi.Mode().IsRegular() || fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0) {
+		s.info = fi
 	}
 	return s, nil
 }
@@ -127,10 +143,12 @@ func New(r io.Reader, size int64) (*Source, error) {
 	if size < 0 {
 		ra = nil
 	}
-	return newSource(r, ra, size)
+	return newSource(r, ra, size, "")
 }
 
-func newSource(r io.Reader, ra io.ReaderAt, size int64) (*Source, error) {
+// newSource sniffs and opens the image; name is the file's name, "" for a
+// stream, and only serves to catch a file that is not what it is called.
+func newSource(r io.Reader, ra io.ReaderAt, size int64, name string) (*Source, error) {
 	s := &Source{CompressedSize: size, Size: -1, meter: &inputMeter{}}
 	if size < 0 {
 		s.CompressedSize = -1
@@ -147,10 +165,13 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64) (*Source, error) {
 		return nil, fmt.Errorf("read the first bytes: %w", err)
 	}
 	head = head[:n]
+	sn := sniff(head)
+	if err := checkNamedFormat(name, head, sn); err != nil {
+		return nil, err
+	}
 	if n == 0 {
 		return nil, errors.New("the image is empty (0 bytes)")
 	}
-	sn := sniff(head)
 	switch {
 	case sn.truncated:
 		return nil, &Error{Format: sn.truncatedAs, Offset: int64(n), Truncated: true,
@@ -159,6 +180,7 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64) (*Source, error) {
 		return nil, fmt.Errorf("this is a %s, which usbflash does not decode: %s", sn.unsupported, sn.hint)
 	}
 	s.Format = sn.format
+	s.first = head
 	// The sniffed bytes are handed back in front of the rest of the input.
 	stream := io.MultiReader(bytes.NewReader(head), in)
 
@@ -223,6 +245,9 @@ func (s *Source) sniffDecoded() error {
 		n += k
 		if err == io.EOF {
 			s.err = io.EOF // delivered once head is drained
+			// The whole image is decoded: its size is now a fact, which
+			// lets a tiny image be refused before anything is written.
+			s.Size, s.SizeExact = int64(n), true
 			break
 		}
 		if err != nil {
@@ -230,6 +255,7 @@ func (s *Source) sniffDecoded() error {
 		}
 	}
 	s.head = head[:n]
+	s.first = s.head
 	if n == 0 {
 		return fmt.Errorf("the %s archive decodes to an empty image", s.Format)
 	}
@@ -250,19 +276,31 @@ func (s *Source) Read(p []byte) (int, error) {
 	if len(s.head) > 0 {
 		n := copy(p, s.head)
 		s.head = s.head[n:]
+		s.delivered.Add(int64(n))
 		return n, nil
 	}
 	if s.err != nil {
 		return 0, s.err
 	}
-	return s.readDecoded(p)
+	n, err := s.readDecoded(p)
+	s.delivered.Add(int64(n))
+	return n, err
 }
 
 // readDecoded reads from the decoder, counting output and turning decoder
 // errors into *SourceError.
 func (s *Source) readDecoded(p []byte) (int, error) {
 	n, err := s.dec.Read(p)
-	s.decoded += int64(n)
+	if s.SizeExact && s.decoded+int64(n) > s.Size {
+		// Caught at the first byte too many, not at the decoder's end: a
+		// writer stops reading at the declared size, and must learn there
+		// that the archive is inconsistent.
+		n = int(s.Size - s.decoded)
+		s.decoded += int64(n)
+		err = s.sizeError(errDecodedLong)
+	} else {
+		s.decoded += int64(n)
+	}
 	if err != nil {
 		err = s.classify(err)
 		s.err = err
@@ -278,10 +316,12 @@ func (s *Source) classify(err error) error {
 		return err
 	case err == io.EOF:
 		if s.SizeExact && s.decoded < s.Size {
-			return s.sourceError(true, fmt.Errorf("%w: got %d of %d bytes", errDecodedShort, s.decoded, s.Size))
+			return s.sizeError(errDecodedShort)
 		}
-		if s.SizeExact && s.decoded > s.Size {
-			return s.sourceError(false, fmt.Errorf("%w: got %d, declared %d bytes", errDecodedLong, s.decoded, s.Size))
+		// All the input was consumed, whatever was read ahead or skipped
+		// (a zip directory, an xz index): progress ends at the file size.
+		if s.CompressedSize >= 0 {
+			s.meter.advanceTo(s.CompressedSize)
 		}
 		return io.EOF
 	}
@@ -296,6 +336,20 @@ func (s *Source) classify(err error) error {
 	return s.sourceError(isTruncation(err), err)
 }
 
+// sizeError reports decoded data that disagrees with the exact size: for an
+// archive, damage; for a raw file, whose exact size is the file's at Open
+// (and which is read only up to it), a file cut short while it was read.
+func (s *Source) sizeError(cause error) error {
+	if cause == errDecodedShort {
+		if s.Format == FormatRaw {
+			return &Error{Problem: Changed, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
+				Err: fmt.Errorf("image changed while it was being read: it was %d bytes when opened, and ended after %d", s.Size, s.decoded)}
+		}
+		return s.sourceError(true, fmt.Errorf("%w: got %d of %d bytes", cause, s.decoded, s.Size))
+	}
+	return s.sourceError(false, fmt.Errorf("%w: %d bytes", cause, s.Size))
+}
+
 func (s *Source) sourceError(truncated bool, err error) *Error {
 	offset := s.meter.reached.Load()
 	if off, cause, ok := xzErrorOffset(err); ok {
@@ -305,8 +359,19 @@ func (s *Source) sourceError(truncated bool, err error) *Error {
 		Truncated: truncated, Err: err}
 }
 
-// CompressedRead is how many input bytes the decoder has consumed so far: the
-// progress measure when Size is unknown. Safe to call from any goroutine.
+// Head returns the first decoded bytes of the image (up to 512, fewer only
+// when the image is shorter), for Describe. The caller must not modify them.
+func (s *Source) Head() []byte { return s.first }
+
+// DecodedRead is how many image bytes Read has produced so far, the
+// progress of the image itself. Safe to call from any goroutine.
+func (s *Source) DecodedRead() int64 { return s.delivered.Load() }
+
+// CompressedRead is how many input bytes the decoder has consumed so far
+// (for a raw image, the same as DecodedRead, plus the first bytes read ahead
+// to sniff the format); at the end of the image it equals CompressedSize
+// when that is known. Progress should count DecodedRead and show this beside
+// it. Safe to call from any goroutine.
 func (s *Source) CompressedRead() int64 { return s.meter.reached.Load() }
 
 // Close releases the decoder and, for Open, the file. Reads after Close
@@ -322,4 +387,74 @@ func (s *Source) Close() error {
 	s.head = nil
 	s.err = errSourceClosed
 	return first
+}
+
+// checkNamedFormat refuses a file whose name promises a container its bytes
+// are not: an HTML error page saved as image.img.xz would otherwise be
+// written raw over the card's partition table. A file that is merely
+// truncated inside the promised signature is left to the truncation check.
+func checkNamedFormat(name string, head []byte, sn sniffResult) error {
+	want, ext, ok := namedFormat(name)
+	if !ok {
+		return nil
+	}
+	if sn.truncated && sn.truncatedAs == want || !sn.truncated && sn.unsupported == "" && sn.format == want {
+		return nil
+	}
+	what := Describe(head)
+	if len(head) > 0 && len(head) < sniffLen {
+		what += fmt.Sprintf(" of %d bytes", len(head))
+	}
+	return &Error{Problem: NotNamedFormat, Format: want,
+		Err: fmt.Errorf("named %s but its bytes are %s, not %s", ext, what, describeFormat(want))}
+}
+
+// FileInfo is what stat said of the image file when it was opened, for
+// telling whether a target is the image itself (os.SameFile) or holds it.
+// ok is false for a stream: New, or standard input that is not redirected
+// from a regular file or block device.
+func (s *Source) FileInfo() (fi fs.FileInfo, ok bool) { return s.info, s.info != nil }
+
+// CheckUnchanged reports, as an *Error with Problem Changed, an image file
+// that was modified, resized or replaced since Open: what was written (and
+// hashed for verification) is then not one image, and verifying against
+// that hash would prove nothing. It stats the open file and the path again
+// and compares size, modification time and identity. Call it after the last
+// Read and before Close. Standard input and New have nothing to check.
+func (s *Source) CheckUnchanged() error {
+	if s.file == nil || s.info == nil {
+		return nil
+	}
+	changed := func(format string, a ...any) error {
+		return &Error{Problem: Changed, Format: s.Format, Offset: -1, Decoded: s.decoded,
+			Err: fmt.Errorf("image changed while it was being written: "+format, a...)}
+	}
+	now, err := s.file.Stat()
+	if err != nil {
+		return changed("cannot stat the open file again: %w", err)
+	}
+	if d := describeChange(s.info, now); d != "" {
+		return changed("%s", d)
+	}
+	byPath, err := os.Stat(s.path)
+	switch {
+	case err != nil:
+		return changed("%s is no longer there (%w)", s.path, err)
+	case !os.SameFile(s.info, byPath):
+		return changed("%s was replaced by another file", s.path)
+	}
+	return nil
+}
+
+// describeChange says how the file described by now differs from was, ""
+// when it does not. Block devices always stat as size 0; their size was
+// checked by reading.
+func describeChange(was, now fs.FileInfo) string {
+	switch {
+	case was.Size() != now.Size():
+		return fmt.Sprintf("its size went from %d to %d bytes", was.Size(), now.Size())
+	case !was.ModTime().Equal(now.ModTime()):
+		return fmt.Sprintf("it was modified at %s, after it was opened", now.ModTime().Format("15:04:05.000"))
+	}
+	return ""
 }

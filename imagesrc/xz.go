@@ -19,23 +19,25 @@ func newXzDecoder(r io.Reader) (io.Reader, error) {
 // openParallelXz decodes a seekable .xz file whose index lists several
 // blocks (xz -T0, pixz) on up to GOMAXPROCS goroutines, in order, with at
 // most xzdec.DefaultMaxInFlight decoded bytes held in memory. Single-block
-// files fall back to the streaming decoder inside xzdec.
+// files fall back to the streaming decoder inside xzdec. The index, read
+// once, also gives the exact decoded size.
 //
 // It reports false when the file's index cannot be read: a truncated
 // download has no footer. The streaming decoder then decodes what is there
 // and names the offset where the data really ends or breaks.
 func (s *Source) openParallelXz(ra io.ReaderAt, size int64) (bool, error) {
-	if _, err := xzdec.ReadIndex(ra, size); err != nil {
+	// Read unmetered: the index at the end of the file is not progress.
+	idx, err := xzdec.ReadIndex(ra, size)
+	if err != nil {
 		return false, nil
 	}
+	s.Size, s.SizeExact = idx.UncompressedSize, true
 	ctx, cancel := context.WithCancel(context.Background())
-	d, err := xzdec.NewParallelReader(ctx, &meteredReaderAt{ra: ra, m: s.meter}, size, xzdec.Options{})
+	d, err := xzdec.NewParallelReaderIndex(ctx, &meteredReaderAt{ra: ra, m: s.meter}, size, idx, xzdec.Options{})
 	if err != nil {
 		cancel()
 		return true, s.classify(err)
 	}
-	// Reading the index at the end of the file is not progress.
-	s.meter.reset()
 	s.dec = d
 	s.closers = append(s.closers, func() error {
 		cancel()

@@ -8,9 +8,23 @@ import (
 	"usbflash/internal/units"
 )
 
+// The errors below state facts: what failed, on which device, at which
+// blocks. What the user can do about it is the caller's to say.
+
+// Op is the device operation a DeviceError names.
+type Op string
+
+// Device operations.
+const (
+	OpWrite Op = "write"
+	OpRead  Op = "read"
+	OpSync  Op = "sync"
+)
+
 // CapacityError says the image does not fit on the medium. When the image
-// size was known up front nothing was written; when it was not, the write
-// stopped at the end of the medium and nothing was written past it.
+// size was known up front nothing was written (Written is 0); when it was
+// not, the write stopped at the end of the medium with Written bytes written
+// and nothing past it, the first transfer left zeroed.
 type CapacityError struct {
 	Device    string
 	ImageSize int64 // bytes; -1 when unknown and only found to be larger while writing
@@ -19,13 +33,13 @@ type CapacityError struct {
 }
 
 func (e *CapacityError) Error() string {
-	if e.ImageSize >= 0 {
-		return fmt.Sprintf("image is %s but the medium in %s holds %s: use a larger card",
+	if e.Written == 0 && e.ImageSize >= 0 {
+		return fmt.Sprintf("image is %s but %s holds %s; nothing was written",
 			units.FormatSize(e.ImageSize), e.Device, units.FormatSize(e.Capacity))
 	}
-	return fmt.Sprintf("image is larger than the medium in %s (%s): stopped at its end with nothing "+
-		"written past it, and the first transfer was left zeroed so the card does not boot a "+
-		"truncated image: use a larger card", e.Device, units.FormatSize(e.Capacity))
+	return fmt.Sprintf("image is larger than %s (%s): stopped at its end after writing %s, "+
+		"with the first transfer left zeroed so the card does not boot a truncated image",
+		e.Device, units.FormatSize(e.Capacity), units.FormatSize(e.Written))
 }
 
 // ImageSizeError says the decoded image was not as long as its container
@@ -40,22 +54,27 @@ type ImageSizeError struct {
 func (e *ImageSizeError) Error() string {
 	if e.Longer {
 		return fmt.Sprintf("image goes on past the %d bytes it declared: the image file is damaged; "+
-			"the first transfer was left zeroed so the card does not boot it: get a fresh copy of the image",
-			e.Declared)
+			"the first transfer was left zeroed so the card does not boot it", e.Declared)
 	}
 	return fmt.Sprintf("image ended after %d bytes but declared %d: the image file is truncated; "+
-		"the first transfer was left zeroed so the card does not boot it: download the image again",
-		e.Actual, e.Declared)
+		"the first transfer was left zeroed so the card does not boot it", e.Actual, e.Declared)
 }
+
+// WriteProtectedError says the medium refuses writes; nothing was sent.
+type WriteProtectedError struct {
+	Device string
+}
+
+func (e *WriteProtectedError) Error() string { return e.Device + " is write-protected" }
 
 // DeviceError is a failed command on the block device, naming the range of
 // blocks it covered. Err is the device's own error, so errors.As finds the
 // transport's or SCSI layer's types through it.
 type DeviceError struct {
 	Device    string
-	Op        string // "write", "read" or "sync"
-	LBA       int64  // first block of the command; -1 for sync
-	Blocks    int64
+	Op        Op
+	LBA       int64 // first block of the command; -1 for sync
+	Count     int64 // blocks in the command
 	BlockSize int
 	Err       error
 }
@@ -64,14 +83,12 @@ func (e *DeviceError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s failed on %s", e.Op, e.Device)
 	if e.LBA >= 0 {
-		fmt.Fprintf(&b, " at LBA %d-%d (%s at byte offset %d)", e.LBA, e.LBA+e.Blocks-1,
-			units.FormatSize(e.Blocks*int64(e.BlockSize)), e.LBA*int64(e.BlockSize))
+		fmt.Fprintf(&b, " at LBA %d-%d (%s at byte offset %d)", e.LBA, e.LBA+e.Count-1,
+			units.FormatSize(e.Count*int64(e.BlockSize)), e.LBA*int64(e.BlockSize))
 	}
-	fmt.Fprintf(&b, ": %v: ", e.Err)
-	if e.Op == "sync" {
-		b.WriteString("the data may not have reached the card: check it is still inserted and write again")
-	} else {
-		b.WriteString("the card may be failing or was removed")
+	fmt.Fprintf(&b, ": %v", e.Err)
+	if e.Op == OpSync {
+		b.WriteString("; the data may not have reached the card")
 	}
 	return b.String()
 }
@@ -94,37 +111,37 @@ type VerifyError struct {
 
 func (e *VerifyError) Error() string {
 	if e.HashOnly {
-		return fmt.Sprintf("verify failed on %s: the SHA-256 of the %s read back is %s but the image's is %s: "+
-			"compare against the image to find the first bad block, then write again or use another card",
+		return fmt.Sprintf("verify failed on %s: the SHA-256 of the %s read back is %s but the image's is %s",
 			e.Device, units.FormatSize(e.Size), hex.EncodeToString(e.GotHash[:8]), hex.EncodeToString(e.WantHash[:8]))
 	}
 	return fmt.Sprintf("verify failed on %s: first difference at LBA %d (byte offset %d): image has 0x%02x, "+
-		"medium has 0x%02x: the card may be failing or fake; write again or use another card",
-		e.Device, e.LBA, e.Offset, e.Want, e.Got)
+		"the card has 0x%02x", e.Device, e.LBA, e.Offset, e.Want, e.Got)
 }
 
 // CancelledError reports how far an operation got before its context was
 // cancelled. Err is the context's error (context.Canceled or
-// context.DeadlineExceeded).
+// context.DeadlineExceeded). A cancelled write left its first transfer
+// zeroed.
 type CancelledError struct {
 	Device string
-	Op     string // "write" or "verify"
-	Bytes  int64  // image bytes written (first transfer excluded) or verified
-	LBA    int64  // first block not written or verified
+	Phase  Phase // PhaseWrite or PhaseVerify
+	Bytes  int64 // image bytes written (first transfer excluded) or verified
+	LBA    int64 // first block not written or verified
 	Err    error
 }
 
 func (e *CancelledError) Error() string {
-	if e.Op == "verify" {
-		return fmt.Sprintf("verify of %s cancelled after %s (up to LBA %d): %v",
-			e.Device, units.FormatSize(e.Bytes), e.LBA, e.Err)
+	// Err is context.Canceled or DeadlineExceeded: "cancelled" says it.
+	if e.Phase == PhaseVerify {
+		return fmt.Sprintf("verify of %s cancelled after %s (up to LBA %d)",
+			e.Device, units.FormatSize(e.Bytes), e.LBA)
 	}
 	if e.Bytes == 0 && e.LBA == 0 {
-		return fmt.Sprintf("write to %s cancelled before anything was written: %v", e.Device, e.Err)
+		return fmt.Sprintf("write to %s cancelled before anything was written", e.Device)
 	}
-	return fmt.Sprintf("write to %s cancelled after %s (up to LBA %d): %v; the first transfer was left "+
-		"zeroed so the card does not boot a partial image: run the write again",
-		e.Device, units.FormatSize(e.Bytes), e.LBA, e.Err)
+	return fmt.Sprintf("write to %s cancelled after %s (up to LBA %d); the first transfer was left "+
+		"zeroed so the card does not boot a partial image",
+		e.Device, units.FormatSize(e.Bytes), e.LBA)
 }
 
 func (e *CancelledError) Unwrap() error { return e.Err }

@@ -2,11 +2,14 @@ package pipeline
 
 import "time"
 
+// Phase is the part of a run a Progress reports on.
+type Phase string
+
 // Phases reported in Progress.Phase.
 const (
-	PhaseWrite  = "write"
-	PhaseSync   = "sync"
-	PhaseVerify = "verify"
+	PhaseWrite  Phase = "write"
+	PhaseSync   Phase = "sync"
+	PhaseVerify Phase = "verify"
 )
 
 // progressInterval caps how often Progress is called within a phase: often
@@ -15,7 +18,7 @@ const progressInterval = 250 * time.Millisecond
 
 // Progress is a snapshot handed to the caller's callback.
 type Progress struct {
-	Phase   string        // PhaseWrite, PhaseSync or PhaseVerify
+	Phase   Phase         // PhaseWrite, PhaseSync or PhaseVerify
 	Done    int64         // image bytes done in this phase
 	Total   int64         // image bytes in this phase; -1 when unknown
 	Elapsed time.Duration // since the phase started
@@ -26,14 +29,14 @@ type Progress struct {
 // a no-op, so the hot path calls it unconditionally.
 type progress struct {
 	fn    func(Progress)
-	phase string
+	phase Phase
 	total int64
 	start time.Time
 	last  time.Time
 }
 
 // begin starts a phase and always reports it.
-func (p *progress) begin(phase string, total, done int64) {
+func (p *progress) begin(phase Phase, total, done int64) {
 	if p.fn == nil {
 		return
 	}

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"testing"
 	"unsafe"
@@ -9,9 +11,9 @@ import (
 	"usbflash/internal/aligned"
 )
 
-func TestNewRingAligned(t *testing.T) {
+func TestAlignedBuffersRing(t *testing.T) {
 	for _, tc := range []struct{ count, size int }{{2, 512}, {3, 4096}, {5, 8192 + 512}, {2, 1 << 20}} {
-		r := newRing(tc.count, tc.size)
+		r := newRing(alignedBuffers(tc.count, tc.size))
 		if len(r.bufs) != tc.count || len(r.free) != tc.count {
 			t.Fatalf("%+v: %d buffers, %d free", tc, len(r.bufs), len(r.free))
 		}
@@ -78,3 +80,93 @@ func TestReadFull(t *testing.T) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// TestRingHandsOverInOrder: the producer's fills arrive in order, each
+// buffer comes back to the producer, and take gives up once stopped.
+func TestRingHandsOverInOrder(t *testing.T) {
+	r := newRing(alignedBuffers(3, 512))
+	const n = 20
+	done := make(chan []int)
+	go func() {
+		var used []int
+		for i := 0; ; i++ {
+			idx, buf, ok := r.take()
+			if !ok {
+				done <- used
+				return
+			}
+			used = append(used, idx)
+			buf[0] = byte(i)
+			if i < n {
+				r.hand(fill{idx: idx, off: int64(i), n: 1, padded: 1})
+			}
+		}
+	}()
+	for i := 0; i < n; i++ {
+		f, err := r.receive(context.Background())
+		if err != nil || f.off != int64(i) || r.data(f)[0] != byte(i) {
+			t.Fatalf("fill %d: %+v, %v", i, f, err)
+		}
+		r.giveBack(f)
+	}
+	close(r.stop)
+	used := <-done
+	if len(used) < n {
+		t.Fatalf("%d buffers taken for %d fills", len(used), n)
+	}
+	for i, idx := range used[:n] {
+		if idx != i%3 {
+			t.Fatalf("take %d got buffer %d, want %d: buffers do not cycle", i, idx, i%3)
+		}
+	}
+}
+
+func TestRingReceiveCancelled(t *testing.T) {
+	r := newRing(alignedBuffers(2, 512))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.receive(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("receive on a cancelled context with nothing filled: %v", err)
+	}
+}
+
+// stuckProducer fills one buffer and then waits for another that never
+// comes back: only the driver's stop lets it return.
+type stuckProducer struct{ returned bool }
+
+func (p *stuckProducer) produce(r *ring) {
+	defer func() { p.returned = true }()
+	for i := 0; ; i++ {
+		idx, _, ok := r.take()
+		if !ok {
+			return
+		}
+		r.hand(fill{idx: idx, off: int64(i)})
+	}
+}
+
+// failingConsumer fails on its first buffer without giving it back.
+type failingConsumer struct{ err error }
+
+func (c *failingConsumer) begin() error                { return nil }
+func (c *failingConsumer) consume(fill) (bool, error)  { return false, c.err }
+func (c *failingConsumer) cancelled(cause error) error { return cause }
+
+// TestDriveWaitsForProducer: drive returns the consumer's error only once
+// the producer has stopped, so the buffers are the caller's again.
+func TestDriveWaitsForProducer(t *testing.T) {
+	for _, cancelled := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		want := errors.New("consumer failed")
+		if cancelled {
+			cancel()
+			want = context.Canceled
+		}
+		p := &stuckProducer{}
+		err := drive(ctx, newRing(alignedBuffers(2, 512)), p, &failingConsumer{err: want})
+		cancel()
+		if !errors.Is(err, want) || !p.returned {
+			t.Errorf("cancelled %v: err = %v, producer returned %v", cancelled, err, p.returned)
+		}
+	}
+}

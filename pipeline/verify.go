@@ -11,8 +11,11 @@ import (
 
 // VerifyOptions tune Verify and VerifyHash. The zero value is valid.
 type VerifyOptions struct {
+	// Name names the device in errors; empty: its String method, if any.
+	Name string
 	// TransferSize is the bytes per READ command, a multiple of the block
-	// size. 0 means DefaultTransferSize.
+	// size. 0 means DefaultTransferSize. It is lowered to what a
+	// TransferLimiter device takes.
 	TransferSize int
 	// Buffers is how many read buffers cycle, at least 2 (the next read
 	// proceeds while the previous buffer is compared). 0 means 2.
@@ -28,27 +31,16 @@ type VerifyResult struct {
 	Reads      int           // READ commands issued
 	Elapsed    time.Duration //
 	DeviceBusy time.Duration // time inside ReadBlocks
+	CPU        time.Duration // user and system time of the process; 0 where the OS does not say
+	Memory     string        // the kind of memory read into, as in WriteResult
 	SHA256     [32]byte      // VerifyHash: of the bytes read back
 }
 
 func (o *VerifyOptions) normalize(dev BlockDevice) error {
-	bs := dev.BlockSize()
-	if o.TransferSize == 0 {
-		o.TransferSize = max(DefaultTransferSize/bs*bs, bs)
-	}
-	if err := checkTransfer(o.TransferSize, bs); err != nil {
-		return err
-	}
-	if o.Buffers == 0 {
-		o.Buffers = 2
-	}
-	if o.Buffers < 2 {
-		return fmt.Errorf("%d buffers: want at least 2, so reading overlaps comparing", o.Buffers)
-	}
-	if m := BufferMemory(o.TransferSize, o.Buffers); m > MaxBufferMemory {
-		return fmt.Errorf("%d buffers of %d bytes take %d bytes: more than the %d-byte limit", o.Buffers, o.TransferSize, m, int64(MaxBufferMemory))
-	}
-	return nil
+	var err error
+	// One more transfer-sized buffer holds the image side of a comparison.
+	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, o.Buffers, 2, 1)
+	return err
 }
 
 // Verify reads the medium back from LBA 0 and compares it with image, a
@@ -60,20 +52,19 @@ func Verify(ctx context.Context, dev BlockDevice, image io.Reader, size int64, o
 	if err := opts.normalize(dev); err != nil {
 		return VerifyResult{}, err
 	}
-	name, bs := deviceName(dev), int64(dev.BlockSize())
-	capacity := dev.BlockCount() * bs
-	if size > capacity {
-		return VerifyResult{}, &CapacityError{Device: name, ImageSize: size, Capacity: capacity}
+	name, bs := deviceName(dev, opts.Name), int64(dev.BlockSize())
+	if err := CheckFits(dev, name, size, true); err != nil {
+		return VerifyResult{}, err
 	}
 	limit := size
 	if size < 0 {
-		limit = capacity
+		limit = capacity(dev)
 	}
 	img := make([]byte, opts.TransferSize) // the image side needs no alignment
 	return readBack(ctx, dev, limit, size, opts, func(f fill, got []byte) (int, bool, error) {
 		if f.err == io.EOF {
 			if size < 0 {
-				return 0, false, imageFits(image, name, capacity)
+				return 0, false, imageEnds(image, name, limit)
 			}
 			return 0, false, nil
 		}
@@ -97,19 +88,16 @@ func Verify(ctx context.Context, dev BlockDevice, image io.Reader, size int64, o
 	})
 }
 
-// imageFits checks that an image of unknown length has no bytes left once
-// the whole medium has been compared.
-func imageFits(image io.Reader, name string, capacity int64) error {
-	var b [1]byte
-	n, err := readFull(image, b[:])
-	switch {
-	case n > 0:
+// imageEnds checks that an image of unknown length has no bytes left once
+// the whole medium (capacity bytes) matched it.
+func imageEnds(image io.Reader, name string, capacity int64) error {
+	switch err := probePast(image); {
+	case isPastLimit(err):
 		return &CapacityError{Device: name, ImageSize: -1, Capacity: capacity, Written: capacity}
-	case err == io.EOF:
-		return nil
-	default:
+	case err != io.EOF:
 		return fmt.Errorf("reading the image to verify against, at byte offset %d: %w", capacity, err)
 	}
+	return nil
 }
 
 // firstDiff returns the index of the first differing byte, or -1. It
@@ -139,13 +127,12 @@ func VerifyHash(ctx context.Context, dev BlockDevice, size int64, want [32]byte,
 	if err := opts.normalize(dev); err != nil {
 		return VerifyResult{}, err
 	}
-	name := deviceName(dev)
-	capacity := dev.BlockCount() * int64(dev.BlockSize())
+	name := deviceName(dev, opts.Name)
 	if size < 0 {
 		return VerifyResult{}, fmt.Errorf("hash verify of %s needs the image size, got %d", name, size)
 	}
-	if size > capacity {
-		return VerifyResult{}, &CapacityError{Device: name, ImageSize: size, Capacity: capacity}
+	if err := CheckFits(dev, name, size, true); err != nil {
+		return VerifyResult{}, err
 	}
 	h := sha256.New()
 	res, err := readBack(ctx, dev, size, size, opts, func(f fill, got []byte) (int, bool, error) {

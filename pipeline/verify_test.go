@@ -158,7 +158,7 @@ func TestVerifyCancelled(t *testing.T) {
 		},
 	})
 	var ce *CancelledError
-	if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) || ce.Op != "verify" {
+	if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) || ce.Phase != PhaseVerify {
 		t.Fatalf("err = %v, want a verify CancelledError", err)
 	}
 }

@@ -29,31 +29,46 @@ func BufferMemory(transferSize, buffers int) int64 {
 	return (int64(buffers) + 2) * int64(transferSize)
 }
 
+// HashAlg is the hash Write computes over the decoded image.
+type HashAlg string
+
 // Hash algorithms for WriteOptions.HashAlg.
 const (
-	HashSHA256 = "sha256"
-	HashNone   = "none"
+	HashSHA256 HashAlg = "sha256"
+	HashNone   HashAlg = "none"
+)
+
+// Bound names the side of a write that was busy longer.
+type Bound string
+
+// Sides reported in WriteResult.Bound.
+const (
+	BoundDecoder Bound = "decoder" // reading (decoding) and hashing the image
+	BoundDevice  Bound = "device"  // WriteBlocks
 )
 
 // WriteOptions tune Write. The zero value is valid.
 type WriteOptions struct {
+	// Name names the device in errors; empty: its String method, if any.
+	Name string
 	// TransferSize is the bytes per WRITE command, a multiple of the
-	// device's block size. 0 means DefaultTransferSize.
+	// device's block size. 0 means DefaultTransferSize. It is lowered to
+	// what a TransferLimiter device takes.
 	TransferSize int
-	// Buffers is how many buffers cycle between decoder and writer, at
+	// Buffers is how many buffers cycle between filler and writer, at
 	// least 2. 0 means DefaultBuffers. Two more are allocated: the held
 	// first transfer and a zero buffer.
 	Buffers int
-	// ExpectedSize is the decoded image size when the container says it;
-	// -1 (or 0, so the zero value is safe) when unknown. Known and larger
-	// than the medium: nothing is written. Known and the stream is longer
-	// or shorter: *ImageSizeError.
+	// ExpectedSize is the decoded image size when the container records it
+	// exactly; -1 (or 0, so the zero value is safe) when unknown or only a
+	// hint. Known and larger than the medium: nothing is written. Known and
+	// the stream is longer or shorter: *ImageSizeError.
 	ExpectedSize int64
 	// Progress, when set, is called from the writing goroutine at most
 	// about 4 times a second, plus at every phase change.
 	Progress func(Progress)
 	// HashAlg is HashSHA256 (default when empty) or HashNone.
-	HashAlg string
+	HashAlg HashAlg
 	// Sync issues a Sync after the last write.
 	Sync bool
 }
@@ -66,21 +81,27 @@ type WriteResult struct {
 	SHA256       [32]byte // of the decoded image; zero with HashNone
 	Transfers    int      // WRITE commands issued, the zeroing one included
 	Elapsed      time.Duration
+	// CPU is the user and system time the whole process spent during the
+	// write (decoder goroutines included); 0 where the OS does not say.
+	CPU time.Duration
+	// Memory is the kind of memory the buffers were: the device's own
+	// (BufferAllocator) or MemoryAligned.
+	Memory string
 	// DecoderWait is how long the writer waited for a filled buffer
-	// (decoder-bound time); DeviceWait how long the decoder waited for a
+	// (decoder-bound time); DeviceWait how long the filler waited for a
 	// free one (device-bound time).
 	DecoderWait, DeviceWait time.Duration
 	// DecoderBusy is time spent reading and hashing, DeviceBusy time
 	// inside WriteBlocks.
 	DecoderBusy, DeviceBusy time.Duration
-	// Bound is "decoder" or "device", whichever was busy longer, and
-	// BoundRatio how many times longer (>= 1; 0 when nothing was done).
-	Bound      string
+	// Bound is the side that was busy longer, and BoundRatio how many
+	// times longer (>= 1; 0 when nothing was done).
+	Bound      Bound
 	BoundRatio float64
 }
 
 // Write streams src onto dev from LBA 0, one transfer per WriteBlocks call,
-// decoding the next buffer while the previous one is on the wire.
+// filling the next buffer while the previous one is on the wire.
 //
 // The first transfer is held back: its region is overwritten with zeros
 // before anything else, the rest of the image streams, and the first
@@ -88,75 +109,87 @@ type WriteResult struct {
 // the old partition table nor the new one, and the card does not boot a
 // partial image.
 //
+// Nothing is written to a write-protected medium (*WriteProtectedError) or
+// when ExpectedSize does not fit (*CapacityError).
+//
 // Commands already sent are finished even when ctx is cancelled (the device
 // gets a context without cancellation); Write stops before the next one,
 // syncs, and returns a *CancelledError. Write returns only after its
-// decoding goroutine has stopped reading src.
+// filling goroutine has stopped reading src.
 func Write(ctx context.Context, dev BlockDevice, src io.Reader, opts WriteOptions) (WriteResult, error) {
 	w, err := newWriter(dev, opts)
 	if err != nil {
 		return WriteResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return WriteResult{}, &CancelledError{Device: w.name, Op: "write", Err: err}
+		return WriteResult{}, &CancelledError{Device: w.name, Phase: PhaseWrite, Err: err}
 	}
-	return w.run(ctx, src)
+	// The ring's buffers, the held first transfer among them, and the zero
+	// buffer are all sent: all come from the device when it offers memory.
+	mem, err := allocBuffers(dev, w.name, w.opts.Buffers+2, w.opts.TransferSize)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	defer mem.release()
+	return w.run(ctx, src, mem)
 }
 
-// checkTransfer validates a transfer size against the block size.
-func checkTransfer(size, blockSize int) error {
-	if blockSize <= 0 {
-		return fmt.Errorf("device reports block size %d: cannot write to it", blockSize)
+// sizeBuffers fills in the defaults for a transfer size and a buffer count
+// and checks them against the device; extra buffers are allocated beside
+// the ring's.
+func sizeBuffers(dev BlockDevice, transfer, buffers, defBuffers, extra int) (int, int, error) {
+	bs := dev.BlockSize()
+	if bs <= 0 {
+		return 0, 0, fmt.Errorf("device reports block size %d", bs)
 	}
-	if size < blockSize || size%blockSize != 0 {
-		return fmt.Errorf("transfer size %d bytes: want a positive multiple of the %d-byte block size", size, blockSize)
+	if transfer == 0 {
+		transfer = max(DefaultTransferSize/bs*bs, bs)
 	}
-	return nil
+	if transfer < bs || transfer%bs != 0 {
+		return 0, 0, fmt.Errorf("transfer size %d bytes is not a positive multiple of the %d-byte block size", transfer, bs)
+	}
+	if l, ok := dev.(TransferLimiter); ok && l.MaxTransfer() > 0 && int64(transfer) > l.MaxTransfer()*int64(bs) {
+		transfer = int(l.MaxTransfer()) * bs
+	}
+	if buffers == 0 {
+		buffers = defBuffers
+	}
+	if buffers < 2 {
+		return 0, 0, fmt.Errorf("%d buffers: want at least 2, so filling overlaps the device", buffers)
+	}
+	if m := (int64(buffers) + int64(extra)) * int64(transfer); m > MaxBufferMemory {
+		return 0, 0, fmt.Errorf("%d buffers of %d bytes take %d bytes, more than the %d-byte limit", buffers+extra, transfer, m, int64(MaxBufferMemory))
+	}
+	return transfer, buffers, nil
 }
 
 func newWriter(dev BlockDevice, opts WriteOptions) (*writer, error) {
-	bs := dev.BlockSize()
-	if opts.TransferSize == 0 {
-		opts.TransferSize = max(DefaultTransferSize/bs*bs, bs)
-	}
-	if err := checkTransfer(opts.TransferSize, bs); err != nil {
+	var err error
+	opts.TransferSize, opts.Buffers, err = sizeBuffers(dev, opts.TransferSize, opts.Buffers, DefaultBuffers, 2)
+	if err != nil {
 		return nil, err
 	}
-	if opts.Buffers == 0 {
-		opts.Buffers = DefaultBuffers
-	}
-	if opts.Buffers < 2 {
-		return nil, fmt.Errorf("%d buffers: want at least 2, so decoding overlaps writing", opts.Buffers)
-	}
-	if m := BufferMemory(opts.TransferSize, opts.Buffers); m > MaxBufferMemory {
-		return nil, fmt.Errorf("%d buffers of %d bytes take %d bytes: more than the %d-byte limit", opts.Buffers, opts.TransferSize, m, int64(MaxBufferMemory))
-	}
-	w := &writer{dev: dev, name: deviceName(dev), bs: bs, opts: opts}
+	w := &writer{dev: dev, name: deviceName(dev, opts.Name), bs: dev.BlockSize(), opts: opts}
 	switch opts.HashAlg {
 	case "", HashSHA256:
-		w.dec.hash = sha256.New()
+		w.fill.hash = sha256.New()
 	case HashNone:
 	default:
 		return nil, fmt.Errorf("hash %q: want %q or %q", opts.HashAlg, HashSHA256, HashNone)
 	}
-	w.capacity = dev.BlockCount() * int64(bs)
-	w.dec.limit = w.capacity
+	if err := CheckWritable(dev, w.name); err != nil {
+		return nil, err
+	}
+	w.capacity = capacity(dev)
+	w.fill.limit = w.capacity
 	if opts.ExpectedSize <= 0 {
 		w.opts.ExpectedSize = -1
 	} else {
 		// Checked before the ring is allocated or anything is written.
-		if opts.ExpectedSize > w.capacity {
-			return nil, &CapacityError{Device: w.name, ImageSize: opts.ExpectedSize, Capacity: w.capacity}
+		if err := CheckFits(dev, w.name, opts.ExpectedSize, true); err != nil {
+			return nil, err
 		}
-		w.dec.limit = opts.ExpectedSize
+		w.fill.limit = opts.ExpectedSize
 	}
 	return w, nil
-}
-
-// deviceName names a device in messages: its String method when it has one.
-func deviceName(dev BlockDevice) string {
-	if s, ok := dev.(fmt.Stringer); ok {
-		return s.String()
-	}
-	return "the device"
 }

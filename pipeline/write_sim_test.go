@@ -59,8 +59,15 @@ func TestWriteSimMediumError(t *testing.T) {
 	if !errors.As(err, &de) || !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want a DeviceError wrapping the reader's CommandError", err)
 	}
-	if bad < de.LBA || bad >= de.LBA+de.Blocks {
-		t.Errorf("DeviceError covers LBA %d+%d, not the bad block %d", de.LBA, de.Blocks, bad)
+	if bad < de.LBA || bad >= de.LBA+de.Count {
+		t.Errorf("DeviceError covers LBA %d+%d, not the bad block %d", de.LBA, de.Count, bad)
 	}
 	t.Log(err)
 }
+
+// The USB LUN offers the engine its zero-copy buffers and its write
+// protection through the optional interfaces.
+var (
+	_ BufferAllocator = (*usbms.LUN)(nil)
+	_ WriteProtector  = (*usbms.LUN)(nil)
+)

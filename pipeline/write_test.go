@@ -108,13 +108,13 @@ func TestWriteRefusesTooLargeImage(t *testing.T) {
 	before := deviceHash(t, rec)
 	img := testImage(64*testBS+1, 1)
 	_, err := Write(context.Background(), rec, bytes.NewReader(img),
-		WriteOptions{TransferSize: testTransfer, ExpectedSize: int64(len(img))})
+		WriteOptions{Name: "sim:card", TransferSize: testTransfer, ExpectedSize: int64(len(img))})
 	var ce *CapacityError
 	if !errors.As(err, &ce) || ce.ImageSize != int64(len(img)) || ce.Capacity != 64*testBS {
 		t.Fatalf("err = %v, want *CapacityError for %d bytes on %d", err, len(img), 64*testBS)
 	}
-	if !strings.Contains(err.Error(), "use a larger card") {
-		t.Errorf("message %q does not say what to do", err)
+	if msg := err.Error(); !strings.Contains(msg, "sim:card") || !strings.Contains(msg, "nothing was written") {
+		t.Errorf("message %q does not name the device and say nothing was written", msg)
 	}
 	if len(rec.writes) != 0 || deviceHash(t, rec) != before {
 		t.Errorf("the medium was touched: %d writes", len(rec.writes))
@@ -409,7 +409,7 @@ func TestWriteProgress(t *testing.T) {
 func TestBound(t *testing.T) {
 	for _, tc := range []struct {
 		dec, dev time.Duration
-		side     string
+		side     Bound
 		ratio    float64
 	}{
 		{3 * time.Second, time.Second, "decoder", 3},

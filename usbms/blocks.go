@@ -88,9 +88,9 @@ func (l *LUN) rw(ctx context.Context, write, use16 bool, lba int64, p []byte) er
 	blocks := int64(len(p) / l.blockSize)
 	switch {
 	case write && use16:
-		l.cdb = scsi.Write16(uint64(lba), uint32(blocks), l.opts.FUA)
+		l.cdb = scsi.Write16(uint64(lba), uint32(blocks), false)
 	case write:
-		l.cdb = scsi.Write10(uint32(lba), uint16(blocks), l.opts.FUA)
+		l.cdb = scsi.Write10(uint32(lba), uint16(blocks), false)
 	case use16:
 		l.cdb = scsi.Read16(uint64(lba), uint32(blocks))
 	default:
@@ -104,7 +104,7 @@ func (l *LUN) rw(ctx context.Context, write, use16 bool, lba int64, p []byte) er
 		return &CommandError{Op: l.cdb.Name(), Device: l.t.opts.Name, LUN: l.lun, LBA: lba, Blocks: blocks,
 			Err: errors.New("LBA beyond 2^32 and the device does not support 16-byte commands")}
 	}
-	_, err := l.do(ctx, l.must(l.cdb.Bytes(), dir, p), span{lba, blocks})
+	_, err := l.do(ctx, l.essential(l.cdb.Bytes(), dir, p), span{lba, blocks})
 	if err == nil && write {
 		l.wrote = true
 	}
@@ -116,7 +116,7 @@ func (l *LUN) rw(ctx context.Context, write, use16 bool, lba int64, p []byte) er
 // as "nothing to flush".
 func (l *LUN) Sync(ctx context.Context) error {
 	cdb := scsi.SynchronizeCache10(0, 0)
-	_, err := l.do(ctx, l.must(cdb.Bytes(), NoData, nil), span{})
+	_, err := l.do(ctx, l.essential(cdb.Bytes(), NoData, nil), span{})
 	if scsi.IsIllegalRequest(err) || (errors.Is(err, ErrStall) && !errors.Is(err, ErrNoDevice)) {
 		return nil
 	}
@@ -128,11 +128,11 @@ func (l *LUN) Sync(ctx context.Context) error {
 func (l *LUN) Eject(ctx context.Context) error {
 	cdb := scsi.PreventAllowMediumRemoval(false)
 	if _, err := l.do(ctx, probe(cdb.Bytes(), NoData, nil), span{}); err != nil && !scsi.IsIllegalRequest(err) {
-		if err := fatal(ctx, err); err != nil {
+		if err := unignorable(ctx, err); err != nil {
 			return err
 		}
 	}
 	cdb = scsi.StartStopUnit(false, true)
-	_, err := l.do(ctx, l.must(cdb.Bytes(), NoData, nil), span{})
+	_, err := l.do(ctx, l.essential(cdb.Bytes(), NoData, nil), span{})
 	return err
 }

@@ -46,3 +46,30 @@ var (
 	// ErrNoDevice means the device is gone (unplugged or re-enumerated).
 	ErrNoDevice = errors.New("device disconnected")
 )
+
+// Memory kinds, as AllocBuffers names them.
+const (
+	// MemoryZeroCopy is usbfs DMA memory: the kernel sends it as it is.
+	MemoryZeroCopy = "usbfs zero-copy"
+	// MemoryPageAligned is ordinary memory aligned to a page, allocated
+	// once; the kernel copies each transfer.
+	MemoryPageAligned = "page-aligned"
+)
+
+// BufferAllocator is an optional interface of an Endpoint whose transfers
+// can use memory it hands out without copying it (the libusb backend's
+// usbfs DMA memory). LUN.AllocBuffers uses it when the Endpoint has it and
+// falls back to page-aligned Go memory when not (the simulator, whose
+// transfers are plain copies anyway). The seam is at the Endpoint because
+// that is where the memory is mapped and where a transfer tells it from
+// other memory.
+type BufferAllocator interface {
+	// AllocBuffers returns count buffers of size bytes each; BulkOut and
+	// BulkIn given (parts of) them move the data without a copy where
+	// the device allows it. kind is MemoryZeroCopy or MemoryPageAligned.
+	// The buffers stay valid until free is called.
+	AllocBuffers(count, size int) (bufs [][]byte, kind string, free func(), err error)
+	// MemoryKind is the kind AllocBuffers gives, as far as is known
+	// before asking.
+	MemoryKind() string
+}

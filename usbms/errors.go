@@ -17,10 +17,13 @@ var (
 	ErrIncomplete = errors.New("device moved fewer bytes than asked without reporting an error")
 	// ErrWriteProtected means the LUN reported write protection before any
 	// data was sent.
-	ErrWriteProtected = errors.New("medium is write-protected: slide the card's lock switch to unlock")
+	ErrWriteProtected = errors.New("medium is write-protected")
 	// ErrMediumChanged means the medium changed after blocks were written,
 	// so the write went to two cards or was cut short.
-	ErrMediumChanged = errors.New("medium changed after writing began: reinsert the card and write the whole image again")
+	ErrMediumChanged = errors.New("medium changed after writing began")
+	// ErrRecoveryFailed means a command kept failing through the whole
+	// recovery ladder (Bulk-Only resets, then a port reset).
+	ErrRecoveryFailed = errors.New("the reader did not recover")
 )
 
 // CommandError is the error of one SCSI command on a LUN. Blocks is zero for
@@ -37,9 +40,9 @@ type CommandError struct {
 func (e *CommandError) Error() string {
 	where := fmt.Sprintf("%s LUN %d", e.Device, e.LUN)
 	if e.Blocks > 0 {
-		where += fmt.Sprintf(", LBA %d-%d (%d blocks)", e.LBA, e.LBA+e.Blocks-1, e.Blocks)
+		where += fmt.Sprintf(", LBA %d-%d", e.LBA, e.LBA+e.Blocks-1)
 	}
-	return fmt.Sprintf("usbms: %s on %s: %v", e.Op, where, e.Err)
+	return fmt.Sprintf("%s on %s: %v", e.Op, where, e.Err)
 }
 
 func (e *CommandError) Unwrap() error { return e.Err }

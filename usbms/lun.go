@@ -1,7 +1,9 @@
 package usbms
 
 import (
+	"fmt"
 	"time"
+	"unsafe"
 
 	"usbflash/scsi"
 )
@@ -23,11 +25,6 @@ type LUNOptions struct {
 	// Retries is how many times one command is repeated after a UNIT
 	// ATTENTION, ABORTED COMMAND or an incomplete transfer.
 	Retries int
-	// FUA makes every WRITE force unit access: slower, but the device
-	// acknowledges only data that is on the medium.
-	FUA bool
-	// SkipVPD never asks for VPD pages; some readers hang on them.
-	SkipVPD bool
 }
 
 func (o LUNOptions) withDefaults() LUNOptions {
@@ -70,6 +67,8 @@ type LUN struct {
 	// later READ and WRITE fails, since the card in the slot is not the one
 	// the earlier blocks went to.
 	changed bool
+	// kind is the memory kind of the last AllocBuffers.
+	kind string
 }
 
 // Number returns the LUN number.
@@ -100,3 +99,60 @@ func (l *LUN) MaxTransfer() int64 { return int64(l.limits.MaxTransfer) }
 // OptimalTransfer returns the transfer length in blocks the device prefers,
 // or 0 when unknown.
 func (l *LUN) OptimalTransfer() int64 { return int64(l.limits.OptimalTransfer) }
+
+// pageSize is the alignment of the fallback buffers: what O_DIRECT and DMA
+// ask for, and a whole number of blocks.
+const pageSize = 4096
+
+// AllocBuffers returns count buffers of size bytes each, allocated once, that WriteBlocks
+// and ReadBlocks send from and read into without a copy where the device allows it. kind
+// names the memory for users: "usbfs zero-copy" or "page-aligned". The buffers stay
+// valid until free is called; the caller calls free before closing the device.
+//
+// The Endpoint provides them when it is a BufferAllocator; otherwise they
+// are page-aligned Go memory. WriteBlocks and ReadBlocks accept any memory;
+// only these buffers avoid the backend's copy.
+func (l *LUN) AllocBuffers(count, size int) (bufs [][]byte, kind string, free func(), err error) {
+	if count <= 0 || size <= 0 {
+		return nil, "", nil, fmt.Errorf("usbms: %s: %d buffers of %d bytes: both must be positive", l.t.opts.Name, count, size)
+	}
+	if a, ok := l.t.ep.(BufferAllocator); ok {
+		bufs, kind, free, err = a.AllocBuffers(count, size)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("usbms: %s: %w", l.t.opts.Name, err)
+		}
+		l.kind = kind
+		return bufs, kind, free, nil
+	}
+	l.kind = MemoryPageAligned
+	return alignedBuffers(count, size), MemoryPageAligned, func() {}, nil
+}
+
+// MemoryKind names the memory AllocBuffers gave (or, before it is called,
+// would give): MemoryZeroCopy or MemoryPageAligned.
+func (l *LUN) MemoryKind() string {
+	if l.kind != "" {
+		return l.kind
+	}
+	if a, ok := l.t.ep.(BufferAllocator); ok {
+		return a.MemoryKind()
+	}
+	return MemoryPageAligned
+}
+
+// alignedBuffers cuts count buffers of size bytes, each starting on a page,
+// from one allocation.
+func alignedBuffers(count, size int) [][]byte {
+	stride := (size + pageSize - 1) / pageSize * pageSize
+	mem := make([]byte, count*stride+pageSize)
+	skip := 0
+	if r := int(uintptr(unsafe.Pointer(unsafe.SliceData(mem))) % pageSize); r != 0 {
+		skip = pageSize - r
+	}
+	bufs := make([][]byte, count)
+	for i := range bufs {
+		o := skip + i*stride
+		bufs[i] = mem[o : o+size : o+size]
+	}
+	return bufs
+}

@@ -23,8 +23,9 @@ func probe(cdb []byte, dir Direction, data []byte) request {
 	return request{cdb: cdb, dir: dir, data: data, maxResets: 1}
 }
 
-// must is a command Open cannot do without.
-func (l *LUN) must(cdb []byte, dir Direction, data []byte) request {
+// essential is a command that cannot be done without: the whole recovery
+// ladder, port reset included, runs before it fails.
+func (l *LUN) essential(cdb []byte, dir Direction, data []byte) request {
 	return request{cdb: cdb, dir: dir, data: data, maxResets: l.t.opts.MaxResets, portReset: true}
 }
 
@@ -49,7 +50,7 @@ func OpenLUN(ctx context.Context, t *Transport, lun int, opts LUNOptions) (*LUN,
 // of do waits out "becoming ready"; an empty slot fails at once.
 func (l *LUN) waitReady(ctx context.Context) error {
 	cdb := scsi.TestUnitReady()
-	_, err := l.do(ctx, l.must(cdb.Bytes(), NoData, nil), span{})
+	_, err := l.do(ctx, l.essential(cdb.Bytes(), NoData, nil), span{})
 	if scsi.IsNoMedium(err) {
 		return &detailError{msg: fmt.Sprintf("no medium in %s LUN %d: insert a card", l.t.opts.Name, l.lun), err: err}
 	}
@@ -59,7 +60,7 @@ func (l *LUN) waitReady(ctx context.Context) error {
 func (l *LUN) identify(ctx context.Context) error {
 	buf := make([]byte, inquiryLen)
 	cdb := scsi.Inquiry(inquiryLen)
-	n, err := l.do(ctx, l.must(cdb.Bytes(), DataIn, buf), span{})
+	n, err := l.do(ctx, l.essential(cdb.Bytes(), DataIn, buf), span{})
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func (l *LUN) identify(ctx context.Context) error {
 func (l *LUN) readVPD(ctx context.Context) error {
 	// Devices claiming less than SPC-2 rarely implement VPD; Linux does not
 	// ask them either.
-	if l.opts.SkipVPD || l.inquiry.Version < 4 {
+	if l.inquiry.Version < 4 {
 		return nil
 	}
 	buf := make([]byte, vpdLen)
@@ -94,7 +95,7 @@ func (l *LUN) readVPD(ctx context.Context) error {
 	}
 	b, err := page(scsi.VPDSupportedPages)
 	if err != nil {
-		return fatal(ctx, err)
+		return unignorable(ctx, err)
 	}
 	pages, err := scsi.ParseVPDSupportedPages(b)
 	if err != nil {
@@ -112,7 +113,7 @@ func (l *LUN) readVPD(ctx context.Context) error {
 		delete(decoders, p) // a page listed twice is read once
 		b, err := page(p)
 		if err != nil {
-			if err := fatal(ctx, err); err != nil {
+			if err := unignorable(ctx, err); err != nil {
 				return err
 			}
 			continue
@@ -122,9 +123,9 @@ func (l *LUN) readVPD(ctx context.Context) error {
 	return nil
 }
 
-// fatal filters the failures of optional commands down to the ones that
-// must end Open.
-func fatal(ctx context.Context, err error) error {
+// unignorable keeps the failures of an optional command that no caller can
+// ignore (the device is gone, or ctx is done) and returns nil for the rest.
+func unignorable(ctx context.Context, err error) error {
 	if errors.Is(err, ErrNoDevice) || ctx.Err() != nil {
 		return err
 	}
@@ -134,14 +135,14 @@ func fatal(ctx context.Context, err error) error {
 func (l *LUN) readCapacity(ctx context.Context) error {
 	buf := make([]byte, readCap16Len)
 	cdb := scsi.ReadCapacity10()
-	n, err := l.do(ctx, l.must(cdb.Bytes(), DataIn, buf[:8]), span{})
+	n, err := l.do(ctx, l.essential(cdb.Bytes(), DataIn, buf[:8]), span{})
 	if err != nil {
 		return err
 	}
 	c, err := scsi.ParseReadCapacity10(buf[:n])
 	if err == nil && c.Needs16() {
 		cdb = scsi.ReadCapacity16(readCap16Len)
-		n, err = l.do(ctx, l.must(cdb.Bytes(), DataIn, buf), span{})
+		n, err = l.do(ctx, l.essential(cdb.Bytes(), DataIn, buf), span{})
 		if err != nil {
 			return err
 		}
@@ -168,7 +169,7 @@ func (l *LUN) readWriteProtect(ctx context.Context) error {
 	cdb := scsi.ModeSense6(0x3F, 0, false, modeSense6Len)
 	n, err := l.do(ctx, probe(cdb.Bytes(), DataIn, buf), span{})
 	if err != nil {
-		return fatal(ctx, err)
+		return unignorable(ctx, err)
 	}
 	if h, err := scsi.ParseModeSense6(buf[:n]); err == nil {
 		l.wp = h.WriteProtected

@@ -45,7 +45,7 @@ func TestSensePolicy(t *testing.T) {
 			s := &script{t: t, steps: tt.steps}
 			l := &LUN{t: NewTransport(s, TransportOptions{Name: "fake"}), opts: LUNOptions{Retries: 3}.withDefaults(), wrote: tt.wrote}
 			cdb := scsi.TestUnitReady()
-			_, err := l.do(context.Background(), l.must(cdb.Bytes(), NoData, nil), span{})
+			_, err := l.do(context.Background(), l.essential(cdb.Bytes(), NoData, nil), span{})
 			s.done()
 			if tt.wantErr == nil && err != nil {
 				t.Fatalf("err = %v, want nil", err)

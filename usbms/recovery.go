@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // run executes a command with the recovery ladder of BOT 5.3.4 and Linux's
@@ -34,6 +35,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		var rerr error
 		if resets < r.maxResets {
 			resets++
+			t.notify(fmt.Sprintf("%s: resetting the reader (reset %d of %d)", failure(err), resets, r.maxResets))
 			if rerr = t.resetRecovery(ctx); rerr == nil {
 				continue
 			}
@@ -43,6 +45,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		}
 		if r.portReset && !portReset {
 			portReset = true
+			t.notify(fmt.Sprintf("%s after %d resets: resetting the USB port", failure(err), resets))
 			perr := t.resetPort(ctx)
 			if perr == nil {
 				continue
@@ -50,17 +53,17 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 			if errors.Is(perr, ErrNoDevice) {
 				return result{}, t.transportError(perr)
 			}
-			return result{}, fmt.Errorf("device failed after %d resets and the port reset failed (%v): unplug and reconnect the reader: %w",
-				resets, perr, err)
+			return result{}, fmt.Errorf("%w: %d resets, then the port reset failed (%v): %w",
+				ErrRecoveryFailed, resets, perr, err)
 		}
 		if rerr != nil {
-			return result{}, fmt.Errorf("reset recovery failed (%v): unplug and reconnect the reader: %w", rerr, err)
+			return result{}, fmt.Errorf("%w: reset failed (%v): %w", ErrRecoveryFailed, rerr, err)
 		}
 		// Whatever state the last attempt left behind must not poison
 		// the next command.
 		_ = t.resetRecovery(ctx)
-		return result{}, fmt.Errorf("device failed after %d resets and %d port resets: unplug and reconnect the reader: %w",
-			resets, boolInt(portReset), err)
+		return result{}, fmt.Errorf("%w after %d resets and %d port resets: %w",
+			ErrRecoveryFailed, resets, boolInt(portReset), err)
 	}
 }
 
@@ -73,9 +76,35 @@ func (t *Transport) timedAttempt(ctx context.Context, r request) (result, error)
 	defer cancel()
 	res, err := t.attempt(actx, r)
 	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("no answer within %v: %w", d, err)
+		err = &noAnswerError{wait: d, err: err}
 	}
 	return res, err
+}
+
+// noAnswerError is an attempt the device did not answer in time.
+type noAnswerError struct {
+	wait time.Duration
+	err  error
+}
+
+func (e *noAnswerError) Error() string { return fmt.Sprintf("no answer within %v: %v", e.wait, e.err) }
+func (e *noAnswerError) Unwrap() error { return e.err }
+
+// failure says in a few words why an attempt failed, for recovery notices.
+func failure(err error) string {
+	var na *noAnswerError
+	if errors.As(err, &na) {
+		return fmt.Sprintf("no answer for %v", na.wait)
+	}
+	return "the command failed"
+}
+
+// notify tells the observer what recovery is about to try: a reader that
+// stopped answering costs tens of seconds, which must not pass in silence.
+func (t *Transport) notify(step string) {
+	if t.opts.OnRecovery != nil {
+		t.opts.OnRecovery(step)
+	}
 }
 
 // resetRecovery is BOT 5.3.4: Mass Storage Reset, then CLEAR_FEATURE

@@ -41,6 +41,11 @@ type TransportOptions struct {
 	// MaxResets is the number of Bulk-Only resets per command before a port
 	// reset; negative means none.
 	MaxResets int
+	// OnRecovery, when set, is told each recovery step before it is
+	// taken, in a few words ("no answer for 20s: resetting the reader
+	// (reset 1 of 2)"). It is called with the transport locked and must
+	// not call back into it.
+	OnRecovery func(step string)
 }
 
 // Transport runs commands over Bulk-Only Transport on one Endpoint. It is
@@ -183,11 +188,9 @@ func (t *Transport) timeout(n int) time.Duration {
 // gets its own sentence since nothing but reconnecting helps.
 func (t *Transport) transportError(err error) error {
 	if errors.Is(err, ErrNoDevice) {
-		return &detailError{
-			// The backend's own wording repeats the advice: keep one.
-			msg: fmt.Sprintf("%s disconnected: reconnect the reader and start again", t.opts.Name),
-			err: err,
-		}
+		// The backend's own wording names the device and gives advice;
+		// the callers name the device already.
+		return &detailError{msg: "device disconnected", err: err}
 	}
 	return err
 }

@@ -11,6 +11,8 @@
 //     from the end of the file (ReadIndex) and, when the file has more than
 //     one block, decodes blocks concurrently and delivers them in order; see
 //     Options for the memory bound. Otherwise it falls back to NewReader.
+//     A caller that needs the index too (for the decoded size) reads it
+//     once with ReadIndex and passes it to NewParallelReaderIndex.
 //
 // Both implement io.WriterTo, which hands the writer slices of the decoder's
 // own buffers: decoded bytes are written once into the LZMA window (which,

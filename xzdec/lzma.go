@@ -23,7 +23,7 @@ type lzmaDec struct {
 // resetState resets the probabilities, the state machine and the reps.
 func (d *lzmaDec) resetState() {
 	d.p.reset(d.lc + d.lp)
-	d.state = 0
+	d.state = stateLitLit
 	d.rep0, d.rep1, d.rep2, d.rep3 = 0, 0, 0, 0
 	d.pending = 0
 }
@@ -78,7 +78,7 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 			li := literalCoderSize * ((total&lpMask)<<lc + int(prev>>(8-lc)))
 			lit := (*[literalCoderSize]uint16)(p.literal[li : li+literalCoderSize])
 			var sym uint32
-			if state < 7 {
+			if state < litStates {
 				sym, rng, code, ip = decodeLiteral(lit, rng, code, in, ip)
 			} else {
 				mpos := pos - int(rep0) - 1
@@ -97,11 +97,11 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 		rng, code, ip, b = rcBit(&p.isRep[state], rng, code, in, ip)
 		isRep := b
 		if isRep == 0 {
-			// Simple match with a new distance.
-			if state < 7 {
-				state = 7
+			// Simple match with a new distance: lzma_state_match.
+			if state < litStates {
+				state = stateLitMatch
 			} else {
-				state = 10
+				state = stateNonlitMatch
 			}
 			rep3, rep2, rep1 = rep2, rep1, rep0
 			lp = &p.matchLen
@@ -115,10 +115,11 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 						err = errLZMADistance
 						break
 					}
-					if state < 7 {
-						state = 9
+					// lzma_state_short_rep.
+					if state < litStates {
+						state = stateLitShortrep
 					} else {
-						state = 11
+						state = stateNonlitRep
 					}
 					mpos := pos - int(rep0) - 1
 					if mpos < 0 {
@@ -147,21 +148,23 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 				rep1 = rep0
 				rep0 = dist
 			}
-			if state < 7 {
-				state = 8
+			// lzma_state_long_rep.
+			if state < litStates {
+				state = stateLitLongrep
 			} else {
-				state = 11
+				state = stateNonlitRep
 			}
 			lp = &p.repLen
 		}
-		// Match length, with the bit trees written out here rather than
-		// called: Go has no callee-saved registers, so every call in this
-		// loop would spill the whole decoder state.
+		// Inlined lzma_len(s, l, pos_state) of xz_lzma2.c, bit trees and all:
+		// Go has no callee-saved registers, so every call in this loop would
+		// spill the whole decoder state.
 		l := matchLenMin
 		ps := posState & (posStatesMax - 1)
 		rng, code, ip, b = rcBit(&lp.choice, rng, code, in, ip)
 		if b == 0 {
 			t := &lp.low[ps]
+			// Inlined rc_bittree(&rc, l->low[pos_state], LEN_LOW_SYMBOLS).
 			sym := uint32(1)
 			for sym < lenLowSyms {
 				rng, code, ip = rcNorm(rng, code, in, ip)
@@ -173,6 +176,7 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 			rng, code, ip, b = rcBit(&lp.choice2, rng, code, in, ip)
 			if b == 0 {
 				t := &lp.mid[ps]
+				// Inlined rc_bittree(&rc, l->mid[pos_state], LEN_MID_SYMBOLS).
 				sym := uint32(1)
 				for sym < lenMidSyms {
 					rng, code, ip = rcNorm(rng, code, in, ip)
@@ -182,6 +186,7 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 				l += lenLowSyms + int(sym-lenMidSyms)
 			} else {
 				t := &lp.high
+				// Inlined rc_bittree(&rc, l->high, LEN_HIGH_SYMBOLS).
 				sym := uint32(1)
 				for sym < lenHighSyms {
 					rng, code, ip = rcNorm(rng, code, in, ip)
@@ -193,7 +198,9 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 		}
 		if isRep == 0 {
 			// Distance: 6-bit slot, then reverse-tree or direct+align bits.
+			// Inlined lzma_match's distance part of xz_lzma2.c.
 			t := &p.distSlot[min(l-matchLenMin, distStates-1)]
+			// Inlined rc_bittree(&rc, s->lzma.dist_slot[dist_state], DIST_SLOTS).
 			slot := uint32(1)
 			for slot < distSlots {
 				rng, code, ip = rcNorm(rng, code, in, ip)
@@ -208,6 +215,7 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 				rep0 = (2 | slot&1) << nd
 				if slot < distModelEnd {
 					sp := p.distSpecial[rep0-slot:]
+					// Inlined rc_bittree_reverse(&rc, probs, &s->lzma.rep0, limit).
 					sym := uint32(1)
 					for i := uint32(0); i < nd; i++ {
 						rng, code, ip = rcNorm(rng, code, in, ip)
@@ -216,6 +224,8 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 						rep0 += b << i
 					}
 				} else {
+					// Inlined rc_direct(&rc, &s->lzma.rep0, limit - ALIGN_BITS),
+					// without a data-dependent branch.
 					var extra uint32
 					for i := nd - alignBits; i > 0; i-- {
 						if rng < rcTop {
@@ -233,6 +243,7 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 						extra = extra<<1 + t + 1
 					}
 					rep0 += extra << alignBits
+					// Inlined rc_bittree_reverse(&rc, s->lzma.dist_align, &s->lzma.rep0, ALIGN_BITS).
 					sym := uint32(1)
 					for i := uint32(0); i < alignBits; i++ {
 						rng, code, ip = rcNorm(rng, code, in, ip)
@@ -250,7 +261,8 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 		n := min(l, len(buf)-pos)
 		dist1 := int(rep0) + 1
 		if src := pos - dist1; src >= 0 && n <= dist1 && n <= 16 {
-			// Common case: short, non-overlapping, not wrapping.
+			// Inlined copyMatch (dict_repeat in xz_lzma2.c) for the common
+			// case: short, non-overlapping, not wrapping.
 			dst := buf[pos : pos+n]
 			s := w.buf[src : src+n]
 			for i := range dst {

@@ -20,6 +20,26 @@ const (
 	maxLcLp          = 4 // LZMA2 limits lc+lp to 4
 )
 
+// The states of the LZMA state machine: what the last symbols were, as
+// enum lzma_state in xz-embedded's xz_lzma2.h (stateLitLit is STATE_LIT_LIT
+// and so on). Below litStates (LIT_STATES) the last symbol was a literal.
+const (
+	stateLitLit         = iota // STATE_LIT_LIT
+	stateMatchLitLit           // STATE_MATCH_LIT_LIT
+	stateRepLitLit             // STATE_REP_LIT_LIT
+	stateShortrepLitLit        // STATE_SHORTREP_LIT_LIT
+	stateMatchLit              // STATE_MATCH_LIT
+	stateRepLit                // STATE_REP_LIT
+	stateShortrepLit           // STATE_SHORTREP_LIT
+	stateLitMatch              // STATE_LIT_MATCH
+	stateLitLongrep            // STATE_LIT_LONGREP
+	stateLitShortrep           // STATE_LIT_SHORTREP
+	stateNonlitMatch           // STATE_NONLIT_MATCH
+	stateNonlitRep             // STATE_NONLIT_REP
+
+	litStates = 7 // LIT_STATES
+)
+
 type lenProbs struct {
 	choice  uint16
 	choice2 uint16
@@ -80,4 +100,18 @@ func (p *lzmaProbs) reset(lclp uint) {
 }
 
 // litNextState maps the state after a literal.
-var litNextState = [lzmaStates]uint32{0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 4, 5}
+// (lzma_state_literal in xz_lzma2.h, as a table).
+var litNextState = [lzmaStates]uint32{
+	stateLitLit:         stateLitLit,
+	stateMatchLitLit:    stateLitLit,
+	stateRepLitLit:      stateLitLit,
+	stateShortrepLitLit: stateLitLit,
+	stateMatchLit:       stateMatchLitLit,
+	stateRepLit:         stateRepLitLit,
+	stateShortrepLit:    stateShortrepLitLit,
+	stateLitMatch:       stateMatchLit,
+	stateLitLongrep:     stateRepLit,
+	stateLitShortrep:    stateShortrepLit,
+	stateNonlitMatch:    stateMatchLit,
+	stateNonlitRep:      stateRepLit,
+}

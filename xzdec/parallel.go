@@ -47,6 +47,13 @@ func NewParallelReader(ctx context.Context, ra io.ReaderAt, size int64, opt Opti
 	if err != nil {
 		return nil, err
 	}
+	return NewParallelReaderIndex(ctx, ra, size, idx, opt)
+}
+
+// NewParallelReaderIndex is NewParallelReader for a caller that has already
+// read the index with ReadIndex (to learn the decoded size, say), so that it
+// is parsed once. idx must be ReadIndex's result for the same ra and size.
+func NewParallelReaderIndex(ctx context.Context, ra io.ReaderAt, size int64, idx *Index, opt Options) (io.ReadCloser, error) {
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)

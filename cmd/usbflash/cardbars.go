@@ -35,11 +35,14 @@ const textLineInterval = 5 * time.Second
 
 func newCardBars(rep reporter, names []string, total int64) *cardBars {
 	b := &cardBars{rep: rep, names: names, total: total}
+	if l, ok := rep.(*lockedReporter); ok {
+		rep = l.r
+	}
 	tr, ok := rep.(*textReporter)
-	if !ok {
+	if !ok || tr.opts.quiet {
 		return b
 	}
-	if !tr.terminal {
+	if !tr.opts.terminal {
 		b.out = tr.errOut
 		return b
 	}
@@ -96,10 +99,8 @@ func (b *cardBars) update(p pipeline.Progress, results []fanout.Result) {
 		fmt.Fprintf(b.out, "%s of %s\n", strings.Join(parts, ", "), sizeOrUnknown(b.total))
 	default:
 		for i, r := range results {
-			b.rep.event("progress", map[string]any{
-				"phase": p.Phase, "target": b.names[i], "done": shown(r.Written, b.total), "total": b.total,
-				"failed": r.Err != nil,
-			}, "")
+			b.rep.event(&cardProgressEvent{eventHeader: eventHeader{Event: evCardProgress}, Phase: phase(p.Phase),
+				Target: b.names[i], Done: shown(r.Written, b.total), Total: b.total, Failed: r.Err != nil}, "")
 		}
 	}
 }

@@ -1,8 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"fmt"
+	"strings"
 
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
@@ -16,6 +17,7 @@ import (
 func classifyDomainError(err error) int {
 	var (
 		src      *imagesrc.Error
+		size     *pipeline.ImageSizeError
 		capacity *pipeline.CapacityError
 		verify   *pipeline.VerifyError
 		device   *pipeline.DeviceError
@@ -23,14 +25,17 @@ func classifyDomainError(err error) int {
 	switch {
 	case errors.As(err, &verify):
 		return exitVerify
-	case errors.As(err, &capacity) && capacity.Written == 0:
+	case errors.As(err, &capacity):
+		// Also when the size was only found out by writing to the end
+		// of the card: the image does not fit, nothing failed.
 		return exitRefused
-	case errors.As(err, &src):
+	case errors.As(err, &src), errors.As(err, &size):
 		return exitSource
-	case errors.As(err, &device), errors.As(err, &capacity):
-		return exitDevice
-	case scsi.IsWriteProtected(err):
+	case errors.Is(err, errNotConfirmed), errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err),
+		errors.As(err, new(*pipeline.WriteProtectedError)):
 		return exitRefused
+	case errors.As(err, &device):
+		return exitDevice
 	}
 	var (
 		sense   *scsi.SenseError
@@ -41,6 +46,7 @@ func classifyDomainError(err error) int {
 	case errors.As(err, &sense), errors.As(err, &command), errors.As(err, &usbErr),
 		errors.Is(err, usbms.ErrNoDevice), errors.Is(err, usbms.ErrStall),
 		errors.Is(err, usbms.ErrInvalidCSW), errors.Is(err, usbms.ErrPhaseError),
+		errors.Is(err, usbms.ErrRecoveryFailed),
 		errors.Is(err, libusb.ErrNoUSBSupport), errors.Is(err, libusb.ErrNoUSBAccess):
 		// The reader, the card or the USB stack: not our bug.
 		return exitDevice
@@ -48,15 +54,77 @@ func classifyDomainError(err error) int {
 	return exitInternal
 }
 
-// sourceError names the image in an error from opening it.
-func sourceError(image string, err error) error {
-	var src *imagesrc.Error
-	if errors.As(err, &src) {
-		return fmt.Errorf("image %s: %w", image, err)
+// errNotConfirmed is a write nobody confirmed.
+var errNotConfirmed = errors.New("not confirmed")
+
+// explain is what a person reads of err: the facts, each once, and one
+// piece of advice ("" when there is none worth giving).
+func explain(err error) (msg, advice string) {
+	msg = err.Error()
+	// A failed block command is described by the pipeline (operation,
+	// target, LBA range, byte offset) and again by the LUN under it:
+	// keep the pipeline's words and the LUN's cause.
+	var (
+		dev *pipeline.DeviceError
+		cmd *usbms.CommandError
+	)
+	if errors.As(err, &dev) && errors.As(dev.Err, &cmd) && cmd.Err != nil {
+		msg = strings.Replace(msg, cmd.Error(), cmd.Err.Error(), 1)
 	}
-	return &codedError{exitSource, fmt.Errorf("image %s: %w", image, err)}
+	return msg, hint(err)
 }
 
-// writeError keeps the pipeline's error as it is: it already names the
-// device, the LBA and what to do.
-func writeError(err error) error { return err }
+// hint is the one place that turns an error's kind into advice: library
+// errors state facts only, so each message carries one piece of advice.
+// (libusb.Error is the exception: its Hint is part of its text, since a
+// mount refusal's hint names the mounts, and gets nothing more here.)
+func hint(err error) string {
+	var (
+		cancelled *pipeline.CancelledError
+		capacity  *pipeline.CapacityError
+		verify    *pipeline.VerifyError
+		imageSize *pipeline.ImageSizeError
+		src       *imagesrc.Error
+		device    *pipeline.DeviceError
+	)
+	switch {
+	case errors.As(err, &cancelled):
+		if cancelled.Phase == pipeline.PhaseWrite && (cancelled.Bytes > 0 || cancelled.LBA > 0) {
+			return "run the write again: the card holds part of the image"
+		}
+		return ""
+	case errors.Is(err, context.Canceled):
+		return ""
+	case errors.Is(err, errNotConfirmed):
+		return "pass --yes to write without being asked"
+	case errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err), errors.As(err, new(*pipeline.WriteProtectedError)):
+		return "slide the card's lock switch to unlock it, or use another card"
+	case errors.As(err, &capacity):
+		return "use a larger card"
+	case errors.As(err, &verify):
+		return "write the image again; if the difference stays, the card is failing or fake: use another card"
+	case errors.As(err, &imageSize), errors.As(err, &src):
+		return "download the image again and compare its checksum"
+	case errors.Is(err, usbms.ErrNoDevice):
+		return "reconnect the reader and run the command again"
+	case errors.Is(err, usbms.ErrMediumChanged), scsi.IsMediumSwap(err):
+		return "insert the card again and write the whole image again"
+	case errors.Is(err, usbms.ErrRecoveryFailed):
+		return "unplug the reader, plug it in again, and run the command again"
+	case errors.As(err, &device) && device.Op == "sync":
+		return "check that the card is still inserted, then write again"
+	case scsi.IsMediumError(err), errors.As(err, &device):
+		return "write again; if it fails at the same place, the card is failing: use another card"
+	}
+	return ""
+}
+
+// sourceError classifies an error from opening the image, which already
+// names it.
+func sourceError(err error) error {
+	var src *imagesrc.Error
+	if errors.As(err, &src) {
+		return err
+	}
+	return &codedError{exitSource, err}
+}

@@ -3,21 +3,66 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 )
 
 // Exit codes are part of the interface: scripts and factory stations branch
-// on them. README.md documents the same table.
+// on them. exitCodes is their one table: --help prints it and a test holds
+// README.md's table to it, both ways.
 const (
 	exitOK        = 0
-	exitInternal  = 1   // a bug or an unclassified failure
-	exitUsage     = 2   // bad flags or target syntax
-	exitRefused   = 3   // a safety check said no: write-protected, too small, mounted, not confirmed
-	exitSource    = 4   // the image could not be read or decoded
-	exitDevice    = 5   // the reader or the card failed, or went away
-	exitVerify    = 6   // read-back differs from the image
-	exitPartial   = 7   // several cards: some were written, some failed (the table says which)
-	exitCancelled = 130 // interrupted (128 + SIGINT, as shells report it)
+	exitInternal  = 1
+	exitUsage     = 2
+	exitRefused   = 3
+	exitSource    = 4
+	exitDevice    = 5
+	exitVerify    = 6
+	exitPartial   = 7
+	exitCancelled = 130
 )
+
+// exitStatus is one row of the exit-code table.
+type exitStatus struct {
+	code    int
+	name    string // the JSON error event's "name"
+	meaning string
+}
+
+// exitCodes is the exit-code table, in code order.
+func exitCodes() []exitStatus {
+	return []exitStatus{
+		{exitOK, "ok", "success"},
+		{exitInternal, "internal", "internal error (a bug: please report it)"},
+		{exitUsage, "usage", "bad command, flag, argument or target syntax"},
+		{exitRefused, "refused", "refused by a safety check: write-protected, image larger than the card, disk in use, not confirmed"},
+		{exitSource, "image", "the image could not be read or decoded (corrupt or truncated archive)"},
+		{exitDevice, "device", "the reader, the card or the USB stack failed, or the device went away"},
+		{exitVerify, "verify", "what was read back differs from the image"},
+		{exitPartial, "partial", "several cards: some were written and verified, some failed (the table and --report say which)"},
+		{exitCancelled, "cancelled", "interrupted (Ctrl-C, SIGTERM, SIGHUP) after syncing what was written"},
+	}
+}
+
+// exitName is the table's name for code.
+func exitName(code int) string {
+	for _, s := range exitCodes() {
+		if s.code == code {
+			return s.name
+		}
+	}
+	return "unknown"
+}
+
+// exitCodeHelp is the table as --help prints it.
+func exitCodeHelp() string {
+	var b strings.Builder
+	b.WriteString("Exit codes:\n")
+	for _, s := range exitCodes() {
+		fmt.Fprintf(&b, "  %-4d %-10s %s\n", s.code, s.name, s.meaning)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
 
 // refusedError is a safety check that stopped a command before any write.
 type refusedError struct{ msg string }

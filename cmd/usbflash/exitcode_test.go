@@ -26,7 +26,11 @@ func TestExitCodeClassification(t *testing.T) {
 		{&imagesrc.Error{Err: errors.New("bad")}, exitSource},
 		{&pipeline.VerifyError{}, exitVerify},
 		{&pipeline.CapacityError{}, exitRefused},
-		{&pipeline.CapacityError{Written: 512}, exitDevice},
+		{&pipeline.CapacityError{Written: 512}, exitRefused}, // found by writing to the end: still does not fit
+		{&pipeline.ImageSizeError{}, exitSource},
+		{fmt.Errorf("%w: no terminal", errNotConfirmed), exitRefused},
+		{&writeProtectedError{"sim:x"}, exitRefused},
+		{fmt.Errorf("WRITE: %w", usbms.ErrRecoveryFailed), exitDevice},
 		{&pipeline.CancelledError{Err: context.Canceled}, exitCancelled},
 		{errors.New("something unforeseen"), exitInternal},
 	}

@@ -53,7 +53,7 @@ unless --force).`,
 }
 
 func (a *app) info(ctx context.Context, t target, asJSON bool) error {
-	d, err := openTarget(ctx, t, openOptions{})
+	d, err := openTarget(ctx, t, openOptions{readOnly: true, allowNoMedium: true})
 	if err != nil {
 		return err
 	}
@@ -73,8 +73,12 @@ func describeDevice(d *device) infoReport {
 		r.LUNs = nil
 		rep.USB = &r
 	}
-	if d.lun != nil {
+	switch {
+	case d.lun != nil:
 		l := reportLUN(d.lun)
+		rep.LUN = &l
+	case d.empty != nil:
+		l := reportSlot(*d.empty)
 		rep.LUN = &l
 	}
 	if d.file != nil {
@@ -104,6 +108,10 @@ func printInfo(w io.Writer, rep infoReport) {
 		fmt.Fprintf(tw, "revision\t%s\n", l.Revision)
 		fmt.Fprintf(tw, "serial (VPD)\t%s\n", orDash(l.Serial))
 		fmt.Fprintf(tw, "removable\t%v\n", l.Removable)
+		if !l.Medium {
+			fmt.Fprintf(tw, "medium\t%s\n", orDash(l.Error))
+			return
+		}
 		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatSize(l.Bytes), l.Bytes, l.Blocks, l.BlockSize)
 		fmt.Fprintf(tw, "write protected\t%v\n", l.WriteProtected)
 		fmt.Fprintf(tw, "max transfer\t%s\n", sizeOrUnknown(l.MaxTransfer))

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"usbflash/internal/units"
-	"usbflash/scsi"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
 )
@@ -154,35 +153,31 @@ func describeReader(ctx context.Context, index int, info libusb.Info) readerRepo
 // describeLUNs asks every LUN of a reader what it holds. An empty slot is
 // still described by INQUIRY, with Medium false.
 func describeLUNs(ctx context.Context, tr *usbms.Transport) []lunReport {
-	maxLUN, err := tr.MaxLUN(ctx)
+	slots, err := usbms.ProbeLUNs(ctx, tr, usbms.LUNOptions{ReadyWait: 3 * time.Second})
 	if err != nil {
 		return []lunReport{{Error: err.Error()}}
 	}
-	var out []lunReport
-	for n := 0; n <= maxLUN; n++ {
-		lun, err := usbms.OpenLUN(ctx, tr, n, usbms.LUNOptions{ReadyWait: 3 * time.Second})
-		if err == nil {
-			out = append(out, reportLUN(lun))
-			continue
-		}
-		l := lunReport{LUN: n, Error: err.Error()}
-		buf := make([]byte, 36)
-		if k, ierr := tr.Exec(ctx, n, inquiryCDB(), usbms.DataIn, buf); ierr == nil {
-			if inq, perr := scsi.ParseInquiry(buf[:k]); perr == nil {
-				l.Vendor, l.Product, l.Revision, l.Removable = inq.Vendor, inq.Product, inq.Revision, inq.Removable
-			}
-		}
-		if scsi.IsNoMedium(err) {
-			l.Error = "no medium"
-		}
-		out = append(out, l)
+	out := make([]lunReport, 0, len(slots))
+	for _, s := range slots {
+		out = append(out, reportSlot(s))
 	}
 	return out
 }
 
-func inquiryCDB() []byte {
-	c := scsi.Inquiry(36)
-	return c.Bytes()
+// reportSlot describes one probed slot: the LUN when it opened, else what
+// INQUIRY said and why it could not be opened.
+func reportSlot(s usbms.LUNSummary) lunReport {
+	if s.LUN != nil {
+		return reportLUN(s.LUN)
+	}
+	l := lunReport{LUN: s.Number, Error: s.Err.Error()}
+	if s.HasInquiry {
+		l.Vendor, l.Product, l.Revision, l.Removable = s.Inquiry.Vendor, s.Inquiry.Product, s.Inquiry.Revision, s.Inquiry.Removable
+	}
+	if s.NoMedium {
+		l.Error = "no medium"
+	}
+	return l
 }
 
 func reportLUN(l *usbms.LUN) lunReport {

@@ -13,6 +13,10 @@ import (
 )
 
 func main() {
+	// A closed stdout (usbflash write --json | head -1) must not kill a
+	// write midway: writes to it fail with EPIPE instead, and the write
+	// finishes, syncs and reports on stderr.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signalContext(os.Stderr)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -22,7 +26,8 @@ func main() {
 // run is main without the process: tests call it with their own context,
 // arguments and streams, and read the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runApp(ctx, &app{stdin: stdin, stdout: stdout, stderr: stderr, interactive: isTerminalReader(stdin)}, args)
+	return runApp(ctx, &app{stdin: stdin, stdout: stdout, stderr: stderr,
+		interactive: isTerminalReader(stdin), stderrTerminal: isTerminal(stderr)}, args)
 }
 
 // runApp runs one command line with a's streams and says how it ended.
@@ -32,33 +37,35 @@ func runApp(ctx context.Context, a *app, args []string) int {
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
-	stderr := a.stderr
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
 	code := exitCode(err)
 	if !errorAlreadyReported(err) {
-		fmt.Fprintf(stderr, "usbflash: %v\n", err)
+		// Under --json every failure is an error event on stdout, even
+		// one found before the command ran (a bad flag or target).
+		newReporter(a.stdout, a.stderr, reporterOptions{json: jsonRequested(c, args)}).fail(err, code)
 	}
 	return code
 }
 
-// signalContext cancels on the first Ctrl-C (or SIGTERM) so a write can
-// finish the command in flight, sync and report how far it got; a second
-// signal exits at once.
+// signalContext cancels on the first Ctrl-C, SIGTERM or SIGHUP (a dropped
+// ssh session) so a write can finish the command in flight, sync and
+// report how far it got; a second signal exits at once.
 func signalContext(stderr io.Writer) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() {
+		var s os.Signal
 		select {
-		case <-sig:
+		case s = <-sig:
 		case <-done:
 			return
 		}
-		fmt.Fprintln(stderr, "\nusbflash: stopping after the command in flight (Ctrl-C again to abort at once)")
+		fmt.Fprintf(stderr, "\nusbflash: %s: stopping after the command in flight (Ctrl-C again to abort at once)\n", signalName(s))
 		cancel()
 		select {
 		case <-sig:
@@ -72,4 +79,16 @@ func signalContext(stderr io.Writer) (context.Context, func()) {
 		close(done)
 		cancel()
 	}
+}
+
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "interrupted"
+	case syscall.SIGTERM:
+		return "terminated"
+	case syscall.SIGHUP:
+		return "hangup (the terminal went away)"
+	}
+	return s.String()
 }

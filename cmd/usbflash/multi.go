@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +16,9 @@ import (
 	"usbflash/imagesrc"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
+	"usbflash/usbms"
 	"usbflash/usbms/libusb"
+	"usbflash/usbms/sim"
 )
 
 // DefaultLag is how many transfers a card of a many-card write may fall
@@ -25,12 +28,9 @@ import (
 // memory per card.
 const DefaultLag = 8
 
-// What bounded a card of a many-card write: its own speed, or, for the
-// slowest card, everyone's.
-const (
-	boundDevice  = "device"
-	boundSlowest = "slowest"
-)
+// boundSlowest marks the card of a many-card write that was busy longest:
+// its own speed bounded everyone's.
+const boundSlowest bound = "slowest"
 
 // card is one opened target of a many-card write and what became of it.
 type card struct {
@@ -52,22 +52,15 @@ func (c *card) failed() bool { return c.outcome.Error != "" }
 // and checked before any is written; one decode feeds them all; a card that
 // fails drops out with its own error and the others go on; each card is
 // synced and verified on its own.
-func (a *app) writeMany(ctx context.Context, image string, ts []target, f writeFlags, transfer int64) (err error) {
-	rep := a.reporterFor(f.asJSON, f.quiet)
-	defer func() {
-		if err != nil {
-			rep.fail(err, exitCode(err))
-			err = &reportedError{err}
-		}
-	}()
+func (a *app) writeMany(ctx context.Context, rep reporter, image string, ts []target, f writeFlags, transfer int64) error {
 	src, err := imagesrc.Open(image)
 	if err != nil {
-		return sourceError(image, err)
+		return sourceError(err)
 	}
 	defer src.Close()
 	s := &session{Image: image, Started: time.Now()}
 
-	cards, err := a.openCards(ctx, ts, src, f)
+	cards, err := a.openCards(ctx, ts, src, f, image)
 	defer func() {
 		for _, c := range cards {
 			if c.d != nil {
@@ -105,6 +98,7 @@ func (a *app) writeCards(ctx context.Context, rep reporter, image string, src *i
 	started := time.Now()
 	for _, c := range live {
 		c.outcome.Started = started
+		c.d.markWritten() // from here on the card is ours to keep, written or not
 	}
 	for _, c := range live {
 		if t, _ := fitTransfer(c.d, transfer); t < transfer {
@@ -117,9 +111,10 @@ func (a *app) writeCards(ctx context.Context, rep reporter, image string, src *i
 		names[i] = c.d.name
 		targets[i] = fanout.Target{Name: c.d.name, Dev: c.d.dev}
 	}
-	rep.event("start", map[string]any{
-		"image": image, "format": src.Format.String(), "size": src.Size, "size_exact": src.SizeExact,
-		"targets": names, "transfer_size": transfer, "buffers": f.buffers, "lag": f.lag,
+	rep.event(&manyStartEvent{
+		eventHeader: eventHeader{Event: evStart}, Command: cmdWrite,
+		Image: image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
+		Targets: names, TransferSize: transfer, Buffers: f.buffers, Lag: f.lag,
 	}, fmt.Sprintf("Writing %s (%s, %s) to %d cards with %s transfers: %s",
 		image, src.Format, describeSize(src), len(live), units.FormatSize(transfer), strings.Join(names, ", ")))
 
@@ -134,7 +129,7 @@ func (a *app) writeCards(ctx context.Context, rep reporter, image string, src *i
 	bars := newCardBars(rep, names, expectedSize(src))
 	res, werr := pipeline.Write(ctx, g, src, pipeline.WriteOptions{
 		TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
-		Sync: true, HashAlg: hashFor(f),
+		Sync: true, HashAlg: hashFor(f.noVerify),
 		Progress: func(p pipeline.Progress) { bars.update(p, g.Results()) },
 	})
 	g.Close()
@@ -176,8 +171,8 @@ func (a *app) writeCards(ctx context.Context, rep reporter, image string, src *i
 	for _, c := range live {
 		if f.eject && !c.failed() && c.d.lun != nil {
 			if err := c.d.lun.Eject(ctx); err != nil {
-				rep.event("note", map[string]any{"target": c.d.name, "message": "eject failed: " + err.Error()},
-					fmt.Sprintf("%s: eject failed (the image is written and synced): %v", c.d.name, err))
+				msg := fmt.Sprintf("%s: eject failed (the image is written and synced): %v", c.d.name, err)
+				rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
 			}
 		}
 	}
@@ -188,37 +183,54 @@ func (a *app) writeCards(ctx context.Context, rep reporter, image string, src *i
 // cardEvents says what became of each card, one event each.
 func (a *app) cardEvents(rep reporter, cards []*card) {
 	for _, c := range cards {
-		rep.event("card", map[string]any{
-			"target": c.outcome.Target, "serial": c.outcome.Serial, "capacity": c.outcome.Capacity,
-			"bytes": c.outcome.Bytes, "rate": c.outcome.Rate, "bound": c.outcome.Bound,
-			"verified": c.outcome.Verified, "sha256": c.outcome.SHA256,
-			"error": c.outcome.Error, "exit_code": c.outcome.Code,
-		}, "")
+		rep.event(&cardEvent{eventHeader{Event: evCard}, c.outcome}, "")
 	}
 }
 
 // openCards opens every target and runs every check that can fail before
 // anything is written. A refused card is recorded and, with
 // --skip-refused, left out; without it the whole write is refused, naming
-// every refusal.
-func (a *app) openCards(ctx context.Context, ts []target, src *imagesrc.Source, f writeFlags) ([]*card, error) {
-	var cards []*card
-	var refusals []string
-	for _, t := range ts {
-		c := &card{t: t, outcome: cardOutcome{Target: t.raw}}
-		cards = append(cards, c)
-		d, err := openTarget(ctx, t, openOptions{force: f.force})
-		if err == nil {
-			c.d = d
-			c.outcome.Target, c.outcome.Capacity = d.name, d.capacity()
-			if d.usb != nil {
-				c.outcome.Serial = d.usb.Serial
-			}
-			err = checkBeforeWrite(d, src)
-		}
+// every refusal. Targets that are slots of one reader share one open of it.
+func (a *app) openCards(ctx context.Context, ts []target, src *imagesrc.Source, f writeFlags, image string) ([]*card, error) {
+	opts := openOptions{force: f.force, image: image}
+	cards := make([]*card, len(ts))
+	groups := map[string][]int{}
+	var order []string
+	for i, t := range ts {
+		cards[i] = &card{t: t, outcome: cardOutcome{Target: t.raw}}
+		key, err := readerKey(ctx, t)
 		if err != nil {
-			c.fail(err)
-			refusals = append(refusals, err.Error())
+			cards[i].fail(err)
+			continue
+		}
+		if _, seen := groups[key]; !seen {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], i)
+	}
+	for _, key := range order {
+		idx := groups[key]
+		if len(idx) == 1 {
+			d, err := openTarget(ctx, ts[idx[0]], opts)
+			cards[idx[0]].opened(d, err, src)
+			continue
+		}
+		group := make([]target, len(idx))
+		for j, i := range idx {
+			group[j] = ts[i]
+		}
+		ds, errs := openShared(ctx, group, opts)
+		for j, i := range idx {
+			cards[i].opened(ds[j], errs[j], src)
+		}
+	}
+	var refusals []string
+	for _, c := range cards {
+		if c.failed() && c.outcome.Code == exitUsage {
+			return cards, &usageError{c.outcome.Error} // a mistake on the command line: no card is meant
+		}
+		if c.failed() {
+			refusals = append(refusals, c.outcome.Error)
 		}
 	}
 	if len(refusals) > 0 && !f.skipRefused {
@@ -228,10 +240,110 @@ func (a *app) openCards(ctx context.Context, ts []target, src *imagesrc.Source, 
 	return cards, nil
 }
 
+// opened records how opening the card went and checks it.
+func (c *card) opened(d *device, err error, src *imagesrc.Source) {
+	if err == nil {
+		c.d = d
+		c.outcome.Target, c.outcome.Capacity = d.name, d.capacity()
+		if d.usb != nil {
+			c.outcome.Serial = d.usb.Serial
+		}
+		err = checkBeforeWrite(d, src)
+	}
+	if err != nil {
+		c.fail(err)
+	}
+}
+
+// readerKey names the reader a target lives on, so slots of one reader
+// can share it; file: targets share nothing.
+func readerKey(ctx context.Context, t target) (string, error) {
+	switch t.kind {
+	case targetUSB:
+		info, err := findUSB(ctx, t)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("usb:%d.%d", info.Bus, info.Address), nil
+	case targetSim:
+		abs, err := filepath.Abs(t.path)
+		if err != nil {
+			return "", &usageError{fmt.Sprintf("target %s: %v", t.raw, err)}
+		}
+		return "sim:" + abs, nil
+	}
+	return "file:" + t.raw, nil
+}
+
+// openShared opens one reader once for several of its slots: its
+// interface can be claimed only once, and Bulk-Only Transport runs one
+// command at a time, so the slots share one transport. Each slot gets its
+// own device or error.
+func openShared(ctx context.Context, group []target, opts openOptions) ([]*device, []error) {
+	ds, errs := make([]*device, len(group)), make([]error, len(group))
+	failAll := func(err error) ([]*device, []error) {
+		for i := range errs {
+			errs[i] = err
+		}
+		return ds, errs
+	}
+	t0 := group[0]
+	for _, t := range group {
+		if t.lun < 0 {
+			return failAll(&usageError{fmt.Sprintf("targets %s and %s are the same reader: name each slot with /LUN (lun=N for sim:)", t0.raw, group[1].raw)})
+		}
+	}
+	var (
+		ep      usbms.Endpoint
+		closeEP func() error
+		info    *libusb.Info
+		name    string
+	)
+	switch t0.kind {
+	case targetUSB:
+		found, err := findUSB(ctx, t0)
+		if err != nil {
+			return failAll(err)
+		}
+		ud, err := libusb.Open(ctx, found, libusb.OpenOptions{Force: opts.force})
+		if err != nil {
+			return failAll(targetOpenError(t0, err))
+		}
+		ep, closeEP, info, name = ud, ud.Close, &found, usbName(found)
+	case targetSim:
+		if err := sameFileAsImage(opts.image, t0.path); err != nil {
+			return failAll(err)
+		}
+		sd, err := sim.Open(t0.spec)
+		if err != nil {
+			return failAll(targetOpenError(t0, err))
+		}
+		ep, closeEP, name = sd, sd.Close, "sim:"+t0.path
+	default:
+		return failAll(&usageError{fmt.Sprintf("target %s cannot share a reader", t0.raw)})
+	}
+	tr := usbms.NewTransport(ep, usbms.TransportOptions{Name: name, OnRecovery: opts.onRecovery})
+	// The reader closes with its last slot.
+	var mu sync.Mutex
+	open := len(group)
+	release := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if open--; open == 0 {
+			return closeEP()
+		}
+		return nil
+	}
+	for i, t := range group {
+		ds[i], errs[i] = openLUNOn(ctx, t, name, tr, info, release, opts)
+	}
+	return ds, errs
+}
+
 // confirmMany lists every card and asks once.
 func (a *app) confirmMany(live []*card, image string, src *imagesrc.Source) error {
 	if !a.interactive {
-		return &refusedError{fmt.Sprintf("not confirmed: no terminal to ask whether to overwrite %d cards; pass --yes to write without asking", len(live))}
+		return fmt.Errorf("%w: no terminal to ask whether to overwrite %d cards", errNotConfirmed, len(live))
 	}
 	var b strings.Builder
 	for _, c := range live {
@@ -248,7 +360,7 @@ func (a *app) confirmMany(live []*card, image string, src *imagesrc.Source) erro
 // verifyCards reads every written card back at once, each against the
 // image's hash.
 func (a *app) verifyCards(ctx context.Context, rep reporter, live []*card, res pipeline.WriteResult, transfer int) {
-	rep.event("phase", map[string]any{"phase": pipeline.PhaseVerify}, "")
+	rep.event(&phaseEvent{eventHeader{Event: evPhase}, phaseVerify}, "")
 	var wg sync.WaitGroup
 	for _, c := range live {
 		if c.failed() {
@@ -257,7 +369,7 @@ func (a *app) verifyCards(ctx context.Context, rep reporter, live []*card, res p
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := pipeline.VerifyHash(ctx, named(c.d), res.Bytes, res.SHA256, pipeline.VerifyOptions{TransferSize: transfer})
+			_, err := pipeline.VerifyHash(ctx, c.d.dev, res.Bytes, res.SHA256, pipeline.VerifyOptions{Name: c.d.name, TransferSize: transfer})
 			if err != nil {
 				c.fail(err)
 				return
@@ -313,13 +425,14 @@ func (a *app) summarizeSession(rep reporter, s *session, f writeFlags, err error
 			ok++
 		}
 	}
-	rep.event("summary", map[string]any{
-		"cards": len(s.Cards), "succeeded": ok, "failed": len(s.Cards) - ok, "sha256": s.SHA256,
-		"elapsed_s": time.Since(s.Started).Seconds(),
+	rep.event(&manySummaryEvent{
+		eventHeader: eventHeader{Event: evSummary}, Command: cmdWrite,
+		Cards: len(s.Cards), Succeeded: ok, Failed: len(s.Cards) - ok, SHA256: s.SHA256,
+		ElapsedS: time.Since(s.Started).Seconds(),
 	}, cardTable(s.Cards, f.noVerify))
 	if f.report != "" {
 		if rerr := s.save(f.report); rerr != nil {
-			rep.event("note", map[string]any{"message": rerr.Error()}, "usbflash: "+rerr.Error())
+			rep.event(&noteEvent{eventHeader{Event: evNote}, rerr.Error()}, "usbflash: "+rerr.Error())
 		}
 	}
 	n := len(s.Cards)

@@ -111,10 +111,10 @@ func TestWriteManyRefusals(t *testing.T) {
 	for _, c := range append(good, wp) {
 		args = append(args, c.target(dir))
 	}
-	// Create the cards first so their contents can be compared.
+	// Create the cards first, with old contents to compare.
 	for _, c := range append(good, wp) {
-		if r := runCLI(t, "info", strings.Replace(c.target(dir), "&wp=1", "", 1)); r.code != 0 {
-			t.Fatalf("info %s: %d %s", c.name, r.code, r.stderr)
+		if err := os.WriteFile(c.path(dir), bytes.Repeat([]byte{0xA5}, 8<<20), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 	before := fileHash(t, good[0].path(dir))
@@ -174,5 +174,32 @@ func TestWriteManyUsage(t *testing.T) {
 		if r := runCLI(t, args...); r.code != exitUsage {
 			t.Errorf("%q: exit %d, want %d\n%s", args, r.code, exitUsage, r.stderr)
 		}
+	}
+}
+
+// TestWriteManySlotsOfOneReader: two slots of one reader are written in one
+// run over one open of the reader (its interface can be claimed once).
+func TestWriteManySlotsOfOneReader(t *testing.T) {
+	dir := t.TempDir()
+	img := testImage(2<<20 + 9)
+	imgPath := filepath.Join(dir, "os.img")
+	os.WriteFile(imgPath, img, 0o644)
+	card := filepath.Join(dir, "two.img")
+	for _, p := range []string{card, card + ".lun1"} {
+		os.WriteFile(p, make([]byte, 8<<20), 0o644)
+	}
+	r := runCLI(t, "write", imgPath, "--yes", "sim:"+card+"?luns=2&lun=0", "sim:"+card+"?luns=2&lun=1")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, p := range []string{card, card + ".lun1"} {
+		b, _ := os.ReadFile(p)
+		if !bytes.Equal(b[:len(img)], img) {
+			t.Errorf("%s does not hold the image", p)
+		}
+	}
+	r = runCLI(t, "write", imgPath, "--yes", "sim:"+card+"?luns=2", "sim:"+card+"?luns=2&lun=1")
+	if r.code != exitUsage {
+		t.Errorf("a slot left unnamed: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -4,113 +4,217 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"usbflash/internal/units"
 )
 
 // reporter presents a long command to its audience: a progress bar for a
-// person at a terminal, JSON lines for scripts and factory dashboards, or
-// nothing (--quiet). Commands talk to it and never format progress
-// themselves.
+// person at a terminal, a line every few seconds for a log, JSON lines for
+// scripts and factory dashboards, or nothing but the outcome (--quiet).
+// Commands talk to it and never format progress themselves.
 type reporter interface {
-	// event records a milestone (start, phase, summary); fields become the
-	// JSON object, text is what a person reads.
-	event(name string, fields map[string]any, text string)
-	// progress reports bytes done of total (-1: unknown) in a phase.
-	progress(phase string, done, total int64, rate float64)
+	// event records a milestone; e becomes the JSON object, text is what
+	// a person reads ("" for nothing).
+	event(e event, text string)
+	// progress reports how far a phase got.
+	progress(p progressEvent)
 	// fail reports the error that ends the command, with its exit code.
 	fail(err error, code int)
 }
 
-type reporterMode int
-
-const (
-	modeText reporterMode = iota
-	modeJSON
-	modeQuiet
-)
-
-func newReporter(mode reporterMode, out, errOut io.Writer, terminal bool) reporter {
-	switch mode {
-	case modeJSON:
-		return &jsonReporter{enc: json.NewEncoder(out)}
-	case modeQuiet:
-		return quietReporter{}
-	}
-	return &textReporter{out: out, errOut: errOut, terminal: terminal}
+// reporterOptions choose the reporter.
+type reporterOptions struct {
+	json, quiet bool
+	// terminal: stderr is a terminal, so progress is a bar; otherwise it
+	// is a line every lineEvery.
+	terminal  bool
+	lineEvery time.Duration
+	now       func() time.Time
 }
 
-// jsonReporter writes one JSON object per line. Every object has "event"
-// and "time"; progress events are rate-limited by the pipeline (a few per
-// second), and a "phase" event marks each change of phase.
+// progressLineInterval is how often progress is printed to a stderr that is
+// not a terminal: often enough to show life in a log, rarely enough to read.
+const progressLineInterval = 5 * time.Second
+
+// rateWarmUp is how long a phase runs before its rate is shown: the first
+// buffers fill from memory and would claim tens of GB/s.
+const rateWarmUp = time.Second
+
+func newReporter(out, errOut io.Writer, o reporterOptions) reporter {
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.lineEvery == 0 {
+		o.lineEvery = progressLineInterval
+	}
+	if o.json {
+		return &jsonReporter{enc: json.NewEncoder(out), errOut: errOut, quiet: o.quiet, now: o.now}
+	}
+	return &textReporter{out: out, errOut: errOut, opts: o}
+}
+
+// jsonReporter writes one JSON object per line on stdout. With quiet, only
+// the outcome is written: the summary or the error.
 type jsonReporter struct {
-	enc   *json.Encoder
-	phase string
+	enc    *json.Encoder
+	errOut io.Writer
+	quiet  bool
+	now    func() time.Time
+	phase  phase
 }
 
-func (r *jsonReporter) emit(name string, fields map[string]any) {
-	obj := map[string]any{"event": name, "time": time.Now().UTC().Format(time.RFC3339Nano)}
-	for k, v := range fields {
-		obj[k] = v
+// emit writes e and says whether stdout took it.
+func (r *jsonReporter) emit(e event) bool {
+	h := e.header()
+	if r.quiet && h.Event != evSummary && h.Event != evError {
+		return true
 	}
-	_ = r.enc.Encode(obj) // stdout gone: nothing better to do
+	h.Time = r.now().UTC().Format(time.RFC3339Nano)
+	return r.enc.Encode(e) == nil
 }
 
-func (r *jsonReporter) event(name string, fields map[string]any, _ string) { r.emit(name, fields) }
-
-func (r *jsonReporter) progress(phase string, done, total int64, rate float64) {
-	if phase != r.phase {
-		r.phase = phase
-		r.emit("phase", map[string]any{"phase": phase})
+// event writes e; should stdout be gone (its reader quit: a closed pipe),
+// the outcome still reaches a person on stderr, and nothing stops.
+func (r *jsonReporter) event(e event, text string) {
+	if !r.emit(e) && e.header().Event == evSummary {
+		fmt.Fprintln(r.errOut, text)
 	}
-	r.emit("progress", map[string]any{"phase": phase, "done": done, "total": total, "rate": rate})
+}
+
+func (r *jsonReporter) progress(p progressEvent) {
+	if p.Phase != r.phase {
+		r.phase = p.Phase
+		r.emit(&phaseEvent{eventHeader{Event: evPhase}, p.Phase})
+	}
+	p.eventHeader = eventHeader{Event: evProgress}
+	r.emit(&p)
 }
 
 func (r *jsonReporter) fail(err error, code int) {
-	r.emit("error", map[string]any{"message": err.Error(), "code": code})
+	if !r.emit(newErrorEvent(err, code)) {
+		printError(r.errOut, err)
+	}
 }
 
-type quietReporter struct{}
+func newErrorEvent(err error, code int) *errorEvent {
+	msg, hint := explain(err)
+	return &errorEvent{eventHeader{Event: evError}, msg, hint, code, exitName(code)}
+}
 
-func (quietReporter) event(string, map[string]any, string)   {}
-func (quietReporter) progress(string, int64, int64, float64) {}
-func (quietReporter) fail(error, int)                        {}
-
-// textReporter prints milestones as lines and, on a terminal only, draws a
-// progress bar per phase on stderr.
+// textReporter prints milestones as lines on stdout and progress on
+// stderr: a bar on a terminal, else a line every few seconds. quiet keeps
+// only errors.
 type textReporter struct {
 	out, errOut io.Writer
-	terminal    bool
+	opts        reporterOptions
 	bar         *progressbar.ProgressBar
-	barPhase    string
+	phase       phase
+	lastLine    time.Time
 }
 
-func (r *textReporter) event(_ string, _ map[string]any, text string) {
+func (r *textReporter) event(_ event, text string) {
 	r.closeBar()
-	if text != "" {
-		fmt.Fprintln(r.out, text)
-	}
-}
-
-func (r *textReporter) progress(phase string, done, total int64, _ float64) {
-	if !r.terminal {
+	if text == "" || r.opts.quiet {
 		return
 	}
-	if r.bar == nil || r.barPhase != phase {
+	if _, err := fmt.Fprintln(r.out, text); err != nil {
+		fmt.Fprintln(r.errOut, text) // stdout is gone: tell stderr
+	}
+}
+
+func (r *textReporter) progress(p progressEvent) {
+	if r.opts.quiet {
+		return
+	}
+	if p.Phase != r.phase {
 		r.closeBar()
-		r.barPhase = phase
-		r.bar = progressbar.NewOptions64(total,
+		r.phase = p.Phase
+		r.lastLine = r.opts.now()
+		if p.Phase == phaseSync {
+			// Nothing to count: the card is storing what it buffered.
+			fmt.Fprintln(r.errOut, "Syncing: waiting for the card to store every block it has buffered")
+			return
+		}
+	}
+	if p.Phase == phaseSync {
+		return
+	}
+	line := progressText(p)
+	if !r.opts.terminal {
+		if now := r.opts.now(); now.Sub(r.lastLine) >= r.opts.lineEvery {
+			r.lastLine = now
+			fmt.Fprintln(r.errOut, line)
+		}
+		return
+	}
+	max, cur := barPosition(p)
+	if r.bar == nil {
+		r.bar = progressbar.NewOptions64(max,
 			progressbar.OptionSetWriter(r.errOut),
-			progressbar.OptionSetDescription(fmt.Sprintf("%-6s", phase)),
-			progressbar.OptionShowBytes(true),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionSetWidth(30),
+			progressbar.OptionSetWidth(25),
 			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionUseIECUnits(true),
+			progressbar.OptionShowDescriptionAtLineEnd(),
+			progressbar.OptionSetPredictTime(false),
+			progressbar.OptionSetElapsedTime(false),
 		)
 	}
-	_ = r.bar.Set64(done)
+	r.bar.Describe(line)
+	_ = r.bar.Set64(cur)
+}
+
+// barPosition is what the bar fills: image bytes when their total is
+// known, else the compressed file's bytes read; -1 draws a spinner.
+func barPosition(p progressEvent) (max, cur int64) {
+	switch {
+	case p.Total > 0:
+		return p.Total, p.Done
+	case p.CompressedTotal != nil && *p.CompressedTotal > 0 && p.CompressedDone != nil:
+		return *p.CompressedTotal, *p.CompressedDone
+	}
+	return -1, p.Done
+}
+
+// progressText is one progress line: "write: 1.20 GB of 4.00 GB (30%),
+// 35.1 MB/s, ETA 1m20s". Sizes and rates are decimal (MB, GB), as disk
+// and USB speeds are quoted, in the bar and the summary alike.
+func progressText(p progressEvent) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", p.Phase, formatBytes(p.Done))
+	switch {
+	case p.Total > 0:
+		fmt.Fprintf(&b, " of %s (%d%%)", formatBytes(p.Total), p.Done*100/p.Total)
+	case p.CompressedTotal != nil && *p.CompressedTotal > 0 && p.CompressedDone != nil:
+		fmt.Fprintf(&b, " (%d%% of the image file read)", *p.CompressedDone*100 / *p.CompressedTotal)
+	}
+	if p.Rate != nil {
+		fmt.Fprintf(&b, ", %s", units.FormatRate(*p.Rate))
+		if eta, ok := remaining(p); ok {
+			fmt.Fprintf(&b, ", ETA %s", eta)
+		}
+	}
+	return b.String()
+}
+
+// remaining estimates the time left in a phase from its average rate.
+func remaining(p progressEvent) (time.Duration, bool) {
+	elapsed := time.Duration(p.ElapsedS * float64(time.Second))
+	var frac float64
+	switch {
+	case p.Total > 0:
+		frac = float64(p.Done) / float64(p.Total)
+	case p.CompressedTotal != nil && *p.CompressedTotal > 0 && p.CompressedDone != nil:
+		frac = float64(*p.CompressedDone) / float64(*p.CompressedTotal)
+	}
+	if frac <= 0 || frac > 1 {
+		return 0, false
+	}
+	left := time.Duration(float64(elapsed) * (1 - frac) / frac)
+	return left.Round(time.Second), true
 }
 
 func (r *textReporter) closeBar() {
@@ -123,5 +227,59 @@ func (r *textReporter) closeBar() {
 
 func (r *textReporter) fail(err error, _ int) {
 	r.closeBar()
-	fmt.Fprintf(r.errOut, "usbflash: %v\n", err)
+	printError(r.errOut, err)
+}
+
+// printError is how every failure reaches a person: the facts on one line,
+// the advice (when there is any) on the next.
+func printError(w io.Writer, err error) {
+	msg, hint := explain(err)
+	fmt.Fprintf(w, "usbflash: %s\n", msg)
+	if hint != "" {
+		fmt.Fprintln(w, ensureSentence(hint))
+	}
+}
+
+// formatBytes prints n in decimal units: "512 B", "1.5 MB", "3.94 GB".
+func formatBytes(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, exp := float64(n)/unit, 0
+	for v >= unit && exp < 5 {
+		v /= unit
+		exp++
+	}
+	prec := 1
+	if v < 10 {
+		prec = 2
+	}
+	return fmt.Sprintf("%.*f %cB", prec, v, "kMGTPE"[exp])
+}
+
+
+// lockedReporter serialises a reporter: recovery notes come from the
+// goroutine running the device's commands, progress from the pipeline's.
+type lockedReporter struct {
+	mu sync.Mutex
+	r  reporter
+}
+
+func (l *lockedReporter) event(e event, text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.r.event(e, text)
+}
+
+func (l *lockedReporter) progress(p progressEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.r.progress(p)
+}
+
+func (l *lockedReporter) fail(err error, code int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.r.fail(err, code)
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // app holds what every command shares: the process's streams. Commands get
@@ -15,6 +19,9 @@ type app struct {
 	// interactive says a person can answer on stdin (it is a terminal):
 	// only then does write ask for confirmation instead of refusing.
 	interactive bool
+	// stderrTerminal says stderr is a terminal: progress is drawn as a bar
+	// there, and printed as a line every few seconds elsewhere.
+	stderrTerminal bool
 }
 
 func newRootCommand(a *app) *cobra.Command {
@@ -32,21 +39,65 @@ Targets:
   file:PATH                    a file or block device, through the kernel
   sim:PATH[?options]           the simulated reader; PATH is the card
 
-Exit codes: 0 ok, 1 internal error, 2 usage, 3 refused by a safety check,
-4 image error, 5 device error, 6 verify mismatch, 130 cancelled.`,
+` + exitCodeHelp(),
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &usageError{fmt.Sprintf("%v (see 'usbflash %s --help')", err, c.Name())}
-	})
+	root.SetVersionTemplate("usbflash {{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newListCommand(a),
 		newInfoCommand(a),
 		newWriteCommand(a),
 		newVerifyCommand(a),
+		newVersionCommand(a),
 	)
+	root.InitDefaultCompletionCmd()
+	for _, c := range append([]*cobra.Command{root}, root.Commands()...) {
+		if c.HasSubCommands() {
+			groupCommand(c)
+		}
+	}
 	return root
+}
+
+// groupCommand makes a command that only holds subcommands (usbflash,
+// usbflash completion) print its help when called alone and refuse an
+// unknown subcommand as a usage error, where cobra would print the help and
+// exit 0, or fail with exit 1.
+func groupCommand(c *cobra.Command) {
+	c.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q", args[0])
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+		}
+		return &usageError{msg + "; see '" + c.CommandPath() + " --help'"}
+	}
+	c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+}
+
+// flagError words a bad flag as a usage error, in the user's terms: the
+// flag, the value given and what it takes, without strconv's internals.
+func flagError(c *cobra.Command, err error) error {
+	var invalid *pflag.InvalidValueError
+	if errors.As(err, &invalid) {
+		want := "a valid value"
+		var num *strconv.NumError
+		switch {
+		case invalid.GetFlag().Value.Type() == "bool":
+			want = "true or false"
+		case errors.As(err, &num) && errors.Is(num.Err, strconv.ErrRange):
+			want = "a smaller number"
+		case errors.As(err, &num):
+			want = "a whole number"
+		}
+		err = fmt.Errorf("--%s %q: want %s", invalid.GetFlag().Name, invalid.GetValue(), want)
+	}
+	return &usageError{fmt.Sprintf("%v; see '%s --help'", err, c.CommandPath())}
 }
 
 // exactArgs is cobra.ExactArgs with a usage error, so a missing argument
@@ -54,8 +105,57 @@ Exit codes: 0 ok, 1 internal error, 2 usage, 3 refused by a safety check,
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) != n {
-			return &usageError{fmt.Sprintf("%s needs %s (got %d argument(s)); see 'usbflash %s --help'", c.Name(), names, len(args), c.Name())}
+			return &usageError{fmt.Sprintf("%s needs %s, got %s; see '%s --help'",
+				c.Name(), names, plural(len(args), "argument"), c.CommandPath())}
 		}
 		return nil
 	}
+}
+
+// plural is "1 command", "2 commands", "0 commands".
+func plural[T ~int | ~int64](n T, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// jsonRequested says whether the command line asked for JSON output, also
+// when parsing it failed before the --json flag was read.
+func jsonRequested(c *cobra.Command, args []string) bool {
+	if c != nil {
+		if f := c.Flags().Lookup("json"); f != nil && f.Value.String() == "true" {
+			return true
+		}
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
+}
+
+// quietRequested is jsonRequested for -q/--quiet.
+func quietRequested(c *cobra.Command) bool {
+	if c == nil {
+		return false
+	}
+	f := c.Flags().Lookup("quiet")
+	return f != nil && f.Value.String() == "true"
+}
+
+// ensureSentence turns a hint into a sentence.
+func ensureSentence(s string) string {
+	if s == "" {
+		return ""
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
 }

@@ -19,7 +19,7 @@ type cardOutcome struct {
 	Capacity int64     `json:"capacity"`
 	Bytes    int64     `json:"bytes"`     // image bytes written
 	Rate     float64   `json:"rate"`      // bytes/s over the card's own write
-	Bound    string    `json:"bound"`     // what set this card's pace
+	Bound    bound     `json:"bound"`     // what set this card's pace
 	Verified bool      `json:"verified"`  // read back and matched
 	SHA256   string    `json:"sha256"`    // of the image written to it
 	Error    string    `json:"error"`     // "" on success
@@ -92,7 +92,7 @@ func (s *session) writeCSV(f *os.File) error {
 		if err := w.Write([]string{
 			s.Image, s.SHA256, c.Target, c.Serial, strconv.FormatInt(c.Capacity, 10),
 			strconv.FormatInt(c.Bytes, 10), strconv.FormatFloat(c.Rate/1e6, 'f', 1, 64),
-			c.Bound, strconv.FormatBool(c.Verified), strconv.Itoa(c.Code), c.Error,
+			string(c.Bound), strconv.FormatBool(c.Verified), strconv.Itoa(c.Code), c.Error,
 			c.Started.UTC().Format(time.RFC3339), c.Finished.UTC().Format(time.RFC3339),
 		}); err != nil {
 			return err

@@ -21,54 +21,62 @@ func newVerifyCommand(a *app) *cobra.Command {
 		Use:   "verify IMAGE TARGET",
 		Short: "Read a card back and compare it with an image",
 		Long: `Decode IMAGE and compare it byte for byte with what TARGET reads back,
-reporting the first differing LBA. Nothing is written.`,
-		Args: exactArgs(2, "IMAGE and TARGET"),
+reporting the first differing LBA. Nothing is written.
+
+The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pipeline.MaxBufferMemory) + `.`,
+		Args:              exactArgs(2, "IMAGE and TARGET"),
+		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {
-			t, err := parseTarget(args[1])
-			if err != nil {
-				return err
-			}
-			transfer, err := units.ParseSize(transferSize)
-			if err != nil {
-				return &usageError{fmt.Sprintf("--transfer-size: %v", err)}
-			}
-			return a.verify(c.Context(), args[0], t, transfer, a.reporterFor(asJSON, quiet))
+			rep := a.reporterFor(asJSON, quiet)
+			return a.reported(rep, func() error {
+				transfer, err := parseTransfer(transferSize, pipeline.DefaultBuffers)
+				if err != nil {
+					return err
+				}
+				t, err := parseTarget(args[1])
+				if err != nil {
+					return err
+				}
+				return a.verify(c.Context(), rep, args[0], t, transfer)
+			})
 		},
 	}
-	c.Flags().StringVar(&transferSize, "transfer-size", units.FormatSize(pipeline.DefaultTransferSize), "bytes per READ command")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line")
-	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
+	addTransferFlag(c, &transferSize, "bytes per READ command")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line on stdout (start, device, phase, progress, note, summary, error)")
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")
 	return c
 }
 
-func (a *app) verify(ctx context.Context, image string, t target, transfer int64, rep reporter) (err error) {
-	defer func() {
-		if err != nil {
-			rep.fail(err, exitCode(err))
-			err = &reportedError{err}
-		}
-	}()
+func (a *app) verify(ctx context.Context, rep reporter, image string, t target, transfer int64) error {
 	src, err := imagesrc.Open(image)
 	if err != nil {
-		return sourceError(image, err)
+		return sourceError(err)
 	}
 	defer src.Close()
-	d, err := openTarget(ctx, t, openOptions{})
+	rep.event(&startEvent{
+		eventHeader: eventHeader{Event: evStart}, Command: cmdVerify,
+		Image: image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
+		CompressedSize: src.CompressedSize, Target: t.raw, TransferSize: transfer,
+	}, fmt.Sprintf("Comparing %s (%s, %s) with %s ...", image, src.Format, describeSize(src), t.raw))
+	d, err := openTarget(ctx, t, openOptions{readOnly: true, onRecovery: recoveryNotes(rep)})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	transfer, _ = fitTransfer(d, transfer)
-	if src.SizeExact && src.Size > d.capacity() {
-		return &codedError{exitVerify, fmt.Errorf("image is %s but %s holds only %s: it cannot match", units.FormatSize(src.Size), d.name, units.FormatSize(d.capacity()))}
+	transfer = openedDevice(rep, d, transfer)
+	if err := pipeline.CheckFits(d.dev, d.name, src.Size, src.SizeExact); err != nil {
+		return &codedError{exitVerify, fmt.Errorf("%w: it cannot match", err)}
 	}
-	res, err := pipeline.Verify(ctx, named(d), src, expectedSize(src), pipeline.VerifyOptions{
-		TransferSize: int(transfer), Progress: progressFunc(rep, nil),
+	res, err := pipeline.Verify(ctx, d.dev, src, expectedSize(src), pipeline.VerifyOptions{
+		Name: d.name, TransferSize: int(transfer), Progress: progressFunc(rep, nil),
 	})
 	if err != nil {
-		return writeError(err)
+		return err
 	}
-	rep.event("summary", map[string]any{"verified": true, "bytes": res.Bytes, "elapsed_s": res.Elapsed.Seconds()},
-		fmt.Sprintf("%s matches %s: %s compared in %s", d.name, image, units.FormatSize(res.Bytes), res.Elapsed.Round(time.Millisecond)))
+	rep.event(&summaryEvent{
+		eventHeader: eventHeader{Event: evSummary}, Command: cmdVerify,
+		Bytes: res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed), Verified: true,
+	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)", d.name, image, formatBytes(res.Bytes),
+		res.Elapsed.Round(time.Millisecond), units.FormatRate(rate(res.Bytes, res.Elapsed))))
 	return nil
 }

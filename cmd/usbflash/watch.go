@@ -89,20 +89,20 @@ type watcher struct {
 // watch writes every card that appears in any reader, once, until ctx is
 // done (Ctrl-C). Each card gets the checks of a single write and its own
 // decode; every outcome goes to the table, the JSON events and --report.
-func (a *app) watch(ctx context.Context, image string, f writeFlags, transfer int64, find readerFinder) error {
+func (a *app) watch(ctx context.Context, rep reporter, image string, f writeFlags, transfer int64, find readerFinder) error {
 	if !f.yes {
 		return &usageError{"--watch writes every card that appears without asking: add --yes"}
 	}
 	// The image must open now, not at the first card.
 	src, err := imagesrc.Open(image)
 	if err != nil {
-		return sourceError(image, err)
+		return sourceError(err)
 	}
 	src.Close()
-	w := &watcher{a: a, image: image, f: f, transfer: transfer, rep: a.reporterFor(f.asJSON, f.quiet), find: find,
+	w := &watcher{a: a, image: image, f: f, transfer: transfer, rep: rep, find: find,
 		readers: map[string]*watchedReader{}, ignored: map[string]bool{}, s: &session{Image: image, Started: time.Now()}}
-	w.rep.event("note", map[string]any{"message": "watching"},
-		fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", image))
+	msg := fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", image)
+	w.rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
 	tick := time.NewTicker(watchInterval)
 	defer tick.Stop()
 	for {
@@ -208,7 +208,7 @@ func (w *watcher) write(ctx context.Context, d *device) {
 	}
 	src, err := imagesrc.Open(w.image)
 	if err != nil {
-		c.fail(sourceError(w.image, err))
+		c.fail(sourceError(err))
 		w.a.cardEvents(w.rep, []*card{c})
 	} else {
 		defer src.Close()
@@ -227,7 +227,7 @@ func (w *watcher) write(ctx context.Context, d *device) {
 	}
 	if w.f.report != "" {
 		if err := w.s.save(w.f.report); err != nil {
-			w.rep.event("note", map[string]any{"message": err.Error()}, "usbflash: "+err.Error())
+			w.rep.event(&noteEvent{eventHeader{Event: evNote}, err.Error()}, "usbflash: "+err.Error())
 		}
 	}
 }
@@ -250,5 +250,5 @@ func (w *watcher) once(key, msg string) {
 		return
 	}
 	w.ignored[key] = true
-	w.rep.event("note", map[string]any{"message": msg}, "usbflash: "+msg)
+	w.rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, "usbflash: "+msg)
 }

@@ -17,6 +17,7 @@ import (
 	"usbflash/imagesrc"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
+	"usbflash/usbms"
 )
 
 // writeFlags are the options of `usbflash write`.
@@ -25,7 +26,7 @@ type writeFlags struct {
 	transferSize                string
 	buffers                     int
 	asJSON, quiet               bool
-	// Many cards at once (multi.go).
+	// Many cards at once (multi.go, watch.go).
 	all, watch, skipRefused bool
 	lag                     int
 	report                  string
@@ -45,109 +46,137 @@ confirmation, and refuses a write-protected card, an image larger than the
 card, and (for usb: and file: targets) a disk with mounted partitions.
 
 The first transfer is written last, after its region was zeroed first, so
-an interrupted write never leaves a card that looks bootable. Ctrl-C stops
-after the command in flight, syncs and reports how far the write got.`,
-		Args: writeArgs(&f),
+an interrupted write never leaves a card that looks bootable. Ctrl-C,
+SIGTERM and SIGHUP stop after the command in flight, sync and report how
+far the write got (exit 130). A closed standard output (--json | head)
+does not stop a write.
+
+The buffers take (buffers + 2) x transfer size of memory, at most ` + units.FormatSize(pipeline.MaxBufferMemory) + `.`,
+		Args:              writeArgs(&f),
+		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {
-			if f.watch {
-				transfer, err := a.checkWriteFlags(f)
+			rep := a.reporterFor(f.asJSON, f.quiet)
+			return a.reported(rep, func() error {
+				transfer, err := parseTransfer(f.transferSize, f.buffers)
 				if err != nil {
 					return err
 				}
-				return a.watch(c.Context(), args[0], f, transfer, usbReaders(f.force))
-			}
-			ts, err := a.writeTargets(c.Context(), args[1:], f)
-			if err != nil {
-				return err
-			}
-			if len(ts) == 1 && f.report == "" {
-				return a.write(c.Context(), args[0], ts[0], f)
-			}
-			transfer, err := a.checkWriteFlags(f)
-			if err != nil {
-				return err
-			}
-			return a.writeMany(c.Context(), args[0], ts, f, transfer)
+				if err := checkManyFlags(f); err != nil {
+					return err
+				}
+				if f.watch {
+					return a.watch(c.Context(), rep, args[0], f, transfer, usbReaders(f.force))
+				}
+				ts, err := a.writeTargets(c.Context(), args[1:], f)
+				if err != nil {
+					return err
+				}
+				if len(ts) == 1 && f.report == "" {
+					return a.write(c.Context(), rep, args[0], ts[0], transfer, f)
+				}
+				return a.writeMany(c.Context(), rep, args[0], ts, f, transfer)
+			})
 		},
 	}
 	fl := c.Flags()
 	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
 	fl.BoolVar(&f.force, "force", false, "write even though the target's disk is mounted")
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip reading the card back after writing (and hashing the image)")
-	fl.BoolVar(&f.eject, "eject", false, "eject the card when done")
-	fl.StringVar(&f.transferSize, "transfer-size", units.FormatSize(pipeline.DefaultTransferSize),
-		"bytes per WRITE command, a multiple of the block size (e.g. 120KiB, 4MiB, 32MiB)")
+	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
+	addTransferFlag(c, &f.transferSize, "bytes per WRITE command")
 	fl.IntVar(&f.buffers, "buffers", pipeline.DefaultBuffers, "buffers cycling between decoder and writer (at least 2)")
-	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line (start, progress, phase, summary, error)")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line on stdout (start, device, phase, progress, note, summary, error)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")
 	fl.BoolVar(&f.all, "all", false, "write every reader that holds a card and is not in use (listed, then confirmed)")
 	fl.BoolVar(&f.watch, "watch", false, "stay running and write every card inserted into any reader (or any reader plugged in), each once, until Ctrl-C; needs --yes")
 	fl.BoolVar(&f.skipRefused, "skip-refused", false, "with several targets: write the others when some are refused (write-protected, too small, in use)")
 	fl.IntVar(&f.lag, "lag", DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
-	fl.StringVar(&f.report, "report", "", "with several targets: save a record of every card to this .json or .csv file")
+	fl.StringVar(&f.report, "report", "", "with several targets or --watch: save a record of every card to this .json or .csv file")
 	return c
 }
 
-// checkWriteFlags validates the flags every write shares and returns the
-// transfer size.
-func (a *app) checkWriteFlags(f writeFlags) (int64, error) {
-	transfer, err := units.ParseSize(f.transferSize)
-	if err != nil {
-		return 0, &usageError{fmt.Sprintf("--transfer-size: %v", err)}
-	}
-	if f.buffers < 2 {
-		return 0, &usageError{fmt.Sprintf("--buffers %d: want at least 2, so decoding overlaps writing", f.buffers)}
-	}
+// checkManyFlags checks the flags of a many-card write before anything is
+// opened.
+func checkManyFlags(f writeFlags) error {
 	if f.lag < 0 {
-		return 0, &usageError{fmt.Sprintf("--lag %d: want 0 (lockstep) or more", f.lag)}
+		return &usageError{fmt.Sprintf("--lag %d: want 0 (lockstep) or more", f.lag)}
 	}
 	if f.report != "" {
 		if _, err := reportFormat(f.report); err != nil {
-			return 0, err
+			return err
 		}
+	}
+	return nil
+}
+
+// addTransferFlag adds --transfer-size, with completion of useful values.
+func addTransferFlag(c *cobra.Command, v *string, what string) {
+	c.Flags().StringVar(v, "transfer-size", units.FormatSize(pipeline.DefaultTransferSize),
+		what+", a multiple of the block size (e.g. 512KiB, 4MiB, 32MiB)")
+	_ = c.RegisterFlagCompletionFunc("transfer-size", completeTransferSize)
+}
+
+// parseTransfer checks --transfer-size and --buffers before anything is
+// opened: their buffers must fit in the memory bound.
+func parseTransfer(transferSize string, buffers int) (int64, error) {
+	transfer, err := units.ParseSize(transferSize)
+	switch {
+	case err != nil:
+		return 0, &usageError{fmt.Sprintf("--transfer-size: %v", err)}
+	case transfer == 0:
+		return 0, &usageError{"--transfer-size 0: want at least one block (512 bytes)"}
+	case buffers < 2:
+		return 0, &usageError{fmt.Sprintf("--buffers %d: want at least 2, so decoding overlaps writing", buffers)}
+	}
+	// One factor at a time first, so the product cannot overflow.
+	if transfer > pipeline.MaxBufferMemory || int64(buffers) > pipeline.MaxBufferMemory ||
+		pipeline.BufferMemory(int(transfer), buffers) > pipeline.MaxBufferMemory {
+		return 0, &usageError{fmt.Sprintf("--transfer-size %s with --buffers %d needs %d buffers of %s, more than the %s the buffers may take: use a smaller transfer size or fewer buffers",
+			units.FormatSize(transfer), buffers, buffers+2, units.FormatSize(transfer), units.FormatSize(pipeline.MaxBufferMemory))}
 	}
 	return transfer, nil
 }
 
 func (a *app) reporterFor(asJSON, quiet bool) reporter {
-	mode := modeText
-	switch {
-	case asJSON:
-		mode = modeJSON
-	case quiet:
-		mode = modeQuiet
-	}
-	return newReporter(mode, a.stdout, a.stderr, isTerminal(a.stderr))
+	return &lockedReporter{r: newReporter(a.stdout, a.stderr, reporterOptions{json: asJSON, quiet: quiet, terminal: a.stderrTerminal})}
 }
 
-func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (err error) {
-	rep := a.reporterFor(f.asJSON, f.quiet)
-	defer func() {
-		if err != nil {
-			rep.fail(err, exitCode(err))
-			err = &reportedError{err}
-		}
-	}()
-	transfer, err := a.checkWriteFlags(f)
+// reported runs a command's body and reports its error through rep, so a
+// JSON run ends with an error event and a progress bar is closed first.
+func (a *app) reported(rep reporter, body func() error) error {
+	err := body()
 	if err != nil {
-		return err
+		rep.fail(err, exitCode(err))
+		err = &reportedError{err}
 	}
+	return err
+}
 
+func (a *app) write(ctx context.Context, rep reporter, image string, t target, transfer int64, f writeFlags) error {
 	src, err := imagesrc.Open(image)
 	if err != nil {
-		return sourceError(image, err)
+		return sourceError(err)
 	}
 	defer src.Close()
 
-	d, err := openTarget(ctx, t, openOptions{force: f.force, newFileSize: (max(expectedSize(src), 0) + 511) / 512 * 512})
+	// Said before the first command to the target: a reader that does not
+	// answer must not leave the user looking at nothing.
+	rep.event(&startEvent{
+		eventHeader: eventHeader{Event: evStart}, Command: cmdWrite,
+		Image: image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
+		CompressedSize: src.CompressedSize, Target: t.raw, TransferSize: transfer, Buffers: f.buffers,
+	}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", image, src.Format, describeSize(src), t.raw))
+
+	d, err := openTarget(ctx, t, openOptions{force: f.force, newFileSize: (max(expectedSize(src), 0) + 511) / 512 * 512,
+		onRecovery: recoveryNotes(rep), image: image})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 
-	transfer, note := fitTransfer(d, transfer)
-	if note != "" {
-		rep.event("note", map[string]any{"message": note}, note)
+	transfer = openedDevice(rep, d, transfer)
+	if err := checkImageSize(src, int(transfer), f.force); err != nil {
+		return err
 	}
 	if err := checkBeforeWrite(d, src); err != nil {
 		return err
@@ -158,76 +187,102 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 		}
 	}
 
-	rep.event("start", map[string]any{
-		"image": image, "format": src.Format.String(), "size": src.Size, "size_exact": src.SizeExact,
-		"compressed_size": src.CompressedSize, "target": d.name, "capacity": d.capacity(),
-		"transfer_size": transfer, "buffers": f.buffers,
-	}, fmt.Sprintf("Writing %s (%s, %s) to %s with %s transfers", image, src.Format, describeSize(src), d.name, units.FormatSize(transfer)))
-
-	dev := named(d)
-	res, err := pipeline.Write(ctx, dev, src, pipeline.WriteOptions{
-		TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
-		Progress: progressFunc(rep, src), Sync: true, HashAlg: hashFor(f),
+	hash := hashFor(f.noVerify)
+	d.markWritten()
+	res, err := pipeline.Write(ctx, d.dev, src, pipeline.WriteOptions{
+		Name: d.name, TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
+		Progress: progressFunc(rep, src), Sync: true, HashAlg: hash,
 	})
 	if err != nil {
-		return writeError(err)
+		return err
 	}
-	summary := map[string]any{
-		"bytes": res.Bytes, "bytes_written": res.BytesWritten, "transfers": res.Transfers,
-		"elapsed_s": res.Elapsed.Seconds(), "rate": rate(res.Bytes, res.Elapsed),
-		"sha256": hex.EncodeToString(res.SHA256[:]), "bound": res.Bound, "bound_ratio": res.BoundRatio,
-		"decoder_wait_s": res.DecoderWait.Seconds(), "device_wait_s": res.DeviceWait.Seconds(),
+	if err := src.CheckUnchanged(); err != nil {
+		return sourceError(err) // the hash is of no one image: do not verify with it
+	}
+	sum := &summaryEvent{
+		eventHeader: eventHeader{Event: evSummary}, Command: cmdWrite,
+		Bytes: res.Bytes, BytesWritten: res.BytesWritten, Transfers: int64(res.Transfers),
+		ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed),
+		Bound: boundOf(res), BoundRatio: res.BoundRatio,
+		DecoderWaitS: ptr(res.DecoderWait.Seconds()), DeviceWaitS: ptr(res.DeviceWait.Seconds()),
 	}
 	text := []string{
-		fmt.Sprintf("Wrote %s in %s (%s), %d commands", units.FormatSize(res.Bytes), res.Elapsed.Round(time.Millisecond), units.FormatRate(rate(res.Bytes, res.Elapsed)), res.Transfers),
+		fmt.Sprintf("Wrote %s in %s (%s), %s", formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
+			units.FormatRate(sum.Rate), plural(res.Transfers, "command")),
 		boundLine(res),
 	}
 
 	if !f.noVerify {
-		v, err := pipeline.VerifyHash(ctx, dev, res.Bytes, res.SHA256, pipeline.VerifyOptions{
-			TransferSize: int(transfer), Progress: progressFunc(rep, nil),
+		v, err := pipeline.VerifyHash(ctx, d.dev, res.Bytes, res.SHA256, pipeline.VerifyOptions{
+			Name: d.name, TransferSize: int(transfer), Progress: progressFunc(rep, nil),
 		})
 		if err != nil {
-			return a.locateMismatch(ctx, image, dev, res.Bytes, int(transfer), err)
+			return a.locateMismatch(ctx, image, d, res.Bytes, int(transfer), err)
 		}
-		summary["verified"] = true
-		summary["verify_elapsed_s"] = v.Elapsed.Seconds()
-		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s)", units.FormatSize(v.Bytes), v.Elapsed.Round(time.Millisecond), units.FormatRate(rate(v.Bytes, v.Elapsed))))
+		sum.Verified = true
+		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
+		sum.SHA256 = hex.EncodeToString(res.SHA256[:])
+		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s)", formatBytes(v.Bytes),
+			v.Elapsed.Round(time.Millisecond), units.FormatRate(rate(v.Bytes, v.Elapsed))))
 	}
-	if f.eject && d.lun != nil {
-		if err := d.lun.Eject(ctx); err != nil {
-			text = append(text, fmt.Sprintf("Eject failed (the image is written and synced): %v", err))
-		} else {
-			text = append(text, "Ejected")
-		}
+	if f.eject {
+		text = append(text, eject(ctx, rep, d, sum))
 	}
-	if f.noVerify {
-		delete(summary, "sha256")
-	} else {
-		text = append(text, "SHA-256 "+hex.EncodeToString(res.SHA256[:]))
+	if sum.Verified {
+		text = append(text, "SHA-256 "+sum.SHA256)
 	}
-	rep.event("summary", summary, strings.Join(text, "\n"))
+	rep.event(sum, strings.Join(text, "\n"))
 	return nil
+}
+
+// openedDevice reports the opened target and fits the transfer size to it.
+func openedDevice(rep reporter, d *device, transfer int64) int64 {
+	transfer, note := fitTransfer(d, transfer)
+	rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: d.name, Capacity: d.capacity(),
+		BlockSize: d.dev.BlockSize(), TransferSize: transfer}, "")
+	if note != "" {
+		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+	}
+	return transfer
+}
+
+// eject ejects the card if the target has one and says how it went.
+func eject(ctx context.Context, rep reporter, d *device, sum *summaryEvent) string {
+	sum.Ejected = ptr(false)
+	if d.lun == nil {
+		note := "--eject does nothing for a file: target"
+		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, "")
+		return "Not ejected: " + note
+	}
+	if err := d.lun.Eject(ctx); err != nil {
+		return fmt.Sprintf("Eject failed (the image is written and synced): %v", err)
+	}
+	sum.Ejected = ptr(true)
+	return "Ejected"
+}
+
+// recoveryNotes passes the transport's recovery steps to the user.
+func recoveryNotes(rep reporter) func(string) {
+	return func(step string) {
+		rep.event(&noteEvent{eventHeader{Event: evNote}, step}, step)
+	}
+}
+
+func boundOf(res pipeline.WriteResult) bound {
+	if b := bound(res.Bound); b == boundDecoder || b == boundDevice {
+		return b
+	}
+	return boundNone
 }
 
 // hashFor skips hashing the image when nothing will use the hash: a slow
 // CPU (an embedded host, an emulator) hashes at a few tens of MB/s.
-func hashFor(f writeFlags) string {
-	if f.noVerify {
+func hashFor(noVerify bool) pipeline.HashAlg {
+	if noVerify {
 		return pipeline.HashNone
 	}
 	return pipeline.HashSHA256
 }
-
-// named gives the pipeline the target's name for its messages.
-func named(d *device) pipeline.BlockDevice { return namedDevice{d.dev, d.name} }
-
-type namedDevice struct {
-	pipeline.BlockDevice
-	name string
-}
-
-func (n namedDevice) String() string { return n.name }
 
 // fitTransfer lowers the transfer size to what the device says it takes
 // (VPD block limits) and rounds it to whole blocks.
@@ -240,7 +295,7 @@ func fitTransfer(d *device, transfer int64) (int64, string) {
 			transfer = limit
 		}
 	}
-	if transfer%bs != 0 || transfer == 0 {
+	if transfer%bs != 0 {
 		rounded := max(transfer/bs*bs, bs)
 		note = strings.TrimPrefix(note+"; ", "; ") + fmt.Sprintf("transfer size rounded to %s, a whole number of %d-byte blocks", units.FormatSize(rounded), bs)
 		transfer = rounded
@@ -248,17 +303,24 @@ func fitTransfer(d *device, transfer int64) (int64, string) {
 	return transfer, note
 }
 
+// writeProtectedError is a refusal to write to a locked card.
+type writeProtectedError struct{ device string }
+
+func (e *writeProtectedError) Error() string {
+	return e.device + " is write-protected; nothing was written"
+}
+func (e *writeProtectedError) Unwrap() error { return usbms.ErrWriteProtected }
+
 // checkBeforeWrite refuses, before anything is written, what can be known
 // to fail: a write-protected medium and an image that does not fit.
 func checkBeforeWrite(d *device, src *imagesrc.Source) error {
-	if d.lun != nil && d.lun.WriteProtected() {
-		return &refusedError{fmt.Sprintf("%s is write-protected: slide the card's lock switch to unlock it, or use another card; nothing was written", d.name)}
+	if err := pipeline.CheckWritable(d.dev, d.name); err != nil {
+		return &writeProtectedError{d.name}
 	}
-	// A size hint (gzip's ISIZE, the length modulo 4 GiB) never exceeds
-	// the true size, so a hint that does not fit is as good as a fact.
-	if src.Size > d.capacity() {
-		return &refusedError{fmt.Sprintf("image is %s (%d bytes) but %s holds %s (%d bytes): use a larger card; nothing was written",
-			units.FormatSize(src.Size), src.Size, d.name, units.FormatSize(d.capacity()), d.capacity())}
+	// Only a size the container vouches for refuses: gzip's size trailer
+	// of a damaged file can claim anything.
+	if err := pipeline.CheckFits(d.dev, d.name, src.Size, src.SizeExact); err != nil {
+		return err
 	}
 	return nil
 }
@@ -267,7 +329,7 @@ func checkBeforeWrite(d *device, src *imagesrc.Source) error {
 // script never writes to a card it did not name with --yes.
 func (a *app) confirm(d *device, image string, src *imagesrc.Source) error {
 	if !a.interactive {
-		return &refusedError{fmt.Sprintf("not confirmed: no terminal to ask whether to overwrite %s; pass --yes to write without asking", d.name)}
+		return fmt.Errorf("%w: no terminal to ask whether to overwrite %s", errNotConfirmed, d.name)
 	}
 	fmt.Fprintf(a.stderr, "Target: %s\n%s\nWrite %s (%s, %s) to it? ALL DATA ON IT WILL BE LOST. [y/N] ",
 		d.name, identityLine(d), image, src.Format, describeSize(src))
@@ -322,23 +384,31 @@ func expectedSize(src *imagesrc.Source) int64 {
 	return -1
 }
 
-// progressFunc adapts pipeline progress to the reporter. With no known image
-// size, write progress counts compressed bytes read against the file size.
+// progressFunc adapts pipeline progress to the reporter. Done always
+// counts image bytes; while a compressed image is written, the bytes of
+// the file read so far come along, so a bar can fill even when the image's
+// size is unknown.
 func progressFunc(rep reporter, src *imagesrc.Source) func(pipeline.Progress) {
 	return func(p pipeline.Progress) {
-		done, total := p.Done, p.Total
-		if total < 0 && src != nil && src.CompressedSize > 0 && p.Phase == pipeline.PhaseWrite {
-			done, total = src.CompressedRead(), src.CompressedSize
+		e := progressEvent{Phase: phase(p.Phase), Done: p.Done, Total: p.Total, ElapsedS: p.Elapsed.Seconds()}
+		if p.Elapsed >= rateWarmUp && p.Done > 0 {
+			e.Rate = ptr(rate(p.Done, p.Elapsed))
 		}
-		rep.progress(p.Phase, done, total, p.Rate)
+		if src != nil && src.Format != imagesrc.FormatRaw && e.Phase == phaseWrite {
+			e.CompressedDone = ptr(src.CompressedRead())
+			if src.CompressedSize >= 0 {
+				e.CompressedTotal = ptr(src.CompressedSize)
+			}
+		}
+		rep.progress(e)
 	}
 }
 
 func boundLine(res pipeline.WriteResult) string {
-	switch res.Bound {
-	case "decoder":
+	switch boundOf(res) {
+	case boundDecoder:
 		return fmt.Sprintf("Bottleneck: the decoder (busy %.1fx longer than the device; the writer waited %s for data)", res.BoundRatio, res.DecoderWait.Round(time.Millisecond))
-	case "device":
+	case boundDevice:
 		return fmt.Sprintf("Bottleneck: the device (busy %.1fx longer than the decoder; the decoder waited %s for free buffers)", res.BoundRatio, res.DeviceWait.Round(time.Millisecond))
 	}
 	return "Bottleneck: none measured"
@@ -353,22 +423,22 @@ func rate(n int64, d time.Duration) float64 {
 
 // locateMismatch turns a hash mismatch into the first differing LBA by
 // comparing the card with a fresh decode of the image.
-func (a *app) locateMismatch(ctx context.Context, image string, dev pipeline.BlockDevice, size int64, transfer int, hashErr error) error {
+func (a *app) locateMismatch(ctx context.Context, image string, d *device, size int64, transfer int, hashErr error) error {
 	var ve *pipeline.VerifyError
 	if !errors.As(hashErr, &ve) || !ve.HashOnly {
-		return writeError(hashErr)
+		return hashErr
 	}
 	src, err := imagesrc.Open(image)
 	if err != nil {
 		return hashErr
 	}
 	defer src.Close()
-	_, err = pipeline.Verify(ctx, dev, src, size, pipeline.VerifyOptions{TransferSize: transfer})
+	_, err = pipeline.Verify(ctx, d.dev, src, size, pipeline.VerifyOptions{Name: d.name, TransferSize: transfer})
 	if err == nil {
 		// The card reads back right now: the first read was wrong. Say so.
 		return fmt.Errorf("%w (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)", hashErr)
 	}
-	return writeError(err)
+	return err
 }
 
 func isTerminal(w io.Writer) bool {

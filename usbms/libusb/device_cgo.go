@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unsafe"
 
 	"usbflash/usbms"
 )
@@ -17,7 +18,7 @@ import (
 // Transfers (BulkOut, BulkIn) may not overlap each other in BOT anyway; they
 // share a read lock so that ClassRequest, ClearHalt, ResetPort and Close,
 // which change the device's state, wait for the transfer in flight. Cancel
-// the transfers' context before calling Close from another goroutine: gousb
+// the transfers' context before calling Close from another goroutine: bulk
 // transfers have no timeout of their own.
 type Device struct {
 	opts OpenOptions
@@ -27,12 +28,17 @@ type Device struct {
 	info   Info
 	s      *session // nil when closed, or after a reset whose re-open failed
 	closed bool
+	// regions is the memory AllocBuffers handed out and not yet freed.
+	regions []region
 	// kernelHad: a kernel driver had the interface at Open; Close hands
 	// it back even after resets re-created the session.
 	kernelHad bool
 }
 
-var _ usbms.Endpoint = (*Device)(nil)
+var (
+	_ usbms.Endpoint        = (*Device)(nil)
+	_ usbms.BufferAllocator = (*Device)(nil)
+)
 
 // Open claims the mass-storage interface info describes (from List). On
 // Linux it first refuses, unless opts.Force, when the kernel's disk for that
@@ -83,16 +89,14 @@ func (d *Device) stopped(op string, ctxErr error) error {
 	return &Error{Op: op, Device: d.info.String(), Kind: ctxErr}
 }
 
-// BulkOut sends p on the bulk-OUT endpoint. A call longer than the stream
-// chunk (OpenOptions.OutStreamChunk, 1 MiB by default) goes out as a gousb
-// WriteStream: OutStreamDepth transfers of one chunk each stay queued, so
-// the kernel copies the next chunk while the controller sends the current
-// one, and no more than depth*chunk bytes count against usbfs_memory_mb
-// whatever the size of p. Every chunk is a whole number of max-size packets,
-// so the device sees one unbroken data phase exactly as if p had gone out
-// in one transfer (see streamOut for the tail). On an error the transfers
-// still queued are cancelled and n counts the bytes the device accepted
-// before it.
+// BulkOut sends p on the bulk-OUT endpoint as one data phase. Memory from
+// AllocBuffers goes out as it is, one transfer per DMA area; other memory
+// is copied into a bounce buffer allocated once per open, in pieces of
+// OpenOptions.OutStreamChunk. Up to OpenOptions.OutStreamDepth transfers
+// stay in flight, so the controller never waits for the host, and every
+// piece but the last is whole max-size packets, so the device sees one
+// unbroken data phase. On an error the transfers still in flight are
+// cancelled and n counts the bytes the device accepted before it.
 func (d *Device) BulkOut(ctx context.Context, p []byte) (int, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
@@ -102,55 +106,19 @@ func (d *Device) BulkOut(ctx context.Context, p []byte) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, d.stopped("bulk OUT transfer", err)
 	}
-	var n int
-	var err error
-	if chunk := d.opts.streamChunk(len(p), d.info.BulkOutMaxPacket); chunk > 0 {
-		n, err = d.s.streamOut(ctx, p, chunk, d.opts.OutStreamDepth)
-	} else {
-		n, err = d.s.out.WriteContext(ctx, p)
-	}
+	n, err := d.s.bulk.out(ctx, p, d.regions)
 	if err != nil {
 		return n, mapError(ctx, fmt.Sprintf("bulk OUT transfer of %d bytes to endpoint 0x%02x", len(p), d.info.BulkOut), d.info, err)
 	}
 	return n, nil
 }
 
-// streamOut writes p as a stream of chunk-sized transfers, depth in flight.
-//
-// gousb's WriteStream submits every transfer at its full allocated size: a
-// last, partial chunk would go out padded with stale bytes (transfer_stream.go
-// WriteContext copies `use` bytes but never shortens the transfer), which
-// the device would take as the start of the next CBW. So only the whole
-// chunks are streamed, and the tail goes out as one ordinary transfer after
-// them. The tail is a multiple of the packet size whenever p is, so the data
-// phase stays unbroken.
-func (s *session) streamOut(ctx context.Context, p []byte, chunk, depth int) (int, error) {
-	whole := wholeChunks(len(p), chunk)
-	ws, err := s.out.NewStream(chunk, depth)
-	if err != nil {
-		return 0, err
-	}
-	_, werr := ws.WriteContext(ctx, p[:whole])
-	// CloseContext waits for the queued transfers (or, after an error,
-	// finds them already cancelled); Written counts completed bytes.
-	cerr := ws.CloseContext(ctx)
-	n := ws.Written()
-	if werr != nil {
-		return n, werr
-	}
-	if cerr != nil || n < whole || whole == len(p) {
-		return n, cerr
-	}
-	m, err := s.out.WriteContext(ctx, p[whole:])
-	return n + m, err
-}
-
-// BulkIn reads up to len(p) bytes from the bulk-IN endpoint as one transfer.
-// Reads are never streamed: with a second IN transfer queued, a short data
-// phase would let the queued transfer swallow the CSW that follows it as if
-// it were data (gousb cannot set libusb's SHORT_NOT_OK / usbfs
-// BULK_CONTINUATION flags that guard against that). libusb already keeps a
-// large single transfer moving (one scatter-gather URB on Linux).
+// BulkIn reads up to len(p) bytes from the bulk-IN endpoint, one transfer
+// at a time (one per DMA area of AllocBuffers memory, else one per bounce
+// buffer), and stops at the first short transfer. Never is a second IN
+// transfer queued behind one that may end short: it would swallow the CSW
+// that follows as if it were data. Within one transfer libusb guards the
+// same (one URB with scatter-gather, or usbfs BULK_CONTINUATION).
 func (d *Device) BulkIn(ctx context.Context, p []byte) (int, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
@@ -160,11 +128,82 @@ func (d *Device) BulkIn(ctx context.Context, p []byte) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, d.stopped("bulk IN transfer", err)
 	}
-	n, err := d.s.in.ReadContext(ctx, p)
+	n, err := d.s.bulk.in(ctx, p, d.regions)
 	if err != nil {
 		return n, mapError(ctx, fmt.Sprintf("bulk IN transfer of %d bytes from endpoint 0x%02x", len(p), d.info.BulkIn), d.info, err)
 	}
 	return n, nil
+}
+
+// AllocBuffers implements usbms.BufferAllocator: count buffers of size
+// bytes of usbfs DMA memory (libusb_dev_mem_alloc; sent without a copy),
+// or, when the kernel refuses any of it (usbfs_memory_mb, 16 MiB by
+// default, bounds the total; one allocation is at most 4 MiB, so a larger
+// buffer is several allocations that must lie next to each other),
+// page-aligned memory for all of them. The buffers outlive port resets;
+// Close frees what free was not called for.
+func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.s == nil {
+		return nil, "", nil, d.closedErr("allocating transfer buffers")
+	}
+	regs, zeroCopy, err := allocRegions(d.s.h, count, size, d.s.bulk.piece)
+	if err != nil {
+		return nil, "", nil, &Error{Op: "allocating transfer buffers", Device: d.info.String(), Err: err}
+	}
+	d.regions = append(d.regions, regs...)
+	bufs := make([][]byte, len(regs))
+	for i, r := range regs {
+		bufs[i] = r.mem
+	}
+	kind := kindPageAligned
+	if zeroCopy {
+		kind = kindZeroCopy
+	}
+	h := d.s.h
+	free := func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.regions = dropRegions(h, d.regions, regs)
+	}
+	return bufs, kind, free, nil
+}
+
+// MemoryKind implements usbms.BufferAllocator: the kind of memory
+// AllocBuffers would give, as the open found it (a small usbfs DMA buffer
+// was granted or not).
+func (d *Device) MemoryKind() string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.s != nil && d.s.bulk.smallZeroCopy {
+		return kindZeroCopy
+	}
+	return kindPageAligned
+}
+
+// dropRegions frees those of regs still in have and returns have without
+// them.
+func dropRegions(h usbHandle, have, regs []region) []region {
+	kept := have[:0]
+	for _, r := range have {
+		if !containsRegion(regs, r) {
+			kept = append(kept, r)
+			continue
+		}
+		freeRegions(h, []region{r})
+	}
+	clear(have[len(kept):])
+	return kept
+}
+
+func containsRegion(regs []region, r region) bool {
+	for _, x := range regs {
+		if unsafe.SliceData(x.mem) == unsafe.SliceData(r.mem) {
+			return true
+		}
+	}
+	return false
 }
 
 // ClassRequest sends a class-specific request to the interface
@@ -234,6 +273,12 @@ func (d *Device) Close() error {
 		return nil
 	}
 	d.closed = true
+	if len(d.regions) > 0 {
+		// Freeing needs no live handle (zc_mem_free), so the
+		// memory is freed even after the device went away.
+		freeRegions(cHandle{}, d.regions)
+		d.regions = nil
+	}
 	if d.s == nil {
 		return nil
 	}

@@ -1,6 +1,8 @@
 // Package libusb is the real-hardware backend of the usbms.Endpoint seam: it
 // finds USB mass-storage interfaces with libusb (through gousb), claims one,
-// and moves Bulk-Only Transport traffic over its bulk endpoints.
+// and moves Bulk-Only Transport traffic over its bulk endpoints through
+// transfers allocated once per open, from usbfs DMA memory where it can.
+// Every C call is in libusb_cgo.go, behind the usbHandle interface.
 //
 // Two builds exist. With cgo and without the nousb tag the package talks to
 // libusb-1.0. Built with -tags nousb, or with CGO_ENABLED=0, every entry point

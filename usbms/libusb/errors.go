@@ -21,14 +21,8 @@ var (
 	ErrPermission = errors.New("no permission to open the USB device")
 	// ErrBusy means another program or a kernel driver holds the interface.
 	ErrBusy = errors.New("device busy: another program (or the kernel driver) holds it")
-	// ErrMounted means Open refused because the kernel's disk behind the
-	// interface is in use (mounted, or held by dm/md).
-	ErrMounted = errors.New("the device's disk is in use by the system")
 	// ErrNotFound means the device is no longer attached where Info said.
 	ErrNotFound = errors.New("device not found")
-	// ErrClearHaltUnavailable means the backend cannot clear an endpoint
-	// halt with a host data-toggle reset; the caller should reset the port.
-	ErrClearHaltUnavailable = errors.New("cannot clear the endpoint halt with a host data-toggle reset: libusb_clear_halt is unreachable")
 	// ErrClosed means the Device was closed.
 	ErrClosed = errors.New("device closed")
 )

@@ -147,9 +147,9 @@ func infoOf(d *gousb.DeviceDesc, cfg int, alt gousb.InterfaceSetting) Info {
 func deviceStrings(uc *gousb.Context, view sysView, d *gousb.DeviceDesc) (m, p, s, note string) {
 	port := FormatPortPath(d.Bus, d.Path)
 	var okM, okP, okS bool
-	m, okM = view.sysfsString(port, "manufacturer")
-	p, okP = view.sysfsString(port, "product")
-	s, okS = view.sysfsString(port, "serial")
+	m, okM = view.USBString(port, "manufacturer")
+	p, okP = view.USBString(port, "product")
+	s, okS = view.USBString(port, "serial")
 	if okM && okP && okS {
 		return m, p, s, ""
 	}

@@ -11,14 +11,15 @@ type OpenOptions struct {
 	// context deadline that is sooner wins. Zero means 5 s, the kernel's
 	// own USB_CTRL_SET_TIMEOUT.
 	ControlTimeout time.Duration
-	// OutStreamChunk is the size of each transfer when one BulkOut call is
-	// split into several transfers kept in flight (see BulkOut). Zero means
-	// 1 MiB; negative disables streaming. It is rounded down to a multiple
-	// of the endpoint's max packet size so that no short packet ends the
-	// device's data phase early.
+	// OutStreamChunk is the size of each transfer of memory that is not
+	// from AllocBuffers (copied through a bounce buffer of OutStreamDepth
+	// such pieces) or is page-aligned memory from it (see BulkOut). Zero
+	// or less means 1 MiB. It is rounded down to a multiple of the
+	// endpoint's max packet size so that no short packet ends the device's
+	// data phase early.
 	OutStreamChunk int
-	// OutStreamDepth is how many such transfers are in flight at once.
-	// Zero means 4.
+	// OutStreamDepth is how many OUT transfers are in flight at once.
+	// Zero or less means 4.
 	OutStreamDepth int
 	// ReenumerateTimeout is how long ResetPort waits for a device that
 	// re-enumerated to come back at the same port. Zero means 10 s.
@@ -37,7 +38,7 @@ func (o OpenOptions) withDefaults() OpenOptions {
 	if o.ControlTimeout <= 0 {
 		o.ControlTimeout = defaultControlTimeout
 	}
-	if o.OutStreamChunk == 0 {
+	if o.OutStreamChunk <= 0 {
 		o.OutStreamChunk = defaultOutStreamChunk
 	}
 	if o.OutStreamDepth <= 0 {
@@ -47,30 +48,4 @@ func (o OpenOptions) withDefaults() OpenOptions {
 		o.ReenumerateTimeout = defaultReenumerateTimeout
 	}
 	return o
-}
-
-// streamChunk returns the transfer size to stream a BulkOut of n bytes with,
-// or 0 when the call should go out as one transfer: streaming is off, the
-// call fits in one chunk, or the endpoint's packet size is unknown.
-func (o OpenOptions) streamChunk(n, maxPacket int) int {
-	if o.OutStreamChunk <= 0 || maxPacket <= 0 {
-		return 0
-	}
-	chunk := o.OutStreamChunk / maxPacket * maxPacket
-	if chunk == 0 {
-		chunk = maxPacket
-	}
-	if n <= chunk {
-		return 0
-	}
-	return chunk
-}
-
-// wholeChunks is the length of the longest prefix of n bytes made of whole
-// chunks.
-func wholeChunks(n, chunk int) int {
-	if chunk <= 0 {
-		return 0
-	}
-	return n / chunk * chunk
 }

@@ -37,11 +37,9 @@ import (
 // of which reset the host side too.
 //
 // gousb has no ClearHalt, so this calls libusb_clear_halt through cgo on the
-// handle gousb holds (handle_cgo.go). If that handle is unreachable, it
-// returns ErrClearHaltUnavailable rather than send a bare CLEAR_FEATURE that
-// would desynchronise the toggles; the BOT layer then resets the port, which
-// resets both sides. The kernel bounds the call by USB_CTRL_SET_TIMEOUT (5 s);
-// ctx is checked before it starts.
+// handle gousb holds (libusb_cgo.go; Open fails when it is unreachable). The
+// kernel bounds the call by USB_CTRL_SET_TIMEOUT (5 s); ctx is checked
+// before it starts.
 func (d *Device) ClearHalt(ctx context.Context, in bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -56,11 +54,7 @@ func (d *Device) ClearHalt(ctx context.Context, in bool) error {
 	if err := ctx.Err(); err != nil {
 		return d.stopped(op, err)
 	}
-	if d.s.h == nil {
-		return &Error{Op: op, Device: d.info.String(), Kind: ErrClearHaltUnavailable, Err: d.s.hErr,
-			Hint: "falling back to a port reset is the safe recovery"}
-	}
-	return mapError(ctx, op, d.info, clearHalt(d.s.h, ep))
+	return mapError(ctx, op, d.info, d.s.h.clearHalt(ep))
 }
 
 // ResetPort resets the device (libusb_reset_device) and leaves this Device
@@ -86,7 +80,7 @@ func (d *Device) ResetPort(ctx context.Context) error {
 		return d.stopped("resetting the port", err)
 	}
 	if d.s != nil {
-		err := d.s.reset(d.info)
+		err := d.s.h.resetDevice()
 		if err == nil {
 			return nil
 		}
@@ -115,29 +109,6 @@ func (d *Device) ResetPort(ctx context.Context) error {
 	s.reattach = s.reattach || d.kernelHad
 	d.s, d.info = s, info
 	return nil
-}
-
-// reset resets the device on the current handle and leaves the interface
-// claimed. Without libusb's handle it goes through gousb, which refuses to
-// reset with a claimed configuration: auto-detach is switched off first so
-// that releasing does not hand the interface back to usb-storage.
-func (s *session) reset(info Info) error {
-	if s.h != nil {
-		return resetDevice(s.h)
-	}
-	if err := s.dev.SetAutoDetach(false); err != nil {
-		return err
-	}
-	s.intf.Close()
-	s.intf, s.in, s.out = nil, nil, nil
-	if err := s.cfg.Close(); err != nil {
-		return err
-	}
-	s.cfg = nil
-	if err := s.dev.Reset(); err != nil {
-		return err
-	}
-	return s.claim(info)
 }
 
 // reopenPoll is how often ResetPort looks for a re-enumerated device.

@@ -2,12 +2,6 @@
 
 package libusb
 
-/*
-#cgo pkg-config: libusb-1.0
-#include <libusb.h>
-*/
-import "C"
-
 import (
 	"context"
 	"errors"
@@ -23,13 +17,11 @@ type session struct {
 	dev  *gousb.Device
 	cfg  *gousb.Config
 	intf *gousb.Interface
-	in   *gousb.InEndpoint
-	out  *gousb.OutEndpoint
 
-	// h is libusb's handle behind dev, for the calls gousb lacks; nil when
-	// gousb's layout is not the pinned one (hErr says why).
-	h    *C.libusb_device_handle
-	hErr error
+	// h is libusb's handle behind dev, for the calls gousb lacks.
+	h usbHandle
+	// bulk moves the bulk data through transfers allocated once.
+	bulk *bulkPath
 	// reattach: a kernel driver had the interface before we claimed it,
 	// so Close gives it back.
 	reattach bool
@@ -57,12 +49,12 @@ func openSession(ctx context.Context, info Info, opts OpenOptions, view sysView,
 	// The in-use check runs on the device we actually found, right before
 	// the claim that detaches the kernel driver.
 	if !opts.Force {
-		if err := view.checkNotInUse(info); err != nil {
+		if err := checkNotInUse(view, info); err != nil {
 			s.close(info)
 			return nil, info, err
 		}
 	}
-	if err := s.claim(info); err != nil {
+	if err := s.claim(info, opts); err != nil {
 		s.close(info)
 		return nil, info, mapError(ctx, "claiming the mass-storage interface", info, err)
 	}
@@ -96,7 +88,7 @@ func findDevice(uc *gousb.Context, view sysView, info Info, byPort bool) (*gousb
 	dev := devs[0]
 	info.Bus, info.Address = dev.Desc.Bus, dev.Desc.Address
 	if info.Serial != "" {
-		serial, ok := view.sysfsString(info.PortPath, "serial")
+		serial, ok := view.USBString(info.PortPath, "serial")
 		if !ok {
 			serial, _ = dev.SerialNumber()
 		}
@@ -142,58 +134,52 @@ func checkLayout(d *gousb.DeviceDesc, info Info) error {
 }
 
 // claim selects the configuration and claims the interface, detaching the
-// kernel driver from this interface only.
-func (s *session) claim(info Info) error {
-	s.h, s.hErr = rawHandle(s.dev)
-	if s.h != nil {
-		active, err := kernelDriverActive(s.h, info.Interface)
-		if err != nil {
-			return err
-		}
-		s.reattach = active
-		if err := setAutoDetach(s.h, true); err != nil {
-			return err
-		}
-	} else if err := s.dev.SetAutoDetach(true); err != nil {
-		// Fallback: gousb's own auto-detach. It detaches every
-		// interface of the configuration and libusb re-attaches only
-		// ours on release; acceptable for single-interface readers.
+// kernel driver from this interface only, and allocates the transfers. It
+// fails when libusb's handle cannot be reached (a gousb whose layout is not
+// the pinned one): without libusb_clear_halt and per-interface detach the
+// device cannot be driven safely, so there is no second path.
+func (s *session) claim(info Info, opts OpenOptions) error {
+	h, err := rawHandle(s.dev)
+	if err != nil {
 		return err
-	} else {
-		s.reattach = true
 	}
-	var err error
+	s.h = h
+	active, err := s.h.kernelDriverActive(info.Interface)
+	if err != nil {
+		return err
+	}
+	s.reattach = active
+	if err := s.h.setAutoDetach(true); err != nil {
+		return err
+	}
 	if s.cfg, err = s.dev.Config(info.Config); err != nil {
 		return err
 	}
 	if s.intf, err = s.cfg.Interface(info.Interface, info.AltSetting); err != nil {
 		return err
 	}
-	if s.in, err = s.intf.InEndpoint(int(info.BulkIn & 0x0f)); err != nil {
-		return err
-	}
-	if s.out, err = s.intf.OutEndpoint(int(info.BulkOut & 0x0f)); err != nil {
-		return err
-	}
-	return nil
+	s.bulk, err = newBulkPath(s.h, info, opts)
+	return err
 }
 
 // release gives up the interface and, when a kernel driver had it, hands
 // it back. With auto-detach left on, libusb would re-attach silently and
 // ignore failures (op_release_interface); doing it here reports them.
 func (s *session) release(info Info) error {
+	if s.bulk != nil {
+		s.bulk.close()
+		s.bulk = nil
+	}
 	if s.intf == nil {
 		return nil
 	}
-	if s.h != nil {
-		_ = setAutoDetach(s.h, false)
-	}
+	_ = s.h.setAutoDetach(false)
 	s.intf.Close()
-	s.intf, s.in, s.out = nil, nil, nil
-	if s.h == nil || !s.reattach {
+	s.intf = nil
+	if !s.reattach {
 		return nil
 	}
-	if err := attachKernelDriver(s.h, info.Interface); err != nil {
+	if err := s.h.attachKernelDriver(info.Interface); err != nil {
 		return &Error{Op: "giving the interface back to the kernel driver", Device: info.String(), Err: err,
 			Hint: "unplug and replug the device to get its /dev/sdX node back"}
 	}

@@ -12,7 +12,10 @@ import (
 // libusb) none can be opened; every method returns ErrNoUSBSupport.
 type Device struct{}
 
-var _ usbms.Endpoint = (*Device)(nil)
+var (
+	_ usbms.Endpoint        = (*Device)(nil)
+	_ usbms.BufferAllocator = (*Device)(nil)
+)
 
 // List would enumerate mass-storage interfaces; this build has no libusb.
 func List(ctx context.Context) ([]Info, error) { return nil, ErrNoUSBSupport }
@@ -41,6 +44,14 @@ func (d *Device) ClearHalt(ctx context.Context, in bool) error { return ErrNoUSB
 
 // ResetPort implements usbms.Endpoint.
 func (d *Device) ResetPort(ctx context.Context) error { return ErrNoUSBSupport }
+
+// AllocBuffers implements usbms.BufferAllocator.
+func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error) {
+	return nil, "", nil, ErrNoUSBSupport
+}
+
+// MemoryKind implements usbms.BufferAllocator.
+func (d *Device) MemoryKind() string { return kindPageAligned }
 
 // Close does nothing in this build.
 func (d *Device) Close() error { return nil }

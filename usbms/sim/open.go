@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"usbflash/internal/flock"
 )
 
 // Open builds a device from the CLI target syntax
@@ -41,7 +43,18 @@ import (
 // count=N, lba=N, after=SIZE and persistent (or persistent=1), as in
 // fault=medium-error:lba=2048, fault=disconnect:after=1MiB,
 // fault=not-ready:count=3, fault=stall-out:after=64KiB,count=2.
-func Open(spec string) (*Device, error) {
+//
+// Every file is locked (flock) until Close, exclusively: a second Open of
+// the same card, in this process or another, fails with flock.ErrLocked.
+func Open(spec string) (*Device, error) { return open(spec, false) }
+
+// OpenReadOnly is Open for a reader that never writes (verify, info): the
+// files are opened read-only and locked shared, so a card whose file the
+// user may not write can still be read, and nothing is created or
+// extended (size= must match the file, or be left out).
+func OpenReadOnly(spec string) (*Device, error) { return open(spec, true) }
+
+func open(spec string, readOnly bool) (*Device, error) {
 	o, path, err := parseSpec(spec)
 	if err != nil {
 		return nil, err
@@ -53,7 +66,7 @@ func Open(spec string) (*Device, error) {
 		}
 		return nil, err
 	}
-	card, capacity, err := openCard(path, o.size, int64(o.block), o.wp)
+	card, capacity, err := openCard(path, o.size, int64(o.block), o.wp, readOnly)
 	if err != nil {
 		return fail(err)
 	}
@@ -72,7 +85,7 @@ func Open(spec string) (*Device, error) {
 		}
 		if k == 0 {
 			l.Medium = card
-		} else if extra, size, err := openExtraLUN(fmt.Sprintf("%s.lun%d", path, k), int64(o.block), o.wp); err != nil {
+		} else if extra, size, err := openExtraLUN(fmt.Sprintf("%s.lun%d", path, k), int64(o.block), o.wp, readOnly); err != nil {
 			return fail(err)
 		} else if extra != nil {
 			closers = append(closers, extra)
@@ -92,21 +105,32 @@ func Open(spec string) (*Device, error) {
 }
 
 // openCard opens (and with size > 0 creates or extends) the file behind
-// LUN 0 and returns its capacity in bytes.
-func openCard(path string, size, block int64, readOnly bool) (*os.File, int64, error) {
+// LUN 0, locks it, and returns its capacity in bytes. A write-protected
+// card is opened read-only unless it is to be created or extended; with
+// readOnly nothing is created or extended, and the lock is shared.
+func openCard(path string, size, block int64, wp, readOnly bool) (*os.File, int64, error) {
 	flag := os.O_RDWR
 	switch {
+	case readOnly:
+		flag = os.O_RDONLY
 	case size > 0:
 		flag |= os.O_CREATE
-	case readOnly:
+	case wp:
 		flag = os.O_RDONLY
 	}
 	f, err := os.OpenFile(path, flag, 0o644)
+	if errors.Is(err, fs.ErrNotExist) && readOnly {
+		return nil, 0, fmt.Errorf("sim: %s does not exist", path)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, fmt.Errorf("sim: %s does not exist: add ?size=64MiB (or another size) to create it", path)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("sim: open card: %w", err)
+	}
+	if err := flock.Lock(f, !readOnly); err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("sim: card %w", err)
 	}
 	have, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
@@ -117,6 +141,10 @@ func openCard(path string, size, block int64, readOnly bool) (*os.File, int64, e
 		f.Close()
 		return nil, 0, fmt.Errorf("sim: %s is %d bytes, larger than size=%d: refusing to shrink it (drop size= or give at least %d)",
 			path, have, size, have)
+	}
+	if size > have && readOnly {
+		f.Close()
+		return nil, 0, fmt.Errorf("sim: %s is %d bytes, smaller than size=%d, and is opened read-only", path, have, size)
 	}
 	if size > have {
 		if err := f.Truncate(size); err != nil {
@@ -135,9 +163,9 @@ func openCard(path string, size, block int64, readOnly bool) (*os.File, int64, e
 
 // openExtraLUN opens PATH.lunK when it exists; nil when it does not, so
 // the LUN falls back to memory.
-func openExtraLUN(path string, block int64, readOnly bool) (*os.File, int64, error) {
+func openExtraLUN(path string, block int64, wp, readOnly bool) (*os.File, int64, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, nil
 	}
-	return openCard(path, 0, block, readOnly)
+	return openCard(path, 0, block, wp, readOnly)
 }

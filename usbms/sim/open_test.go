@@ -3,11 +3,14 @@ package sim
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"usbflash/internal/flock"
 )
 
 // TestOpen parses good and bad sim: targets against real files.
@@ -183,5 +186,82 @@ func TestOpenEmptyPath(t *testing.T) {
 		if _, err := Open(spec); err == nil || !strings.Contains(err.Error(), "sim:PATH") {
 			t.Errorf("Open(%q): %v, want a usage error", spec, err)
 		}
+	}
+}
+
+// TestOpenLocks: a card (and its PATH.lunK files) opened by one Device
+// cannot be opened for writing by another, through any name, until Close;
+// readers share it.
+func TestOpenLocks(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "card.img")
+	if err := os.WriteFile(path+".lun1", make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.img")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name          string
+		first, second func(string) (*Device, error)
+		secondSpec    string
+		wantLocked    bool
+	}{
+		{"writer, writer by a symlink", Open, Open, link, true},
+		{"writer, writer of its second LUN's file", Open, Open, path + ".lun1", true},
+		{"writer, reader", Open, OpenReadOnly, path, true},
+		{"reader, writer", OpenReadOnly, Open, path, true},
+		{"reader, reader", OpenReadOnly, OpenReadOnly, path, false},
+	}
+	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			first, err := tc.first(path + "?luns=2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := tc.second(tc.secondSpec)
+			if err == nil {
+				second.Close()
+			}
+			if errors.Is(err, flock.ErrLocked) != tc.wantLocked {
+				t.Fatalf("second open: %v, want locked: %v", err, tc.wantLocked)
+			}
+			first.Close()
+			if second, err := tc.second(tc.secondSpec); err != nil {
+				t.Errorf("after the first closed: %v", err)
+			} else {
+				second.Close()
+			}
+		})
+	}
+}
+
+// TestOpenReadOnly: a read-only open creates, extends and writes nothing.
+func TestOpenReadOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "card.img")
+	if _, err := OpenReadOnly(path + "?size=1MiB"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("missing card: %v, want an error", err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Fatal("a read-only open created the card")
+	}
+	if err := os.WriteFile(path, make([]byte, 1<<20), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReadOnly(path + "?size=2MiB"); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("size= larger than the card: %v, want an error", err)
+	}
+	d, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	f := d.closers[0].(*os.File)
+	if _, err := f.WriteAt([]byte{1}, 0); err == nil {
+		t.Error("the card's file is writable after a read-only open")
 	}
 }

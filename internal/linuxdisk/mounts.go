@@ -1,9 +1,8 @@
-package libusb
+package linuxdisk
 
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -107,27 +106,4 @@ func sameBlockDev(source, name string) bool {
 		source = resolved
 	}
 	return filepath.Base(source) == name
-}
-
-// describeUse renders one reason a disk is busy, with what to do about it.
-func describeUse(u Use) string {
-	node := u.Node
-	if u.Of != "" && u.Of != u.Node {
-		node = fmt.Sprintf("%s (on %s)", u.Node, u.Of)
-	}
-	switch {
-	case u.MountPoint == "[swap]":
-		return fmt.Sprintf("%s is in use as swap (run: swapoff %s)", node, u.Node)
-	case u.MountPoint != "":
-		return fmt.Sprintf("%s is mounted on %s (run: umount %s)", node, u.MountPoint, quoteIfNeeded(u.MountPoint))
-	default:
-		return fmt.Sprintf("%s is held by %s, an open dm-crypt, LVM or RAID device: close it first", u.Of, u.Node)
-	}
-}
-
-func quoteIfNeeded(s string) string {
-	if strings.ContainsAny(s, " \t'\"\\$") {
-		return strconv.Quote(s)
-	}
-	return s
 }

@@ -1,4 +1,4 @@
-package libusb
+package linuxdisk
 
 import (
 	"errors"
@@ -14,14 +14,14 @@ import (
 type fakeSys struct {
 	t    *testing.T
 	root string
-	view sysView
+	view Sys
 }
 
 func newFakeSys(t *testing.T) *fakeSys {
 	t.Helper()
 	root := t.TempDir()
-	return &fakeSys{t: t, root: root, view: sysView{
-		sysRoot:   filepath.Join(root, "sys"),
+	return &fakeSys{t: t, root: root, view: Sys{
+		root:      filepath.Join(root, "sys"),
 		mountInfo: filepath.Join(root, "mountinfo"),
 		swaps:     filepath.Join(root, "swaps"),
 	}}
@@ -29,7 +29,7 @@ func newFakeSys(t *testing.T) *fakeSys {
 
 func (f *fakeSys) write(rel, content string) {
 	f.t.Helper()
-	p := filepath.Join(f.view.sysRoot, rel)
+	p := filepath.Join(f.view.root, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		f.t.Fatal(err)
 	}
@@ -86,8 +86,8 @@ func mi(dev, mp, fstype, source string) string {
 	return "100 25 " + dev + " / " + mp + " rw,relatime shared:1 - " + fstype + " " + source + " rw"
 }
 
-var testInfo = Info{Bus: 1, Address: 7, Port: []int{2}, PortPath: "1-2", VID: 0x46f4, PID: 0x0001,
-	Config: 1, Interface: 0, Supported: true}
+// testIface is the sysfs name of the interface the tests look behind.
+const testIface = "1-2:1.0"
 
 func TestKernelDisks(t *testing.T) {
 	rootMount := mi("8:1", "/", "ext4", "/dev/sda1")
@@ -96,7 +96,7 @@ func TestKernelDisks(t *testing.T) {
 		build     func(f *fakeSys)
 		wantNames []string
 		wantParts [][]string
-		wantUses  []string // describeUse of every InUse, in order
+		wantUses  []string // Use.String of every InUse, in order
 	}{
 		{
 			name:  "no interface in sysfs (no kernel driver)",
@@ -129,7 +129,7 @@ func TestKernelDisks(t *testing.T) {
 			},
 			wantNames: []string{"sdb"},
 			wantParts: [][]string{{"/dev/sdb1"}},
-			wantUses:  []string{"/dev/sdb1 is mounted on /media/u/BOOT (run: umount /media/u/BOOT)"},
+			wantUses:  []string{"/dev/sdb1 is mounted on /media/u/BOOT"},
 		},
 		{
 			name: "btrfs: anonymous major:minor, matched by source; escaped mount point",
@@ -140,7 +140,7 @@ func TestKernelDisks(t *testing.T) {
 			},
 			wantNames: []string{"sdb"},
 			wantParts: [][]string{{"/dev/sdb2"}},
-			wantUses:  []string{`/dev/sdb2 is mounted on /media/u/my disk (run: umount "/media/u/my disk")`},
+			wantUses:  []string{"/dev/sdb2 is mounted on /media/u/my disk"},
 		},
 		{
 			name: "whole disk mounted without a partition table",
@@ -149,7 +149,7 @@ func TestKernelDisks(t *testing.T) {
 				f.mounts(rootMount, mi("8:16", "/mnt", "ext4", "/dev/sdb"))
 			},
 			wantNames: []string{"sdb"},
-			wantUses:  []string{"/dev/sdb is mounted on /mnt (run: umount /mnt)"},
+			wantUses:  []string{"/dev/sdb is mounted on /mnt"},
 		},
 		{
 			name: "LUKS on a partition, mounted through dm-0",
@@ -161,7 +161,7 @@ func TestKernelDisks(t *testing.T) {
 			},
 			wantNames: []string{"sdb"},
 			wantParts: [][]string{{"/dev/sdb1"}},
-			wantUses:  []string{"/dev/dm-0 (on /dev/sdb1) is mounted on /secret (run: umount /secret)"},
+			wantUses:  []string{"/dev/dm-0 (on /dev/sdb1) is mounted on /secret"},
 		},
 		{
 			name: "held by an open mapping that is not mounted",
@@ -173,7 +173,7 @@ func TestKernelDisks(t *testing.T) {
 			},
 			wantNames: []string{"sdb"},
 			wantParts: [][]string{{"/dev/sdb1"}},
-			wantUses:  []string{"/dev/sdb1 is held by /dev/dm-3, an open dm-crypt, LVM or RAID device: close it first"},
+			wantUses:  []string{"/dev/sdb1 is held by dm-3"},
 		},
 		{
 			name: "swap partition",
@@ -185,7 +185,7 @@ func TestKernelDisks(t *testing.T) {
 			},
 			wantNames: []string{"sdb"},
 			wantParts: [][]string{{"/dev/sdb2"}},
-			wantUses:  []string{"/dev/sdb2 is in use as swap (run: swapoff /dev/sdb2)"},
+			wantUses:  []string{"/dev/sdb2 is active swap"},
 		},
 		{
 			name: "multi-slot reader: LUNs sorted, other interface ignored",
@@ -202,7 +202,7 @@ func TestKernelDisks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeSys(t)
 			tc.build(f)
-			disks, err := f.view.disks(testInfo)
+			disks, err := f.view.InterfaceDisks(testIface)
 			if err != nil {
 				t.Fatalf("disks: %v", err)
 			}
@@ -227,9 +227,9 @@ func TestKernelDisks(t *testing.T) {
 			if !reflect.DeepEqual(uses, tc.wantUses) {
 				t.Errorf("uses = %q, want %q", uses, tc.wantUses)
 			}
-			err = f.view.checkNotInUse(testInfo)
-			if (len(tc.wantUses) > 0) != errors.Is(err, ErrMounted) {
-				t.Errorf("checkNotInUse = %v, want ErrMounted: %v", err, len(tc.wantUses) > 0)
+			err = f.view.CheckInterface("usb:46f4:0001", testIface)
+			if (len(tc.wantUses) > 0) != errors.Is(err, ErrInUse) {
+				t.Errorf("CheckInterface = %v, want ErrInUse: %v", err, len(tc.wantUses) > 0)
 			}
 			if err != nil {
 				for _, u := range tc.wantUses {
@@ -237,8 +237,8 @@ func TestKernelDisks(t *testing.T) {
 						t.Errorf("error %q does not say %q", err, u)
 					}
 				}
-				if !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), "46f4:0001") {
-					t.Errorf("error %q should name the device and mention --force", err)
+				if !strings.Contains(err.Error(), "usb:46f4:0001") {
+					t.Errorf("error %q should name the device", err)
 				}
 			}
 		})
@@ -249,29 +249,29 @@ func TestKernelDiskAttributes(t *testing.T) {
 	f := newFakeSys(t)
 	f.disk("1-2:1.0", "6:0:0:2", "sdb", "8:16", "62521344")
 	f.mounts(mi("8:1", "/", "ext4", "/dev/sda1"))
-	disks, err := f.view.disks(testInfo)
+	disks, err := f.view.InterfaceDisks(testIface)
 	if err != nil || len(disks) != 1 {
 		t.Fatalf("disks = %v, %v", disks, err)
 	}
-	want := KernelDisk{Name: "sdb", Node: "/dev/sdb", HCTL: "6:0:0:2", LUN: 2, Size: 62521344 * 512,
-		Vendor: "Generic", Model: "STORAGE DEVICE"}
+	want := Disk{Name: "sdb", Node: "/dev/sdb", HCTL: "6:0:0:2", LUN: 2, Size: 62521344 * 512,
+		Vendor: "Generic", Model: "STORAGE DEVICE", Devs: []string{"8:16"}}
 	if !reflect.DeepEqual(disks[0], want) {
 		t.Errorf("disk = %+v\nwant   %+v", disks[0], want)
 	}
 }
 
 // A mount table that cannot be read must not be taken as "nothing mounted".
-func TestCheckNotInUseFailsClosed(t *testing.T) {
+func TestCheckInterfaceFailsClosed(t *testing.T) {
 	f := newFakeSys(t)
 	f.disk("1-2:1.0", "6:0:0:0", "sdb", "8:16", "100")
 	// no mountinfo file written
-	err := f.view.checkNotInUse(testInfo)
-	if err == nil || !strings.Contains(err.Error(), "--force") {
-		t.Fatalf("checkNotInUse = %v, want an error suggesting --force", err)
+	err := f.view.CheckInterface("usb:46f4:0001", testIface)
+	if err == nil || errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "mount table") {
+		t.Fatalf("CheckInterface = %v, want an error saying the mount table could not be read", err)
 	}
 }
 
-func TestSysfsStrings(t *testing.T) {
+func TestUSBStrings(t *testing.T) {
 	f := newFakeSys(t)
 	f.write("bus/usb/devices/1-2/idVendor", "46f4\n")
 	f.write("bus/usb/devices/1-2/product", "QEMU USB HARDDRIVE\n")
@@ -284,9 +284,178 @@ func TestSysfsStrings(t *testing.T) {
 		{"1-3", "product", "", false}, // device unknown to sysfs: ask the device
 	}
 	for _, tc := range tests {
-		got, known := f.view.sysfsString(tc.port, tc.attr)
+		got, known := f.view.USBString(tc.port, tc.attr)
 		if got != tc.want || known != tc.known {
-			t.Errorf("sysfsString(%s, %s) = %q, %v; want %q, %v", tc.port, tc.attr, got, known, tc.want, tc.known)
+			t.Errorf("USBString(%s, %s) = %q, %v; want %q, %v", tc.port, tc.attr, got, known, tc.want, tc.known)
+		}
+	}
+}
+
+// blockDev adds a block device at rel (relative to the sysfs root) and
+// its /sys/dev/block/MAJ:MIN link, as the kernel does for every disk,
+// partition, loop and dm device.
+func (f *fakeSys) blockDev(rel, dev string, partition bool) string {
+	f.t.Helper()
+	f.write(filepath.Join(rel, "dev"), dev+"\n")
+	f.write(filepath.Join(rel, "size"), "2048\n")
+	if partition {
+		f.write(filepath.Join(rel, "partition"), "1\n")
+	}
+	link := filepath.Join(f.view.root, "dev", "block", dev)
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(f.view.root, rel), link); err != nil {
+		f.t.Fatal(err)
+	}
+	return rel
+}
+
+func TestCheckBlockDevice(t *testing.T) {
+	tests := []struct {
+		name     string
+		build    func(f *fakeSys)
+		node     string
+		dev      string
+		wantUses []string // nil: free
+		wantDevs []string
+	}{
+		{
+			name: "free loop device",
+			build: func(f *fakeSys) {
+				f.blockDev("devices/virtual/block/loop0", "7:0", false)
+				f.mounts(mi("8:1", "/", "ext4", "/dev/sda1"))
+			},
+			node: "/dev/loop0", dev: "7:0", wantDevs: []string{"7:0"},
+		},
+		{
+			name: "loop device as active swap",
+			build: func(f *fakeSys) {
+				f.blockDev("devices/virtual/block/loop0", "7:0", false)
+				f.mounts(mi("8:1", "/", "ext4", "/dev/sda1"))
+				f.swapsFile("/dev/loop0                              partition\t8188\t\t0\t\t-2")
+			},
+			node: "/dev/loop0", dev: "7:0",
+			wantUses: []string{"/dev/loop0 is active swap"}, wantDevs: []string{"7:0"},
+		},
+		{
+			name: "swap file is not the device",
+			build: func(f *fakeSys) {
+				f.blockDev("devices/virtual/block/loop0", "7:0", false)
+				f.mounts()
+				f.swapsFile("/loop0 file 1000 0 -3")
+			},
+			node: "/dev/loop0", dev: "7:0", wantDevs: []string{"7:0"},
+		},
+		{
+			name: "disk with a mounted partition",
+			build: func(f *fakeSys) {
+				f.blockDev("devices/pci/host0/block/sdx", "8:16", false)
+				f.blockDev("devices/pci/host0/block/sdx/sdx1", "8:17", true)
+				f.blockDev("devices/pci/host0/block/sdx/sdx2", "8:18", true)
+				f.mounts(mi("8:18", "/mnt", "ext4", "/dev/sdx2"))
+			},
+			node: "/dev/sdx", dev: "8:16",
+			wantUses: []string{"/dev/sdx2 is mounted on /mnt"}, wantDevs: []string{"8:16", "8:17", "8:18"},
+		},
+		{
+			name: "a partition beside the mounted one is free",
+			build: func(f *fakeSys) {
+				f.blockDev("devices/pci/host0/block/sdx", "8:16", false)
+				f.blockDev("devices/pci/host0/block/sdx/sdx1", "8:17", true)
+				f.blockDev("devices/pci/host0/block/sdx/sdx2", "8:18", true)
+				f.mounts(mi("8:18", "/mnt", "ext4", "/dev/sdx2"))
+			},
+			node: "/dev/sdx1", dev: "8:17", wantDevs: []string{"8:17"},
+		},
+		{
+			name: "partition held by an open dm mapping",
+			build: func(f *fakeSys) {
+				f.blockDev("devices/pci/host0/block/sdx", "8:16", false)
+				p := f.blockDev("devices/pci/host0/block/sdx/sdx1", "8:17", true)
+				f.holder(p, "dm-0", "254:0")
+				f.mounts()
+			},
+			node: "/dev/sdx", dev: "8:16",
+			wantUses: []string{"/dev/sdx1 is held by dm-0"}, wantDevs: []string{"8:16", "8:17"},
+		},
+		{
+			name: "whole disk in an md array",
+			build: func(f *fakeSys) {
+				d := f.blockDev("devices/pci/host0/block/sdx", "8:16", false)
+				f.holder(d, "md0", "9:0")
+				f.mounts(mi("9:0", "/srv", "xfs", "/dev/md0"))
+			},
+			node: "/dev/sdx", dev: "8:16",
+			wantUses: []string{"/dev/md0 (on /dev/sdx) is mounted on /srv"}, wantDevs: []string{"8:16"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeSys(t)
+			tc.build(f)
+			d, err := f.view.BlockDevice(tc.dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(d.Devs, tc.wantDevs) {
+				t.Errorf("Devs = %q, want %q", d.Devs, tc.wantDevs)
+			}
+			err = f.view.CheckBlockDevice(tc.node, tc.dev)
+			if (tc.wantUses != nil) != errors.Is(err, ErrInUse) {
+				t.Fatalf("CheckBlockDevice = %v, want in use: %v", err, tc.wantUses != nil)
+			}
+			var inUse *InUseError
+			if tc.wantUses == nil {
+				return
+			}
+			if !errors.As(err, &inUse) {
+				t.Fatalf("error %T is not an *InUseError", err)
+			}
+			var got []string
+			for _, u := range inUse.Uses {
+				got = append(got, u.String())
+			}
+			if !reflect.DeepEqual(got, tc.wantUses) {
+				t.Errorf("uses = %q, want %q", got, tc.wantUses)
+			}
+			if !strings.HasPrefix(err.Error(), tc.node+" is in use: ") {
+				t.Errorf("error %q does not start by naming %s", err, tc.node)
+			}
+		})
+	}
+}
+
+// A device sysfs does not know, or a mount table that cannot be read, is
+// an error, never a free disk.
+func TestCheckBlockDeviceFailsClosed(t *testing.T) {
+	f := newFakeSys(t)
+	f.mounts()
+	if err := f.view.CheckBlockDevice("/dev/loop9", "7:9"); err == nil || errors.Is(err, ErrInUse) {
+		t.Errorf("unknown device: %v, want an error that is not ErrInUse", err)
+	}
+	f.blockDev("devices/virtual/block/loop0", "7:0", false)
+	if err := os.Remove(f.view.mountInfo); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.view.CheckBlockDevice("/dev/loop0", "7:0"); err == nil || errors.Is(err, ErrInUse) {
+		t.Errorf("no mount table: %v, want an error that is not ErrInUse", err)
+	}
+}
+
+func TestDevNumber(t *testing.T) {
+	for _, tc := range []struct {
+		dev  uint64
+		want string
+	}{
+		{0x0810, "8:16"},
+		{0x0700, "7:0"},
+		{0xfe00, "254:0"},
+		{0x10010301, "259:65537"},            // minor past 255: its high bits from bit 20
+		{0xff000ffff07ff, "1048327:1048575"}, // major past 4095: its high bits from bit 44
+	} {
+		if got := DevNumber(tc.dev); got != tc.want {
+			t.Errorf("DevNumber(%#x) = %s, want %s", tc.dev, got, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package libusb
+package linuxdisk
 
 import (
 	"os"

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"usbflash/internal/flock"
+	"usbflash/internal/linuxdisk"
+	"usbflash/usbms/libusb"
+)
+
+// TestWriteRefusesTheImageAsTarget: writing an image onto itself, through
+// any name, is refused before anything is opened for writing, and the
+// image is left as it was.
+func TestWriteRefusesTheImageAsTarget(t *testing.T) {
+	dir := t.TempDir()
+	image := filepath.Join(dir, "self.img")
+	if err := os.WriteFile(image, testImage(1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := fileHash(t, image)
+	link, hard := filepath.Join(dir, "link.img"), filepath.Join(dir, "hard.img")
+	if err := os.Symlink(image, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(image, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{
+		"sim:" + image,
+		"sim:" + image + "?size=2MiB", // would extend the image before any check
+		"file:" + image,
+		"file:" + link,
+		"sim:" + hard,
+		"file:" + filepath.Join(dir, ".", "self.img"),
+	} {
+		t.Run(target, func(t *testing.T) {
+			r := runCLI(t, "write", "--yes", "--force", image, target)
+			if r.code != exitRefused || !strings.Contains(r.stderr, "is the image") {
+				t.Errorf("exit %d, stderr %q; want a refusal naming the image", r.code, r.stderr)
+			}
+			if got := fileHash(t, image); got != want {
+				t.Fatal("the image changed")
+			}
+		})
+	}
+}
+
+// TestWriteRefusesALockedTarget: a target another usbflash holds (a flock
+// on its file, as every open target has) is refused, exit 3, and the
+// holder's card is not touched.
+func TestWriteRefusesALockedTarget(t *testing.T) {
+	image := writeFile(t, "os.img", testImage(64<<10))
+	dir := t.TempDir()
+	card := filepath.Join(dir, "card.img")
+	if err := os.WriteFile(card, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(card+".lun1", make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, locked, target string
+	}{
+		{"sim:", card, "sim:" + card},
+		{"sim: second LUN's file", card + ".lun1", "sim:" + card + "?luns=2&lun=1"},
+		{"file:", card, "file:" + card},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			holder, err := os.Open(tc.locked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Close()
+			if err := flock.Lock(holder, true); err != nil {
+				t.Fatal(err)
+			}
+			before := fileHash(t, tc.locked)
+			r := runCLI(t, "write", "--yes", image, tc.target)
+			if r.code != exitRefused || !strings.Contains(r.stderr, "in use by another usbflash") {
+				t.Errorf("exit %d, stderr %q; want a refusal saying another usbflash holds it", r.code, r.stderr)
+			}
+			if fileHash(t, tc.locked) != before {
+				t.Error("the locked card was written")
+			}
+			// verify only reads, but must not read a card while it is written.
+			if r := runCLI(t, "verify", image, tc.target); r.code != exitRefused {
+				t.Errorf("verify: exit %d, stderr %q; want a refusal", r.code, r.stderr)
+			}
+		})
+	}
+}
+
+// TestFileTargetsThatCannotBeOne: a file: target that can never be one is
+// a usage error (exit 2) as sim: gives, and nothing is created.
+func TestFileTargetsThatCannotBeOne(t *testing.T) {
+	image := writeFile(t, "os.img", testImage(64<<10))
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	existing := writeFile(t, "existing.img", make([]byte, 1<<20))
+	tests := []struct {
+		name, target, want string
+		created            string // a path that must not exist afterwards
+	}{
+		{"directory", "file:" + dir, "is a directory", ""},
+		{"character device", "file:/dev/null", "character device", ""},
+		{"FIFO", "file:" + fifo, "FIFO", ""},
+		{"missing directory", "file:" + filepath.Join(dir, "no", "such.img"), "does not exist", filepath.Join(dir, "no")},
+		{"missing device", "file:/dev/usbflash-test-no-such-disk", "no such device", "/dev/usbflash-test-no-such-disk"},
+		{"size smaller than the file", "file:" + existing + "?size=512KiB", "refusing to shrink", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, cmd := range [][]string{{"write", "--yes", image, tc.target}, {"verify", image, tc.target}, {"info", tc.target}} {
+				r := runCLI(t, cmd...)
+				if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+					t.Errorf("%s: exit %d, stderr %q; want exit 2 saying %q", cmd[0], r.code, r.stderr, tc.want)
+				}
+			}
+			if tc.created != "" {
+				if _, err := os.Stat(tc.created); err == nil {
+					t.Errorf("%s was created", tc.created)
+				}
+			}
+		})
+	}
+	if st, err := os.Stat(existing); err != nil || st.Size() != 1<<20 {
+		t.Errorf("the existing file changed size: %v", err)
+	}
+}
+
+// TestRegularFileInDevIsNoDevice: a regular file where a device should be
+// (in /dev/shm, a tmpfs inside /dev) is a mistyped device name.
+func TestRegularFileInDevIsNoDevice(t *testing.T) {
+	f, err := os.CreateTemp("/dev/shm", "usbflash-test-*.img")
+	if err != nil {
+		t.Skipf("no /dev/shm to make a regular file in /dev: %v", err)
+	}
+	f.Close()
+	t.Cleanup(func() { os.Remove(f.Name()) })
+	image := writeFile(t, "os.img", testImage(64<<10))
+	r := runCLI(t, "write", "--yes", image, "file:"+f.Name()+"?size=1MiB")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "regular file in /dev") {
+		t.Errorf("exit %d, stderr %q; want exit 2 saying it is not a device", r.code, r.stderr)
+	}
+}
+
+// TestRefusedWriteLeavesNoNewTarget: a target created by a run that is
+// then refused is removed; one that existed stays.
+func TestRefusedWriteLeavesNoNewTarget(t *testing.T) {
+	image := writeFile(t, "os.img", testImage(1<<20))
+	dir := t.TempDir()
+	tests := []struct {
+		name, target string
+		code         int
+	}{
+		{"file: too small for the image", "file:" + filepath.Join(dir, "small.img") + "?size=512KiB", exitRefused},
+		{"sim: too small for the image", "sim:" + filepath.Join(dir, "small-sim.img") + "?size=512KiB", exitRefused},
+		{"sim: write-protected", "sim:" + filepath.Join(dir, "wp.img") + "?size=2MiB&wp=1", exitRefused},
+		{"sim: slot not chosen", "sim:" + filepath.Join(dir, "two.img") + "?size=2MiB&luns=2", exitUsage},
+		{"sim: empty slot", "sim:" + filepath.Join(dir, "empty.img") + "?size=2MiB&nomedium=1", exitDevice},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, "write", "--yes", image, tc.target)
+			if r.code != tc.code {
+				t.Errorf("exit %d, want %d: %s", r.code, tc.code, r.stderr)
+			}
+			path, _, _ := strings.Cut(strings.SplitN(tc.target, ":", 2)[1], "?")
+			if _, err := os.Stat(path); err == nil {
+				t.Errorf("%s was left behind", path)
+			}
+		})
+	}
+	// Not confirmed (no terminal, no --yes): refused, nothing left.
+	card := filepath.Join(dir, "unconfirmed.img")
+	if r := runCLI(t, "write", image, "file:"+card); r.code != exitRefused {
+		t.Errorf("unconfirmed: exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(card); err == nil {
+		t.Error("an unconfirmed write left its new target behind")
+	}
+	// A target that existed is never removed.
+	existing := writeFile(t, "existing.img", make([]byte, 512<<10))
+	if r := runCLI(t, "write", "--yes", image, "file:"+existing); r.code != exitRefused {
+		t.Errorf("existing too small: exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(existing); err != nil {
+		t.Error("a refused write removed a target that existed before")
+	}
+}
+
+// TestInfoDescribesAnEmptySlot: info shows who the reader is and that the
+// slot holds no card, exit 0.
+func TestInfoDescribesAnEmptySlot(t *testing.T) {
+	card := writeFile(t, "card.img", make([]byte, 1<<20))
+	r := runCLI(t, "info", "--json", "sim:"+card+"?nomedium=1&vendor=ACME&product=SLOT")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var rep infoReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if l := rep.LUN; l == nil || l.Vendor != "ACME" || l.Product != "SLOT" || l.Medium || l.Error != "no medium" {
+		t.Errorf("info --json = %s", r.stdout)
+	}
+}
+
+// TestTargetOpenErrors: the one mapping of open failures to exit codes.
+func TestTargetOpenErrors(t *testing.T) {
+	usb := target{kind: targetUSB, raw: "usb:46f4:0001"}
+	inUse := &linuxdisk.InUseError{Device: "/dev/loop0", Uses: []linuxdisk.Use{{Kind: linuxdisk.Swap, Node: "/dev/loop0", Of: "/dev/loop0"}}}
+	tests := []struct {
+		name string
+		t    target
+		err  error
+		code int
+		want string
+	}{
+		{"in use", target{kind: targetFile, raw: "file:/dev/loop0"}, inUse, exitRefused, "/dev/loop0 is active swap: swapoff it first"},
+		{"mounted and held", target{kind: targetFile, raw: "file:/dev/sdx"}, &linuxdisk.InUseError{Device: "/dev/sdx", Uses: []linuxdisk.Use{
+			{Kind: linuxdisk.Mounted, Node: "/dev/sdx1", MountPoint: "/a"}, {Kind: linuxdisk.Mounted, Node: "/dev/sdx2", MountPoint: "/b"},
+			{Kind: linuxdisk.Held, Node: "/dev/dm-0", Of: "/dev/sdx3"}}}, exitRefused,
+			"/dev/sdx1 is mounted on /a; /dev/sdx2 is mounted on /b; /dev/sdx3 is held by dm-0: unmount it and close the dm-crypt, LVM or RAID device that holds it first"},
+		{"exclusive open refused", target{kind: targetFile, raw: "file:/dev/sdx"}, fmt.Errorf("file target /dev/sdx: the kernel refused an exclusive open (%w): %w", syscall.EBUSY, linuxdisk.ErrInUse), exitRefused, "close what uses it first"},
+		{"claimed by another process", usb, &libusb.Error{Op: "claiming the mass-storage interface", Kind: libusb.ErrBusy}, exitRefused, "in use by another usbflash"},
+		{"locked", target{kind: targetSim, raw: "sim:c.img"}, flock.ErrLocked, exitRefused, "in use by another usbflash"},
+		{"other usb failure", usb, &libusb.Error{Op: "opening", Kind: libusb.ErrPermission}, exitDevice, "permission"},
+		{"sim option", target{kind: targetSim, raw: "sim:c.img?x=1"}, errors.New(`unknown option "x"`), exitUsage, "unknown option"},
+		{"file I/O", target{kind: targetFile, raw: "file:c.img"}, syscall.EIO, exitDevice, "input/output"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := targetOpenError(tc.t, tc.err)
+			if exitCode(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: exit %d, want %d saying %q", err, exitCode(err), tc.code, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,79 @@
+package pipeline
+
+import (
+	"hash"
+	"io"
+	"time"
+)
+
+// pastLimit is the filler's terminal error when the stream holds more than
+// limit bytes. The writer turns it into a CapacityError or ImageSizeError.
+type pastLimit struct{}
+
+func (pastLimit) Error() string { return "image continues past the limit" }
+
+func isPastLimit(err error) bool {
+	_, ok := err.(pastLimit)
+	return ok
+}
+
+// filler is the producer side of a write: it reads the decoded image
+// stream straight into the ring's free buffers (the decoder's output is
+// copied once, into the memory the device sends), hashes what it reads
+// (overlapping with the device), zero-pads the tail to a whole block and
+// hands each buffer over in order.
+type filler struct {
+	src       io.Reader
+	blockSize int
+	limit     int64     // most bytes accepted: capacity, or the declared size
+	hash      hash.Hash // nil: no hash
+
+	busy time.Duration // reading and hashing
+}
+
+// produce fills buffers until the stream ends, fails or passes the limit,
+// or the consumer stops. Its last fill carries a non-nil err.
+func (f *filler) produce(r *ring) {
+	var off int64
+	for {
+		idx, buf, ok := r.take()
+		if !ok {
+			return
+		}
+		t := time.Now()
+		room := len(buf)
+		if rest := f.limit - off; rest < int64(room) {
+			room = int(rest)
+		}
+		n, err := readFull(f.src, buf[:room])
+		if err == nil && off+int64(n) == f.limit {
+			err = probePast(f.src)
+		}
+		if f.hash != nil {
+			f.hash.Write(buf[:n])
+		}
+		padded := roundUp(n, f.blockSize)
+		clear(buf[n:padded]) // the buffer may hold an earlier transfer's bytes
+		f.busy += time.Since(t)
+		r.hand(fill{idx: idx, off: off, n: n, padded: padded, err: err})
+		off += int64(n)
+		if err != nil {
+			return
+		}
+	}
+}
+
+// probePast reads one byte beyond a limit: the only way to learn whether a
+// stream of unknown length fits exactly or continues. It returns io.EOF when
+// the stream ends there, pastLimit when it goes on, or the stream's error.
+func probePast(src io.Reader) error {
+	var probe [1]byte
+	n, err := readFull(src, probe[:])
+	switch {
+	case n > 0:
+		return pastLimit{}
+	case err == nil:
+		return io.ErrNoProgress
+	}
+	return err
+}

@@ -1,0 +1,203 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// writer is the consumer side of a write and owns all device I/O; its
+// filler is the producer.
+type writer struct {
+	dev      BlockDevice
+	devCtx   context.Context // never cancelled: commands in flight finish
+	name     string
+	bs       int
+	opts     WriteOptions
+	capacity int64
+	fill     filler
+	r        *ring
+	zero     []byte
+	prog     progress
+
+	zeroed    bool // the first region was zeroed before anything was filled
+	held      bool // first holds the first transfer, kept back until the end
+	first     fill
+	last      fill
+	res       WriteResult
+	nextLBA   int64 // first block not yet streamed (after the first transfer)
+	streamed  int64 // image bytes streamed, first transfer excluded
+	busy      time.Duration
+	transfers int
+}
+
+// run writes src with mem's buffers: all but the last cycle in the ring,
+// the last is the zero buffer.
+func (w *writer) run(ctx context.Context, src io.Reader, mem memory) (WriteResult, error) {
+	start, cpu := time.Now(), processCPU()
+	w.devCtx = context.WithoutCancel(ctx)
+	w.r = newRing(mem.bufs[:len(mem.bufs)-1])
+	w.zero = mem.bufs[len(mem.bufs)-1]
+	clear(w.zero) // device memory comes as it is
+	w.fill.src, w.fill.blockSize = src, w.bs
+	w.prog = progress{fn: w.opts.Progress}
+	w.prog.begin(PhaseWrite, w.opts.ExpectedSize, 0)
+
+	err := drive(ctx, w.r, &w.fill, w)
+	if err == nil {
+		err = w.finish(ctx)
+	}
+	// The filler has stopped: its counters and hash are ours.
+	w.res.Elapsed = time.Since(start)
+	w.res.CPU = processCPU() - cpu
+	w.res.Memory = mem.kind
+	w.res.Transfers = w.transfers
+	w.res.DecoderWait, w.res.DeviceWait = w.r.recvWait, w.r.takeWait
+	w.res.DecoderBusy, w.res.DeviceBusy = w.fill.busy, w.busy
+	w.res.Bound, w.res.BoundRatio = bound(w.fill.busy, w.busy)
+	if err == nil && w.fill.hash != nil {
+		w.fill.hash.Sum(w.res.SHA256[:0])
+	}
+	return w.res, err
+}
+
+// begin clears the first region before anything else lands. When the
+// image is known to be longer than one transfer this happens at once,
+// while the filler fills the first buffer; otherwise only the first buffer
+// tells whether more follows.
+func (w *writer) begin() error {
+	w.zeroed = w.opts.ExpectedSize > int64(w.opts.TransferSize)
+	if !w.zeroed {
+		return nil
+	}
+	if err := w.write(0, w.zero); err != nil {
+		return err
+	}
+	w.nextLBA = int64(w.opts.TransferSize / w.bs)
+	return nil
+}
+
+// consume holds the first buffer and writes every later one at the next
+// LBA, until the buffer that ends the stream.
+func (w *writer) consume(f fill) (bool, error) {
+	w.last = f
+	if !w.held {
+		w.held, w.first = true, f
+		if f.err == nil && !w.zeroed {
+			// A full first buffer (err == nil): more may follow.
+			if err := w.write(0, w.zero[:f.padded]); err != nil {
+				return false, err
+			}
+		}
+		w.nextLBA = int64(f.padded / w.bs) // a full transfer unless the image ends in it
+		return f.err == nil, nil
+	}
+	if f.padded > 0 {
+		if err := w.write(w.nextLBA, w.r.data(f)); err != nil {
+			return false, err
+		}
+		w.nextLBA += int64(f.padded / w.bs)
+		w.streamed += int64(f.n)
+		w.res.BytesWritten += int64(f.padded)
+	}
+	w.r.giveBack(f)
+	w.prog.update(w.streamed, false)
+	return f.err == nil, nil
+}
+
+// finish ends a stream that reached its end: the first transfer, then
+// the sync.
+func (w *writer) finish(ctx context.Context) error {
+	if err := w.endOfStream(w.last); err != nil {
+		w.syncQuietly()
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return w.cancelled(err)
+	}
+	if w.first.padded > 0 {
+		if err := w.write(0, w.r.data(w.first)); err != nil {
+			return err
+		}
+		w.res.BytesWritten += int64(w.first.padded)
+	}
+	w.res.Bytes = w.streamed + int64(w.first.n)
+	w.res.Blocks = w.res.BytesWritten / int64(w.bs)
+	w.prog.update(w.res.Bytes, true)
+	if w.opts.Sync {
+		w.prog.begin(PhaseSync, w.res.Bytes, w.res.Bytes)
+		if err := w.sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endOfStream turns the filler's terminal error into the write's result.
+func (w *writer) endOfStream(last fill) error {
+	total := last.off + int64(last.n)
+	switch {
+	case isPastLimit(last.err):
+		if w.opts.ExpectedSize < 0 {
+			return &CapacityError{Device: w.name, ImageSize: -1, Capacity: w.capacity, Written: total}
+		}
+		return &ImageSizeError{Declared: w.opts.ExpectedSize, Actual: total, Longer: true}
+	case last.err != io.EOF:
+		return fmt.Errorf("reading the image at byte offset %d: %w", total, last.err)
+	case w.opts.ExpectedSize >= 0 && total != w.opts.ExpectedSize:
+		return &ImageSizeError{Declared: w.opts.ExpectedSize, Actual: total}
+	}
+	return nil
+}
+
+// write issues one WriteBlocks and wraps its failure with the range.
+func (w *writer) write(lba int64, p []byte) error {
+	t := time.Now()
+	err := w.dev.WriteBlocks(w.devCtx, lba, p)
+	w.busy += time.Since(t)
+	w.transfers++
+	if err != nil {
+		return &DeviceError{Device: w.name, Op: OpWrite, LBA: lba, Count: int64(len(p) / w.bs), BlockSize: w.bs, Err: err}
+	}
+	return nil
+}
+
+func (w *writer) sync() error {
+	if err := w.dev.Sync(w.devCtx); err != nil {
+		return &DeviceError{Device: w.name, Op: OpSync, LBA: -1, BlockSize: w.bs, Err: err}
+	}
+	return nil
+}
+
+// syncQuietly flushes what was written before an abort that is not the
+// device's fault; the abort's own error is the one worth reporting.
+func (w *writer) syncQuietly() {
+	if w.transfers > 0 {
+		_ = w.sync()
+	}
+}
+
+// cancelled syncs what was written and reports how far the write got.
+func (w *writer) cancelled(cause error) error {
+	ce := &CancelledError{Device: w.name, Phase: PhaseWrite, Bytes: w.streamed, LBA: w.nextLBA, Err: cause}
+	if w.transfers > 0 {
+		if err := w.sync(); err != nil {
+			return errors.Join(ce, err)
+		}
+	}
+	return ce
+}
+
+// bound names the side that was busy longer and by what factor.
+func bound(decoderBusy, deviceBusy time.Duration) (Bound, float64) {
+	hi, lo, side := deviceBusy, decoderBusy, BoundDevice
+	if decoderBusy > deviceBusy {
+		hi, lo, side = decoderBusy, deviceBusy, BoundDecoder
+	}
+	if lo <= 0 {
+		return side, 0
+	}
+	return side, float64(hi) / float64(lo)
+}

@@ -1,0 +1,49 @@
+package usbms_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"usbflash/usbms/sim"
+)
+
+// TestRecoveryTellsEachStep: a reader that stops answering costs a timeout
+// per attempt, so every step of the ladder is announced before it is taken.
+func TestRecoveryTellsEachStep(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault sim.Fault
+		want  []string
+	}{
+		{"NeverAnswer once", sim.Fault{Kind: sim.NeverAnswer}, []string{
+			"no answer for 200ms: resetting the reader (reset 1 of 2)",
+		}},
+		{"NeverAnswer persistent", sim.Fault{Kind: sim.NeverAnswer, Persistent: true}, []string{
+			"no answer for 200ms: resetting the reader (reset 1 of 2)",
+			"no answer for 200ms: resetting the reader (reset 2 of 2)",
+			"no answer for 200ms after 2 resets: resetting the USB port",
+		}},
+		{"bad CSW once", sim.Fault{Kind: sim.BadCSWSignature}, []string{
+			"the command failed: resetting the reader (reset 1 of 2)",
+		}},
+		{"no fault", sim.Fault{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			opts := testTransport
+			opts.OnRecovery = func(step string) { got = append(got, step) }
+			r := newRig(t, oneLUN(8192), opts)
+			if tt.fault.Kind != 0 {
+				r.dev.Inject(tt.fault)
+			}
+			if err := r.lun.WriteBlocks(context.Background(), 64, pattern(4096, 3)); err != nil {
+				t.Fatalf("WriteBlocks: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("recovery notices %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

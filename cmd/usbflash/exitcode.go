@@ -18,6 +18,7 @@ const (
 	exitSource    = 4
 	exitDevice    = 5
 	exitVerify    = 6
+	exitPartial   = 7
 	exitCancelled = 130
 )
 
@@ -38,6 +39,7 @@ func exitCodes() []exitStatus {
 		{exitSource, "image", "the image could not be read or decoded (corrupt or truncated archive)"},
 		{exitDevice, "device", "the reader, the card or the USB stack failed, or the device went away"},
 		{exitVerify, "verify", "what was read back differs from the image"},
+		{exitPartial, "partial", "several cards: some were written and verified, some failed (the table and --report say which)"},
 		{exitCancelled, "cancelled", "interrupted (Ctrl-C, SIGTERM, SIGHUP) after syncing what was written"},
 	}
 }

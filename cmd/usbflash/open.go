@@ -234,11 +234,18 @@ func sameFileAsImage(image, targetPath string) error {
 // names. A reader with several LUNs and no /LUN in the target is accepted
 // only when exactly one slot has a card.
 func openLUN(ctx context.Context, t target, name string, ep usbms.Endpoint, info *libusb.Info, closeEP func() error, opts openOptions) (*device, error) {
+	tr := usbms.NewTransport(ep, usbms.TransportOptions{Name: name, OnRecovery: opts.onRecovery})
+	return openLUNOn(ctx, t, name, tr, info, closeEP, opts)
+}
+
+// openLUNOn opens the LUN t names over a transport that may serve other
+// LUNs of the same reader too; closeEP is called when the device closes or
+// fails to open.
+func openLUNOn(ctx context.Context, t target, name string, tr *usbms.Transport, info *libusb.Info, closeEP func() error, opts openOptions) (*device, error) {
 	fail := func(err error) (*device, error) {
 		closeEP()
 		return nil, err
 	}
-	tr := usbms.NewTransport(ep, usbms.TransportOptions{Name: name, OnRecovery: opts.onRecovery})
 	var slot usbms.LUNSummary
 	if t.lun >= 0 {
 		maxLUN, err := tr.MaxLUN(ctx)

@@ -26,6 +26,10 @@ type writeFlags struct {
 	transferSize                string
 	buffers                     int
 	asJSON, quiet               bool
+	// Many cards at once (multi.go, watch.go).
+	all, watch, skipRefused bool
+	lag                     int
+	report                  string
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -48,7 +52,7 @@ far the write got (exit 130). A closed standard output (--json | head)
 does not stop a write.
 
 The buffers take (buffers + 2) x transfer size of memory, at most ` + units.FormatSize(pipeline.MaxBufferMemory) + `.`,
-		Args:              exactArgs(2, "IMAGE and TARGET"),
+		Args:              writeArgs(&f),
 		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {
 			rep := a.reporterFor(f.asJSON, f.quiet)
@@ -57,11 +61,20 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 				if err != nil {
 					return err
 				}
-				t, err := parseTarget(args[1])
+				if err := checkManyFlags(f); err != nil {
+					return err
+				}
+				if f.watch {
+					return a.watch(c.Context(), rep, args[0], f, transfer, usbReaders(f.force))
+				}
+				ts, err := a.writeTargets(c.Context(), args[1:], f)
 				if err != nil {
 					return err
 				}
-				return a.write(c.Context(), rep, args[0], t, transfer, f)
+				if len(ts) == 1 && f.report == "" {
+					return a.write(c.Context(), rep, args[0], ts[0], transfer, f)
+				}
+				return a.writeMany(c.Context(), rep, args[0], ts, f, transfer)
 			})
 		},
 	}
@@ -74,7 +87,26 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.IntVar(&f.buffers, "buffers", pipeline.DefaultBuffers, "buffers cycling between decoder and writer (at least 2)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line on stdout (start, device, phase, progress, note, summary, error)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")
+	fl.BoolVar(&f.all, "all", false, "write every reader that holds a card and is not in use (listed, then confirmed)")
+	fl.BoolVar(&f.watch, "watch", false, "stay running and write every card inserted into any reader (or any reader plugged in), each once, until Ctrl-C; needs --yes")
+	fl.BoolVar(&f.skipRefused, "skip-refused", false, "with several targets: write the others when some are refused (write-protected, too small, in use)")
+	fl.IntVar(&f.lag, "lag", DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
+	fl.StringVar(&f.report, "report", "", "with several targets or --watch: save a record of every card to this .json or .csv file")
 	return c
+}
+
+// checkManyFlags checks the flags of a many-card write before anything is
+// opened.
+func checkManyFlags(f writeFlags) error {
+	if f.lag < 0 {
+		return &usageError{fmt.Sprintf("--lag %d: want 0 (lockstep) or more", f.lag)}
+	}
+	if f.report != "" {
+		if _, err := reportFormat(f.report); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addTransferFlag adds --transfer-size, with completion of useful values.
@@ -155,12 +187,7 @@ func (a *app) write(ctx context.Context, rep reporter, image string, t target, t
 		}
 	}
 
-	hash := pipeline.HashSHA256
-	if f.noVerify {
-		// Nothing will use the hash, and a slow CPU (an embedded host,
-		// an emulator) hashes at a few tens of MB/s.
-		hash = pipeline.HashNone
-	}
+	hash := hashFor(f.noVerify)
 	d.markWritten()
 	res, err := pipeline.Write(ctx, d.dev, src, pipeline.WriteOptions{
 		Name: d.name, TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
@@ -248,6 +275,15 @@ func boundOf(res pipeline.WriteResult) bound {
 	return boundNone
 }
 
+// hashFor skips hashing the image when nothing will use the hash: a slow
+// CPU (an embedded host, an emulator) hashes at a few tens of MB/s.
+func hashFor(noVerify bool) pipeline.HashAlg {
+	if noVerify {
+		return pipeline.HashNone
+	}
+	return pipeline.HashSHA256
+}
+
 // fitTransfer lowers the transfer size to what the device says it takes
 // (VPD block limits) and rounds it to whole blocks.
 func fitTransfer(d *device, transfer int64) (int64, string) {
@@ -297,12 +333,21 @@ func (a *app) confirm(d *device, image string, src *imagesrc.Source) error {
 	}
 	fmt.Fprintf(a.stderr, "Target: %s\n%s\nWrite %s (%s, %s) to it? ALL DATA ON IT WILL BE LOST. [y/N] ",
 		d.name, identityLine(d), image, src.Format, describeSize(src))
-	answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(answer)) {
-	case "y", "yes":
+	if a.answeredYes() {
 		return nil
 	}
 	return &refusedError{fmt.Sprintf("not confirmed: nothing was written to %s", d.name)}
+}
+
+// answeredYes reads one line from the person at the terminal: only y or
+// yes agrees.
+func (a *app) answeredYes() bool {
+	answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return true
+	}
+	return false
 }
 
 // identityLine is the one line that lets a person recognise a card.

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"syscall"
 
 	"usbflash/filedev"
 	"usbflash/internal/flock"
@@ -210,13 +209,12 @@ func sameFileAsImage(image, targetPath string) error {
 	if os.SameFile(img, tgt) {
 		return refuse(fmt.Sprintf("is the image %s", image))
 	}
-	imgSys, ok1 := img.Sys().(*syscall.Stat_t)
-	tgtSys, ok2 := tgt.Sys().(*syscall.Stat_t)
+	imgDev, _, ok1 := linuxdisk.FileDevs(img)
+	_, tgtDev, ok2 := linuxdisk.FileDevs(tgt)
 	if !ok1 || !ok2 || tgt.Mode()&fs.ModeDevice == 0 || tgt.Mode()&fs.ModeCharDevice != 0 {
 		return nil
 	}
-	imgDev := linuxdisk.DevNumber(uint64(imgSys.Dev))
-	devs := []string{linuxdisk.DevNumber(uint64(tgtSys.Rdev))}
+	devs := []string{tgtDev}
 	if disk, err := linuxdisk.Host().BlockDevice(devs[0]); err == nil {
 		devs = disk.Devs
 	}

@@ -530,6 +530,35 @@ mkswap /dev/sda >/dev/null && swapon /dev/sda && sync && cat /proc/swaps`)
 	guest(t, m, "swapoff /dev/sda")
 }
 
+// Scenario 10c: while one usbflash writes a reader, a second one is
+// refused, exit 3, saying another usbflash holds it (claiming the
+// interface is exclusive), and the first write completes.
+func TestSecondWriterRefused(t *testing.T) {
+	card := newCard(t, 16<<20)
+	m := boot(t, MachineSpec{Controller: XHCI, Readers: []Reader{{Serial: "BUSY1", LUNs: []LUN{{Backing: card}}}}})
+	img := makeImage(13, 4<<20)
+	p := putImage(t, m, "img", img, "raw")
+	target := serialTarget("BUSY1")
+	// The first writer reads its image from a pipe that pauses after the
+	// first MiB, so it holds the reader while the second one tries.
+	r, err := m.Run(`(head -c 1048576 `+p+`; sleep 20; tail -c +1048577 `+p+`) | timeout -s TERM 120 usbflash write - `+target+` --yes --json >/tmp/first.out 2>&1 &
+first=$!
+for i in $(seq 300); do grep -q '"start"' /tmp/first.out && break; usleep 100000; done
+timeout -s TERM 60 usbflash write `+p+` `+target+` --yes; echo "second exit $?"
+wait $first; echo "first exit $?"; cat /tmp/first.out`, 3*time.Minute)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r)
+	}
+	t.Logf("%s", r)
+	if !strings.Contains(r.Stdout, "second exit 3") || !strings.Contains(r.Stderr, "in use by another usbflash") {
+		t.Errorf("second writer: want exit 3 saying another usbflash holds the reader\n%s", r)
+	}
+	if !strings.Contains(r.Stdout, "first exit 0") {
+		t.Errorf("first writer did not finish\n%s", r)
+	}
+	checkCard(t, card, img)
+}
+
 // Scenario 11: two readers; the one chosen by serial is written, the other
 // is not touched.
 func TestTargetBySerial(t *testing.T) {

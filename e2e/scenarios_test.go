@@ -530,6 +530,29 @@ mkswap /dev/sda >/dev/null && swapon /dev/sda && sync && cat /proc/swaps`)
 	guest(t, m, "swapoff /dev/sda")
 }
 
+// Scenario 10d: the image is a file on the reader's own card (a mounted
+// partition). Even with --force, which takes a mounted disk, writing the
+// reader would destroy the image while it is read: refused, exit 3.
+func TestImageOnReaderRefused(t *testing.T) {
+	const size = 32 << 20
+	card := newCard(t, size)
+	mbrCard(t, card, size)
+	m := boot(t, MachineSpec{Controller: XHCI, Readers: []Reader{{Serial: "SELF1", LUNs: []LUN{{Backing: card}}}}})
+	p := putImage(t, m, "img", makeImage(14, 2<<20), "raw")
+	guest(t, m, `loadmod usb-storage sd_mod vfat nls_cp437 nls_ascii
+for i in $(seq 100); do [ -b /dev/sda1 ] && break; usleep 100000; done
+mkdosfs /dev/sda1 >/dev/null && mkdir -p /mnt/self && mount -t vfat /dev/sda1 /mnt/self && cp `+p+` /mnt/self/os.img && sync`)
+	before, _ := os.ReadFile(card)
+	r := usbflash(t, m, 60*time.Second, "write", "/mnt/self/os.img", serialTarget("SELF1"), "--yes", "--force")
+	wantCode(t, r, 3, "write of an image that lies on the reader's card")
+	wantText(t, r, "write of an image that lies on the reader's card", "lies on")
+	after, _ := os.ReadFile(card)
+	if !bytes.Equal(before, after) {
+		t.Errorf("the refused write changed the card (first difference at byte %d)", firstDiff(before, after))
+	}
+	guest(t, m, "umount /mnt/self")
+}
+
 // Scenario 10c: while one usbflash writes a reader, a second one is
 // refused, exit 3, saying another usbflash holds it (claiming the
 // interface is exclusive), and the first write completes.

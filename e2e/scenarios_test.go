@@ -530,6 +530,58 @@ mkswap /dev/sda >/dev/null && swapon /dev/sda && sync && cat /proc/swaps`)
 	guest(t, m, "swapoff /dev/sda")
 }
 
+// Scenario 10d: the image is a file on the reader's own card (a mounted
+// partition). Even with --force, which takes a mounted disk, writing the
+// reader would destroy the image while it is read: refused, exit 3.
+func TestImageOnReaderRefused(t *testing.T) {
+	const size = 32 << 20
+	card := newCard(t, size)
+	mbrCard(t, card, size)
+	m := boot(t, MachineSpec{Controller: XHCI, Readers: []Reader{{Serial: "SELF1", LUNs: []LUN{{Backing: card}}}}})
+	p := putImage(t, m, "img", makeImage(14, 2<<20), "raw")
+	guest(t, m, `loadmod usb-storage sd_mod vfat nls_cp437 nls_ascii
+for i in $(seq 100); do [ -b /dev/sda1 ] && break; usleep 100000; done
+mkdosfs /dev/sda1 >/dev/null && mkdir -p /mnt/self && mount -t vfat /dev/sda1 /mnt/self && cp `+p+` /mnt/self/os.img && sync`)
+	before, _ := os.ReadFile(card)
+	r := usbflash(t, m, 60*time.Second, "write", "/mnt/self/os.img", serialTarget("SELF1"), "--yes", "--force")
+	wantCode(t, r, 3, "write of an image that lies on the reader's card")
+	wantText(t, r, "write of an image that lies on the reader's card", "lies on")
+	after, _ := os.ReadFile(card)
+	if !bytes.Equal(before, after) {
+		t.Errorf("the refused write changed the card (first difference at byte %d)", firstDiff(before, after))
+	}
+	guest(t, m, "umount /mnt/self")
+}
+
+// Scenario 10c: while one usbflash writes a reader, a second one is
+// refused, exit 3, saying another usbflash holds it (claiming the
+// interface is exclusive), and the first write completes.
+func TestSecondWriterRefused(t *testing.T) {
+	card := newCard(t, 16<<20)
+	m := boot(t, MachineSpec{Controller: XHCI, Readers: []Reader{{Serial: "BUSY1", LUNs: []LUN{{Backing: card}}}}})
+	img := makeImage(13, 4<<20)
+	p := putImage(t, m, "img", img, "raw")
+	target := serialTarget("BUSY1")
+	// The first writer reads its image from a pipe that pauses after the
+	// first MiB, so it holds the reader while the second one tries.
+	r, err := m.Run(`(head -c 1048576 `+p+`; sleep 20; tail -c +1048577 `+p+`) | timeout -s TERM 120 usbflash write - `+target+` --yes --json >/tmp/first.out 2>&1 &
+first=$!
+for i in $(seq 300); do grep -q '"start"' /tmp/first.out && break; usleep 100000; done
+timeout -s TERM 60 usbflash write `+p+` `+target+` --yes; echo "second exit $?"
+wait $first; echo "first exit $?"; cat /tmp/first.out`, 3*time.Minute)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r)
+	}
+	t.Logf("%s", r)
+	if !strings.Contains(r.Stdout, "second exit 3") || !strings.Contains(r.Stderr, "in use by another usbflash") {
+		t.Errorf("second writer: want exit 3 saying another usbflash holds the reader\n%s", r)
+	}
+	if !strings.Contains(r.Stdout, "first exit 0") {
+		t.Errorf("first writer did not finish\n%s", r)
+	}
+	checkCard(t, card, img)
+}
+
 // Scenario 11: two readers; the one chosen by serial is written, the other
 // is not touched.
 func TestTargetBySerial(t *testing.T) {

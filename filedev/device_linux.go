@@ -69,7 +69,7 @@ func openFile(path string, opts Options) (*Device, error) {
 // checkNotInUse refuses a block device that the system uses: it or a
 // partition is mounted or active swap, or a dm/md device holds it.
 func checkNotInUse(path string, st fs.FileInfo, opts Options) error {
-	sys, ok := st.Sys().(*syscall.Stat_t)
+	_, rdev, ok := linuxdisk.FileDevs(st)
 	if !ok {
 		return nil
 	}
@@ -77,7 +77,7 @@ func checkNotInUse(path string, st fs.FileInfo, opts Options) error {
 	if view == (linuxdisk.Sys{}) {
 		view = linuxdisk.Host()
 	}
-	err := view.CheckBlockDevice(path, linuxdisk.DevNumber(uint64(sys.Rdev)))
+	err := view.CheckBlockDevice(path, rdev)
 	if err != nil && !errors.Is(err, linuxdisk.ErrInUse) {
 		return fmt.Errorf("file target %s: cannot tell whether the system uses it: %w", path, err)
 	}

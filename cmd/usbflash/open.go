@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"syscall"
 
 	"usbflash/filedev"
 	"usbflash/internal/flock"
@@ -88,13 +87,17 @@ func openTarget(ctx context.Context, t target, opts openOptions) (*device, error
 		if err != nil {
 			return nil, err
 		}
+		// Before the claim, which takes the disk from under the image.
+		if err := sameFileAsImage(opts.image, t, &info); err != nil {
+			return nil, err
+		}
 		ud, err := libusb.Open(ctx, info, libusb.OpenOptions{Force: opts.force})
 		if err != nil {
 			return nil, targetOpenError(t, err)
 		}
 		return openLUN(ctx, t, usbName(info), ud, &info, ud.Close, opts)
 	}
-	if err := sameFileAsImage(opts.image, t.path); err != nil {
+	if err := sameFileAsImage(opts.image, t, nil); err != nil {
 		return nil, err
 	}
 	_, statErr := os.Stat(t.path)
@@ -185,10 +188,11 @@ func inUseAdvice(err error) string {
 }
 
 // sameFileAsImage refuses a target that is the image itself (the same
-// file through any path, hard link or symlink) or, for a block device, the
-// disk the image lies on: writing would destroy the image while it is read.
-// The image "-" is standard input, which may be the target redirected.
-func sameFileAsImage(image, targetPath string) error {
+// file through any path, hard link or symlink) or the disk the image lies
+// on (a block device, or the kernel's disk of a usb: reader, with its
+// partitions): writing would destroy the image while it is read. The image
+// "-" is standard input, which may be the target redirected.
+func sameFileAsImage(image string, t target, usb *libusb.Info) error {
 	if image == "" {
 		return nil
 	}
@@ -202,28 +206,35 @@ func sameFileAsImage(image, targetPath string) error {
 	if err != nil {
 		return nil // the image's own open reports it
 	}
-	tgt, err := os.Stat(targetPath)
-	if err != nil {
-		return nil // a target that does not exist yet is no image
-	}
 	refuse := func(why string) error {
-		return &refusedError{fmt.Sprintf("target %s %s: refusing to overwrite the image while reading it; nothing was written", targetPath, why)}
+		return &refusedError{fmt.Sprintf("target %s %s: refusing to overwrite the image while reading it; nothing was written", t.raw, why)}
 	}
-	if os.SameFile(img, tgt) {
-		return refuse(fmt.Sprintf("is the image %s", image))
+	var devs []string // the target disk and its partitions
+	if usb != nil {
+		disks, _ := libusb.KernelDisks(*usb)
+		for _, d := range disks {
+			devs = append(devs, d.Devs...)
+		}
+	} else {
+		tgt, err := os.Stat(t.path)
+		if err != nil {
+			return nil // a target that does not exist yet is no image
+		}
+		if os.SameFile(img, tgt) {
+			return refuse(fmt.Sprintf("is the image %s", image))
+		}
+		_, tgtDev, ok := linuxdisk.FileDevs(tgt)
+		if !ok || tgt.Mode()&fs.ModeDevice == 0 || tgt.Mode()&fs.ModeCharDevice != 0 {
+			return nil
+		}
+		devs = []string{tgtDev}
+		if disk, err := linuxdisk.Host().BlockDevice(tgtDev); err == nil {
+			devs = disk.Devs
+		}
 	}
-	imgSys, ok1 := img.Sys().(*syscall.Stat_t)
-	tgtSys, ok2 := tgt.Sys().(*syscall.Stat_t)
-	if !ok1 || !ok2 || tgt.Mode()&fs.ModeDevice == 0 || tgt.Mode()&fs.ModeCharDevice != 0 {
-		return nil
-	}
-	imgDev := linuxdisk.DevNumber(uint64(imgSys.Dev))
-	devs := []string{linuxdisk.DevNumber(uint64(tgtSys.Rdev))}
-	if disk, err := linuxdisk.Host().BlockDevice(devs[0]); err == nil {
-		devs = disk.Devs
-	}
+	imgDev, _, ok := linuxdisk.FileDevs(img)
 	for _, d := range devs {
-		if d == imgDev {
+		if ok && d == imgDev {
 			return refuse(fmt.Sprintf("holds the filesystem the image %s lies on", image))
 		}
 	}

@@ -54,7 +54,7 @@ after the command in flight, syncs and reports how far the write got.`,
 	}
 	fl := c.Flags()
 	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
-	fl.BoolVar(&f.force, "force", false, "write even though the target's disk is mounted")
+	fl.BoolVar(&f.force, "force", false, "write even though the target's disk is mounted, or the image is smaller than one transfer")
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip reading the card back after writing (and hashing the image)")
 	fl.BoolVar(&f.eject, "eject", false, "eject the card when done")
 	fl.StringVar(&f.transferSize, "transfer-size", units.FormatSize(pipeline.DefaultTransferSize),

@@ -80,7 +80,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	}
 	fl := c.Flags()
 	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
-	fl.BoolVar(&f.force, "force", false, "write even though the target's disk is mounted")
+	fl.BoolVar(&f.force, "force", false, "write even though the target's disk is mounted, or the image is smaller than one transfer")
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip reading the card back after writing (and hashing the image)")
 	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
 	addTransferFlag(c, &f.transferSize, "bytes per WRITE command")

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"time"
@@ -117,21 +116,21 @@ type WriteResult struct {
 // syncs, and returns a *CancelledError. Write returns only after its
 // filling goroutine has stopped reading src.
 func Write(ctx context.Context, dev BlockDevice, src io.Reader, opts WriteOptions) (WriteResult, error) {
-	w, err := newWriter(dev, opts)
-	if err != nil {
+	name := deviceName(dev, opts.Name)
+	if err := opts.normalize(dev, name); err != nil {
 		return WriteResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return WriteResult{}, &CancelledError{Device: w.name, Phase: PhaseWrite, Err: err}
+		return WriteResult{}, &CancelledError{Device: name, Phase: PhaseWrite, Err: err}
 	}
 	// The ring's buffers, the held first transfer among them, and the zero
 	// buffer are all sent: all come from the device when it offers memory.
-	mem, err := allocBuffers(dev, w.name, w.opts.Buffers+2, w.opts.TransferSize)
+	mem, err := allocBuffers(dev, name, opts.Buffers+2, opts.TransferSize)
 	if err != nil {
 		return WriteResult{}, err
 	}
 	defer mem.release()
-	return w.run(ctx, src, mem)
+	return newWriter(ctx, dev, name, src, opts, mem).run(ctx)
 }
 
 // sizeBuffers fills in the defaults for a transfer size and a buffer count
@@ -163,33 +162,27 @@ func sizeBuffers(dev BlockDevice, transfer, buffers, defBuffers, extra int) (int
 	return transfer, buffers, nil
 }
 
-func newWriter(dev BlockDevice, opts WriteOptions) (*writer, error) {
+// normalize fills in the defaults and refuses, before anything is
+// allocated or written, what cannot work: bad sizes, an unknown hash, a
+// write-protected medium, an image known not to fit.
+func (o *WriteOptions) normalize(dev BlockDevice, name string) error {
 	var err error
-	opts.TransferSize, opts.Buffers, err = sizeBuffers(dev, opts.TransferSize, opts.Buffers, DefaultBuffers, 2)
+	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, o.Buffers, DefaultBuffers, 2)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	w := &writer{dev: dev, name: deviceName(dev, opts.Name), bs: dev.BlockSize(), opts: opts}
-	switch opts.HashAlg {
-	case "", HashSHA256:
-		w.fill.hash = sha256.New()
-	case HashNone:
+	switch o.HashAlg {
+	case "":
+		o.HashAlg = HashSHA256
+	case HashSHA256, HashNone:
 	default:
-		return nil, fmt.Errorf("hash %q: want %q or %q", opts.HashAlg, HashSHA256, HashNone)
+		return fmt.Errorf("hash %q: want %q or %q", o.HashAlg, HashSHA256, HashNone)
 	}
-	if err := CheckWritable(dev, w.name); err != nil {
-		return nil, err
+	if o.ExpectedSize <= 0 {
+		o.ExpectedSize = -1
 	}
-	w.capacity = capacity(dev)
-	w.fill.limit = w.capacity
-	if opts.ExpectedSize <= 0 {
-		w.opts.ExpectedSize = -1
-	} else {
-		// Checked before the ring is allocated or anything is written.
-		if err := CheckFits(dev, w.name, opts.ExpectedSize, true); err != nil {
-			return nil, err
-		}
-		w.fill.limit = opts.ExpectedSize
+	if err := CheckWritable(dev, name); err != nil {
+		return err
 	}
-	return w, nil
+	return CheckFits(dev, name, o.ExpectedSize, true)
 }

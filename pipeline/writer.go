@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -33,18 +34,36 @@ type writer struct {
 	transfers int
 }
 
-// run writes src with mem's buffers: all but the last cycle in the ring,
-// the last is the zero buffer.
-func (w *writer) run(ctx context.Context, src io.Reader, mem memory) (WriteResult, error) {
-	start, cpu := time.Now(), processCPU()
-	w.devCtx = context.WithoutCancel(ctx)
-	w.r = newRing(mem.bufs[:len(mem.bufs)-1])
-	w.zero = mem.bufs[len(mem.bufs)-1]
+// newWriter builds a write of src to dev with normalized options: mem's
+// buffers all but the last cycle in the ring, the last is the zero buffer.
+func newWriter(ctx context.Context, dev BlockDevice, name string, src io.Reader, opts WriteOptions, mem memory) *writer {
+	w := &writer{
+		dev:      dev,
+		devCtx:   context.WithoutCancel(ctx),
+		name:     name,
+		bs:       dev.BlockSize(),
+		opts:     opts,
+		capacity: capacity(dev),
+		r:        newRing(mem.bufs[:len(mem.bufs)-1]),
+		zero:     mem.bufs[len(mem.bufs)-1],
+		prog:     progress{fn: opts.Progress},
+	}
+	w.res.Memory = mem.kind
 	clear(w.zero) // device memory comes as it is
-	w.fill.src, w.fill.blockSize = src, w.bs
-	w.prog = progress{fn: w.opts.Progress}
-	w.prog.begin(PhaseWrite, w.opts.ExpectedSize, 0)
+	w.fill = filler{src: src, blockSize: w.bs, limit: w.capacity}
+	if opts.ExpectedSize >= 0 {
+		w.fill.limit = opts.ExpectedSize
+	}
+	if opts.HashAlg == HashSHA256 {
+		w.fill.hash = sha256.New()
+	}
+	return w
+}
 
+// run writes the image and reports how it went.
+func (w *writer) run(ctx context.Context) (WriteResult, error) {
+	start, cpu := time.Now(), processCPU()
+	w.prog.begin(PhaseWrite, w.opts.ExpectedSize, 0)
 	err := drive(ctx, w.r, &w.fill, w)
 	if err == nil {
 		err = w.finish(ctx)
@@ -52,7 +71,6 @@ func (w *writer) run(ctx context.Context, src io.Reader, mem memory) (WriteResul
 	// The filler has stopped: its counters and hash are ours.
 	w.res.Elapsed = time.Since(start)
 	w.res.CPU = processCPU() - cpu
-	w.res.Memory = mem.kind
 	w.res.Transfers = w.transfers
 	w.res.DecoderWait, w.res.DeviceWait = w.r.recvWait, w.r.takeWait
 	w.res.DecoderBusy, w.res.DeviceBusy = w.fill.busy, w.busy

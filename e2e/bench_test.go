@@ -198,3 +198,67 @@ rc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo "ELAPSED $t0 $t1"; times; exit $rc
 	fmt.Print(b.String())
 	t.Log(b.String())
 }
+
+// TestBenchDeviceSide runs the device side alone, devbench and the C loop
+// taking turns in one boot per controller, three rounds, so that a busy host
+// shows as spread rather than as a difference. devbench's CPU profile of the
+// last round is kept (USBFLASH_E2E_PROFILE_DIR, default the test's temp dir).
+// Run it with -run BenchDeviceSide.
+func TestBenchDeviceSide(t *testing.T) {
+	if !strings.Contains(flag.Lookup("test.run").Value.String(), "BenchDeviceSide") {
+		t.Skip("runs only with -run BenchDeviceSide")
+	}
+	mb := 128
+	if v, err := strconv.Atoi(os.Getenv("USBFLASH_E2E_BENCH_MB")); err == nil && v > 0 {
+		mb = v
+	}
+	profDir := os.Getenv("USBFLASH_E2E_PROFILE_DIR")
+	if profDir == "" {
+		profDir = t.TempDir()
+	}
+	devbench, zcprobe := buildProbe(t, "devbench"), buildZcprobe(t)
+	var b strings.Builder
+	for _, c := range []Controller{EHCI, XHCI} {
+		t.Run(string(c), func(t *testing.T) {
+			card := newCard(t, int64(mb+16)<<20)
+			m := boot(t, MachineSpec{Controller: c, MemMB: 512, Readers: []Reader{{Serial: "BENCH1", LUNs: []LUN{{Backing: card}}}}})
+			shipProbe(t, m, "devbench", devbench)
+			shipProbe(t, m, "zcprobe", zcprobe)
+			for _, x := range []int{1, 4} {
+				var goRates, cRates []string
+				for round := range 3 {
+					prof := ""
+					if round == 2 {
+						prof = fmt.Sprintf("-cpuprofile /host/devbench-%s-%d.prof ", c, x)
+					}
+					for _, cmd := range []string{
+						fmt.Sprintf("/host/bin/devbench %s-serial BENCH1 -mib %d -xfer %d", prof, mb, x),
+						fmt.Sprintf("/host/bin/zcprobe devmem %d %d", x<<10, mb),
+					} {
+						res, err := m.Run("timeout 300 "+cmd, 6*time.Minute)
+						if err != nil || res.Code != 0 {
+							t.Fatalf("%s: %v\n%s", cmd, err, res)
+						}
+						mm := ownRateRe.FindStringSubmatch(res.Stdout)
+						if mm == nil {
+							t.Fatalf("%s printed no rate:\n%s", cmd, res.Stdout)
+						}
+						if strings.Contains(cmd, "devbench") {
+							goRates = append(goRates, mm[1])
+						} else {
+							cRates = append(cRates, mm[1])
+						}
+					}
+				}
+				line := fmt.Sprintf("%s %d MiB: usbms (devbench) %s MB/s; C loop (zcprobe devmem) %s MB/s\n", c, x, strings.Join(goRates, " "), strings.Join(cRates, " "))
+				t.Log(line)
+				b.WriteString(line)
+				name := fmt.Sprintf("devbench-%s-%d.prof", c, x)
+				if err := linkOrCopy(filepath.Join(m.Share, name), filepath.Join(profDir, name)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	fmt.Printf("\nbench-device-side: %d MiB per run, rounds in turn\n%s", mb, b.String())
+}

@@ -305,13 +305,16 @@ func openShared(ctx context.Context, group []target, opts openOptions) ([]*devic
 		if err != nil {
 			return failAll(err)
 		}
+		if err := sameFileAsImage(opts.image, t0, &found); err != nil {
+			return failAll(err)
+		}
 		ud, err := libusb.Open(ctx, found, libusb.OpenOptions{Force: opts.force})
 		if err != nil {
 			return failAll(targetOpenError(t0, err))
 		}
 		ep, closeEP, info, name = ud, ud.Close, &found, usbName(found)
 	case targetSim:
-		if err := sameFileAsImage(opts.image, t0.path); err != nil {
+		if err := sameFileAsImage(opts.image, t0, nil); err != nil {
 			return failAll(err)
 		}
 		sd, err := sim.Open(t0.spec)

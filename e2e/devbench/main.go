@@ -7,7 +7,7 @@
 // CPU seconds (user+system, getrusage) of the process. It is the Go
 // counterpart of e2e/testdata/zcprobe.c, the bare C loop over libusb.
 //
-// usage: devbench -serial S [-mib 128] [-xfer 1,4,8] [-bufs 1]
+// usage: devbench -serial S [-mib 128] [-xfer 1,4,8] [-bufs 1] [-cpuprofile F]
 package main
 
 import (
@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,8 +30,23 @@ func main() {
 	mib := flag.Int("mib", 128, "MiB to write per transfer size")
 	xfers := flag.String("xfer", "1,4,8", "transfer sizes in MiB, comma-separated")
 	bufs := flag.Int("bufs", 1, "buffers to cycle through, as zcprobe's NBUF")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "devbench:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "devbench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*serial, *mib, *xfers, *bufs); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "devbench:", err)
 		os.Exit(1)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"unsafe"
 )
 
@@ -16,6 +17,7 @@ type usbHandle interface {
 	setAutoDetach(on bool) error
 	kernelDriverActive(iface int) (bool, error)
 	attachKernelDriver(iface int) error
+	control(rType, request uint8, value, index uint16, data []byte, timeout time.Duration) (int, error)
 	// memAlloc returns n bytes of C memory, usbfs DMA memory with
 	// zeroCopy, or nil when refused.
 	memAlloc(n int, zeroCopy bool) []byte

@@ -225,11 +225,7 @@ func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value
 	if in {
 		rType = 0xA1
 	}
-	d.s.dev.ControlTimeout = timeout
-	n, err := d.s.dev.Control(rType, request, value, uint16(d.info.Interface), data)
-	if n < 0 {
-		n = 0
-	}
+	n, err := d.s.h.control(rType, request, value, uint16(d.info.Interface), data, timeout)
 	if err != nil {
 		e := mapError(ctx, op, d.info, err)
 		var me *Error

@@ -7,36 +7,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/gousb"
-
 	"usbflash/usbms"
 )
-
-// TestGousbHandleLayout pins what handle_cgo.go reads out of gousb with
-// reflect. If this fails, gousb was upgraded: re-read its device.go, fix
-// rawHandle, and only then update this test. ClearHalt and the per-interface
-// kernel-driver detach depend on it.
-func TestGousbHandleLayout(t *testing.T) {
-	if err := checkHandleField(); err != nil {
-		t.Fatalf("gousb layout changed: %v", err)
-	}
-	f, _ := reflect.TypeOf(gousb.Device{}).FieldByName("handle")
-	if f.Type.String() != "*gousb.libusbDevHandle" {
-		t.Fatalf("gousb.Device.handle has type %s, want *gousb.libusbDevHandle", f.Type)
-	}
-	// A Device that was never opened (or was closed) has no handle.
-	if _, err := rawHandle(&gousb.Device{}); !errors.Is(err, ErrClosed) {
-		t.Fatalf("rawHandle(zero Device) = %v, want ErrClosed", err)
-	}
-	if _, err := rawHandle(nil); !errors.Is(err, ErrClosed) {
-		t.Fatalf("rawHandle(nil) = %v, want ErrClosed", err)
-	}
-}
 
 func TestControlTimeout(t *testing.T) {
 	// Deadlines lie a minute ahead of the real clock, so the contexts are

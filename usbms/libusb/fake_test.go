@@ -3,6 +3,7 @@ package libusb
 import (
 	"encoding/binary"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/google/gousb"
@@ -56,6 +57,9 @@ func newFakeHandle(devMem int) *fakeHandle {
 func (f *fakeHandle) clearHalt(ep uint8) error {
 	f.clears = append(f.clears, ep)
 	return nil
+}
+func (f *fakeHandle) control(uint8, uint8, uint16, uint16, []byte, time.Duration) (int, error) {
+	return 0, gousb.ErrorPipe
 }
 func (f *fakeHandle) resetDevice() error                   { return nil }
 func (f *fakeHandle) setAutoDetach(bool) error             { return nil }

@@ -5,30 +5,59 @@ package libusb
 /*
 #cgo pkg-config: libusb-1.0
 #include <libusb.h>
-#include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
-// zc_xfer is one libusb transfer allocated once per open and resubmitted for
-// every command. Its completion callback runs inside libusb_handle_events on
-// gousb's event goroutine and only flips a flag under a mutex: no Go
-// callback, no allocation. The Go side waits for the flag in zc_wait.
+// zc_open starts a libusb context of our own and opens the device at
+// bus/addr in it. The context is ours alone, so the thread that waits for a
+// transfer handles its events itself (zc_wait), as libusb_bulk_transfer
+// does: no other thread has to wake it.
+static int zc_open(int bus, int addr, libusb_context **ctxp, libusb_device_handle **hp) {
+	libusb_context *ctx;
+	int rc = libusb_init(&ctx);
+	if (rc < 0) return rc;
+	libusb_device **list;
+	ssize_t n = libusb_get_device_list(ctx, &list);
+	if (n < 0) { libusb_exit(ctx); return (int)n; }
+	rc = LIBUSB_ERROR_NOT_FOUND;
+	for (ssize_t i = 0; i < n; i++) {
+		if (libusb_get_bus_number(list[i]) == bus && libusb_get_device_address(list[i]) == addr) {
+			rc = libusb_open(list[i], hp);
+			break;
+		}
+	}
+	libusb_free_device_list(list, 1);
+	if (rc < 0) { libusb_exit(ctx); return rc; }
+	*ctxp = ctx;
+	return 0;
+}
+
+// zc_claim selects configuration cfg unless it is active, claims the
+// interface and selects its alternate setting when it has several.
+static int zc_claim(libusb_device_handle *h, int cfg, int iface, int alt, int alts) {
+	int cur = -1;
+	int rc = libusb_get_configuration(h, &cur);
+	if (rc < 0) return rc;
+	if (cur != cfg && (rc = libusb_set_configuration(h, cfg)) < 0) return rc;
+	if ((rc = libusb_claim_interface(h, iface)) < 0) return rc;
+	if (alts > 1 && (rc = libusb_set_interface_alt_setting(h, iface, alt)) < 0) {
+		libusb_release_interface(h, iface);
+		return rc;
+	}
+	return 0;
+}
+
+// zc_xfer is one libusb transfer allocated once per open and resubmitted
+// for every command. Its callback only sets done: no Go callback, no
+// allocation.
 typedef struct {
 	struct libusb_transfer *t;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
 	int done;
 } zc_xfer;
 
 static void LIBUSB_CALL zc_done(struct libusb_transfer *t) {
-	zc_xfer *x = t->user_data;
-	pthread_mutex_lock(&x->mu);
-	x->done = 1;
-	pthread_cond_signal(&x->cv);
-	pthread_mutex_unlock(&x->mu);
+	((zc_xfer *)t->user_data)->done = 1;
 }
 
 static zc_xfer *zc_new(void) {
@@ -36,52 +65,30 @@ static zc_xfer *zc_new(void) {
 	if (x == NULL) return NULL;
 	x->t = libusb_alloc_transfer(0);
 	if (x->t == NULL) { free(x); return NULL; }
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(&x->cv, &a);
-	pthread_condattr_destroy(&a);
-	pthread_mutex_init(&x->mu, NULL);
 	x->done = 1;
 	return x;
 }
 
 static void zc_free(zc_xfer *x) {
 	libusb_free_transfer(x->t);
-	pthread_cond_destroy(&x->cv);
-	pthread_mutex_destroy(&x->mu);
 	free(x);
 }
 
 static int zc_submit(zc_xfer *x, libusb_device_handle *h, unsigned char ep, unsigned char *buf, int len) {
-	pthread_mutex_lock(&x->mu);
 	x->done = 0;
-	pthread_mutex_unlock(&x->mu);
 	libusb_fill_bulk_transfer(x->t, h, ep, buf, len, zc_done, x, 0);
 	int rc = libusb_submit_transfer(x->t);
-	if (rc < 0) {
-		pthread_mutex_lock(&x->mu);
-		x->done = 1;
-		pthread_mutex_unlock(&x->mu);
-	}
+	if (rc < 0) x->done = 1;
 	return rc;
 }
 
-// zc_wait waits up to ms milliseconds for the transfer to complete and says
-// whether it has.
-static int zc_wait(zc_xfer *x, int ms) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
-	pthread_mutex_lock(&x->mu);
-	while (!x->done) {
-		if (pthread_cond_timedwait(&x->cv, &x->mu, &ts) == ETIMEDOUT) break;
-	}
-	int d = x->done;
-	pthread_mutex_unlock(&x->mu);
-	return d;
+// zc_wait handles the context's events for up to ms milliseconds, or until
+// the transfer completes, and says whether it has. Other transfers in
+// flight complete along the way (their callbacks set their own flags).
+static int zc_wait(libusb_context *ctx, zc_xfer *x, int ms) {
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	if (!x->done) libusb_handle_events_timeout_completed(ctx, &tv, &x->done);
+	return x->done;
 }
 
 static int zc_status(zc_xfer *x) { return x->t->status; }
@@ -110,66 +117,74 @@ import "C"
 
 import (
 	"errors"
-	"reflect"
+	"time"
 	"unsafe"
 
 	"github.com/google/gousb"
 )
 
-// This file holds every C call of the backend. gousb v1.1.3 wraps libusb
-// but lacks libusb_clear_halt, libusb_attach_kernel_driver, per-interface
+// This file holds every C call of the backend. gousb v1.1.3 finds and
+// describes devices (List, and the checks before a claim), but an open
+// device is driven here, on a libusb context and handle of our own: gousb
+// lacks libusb_clear_halt, libusb_attach_kernel_driver, per-interface
 // auto-detach, usbfs DMA memory and transfers that can be prepared once and
-// resubmitted (it allocates a C buffer per transfer). All of these need the
-// libusb_device_handle, which gousb keeps in the unexported field
-// Device.handle (device.go: `handle *libusbDevHandle`, a named type for
-// C.libusb_device_handle). It is read with reflect; TestGousbHandleLayout
-// pins the layout, and Open fails with errHandleLayout when the gousb
-// compiled in differs, so there is no second, gousb-only path to reason
-// about.
-//
-// Completions need libusb_handle_events: gousb runs it on its own
-// goroutine for the lifetime of its Context (usb.go NewContext ->
-// libusb.go handleEvents), and the transfers here belong to that context.
+// resubmitted (it allocates a C buffer per transfer), and it handles events
+// on a goroutine of its own, so every completion would cost a wake-up of
+// another thread. With our own context the thread that waits for a
+// transfer runs libusb_handle_events itself, as the synchronous
+// libusb_bulk_transfer does.
 
-// errHandleLayout says the pinned gousb layout is not the one compiled in.
-var errHandleLayout = errors.New("gousb.Device has no field `handle *libusbDevHandle` (gousb version changed?): the libusb device handle is unreachable")
-
-// checkHandleField verifies that gousb.Device still has the field we read.
-func checkHandleField() error {
-	f, ok := reflect.TypeOf(gousb.Device{}).FieldByName("handle")
-	if !ok || f.Type.Kind() != reflect.Pointer {
-		return errHandleLayout
-	}
-	if e := f.Type.Elem(); e.Name() != "libusbDevHandle" || e.PkgPath() != "github.com/google/gousb" {
-		return errHandleLayout
-	}
-	return nil
-}
-
-// cHandle is libusb's handle behind an open gousb.Device. It implements
+// cHandle is an open device on a libusb context of its own. It implements
 // usbHandle.
 type cHandle struct {
-	h *C.libusb_device_handle
+	ctx *C.libusb_context
+	h   *C.libusb_device_handle
 }
 
 var _ usbHandle = cHandle{}
 
-// rawHandle returns the libusb handle behind an open gousb.Device.
-func rawHandle(d *gousb.Device) (cHandle, error) {
-	if err := checkHandleField(); err != nil {
+// openHandle opens the device at bus/address on a new libusb context.
+func openHandle(bus, address int) (cHandle, error) {
+	var c cHandle
+	if err := libusbErr(C.zc_open(C.int(bus), C.int(address), &c.ctx, &c.h)); err != nil {
 		return cHandle{}, err
 	}
-	if d == nil {
-		return cHandle{}, ErrClosed
+	return c, nil
+}
+
+// close closes the handle and ends its context.
+func (c cHandle) close() {
+	C.libusb_close(c.h)
+	C.libusb_exit(c.ctx)
+}
+
+// claim selects configuration cfg if another is active, claims interface
+// iface and selects alternate setting alt when the interface has several
+// (alts), as gousb's Device.Config and Config.Interface do.
+func (c cHandle) claim(cfg, iface, alt, alts int) error {
+	return libusbErr(C.zc_claim(c.h, C.int(cfg), C.int(iface), C.int(alt), C.int(alts)))
+}
+
+// release releases the interface.
+func (c cHandle) release(iface int) error {
+	return libusbErr(C.libusb_release_interface(c.h, C.int(iface)))
+}
+
+// control is a synchronous control transfer (libusb_control_transfer) of
+// data, bounded by timeout.
+func (c cHandle) control(rType, request uint8, value, index uint16, data []byte, timeout time.Duration) (int, error) {
+	var p *C.uchar
+	if len(data) > 0 {
+		// Go memory is fine here: libusb copies it into its own setup
+		// buffer and is done with it when the call returns.
+		p = (*C.uchar)(unsafe.Pointer(unsafe.SliceData(data)))
 	}
-	// UnsafePointer does not require the field to be exported; the value
-	// is a C pointer (libusb owns the memory), so passing it back to C
-	// obeys the cgo pointer rules.
-	p := reflect.ValueOf(d).Elem().FieldByName("handle").UnsafePointer()
-	if p == nil {
-		return cHandle{}, ErrClosed
+	rc := C.libusb_control_transfer(c.h, C.uint8_t(rType), C.uint8_t(request), C.uint16_t(value), C.uint16_t(index),
+		p, C.uint16_t(len(data)), C.uint(timeout/time.Millisecond))
+	if rc < 0 {
+		return 0, gousb.Error(rc)
 	}
-	return cHandle{(*C.libusb_device_handle)(p)}, nil
+	return int(rc), nil
 }
 
 // libusbErr turns a libusb return code into gousb's error type, so that one
@@ -265,13 +280,14 @@ func (c cHandle) newTransfer() (transfer, error) {
 	if x == nil {
 		return nil, gousb.ErrorNoMem
 	}
-	return &cTransfer{h: c.h, x: x}, nil
+	return &cTransfer{ctx: c.ctx, h: c.h, x: x}, nil
 }
 
 // cTransfer is a transfer allocated once and resubmitted.
 type cTransfer struct {
-	h *C.libusb_device_handle
-	x *C.zc_xfer
+	ctx *C.libusb_context
+	h   *C.libusb_device_handle
+	x   *C.zc_xfer
 }
 
 // submit starts a bulk transfer of buf on ep. buf must be C memory from
@@ -281,9 +297,9 @@ func (t *cTransfer) submit(ep uint8, buf []byte) error {
 	return libusbErr(C.zc_submit(t.x, t.h, C.uchar(ep), (*C.uchar)(unsafe.Pointer(unsafe.SliceData(buf))), C.int(len(buf))))
 }
 
-// wait waits up to ms milliseconds for completion and reports whether the
-// transfer completed.
-func (t *cTransfer) wait(ms int) bool { return C.zc_wait(t.x, C.int(ms)) != 0 }
+// wait handles events for up to ms milliseconds, until the transfer
+// completes, and reports whether it has.
+func (t *cTransfer) wait(ms int) bool { return C.zc_wait(t.ctx, t.x, C.int(ms)) != 0 }
 
 // cancel asks libusb to cancel the transfer; it still completes, with
 // LIBUSB_TRANSFER_CANCELLED, and must be waited for.

@@ -86,7 +86,7 @@ func (d *Device) ResetPort(ctx context.Context) error {
 		}
 		ge, ts, _ := libusbCode(err)
 		gone := ge == gousb.ErrorNotFound || ge == gousb.ErrorNoDevice || ts == gousb.TransferNoDevice
-		if !gone && d.s.intf != nil {
+		if !gone && d.s.claimed {
 			// Still claimed on a live handle: report, stay usable.
 			return mapError(ctx, "resetting the port", d.info, err)
 		}

@@ -4,7 +4,6 @@ package libusb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/google/gousb"
@@ -13,13 +12,11 @@ import (
 // session is one open of the device: everything a reset with re-enumeration
 // throws away and builds again.
 type session struct {
-	uc   *gousb.Context
-	dev  *gousb.Device
-	cfg  *gousb.Config
-	intf *gousb.Interface
-
-	// h is libusb's handle behind dev, for the calls gousb lacks.
+	c cHandle // the open device; zero in tests
+	// h is c, or a fake in tests: every call a Device method makes.
 	h usbHandle
+	// claimed: the interface is claimed (release gives it up).
+	claimed bool
 	// bulk moves the bulk data through transfers allocated once.
 	bulk *bulkPath
 	// reattach: a kernel driver had the interface before we claimed it,
@@ -37,36 +34,42 @@ func openSession(ctx context.Context, info Info, opts OpenOptions, view sysView,
 		return nil, info, &Error{Op: "opening", Device: info.String(), Kind: err}
 	}
 	s := &session{}
-	var err error
-	if s.uc, err = newContext(); err != nil {
+	uc, err := newContext()
+	if err != nil {
 		return nil, info, err
 	}
-	s.dev, info, err = findDevice(s.uc, view, info, byPort)
+	var alts int
+	info, alts, err = findDevice(uc, view, info, byPort)
+	// gousb only finds and checks the device; it is driven on a context
+	// of its own (libusb_cgo.go).
+	uc.Close()
 	if err != nil {
-		s.close(info)
 		return nil, info, err
 	}
 	// The in-use check runs on the device we actually found, right before
 	// the claim that detaches the kernel driver.
 	if !opts.Force {
 		if err := checkNotInUse(view, info); err != nil {
-			s.close(info)
 			return nil, info, err
 		}
 	}
-	if err := s.claim(info, opts); err != nil {
+	if s.c, err = openHandle(info.Bus, info.Address); err != nil {
+		return nil, info, mapError(ctx, "opening "+info.DevNode(), info, err)
+	}
+	s.h = s.c
+	if err := s.claim(info, alts, opts); err != nil {
 		s.close(info)
 		return nil, info, mapError(ctx, "claiming the mass-storage interface", info, err)
 	}
-	s.dev.ControlTimeout = opts.ControlTimeout
 	return s, info, nil
 }
 
-// findDevice opens the device at info's bus and address, or with byPort at
-// info's port path whatever its address. VID:PID must match, and the serial
-// too when info has one, so a different reader plugged into the same port is
-// not mistaken for this one.
-func findDevice(uc *gousb.Context, view sysView, info Info, byPort bool) (*gousb.Device, Info, error) {
+// findDevice finds the device at info's bus and address, or with byPort at
+// info's port path whatever its address, and returns info with its current
+// address and the number of alternate settings of its interface. VID:PID
+// must match, and the serial too when info has one, so a different reader
+// plugged into the same port is not mistaken for this one.
+func findDevice(uc *gousb.Context, view sysView, info Info, byPort bool) (Info, int, error) {
 	found := false
 	devs, err := uc.OpenDevices(func(d *gousb.DeviceDesc) bool {
 		if found || uint16(d.Vendor) != info.VID || uint16(d.Product) != info.PID ||
@@ -81,11 +84,15 @@ func findDevice(uc *gousb.Context, view sysView, info Info, byPort bool) (*gousb
 	})
 	if len(devs) == 0 {
 		if found && err != nil {
-			return nil, info, mapError(context.Background(), "opening "+info.DevNode(), info, err)
+			return info, 0, mapError(context.Background(), "opening "+info.DevNode(), info, err)
 		}
-		return nil, info, &Error{Op: "looking for the device", Device: info.String(), Kind: ErrNotFound, Hint: hintNotFound}
+		return info, 0, &Error{Op: "looking for the device", Device: info.String(), Kind: ErrNotFound, Hint: hintNotFound}
 	}
 	dev := devs[0]
+	defer dev.Close()
+	for _, d := range devs[1:] {
+		d.Close()
+	}
 	info.Bus, info.Address = dev.Desc.Bus, dev.Desc.Address
 	if info.Serial != "" {
 		serial, ok := view.USBString(info.PortPath, "serial")
@@ -93,17 +100,15 @@ func findDevice(uc *gousb.Context, view sysView, info Info, byPort bool) (*gousb
 			serial, _ = dev.SerialNumber()
 		}
 		if serial != info.Serial {
-			dev.Close()
-			return nil, info, &Error{Op: "looking for the device", Device: info.String(), Kind: ErrNotFound,
+			return info, 0, &Error{Op: "looking for the device", Device: info.String(), Kind: ErrNotFound,
 				Hint: fmt.Sprintf("the device at port %s now has serial %q: a different device was plugged in", info.PortPath, serial)}
 		}
 	}
 	if err := checkLayout(dev.Desc, info); err != nil {
-		dev.Close()
-		return nil, info, &Error{Op: "checking the device's descriptors", Device: info.String(), Err: err,
+		return info, 0, &Error{Op: "checking the device's descriptors", Device: info.String(), Err: err,
 			Hint: "its descriptors changed since it was listed; run `usbflash list` again"}
 	}
-	return dev, info, nil
+	return info, len(dev.Desc.Configs[info.Config].Interfaces[info.Interface].AltSettings), nil
 }
 
 // checkLayout verifies that the configuration, interface, alternate setting
@@ -133,32 +138,23 @@ func checkLayout(d *gousb.DeviceDesc, info Info) error {
 	return fmt.Errorf("interface %d has no alternate setting %d", info.Interface, info.AltSetting)
 }
 
-// claim selects the configuration and claims the interface, detaching the
-// kernel driver from this interface only, and allocates the transfers. It
-// fails when libusb's handle cannot be reached (a gousb whose layout is not
-// the pinned one): without libusb_clear_halt and per-interface detach the
-// device cannot be driven safely, so there is no second path.
-func (s *session) claim(info Info, opts OpenOptions) error {
-	h, err := rawHandle(s.dev)
-	if err != nil {
-		return err
-	}
-	s.h = h
-	active, err := s.h.kernelDriverActive(info.Interface)
+// claim claims the interface, detaching the kernel driver from this
+// interface only (libusb's auto-detach for this handle: gousb's would detach
+// every interface of the configuration), and allocates the transfers.
+func (s *session) claim(info Info, alts int, opts OpenOptions) error {
+	active, err := s.c.kernelDriverActive(info.Interface)
 	if err != nil {
 		return err
 	}
 	s.reattach = active
-	if err := s.h.setAutoDetach(true); err != nil {
+	if err := s.c.setAutoDetach(true); err != nil {
 		return err
 	}
-	if s.cfg, err = s.dev.Config(info.Config); err != nil {
+	if err := s.c.claim(info.Config, info.Interface, info.AltSetting, alts); err != nil {
 		return err
 	}
-	if s.intf, err = s.cfg.Interface(info.Interface, info.AltSetting); err != nil {
-		return err
-	}
-	s.bulk, err = newBulkPath(s.h, info, opts)
+	s.claimed = true
+	s.bulk, err = newBulkPath(s.c, info, opts)
 	return err
 }
 
@@ -170,47 +166,30 @@ func (s *session) release(info Info) error {
 		s.bulk.close()
 		s.bulk = nil
 	}
-	if s.intf == nil {
+	if !s.claimed {
 		return nil
 	}
-	_ = s.h.setAutoDetach(false)
-	s.intf.Close()
-	s.intf = nil
+	_ = s.c.setAutoDetach(false)
+	_ = s.c.release(info.Interface)
+	s.claimed = false
 	if !s.reattach {
 		return nil
 	}
-	if err := s.h.attachKernelDriver(info.Interface); err != nil {
+	if err := s.c.attachKernelDriver(info.Interface); err != nil {
 		return &Error{Op: "giving the interface back to the kernel driver", Device: info.String(), Err: err,
 			Hint: "unplug and replug the device to get its /dev/sdX node back"}
 	}
 	return nil
 }
 
-// close tears the session down in the order gousb requires (interface,
-// configuration, device, context); it is safe on a half-built session and
-// after the device vanished.
+// close releases the interface and closes the device and its context; it
+// is safe on a half-built session and after the device vanished.
 func (s *session) close(info Info) error {
-	var errs []error
-	if err := s.release(info); err != nil {
-		errs = append(errs, err)
+	if s.c.h == nil {
+		return nil
 	}
-	if s.cfg != nil {
-		if err := s.cfg.Close(); err != nil {
-			errs = append(errs, err)
-		}
-		s.cfg = nil
-	}
-	if s.dev != nil {
-		if err := s.dev.Close(); err != nil {
-			errs = append(errs, err)
-		}
-		s.dev, s.h = nil, nil
-	}
-	if s.uc != nil {
-		if err := s.uc.Close(); err != nil {
-			errs = append(errs, err)
-		}
-		s.uc = nil
-	}
-	return errors.Join(errs...)
+	err := s.release(info)
+	s.c.close()
+	s.c, s.h = cHandle{}, nil
+	return err
 }

@@ -258,7 +258,6 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%.*f %cB", prec, v, "kMGTPE"[exp])
 }
 
-
 // lockedReporter serialises a reporter: recovery notes come from the
 // goroutine running the device's commands, progress from the pipeline's.
 type lockedReporter struct {

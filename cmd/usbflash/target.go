@@ -98,6 +98,10 @@ func parseTarget(s string) (target, error) {
 		return t, nil
 	}
 
+	if strings.HasPrefix(s, "/") || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "~") {
+		// A path, typed as one would for dd: the one likely meaning.
+		return target{}, &usageError{fmt.Sprintf("target %q is a path: write file:%s for a file or disk through the kernel", s, s)}
+	}
 	t.kind = targetUSB
 	sel, hasUSB := strings.CutPrefix(s, "usb:")
 	if sel, lun, ok := strings.Cut(sel, "/"); ok {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -268,4 +269,31 @@ func (r *recordingReporter) fail(error, int)          {}
 
 func pipelineProgress(ph phase, done int64, elapsed time.Duration) pipeline.Progress {
 	return pipeline.Progress{Phase: pipeline.PhaseWrite, Done: done, Total: -1, Elapsed: elapsed}
+}
+
+func TestWordsAgreeWithNumbers(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{{0, "0 commands"}, {1, "1 command"}, {2, "2 commands"}} {
+		if got := plural(tt.n, "command"); got != tt.want {
+			t.Errorf("plural(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+	// A write of one transfer's worth reports its commands in words that agree.
+	image := writeFile(t, "os.img", testImage(4096))
+	card := filepath.Join(t.TempDir(), "card.img")
+	r := runCLI(t, "write", "--yes", image, "sim:"+card+"?size=1MiB")
+	if r.code != exitOK || !regexp.MustCompile(`, (1 command|[02-9] commands)\n`).MatchString(r.stdout) {
+		t.Errorf("exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+func TestHelpStatesTheMemoryBound(t *testing.T) {
+	for _, cmd := range []string{"write", "verify"} {
+		r := runCLI(t, cmd, "--help")
+		if r.code != exitOK || !strings.Contains(r.stdout, "at most 1 GiB") {
+			t.Errorf("%s --help: exit %d, does not state the memory bound:\n%s", cmd, r.code, r.stdout)
+		}
+	}
 }

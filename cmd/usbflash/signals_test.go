@@ -132,7 +132,7 @@ func TestSilentReaderIsAnnounced(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	start := strings.Index(r.stdout, "Writing "+image+" (raw, 256 KiB) to sim:"+card)
-	note := strings.Index(r.stdout, "no answer for 20s: resetting the reader (reset 1 of 2)")
+	note := strings.Index(r.stdout, "no answer to TEST UNIT READY for 20s: resetting the reader (reset 1 of 2)\n")
 	if start < 0 || note < start {
 		t.Errorf("stdout %q: want the start line, then the reset", r.stdout)
 	}

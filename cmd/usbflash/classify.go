@@ -70,6 +70,12 @@ func explain(err error) (msg, advice string) {
 	if errors.As(err, &dev) && errors.As(dev.Err, &cmd) && cmd.Err != nil {
 		msg = strings.Replace(msg, cmd.Error(), cmd.Err.Error(), 1)
 	}
+	// Go's "context canceled" means nothing to a person who pressed
+	// Ctrl-C; the pipeline's CancelledError already says it in words.
+	var cancelled *pipeline.CancelledError
+	if errors.Is(err, context.Canceled) && !errors.As(err, &cancelled) {
+		msg = strings.TrimSuffix(msg, ": "+context.Canceled.Error()) + ": cancelled"
+	}
 	return msg, hint(err)
 }
 

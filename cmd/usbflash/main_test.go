@@ -210,6 +210,7 @@ func TestWriteRefusesBeforeWriting(t *testing.T) {
 		{"write-protected", "?size=4MiB&wp=1", []string{"--yes"}, "write-protected"},
 		{"image too large", "?size=1MiB", []string{"--yes"}, "use a larger card"},
 		{"image too large, found by writing", "?size=1MiB", []string{"--yes"}, "after writing 1 mib"},
+		{"image too large, found by writing bzip2", "?size=1MiB", []string{"--yes"}, "after writing 1 mib"},
 		{"not confirmed without a terminal", "?size=4MiB", nil, "pass --yes"},
 	}
 	for _, tt := range tests {
@@ -218,8 +219,11 @@ func TestWriteRefusesBeforeWriting(t *testing.T) {
 			// anything is written; gzip's size is a hint, found wrong
 			// at the end of the card.
 			image := writeFile(t, "os.img.xz", compress(t, "xz", img))
-			if strings.Contains(tt.name, "by writing") {
+			if strings.HasSuffix(tt.name, "by writing") {
 				image = writeFile(t, "os.img.gz", compress(t, "gzip", img))
+			}
+			if strings.HasSuffix(tt.name, "bzip2") {
+				image = writeFile(t, "os.img.bz2", compress(t, "bzip2", img))
 			}
 			card := filepath.Join(t.TempDir(), "card.img")
 			// Give the card old content, so "untouched" means something.

@@ -147,15 +147,6 @@ func jsonRequested(c *cobra.Command, args []string) bool {
 	return false
 }
 
-// quietRequested is jsonRequested for -q/--quiet.
-func quietRequested(c *cobra.Command) bool {
-	if c == nil {
-		return false
-	}
-	f := c.Flags().Lookup("quiet")
-	return f != nil && f.Value.String() == "true"
-}
-
 // ensureSentence turns a hint into a sentence.
 func ensureSentence(s string) string {
 	if s == "" {

@@ -96,7 +96,7 @@ func hint(err error) string {
 	switch {
 	case errors.As(err, &cancelled):
 		if cancelled.Op == "write" && (cancelled.Bytes > 0 || cancelled.LBA > 0) {
-			return "run the write again: the card holds part of the image"
+			return "run the write again"
 		}
 		return ""
 	case errors.Is(err, context.Canceled):

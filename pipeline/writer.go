@@ -163,7 +163,8 @@ func (w *writer) endOfStream(last fill) error {
 		}
 		return &ImageSizeError{Declared: w.opts.ExpectedSize, Actual: total, Longer: true}
 	case last.err != io.EOF:
-		return fmt.Errorf("reading the image at byte offset %d: %w", total, last.err)
+		return fmt.Errorf("reading the image at byte offset %d (nothing usable was written to %s; "+
+			"the first transfer was left zeroed): %w", total, w.name, last.err)
 	case w.opts.ExpectedSize >= 0 && total != w.opts.ExpectedSize:
 		return &ImageSizeError{Declared: w.opts.ExpectedSize, Actual: total}
 	}

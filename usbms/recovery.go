@@ -35,7 +35,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		var rerr error
 		if resets < r.maxResets {
 			resets++
-			t.notify(fmt.Sprintf("%s: resetting the reader (reset %d of %d)", failure(err), resets, r.maxResets))
+			t.notify(fmt.Sprintf("%s: resetting the reader (reset %d of %d)", failure(r, err), resets, r.maxResets))
 			if rerr = t.resetRecovery(ctx); rerr == nil {
 				continue
 			}
@@ -45,7 +45,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		}
 		if r.portReset && !portReset {
 			portReset = true
-			t.notify(fmt.Sprintf("%s after %d resets: resetting the USB port", failure(err), resets))
+			t.notify(fmt.Sprintf("%s after %d resets: resetting the USB port", failure(r, err), resets))
 			perr := t.resetPort(ctx)
 			if perr == nil {
 				continue
@@ -91,12 +91,12 @@ func (e *noAnswerError) Error() string { return fmt.Sprintf("no answer within %v
 func (e *noAnswerError) Unwrap() error { return e.err }
 
 // failure says in a few words why an attempt failed, for recovery notices.
-func failure(err error) string {
+func failure(r request, err error) string {
 	var na *noAnswerError
 	if errors.As(err, &na) {
-		return fmt.Sprintf("no answer for %v", na.wait)
+		return fmt.Sprintf("no answer to %s for %v", opName(r.cdb), na.wait)
 	}
-	return "the command failed"
+	return opName(r.cdb) + " failed"
 }
 
 // notify tells the observer what recovery is about to try: a reader that

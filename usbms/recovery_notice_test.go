@@ -17,15 +17,15 @@ func TestRecoveryTellsEachStep(t *testing.T) {
 		want  []string
 	}{
 		{"NeverAnswer once", sim.Fault{Kind: sim.NeverAnswer}, []string{
-			"no answer for 200ms: resetting the reader (reset 1 of 2)",
+			"no answer to WRITE(10) for 200ms: resetting the reader (reset 1 of 2)",
 		}},
 		{"NeverAnswer persistent", sim.Fault{Kind: sim.NeverAnswer, Persistent: true}, []string{
-			"no answer for 200ms: resetting the reader (reset 1 of 2)",
-			"no answer for 200ms: resetting the reader (reset 2 of 2)",
-			"no answer for 200ms after 2 resets: resetting the USB port",
+			"no answer to WRITE(10) for 200ms: resetting the reader (reset 1 of 2)",
+			"no answer to WRITE(10) for 200ms: resetting the reader (reset 2 of 2)",
+			"no answer to WRITE(10) for 200ms after 2 resets: resetting the USB port",
 		}},
 		{"bad CSW once", sim.Fault{Kind: sim.BadCSWSignature}, []string{
-			"the command failed: resetting the reader (reset 1 of 2)",
+			"WRITE(10) failed: resetting the reader (reset 1 of 2)",
 		}},
 		{"no fault", sim.Fault{}, nil},
 	}

@@ -71,13 +71,20 @@ func explain(err error) (msg, advice string) {
 	if errors.As(err, &dev) && errors.As(dev.Err, &cmd) && cmd.Err != nil {
 		msg = strings.Replace(msg, cmd.Error(), cmd.Err.Error(), 1)
 	}
+	// Go's "context canceled" means nothing to a person who pressed
+	// Ctrl-C; the pipeline's CancelledError already says it in words.
+	var cancelled *pipeline.CancelledError
+	if errors.Is(err, context.Canceled) && !errors.As(err, &cancelled) {
+		msg = strings.TrimSuffix(msg, ": "+context.Canceled.Error()) + ": cancelled"
+	}
 	return msg, hint(err)
 }
 
 // hint is the one place that turns an error's kind into advice: library
 // errors state facts only, so each message carries one piece of advice.
-// (libusb.Error is the exception: its Hint is part of its text, since a
-// mount refusal's hint names the mounts, and gets nothing more here.)
+// (libusb.Error and imagesrc.Error are the exceptions: their advice is
+// still part of their text, a mount refusal's naming the mounts, so they
+// get nothing more here.)
 func hint(err error) string {
 	var (
 		cancelled *pipeline.CancelledError
@@ -90,7 +97,7 @@ func hint(err error) string {
 	switch {
 	case errors.As(err, &cancelled):
 		if cancelled.Phase == pipeline.PhaseWrite && (cancelled.Bytes > 0 || cancelled.LBA > 0) {
-			return "run the write again: the card holds part of the image"
+			return "run the write again"
 		}
 		return ""
 	case errors.Is(err, context.Canceled):
@@ -103,7 +110,9 @@ func hint(err error) string {
 		return "use a larger card"
 	case errors.As(err, &verify):
 		return "write the image again; if the difference stays, the card is failing or fake: use another card"
-	case errors.As(err, &imageSize), errors.As(err, &src):
+	case errors.As(err, &src):
+		return "" // imagesrc.Error still carries its advice in its text
+	case errors.As(err, &imageSize):
 		return "download the image again and compare its checksum"
 	case errors.Is(err, usbms.ErrNoDevice):
 		return "reconnect the reader and run the command again"
@@ -113,8 +122,10 @@ func hint(err error) string {
 		return "unplug the reader, plug it in again, and run the command again"
 	case errors.As(err, &device) && device.Op == "sync":
 		return "check that the card is still inserted, then write again"
-	case scsi.IsMediumError(err), errors.As(err, &device):
-		return "write again; if it fails at the same place, the card is failing: use another card"
+	case scsi.IsMediumError(err):
+		return "use another card"
+	case errors.As(err, &device):
+		return "check that the card is inserted and the reader connected, then run the command again"
 	}
 	return ""
 }

@@ -40,3 +40,10 @@ func TestExitCodeClassification(t *testing.T) {
 		}
 	}
 }
+
+func TestExplainCancelledInWords(t *testing.T) {
+	err := fmt.Errorf("TEST UNIT READY on sim:x LUN 0: %w", context.Canceled)
+	if msg, hint := explain(err); msg != "TEST UNIT READY on sim:x LUN 0: cancelled" || hint != "" {
+		t.Errorf("explain = %q, %q", msg, hint)
+	}
+}

@@ -34,9 +34,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func runApp(ctx context.Context, a *app, args []string) int {
 	root := newRootCommand(a)
 	root.SetArgs(args)
-	root.SetIn(a.stdin)
-	root.SetOut(a.stdout)
-	root.SetErr(a.stderr)
 	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK

@@ -210,6 +210,7 @@ func TestWriteRefusesBeforeWriting(t *testing.T) {
 		{"write-protected", "?size=4MiB&wp=1", []string{"--yes"}, "write-protected"},
 		{"image too large", "?size=1MiB", []string{"--yes"}, "use a larger card"},
 		{"image too large, found by writing", "?size=1MiB", []string{"--yes"}, "after writing 1 mib"},
+		{"image too large, found by writing bzip2", "?size=1MiB", []string{"--yes"}, "after writing 1 mib"},
 		{"not confirmed without a terminal", "?size=4MiB", nil, "pass --yes"},
 	}
 	for _, tt := range tests {
@@ -218,8 +219,11 @@ func TestWriteRefusesBeforeWriting(t *testing.T) {
 			// anything is written; gzip's size is a hint, found wrong
 			// at the end of the card.
 			image := writeFile(t, "os.img.xz", compress(t, "xz", img))
-			if strings.Contains(tt.name, "by writing") {
+			if strings.HasSuffix(tt.name, "by writing") {
 				image = writeFile(t, "os.img.gz", compress(t, "gzip", img))
+			}
+			if strings.HasSuffix(tt.name, "bzip2") {
+				image = writeFile(t, "os.img.bz2", compress(t, "bzip2", img))
 			}
 			card := filepath.Join(t.TempDir(), "card.img")
 			// Give the card old content, so "untouched" means something.
@@ -391,9 +395,16 @@ func TestCancelledWriteLeavesNoBootSector(t *testing.T) {
 	if r.code != exitCancelled {
 		t.Fatalf("exit %d, want %d\n%s\n%s", r.code, exitCancelled, r.stdout, r.stderr)
 	}
+	// How far it got and what to do, not "context canceled".
 	e := lastEvent(t, r.stdout, "error")
-	if msg, _ := e["message"].(string); !strings.Contains(msg, "cancelled") {
-		t.Errorf("error event %v does not say cancelled", e)
+	msg, _ := e["message"].(string)
+	if !strings.HasPrefix(msg, "write to sim:"+card+" cancelled after ") ||
+		!strings.HasSuffix(msg, "; the first transfer was left zeroed so the card does not boot a partial image") ||
+		strings.Contains(msg, "context") {
+		t.Errorf("message %q", msg)
+	}
+	if e["hint"] != "run the write again" || e["name"] != "cancelled" {
+		t.Errorf("hint %q, name %q", e["hint"], e["name"])
 	}
 	got, _ := os.ReadFile(card)
 	if bytes.Count(got[:256<<10], []byte{0}) != 256<<10 {

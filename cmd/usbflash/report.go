@@ -144,8 +144,8 @@ func (r *textReporter) progress(p progressEvent) {
 	if p.Phase == phaseSync {
 		return
 	}
-	line := progressText(p)
 	if !r.opts.terminal {
+		line := progressText(p, true)
 		if now := r.opts.now(); now.Sub(r.lastLine) >= r.opts.lineEvery {
 			r.lastLine = now
 			fmt.Fprintln(r.errOut, line)
@@ -157,13 +157,14 @@ func (r *textReporter) progress(p progressEvent) {
 		r.bar = progressbar.NewOptions64(max,
 			progressbar.OptionSetWriter(r.errOut),
 			progressbar.OptionSetWidth(25),
-			progressbar.OptionThrottle(100*time.Millisecond),
+			// The pipeline reports a few times a second: draw each.
+			progressbar.OptionThrottle(0),
 			progressbar.OptionShowDescriptionAtLineEnd(),
 			progressbar.OptionSetPredictTime(false),
 			progressbar.OptionSetElapsedTime(false),
 		)
 	}
-	r.bar.Describe(line)
+	r.bar.Describe(progressText(p, false)) // the bar shows the percentage
 	_ = r.bar.Set64(cur)
 }
 
@@ -182,12 +183,15 @@ func barPosition(p progressEvent) (max, cur int64) {
 // progressText is one progress line: "write: 1.20 GB of 4.00 GB (30%),
 // 35.1 MB/s, ETA 1m20s". Sizes and rates are decimal (MB, GB), as disk
 // and USB speeds are quoted, in the bar and the summary alike.
-func progressText(p progressEvent) string {
+func progressText(p progressEvent, percent bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s", p.Phase, formatBytes(p.Done))
 	switch {
 	case p.Total > 0:
-		fmt.Fprintf(&b, " of %s (%d%%)", formatBytes(p.Total), p.Done*100/p.Total)
+		fmt.Fprintf(&b, " of %s", formatBytes(p.Total))
+		if percent {
+			fmt.Fprintf(&b, " (%d%%)", p.Done*100/p.Total)
+		}
 	case p.CompressedTotal != nil && *p.CompressedTotal > 0 && p.CompressedDone != nil:
 		fmt.Fprintf(&b, " (%d%% of the image file read)", *p.CompressedDone*100 / *p.CompressedTotal)
 	}

@@ -53,10 +53,17 @@ Targets:
 		newVerifyCommand(a),
 		newVersionCommand(a),
 	)
+	// Set before the completion command is made: it keeps the stream.
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	root.InitDefaultCompletionCmd()
 	for _, c := range append([]*cobra.Command{root}, root.Commands()...) {
 		if c.HasSubCommands() {
 			groupCommand(c)
+		}
+		if c.Name() == "info" && c.ValidArgsFunction == nil {
+			c.ValidArgsFunction = targetArgs(false)
 		}
 	}
 	return root
@@ -67,6 +74,7 @@ Targets:
 // unknown subcommand as a usage error, where cobra would print the help and
 // exit 0, or fail with exit 1.
 func groupCommand(c *cobra.Command) {
+	c.SuggestionsMinimumDistance = 2
 	c.Args = func(c *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return nil
@@ -137,15 +145,6 @@ func jsonRequested(c *cobra.Command, args []string) bool {
 		}
 	}
 	return false
-}
-
-// quietRequested is jsonRequested for -q/--quiet.
-func quietRequested(c *cobra.Command) bool {
-	if c == nil {
-		return false
-	}
-	f := c.Flags().Lookup("quiet")
-	return f != nil && f.Value.String() == "true"
 }
 
 // ensureSentence turns a hint into a sentence.

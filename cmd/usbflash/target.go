@@ -52,6 +52,9 @@ func parseTarget(s string) (target, error) {
 		why = parseFileTarget(&t, strings.TrimPrefix(s, "file:"))
 	case strings.HasPrefix(s, "sim:"):
 		why = parseSimTarget(&t, strings.TrimPrefix(s, "sim:"))
+	case strings.HasPrefix(s, "/"), strings.HasPrefix(s, "."), strings.HasPrefix(s, "~"):
+		// A path, typed as one would for dd: the one likely meaning.
+		return target{}, &usageError{fmt.Sprintf("target %q is a path: write file:%s for a file or disk through the kernel", s, s)}
 	default:
 		why = parseUSBTarget(&t, s)
 	}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"usbflash/pipeline"
+)
+
+func TestCommandLineMistakesExit2(t *testing.T) {
+	image := writeFile(t, "os.img", testImage(4096))
+	card := "sim:" + filepath.Join(t.TempDir(), "card.img") + "?size=1MiB"
+	tests := []struct {
+		args []string
+		want string // in the message
+	}{
+		{[]string{"bogus"}, `unknown command "bogus"; see 'usbflash --help'`},
+		{[]string{"verison"}, `unknown command "verison" (did you mean "version"?)`},
+		{[]string{"completion", "bogus"}, `unknown command "bogus"; see 'usbflash completion --help'`},
+		{[]string{"--bogus"}, "see 'usbflash --help'"},
+		{[]string{"write", "--buffers", "abc", image, card}, `--buffers "abc": want a whole number; see 'usbflash write --help'`},
+		{[]string{"write", "--transfer-size", "0", image, card}, "--transfer-size 0: want at least one block"},
+		{[]string{"write", "--transfer-size", "64GiB", image, card}, "more than the 1 GiB the buffers may take"},
+		{[]string{"write", "--transfer-size", "16GiB", image, card}, "more than the 1 GiB the buffers may take"},
+		{[]string{"write", "--transfer-size", "8EiB", image, card}, "--transfer-size"},
+		{[]string{"write", "--buffers", "100000", image, card}, "--buffers 100000 needs 100002 buffers"},
+		{[]string{"verify", "--transfer-size", "64GiB", image, card}, "more than the 1 GiB the buffers may take"},
+		{[]string{"info", "/dev/sda"}, "write file:/dev/sda for a file or disk"},
+		{[]string{"info", "./c.img"}, "write file:./c.img for a file or disk"},
+		{[]string{"version", "extra"}, "version needs no arguments, got 1 argument"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := runCLI(t, tt.args...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, exitUsage, tt.want)
+			}
+			if strings.Contains(r.stderr, "strconv") || strings.Contains(r.stderr, "usbflash usbflash") {
+				t.Errorf("stderr %q leaks internals", r.stderr)
+			}
+			// The same mistake under --json is an error event on stdout.
+			r = runCLI(t, append(tt.args, "--json")...)
+			if e := lastEvent(t, r.stdout, "error"); e["code"] != float64(exitUsage) || e["name"] != "usage" {
+				t.Errorf("--json: error event %v", e)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "usbflash", Version: "v1.2.3"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"},
+			{Key: "vcs.time", Value: "2026-11-30T20:00:00Z"}}}
+	if got, want := describeBuild(bi), "v1.2.3, revision 0123456789ab with local changes of 2026-11-30T20:00:00Z, go1.26.0"; got != want {
+		t.Errorf("describeBuild = %q, want %q", got, want)
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		r := runCLI(t, args...)
+		if r.code != exitOK || r.stdout != "usbflash "+versionString()+"\n" {
+			t.Errorf("%v: exit %d, stdout %q", args, r.code, r.stdout)
+		}
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, "unused", nil)
+	card := filepath.Join(dir, "card.img")
+	writeFileAt(t, card)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"__complete", "write", "os.img", ""}, "sim:\tthe simulated reader"},
+		{[]string{"__complete", "write", "os.img", "sim:" + dir + "/ca"}, "sim:" + card},
+		{[]string{"__complete", "info", "file:" + dir + "/"}, "file:" + card},
+		{[]string{"__complete", "write", "--transfer-size", ""}, "4MiB\t"},
+		{[]string{"__complete", "verify", "--transfer-size", ""}, "1MiB\t"},
+		{[]string{"completion", "bash"}, "bash completion"},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, tt.args...)
+		if r.code != exitOK || !strings.Contains(r.stdout, tt.want) {
+			t.Errorf("%q: exit %d, stdout %q; want %q", tt.args, r.code, r.stdout, tt.want)
+		}
+	}
+}
+
+func writeFileAt(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatalf("creating %s: %v", path, err)
+	}
+}
+
+func TestQuietJSONPrintsOnlyTheOutcome(t *testing.T) {
+	image := writeFile(t, "os.img", testImage(1<<20))
+	card := filepath.Join(t.TempDir(), "card.img")
+	r := runCLI(t, "write", "--yes", "--json", "-q", image, "sim:"+card+"?size=2MiB")
+	if events := jsonEvents(t, r.stdout); r.code != exitOK || len(events) != 1 || events[0]["event"] != "summary" {
+		t.Errorf("exit %d, events %v: want only the summary", r.code, events)
+	}
+	r = runCLI(t, "write", "--yes", "--json", "-q", image, "sim:"+card+"?size=2MiB&wp=1")
+	if events := jsonEvents(t, r.stdout); r.code != exitRefused || len(events) != 1 || events[0]["event"] != "error" {
+		t.Errorf("exit %d, events %v: want only the error", r.code, events)
+	}
+	// Plain -q: nothing on stdout, the error on stderr.
+	r = runCLI(t, "write", "--yes", "-q", image, "sim:"+card+"?size=2MiB&wp=1")
+	if r.stdout != "" || !strings.Contains(r.stderr, "write-protected") {
+		t.Errorf("-q: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+}
+
+func TestEjectOnAFileSaysItDoesNothing(t *testing.T) {
+	image := writeFile(t, "os.img", testImage(64<<10))
+	out := filepath.Join(t.TempDir(), "out.img")
+	r := runCLI(t, "write", "--yes", "--json", "--eject", "--transfer-size", "64KiB", image, "file:"+out)
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if n := lastEvent(t, r.stdout, "note"); n["message"] != "--eject does nothing for a file: target" {
+		t.Errorf("note %v", n)
+	}
+	if s := lastEvent(t, r.stdout, "summary"); s["ejected"] != false {
+		t.Errorf("summary %v: want ejected false", s)
+	}
+	r = runCLI(t, "write", "--yes", "--eject", "--transfer-size", "64KiB", image, "file:"+out)
+	if !strings.Contains(r.stdout, "Not ejected: --eject does nothing for a file: target") {
+		t.Errorf("stdout %q", r.stdout)
+	}
+}
+
+func TestJSONProgressCountsDecodedBytes(t *testing.T) {
+	img := testImage(3<<20 + 7)
+	for _, format := range []string{"raw", "gzip", "zstd", "xz"} {
+		t.Run(format, func(t *testing.T) {
+			data := compress(t, format, img)
+			image := writeFile(t, "os.img", data)
+			card := filepath.Join(t.TempDir(), "card.img")
+			r := runCLI(t, "write", "--yes", "--json", "--transfer-size", "256KiB", image, "sim:"+card+"?size=4MiB")
+			if r.code != exitOK {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			var last map[string]any
+			for _, e := range jsonEvents(t, r.stdout) {
+				if e["event"] == "progress" && e["phase"] == "write" {
+					last = e
+				}
+			}
+			if last["done"] != float64(len(img)) {
+				t.Errorf("last write progress %v: done want %d decoded bytes", last, len(img))
+			}
+			_, hasCompressed := last["compressed_done"]
+			if hasCompressed != (format != "raw") {
+				t.Errorf("last write progress %v: compressed_done present = %v", last, hasCompressed)
+			}
+			if hasCompressed && (last["compressed_total"] != float64(len(data)) || last["compressed_done"].(float64) > float64(len(data))) {
+				t.Errorf("last write progress %v: want compressed bytes of %d", last, len(data))
+			}
+			if s := lastEvent(t, r.stdout, "start"); s["command"] != "write" {
+				t.Errorf("start %v", s)
+			}
+		})
+	}
+	// verify has a start event too.
+	image := writeFile(t, "v.img", img)
+	card := filepath.Join(t.TempDir(), "card.img")
+	runCLI(t, "write", "--yes", "-q", image, "sim:"+card+"?size=4MiB")
+	r := runCLI(t, "verify", "--json", image, "sim:"+card)
+	if s := lastEvent(t, r.stdout, "start"); r.code != exitOK || s["command"] != "verify" || s["image"] != image {
+		t.Errorf("verify: exit %d, start %v", r.code, s)
+	}
+}
+
+// fakeClock advances only when told.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func TestTextProgress(t *testing.T) {
+	type step struct {
+		advance time.Duration
+		p       progressEvent
+	}
+	rate := func(r float64) *float64 { return &r }
+	n := func(v int64) *int64 { return &v }
+	tests := []struct {
+		name  string
+		steps []step
+		want  string // stderr
+	}{
+		{"a line every 5 s, no rate in the first second, sync as a line", []step{
+			{0, progressEvent{Phase: phaseWrite, Done: 0, Total: 4e9}},
+			{300 * time.Millisecond, progressEvent{Phase: phaseWrite, Done: 1e9, Total: 4e9, ElapsedS: 0.3}},
+			{5 * time.Second, progressEvent{Phase: phaseWrite, Done: 2e9, Total: 4e9, ElapsedS: 5.3, Rate: rate(2e9 / 5.3)}},
+			{time.Second, progressEvent{Phase: phaseWrite, Done: 2.2e9, Total: 4e9, ElapsedS: 6.3, Rate: rate(2.2e9 / 6.3)}},
+			{4 * time.Second, progressEvent{Phase: phaseWrite, Done: 4e9, Total: 4e9, ElapsedS: 10.3, Rate: rate(4e9 / 10.3)}},
+			{0, progressEvent{Phase: phaseSync, Done: 4e9, Total: 4e9}},
+			{0, progressEvent{Phase: phaseVerify, Done: 0, Total: 4e9}},
+		},
+			"write: 2.00 GB of 4.00 GB (50%), 377.4 MB/s, ETA 5s\n" +
+				"write: 4.00 GB of 4.00 GB (100%), 388.3 MB/s, ETA 0s\n" +
+				"Syncing: waiting for the card to store every block it has buffered\n"},
+		{"unknown size: bytes and the share of the file read", []step{
+			{0, progressEvent{Phase: phaseWrite, Done: 0, Total: -1, CompressedDone: n(0), CompressedTotal: n(1e8)}},
+			{6 * time.Second, progressEvent{Phase: phaseWrite, Done: 123456789, Total: -1, CompressedDone: n(25e6), CompressedTotal: n(1e8), ElapsedS: 6, Rate: rate(123456789 / 6.0)}},
+		},
+			"write: 123.5 MB (25% of the image file read), 20.6 MB/s, ETA 18s\n"},
+		{"standard input: bytes only", []step{
+			{0, progressEvent{Phase: phaseWrite, Done: 0, Total: -1}},
+			{6 * time.Second, progressEvent{Phase: phaseWrite, Done: 5e6, Total: -1, ElapsedS: 6, Rate: rate(5e6 / 6.0)}},
+		},
+			"write: 5.00 MB, 0.8 MB/s\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := &fakeClock{time.Unix(1e9, 0)}
+			var out, errOut bytes.Buffer
+			r := newReporter(&out, &errOut, reporterOptions{now: clock.now})
+			for _, s := range tt.steps {
+				clock.t = clock.t.Add(s.advance)
+				r.progress(s.p)
+			}
+			if errOut.String() != tt.want {
+				t.Errorf("stderr\n%q\nwant\n%q", errOut.String(), tt.want)
+			}
+			if out.Len() != 0 {
+				t.Errorf("stdout %q", out.String())
+			}
+		})
+	}
+	// quiet prints no progress at all.
+	var out, errOut bytes.Buffer
+	r := newReporter(&out, &errOut, reporterOptions{quiet: true})
+	r.progress(progressEvent{Phase: phaseWrite, Done: 1, Total: 2})
+	r.progress(progressEvent{Phase: phaseSync, Done: 1, Total: 2})
+	if out.Len()+errOut.Len() != 0 {
+		t.Errorf("quiet printed %q %q", out.String(), errOut.String())
+	}
+}
+
+func TestProgressRateWaitsForTheFirstSecond(t *testing.T) {
+	var got []progressEvent
+	rep := &recordingReporter{progressed: func(p progressEvent) { got = append(got, p) }}
+	f := progressFunc(rep, nil)
+	f(pipelineProgress(phaseWrite, 1<<20, 300*time.Millisecond))
+	f(pipelineProgress(phaseWrite, 40<<20, 1500*time.Millisecond))
+	if got[0].Rate != nil {
+		t.Errorf("rate %v after 300 ms: want none yet", *got[0].Rate)
+	}
+	if got[1].Rate == nil || *got[1].Rate != float64(40<<20)/1.5 {
+		t.Errorf("rate after 1.5 s: %v", got[1].Rate)
+	}
+}
+
+type recordingReporter struct {
+	progressed func(progressEvent)
+}
+
+func (r *recordingReporter) event(event, string)      {}
+func (r *recordingReporter) progress(p progressEvent) { r.progressed(p) }
+func (r *recordingReporter) fail(error, int)          {}
+
+func pipelineProgress(ph phase, done int64, elapsed time.Duration) pipeline.Progress {
+	return pipeline.Progress{Phase: pipeline.PhaseWrite, Done: done, Total: -1, Elapsed: elapsed}
+}
+
+func TestWordsAgreeWithNumbers(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{{0, "0 commands"}, {1, "1 command"}, {2, "2 commands"}} {
+		if got := plural(tt.n, "command"); got != tt.want {
+			t.Errorf("plural(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+	// A write of one transfer's worth reports its commands in words that agree.
+	image := writeFile(t, "os.img", testImage(4096))
+	card := filepath.Join(t.TempDir(), "card.img")
+	r := runCLI(t, "write", "--yes", "--transfer-size", "4KiB", image, "sim:"+card+"?size=1MiB")
+	if r.code != exitOK || !regexp.MustCompile(`, (1 command|[02-9] commands)\n`).MatchString(r.stdout) {
+		t.Errorf("exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+func TestHelpStatesTheMemoryBound(t *testing.T) {
+	for _, cmd := range []string{"write", "verify"} {
+		r := runCLI(t, cmd, "--help")
+		if r.code != exitOK || !strings.Contains(r.stdout, "at most 1 GiB") {
+			t.Errorf("%s --help: exit %d, does not state the memory bound:\n%s", cmd, r.code, r.stdout)
+		}
+	}
+}

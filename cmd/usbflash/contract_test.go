@@ -1,0 +1,241 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// readmeSection returns the lines of README.md from the heading to the
+// next heading of the same or a higher level.
+func readmeSection(t *testing.T, heading string) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	level := strings.Index(heading, " ")
+	for i, l := range lines {
+		if l != heading {
+			continue
+		}
+		for j := i + 1; j < len(lines); j++ {
+			if h := strings.Index(lines[j], " "); strings.HasPrefix(lines[j], "#") && h <= level && strings.Trim(lines[j][:h], "#") == "" {
+				return lines[i+1 : j]
+			}
+		}
+		return lines[i+1:]
+	}
+	t.Fatalf("README.md has no %q", heading)
+	return nil
+}
+
+// tableRows returns the cells of a Markdown table's body rows.
+func tableRows(lines []string) [][]string {
+	var rows [][]string
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "|") || strings.HasPrefix(l, "|---") {
+			continue
+		}
+		var cells []string
+		for _, c := range strings.Split(strings.Trim(l, "|"), "|") {
+			cells = append(cells, strings.TrimSpace(c))
+		}
+		rows = append(rows, cells)
+	}
+	if len(rows) > 0 {
+		rows = rows[1:] // the header
+	}
+	return rows
+}
+
+func TestExitCodeTableMatchesREADME(t *testing.T) {
+	var readme []exitStatus
+	for _, row := range tableRows(readmeSection(t, "## Exit codes")) {
+		code, err := strconv.Atoi(row[0])
+		if err != nil || len(row) != 3 {
+			t.Fatalf("README exit-code row %q: want code | name | meaning", row)
+		}
+		readme = append(readme, exitStatus{code, row[1], row[2]})
+	}
+	code := exitCodes()
+	for _, s := range code {
+		if !slices.Contains(readme, s) {
+			t.Errorf("code's %+v is not in README's table", s)
+		}
+	}
+	for _, s := range readme {
+		if !slices.Contains(code, s) {
+			t.Errorf("README's %+v is not in the code's table", s)
+		}
+	}
+	// --help prints the same table.
+	r := runCLI(t, "--help")
+	for _, s := range code {
+		if !regexp.MustCompile(`(?m)^  ` + strconv.Itoa(s.code) + ` +` + s.name + ` +` + regexp.QuoteMeta(s.meaning) + `$`).MatchString(r.stdout) {
+			t.Errorf("--help does not list exit code %d %s", s.code, s.name)
+		}
+	}
+}
+
+// eventSchema compiles events.schema.json.
+func eventSchema(t *testing.T) (*jsonschema.Schema, map[string]any) {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	sch, err := c.Compile("events.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile("events.schema.json")
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	return sch, raw
+}
+
+func schemaDefs(raw map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for name, d := range raw["$defs"].(map[string]any) {
+		if props, ok := d.(map[string]any)["properties"].(map[string]any); ok {
+			out[name] = props
+		}
+	}
+	return out
+}
+
+func TestREADMEEventTableMatchesSchema(t *testing.T) {
+	_, raw := eventSchema(t)
+	defs := schemaDefs(raw)
+	// A many-card write has its own start and summary (defs start_many,
+	// summary_many); its README table names them by their event.
+	many := func(event string) string {
+		if event == "start" || event == "summary" {
+			return event + "_many"
+		}
+		return event
+	}
+	for _, tc := range []struct {
+		heading string
+		rows    int
+		def     func(string) string
+	}{
+		{"### JSON events (`--json`)", 7, func(e string) string { return e }},
+		{"### JSON events of a many-card write", 4, many},
+	} {
+		rows := tableRows(readmeSection(t, tc.heading))
+		if len(rows) != tc.rows {
+			t.Fatalf("README's table under %q has %d rows, want %d", tc.heading, len(rows), tc.rows)
+		}
+		for _, row := range rows {
+			name := tc.def(strings.Trim(row[0], "`"))
+			props, ok := defs[name]
+			if !ok {
+				t.Errorf("README lists event %q, the schema does not", name)
+				continue
+			}
+			var readme, schema []string
+			for _, f := range strings.Split(row[1], ",") {
+				readme = append(readme, strings.Trim(strings.TrimSpace(f), "`"))
+			}
+			for p := range props {
+				if p != "event" && p != "time" {
+					schema = append(schema, p)
+				}
+			}
+			sort.Strings(readme)
+			sort.Strings(schema)
+			if !reflect.DeepEqual(readme, schema) {
+				t.Errorf("event %s: README lists %v, the schema %v", name, readme, schema)
+			}
+		}
+	}
+	// The error event's codes and names are the exit-code table's.
+	props := defs["error"]
+	var codes, names []any
+	for _, s := range exitCodes() {
+		if s.code != exitOK {
+			codes, names = append(codes, float64(s.code)), append(names, s.name)
+		}
+	}
+	if got := props["code"].(map[string]any)["enum"]; !reflect.DeepEqual(got, codes) {
+		t.Errorf("schema error codes %v, table %v", got, codes)
+	}
+	if got := props["name"].(map[string]any)["enum"]; !reflect.DeepEqual(got, names) {
+		t.Errorf("schema error names %v, table %v", got, names)
+	}
+}
+
+// TestEveryEventMatchesSchema runs the commands through their successes
+// and failures and checks every line they print under --json.
+func TestEveryEventMatchesSchema(t *testing.T) {
+	sch, _ := eventSchema(t)
+	img := testImage(2<<20 + 100)
+	raw := writeFile(t, "os.img", img)
+	gz := writeFile(t, "os.img.gz", compress(t, "gzip", img))
+	dir := t.TempDir()
+	card := func(name string) string { return filepath.Join(dir, name) }
+	runs := [][]string{
+		{"write", "--json", "--yes", "--transfer-size", "256KiB", gz, "sim:" + card("a") + "?size=4MiB&max-transfer=256"},
+		{"write", "--json", "--yes", "--no-verify", raw, "sim:" + card("b") + "?size=4MiB"},
+		{"write", "--json", "--yes", "--eject", raw, "file:" + card("c") + "?size=4MiB"},
+		{"write", "--json", "--yes", "--eject", raw, "sim:" + card("d") + "?size=4MiB"},
+		{"write", "--json", "-q", "--yes", raw, "sim:" + card("e") + "?size=4MiB"},
+		{"write", "--json", "--yes", raw, "sim:" + card("f") + "?size=4MiB&fault=medium-error:lba=3000,persistent"},
+		{"write", "--json", "--yes", raw, "sim:" + card("g") + "?size=1MiB"},
+		{"write", "--json", raw, "sim:" + card("h") + "?size=4MiB"},
+		{"write", "--json", "--yes", raw, "usb:zz"},
+		{"write", "--json", "--transfer-size", "64GiB", raw, "sim:" + card("i")},
+		{"write", "--json", "--buffers", "x", raw, "sim:" + card("i")},
+		{"verify", "--json", raw, "sim:" + card("a")},
+		{"verify", "--json", gz, "sim:" + card("b")},
+		{"verify", "--json", raw, "sim:" + card("g") + "?size=1MiB"},
+		{"info", "--json", "/dev/sda"},
+		{"info", "--json", "sim:" + card("j") + "?nomedium=1"},
+		{"list", "--json", "extra"},
+		{"write", "--json", "--yes", raw, "sim:" + card("m1") + "?size=4MiB",
+			"sim:" + card("m2") + "?size=4MiB&fault=medium-error:lba=3000,persistent"},
+		{"write", "--json", "--yes", "--no-verify", "--lag", "0", raw, "sim:" + card("m3") + "?size=4MiB", "sim:" + card("m4") + "?size=4MiB"},
+		{"write", "--json", "--yes", "--skip-refused", raw, "sim:" + card("m5") + "?size=4MiB&wp=1", "sim:" + card("m6") + "?size=4MiB"},
+	}
+	seen := map[string]bool{}
+	for _, args := range runs {
+		r := runCLI(t, args...)
+		if strings.TrimSpace(r.stdout) == "" {
+			t.Errorf("%v: nothing on stdout (exit %d, stderr %q)", args, r.code, r.stderr)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		for i, line := range lines {
+			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+			if err != nil {
+				t.Fatalf("%v: %q: %v", args, line, err)
+			}
+			if err := sch.Validate(inst); err != nil {
+				t.Errorf("%v: %s\ndoes not match the schema: %v", args, line, err)
+			}
+			name := inst.(map[string]any)["event"].(string)
+			seen[name] = true
+			// A failure ends with its error event; a success has none.
+			if last := i == len(lines)-1; (name == "error") != (last && r.code != exitOK) {
+				t.Errorf("%v (exit %d): %s event at line %d of %d", args, r.code, name, i+1, len(lines))
+			}
+		}
+	}
+	for _, name := range []string{"start", "device", "phase", "progress", "note", "summary", "error", "card", "card_progress"} {
+		if !seen[name] {
+			t.Errorf("no run emitted a %s event", name)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// buildBinary builds usbflash into a temporary directory: signals and a
+// closed stdout are properties of the process, not of run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(t.TempDir(), "usbflash")
+	if out, err := exec.Command(goTool, "build", "-tags", testBuildTags, "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startWrite starts the binary and returns it with its stdout as lines.
+func startWrite(t *testing.T, bin string, stderr *bytes.Buffer, args ...string) (*exec.Cmd, *bufio.Scanner, func() error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, bufio.NewScanner(out), out.Close
+}
+
+func exitStatusOf(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			t.Fatalf("killed by %v", ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	t.Fatal(err)
+	return -1
+}
+
+func TestProcessSignals(t *testing.T) {
+	bin := buildBinary(t)
+	img := testImage(4 << 20)
+	image := writeFile(t, "os.img", img)
+
+	t.Run("closed stdout does not stop a write", func(t *testing.T) {
+		card := filepath.Join(t.TempDir(), "card.img")
+		var stderr bytes.Buffer
+		// usbflash write --json ... | head -1
+		cmd, lines, closeOut := startWrite(t, bin, &stderr, "write", "--json", "--yes", "--transfer-size", "256KiB",
+			image, "sim:"+card+"?size=8MiB&speed=40MB/s")
+		if !lines.Scan() || !strings.Contains(lines.Text(), `"event":"start"`) {
+			t.Fatalf("first line %q", lines.Text())
+		}
+		closeOut()
+		if code := exitStatusOf(t, cmd.Wait()); code != exitOK {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+		got, _ := os.ReadFile(card)
+		if !bytes.Equal(got[:len(img)], img) {
+			t.Error("the card does not hold the image")
+		}
+		// The outcome still reaches a person.
+		if !strings.Contains(stderr.String(), "Verified 4.19 MB read back") {
+			t.Errorf("stderr %q does not report the outcome", stderr.String())
+		}
+	})
+
+	t.Run("SIGHUP stops after the command in flight", func(t *testing.T) {
+		card := filepath.Join(t.TempDir(), "card.img")
+		var stderr bytes.Buffer
+		cmd, lines, _ := startWrite(t, bin, &stderr, "write", "--json", "--yes", "--transfer-size", "256KiB",
+			image, "sim:"+card+"?size=8MiB&speed=1MB/s")
+		for lines.Scan() {
+			if l := lines.Text(); strings.Contains(l, `"event":"progress"`) && strings.Contains(l, `"phase":"write"`) {
+				break
+			}
+		}
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		var rest strings.Builder
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+		if code := exitStatusOf(t, cmd.Wait()); code != exitCancelled {
+			t.Fatalf("exit %d, want %d; stderr %q", code, exitCancelled, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "usbflash: hangup (the terminal went away): stopping after the command in flight") {
+			t.Errorf("stderr %q does not say why it stopped", stderr.String())
+		}
+		if e := lastEvent(t, rest.String(), "error"); e["name"] != "cancelled" || !strings.Contains(e["message"].(string), "cancelled") {
+			t.Errorf("error event %v", e)
+		}
+		got, _ := os.ReadFile(card)
+		if bytes.Count(got[:256<<10], []byte{0}) != 256<<10 {
+			t.Error("the first transfer's region is not zero after an interrupted write")
+		}
+	})
+}
+
+// TestSilentReaderIsAnnounced: a reader that stops answering costs a
+// 20-second timeout; the start line comes before the first command, and
+// the reset is announced as it is tried.
+func TestSilentReaderIsAnnounced(t *testing.T) {
+	t.Parallel()
+	image := writeFile(t, "os.img", testImage(256<<10))
+	card := filepath.Join(t.TempDir(), "card.img")
+	r := runCLI(t, "write", "--yes", "--transfer-size", "64KiB", image, "sim:"+card+"?size=1MiB&fault=never-answer")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	start := strings.Index(r.stdout, "Writing "+image+" (raw, 256 KiB) to sim:"+card)
+	note := strings.Index(r.stdout, "no answer to TEST UNIT READY for 20s: resetting the reader (reset 1 of 2)\n")
+	if start < 0 || note < start {
+		t.Errorf("stdout %q: want the start line, then the reset", r.stdout)
+	}
+}

@@ -51,7 +51,7 @@ func TestManyCards(t *testing.T) {
 		{ID: "mb", Serial: "MANYBOT", Bot: true, LUNs: []LUN{{Backing: cards["BOT0"]}, {Backing: cards["BOT1"]}}},
 	}})
 	img := makeImage(21, 40<<20)
-	p := putImage(t, m, "img", img, "zstd")
+	p := putImage(t, m, "img", img, "zst")
 	targets := []string{serialTarget("MANY1"), serialTarget("MANY2"), serialTarget("MANYBAD"), serialTarget("MANYGONE"),
 		serialTarget("MANYBOT") + "/0", serialTarget("MANYBOT") + "/1"}
 	w := m.Start("usbflash write " + p + " " + strings.Join(targets, " ") +

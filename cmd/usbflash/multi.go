@@ -115,8 +115,8 @@ func (a *app) writeCards(ctx context.Context, rep reporter, image string, src *i
 		eventHeader: eventHeader{Event: evStart}, Command: cmdWrite,
 		Image: image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 		Targets: names, TransferSize: transfer, Buffers: f.buffers, Lag: f.lag,
-	}, fmt.Sprintf("Writing %s (%s, %s) to %d cards with %s transfers: %s",
-		image, src.Format, describeSize(src), len(live), units.FormatSize(transfer), strings.Join(names, ", ")))
+	}, fmt.Sprintf("Writing %s (%s, %s) to %s with %s transfers: %s",
+		image, src.Format, describeSize(src), plural(len(live), "card"), units.FormatSize(transfer), strings.Join(names, ", ")))
 
 	g, err := fanout.New(targets, fanout.Options{Lag: f.lag, TransferSize: int(transfer)})
 	if err != nil {
@@ -138,7 +138,7 @@ func (a *app) writeCards(ctx context.Context, rep reporter, image string, src *i
 		c := live[i]
 		c.outcome.Bytes = min(r.Written, res.Bytes)
 		c.outcome.Finished = time.Now()
-		c.outcome.Rate = rate(c.outcome.Bytes, r.Busy)
+		c.outcome.Rate = rate(c.outcome.Bytes, c.outcome.Finished.Sub(c.outcome.Started))
 		if r.Err != nil {
 			c.fail(r.Err) // the device's errors name it
 		}

@@ -121,6 +121,12 @@ type summaryEvent struct {
 	DecoderWaitS   *float64 `json:"decoder_wait_s,omitempty"`
 	DeviceWaitS    *float64 `json:"device_wait_s,omitempty"`
 	Ejected        *bool    `json:"ejected,omitempty"` // present with --eject
+	// What the buffers were (usbfs zero-copy or page-aligned memory) and
+	// the process's CPU time (user + system) over the command, whole and
+	// per GiB of image.
+	Memory    string  `json:"memory"`
+	CPUS      float64 `json:"cpu_s"`
+	CPUPerGiB float64 `json:"cpu_s_per_gib"`
 }
 
 type errorEvent struct {

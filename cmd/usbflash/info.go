@@ -116,6 +116,7 @@ func printInfo(w io.Writer, rep infoReport) {
 		fmt.Fprintf(tw, "write protected\t%v\n", l.WriteProtected)
 		fmt.Fprintf(tw, "max transfer\t%s\n", sizeOrUnknown(l.MaxTransfer))
 		fmt.Fprintf(tw, "optimal transfer\t%s\n", sizeOrUnknown(l.OptimalTransfer))
+		fmt.Fprintf(tw, "buffer memory\t%s\n", orDash(l.Memory))
 	}
 	if f := rep.File; f != nil {
 		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatSize(f.Bytes), f.Bytes, f.Blocks, f.BlockSize)

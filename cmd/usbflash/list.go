@@ -33,6 +33,7 @@ type lunReport struct {
 	Medium          bool     `json:"medium"`
 	MaxTransfer     int64    `json:"max_transfer_bytes,omitempty"`
 	OptimalTransfer int64    `json:"optimal_transfer_bytes,omitempty"`
+	Memory          string   `json:"memory,omitempty"` // what write's buffers are: usbfs zero-copy or page-aligned
 	KernelDisk      string   `json:"kernel_disk,omitempty"`
 	Mounted         []string `json:"mounted,omitempty"`
 	Error           string   `json:"error,omitempty"`
@@ -188,6 +189,7 @@ func reportLUN(l *usbms.LUN) lunReport {
 		Serial: l.Serial(), BlockSize: l.BlockSize(), Blocks: l.BlockCount(),
 		Bytes: l.BlockCount() * bs, WriteProtected: l.WriteProtected(), Removable: inq.Removable,
 		Medium: true, MaxTransfer: l.MaxTransfer() * bs, OptimalTransfer: l.OptimalTransfer() * bs,
+		Memory: l.MemoryKind(),
 	}
 }
 

@@ -76,7 +76,9 @@ func (a *app) verify(ctx context.Context, rep reporter, image string, t target, 
 	rep.event(&summaryEvent{
 		eventHeader: eventHeader{Event: evSummary}, Command: cmdVerify,
 		Bytes: res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed), Verified: true,
-	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)", d.name, image, formatBytes(res.Bytes),
-		res.Elapsed.Round(time.Millisecond), units.FormatRate(rate(res.Bytes, res.Elapsed))))
+		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
+	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", d.name, image, formatBytes(res.Bytes),
+		res.Elapsed.Round(time.Millisecond), units.FormatRate(rate(res.Bytes, res.Elapsed)),
+		cpuLine(res.CPU, res.Bytes, res.Memory)))
 	return nil
 }

@@ -205,11 +205,13 @@ func (a *app) write(ctx context.Context, rep reporter, image string, t target, t
 		ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed),
 		Bound: boundOf(res), BoundRatio: res.BoundRatio,
 		DecoderWaitS: ptr(res.DecoderWait.Seconds()), DeviceWaitS: ptr(res.DeviceWait.Seconds()),
+		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
 	}
 	text := []string{
 		fmt.Sprintf("Wrote %s in %s (%s), %s", formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
 			units.FormatRate(sum.Rate), plural(res.Transfers, "command")),
 		boundLine(res),
+		cpuLine(res.CPU, res.Bytes, res.Memory),
 	}
 
 	if !f.noVerify {
@@ -402,6 +404,19 @@ func progressFunc(rep reporter, src *imagesrc.Source) func(pipeline.Progress) {
 		}
 		rep.progress(e)
 	}
+}
+
+// perGiB is CPU seconds per GiB of image.
+func perGiB(cpu time.Duration, bytes int64) float64 {
+	if bytes <= 0 {
+		return 0
+	}
+	return cpu.Seconds() / (float64(bytes) / (1 << 30))
+}
+
+// cpuLine says what the command cost the host and what memory it sent from.
+func cpuLine(cpu time.Duration, bytes int64, memory string) string {
+	return fmt.Sprintf("CPU: %.2f s (%.2f s per GiB), buffers in %s memory", cpu.Seconds(), perGiB(cpu, bytes), memory)
 }
 
 func boundLine(res pipeline.WriteResult) string {

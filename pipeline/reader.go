@@ -66,7 +66,7 @@ type checker struct {
 func (c *checker) begin() error { return nil }
 
 func (c *checker) consume(f fill) (bool, error) {
-	n, more, err := c.check(f, c.r.bufs[f.idx][:f.n])
+	n, more, err := c.check(f, c.r.data(f)[:f.n])
 	if err != nil {
 		return false, err
 	}

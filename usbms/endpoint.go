@@ -11,6 +11,7 @@ package usbms
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Endpoint is what Bulk-Only Transport needs from USB and nothing more: the
@@ -72,4 +73,14 @@ type BufferAllocator interface {
 	// MemoryKind is the kind AllocBuffers gives, as far as is known
 	// before asking.
 	MemoryKind() string
+}
+
+// DeadlineSetter is an optional interface of an Endpoint that bounds its
+// bulk transfers by a deadline of its own, as net.Conn does. The Transport
+// then sets each command's deadline instead of deriving a timeout context
+// per command, so a command allocates nothing. A transfer still pending at
+// the deadline is cancelled and returns an error wrapping
+// context.DeadlineExceeded. The zero time means no deadline.
+type DeadlineSetter interface {
+	SetDeadline(t time.Time)
 }

@@ -69,9 +69,20 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 
 // timedAttempt bounds one attempt by the per-command timeout. A timeout is
 // reported as such so that the final error says the device stopped
-// answering, not just "context deadline exceeded".
+// answering, not just "context deadline exceeded". An Endpoint that is a
+// DeadlineSetter gets the deadline directly, which spares a context and a
+// timer per command.
 func (t *Transport) timedAttempt(ctx context.Context, r request) (result, error) {
 	d := t.timeout(len(r.data))
+	if ds, ok := t.ep.(DeadlineSetter); ok {
+		ds.SetDeadline(time.Now().Add(d))
+		res, err := t.attempt(ctx, r)
+		ds.SetDeadline(time.Time{})
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %v: %w", d, err)
+		}
+		return res, err
+	}
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	res, err := t.attempt(actx, r)

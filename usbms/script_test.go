@@ -355,3 +355,73 @@ func TestWriteAllocations(t *testing.T) {
 		t.Errorf("WriteBlocks allocates %v times per call; the timeout context alone is %v", allocs, ctxOnly)
 	}
 }
+
+// deadlineDevice is okDevice with a deadline of its own (DeadlineSetter).
+// With expire, a data phase fails as one pending at the deadline does.
+type deadlineDevice struct {
+	okDevice
+	deadline time.Time
+	seen     []time.Time // the deadline each data phase ran under
+	expire   bool
+	resets   int
+}
+
+func (d *deadlineDevice) SetDeadline(t time.Time) { d.deadline = t }
+
+func (d *deadlineDevice) BulkOut(ctx context.Context, p []byte) (int, error) {
+	if len(p) != cbwLen {
+		d.seen = append(d.seen, d.deadline)
+		if d.expire {
+			return 0, fmt.Errorf("test: transfer cancelled at the deadline: %w", context.DeadlineExceeded)
+		}
+	}
+	return d.okDevice.BulkOut(ctx, p)
+}
+
+func (d *deadlineDevice) ClassRequest(ctx context.Context, in bool, req uint8, v uint16, b []byte) (int, error) {
+	if req == reqMassStorageReset {
+		d.resets++
+	}
+	return 0, nil
+}
+
+func TestDeadlineSetter(t *testing.T) {
+	tests := []struct {
+		name       string
+		expire     bool
+		wantErr    string
+		wantResets int
+	}{
+		{"the deadline bounds the command and is cleared after", false, "", 0},
+		{"a transfer past the deadline is no answer, then reset recovery", true, "no answer within 1m0s", 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &deadlineDevice{expire: tc.expire}
+			tr := NewTransport(d, TransportOptions{Timeout: time.Minute, TimeoutPerMiB: time.Second, MaxResets: 2})
+			before := time.Now()
+			_, err := tr.Exec(context.Background(), 0, []byte{0x2A, 0, 0, 0, 0, 0, 0, 0, 8, 0}, DataOut, make([]byte, 4096))
+			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("Exec = %v, want an error containing %q", err, tc.wantErr)
+			}
+			if len(d.seen) == 0 || d.seen[0].Before(before.Add(time.Minute)) || d.seen[0].After(time.Now().Add(time.Minute)) {
+				t.Errorf("data phase ran under deadline %v, want a minute after the command began", d.seen)
+			}
+			if !d.deadline.IsZero() || d.resets < tc.wantResets {
+				t.Errorf("deadline after the command %v (want cleared), %d Mass Storage Resets (want >= %d)", d.deadline, d.resets, tc.wantResets)
+			}
+		})
+	}
+	// With a DeadlineSetter, a command allocates nothing.
+	d := &deadlineDevice{}
+	l := &LUN{t: NewTransport(d, TransportOptions{Timeout: time.Minute}), opts: LUNOptions{}.withDefaults(), blockSize: 512, blocks: 1 << 20}
+	buf := make([]byte, 1<<20)
+	var werr error
+	allocs := testing.AllocsPerRun(100, func() {
+		d.seen = d.seen[:0]
+		werr = l.WriteBlocks(context.Background(), 2048, buf)
+	})
+	if werr != nil || allocs != 0 {
+		t.Errorf("WriteBlocks = %v with %v allocations per call, want nil and 0", werr, allocs)
+	}
+}

@@ -86,6 +86,8 @@ type bulkPath struct {
 	small         []byte
 	smallZeroCopy bool
 	bounce        []byte // len(xfers)*piece, allocated on first use
+	// deadline bounds every transfer (usbms.DeadlineSetter); zero: none.
+	deadline time.Time
 }
 
 // newBulkPath allocates the transfers and the small buffer of one open.
@@ -216,7 +218,7 @@ func (b *bulkPath) out(ctx context.Context, p []byte, regions []region) (int, er
 			return moved, err
 		}
 		slot := c % depth
-		got, e := await(ctx, b.xfers[slot])
+		got, e := b.await(ctx, b.xfers[slot])
 		c++
 		if stop {
 			continue // draining after an error or a short transfer
@@ -276,19 +278,31 @@ func (b *bulkPath) one(ctx context.Context, ep uint8, buf []byte) (int, error) {
 	if err := x.submit(ep, buf); err != nil {
 		return 0, err
 	}
-	return await(ctx, x)
+	return b.await(ctx, x)
 }
 
-// await waits for x to complete, cancelling it when ctx is done.
-func await(ctx context.Context, x transfer) (int, error) {
-	cancelled := false
+// await waits for x to complete, cancelling it when ctx is done or the
+// deadline has passed; the latter is reported as
+// context.DeadlineExceeded.
+func (b *bulkPath) await(ctx context.Context, x transfer) (int, error) {
+	cancelled, expired := false, false
 	for !x.wait(waitSlice) {
-		if !cancelled && ctx.Err() != nil {
+		if cancelled {
+			continue
+		}
+		if ctx.Err() != nil {
 			x.cancel()
 			cancelled = true
+		} else if !b.deadline.IsZero() && time.Now().After(b.deadline) {
+			x.cancel()
+			cancelled, expired = true, true
 		}
 	}
-	return x.result()
+	n, err := x.result()
+	if expired && err != nil {
+		return n, fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
+	}
+	return n, err
 }
 
 // allocRegions allocates count buffers of size bytes: usbfs DMA memory when

@@ -30,6 +30,8 @@ type Device struct {
 	closed bool
 	// regions is the memory AllocBuffers handed out and not yet freed.
 	regions []region
+	// deadline bounds the bulk transfers (SetDeadline).
+	deadline time.Time
 	// kernelHad: a kernel driver had the interface at Open; Close hands
 	// it back even after resets re-created the session.
 	kernelHad bool
@@ -38,7 +40,17 @@ type Device struct {
 var (
 	_ usbms.Endpoint        = (*Device)(nil)
 	_ usbms.BufferAllocator = (*Device)(nil)
+	_ usbms.DeadlineSetter  = (*Device)(nil)
 )
+
+// SetDeadline implements usbms.DeadlineSetter: bulk transfers still pending
+// at t are cancelled and fail with context.DeadlineExceeded. The zero time
+// means none.
+func (d *Device) SetDeadline(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.deadline = t
+}
 
 // Open claims the mass-storage interface info describes (from List). On
 // Linux it first refuses, unless opts.Force, when the kernel's disk for that
@@ -106,6 +118,7 @@ func (d *Device) BulkOut(ctx context.Context, p []byte) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, d.stopped("bulk OUT transfer", err)
 	}
+	d.s.bulk.deadline = d.deadline
 	n, err := d.s.bulk.out(ctx, p, d.regions)
 	if err != nil {
 		return n, mapError(ctx, fmt.Sprintf("bulk OUT transfer of %d bytes to endpoint 0x%02x", len(p), d.info.BulkOut), d.info, err)
@@ -128,6 +141,7 @@ func (d *Device) BulkIn(ctx context.Context, p []byte) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, d.stopped("bulk IN transfer", err)
 	}
+	d.s.bulk.deadline = d.deadline
 	n, err := d.s.bulk.in(ctx, p, d.regions)
 	if err != nil {
 		return n, mapError(ctx, fmt.Sprintf("bulk IN transfer of %d bytes from endpoint 0x%02x", len(p), d.info.BulkIn), d.info, err)

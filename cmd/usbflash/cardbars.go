@@ -96,7 +96,11 @@ func (b *cardBars) update(p pipeline.Progress, results []fanout.Result) {
 				parts[i] = b.names[i] + ": failed"
 			}
 		}
-		fmt.Fprintf(b.out, "%s of %s\n", strings.Join(parts, ", "), sizeOrUnknown(b.total))
+		of := ""
+		if b.total >= 0 {
+			of = " of " + units.FormatSize(b.total)
+		}
+		fmt.Fprintf(b.out, "%s%s\n", strings.Join(parts, ", "), of)
 	default:
 		for i, r := range results {
 			b.rep.event(&cardProgressEvent{eventHeader: eventHeader{Event: evCardProgress}, Phase: phase(p.Phase),

@@ -108,16 +108,7 @@ func putImage(t *testing.T, m *Machine, name string, img []byte, format string) 
 // untouched.
 func checkCard(t *testing.T, backing string, img []byte) {
 	t.Helper()
-	got, err := os.ReadFile(backing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) < len(img) {
-		t.Fatalf("%s: backing (%d bytes) smaller than image (%d)", backing, len(got), len(img))
-	}
-	if i := firstDiff(got[:len(img)], img); i >= 0 {
-		t.Fatalf("%s: differs from the image at byte %d (LBA %d): got % x, want % x", backing, i, i/512, window(got, i), window(img, i))
-	}
+	got := checkPrefix(t, backing, img)
 	end := (len(img) + 511) / 512 * 512
 	for i := len(img); i < end && i < len(got); i++ {
 		if got[i] != 0 && got[i] != cardFill {
@@ -165,4 +156,20 @@ func firstDiff(a, b []byte) int {
 
 func window(b []byte, i int) []byte {
 	return b[i:min(i+16, len(b))]
+}
+
+// checkPrefix asserts the backing file starts with img and returns it.
+func checkPrefix(t *testing.T, backing string, img []byte) []byte {
+	t.Helper()
+	got, err := os.ReadFile(backing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < len(img) {
+		t.Fatalf("%s: backing (%d bytes) smaller than image (%d)", backing, len(got), len(img))
+	}
+	if i := firstDiff(got[:len(img)], img); i >= 0 {
+		t.Fatalf("%s: differs from the image at byte %d (LBA %d): got % x, want % x", backing, i, i/512, window(got, i), window(img, i))
+	}
+	return got
 }

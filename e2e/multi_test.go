@@ -185,18 +185,3 @@ func waitReport(t *testing.T, path string, n int, p *Pending, timeout time.Durat
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-
-// checkPrefix asserts the backing file starts with img.
-func checkPrefix(t *testing.T, backing string, img []byte) {
-	t.Helper()
-	got, err := os.ReadFile(backing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) < len(img) {
-		t.Fatalf("%s: backing (%d bytes) smaller than image (%d)", backing, len(got), len(img))
-	}
-	if i := firstDiff(got[:len(img)], img); i >= 0 {
-		t.Fatalf("%s: differs from the image at byte %d (LBA %d)", backing, i, i/512)
-	}
-}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"usbflash/internal/testpattern"
+
 	"usbflash/pipeline"
 	"usbflash/usbms"
 	"usbflash/usbms/sim"
@@ -51,17 +53,7 @@ func openCard(tb testing.TB, dir, name, opts string) card {
 	return card{path: path, lun: lun}
 }
 
-func pattern(n int) []byte {
-	p := make([]byte, n)
-	x := uint32(2463534242)
-	for i := range p {
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
-		p[i] = byte(x) | 1
-	}
-	return p
-}
+func pattern(n int) []byte { return testpattern.Bytes(n, 7) }
 
 // countingReader counts the bytes the pipeline decoded: one decode for the
 // whole group means exactly the image's length.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"usbflash/internal/testpattern"
+
 	"usbflash/internal/aligned"
 	"usbflash/internal/flock"
 )
@@ -113,16 +115,5 @@ func TestDeviceBounds(t *testing.T) {
 	}
 }
 
-// testImage returns n deterministic bytes, never zero, so misplaced or
-// missing blocks show.
-func testImage(n int, seed byte) []byte {
-	p := make([]byte, n)
-	x := uint32(seed)*2654435761 + 1
-	for i := range p {
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
-		p[i] = byte(x) | 1
-	}
-	return p
-}
+// testImage is the shared test pattern.
+func testImage(n int, seed byte) []byte { return testpattern.Bytes(n, seed) }

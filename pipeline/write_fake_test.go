@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"usbflash/internal/testpattern"
 )
 
 // The tests talk to devices only through BlockDevice plus the wrappers
@@ -155,16 +157,5 @@ func isZero(p []byte) bool {
 	return true
 }
 
-// testImage returns n deterministic bytes that differ from block to block,
-// never all zero in a block, so misplaced or missing blocks show.
-func testImage(n int, seed byte) []byte {
-	p := make([]byte, n)
-	x := uint32(seed)*2654435761 + 1
-	for i := range p {
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
-		p[i] = byte(x) | 1
-	}
-	return p
-}
+// testImage is the shared test pattern.
+func testImage(n int, seed byte) []byte { return testpattern.Bytes(n, seed) }

@@ -12,7 +12,7 @@ FUZZTIME ?= 10s
 DEMO_CARD ?= bin/demo-card.img
 
 .PHONY: all deps build demo test lint fuzz bench e2e bench-e2e clean \
-	cross-deps cross cross-linux cross-nousb test-arm64 e2e-arm64 bench-e2e-arm64
+	cross-deps cross cross-linux cross-nousb test-arm64 test-arm e2e-arm64 bench-e2e-arm64
 
 all: build
 
@@ -92,13 +92,16 @@ cross-nousb:
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -tags nousb -o bin/usbflash-$$os-$$arch$$ext ./cmd/usbflash; \
 	done
 
-# The unit tests as arm64 programs under qemu-aarch64 user emulation (no
-# cgo: the libusb backend is exercised by e2e-arm64), every package but the
-# CLI's and the QEMU suite's (nothing to emulate there), whatever the tree
-# holds at the time.
-ARM64_TEST_PKGS = $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/)
+# The unit tests as arm64 (test-arm64) and 32-bit arm (test-arm: 32-bit
+# int, 4-byte alignment) programs under qemu-user emulation. No cgo: the
+# libusb backend is exercised by e2e-arm64. Every package but the CLI's and
+# the QEMU suite's (nothing to emulate there), whatever the tree holds.
+EMU_TEST_PKGS = $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/)
 test-arm64: cross-deps
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) test -tags nousb -count=1 -exec qemu-aarch64-static $(ARM64_TEST_PKGS)
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) test -tags nousb -count=1 -exec qemu-aarch64-static $(EMU_TEST_PKGS)
+
+test-arm: cross-deps
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) test -tags nousb -count=1 -exec qemu-arm-static $(EMU_TEST_PKGS)
 
 # The arm64 build in an arm64 guest (see e2e/README.md).
 e2e-arm64: cross-linux

@@ -11,7 +11,8 @@ TAGS     = $(shell pkg-config --exists libusb-1.0 2>/dev/null || echo nousb)
 FUZZTIME ?= 10s
 DEMO_CARD ?= bin/demo-card.img
 
-.PHONY: all deps build demo test lint fuzz bench e2e bench-e2e clean
+.PHONY: all deps build demo test lint fuzz bench e2e bench-e2e clean \
+	cross-deps cross cross-linux cross-nousb test-arm64 test-arm e2e-arm64 bench-e2e-arm64
 
 all: build
 
@@ -60,6 +61,56 @@ e2e: build
 
 bench-e2e: build
 	$(GO) test -tags "e2e $(TAGS)" -count=1 -timeout 40m -run BenchE2E -v ./e2e/
+
+# Other platforms. Linux on arm64 and armhf with the libusb backend (cgo:
+# Debian's cross compilers, the target's multiarch libusb-1.0-0-dev, linked
+# dynamically: the target needs libusb-1.0-0), and the no-USB build (sim:
+# and file: targets only) for the rest, so portability cannot rot.
+# `cross-deps` installs the compilers and libraries (root, apt-get).
+CROSS_LINUX := arm64:aarch64-linux-gnu:arm64 armhf:arm-linux-gnueabihf:arm
+CROSS_NOUSB := darwin/arm64 darwin/amd64 windows/amd64 freebsd/amd64
+
+cross-deps:
+	.ci/cross-deps
+
+cross: cross-linux cross-nousb
+
+# bin/usbflash-linux-<Debian arch>; armhf is GOARM=7 (hard float).
+cross-linux: cross-deps
+	@set -e; for t in $(CROSS_LINUX); do \
+	  deb=$${t%%:*}; rest=$${t#*:}; triplet=$${rest%%:*}; goarch=$${rest#*:}; \
+	  echo "== linux/$$deb (libusb, cgo)"; \
+	  CGO_ENABLED=1 GOOS=linux GOARCH=$$goarch GOARM=7 CC=$$triplet-gcc \
+	    PKG_CONFIG_LIBDIR=/usr/lib/$$triplet/pkgconfig:/usr/share/pkgconfig \
+	    $(GO) build -o bin/usbflash-linux-$$deb ./cmd/usbflash; \
+	done
+
+cross-nousb:
+	@set -e; for t in $(CROSS_NOUSB); do \
+	  os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  echo "== $$t (nousb)"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -tags nousb -o bin/usbflash-$$os-$$arch$$ext ./cmd/usbflash; \
+	done
+
+# The unit tests as arm64 (test-arm64) and 32-bit arm (test-arm: 32-bit
+# int, 4-byte alignment) programs under qemu-user emulation. No cgo: the
+# libusb backend is exercised by e2e-arm64. Every package but the CLI's and
+# the QEMU suite's (nothing to emulate there), whatever the tree holds.
+EMU_TEST_PKGS = $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/)
+test-arm64: cross-deps
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) test -tags nousb -count=1 -exec qemu-aarch64-static $(EMU_TEST_PKGS)
+
+test-arm: cross-deps
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) test -tags nousb -count=1 -exec qemu-arm-static $(EMU_TEST_PKGS)
+
+# The arm64 build in an arm64 guest (see e2e/README.md).
+e2e-arm64: cross-linux
+	USBFLASH_E2E_BIN_ARM64=$(CURDIR)/bin/usbflash-linux-arm64 \
+	  $(GO) test -tags "e2e $(TAGS)" -count=1 -timeout 30m -run 'TestArm64$$' -v ./e2e/
+
+bench-e2e-arm64: cross-linux
+	USBFLASH_E2E_BIN_ARM64=$(CURDIR)/bin/usbflash-linux-arm64 \
+	  $(GO) test -tags "e2e $(TAGS)" -count=1 -timeout 40m -run 'TestArm64Bench$$' -v ./e2e/
 
 clean:
 	rm -rf bin

@@ -63,9 +63,7 @@ func buildZcprobe(t *testing.T) string {
 }
 
 func TestBenchE2E(t *testing.T) {
-	if os.Getenv("USBFLASH_E2E_BENCH") != "1" && !strings.Contains(flag.Lookup("test.run").Value.String(), "Bench") {
-		t.Skip("bench-e2e runs only with -run BenchE2E or USBFLASH_E2E_BENCH=1")
-	}
+	optIn(t, "Bench", "USBFLASH_E2E_BENCH")
 	mb := 48
 	if v, err := strconv.Atoi(os.Getenv("USBFLASH_E2E_BENCH_MB")); err == nil && v > 0 {
 		mb = v

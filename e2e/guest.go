@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -55,12 +56,66 @@ var guestModules = map[string]string{
 	"nls_utf8":     "",
 }
 
+// Arch is what differs between the guest architectures: the rest of the
+// preparation (kernel package, modules, initramfs, 9p share, command loop)
+// is shared.
+type Arch struct {
+	Name     string   // Debian and Go architecture: amd64, arm64
+	Qemu     string   // qemu-system-x86_64
+	QemuPkg  string   // the Debian package that has Qemu
+	Machine  []string // board and its options
+	Console  string   // the serial console's device in the guest
+	TCGCPU   string   // -cpu under TCG
+	Cmdline  string   // kernel arguments beyond console, panic, loglevel, rdinit
+	Triplet  string   // multiarch triplet: where the host keeps this arch's libraries
+	PVH      bool     // boot the vmlinux extracted from the bzImage (x86 only)
+	CacheSub string   // subdirectory of CacheDir(); "" for amd64 (the cache predates arm64)
+}
+
+var (
+	// ArchAMD64 boots Debian's amd64 kernel on the PC board.
+	ArchAMD64 = &Arch{Name: "amd64", Qemu: "qemu-system-x86_64", QemuPkg: "qemu-system-x86",
+		Machine: []string{"-M", "pc"}, Console: "ttyS0", TCGCPU: "max", Cmdline: "tsc=reliable no_timer_check",
+		Triplet: "x86_64-linux-gnu", PVH: true}
+	// ArchARM64 boots Debian's arm64 kernel Image on QEMU's virt board
+	// (GICv3, PCIe host bridge: the same PCI devices as the PC).
+	ArchARM64 = &Arch{Name: "arm64", Qemu: "qemu-system-aarch64", QemuPkg: "qemu-system-arm",
+		Machine: []string{"-M", "virt,gic-version=3"}, Console: "ttyAMA0",
+		// QARMA pointer authentication costs TCG much; the
+		// implementation-defined algorithm is the cheap one.
+		TCGCPU:  "max,pauth-impdef=on",
+		Triplet: "aarch64-linux-gnu", CacheSub: "arm64"}
+)
+
+// native reports whether the host runs this architecture (it then has
+// KVM, a static busybox and the C libraries installed natively).
+func (a *Arch) native() bool { return a.Name == runtime.GOARCH }
+
+// aptName is a package name as apt must be asked for this architecture.
+func (a *Arch) aptName(pkg string) string {
+	if a.native() {
+		return pkg
+	}
+	return pkg + ":" + a.Name
+}
+
+// LibDirs are where the host keeps this architecture's shared libraries
+// (Debian multiarch; a foreign architecture's come from `apt-get install
+// libfoo:arm64`).
+func (a *Arch) LibDirs() []string {
+	return []string{"/lib/" + a.Triplet, "/usr/lib/" + a.Triplet, "/usr/" + a.Triplet + "/lib", "/lib", "/usr/lib"}
+}
+
+// Cache is this architecture's cache directory.
+func (a *Arch) Cache() string { return filepath.Join(CacheDir(), a.CacheSub) }
+
 // Guest is a prepared guest: what qemu boots.
 type Guest struct {
+	Arch          *Arch
 	KernelRelease string // e.g. 6.1.0-57-amd64
 	Package       string // e.g. linux-image-6.1.0-57-amd64_6.1.192-3
-	Vmlinux       string // uncompressed ELF with a PVH note
-	Bzimage       string // the package's vmlinuz (fallback boot)
+	Vmlinux       string // uncompressed ELF with a PVH note (amd64; "" otherwise)
+	Kernel        string // the package's vmlinuz: a bzImage or an arm64 Image
 	Initramfs     string // uncompressed newc cpio
 }
 
@@ -75,14 +130,14 @@ func CacheDir() string {
 	return filepath.Join(os.TempDir(), "usbflash-e2e-cache")
 }
 
-// PrepareGuest returns the cached guest, preparing it first if needed.
-// logf receives progress lines.
-func PrepareGuest(logf func(string, ...any)) (*Guest, error) {
-	cache := CacheDir()
+// PrepareGuest returns the cached guest of an architecture, preparing it
+// first if needed. logf receives progress lines.
+func PrepareGuest(arch *Arch, logf func(string, ...any)) (*Guest, error) {
+	cache := arch.Cache()
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return nil, err
 	}
-	kdir, err := kernelDir(cache, logf)
+	kdir, err := kernelDir(arch, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -91,19 +146,22 @@ func PrepareGuest(logf func(string, ...any)) (*Guest, error) {
 		return nil, fmt.Errorf("kernel cache %s: expected one lib/modules/<release>: %v", kdir, err)
 	}
 	g := &Guest{
+		Arch:          arch,
 		KernelRelease: rels[0].Name(),
 		Package:       filepath.Base(kdir),
-		Vmlinux:       filepath.Join(kdir, "vmlinux"),
-		Bzimage:       filepath.Join(kdir, "vmlinuz"),
+		Kernel:        filepath.Join(kdir, "vmlinuz"),
 	}
-	if _, err := os.Stat(g.Vmlinux); err != nil {
-		logf("extracting vmlinux from %s", g.Bzimage)
-		if err := extractVmlinux(g.Bzimage, g.Vmlinux); err != nil {
-			logf("cannot extract vmlinux (%v): booting the bzImage instead", err)
-			g.Vmlinux = ""
+	if arch.PVH {
+		g.Vmlinux = filepath.Join(kdir, "vmlinux")
+		if _, err := os.Stat(g.Vmlinux); err != nil {
+			logf("extracting vmlinux from %s", g.Kernel)
+			if err := extractVmlinux(g.Kernel, g.Vmlinux); err != nil {
+				logf("cannot extract vmlinux (%v): booting the bzImage instead", err)
+				g.Vmlinux = ""
+			}
 		}
 	}
-	busybox, err := findBusybox()
+	busybox, err := findBusybox(arch, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -196,21 +254,17 @@ func PrepareGuest(logf func(string, ...any)) (*Guest, error) {
 
 // kernelDir returns the cache directory of the unpacked kernel package,
 // downloading it with apt-get if needed. USBFLASH_E2E_KERNEL_DEB names a .deb
-// to use instead of asking apt.
-func kernelDir(cache string, logf func(string, ...any)) (string, error) {
-	deb := os.Getenv("USBFLASH_E2E_KERNEL_DEB")
+// to use instead of asking apt (amd64 only).
+func kernelDir(arch *Arch, logf func(string, ...any)) (string, error) {
+	cache := arch.Cache()
+	deb := ""
+	if arch == ArchAMD64 {
+		deb = os.Getenv("USBFLASH_E2E_KERNEL_DEB")
+	}
 	var pkg, ver string
 	if deb == "" {
 		var err error
-		pkg, ver, err = aptKernel()
-		if err != nil && os.Geteuid() == 0 {
-			// A fresh machine may have no package lists yet.
-			logf("%v: running apt-get update", err)
-			if out, uerr := exec.Command("apt-get", "update", "-qq").CombinedOutput(); uerr != nil {
-				logf("apt-get update: %v\n%s", uerr, out)
-			}
-			pkg, ver, err = aptKernel()
-		}
+		pkg, ver, err = aptCandidate(arch, "linux-image-"+arch.Name, logf)
 		if err != nil {
 			// Offline: any kernel prepared before will do.
 			if m, _ := filepath.Glob(filepath.Join(cache, "linux-image-*", "vmlinuz")); len(m) > 0 {
@@ -231,32 +285,15 @@ func kernelDir(cache string, logf func(string, ...any)) (string, error) {
 		}
 		pkg, ver = f[0], f[1]
 	}
-	kdir := filepath.Join(cache, pkg+"_"+strings.ReplaceAll(ver, ":", "%3a"))
+	kdir := filepath.Join(cache, debDirName(pkg, ver))
 	if _, err := os.Stat(filepath.Join(kdir, "vmlinuz")); err == nil {
 		return kdir, nil
 	}
-	dl, err := os.MkdirTemp(cache, "dl-")
+	x, cleanup, err := debUnpack(cache, deb, pkg, ver, logf)
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(dl)
-	if deb == "" {
-		logf("apt-get download %s=%s", pkg, ver)
-		cmd := exec.Command("apt-get", "download", pkg+"="+ver)
-		cmd.Dir = dl
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("apt-get download %s: %v\n%s", pkg, err, out)
-		}
-		m, _ := filepath.Glob(filepath.Join(dl, "*.deb"))
-		if len(m) != 1 {
-			return "", fmt.Errorf("apt-get download %s left %v", pkg, m)
-		}
-		deb = m[0]
-	}
-	x := filepath.Join(dl, "x")
-	if out, err := exec.Command("dpkg-deb", "-x", deb, x).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("dpkg-deb -x %s: %v\n%s", deb, err, out)
-	}
+	defer cleanup()
 	// Keep only what the guest needs: vmlinuz, System.map-less, the modules
 	// tree's kernel/ (a few MB are used, but the resolver needs the tree).
 	// Several test processes may prepare at once: build in a private
@@ -268,7 +305,7 @@ func kernelDir(cache string, logf func(string, ...any)) (string, error) {
 	defer os.RemoveAll(tmp)
 	vm, _ := filepath.Glob(filepath.Join(x, "boot", "vmlinuz-*"))
 	if len(vm) != 1 {
-		return "", fmt.Errorf("%s has no single boot/vmlinuz-*: %v", deb, vm)
+		return "", fmt.Errorf("%s has no single boot/vmlinuz-*: %v", pkg, vm)
 	}
 	rel := strings.TrimPrefix(filepath.Base(vm[0]), "vmlinuz-")
 	src := filepath.Join(x, "lib", "modules", rel)
@@ -295,26 +332,118 @@ func kernelDir(cache string, logf func(string, ...any)) (string, error) {
 	return kdir, nil
 }
 
-// aptKernel finds the kernel package the running Debian release ships:
-// linux-image-amd64's dependency and its candidate version.
-func aptKernel() (pkg, ver string, err error) {
-	out, err := exec.Command("apt-cache", "depends", "linux-image-amd64").Output()
+// debDirName is the cache directory name of an unpacked package version
+// (no ":arch" qualifier, no epoch colon).
+func debDirName(pkg, ver string) string {
+	pkg, _, _ = strings.Cut(pkg, ":")
+	return pkg + "_" + strings.ReplaceAll(ver, ":", "%3a")
+}
+
+// debUnpack unpacks a package into a temporary directory under cache: the
+// .deb at deb, or pkg=ver fetched with apt-get download. cleanup removes it.
+func debUnpack(cache, deb, pkg, ver string, logf func(string, ...any)) (dir string, cleanup func(), err error) {
+	dl, err := os.MkdirTemp(cache, "dl-")
 	if err != nil {
-		return "", "", fmt.Errorf("apt-cache depends linux-image-amd64: %w", err)
+		return "", nil, err
 	}
-	for _, l := range strings.Split(string(out), "\n") {
-		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "Depends: linux-image-") {
-			pkg = strings.TrimPrefix(l, "Depends: ")
-			break
+	cleanup = func() { os.RemoveAll(dl) }
+	if deb == "" {
+		logf("apt-get download %s=%s", pkg, ver)
+		cmd := exec.Command("apt-get", "download", pkg+"="+ver)
+		cmd.Dir = dl
+		if out, err := cmd.CombinedOutput(); err != nil {
+			cleanup()
+			return "", nil, fmt.Errorf("apt-get download %s: %v\n%s", pkg, err, out)
 		}
+		m, _ := filepath.Glob(filepath.Join(dl, "*.deb"))
+		if len(m) != 1 {
+			cleanup()
+			return "", nil, fmt.Errorf("apt-get download %s left %v", pkg, m)
+		}
+		deb = m[0]
 	}
-	if pkg == "" {
-		return "", "", fmt.Errorf("apt-cache depends linux-image-amd64: no linux-image dependency (run apt-get update?)")
+	x := filepath.Join(dl, "x")
+	if out, err := exec.Command("dpkg-deb", "-x", deb, x).CombinedOutput(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("dpkg-deb -x %s: %v\n%s", deb, err, out)
 	}
-	out, err = exec.Command("apt-cache", "policy", pkg).Output()
+	return x, cleanup, nil
+}
+
+// DebFiles returns the cached unpacked tree of an architecture's package
+// (busybox-static, xz-utils, ...), fetching it with apt-get download first
+// if needed. Nothing is installed on the host.
+func DebFiles(arch *Arch, pkg string, logf func(string, ...any)) (string, error) {
+	name, ver, err := aptCandidate(arch, pkg, logf)
 	if err != nil {
-		return "", "", fmt.Errorf("apt-cache policy %s: %w", pkg, err)
+		if m, _ := filepath.Glob(filepath.Join(arch.Cache(), "deb", pkg+"_*")); len(m) > 0 {
+			sort.Strings(m)
+			logf("apt unavailable (%v); using cached %s", err, m[len(m)-1])
+			return m[len(m)-1], nil
+		}
+		return "", err
+	}
+	dst := filepath.Join(arch.Cache(), "deb", debDirName(name, ver))
+	if _, err := os.Stat(dst); err == nil {
+		return dst, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	x, cleanup, err := debUnpack(arch.Cache(), "", name, ver, logf)
+	if err != nil {
+		return "", err
+	}
+	defer cleanup()
+	if err := os.Rename(x, dst); err != nil {
+		if _, e := os.Stat(dst); e == nil {
+			return dst, nil // another process was first
+		}
+		return "", err
+	}
+	return dst, nil
+}
+
+// aptCandidate names the package apt would install for pkg on arch and its
+// version; a metapackage (linux-image-arm64) resolves to the package it
+// depends on. On a fresh machine without package lists it runs apt-get
+// update once (as root).
+func aptCandidate(arch *Arch, pkg string, logf func(string, ...any)) (name, ver string, err error) {
+	name, ver, err = aptPolicy(arch, pkg)
+	if err != nil && os.Geteuid() == 0 {
+		logf("%v: running apt-get update", err)
+		if out, uerr := exec.Command("apt-get", "update", "-qq").CombinedOutput(); uerr != nil {
+			logf("apt-get update: %v\n%s", uerr, out)
+		}
+		name, ver, err = aptPolicy(arch, pkg)
+	}
+	return name, ver, err
+}
+
+func aptPolicy(arch *Arch, pkg string) (name, ver string, err error) {
+	name = arch.aptName(pkg)
+	if strings.HasPrefix(pkg, "linux-image-") {
+		out, err := exec.Command("apt-cache", "depends", name).Output()
+		if err != nil {
+			return "", "", fmt.Errorf("apt-cache depends %s: %w", name, err)
+		}
+		dep := ""
+		for _, l := range strings.Split(string(out), "\n") {
+			l = strings.TrimSpace(l)
+			if strings.HasPrefix(l, "Depends: linux-image-") {
+				dep = strings.TrimPrefix(l, "Depends: ")
+				break
+			}
+		}
+		if dep == "" {
+			return "", "", fmt.Errorf("apt-cache depends %s: no linux-image dependency (run apt-get update?)", name)
+		}
+		name, _, _ = strings.Cut(dep, ":")
+		name = arch.aptName(name)
+	}
+	out, err := exec.Command("apt-cache", "policy", name).Output()
+	if err != nil {
+		return "", "", fmt.Errorf("apt-cache policy %s: %w", name, err)
 	}
 	for _, l := range strings.Split(string(out), "\n") {
 		l = strings.TrimSpace(l)
@@ -323,13 +452,24 @@ func aptKernel() (pkg, ver string, err error) {
 		}
 	}
 	if ver == "" || ver == "(none)" {
-		return "", "", fmt.Errorf("apt-cache policy %s: no candidate", pkg)
+		return "", "", fmt.Errorf("apt-cache policy %s: no candidate (for a foreign architecture: dpkg --add-architecture %s && apt-get update)", name, arch.Name)
 	}
-	return pkg, ver, nil
+	return name, ver, nil
 }
 
-func findBusybox() (string, error) {
-	for _, p := range []string{os.Getenv("USBFLASH_E2E_BUSYBOX"), "/bin/busybox", "/usr/bin/busybox"} {
+// findBusybox returns a static busybox for the guest: the host's for the
+// host's architecture, else busybox-static of that architecture unpacked
+// from its package.
+func findBusybox(arch *Arch, logf func(string, ...any)) (string, error) {
+	cands := []string{os.Getenv("USBFLASH_E2E_BUSYBOX"), "/bin/busybox", "/usr/bin/busybox"}
+	if !arch.native() {
+		dir, err := DebFiles(arch, "busybox-static", logf)
+		if err != nil {
+			return "", fmt.Errorf("no %s busybox: %w", arch.Name, err)
+		}
+		cands = []string{filepath.Join(dir, "bin", "busybox")}
+	}
+	for _, p := range cands {
 		if p == "" {
 			continue
 		}
@@ -348,7 +488,85 @@ func findBusybox() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("no static busybox found (apt-get install busybox-static)")
+	return "", fmt.Errorf("no static %s busybox found (apt-get install busybox-static)", arch.Name)
+}
+
+// LibClosure lists the shared libraries an ELF executable needs, the
+// dynamic loader included, resolved in the architecture's host library
+// directories, recursively: what ldd prints, but also for a foreign
+// architecture's binary, which ldd cannot run. The result maps the name
+// the guest's loader will look for (the soname, or the loader's base name)
+// to the host file.
+// Directories in extra are searched first (packages unpacked by DebFiles).
+func LibClosure(arch *Arch, bin string, extra ...string) (map[string]string, error) {
+	out := map[string]string{}
+	var visit func(p string) error
+	visit = func(p string) error {
+		f, err := elf.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		for _, prog := range f.Progs {
+			if prog.Type != elf.PT_INTERP {
+				continue
+			}
+			b, err := io.ReadAll(prog.Open())
+			if err != nil {
+				return fmt.Errorf("%s: PT_INTERP: %w", p, err)
+			}
+			interp := strings.TrimRight(string(b), "\x00")
+			name := filepath.Base(interp)
+			if _, ok := out[name]; !ok {
+				real, err := findLib(arch, name, extra)
+				if err != nil {
+					return fmt.Errorf("%s: loader %s: %w", p, interp, err)
+				}
+				out[name] = real
+			}
+		}
+		libs, err := f.ImportedLibraries()
+		if err != nil {
+			return nil // static
+		}
+		for _, l := range libs {
+			if _, ok := out[l]; ok {
+				continue
+			}
+			real, err := findLib(arch, l, extra)
+			if err != nil {
+				return fmt.Errorf("%s needs %s: %w", p, l, err)
+			}
+			out[l] = real
+			if err := visit(real); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, visit(bin)
+}
+
+// findLib finds a library of the architecture on the host (following
+// symlinks to the file itself).
+func findLib(arch *Arch, name string, extra []string) (string, error) {
+	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "arm": elf.EM_ARM}[arch.Name]
+	for _, d := range append(append([]string{}, extra...), arch.LibDirs()...) {
+		p, err := filepath.EvalSymlinks(filepath.Join(d, name))
+		if err != nil {
+			continue
+		}
+		f, err := elf.Open(p)
+		if err != nil {
+			continue
+		}
+		m := f.Machine
+		f.Close()
+		if m == want {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no %s %s in %v (apt-get install the library's package for %s)", arch.Name, name, arch.LibDirs(), arch.Name)
 }
 
 // modName is the kernel's name for a module file: basename without .ko*,

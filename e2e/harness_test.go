@@ -3,12 +3,11 @@
 package e2e
 
 import (
-	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -16,22 +15,31 @@ import (
 )
 
 var (
-	envOnce sync.Once
-	env     *Env
-	envErr  error // guest or qemu unavailable: every scenario skips with it
+	// suites holds each architecture's prepared environment, built once per
+	// run by the first test that needs it.
+	suites  = map[*Arch]*suite{ArchAMD64: {}, ArchARM64: {}}
+	env     *Env // the amd64 suite's, once setupEnv ran
 	suiteT0 = time.Now()
 	// tempDirs outlive single tests (the binary, its libraries) and are
 	// removed when the run ends.
 	tempDirs []string
 )
 
+type suite struct {
+	once sync.Once
+	env  *Env
+	err  error // guest or qemu unavailable: every scenario skips with it
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	for _, d := range tempDirs {
 		os.RemoveAll(d)
 	}
-	if env != nil {
-		fmt.Printf("e2e: accel %s, whole run %v\n", env.Accel.Name, time.Since(suiteT0).Round(time.Second))
+	for a, s := range suites {
+		if s.env != nil {
+			fmt.Printf("e2e: %s accel %s, whole run %v\n", a.Name, s.env.Accel.Name, time.Since(suiteT0).Round(time.Second))
+		}
 	}
 	os.Exit(code)
 }
@@ -42,31 +50,40 @@ func moduleRoot() string {
 	return filepath.Dir(wd)
 }
 
+// setupEnv prepares the amd64 suite (the default one) into env.
 func setupEnv(t *testing.T) {
-	envOnce.Do(func() {
-		logf := func(f string, a ...any) { fmt.Printf("e2e: "+f+"\n", a...) }
+	env = setupArch(t, ArchAMD64)
+}
+
+// setupArch prepares an architecture's guest and binary once per run, or
+// skips (fails in CI) when they cannot be had.
+func setupArch(t *testing.T, arch *Arch) *Env {
+	s := suites[arch]
+	s.once.Do(func() {
+		logf := func(f string, a ...any) { fmt.Printf("e2e: "+arch.Name+": "+f+"\n", a...) }
 		e := &Env{}
-		q, err := exec.LookPath("qemu-system-x86_64")
+		q, err := exec.LookPath(arch.Qemu)
 		if err != nil {
-			envErr = fmt.Errorf("qemu-system-x86_64 not found (apt-get install qemu-system-x86): %v", err)
+			s.err = fmt.Errorf("%s not found (apt-get install %s): %v", arch.Qemu, arch.QemuPkg, err)
 			return
 		}
 		e.Qemu = q
 		t0 := time.Now()
-		g, err := PrepareGuest(logf)
+		g, err := PrepareGuest(arch, logf)
 		if err != nil {
-			envErr = fmt.Errorf("cannot prepare the guest kernel/initramfs: %v", err)
+			s.err = fmt.Errorf("cannot prepare the %s guest kernel/initramfs: %v", arch.Name, err)
 			return
 		}
 		e.Guest = g
-		logf("guest %s ready in %v (cache %s)", g.Package, time.Since(t0).Round(time.Millisecond), CacheDir())
+		logf("guest %s ready in %v (cache %s)", g.Package, time.Since(t0).Round(time.Millisecond), arch.Cache())
 		e.Accel = e.ProbeAccel(logf)
 		e.BuildErr = buildUsbflash(e, logf)
-		env = e
+		s.env = e
 	})
-	if envErr != nil {
-		skipOrFail(t, "e2e guest unavailable: %v", envErr)
+	if s.err != nil {
+		skipOrFail(t, "e2e %s guest unavailable: %v", arch.Name, s.err)
 	}
+	return s.env
 }
 
 // skipOrFail skips, or fails when USBFLASH_E2E_REQUIRE=1 (CI: a suite that
@@ -79,10 +96,21 @@ func skipOrFail(t *testing.T, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
-// buildUsbflash builds the binary under test (or takes USBFLASH_E2E_BIN) and
-// collects the shared libraries it needs for the guest.
+// binEnvVar names the variable that points the suite of an architecture at
+// a prebuilt binary instead of building one.
+func binEnvVar(arch *Arch) string {
+	if arch == ArchAMD64 {
+		return "USBFLASH_E2E_BIN"
+	}
+	return "USBFLASH_E2E_BIN_" + strings.ToUpper(arch.Name)
+}
+
+// buildUsbflash builds the binary under test for the guest's architecture
+// (or takes the prebuilt one named by binEnvVar) and collects the shared
+// libraries it needs in the guest.
 func buildUsbflash(e *Env, logf func(string, ...any)) error {
-	bin := os.Getenv("USBFLASH_E2E_BIN")
+	arch := e.Guest.Arch
+	bin := os.Getenv(binEnvVar(arch))
 	if bin == "" {
 		dir, err := os.MkdirTemp("", "usbflash-e2e-bin")
 		if err != nil {
@@ -93,32 +121,21 @@ func buildUsbflash(e *Env, logf func(string, ...any)) error {
 		cmd := exec.Command("go", "build", "-o", bin, "./cmd/usbflash")
 		cmd.Dir = moduleRoot()
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if !arch.native() {
+			// What `make cross` does: Debian's cross compiler and the
+			// multiarch libusb-1.0-0-dev of the target architecture.
+			cmd.Env = append(cmd.Env, "GOOS=linux", "GOARCH="+arch.Name, "CC="+arch.Triplet+"-gcc",
+				"PKG_CONFIG_LIBDIR=/usr/lib/"+arch.Triplet+"/pkgconfig:/usr/share/pkgconfig")
+		}
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./cmd/usbflash: %v\n%s", err, out)
+			return fmt.Errorf("go build ./cmd/usbflash for %s: %v\n%s", arch.Name, err, out)
 		}
 	}
-	out, err := exec.Command("ldd", bin).CombinedOutput()
-	if err != nil && !bytes.Contains(out, []byte("not a dynamic executable")) {
-		return fmt.Errorf("ldd %s: %v\n%s", bin, err, out)
+	libs, err := LibClosure(arch, bin)
+	if err != nil {
+		return err
 	}
-	re := regexp.MustCompile(`(?m)^\s*(?:\S+ => )?(/\S+) \(0x`)
-	for _, m := range re.FindAllStringSubmatch(string(out), -1) {
-		real, err := filepath.EvalSymlinks(m[1])
-		if err != nil {
-			return err
-		}
-		// The guest needs it under its soname (the name ldd shows).
-		d, err := os.MkdirTemp("", "usbflash-e2e-lib")
-		if err != nil {
-			return err
-		}
-		tempDirs = append(tempDirs, d)
-		p := filepath.Join(d, filepath.Base(m[1]))
-		if err := linkOrCopy(real, p); err != nil {
-			return err
-		}
-		e.Libs = append(e.Libs, p)
-	}
+	e.Libs = libs
 	e.Usbflash = bin
 	logf("usbflash %s, libs %v", bin, e.Libs)
 	return nil
@@ -127,8 +144,23 @@ func buildUsbflash(e *Env, logf func(string, ...any)) error {
 // needCLI skips when the binary does not build yet.
 func needCLI(t *testing.T) {
 	setupEnv(t)
-	if env.BuildErr != nil {
-		skipOrFail(t, "usbflash does not build (yet): %v", env.BuildErr)
+	needBinary(t, env)
+}
+
+// needBinary skips when the environment's binary does not build.
+func needBinary(t *testing.T, e *Env) {
+	t.Helper()
+	if e.BuildErr != nil {
+		skipOrFail(t, "usbflash does not build for %s (yet): %v", e.Guest.Arch.Name, e.BuildErr)
+	}
+}
+
+// optIn skips a test that runs only when asked for: when -run names it
+// (name is a substring of the pattern) or envVar is 1.
+func optIn(t *testing.T, name, envVar string) {
+	t.Helper()
+	if os.Getenv(envVar) != "1" && !strings.Contains(flag.Lookup("test.run").Value.String(), name) {
+		t.Skipf("%s runs only with -run %s or %s=1", t.Name(), name, envVar)
 	}
 }
 
@@ -143,7 +175,13 @@ func boot(t *testing.T, spec MachineSpec) *Machine {
 func bootAny(t *testing.T, spec MachineSpec) *Machine {
 	t.Helper()
 	setupEnv(t)
-	m, err := env.Start(spec, t.TempDir(), t.Logf)
+	return bootEnv(t, env, spec)
+}
+
+// bootEnv boots a machine of the environment's architecture.
+func bootEnv(t *testing.T, e *Env, spec MachineSpec) *Machine {
+	t.Helper()
+	m, err := e.Start(spec, t.TempDir(), t.Logf)
 	if err != nil {
 		t.Fatalf("boot: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,10 +71,12 @@ type Accel struct {
 	Name string
 }
 
-var (
-	tcgAccel = Accel{Name: "tcg", Args: []string{"-accel", "tcg", "-cpu", "max", "-smp", "1"}}
-	kvmAccel = Accel{Name: "kvm", Args: []string{"-accel", "kvm", "-cpu", "host", "-smp", "1"}}
-)
+var kvmAccel = Accel{Name: "kvm", Args: []string{"-accel", "kvm", "-cpu", "host", "-smp", "1"}}
+
+// tcgAccel emulates the architecture's CPU with every feature QEMU has.
+func tcgAccel(a *Arch) Accel {
+	return Accel{Name: "tcg", Args: []string{"-accel", "tcg", "-cpu", a.TCGCPU, "-smp", "1"}}
+}
 
 // Machine is a running guest.
 type Machine struct {
@@ -122,26 +125,27 @@ func (s *syncBuffer) String() string {
 type Env struct {
 	Guest    *Guest
 	Accel    Accel
-	Usbflash string   // host path of the binary under test ("" when it does not build)
-	Libs     []string // host paths of its shared libraries incl. the loader
+	Usbflash string            // host path of the binary under test ("" when it does not build)
+	Libs     map[string]string // its shared libraries incl. the loader: guest name -> host path
 	BuildErr error
 	Qemu     string
 }
 
 // bootArgs are the qemu arguments common to every boot.
 func (e *Env) bootArgs(share string, mem int) []string {
+	a := e.Guest.Arch
 	kernel := e.Guest.Vmlinux
 	if kernel == "" {
-		kernel = e.Guest.Bzimage
+		kernel = e.Guest.Kernel
 	}
-	args := []string{
-		"-M", "pc", "-m", strconv.Itoa(mem), "-nodefaults", "-no-user-config",
+	args := append(append([]string{}, a.Machine...),
+		"-m", strconv.Itoa(mem), "-nodefaults", "-no-user-config",
 		"-display", "none", "-serial", "stdio", "-no-reboot",
 		"-kernel", kernel, "-initrd", e.Guest.Initramfs,
-		"-append", "console=ttyS0 panic=-1 loglevel=3 tsc=reliable no_timer_check rdinit=/init",
-		"-fsdev", "local,id=fs0,path=" + share + ",security_model=none",
+		"-append", strings.TrimSpace("console="+a.Console+" panic=-1 loglevel=3 rdinit=/init "+a.Cmdline),
+		"-fsdev", "local,id=fs0,path="+share+",security_model=none",
 		"-device", "virtio-9p-pci,fsdev=fs0,mount_tag=host0",
-	}
+	)
 	return append(args, e.Accel.Args...)
 }
 
@@ -160,8 +164,8 @@ func (e *Env) Start(spec MachineSpec, workdir string, logf func(string, ...any))
 		if err := linkOrCopy(e.Usbflash, filepath.Join(share, "bin", "usbflash")); err != nil {
 			return nil, err
 		}
-		for _, l := range e.Libs {
-			if err := linkOrCopy(l, filepath.Join(share, "lib", filepath.Base(l))); err != nil {
+		for name, l := range e.Libs {
+			if err := linkOrCopy(l, filepath.Join(share, "lib", name)); err != nil {
 				return nil, err
 			}
 		}
@@ -539,14 +543,18 @@ func (q *QMP) Close() { q.conn.Close() }
 func (e *Env) ProbeAccel(logf func(string, ...any)) Accel {
 	switch os.Getenv("USBFLASH_E2E_ACCEL") {
 	case "tcg":
-		return tcgAccel
+		return tcgAccel(e.Guest.Arch)
 	case "kvm":
 		return kvmAccel
+	}
+	if !e.Guest.Arch.native() {
+		logf("%s guest on a %s host: TCG", e.Guest.Arch.Name, runtime.GOARCH)
+		return tcgAccel(e.Guest.Arch)
 	}
 	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
 	if err != nil {
 		logf("no usable /dev/kvm (%v): TCG", err)
-		return tcgAccel
+		return tcgAccel(e.Guest.Arch)
 	}
 	f.Close()
 	ver, _ := exec.Command(e.Qemu, "--version").Output()
@@ -557,7 +565,7 @@ func (e *Env) ProbeAccel(logf func(string, ...any)) Accel {
 		if strings.TrimSpace(string(b)) == "kvm" {
 			return kvmAccel
 		}
-		return tcgAccel
+		return tcgAccel(e.Guest.Arch)
 	}
 	// Probe: boot with KVM, no readers, and see whether init comes up.
 	dir, _ := os.MkdirTemp("", "ufprobe")
@@ -585,5 +593,5 @@ func (e *Env) ProbeAccel(logf func(string, ...any)) Accel {
 	if res == "kvm" {
 		return kvmAccel
 	}
-	return tcgAccel
+	return tcgAccel(e.Guest.Arch)
 }

@@ -192,38 +192,62 @@ func TestWriteFormats(t *testing.T) {
 			}
 			m := boot(t, spec)
 			for i, f := range formats {
-				size := 6<<20 + 3*512
-				if f == "raw" {
-					size += 1000 // not a whole block: the tail is padded
-				}
-				img := makeImage(int64(100+i), size)
-				p := putImage(t, m, "img", img, f)
-				target := serialTarget("FMT" + strings.ToUpper(f))
-				r := usbflash(t, m, 3*time.Minute, "write", p, target, "--yes")
-				wantCode(t, r, 0, "write "+f)
-				checkCard(t, cards[f], img)
-				r = usbflash(t, m, 3*time.Minute, "verify", p, target)
-				wantCode(t, r, 0, "verify "+f)
+				writeVerify(t, m, cards[f], "FMT"+strings.ToUpper(f), int64(100+i), f)
 			}
 		})
 	}
+}
+
+// writeVerify writes an image in format (seeded by seed) to the reader with
+// that serial, checks the backing file, then runs verify.
+func writeVerify(t *testing.T, m *Machine, card, serial string, seed int64, format string) {
+	t.Helper()
+	size := 6<<20 + 3*512
+	if format == "raw" {
+		size += 1000 // not a whole block: the tail is padded
+	}
+	img := makeImage(seed, size)
+	p := putImage(t, m, "img", img, format)
+	target := serialTarget(serial)
+	r := usbflash(t, m, 3*time.Minute, "write", p, target, "--yes")
+	wantCode(t, r, 0, "write "+format)
+	checkCard(t, card, img)
+	r = usbflash(t, m, 3*time.Minute, "verify", p, target)
+	wantCode(t, r, 0, "verify "+format)
 }
 
 // Scenario 3: a usb-bot reader with two LUNs gets a different image on each.
 func TestMultiLUN(t *testing.T) {
 	a, b := newCard(t, 12<<20), newCard(t, 10<<20)
 	m := boot(t, MachineSpec{Controller: XHCI, Readers: []Reader{{Serial: "MLUN1", Bot: true, LUNs: []LUN{{Backing: a}, {Backing: b}}}}})
+	multiLUN(t, m, "MLUN1", a, b)
+}
+
+// multiLUN writes a different image to LUN 0 (12 MiB card a) and LUN 1
+// (10 MiB card b) of the reader with that serial.
+func multiLUN(t *testing.T, m *Machine, serial, a, b string) {
+	t.Helper()
 	l := list(t, m)
-	if len(l.Devices) != 1 || len(l.Devices[0].LUNs) != 2 {
-		t.Errorf("list --json: want one device with 2 LUNs: %+v", l)
-	} else if l.Devices[0].LUNs[1].Blocks != 10<<20/512 {
-		t.Errorf("list --json: LUN 1 has %d blocks, want %d", l.Devices[0].LUNs[1].Blocks, 10<<20/512)
+	found := false
+	for _, d := range l.Devices {
+		if d.Serial != serial {
+			continue
+		}
+		found = true
+		if len(d.LUNs) != 2 {
+			t.Errorf("list --json: %s has %d LUNs, want 2: %+v", serial, len(d.LUNs), d)
+		} else if d.LUNs[1].Blocks != 10<<20/512 {
+			t.Errorf("list --json: LUN 1 has %d blocks, want %d", d.LUNs[1].Blocks, 10<<20/512)
+		}
+	}
+	if !found {
+		t.Errorf("list --json: no device %s: %+v", serial, l)
 	}
 	imgA, imgB := makeImage(31, 5<<20), makeImage(32, 7<<20)
 	pa, pb := putImage(t, m, "a", imgA, "gz"), putImage(t, m, "b", imgB, "raw")
-	r := usbflash(t, m, 3*time.Minute, "write", pa, serialTarget("MLUN1")+"/0", "--yes")
+	r := usbflash(t, m, 3*time.Minute, "write", pa, serialTarget(serial)+"/0", "--yes")
 	wantCode(t, r, 0, "write LUN 0")
-	r = usbflash(t, m, 3*time.Minute, "write", pb, serialTarget("MLUN1")+"/1", "--yes")
+	r = usbflash(t, m, 3*time.Minute, "write", pb, serialTarget(serial)+"/1", "--yes")
 	wantCode(t, r, 0, "write LUN 1")
 	checkCard(t, a, imgA)
 	checkCard(t, b, imgB)
@@ -303,30 +327,46 @@ func lbaIn(out string, lo, hi, want int64) bool {
 // of the failing transfer named; nothing hangs. Also a read error during
 // verify.
 func TestWriteError(t *testing.T) {
-	const bad = 5000 // in the 1 MiB transfer covering LBAs 4096..6143
 	card := newCard(t, 16<<20)
 	card2 := newCard(t, 16<<20)
 	m := boot(t, MachineSpec{Controller: XHCI, Readers: []Reader{
-		{Serial: "FAULT1", LUNs: []LUN{{Backing: card, Fault: &Fault{Sector: bad}}}},
+		writeFaultReader("FAULT1", card),
 		{Serial: "FAULT2", LUNs: []LUN{{Backing: card2, Fault: &Fault{Sector: 3000, IOType: "read"}}}},
 	}})
-	p := putImage(t, m, "img", makeImage(6, 8<<20), "raw")
-	r := usbflash(t, m, 2*time.Minute, "write", p, serialTarget("FAULT1"), "--yes", "--transfer-size", "1MiB")
-	wantCode(t, r, 5, "write over a failing sector")
-	if !lbaIn(all(r), 4096, 6143, bad) {
-		t.Errorf("write error: output names no LBA in 4096..6143 (bad sector %d)\n%s", bad, r)
-	}
-	if r.Took > 90*time.Second {
-		t.Errorf("write error took %v", r.Took)
-	}
+	p := writeFault(t, m, "FAULT1")
 
 	// A read error during verify (sense 3/11/00): exit 5 naming the LBA.
 	const badRead = 3000 // in the 1 MiB READ covering LBAs 2048..4095
-	r = usbflash(t, m, 2*time.Minute, "write", p, serialTarget("FAULT2"), "--yes", "--transfer-size", "1MiB")
+	r := usbflash(t, m, 2*time.Minute, "write", p, serialTarget("FAULT2"), "--yes", "--transfer-size", "1MiB")
 	wantCode(t, r, 5, "write + verify over an unreadable sector")
 	if !lbaIn(all(r), 2048, 4095, badRead) {
 		t.Errorf("read error: output names no LBA in 2048..4095 (bad sector %d)\n%s", badRead, r)
 	}
+}
+
+// writeFaultSector fails in the 1 MiB transfer covering LBAs 4096..6143.
+const writeFaultSector = 5000
+
+// writeFaultReader is a reader whose card fails writes at writeFaultSector.
+func writeFaultReader(serial, card string) Reader {
+	return Reader{Serial: serial, LUNs: []LUN{{Backing: card, Fault: &Fault{Sector: writeFaultSector}}}}
+}
+
+// writeFault writes an 8 MiB image in 1 MiB transfers to a
+// writeFaultReader: exit 5, the failing transfer's LBA range named, no
+// hang. It returns the image's guest path.
+func writeFault(t *testing.T, m *Machine, serial string) string {
+	t.Helper()
+	p := putImage(t, m, "img", makeImage(6, 8<<20), "raw")
+	r := usbflash(t, m, 2*time.Minute, "write", p, serialTarget(serial), "--yes", "--transfer-size", "1MiB")
+	wantCode(t, r, 5, "write over a failing sector")
+	if !lbaIn(all(r), 4096, 6143, writeFaultSector) {
+		t.Errorf("write error: output names no LBA in 4096..6143 (bad sector %d)\n%s", writeFaultSector, r)
+	}
+	if r.Took > 90*time.Second {
+		t.Errorf("write error took %v", r.Took)
+	}
+	return p
 }
 
 // waitLanded waits until the first n bytes of img are on the card.
@@ -357,13 +397,21 @@ func waitLanded(t *testing.T, card string, img []byte, n int, p *Pending, timeou
 func TestUnplugMidWrite(t *testing.T) {
 	card := newCard(t, 96<<20)
 	m := boot(t, MachineSpec{Controller: XHCI, QMP: true, MemMB: 1024, Readers: []Reader{{ID: "unplug0", Serial: "UNPLUG1", LUNs: []LUN{{Backing: card}}}}})
-	img := makeImage(7, 80<<20)
+	unplugMidWrite(t, m, "unplug0", "UNPLUG1", card, 80<<20)
+}
+
+// unplugMidWrite writes an image of size bytes to the reader (qdev id,
+// serial) and device_del's it once 4 MiB landed: exit 5 naming the
+// disconnect, quickly, and `list` no longer shows it. The machine needs QMP.
+func unplugMidWrite(t *testing.T, m *Machine, id, serial, card string, size int) {
+	t.Helper()
+	img := makeImage(7, size)
 	p := putImage(t, m, "img", img, "raw")
 	guest(t, m, "cp "+p+" /tmp/u.img")
-	w := m.Start("timeout -s TERM 120 usbflash write /tmp/u.img " + serialTarget("UNPLUG1") + " --yes --transfer-size 64KiB")
-	waitLanded(t, card, img, 4<<20, w, 60*time.Second)
+	w := m.Start("timeout -s TERM 120 usbflash write /tmp/u.img " + serialTarget(serial) + " --yes --transfer-size 64KiB")
+	waitLanded(t, card, img, 4<<20, w, 2*time.Minute)
 	t0 := time.Now()
-	if _, err := m.QMP.Exec("device_del", map[string]any{"id": "unplug0"}); err != nil {
+	if _, err := m.QMP.Exec("device_del", map[string]any{"id": id}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := w.Wait(2 * time.Minute)
@@ -378,7 +426,7 @@ func TestUnplugMidWrite(t *testing.T) {
 	}
 	r = usbflash(t, m, 30*time.Second, "list", "--json")
 	wantCode(t, r, 0, "list after unplug")
-	if strings.Contains(r.Stdout, "UNPLUG1") {
+	if strings.Contains(r.Stdout, serial) {
 		t.Errorf("list after unplug still shows the reader:\n%s", r)
 	}
 }

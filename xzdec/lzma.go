@@ -28,6 +28,15 @@ func (d *lzmaDec) resetState() {
 	d.pending = 0
 }
 
+// distOK reports whether a match distance (rep0: distance - 1) reaches only
+// decoded bytes (total since the dictionary reset) within the dictionary
+// (dlim). It compares unsigned: a corrupt stream can decode a rep0 of 2^31
+// or more, which int(rep0) turns negative where int is 32 bits (arm, 386),
+// passing a signed check and then slicing the window out of range.
+func distOK(rep0 uint32, total, dlim int) bool {
+	return int64(rep0) < int64(total) && int64(rep0) < int64(dlim)
+}
+
 // rcInit starts the range decoder on a chunk; it returns false if the
 // chunk's first byte is not zero, as the format requires.
 func (d *lzmaDec) rcInit(in []byte) bool {
@@ -111,7 +120,7 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 				rng, code, ip, b = rcBit(&p.isRep0Long[state<<4|uint32(posState)], rng, code, in, ip)
 				if b == 0 {
 					// Short rep: one byte from rep0.
-					if int(rep0) >= total || int(rep0) >= dlim {
+					if !distOK(rep0, total, dlim) {
 						err = errLZMADistance
 						break
 					}
@@ -254,7 +263,7 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 				}
 			}
 		}
-		if int(rep0) >= total || int(rep0) >= dlim {
+		if !distOK(rep0, total, dlim) {
 			err = errLZMADistance
 			break
 		}

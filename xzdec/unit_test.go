@@ -46,6 +46,33 @@ func TestCopyMatch(t *testing.T) {
 	}
 }
 
+// TestDistOK pins the match-distance check on every word size: distances
+// of 2^31 and more (from corrupt input) must be rejected where int is 32
+// bits too (go test with GOARCH=arm, as make test-arm does).
+func TestDistOK(t *testing.T) {
+	tests := []struct {
+		rep0        uint32
+		total, dlim int
+		want        bool
+	}{
+		{0, 1, 1, true},
+		{0, 0, 1, false},
+		{9, 10, 1 << 20, true},
+		{10, 10, 1 << 20, false},
+		{9, 1 << 20, 10, true},
+		{10, 1 << 20, 10, false},
+		{1<<31 - 2, 1<<31 - 1, 1<<31 - 1, true},
+		{1 << 31, 1 << 20, 1 << 20, false},
+		{0xbb9f976b, 1 << 20, 1 << 20, false}, // TestCorrupted's flip that crashed on arm
+		{0xFFFFFFFF, 1 << 20, 1 << 20, false},
+	}
+	for _, tt := range tests {
+		if got := distOK(tt.rep0, tt.total, tt.dlim); got != tt.want {
+			t.Errorf("distOK(%#x, %d, %d) = %v, want %v", tt.rep0, tt.total, tt.dlim, got, tt.want)
+		}
+	}
+}
+
 func TestVLI(t *testing.T) {
 	tests := []struct {
 		in   []byte

@@ -20,9 +20,11 @@ fail() { echo "E2E-FATAL $*"; poweroff -f; sleep 5; }
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none host0 /host || fail "cannot mount host share"
 
 # The per-run bits (usbflash binary, its shared libraries) come from the share.
+# The binary's loader is /lib64/ld-linux-x86-64.so.2 or
+# /lib/ld-linux-aarch64.so.1; LD_LIBRARY_PATH finds the rest.
 if [ -d /host/lib ]; then
-	mkdir -p /lib64 /lib/x86_64-linux-gnu
-	for f in /host/lib/*; do ln -sf "$f" /lib64/; ln -sf "$f" /lib/x86_64-linux-gnu/; done
+	mkdir -p /lib64
+	for f in /host/lib/*; do ln -sf "$f" /lib64/; ln -sf "$f" /lib/; done
 fi
 export LD_LIBRARY_PATH=/host/lib
 [ -x /host/bin/usbflash ] && ln -sf /host/bin/usbflash /bin/usbflash

@@ -46,7 +46,8 @@ func (d *Device) block(ctx context.Context, what string) error {
 // a transfer never starts before now. Called with d.mu held; releases it
 // while sleeping so Stats and Inject are not held up.
 func (d *Device) pace(ctx context.Context, n int, what string) error {
-	if d.cfg.Speed == 0 && d.busyUntil.IsZero() {
+	speed := d.wireSpeed(d.bot.phase == phaseDataOut)
+	if speed == 0 && d.busyUntil.IsZero() {
 		return nil
 	}
 	now := time.Now()
@@ -54,8 +55,8 @@ func (d *Device) pace(ctx context.Context, n int, what string) error {
 	if d.busyUntil.After(now) {
 		deadline = d.busyUntil
 	}
-	if d.cfg.Speed > 0 && n > 0 {
-		deadline = deadline.Add(time.Duration(float64(n) / d.cfg.Speed * float64(time.Second)))
+	if speed > 0 && n > 0 {
+		deadline = deadline.Add(time.Duration(float64(n) / speed * float64(time.Second)))
 	}
 	if !deadline.After(now) {
 		d.busyUntil = time.Time{}
@@ -72,16 +73,7 @@ func (d *Device) pace(ctx context.Context, n int, what string) error {
 }
 
 // addLatency charges one command's latency to the wire.
-func (d *Device) addLatency() {
-	if d.cfg.Latency <= 0 {
-		return
-	}
-	start := time.Now()
-	if d.busyUntil.After(start) {
-		start = d.busyUntil
-	}
-	d.busyUntil = start.Add(d.cfg.Latency)
-}
+func (d *Device) addLatency() { d.addBusy(d.cfg.Latency) }
 
 // sleepUntil waits for t, ctx or closed, whichever comes first.
 func sleepUntil(ctx context.Context, closed <-chan struct{}, t time.Time) error {

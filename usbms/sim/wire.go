@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"usbflash/usbms"
@@ -75,16 +76,35 @@ func (d *Device) pace(ctx context.Context, n int, what string) error {
 // addLatency charges one command's latency to the wire.
 func (d *Device) addLatency() { d.addBusy(d.cfg.Latency) }
 
+// timerSlack is how late a sleep may wake: on common Linux hosts (VMs in
+// particular) a sleep shorter than a millisecond takes about a millisecond.
+// The speed model must not add that to every command, or a 4 KiB READ at
+// 40 MB/s would cost ten times its wire time, so the last stretch of a wait
+// is spent polling the clock instead.
+const timerSlack = 1500 * time.Microsecond
+
 // sleepUntil waits for t, ctx or closed, whichever comes first.
 func sleepUntil(ctx context.Context, closed <-chan struct{}, t time.Time) error {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-closed:
-		return fmt.Errorf("device closed: %w", usbms.ErrNoDevice)
+	if d := time.Until(t) - timerSlack; d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-closed:
+			return fmt.Errorf("device closed: %w", usbms.ErrNoDevice)
+		}
 	}
+	for time.Now().Before(t) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-closed:
+			return fmt.Errorf("device closed: %w", usbms.ErrNoDevice)
+		default:
+			runtime.Gosched()
+		}
+	}
+	return nil
 }

@@ -1,0 +1,392 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"usbflash/cardbench"
+	"usbflash/imagesrc"
+	"usbflash/internal/units"
+)
+
+// benchFlags are the options of `usbflash bench`.
+type benchFlags struct {
+	write, preserve, yes, force bool
+	region, compare, sizes      string
+	skip                        []string
+	pointTime, randomTime       time.Duration
+	asJSON, quiet               bool
+	plot                        string
+}
+
+// compareAuto is --compare without a value: the kernel's disk for the
+// reader, found in sysfs.
+const compareAuto = "auto"
+
+func newBenchCommand(a *app) *cobra.Command {
+	var f benchFlags
+	c := &cobra.Command{
+		Use:   "bench TARGET",
+		Short: "Measure a reader and card at every transfer size",
+		Long: `Measure TARGET's reader and card through usbflash's direct path:
+sequential reads at every transfer size from one block to 32 MiB (powers of
+two and 120 KiB, the Linux USB 2 request cap) in the card's start, middle
+and end, each point bounded by --time; reads that straddle candidate
+boundaries from 4 KiB to 32 MiB (as flashbench -a) and the erase unit they
+point to; random 4 KiB reads per second; and the round trip of one TEST
+UNIT READY. It ends with the --transfer-size to use for write: the smallest
+within 2% of the best.
+
+Reading changes nothing on the card. --write also measures sequential and
+random 4 KiB writes inside --region (OFFSET:LENGTH, e.g. 1GiB:64MiB): that
+destroys the region's data, so it asks as write does (or takes --yes) and
+refuses a write-protected card and a mounted disk. With --preserve the
+region is read into memory first and written back and verified after,
+also when Ctrl-C cancels the run (press it once: the region is restored
+before usbflash exits).
+
+--compare reads through the kernel's block device too, with O_DIRECT and
+through the page cache, at the same sizes: --compare alone finds the disk
+the kernel made for a usb: reader (before usbflash takes the interface),
+--compare=file:/dev/sdX names it.`,
+		Args: exactArgs(1, "TARGET"),
+		RunE: func(c *cobra.Command, args []string) error {
+			t, err := parseTarget(args[0])
+			if err != nil {
+				return err
+			}
+			return a.bench(c.Context(), t, f)
+		},
+	}
+	fl := c.Flags()
+	fl.BoolVar(&f.write, "write", false, "also measure writes inside --region (destroys its data unless --preserve)")
+	fl.BoolVar(&f.preserve, "preserve", false, "with --write: save the region first, restore and verify it after (also on Ctrl-C)")
+	fl.StringVar(&f.region, "region", "", "OFFSET:LENGTH of the card the write tests use (and the only region read); e.g. 1GiB:64MiB")
+	fl.StringVar(&f.compare, "compare", "", "also read through the kernel: alone, the reader's kernel disk; or =file:/dev/sdX")
+	fl.Lookup("compare").NoOptDefVal = compareAuto
+	fl.StringVar(&f.sizes, "sizes", "", "comma-separated transfer sizes instead of one block to 32 MiB (e.g. 64KiB,120KiB,1MiB)")
+	fl.DurationVar(&f.pointTime, "time", 250*time.Millisecond, "time spent on each size in each region")
+	fl.DurationVar(&f.randomTime, "random-time", time.Second, "time spent on random 4 KiB reads (and writes)")
+	fl.StringSliceVar(&f.skip, "skip", nil, "leave out measurements: align, random, roundtrip (comma-separated)")
+	fl.BoolVarP(&f.yes, "yes", "y", false, "with --write: do not ask for confirmation")
+	fl.BoolVar(&f.force, "force", false, "use the reader even though its kernel disk is mounted")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line: every point, then a summary")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
+	fl.StringVar(&f.plot, "plot", "", "draw the curves to FILE.svg or FILE.png")
+	return c
+}
+
+// benchPlan is what the flags ask for, checked before anything is opened.
+type benchPlan struct {
+	sizes  []int64 // nil: the default sweep for the device's block size
+	region *cardbench.Region
+	skip   map[string]bool
+}
+
+func parseBenchFlags(f benchFlags) (benchPlan, error) {
+	p := benchPlan{skip: map[string]bool{}}
+	for _, s := range f.skip {
+		switch s {
+		case "align", "random", "roundtrip":
+			p.skip[s] = true
+		default:
+			return p, &usageError{fmt.Sprintf("--skip %s: want align, random or roundtrip", s)}
+		}
+	}
+	if f.sizes != "" {
+		for _, s := range strings.Split(f.sizes, ",") {
+			n, err := units.ParseSize(strings.TrimSpace(s))
+			if err != nil || n <= 0 {
+				return p, &usageError{fmt.Sprintf("--sizes: %q is not a size (e.g. 64KiB,120KiB,1MiB)", s)}
+			}
+			p.sizes = append(p.sizes, n)
+		}
+	}
+	if f.region != "" {
+		off, length, ok := strings.Cut(f.region, ":")
+		o, err1 := units.ParseSize(off)
+		n, err2 := units.ParseSize(length)
+		if !ok || err1 != nil || err2 != nil || o < 0 || n <= 0 {
+			return p, &usageError{fmt.Sprintf("--region %q: want OFFSET:LENGTH, like 1GiB:64MiB", f.region)}
+		}
+		p.region = &cardbench.Region{Name: "region", Offset: o, Length: n}
+	}
+	switch {
+	case f.write && p.region == nil:
+		return p, &usageError{"--write needs --region OFFSET:LENGTH: the part of the card the write tests may destroy (e.g. --region 1GiB:64MiB)"}
+	case f.preserve && !f.write:
+		return p, &usageError{"--preserve goes with --write: reading alone changes nothing"}
+	case f.pointTime <= 0 || f.randomTime <= 0:
+		return p, &usageError{"--time and --random-time must be positive"}
+	case f.plot != "" && !strings.EqualFold(filepath.Ext(f.plot), ".svg") && !strings.EqualFold(filepath.Ext(f.plot), ".png"):
+		return p, &usageError{fmt.Sprintf("--plot %s: the file must end in .svg or .png", f.plot)}
+	case f.compare != "" && f.compare != compareAuto && !strings.HasPrefix(f.compare, "file:"):
+		return p, &usageError{fmt.Sprintf("--compare=%s: want file:/dev/sdX, or --compare alone for the reader's kernel disk", f.compare)}
+	}
+	return p, nil
+}
+
+// benchRun collects what bench measured.
+type benchRun struct {
+	target    string
+	capacity  int64
+	blockSize int
+	points    []cardbench.Point
+	align     *cardbench.AlignResult
+	random    []cardbench.RandomResult
+	roundTrip *cardbench.RoundTrip
+	notes     []string
+}
+
+func (a *app) bench(ctx context.Context, t target, f benchFlags) (err error) {
+	rep := a.reporterFor(f.asJSON, f.quiet)
+	defer func() {
+		if err != nil {
+			rep.fail(err, exitCode(err))
+			err = &reportedError{err}
+		}
+	}()
+	plan, err := parseBenchFlags(f)
+	if err != nil {
+		return err
+	}
+	run := &benchRun{target: t.raw}
+	point := func(p cardbench.Point) {
+		rep.event("point", map[string]any{"path": p.Path, "op": p.Op, "size": p.Size, "region": p.Region,
+			"bytes": p.Bytes, "commands": p.Commands, "elapsed_s": p.Elapsed.Seconds(), "rate": p.Rate()}, "")
+	}
+
+	// The kernel's disk goes away when usbflash claims the interface, so
+	// the kernel paths are measured first.
+	if f.compare != "" {
+		node, err := compareNode(ctx, t, f.compare)
+		if err != nil {
+			return err
+		}
+		for _, direct := range []bool{true, false} {
+			pts, err := a.kernelSweep(ctx, rep, node, direct, plan, f, point)
+			if err != nil {
+				return err
+			}
+			run.points = append(run.points, pts...)
+		}
+	}
+
+	d, err := openTarget(ctx, t, openOptions{force: f.force})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	run.target, run.capacity, run.blockSize = d.name, d.capacity(), d.dev.BlockSize()
+	sizes, regions, err := benchLayout(d, plan)
+	if err != nil {
+		return err
+	}
+	if d.lun != nil && d.lun.MaxTransfer() > 0 && sizes[len(sizes)-1] > d.lun.MaxTransfer()*int64(run.blockSize) {
+		note := fmt.Sprintf("%s takes at most %s per command: larger sizes go out as several commands", d.name, units.FormatSize(d.lun.MaxTransfer()*int64(run.blockSize)))
+		run.notes = append(run.notes, note)
+		rep.event("note", map[string]any{"message": note}, note)
+	}
+	if f.write {
+		// The same refusals and question as write, before anything is
+		// written; the region was checked against the card above.
+		region := &imagesrc.Source{Format: imagesrc.FormatRaw, Size: plan.region.Offset + plan.region.Length, SizeExact: true}
+		if err := checkBeforeWrite(d, region); err != nil {
+			return err
+		}
+		if !f.yes {
+			what := fmt.Sprintf("benchmark data over bytes %d to %d", plan.region.Offset, plan.region.Offset+plan.region.Length)
+			if err := a.confirm(d, what, region); err != nil {
+				return err
+			}
+		}
+	}
+	rep.event("start", map[string]any{"target": d.name, "capacity": run.capacity, "block_size": run.blockSize,
+		"sizes": sizes, "regions": regions, "point_time_s": f.pointTime.Seconds(), "write": f.write, "preserve": f.preserve},
+		fmt.Sprintf("Measuring %s (%s, %d-byte blocks): %d sizes from %s to %s, %s per size in each of %s",
+			d.name, units.FormatSize(run.capacity), run.blockSize, len(sizes), units.FormatSize(sizes[0]),
+			units.FormatSize(sizes[len(sizes)-1]), f.pointTime, regionNames(regions)))
+
+	if err := a.benchReads(ctx, rep, d, run, sizes, regions, plan, f, point); err != nil {
+		return err
+	}
+	if f.write {
+		if err := a.benchWrites(ctx, rep, d, run, sizes, *plan.region, plan, f, point); err != nil {
+			return err
+		}
+	}
+	return a.benchReport(rep, run, f)
+}
+
+// benchLayout checks the plan against the opened device: sizes in whole
+// blocks, the region inside the card.
+func benchLayout(d *device, plan benchPlan) ([]int64, []cardbench.Region, error) {
+	bs := int64(d.dev.BlockSize())
+	sizes := plan.sizes
+	if sizes == nil {
+		sizes = cardbench.Sizes(int(bs), cardbench.MaxSize)
+	}
+	for _, n := range sizes {
+		if n%bs != 0 {
+			return nil, nil, &usageError{fmt.Sprintf("--sizes: %s is not a whole number of %s's %d-byte blocks", units.FormatSize(n), d.name, bs)}
+		}
+	}
+	if r := plan.region; r != nil {
+		if r.Offset%bs != 0 || r.Length%bs != 0 || r.Offset+r.Length > d.capacity() {
+			return nil, nil, &usageError{fmt.Sprintf("--region %d:%d: want whole %d-byte blocks inside the card's %d bytes", r.Offset, r.Length, bs, d.capacity())}
+		}
+		return sizes, []cardbench.Region{*r}, nil
+	}
+	return sizes, cardbench.ReadRegions(d.capacity(), 0, cardbench.MaxSize), nil
+}
+
+func regionNames(rs []cardbench.Region) string {
+	var names []string
+	for _, r := range rs {
+		names = append(names, fmt.Sprintf("%s (%s at %s)", r.Name, units.FormatSize(r.Length), units.FormatSize(r.Offset)))
+	}
+	return strings.Join(names, ", ")
+}
+
+// sweepProgress feeds a sweep's progress to the reporter, in points.
+func sweepProgress(rep reporter, phase string) func(done, total int) {
+	rep.progress(phase, 0, 1, 0)
+	return func(done, total int) { rep.progress(phase, int64(done), int64(total), 0) }
+}
+
+func (a *app) benchReads(ctx context.Context, rep reporter, d *device, run *benchRun, sizes []int64, regions []cardbench.Region, plan benchPlan, f benchFlags, point func(cardbench.Point)) error {
+	pts, err := cardbench.Sweep(ctx, d.dev, cardbench.SweepOptions{
+		Path: cardbench.PathDirect, Op: cardbench.OpRead, Sizes: sizes, Regions: regions,
+		PointTime: f.pointTime, Progress: sweepProgress(rep, "read sweep"), Point: point,
+	})
+	run.points = append(run.points, pts...)
+	if err != nil {
+		return err
+	}
+	if !plan.skip["align"] {
+		rep.progress("alignment", 0, 1, 0)
+		al, err := cardbench.Alignment(ctx, d.dev, cardbench.AlignOptions{})
+		if err != nil {
+			return err
+		}
+		run.align = &al
+	}
+	if !plan.skip["random"] {
+		rep.progress("random read", 0, 1, 0)
+		whole := cardbench.Region{Name: "whole card", Length: run.capacity}
+		rr, err := cardbench.Random(ctx, d.dev, cardbench.OpRead, whole, cardbench.RandomSize, f.randomTime, uint64(time.Now().UnixNano()))
+		if err != nil {
+			return err
+		}
+		run.random = append(run.random, rr)
+	}
+	if d.lun != nil && !plan.skip["roundtrip"] {
+		rt, err := cardbench.MeasureRoundTrip(ctx, d.lun, 200, f.randomTime)
+		if err != nil {
+			return err
+		}
+		run.roundTrip = &rt
+	}
+	return nil
+}
+
+// benchWrites runs the write sweep and random writes inside region; with
+// --preserve the region is saved first and restored (and verified) after,
+// whatever happened in between, Ctrl-C included.
+func (a *app) benchWrites(ctx context.Context, rep reporter, d *device, run *benchRun, sizes []int64, region cardbench.Region, plan benchPlan, f benchFlags, point func(cardbench.Point)) (err error) {
+	var saved *cardbench.Saved
+	if f.preserve {
+		rep.progress("save", 0, 1, 0)
+		if saved, err = cardbench.Save(ctx, d.dev, region); err != nil {
+			return fmt.Errorf("--preserve: %w; nothing was written", err)
+		}
+		defer func() { err = a.restore(ctx, rep, d, saved, err) }()
+	}
+	pts, err := cardbench.Sweep(ctx, d.dev, cardbench.SweepOptions{
+		Path: cardbench.PathDirect, Op: cardbench.OpWrite, Sizes: sizes, Regions: []cardbench.Region{region},
+		PointTime: f.pointTime, Progress: sweepProgress(rep, "write sweep"), Point: point,
+	})
+	run.points = append(run.points, pts...)
+	if err != nil {
+		return err
+	}
+	if plan.skip["random"] {
+		return nil
+	}
+	rep.progress("random write", 0, 1, 0)
+	rw, err := cardbench.Random(ctx, d.dev, cardbench.OpWrite, region, cardbench.RandomSize, f.randomTime, uint64(time.Now().UnixNano()))
+	if err != nil {
+		return err
+	}
+	run.random = append(run.random, rw)
+	return nil
+}
+
+// restoreTimeout bounds a restore after a cancel: long enough for the
+// largest preserved region on a slow card.
+const restoreTimeout = 10 * time.Minute
+
+// restore puts the saved region back, after the measurements or their
+// failure or cancel, and says so. The user's cancel does not stop it: a
+// half-written region is what --preserve exists to prevent.
+func (a *app) restore(ctx context.Context, rep reporter, d *device, saved *cardbench.Saved, runErr error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+	defer cancel()
+	r := saved.Region
+	if ctx.Err() != nil {
+		rep.event("note", map[string]any{"message": "restoring the region"}, fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again would leave them half written)", r.Offset, r.Offset+r.Length, d.name))
+	}
+	if err := saved.Restore(rctx, d.dev); err != nil {
+		file, ferr := saveRecovery(saved)
+		how := fmt.Sprintf("writing the saved bytes to a file failed too (%v)", ferr)
+		if ferr == nil {
+			how = fmt.Sprintf("the saved bytes are in %s: put them back with dd if=%s of=DISK bs=%d seek=%d conv=fsync", file, file, d.dev.BlockSize(), r.Offset/int64(d.dev.BlockSize()))
+		}
+		return errors.Join(runErr, &codedError{exitDevice, fmt.Errorf("--preserve: %w; %s", err, how)})
+	}
+	msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", r.Offset, r.Offset+r.Length, d.name)
+	rep.event("restored", map[string]any{"offset": r.Offset, "length": r.Length, "verified": true}, msg)
+	if runErr != nil {
+		return fmt.Errorf("%w (the region was restored and verified)", runErr)
+	}
+	return nil
+}
+
+// saveRecovery writes a region that could not be restored to a file.
+func saveRecovery(saved *cardbench.Saved) (string, error) {
+	f, err := os.CreateTemp("", fmt.Sprintf("usbflash-bench-region-%d-*.img", saved.Region.Offset))
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Write(saved.Bytes()); err != nil {
+		f.Close()
+		return "", err
+	}
+	return f.Name(), f.Close()
+}
+
+// kernelSweep reads the kernel's block device at node through one path.
+func (a *app) kernelSweep(ctx context.Context, rep reporter, node string, direct bool, plan benchPlan, f benchFlags, point func(cardbench.Point)) ([]cardbench.Point, error) {
+	k, err := cardbench.OpenKernel(node, direct)
+	if err != nil {
+		return nil, &codedError{exitDevice, fmt.Errorf("--compare: %w", err)}
+	}
+	defer k.Close()
+	d := &device{name: "file:" + node, dev: k}
+	sizes, regions, err := benchLayout(d, plan)
+	if err != nil {
+		return nil, err
+	}
+	pts, err := cardbench.Sweep(ctx, k, cardbench.SweepOptions{
+		Path: k.Path(), Op: cardbench.OpRead, Sizes: sizes, Regions: regions,
+		PointTime: f.pointTime, Progress: sweepProgress(rep, k.Path()), Point: point,
+	})
+	return pts, err
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// benchCard is a 32 MiB card file full of a pattern, so any write shows.
+func benchCard(t *testing.T) string {
+	t.Helper()
+	return writeFile(t, "card.img", testImage(32<<20))
+}
+
+// fast keeps every measurement short: the tests check what bench does,
+// not how fast the machine is.
+var fast = []string{"--time", "20ms", "--random-time", "20ms"}
+
+func benchArgs(args ...string) []string { return append(append([]string{"bench"}, fast...), args...) }
+
+func TestBenchReadOnlyLeavesCardUnchanged(t *testing.T) {
+	card := benchCard(t)
+	before := fileHash(t, card)
+	r := runCLI(t, benchArgs("--json", "--sizes", "4KiB,64KiB,1MiB", "sim:"+card+"?speed=200MB/s&latency=100us")...)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if fileHash(t, card) != before {
+		t.Error("a read-only bench changed the card")
+	}
+	points := 0
+	for _, e := range jsonEvents(t, r.stdout) {
+		if e["event"] == "point" {
+			points++
+		}
+	}
+	if points != 9 { // 3 sizes in 3 regions
+		t.Errorf("%d point events, want 9", points)
+	}
+	s := lastEvent(t, r.stdout, "summary")
+	for _, key := range []string{"series", "points", "alignment", "random", "round_trip", "recommended_transfer_size"} {
+		if _, ok := s[key]; !ok {
+			t.Errorf("summary has no %q: %v", key, s)
+		}
+	}
+	if rec, _ := s["recommended_transfer_size"].(float64); rec != 4<<10 && rec != 64<<10 && rec != 1<<20 {
+		t.Errorf("recommended %v, not one of the sizes measured", s["recommended_transfer_size"])
+	}
+}
+
+func TestBenchTextShowsTableChartAndAdvice(t *testing.T) {
+	card := benchCard(t)
+	r := runCLI(t, benchArgs("--sizes", "4KiB,1MiB", "sim:"+card)...)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"MB/s by transfer size", "█", "a full bar is", "Alignment:", "Erase unit:",
+		"Random 4 KiB reads:", "TEST UNIT READY round trip:", "Recommended --transfer-size"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// The speed models make the implied size twice as fast as the next
+// smaller one and every command over 100 ms long, so timing noise cannot
+// move the recommendation (see cardbench's tests).
+func TestBenchRecommendsWhatTheModelImplies(t *testing.T) {
+	tests := []struct {
+		name  string
+		model string
+		extra []string
+		want  float64
+	}{
+		{"reads of whole 4 MiB pages", "speed=40MB/s&page=4MiB", nil, 4 << 20},
+		// reject-sync: a sync of the card file (an fsync) would add its
+		// own, unmodelled time to each point.
+		{"writes of whole 2 MiB units", "speed=40MB/s&write-speed=20MB/s&au=2MiB&au-cost=40ms&reject-sync=1",
+			[]string{"--write", "--yes", "--region", "8MiB:16MiB"}, 2 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			card := benchCard(t)
+			args := append([]string{"bench", "--json", "--time", "150ms", "--skip", "align,random,roundtrip", "--sizes", "1MiB,2MiB,4MiB,8MiB"}, tt.extra...)
+			r := runCLI(t, append(args, "sim:"+card+"?"+tt.model)...)
+			if r.code != exitOK {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			s := lastEvent(t, r.stdout, "summary")
+			if got := s["recommended_transfer_size"]; got != tt.want {
+				t.Errorf("recommended %v, want %v (from %v); series %v", got, tt.want, s["recommended_from"], s["series"])
+			}
+		})
+	}
+}
+
+// regionHashes hashes a card file before, inside and after [off, off+n).
+func regionHashes(t *testing.T, card string, off, n int64) [3]string {
+	t.Helper()
+	b, err := os.ReadFile(card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var out [3]string
+	for i, part := range [][]byte{b[:off], b[off : off+n], b[off+n:]} {
+		p := filepath.Join(dir, "part")
+		if err := os.WriteFile(p, part, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out[i] = fileHash(t, p)
+	}
+	return out
+}
+
+func TestBenchWriteTouchesOnlyTheRegion(t *testing.T) {
+	card := benchCard(t)
+	const off, n = 12 << 20, 4 << 20
+	before := regionHashes(t, card, off, n)
+	r := runCLI(t, benchArgs("--write", "--yes", "--region", "12MiB:4MiB", "--sizes", "4KiB,1MiB", "sim:"+card)...)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	after := regionHashes(t, card, off, n)
+	if after[0] != before[0] || after[2] != before[2] {
+		t.Error("bench --write changed the card outside its region")
+	}
+	if after[1] == before[1] {
+		t.Error("bench --write did not write its region")
+	}
+	if !strings.Contains(r.stdout, "direct write") || !strings.Contains(r.stdout, "Random 4 KiB writes") {
+		t.Errorf("output lacks the write results:\n%s", r.stdout)
+	}
+}
+
+func TestBenchPreserveRestores(t *testing.T) {
+	card := benchCard(t)
+	before := fileHash(t, card)
+	r := runCLI(t, benchArgs("--write", "--preserve", "--yes", "--json", "--region", "4MiB:8MiB", "--sizes", "64KiB,1MiB", "sim:"+card)...)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if fileHash(t, card) != before {
+		t.Error("bench --write --preserve left the card changed")
+	}
+	if e := lastEvent(t, r.stdout, "restored"); e["verified"] != true {
+		t.Errorf("restored event %v", e)
+	}
+}
+
+// cancelInPhase cancels the run at the first progress event of a phase.
+type cancelInPhase struct {
+	mu     sync.Mutex
+	phase  string
+	cancel context.CancelFunc
+	seen   bool
+}
+
+func (c *cancelInPhase) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.seen && bytes.Contains(p, []byte(`"event":"progress"`)) && bytes.Contains(p, []byte(`"phase":"`+c.phase+`"`)) {
+		c.seen = true
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+func TestBenchPreserveRestoresWhenCancelled(t *testing.T) {
+	for _, phase := range []string{"write sweep", "random write"} {
+		t.Run(phase, func(t *testing.T) {
+			card := benchCard(t)
+			before := fileHash(t, card)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			args := []string{"bench", "--write", "--preserve", "--yes", "--json", "--region", "4MiB:8MiB", "--sizes", "64KiB,1MiB",
+				"--time", "200ms", "--random-time", "2s", "sim:" + card + "?speed=40MB/s"}
+			r := runCLIContext(t, ctx, &cancelInPhase{phase: phase, cancel: cancel}, args...)
+			if r.code != exitCancelled {
+				t.Fatalf("exit %d, want %d\n%s\n%s", r.code, exitCancelled, r.stdout, r.stderr)
+			}
+			if fileHash(t, card) != before {
+				t.Error("a cancelled bench --preserve left the card changed")
+			}
+			lastEvent(t, r.stdout, "restored")
+			if e := lastEvent(t, r.stdout, "error"); !strings.Contains(e["message"].(string), "restored and verified") {
+				t.Errorf("error event %v does not say the region was restored", e)
+			}
+		})
+	}
+}
+
+func TestBenchRefusesAndRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		spec string
+		want int
+	}{
+		{"write needs a region", []string{"--write", "--yes"}, "", exitUsage},
+		{"preserve needs write", []string{"--preserve"}, "", exitUsage},
+		{"region past the card", []string{"--write", "--yes", "--region", "30MiB:4MiB"}, "", exitUsage},
+		{"region not in blocks", []string{"--write", "--yes", "--region", "100:4MiB"}, "", exitUsage},
+		{"size not in blocks", []string{"--sizes", "1000"}, "", exitUsage},
+		{"plot format", []string{"--plot", "x.pdf"}, "", exitUsage},
+		{"skip what", []string{"--skip", "sweep"}, "", exitUsage},
+		{"compare without a kernel disk", []string{"--compare"}, "", exitUsage},
+		{"compare syntax", []string{"--compare=/dev/sdb"}, "", exitUsage},
+		{"write not confirmed", []string{"--write", "--region", "4MiB:4MiB"}, "", exitRefused},
+		{"write-protected card", []string{"--write", "--yes", "--region", "4MiB:4MiB"}, "?wp=1", exitRefused},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			card := benchCard(t)
+			before := fileHash(t, card)
+			r := runCLI(t, append(benchArgs(tt.args...), "sim:"+card+tt.spec)...)
+			if r.code != tt.want {
+				t.Errorf("exit %d, want %d\n%s", r.code, tt.want, r.stderr)
+			}
+			if fileHash(t, card) != before {
+				t.Error("the card changed")
+			}
+		})
+	}
+}
+
+func TestBenchCompareWithAFile(t *testing.T) {
+	card := benchCard(t)
+	before := fileHash(t, card)
+	r := runCLI(t, benchArgs("--compare=file:"+card, "--sizes", "64KiB,1MiB", "sim:"+card)...)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"kernel O_DIRECT", "kernel buffered", "against the kernel"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if fileHash(t, card) != before {
+		t.Error("--compare changed the card")
+	}
+}
+
+func TestBenchPlot(t *testing.T) {
+	for _, tt := range []struct{ ext, magic string }{{".svg", "<?xml"}, {".png", "\x89PNG"}} {
+		t.Run(tt.ext, func(t *testing.T) {
+			card := benchCard(t)
+			plot := filepath.Join(t.TempDir(), "bench"+tt.ext)
+			r := runCLI(t, benchArgs("--quiet", "--plot", plot, "--sizes", "4KiB,64KiB", "sim:"+card)...)
+			if r.code != exitOK {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			b, err := os.ReadFile(plot)
+			if err != nil || !bytes.HasPrefix(b, []byte(tt.magic)) {
+				t.Errorf("plot %s: %v, starts %q", plot, err, b[:min(len(b), 8)])
+			}
+		})
+	}
+}

@@ -35,11 +35,17 @@ func newSimCard(t *testing.T, cfg sim.Config, size int64) *simCard {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dev.Close() })
+	return &simCard{dev: dev, lun: openLUN(t, dev), mem: mem}
+}
+
+// openLUN runs BOT over dev and opens its LUN 0.
+func openLUN(t testing.TB, dev *sim.Device) *usbms.LUN {
+	t.Helper()
 	lun, err := usbms.OpenLUN(context.Background(), usbms.NewTransport(dev, usbms.TransportOptions{Name: "sim"}), 0, usbms.LUNOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &simCard{dev: dev, lun: lun, mem: mem}
+	return lun
 }
 
 // hash is the SHA-256 of the card's bytes in [off, off+n).

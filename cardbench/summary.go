@@ -18,8 +18,9 @@ type Rate struct {
 
 // Series is the curve of one path and operation, in increasing size.
 type Series struct {
-	Path, Op string
-	Rates    []Rate
+	Path  string `json:"path"`
+	Op    string `json:"op"`
+	Rates []Rate `json:"rates"`
 }
 
 // Name is how tables, charts and plots label the series.

@@ -23,6 +23,9 @@ const (
 	// defaultRegionLength bounds each region of a read sweep: enough for
 	// any point on a USB 3 reader without reading the whole card.
 	defaultRegionLength = 256 << 20
+	// RegionAlign is where read regions start: a multiple of every common
+	// erase unit, so a sweep's transfers do not straddle one by accident.
+	RegionAlign = 4 << 20
 )
 
 // Operations and paths as points name them.
@@ -50,22 +53,25 @@ func Sizes(blockSize int, max int64) []int64 {
 
 // Region is a byte range of the card a measurement stays in.
 type Region struct {
-	Name           string
-	Offset, Length int64
+	Name   string `json:"name"`
+	Offset int64  `json:"offset"`
+	Length int64  `json:"length"`
 }
 
 func (r Region) end() int64 { return r.Offset + r.Length }
 
 // ReadRegions returns the start, middle and end of a card of capacity
-// bytes, each length bytes long (less on a smaller card; they may then
-// overlap) and starting on a multiple of align, so every transfer of a
-// power-of-two size up to align is naturally aligned.
+// bytes: each a third of the card, at most length bytes (256 MiB when 0)
+// and at least MaxSize (so the largest transfer fits; on a card smaller
+// than three of those the regions overlap), starting and ending on
+// multiples of align.
 func ReadRegions(capacity, length, align int64) []Region {
 	if length <= 0 {
 		length = defaultRegionLength
 	}
-	length = min(length, capacity)
+	length = min(length, max(capacity/3, min(capacity, MaxSize)))
 	down := func(n int64) int64 { return n / align * align }
+	length = max(down(length), min(align, capacity))
 	return []Region{
 		{Name: "start", Offset: 0, Length: length},
 		{Name: "middle", Offset: down((capacity - length) / 2), Length: length},

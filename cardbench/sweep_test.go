@@ -2,6 +2,7 @@ package cardbench
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,10 +70,8 @@ func TestSweepReadsEveryRegion(t *testing.T) {
 	c := newSimCard(t, sim.Config{}, cardSize)
 	regions := ReadRegions(cardSize, 8<<20, 4<<20)
 	want := []Region{{"start", 0, 8 << 20}, {"middle", 28 << 20, 8 << 20}, {"end", 56 << 20, 8 << 20}}
-	for i := range want {
-		if regions[i] != want[i] {
-			t.Fatalf("ReadRegions = %+v, want %+v", regions, want)
-		}
+	if !slices.Equal(regions, want) {
+		t.Fatalf("ReadRegions = %+v, want %+v", regions, want)
 	}
 	var progress []int
 	points, err := Sweep(context.Background(), c.lun, SweepOptions{
@@ -97,6 +96,27 @@ func TestSweepReadsEveryRegion(t *testing.T) {
 	}
 	if len(progress) != 3 || progress[2] != 36 {
 		t.Errorf("progress %v, want 3 calls ending 3 of 6", progress)
+	}
+}
+
+func TestReadRegions(t *testing.T) {
+	const MiB = 1 << 20
+	tests := []struct {
+		capacity, length int64
+		want             []Region
+	}{
+		{1 << 40, 0, []Region{{"start", 0, 256 * MiB}, {"middle", (1<<39 - 128*MiB), 256 * MiB}, {"end", 1<<40 - 256*MiB, 256 * MiB}}},
+		{192 * MiB, 0, []Region{{"start", 0, 64 * MiB}, {"middle", 64 * MiB, 64 * MiB}, {"end", 128 * MiB, 64 * MiB}}},
+		{130 * MiB, 0, []Region{{"start", 0, 40 * MiB}, {"middle", 44 * MiB, 40 * MiB}, {"end", 88 * MiB, 40 * MiB}}},
+		// Too small for three disjoint regions of the largest transfer.
+		{64 * MiB, 0, []Region{{"start", 0, 32 * MiB}, {"middle", 16 * MiB, 32 * MiB}, {"end", 32 * MiB, 32 * MiB}}},
+		{16 * MiB, 0, []Region{{"start", 0, 16 * MiB}, {"middle", 0, 16 * MiB}, {"end", 0, 16 * MiB}}},
+		{2 * MiB, 0, []Region{{"start", 0, 2 * MiB}, {"middle", 0, 2 * MiB}, {"end", 0, 2 * MiB}}},
+	}
+	for _, tt := range tests {
+		if got := ReadRegions(tt.capacity, tt.length, RegionAlign); !slices.Equal(got, tt.want) {
+			t.Errorf("ReadRegions(%d MiB) = %+v, want %+v", tt.capacity/MiB, got, tt.want)
+		}
 	}
 }
 

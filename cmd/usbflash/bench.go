@@ -244,7 +244,7 @@ func benchLayout(d *device, plan benchPlan) ([]int64, []cardbench.Region, error)
 		}
 		return sizes, []cardbench.Region{*r}, nil
 	}
-	return sizes, cardbench.ReadRegions(d.capacity(), 0, cardbench.MaxSize), nil
+	return sizes, cardbench.ReadRegions(d.capacity(), 0, cardbench.RegionAlign), nil
 }
 
 func regionNames(rs []cardbench.Region) string {

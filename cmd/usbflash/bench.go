@@ -158,7 +158,12 @@ func (a *app) bench(ctx context.Context, t target, f benchFlags) (err error) {
 		return err
 	}
 	run := &benchRun{target: t.raw}
+	// Points are JSON events only: a text event would end the progress
+	// bar each time, and the table says it all at the end.
 	point := func(p cardbench.Point) {
+		if !f.asJSON {
+			return
+		}
 		rep.event("point", map[string]any{"path": p.Path, "op": p.Op, "size": p.Size, "region": p.Region,
 			"bytes": p.Bytes, "commands": p.Commands, "elapsed_s": p.Elapsed.Seconds(), "rate": p.Rate()}, "")
 	}
@@ -255,16 +260,17 @@ func regionNames(rs []cardbench.Region) string {
 	return strings.Join(names, ", ")
 }
 
-// sweepProgress feeds a sweep's progress to the reporter, in points.
-func sweepProgress(rep reporter, phase string) func(done, total int) {
-	rep.progress(phase, 0, 1, 0)
+// sweepProgress feeds a sweep's progress to the reporter, in points (the
+// reporter's text bar counts them as bytes: it knows no other unit).
+func sweepProgress(rep reporter, phase string, points int) func(done, total int) {
+	rep.progress(phase, 0, int64(points), 0)
 	return func(done, total int) { rep.progress(phase, int64(done), int64(total), 0) }
 }
 
 func (a *app) benchReads(ctx context.Context, rep reporter, d *device, run *benchRun, sizes []int64, regions []cardbench.Region, plan benchPlan, f benchFlags, point func(cardbench.Point)) error {
 	pts, err := cardbench.Sweep(ctx, d.dev, cardbench.SweepOptions{
 		Path: cardbench.PathDirect, Op: cardbench.OpRead, Sizes: sizes, Regions: regions,
-		PointTime: f.pointTime, Progress: sweepProgress(rep, "read sweep"), Point: point,
+		PointTime: f.pointTime, Progress: sweepProgress(rep, "read sweep", len(sizes)*len(regions)), Point: point,
 	})
 	run.points = append(run.points, pts...)
 	if err != nil {
@@ -311,7 +317,7 @@ func (a *app) benchWrites(ctx context.Context, rep reporter, d *device, run *ben
 	}
 	pts, err := cardbench.Sweep(ctx, d.dev, cardbench.SweepOptions{
 		Path: cardbench.PathDirect, Op: cardbench.OpWrite, Sizes: sizes, Regions: []cardbench.Region{region},
-		PointTime: f.pointTime, Progress: sweepProgress(rep, "write sweep"), Point: point,
+		PointTime: f.pointTime, Progress: sweepProgress(rep, "write sweep", len(sizes)), Point: point,
 	})
 	run.points = append(run.points, pts...)
 	if err != nil {
@@ -386,7 +392,7 @@ func (a *app) kernelSweep(ctx context.Context, rep reporter, node string, direct
 	}
 	pts, err := cardbench.Sweep(ctx, k, cardbench.SweepOptions{
 		Path: k.Path(), Op: cardbench.OpRead, Sizes: sizes, Regions: regions,
-		PointTime: f.pointTime, Progress: sweepProgress(rep, k.Path()), Point: point,
+		PointTime: f.pointTime, Progress: sweepProgress(rep, k.Path(), len(sizes)*len(regions)), Point: point,
 	})
 	return pts, err
 }

@@ -66,26 +66,30 @@ func TestBenchTextShowsTableChartAndAdvice(t *testing.T) {
 	}
 }
 
-// The speed models make the implied size twice as fast as the next
-// smaller one and every command over 100 ms long, so timing noise cannot
-// move the recommendation (see cardbench's tests).
+// The speed models leave no size near the 2% line, so neither timing noise
+// nor the host's own cost per command (several ms when the machine is busy)
+// can move the recommendation: reads of whole 4 MiB pages, where smaller
+// reads cost a whole page and larger ones straddle a 4 MiB erase unit
+// (so the best is neither the largest nor the smallest); and writes of
+// part of a 2 MiB unit pay a merge, whole units do not.
 func TestBenchRecommendsWhatTheModelImplies(t *testing.T) {
 	tests := []struct {
 		name  string
 		model string
+		sizes string
 		extra []string
 		want  float64
 	}{
-		{"reads of whole 4 MiB pages", "speed=40MB/s&page=4MiB", nil, 4 << 20},
+		{"reads of whole 4 MiB pages", "speed=40MB/s&page=4MiB&au=4MiB&au-cost=50ms", "1MiB,2MiB,4MiB,8MiB", nil, 4 << 20},
 		// reject-sync: a sync of the card file (an fsync) would add its
 		// own, unmodelled time to each point.
-		{"writes of whole 2 MiB units", "speed=40MB/s&write-speed=20MB/s&au=2MiB&au-cost=40ms&reject-sync=1",
+		{"writes of whole 2 MiB units", "speed=40MB/s&write-speed=20MB/s&au=2MiB&au-cost=40ms&reject-sync=1", "512KiB,1MiB,2MiB",
 			[]string{"--write", "--yes", "--region", "8MiB:16MiB"}, 2 << 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			card := benchCard(t)
-			args := append([]string{"bench", "--json", "--time", "150ms", "--skip", "align,random,roundtrip", "--sizes", "1MiB,2MiB,4MiB,8MiB"}, tt.extra...)
+			args := append([]string{"bench", "--json", "--time", "150ms", "--skip", "align,random,roundtrip", "--sizes", tt.sizes}, tt.extra...)
 			r := runCLI(t, append(args, "sim:"+card+"?"+tt.model)...)
 			if r.code != exitOK {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)

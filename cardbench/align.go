@@ -40,9 +40,10 @@ func (o AlignOptions) withDefaults(bs int64) AlignOptions {
 	return o
 }
 
-// AlignPoint is one candidate boundary: the mean time of a read just
-// before multiples of it, across them, and just after, and how much longer
-// the straddling read took than the two beside it.
+// AlignPoint is one candidate boundary: the median time of a read just
+// before multiples of it, across them, and just after, and the median of
+// how much longer each straddling read took than the two beside it.
+// Medians, so one stall of a busy host does not make a boundary.
 type AlignPoint struct {
 	Boundary int64         `json:"boundary"`
 	Before   time.Duration `json:"before_ns"`
@@ -86,44 +87,36 @@ func Alignment(ctx context.Context, dev pipeline.BlockDevice, o AlignOptions) (A
 		return best, nil
 	}
 	for a := o.Min; a <= o.Max; a *= 2 {
-		var p AlignPoint
-		p.Boundary = a
+		var before, on, after, diff []time.Duration
 		for m := int64(1); m <= int64(o.Count) && m*a+o.Access <= capacity; m++ {
 			b := m * a
-			before, err := timeRead(b - o.Access)
-			if err != nil {
-				return res, err
+			var t [3]time.Duration
+			for i, off := range []int64{b - o.Access, b - o.Access/2, b} {
+				d, err := timeRead(off)
+				if err != nil {
+					return res, err
+				}
+				t[i] = d
 			}
-			on, err := timeRead(b - o.Access/2)
-			if err != nil {
-				return res, err
-			}
-			after, err := timeRead(b)
-			if err != nil {
-				return res, err
-			}
-			p.Before += before
-			p.On += on
-			p.After += after
-			p.Samples++
+			before, on, after = append(before, t[0]), append(on, t[1]), append(after, t[2])
+			diff = append(diff, t[1]-(t[0]+t[2])/2)
 		}
-		if p.Samples == 0 {
+		if len(diff) == 0 {
 			break // the card is smaller than this boundary
 		}
-		n := time.Duration(p.Samples)
-		p.Before, p.On, p.After = p.Before/n, p.On/n, p.After/n
-		p.Diff = p.On - (p.Before+p.After)/2
-		res.Points = append(res.Points, p)
+		res.Points = append(res.Points, AlignPoint{Boundary: a, Before: median(before), On: median(on),
+			After: median(after), Diff: median(diff), Samples: len(diff)})
 	}
 	res.Unit = Unit(res.Points)
 	return res, nil
 }
 
 // Unit reads the erase unit off the alignment points: the smallest
-// boundary from which every larger one shows at least 3/4 of the largest
-// extra time, provided that extra time is real (over a tenth of a read and
-// 20 µs) and the smallest boundary shows less than half of it. 0 means no
-// unit stands out: the reader hides it, or the card has none.
+// boundary showing at least 3/4 of the largest extra time, with every
+// larger boundary showing at least half of it (they are all unit
+// boundaries too), provided that extra time is real (over a tenth of a
+// read and 20 µs) and the smallest boundary shows less than half of it.
+// 0 means no unit stands out: the reader hides it, or the card has none.
 func Unit(points []AlignPoint) int64 {
 	if len(points) < 2 {
 		return 0
@@ -134,14 +127,27 @@ func Unit(points []AlignPoint) int64 {
 		peak = max(peak, p.Diff)
 		reads = append(reads, (p.Before+p.After)/2)
 	}
-	slices.Sort(reads)
-	typical := reads[len(reads)/2]
+	typical := median(reads)
 	if peak < 20*time.Microsecond || peak*10 < typical || points[0].Diff*2 >= peak {
 		return 0
 	}
 	unit := int64(0)
-	for i := len(points) - 1; i >= 0 && points[i].Diff*4 >= peak*3; i-- {
-		unit = points[i].Boundary
+	for i := len(points) - 1; i >= 0 && points[i].Diff*2 >= peak; i-- {
+		if points[i].Diff*4 >= peak*3 {
+			unit = points[i].Boundary
+		}
 	}
 	return unit
+}
+
+// median of d (which it sorts). With an even count it is the mean of the
+// middle two: at half the unit, half the reads straddle it, and the
+// median must say half the cost, not all of it.
+func median(d []time.Duration) time.Duration {
+	slices.Sort(d)
+	n := len(d)
+	if n%2 == 0 {
+		return (d[n/2-1] + d[n/2]) / 2
+	}
+	return d[n/2]
 }

@@ -101,11 +101,30 @@ func TestUnit(t *testing.T) {
 		{"noise below a tenth of a read", pts(ms, 0, 50*time.Microsecond, 90*time.Microsecond, 90*time.Microsecond), 0},
 		{"no rise from the smallest", pts(ms, 2*ms, 2*ms, 2*ms), 0},
 		{"a spike without a plateau", pts(ms, 0, 2*ms, 0, 0), 0},
+		{"a larger boundary a little low still counts", pts(ms, 0, 0, 2*ms, 2*ms, 6*ms/5, 2*ms), 4096 << 2},
 		{"one point says nothing", pts(ms, 2*ms), 0},
 	}
 	for _, tt := range tests {
 		if got := Unit(tt.points); got != tt.want {
 			t.Errorf("%s: Unit = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		in   []time.Duration
+		want time.Duration
+	}{
+		{[]time.Duration{3 * ms}, 3 * ms},
+		{[]time.Duration{30 * ms, 1 * ms, 2 * ms}, 2 * ms},
+		// Half the samples straddle the unit: half its cost.
+		{[]time.Duration{0, 2 * ms, 0, 2 * ms}, ms},
+	}
+	for _, tt := range tests {
+		if got := median(slices.Clone(tt.in)); got != tt.want {
+			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
-// Kernel paths, as points name them.
-const (
-	PathKernelDirect   = "kernel O_DIRECT"
-	PathKernelBuffered = "kernel buffered"
-)
+// PathKernelBuffered names the points of the kernel's cached path;
+// PathKernelDirect (per system) those of its uncached one.
+const PathKernelBuffered = "kernel buffered"
 
 // KernelDevice reads a block device (or an image file) through the
 // kernel, for comparison with the direct path: with O_DIRECT, or through
@@ -87,4 +86,16 @@ func (k *KernelDevice) DropCache() error {
 		return nil
 	}
 	return dropCache(k.f)
+}
+
+// diskNodes returns macOS's raw and buffered nodes of the disk path names,
+// given either (/dev/rdisk4 or /dev/disk4); any other path is both.
+func diskNodes(path string) (raw, buffered string) {
+	if n, ok := strings.CutPrefix(path, "/dev/rdisk"); ok {
+		return path, "/dev/disk" + n
+	}
+	if n, ok := strings.CutPrefix(path, "/dev/disk"); ok {
+		return "/dev/rdisk" + n, path
+	}
+	return path, path
 }

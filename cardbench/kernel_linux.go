@@ -7,6 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// PathKernelDirect names the points of the kernel's uncached path: O_DIRECT reads.
+const PathKernelDirect = "kernel O_DIRECT"
+
 func openKernel(path string, direct bool) (*os.File, error) {
 	flags := os.O_RDONLY
 	if direct {

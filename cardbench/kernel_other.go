@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package cardbench
 
@@ -7,12 +7,14 @@ import (
 	"os"
 )
 
-// openKernel opens path; without Linux's O_DIRECT only the buffered path
-// exists here (on macOS, /dev/rdiskN is the uncached node: compare it
-// with --compare file:/dev/rdiskN).
+// openKernel opens path; without Linux's O_DIRECT or macOS's raw disk
+// nodes only the buffered path exists here.
+// PathKernelDirect names the points of the kernel's uncached path: no such path here.
+const PathKernelDirect = "kernel uncached"
+
 func openKernel(path string, direct bool) (*os.File, error) {
 	if direct {
-		return nil, errors.New("O_DIRECT is a Linux flag: compare the raw node (/dev/rdiskN on macOS) instead")
+		return nil, errors.New("no uncached path to a disk on this system (O_DIRECT is Linux's, /dev/rdiskN macOS's)")
 	}
 	return os.Open(path)
 }

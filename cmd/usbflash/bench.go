@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,6 +109,8 @@ func parseBenchFlags(f benchFlags) (benchPlan, error) {
 			}
 			p.sizes = append(p.sizes, n)
 		}
+		slices.Sort(p.sizes)
+		p.sizes = slices.Compact(p.sizes)
 	}
 	if f.region != "" {
 		off, length, ok := strings.Cut(f.region, ":")
@@ -142,7 +145,6 @@ type benchRun struct {
 	align     *cardbench.AlignResult
 	random    []cardbench.RandomResult
 	roundTrip *cardbench.RoundTrip
-	notes     []string
 }
 
 func (a *app) bench(ctx context.Context, t target, f benchFlags) (err error) {
@@ -196,19 +198,23 @@ func (a *app) bench(ctx context.Context, t target, f benchFlags) (err error) {
 	}
 	if d.lun != nil && d.lun.MaxTransfer() > 0 && sizes[len(sizes)-1] > d.lun.MaxTransfer()*int64(run.blockSize) {
 		note := fmt.Sprintf("%s takes at most %s per command: larger sizes go out as several commands", d.name, units.FormatSize(d.lun.MaxTransfer()*int64(run.blockSize)))
-		run.notes = append(run.notes, note)
 		rep.event("note", map[string]any{"message": note}, note)
 	}
 	if f.write {
 		// The same refusals and question as write, before anything is
-		// written; the region was checked against the card above.
-		region := &imagesrc.Source{Format: imagesrc.FormatRaw, Size: plan.region.Offset + plan.region.Length, SizeExact: true}
-		if err := checkBeforeWrite(d, region); err != nil {
+		// written. Both take an image source: the region stands in for
+		// one (its end for the capacity check, already done above; its
+		// length for the question).
+		r := plan.region
+		if err := checkBeforeWrite(d, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Offset + r.Length, SizeExact: true}); err != nil {
 			return err
 		}
 		if !f.yes {
-			what := fmt.Sprintf("benchmark data over bytes %d to %d", plan.region.Offset, plan.region.Offset+plan.region.Length)
-			if err := a.confirm(d, what, region); err != nil {
+			what := fmt.Sprintf("benchmark data over bytes %d to %d", r.Offset, r.Offset+r.Length)
+			if f.preserve {
+				what += " (saved first and restored after)"
+			}
+			if err := a.confirm(d, what, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Length, SizeExact: true}); err != nil {
 				return err
 			}
 		}

@@ -265,3 +265,27 @@ func TestBenchPlot(t *testing.T) {
 		})
 	}
 }
+
+func TestBenchWriteAsksAtATerminal(t *testing.T) {
+	for _, tt := range []struct {
+		answer string
+		want   int
+	}{{"n\n", exitRefused}, {"", exitRefused}, {"y\n", exitOK}} {
+		card := benchCard(t)
+		before := regionHashes(t, card, 4<<20, 4<<20)
+		var out, errOut bytes.Buffer
+		a := &app{stdin: strings.NewReader(tt.answer), stdout: &out, stderr: &errOut, interactive: true}
+		code := runApp(context.Background(), a, benchArgs("--quiet", "--write", "--preserve", "--skip", "align,random,roundtrip",
+			"--sizes", "1MiB", "--region", "4MiB:4MiB", "sim:"+card+"?serial=CARD43"))
+		if code != tt.want {
+			t.Errorf("answer %q: exit %d, want %d (%s)", tt.answer, code, tt.want, errOut.String())
+		}
+		// The question names the card and the region at stake.
+		if q := errOut.String(); !strings.Contains(q, "CARD43") || !strings.Contains(q, "bytes 4194304 to 8388608") || !strings.Contains(q, "4 MiB") {
+			t.Errorf("question %q does not name the card and the region", q)
+		}
+		if regionHashes(t, card, 4<<20, 4<<20) != before {
+			t.Errorf("answer %q: the card changed (--preserve restores it; a refusal writes nothing)", tt.answer)
+		}
+	}
+}

@@ -226,14 +226,26 @@ func (a *app) bench(ctx context.Context, t target, f benchFlags) (err error) {
 			units.FormatSize(sizes[len(sizes)-1]), f.pointTime, regionNames(regions)))
 
 	if err := a.benchReads(ctx, rep, d, run, sizes, regions, plan, f, point); err != nil {
-		return err
+		return stopped(err, "nothing was written")
 	}
 	if f.write {
 		if err := a.benchWrites(ctx, rep, d, run, sizes, *plan.region, plan, f, point); err != nil {
-			return err
+			if f.preserve {
+				return err // says what became of the region
+			}
+			r := plan.region
+			return stopped(err, fmt.Sprintf("bytes %d to %d of %s hold benchmark data now", r.Offset, r.Offset+r.Length, d.name))
 		}
 	}
 	return a.benchReport(rep, run, f)
+}
+
+// stopped says what a failed or cancelled run left on the card.
+func stopped(err error, card string) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("cancelled (%s): %w", card, err)
+	}
+	return fmt.Errorf("%w (%s)", err, card)
 }
 
 // benchLayout checks the plan against the opened device: sizes in whole

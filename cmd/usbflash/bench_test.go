@@ -198,6 +198,23 @@ func TestBenchPreserveRestoresWhenCancelled(t *testing.T) {
 	}
 }
 
+func TestBenchCancelledReadSaysNothingWasWritten(t *testing.T) {
+	card := benchCard(t)
+	before := fileHash(t, card)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := runCLIContext(t, ctx, &cancelInPhase{phase: "read sweep", cancel: cancel}, "bench", "--json", "--sizes", "64KiB,1MiB", "--time", "1s", "sim:"+card+"?speed=20MB/s")
+	if r.code != exitCancelled {
+		t.Fatalf("exit %d, want %d\n%s", r.code, exitCancelled, r.stderr)
+	}
+	if e := lastEvent(t, r.stdout, "error"); !strings.Contains(e["message"].(string), "cancelled (nothing was written)") {
+		t.Errorf("error event %v", e)
+	}
+	if fileHash(t, card) != before {
+		t.Error("a cancelled read-only bench changed the card")
+	}
+}
+
 func TestBenchRefusesAndRejects(t *testing.T) {
 	tests := []struct {
 		name string

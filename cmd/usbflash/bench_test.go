@@ -3,11 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+
+	"usbflash/cardbench"
+	"usbflash/pipeline"
 )
 
 // benchCard is a 32 MiB card file full of a pattern, so any write shows.
@@ -304,5 +310,48 @@ func TestBenchWriteAsksAtATerminal(t *testing.T) {
 		if regionHashes(t, card, 4<<20, 4<<20) != before {
 			t.Errorf("answer %q: the card changed (--preserve restores it; a refusal writes nothing)", tt.answer)
 		}
+	}
+}
+
+// failingWrites is a device whose writes fail, as a card that died
+// during a write test would.
+type failingWrites struct{ pipeline.BlockDevice }
+
+func (failingWrites) WriteBlocks(_ context.Context, lba int64, _ []byte) error {
+	return fmt.Errorf("WRITE at LBA %d: medium error", lba)
+}
+
+// A restore that fails leaves the saved bytes in a file and says how to
+// put them back.
+func TestBenchRestoreFailureKeepsTheBytes(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	card := benchCard(t)
+	d, err := openTarget(context.Background(), target{kind: targetSim, raw: "sim:" + card, path: card, spec: card, lun: -1}, openOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	region := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
+	saved, err := cardbench.Save(context.Background(), d.dev, region)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.dev = failingWrites{d.dev}
+	a := &app{stdout: io.Discard, stderr: io.Discard}
+	err = a.restore(context.Background(), a.reporterFor(false, true), d, saved, nil)
+	if err == nil || exitCode(err) != exitDevice {
+		t.Fatalf("restore = %v (exit %d), want a device error", err, exitCode(err))
+	}
+	m := regexp.MustCompile(`saved bytes are in (\S+): put them back with dd if=\S+ of=DISK bs=512 seek=2048 conv=fsync`).FindStringSubmatch(err.Error())
+	if m == nil {
+		t.Fatalf("restore error %q does not say where the bytes are and how to put them back", err)
+	}
+	got, err := os.ReadFile(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(card)
+	if !bytes.Equal(got, want[1<<20:2<<20]) {
+		t.Error("the recovery file does not hold the region's original bytes")
 	}
 }

@@ -56,10 +56,19 @@ before usbflash exits).
 --compare reads through the kernel's block device too, with O_DIRECT and
 through the page cache, at the same sizes: --compare alone finds the disk
 the kernel made for a usb: reader (before usbflash takes the interface),
---compare=file:/dev/sdX names it.`,
-		Args: exactArgs(1, "TARGET"),
+--compare=file:/dev/sdX (or --compare file:/dev/sdX) names it.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 2 && f.compare == compareAuto {
+				return nil // --compare file:PATH, written with a space
+			}
+			return exactArgs(1, "TARGET")(c, args)
+		},
 		RunE: func(c *cobra.Command, args []string) error {
-			t, err := parseTarget(args[0])
+			target, err := compareArg(args, &f)
+			if err != nil {
+				return err
+			}
+			t, err := parseTarget(target)
 			if err != nil {
 				return err
 			}
@@ -82,6 +91,25 @@ the kernel made for a usb: reader (before usbflash takes the interface),
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
 	fl.StringVar(&f.plot, "plot", "", "draw the curves to FILE.svg or FILE.png")
 	return c
+}
+
+// compareArg reads `--compare file:PATH` written with a space, which the
+// flag parser sees as --compare alone and a second argument: of the two
+// arguments, the one that is a file: target is the comparison.
+func compareArg(args []string, f *benchFlags) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	a, b := strings.HasPrefix(args[0], "file:"), strings.HasPrefix(args[1], "file:")
+	if a == b {
+		return "", &usageError{fmt.Sprintf("bench takes one TARGET; with two arguments (%s, %s) write --compare=file:PATH", args[0], args[1])}
+	}
+	if a {
+		f.compare = args[0]
+		return args[1], nil
+	}
+	f.compare = args[1]
+	return args[0], nil
 }
 
 // benchPlan is what the flags ask for, checked before anything is opened.

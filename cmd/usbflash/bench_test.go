@@ -238,6 +238,8 @@ func TestBenchRefusesAndRejects(t *testing.T) {
 		{"skip what", []string{"--skip", "sweep"}, "", exitUsage},
 		{"compare without a kernel disk", []string{"--compare"}, "", exitUsage},
 		{"compare syntax", []string{"--compare=/dev/sdb"}, "", exitUsage},
+		{"compare and two targets", []string{"--compare", "sim:other.img"}, "", exitUsage},
+		{"two targets", []string{"file:other.img"}, "", exitUsage},
 		{"write not confirmed", []string{"--write", "--region", "4MiB:4MiB"}, "", exitRefused},
 		{"write-protected card", []string{"--write", "--yes", "--region", "4MiB:4MiB"}, "?wp=1", exitRefused},
 	}
@@ -259,13 +261,19 @@ func TestBenchRefusesAndRejects(t *testing.T) {
 func TestBenchCompareWithAFile(t *testing.T) {
 	card := benchCard(t)
 	before := fileHash(t, card)
-	r := runCLI(t, benchArgs("--compare=file:"+card, "--sizes", "64KiB,1MiB", "sim:"+card)...)
-	if r.code != exitOK {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	for _, want := range []string{"kernel O_DIRECT", "kernel buffered", "against the kernel"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+	for _, args := range [][]string{
+		{"--compare=file:" + card, "sim:" + card},
+		{"--compare", "file:" + card, "sim:" + card}, // with a space
+		{"sim:" + card, "--compare", "file:" + card},
+	} {
+		r := runCLI(t, benchArgs(append([]string{"--sizes", "64KiB,1MiB", "--skip", "align,random,roundtrip"}, args...)...)...)
+		if r.code != exitOK {
+			t.Fatalf("%q: exit %d\n%s", args, r.code, r.stderr)
+		}
+		for _, want := range []string{"kernel O_DIRECT", "kernel buffered", "against the kernel", "Measuring sim:"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("%q: output lacks %q:\n%s", args, want, r.stdout)
+			}
 		}
 	}
 	if fileHash(t, card) != before {

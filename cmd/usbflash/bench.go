@@ -63,6 +63,7 @@ the kernel made for a usb: reader (before usbflash takes the interface),
 			}
 			return exactArgs(1, "TARGET")(c, args)
 		},
+		ValidArgsFunction: targetArgs(false),
 		RunE: func(c *cobra.Command, args []string) error {
 			rep := a.reporterFor(f.asJSON, f.quiet)
 			return a.reported(rep, func() error {

@@ -80,6 +80,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"__complete", "write", "os.img", ""}, "sim:\tthe simulated reader"},
 		{[]string{"__complete", "write", "os.img", "sim:" + dir + "/ca"}, "sim:" + card},
 		{[]string{"__complete", "info", "file:" + dir + "/"}, "file:" + card},
+		{[]string{"__complete", "bench", "sim:" + dir + "/ca"}, "sim:" + card},
 		{[]string{"__complete", "write", "--transfer-size", ""}, "4MiB\t"},
 		{[]string{"__complete", "verify", "--transfer-size", ""}, "1MiB\t"},
 		{[]string{"completion", "bash"}, "bash completion"},

@@ -80,6 +80,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"__complete", "write", "os.img", ""}, "sim:\tthe simulated reader"},
 		{[]string{"__complete", "write", "os.img", "sim:" + dir + "/ca"}, "sim:" + card},
 		{[]string{"__complete", "info", "file:" + dir + "/"}, "file:" + card},
+		{[]string{"__complete", "bench", "sim:" + dir + "/ca"}, "sim:" + card},
 		{[]string{"__complete", "write", "--transfer-size", ""}, "4MiB\t"},
 		{[]string{"__complete", "verify", "--transfer-size", ""}, "1MiB\t"},
 		{[]string{"completion", "bash"}, "bash completion"},
@@ -217,6 +218,14 @@ func TestTextProgress(t *testing.T) {
 			{6 * time.Second, progressEvent{Phase: phaseWrite, Done: 5e6, Total: -1, ElapsedS: 6, Rate: rate(5e6 / 6.0)}},
 		},
 			"write: 5.00 MB, 0.8 MB/s\n"},
+		{"bench: points, not bytes; a step has no count", []step{
+			{0, progressEvent{Phase: phaseReadSweep, Done: 0, Total: 36, unit: benchUnit}},
+			{6 * time.Second, progressEvent{Phase: phaseReadSweep, Done: 9, Total: 36, ElapsedS: 6, unit: benchUnit}},
+			{0, progressEvent{Phase: phaseAlignment, Done: 0, Total: 1, unit: benchUnit}},
+			{6 * time.Second, progressEvent{Phase: phaseAlignment, Done: 0, Total: 1, unit: benchUnit}},
+		},
+			"read sweep: 9 of 36 points (25%)\n" +
+				"alignment\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -126,6 +126,13 @@ func TestREADMEEventTableMatchesSchema(t *testing.T) {
 		}
 		return event
 	}
+	// So has bench, and its progress.
+	bench := func(event string) string {
+		if event == "start" || event == "summary" || event == "progress" {
+			return event + "_bench"
+		}
+		return event
+	}
 	for _, tc := range []struct {
 		heading string
 		rows    int
@@ -133,6 +140,7 @@ func TestREADMEEventTableMatchesSchema(t *testing.T) {
 	}{
 		{"### JSON events (`--json`)", 7, func(e string) string { return e }},
 		{"### JSON events of a many-card write", 4, many},
+		{"### JSON events of `bench`", 5, bench},
 	} {
 		rows := tableRows(readmeSection(t, tc.heading))
 		if len(rows) != tc.rows {
@@ -185,6 +193,7 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 	raw := writeFile(t, "os.img", img)
 	gz := writeFile(t, "os.img.gz", compress(t, "gzip", img))
 	dir := t.TempDir()
+	bench := writeFile(t, "bench.img", testImage(8<<20))
 	card := func(name string) string { return filepath.Join(dir, name) }
 	runs := [][]string{
 		{"write", "--json", "--yes", "--transfer-size", "256KiB", gz, "sim:" + card("a") + "?size=4MiB&max-transfer=256"},
@@ -208,6 +217,15 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 			"sim:" + card("m2") + "?size=4MiB&fault=medium-error:lba=3000,persistent"},
 		{"write", "--json", "--yes", "--no-verify", "--lag", "0", raw, "sim:" + card("m3") + "?size=4MiB", "sim:" + card("m4") + "?size=4MiB"},
 		{"write", "--json", "--yes", "--skip-refused", raw, "sim:" + card("m5") + "?size=4MiB&wp=1", "sim:" + card("m6") + "?size=4MiB"},
+		// bench: every measurement, with a note (the reader's transfer
+		// limit); --write --preserve beside the kernel's paths (save,
+		// restored); only the outcome; a refusal; a usage error.
+		{"bench", "--json", "--time", "20ms", "--random-time", "20ms", "--sizes", "4KiB,64KiB", "sim:" + bench + "?max-transfer=64"},
+		{"bench", "--json", "--time", "20ms", "--random-time", "20ms", "--sizes", "4KiB,64KiB", "--skip", "align,roundtrip",
+			"--write", "--preserve", "--yes", "--region", "1MiB:1MiB", "--compare=file:" + bench, "--plot", filepath.Join(dir, "bench.svg"), "sim:" + bench},
+		{"bench", "--json", "-q", "--time", "20ms", "--skip", "align,random,roundtrip", "--sizes", "64KiB", "sim:" + bench},
+		{"bench", "--json", "--time", "20ms", "--write", "--yes", "--region", "1MiB:1MiB", "sim:" + bench + "?wp=1"},
+		{"bench", "--json", "--write", "sim:" + bench},
 	}
 	seen := map[string]bool{}
 	for _, args := range runs {
@@ -233,7 +251,7 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"start", "device", "phase", "progress", "note", "summary", "error", "card", "card_progress"} {
+	for _, name := range []string{"start", "device", "phase", "progress", "note", "summary", "error", "card", "card_progress", "point", "restored"} {
 		if !seen[name] {
 			t.Errorf("no run emitted a %s event", name)
 		}

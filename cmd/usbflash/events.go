@@ -97,6 +97,10 @@ type progressEvent struct {
 	// Rate is bytes per second over the phase; absent until it means
 	// something (a second into the phase).
 	Rate *float64 `json:"rate,omitempty"`
+	// unit, when set, is what Done and Total count instead of bytes
+	// (bench counts the points of a sweep): the text names it. The JSON
+	// tells them apart by the phase.
+	unit string
 }
 
 type noteEvent struct {

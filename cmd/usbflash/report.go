@@ -185,6 +185,18 @@ func barPosition(p progressEvent) (max, cur int64) {
 // and USB speeds are quoted, in the bar and the summary alike.
 func progressText(p progressEvent, percent bool) string {
 	var b strings.Builder
+	if p.unit != "" {
+		// A measurement of one step has nothing to count: the bar says
+		// it is under way.
+		b.WriteString(string(p.Phase))
+		if p.Total > 1 {
+			fmt.Fprintf(&b, ": %d of %d %s", p.Done, p.Total, p.unit)
+			if percent {
+				fmt.Fprintf(&b, " (%d%%)", p.Done*100/p.Total)
+			}
+		}
+		return b.String()
+	}
 	fmt.Fprintf(&b, "%s: %s", p.Phase, formatBytes(p.Done))
 	switch {
 	case p.Total > 0:

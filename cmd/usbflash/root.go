@@ -52,6 +52,7 @@ Targets:
 		newWriteCommand(a),
 		newVerifyCommand(a),
 		newVersionCommand(a),
+		newBenchCommand(a),
 	)
 	// Set before the completion command is made: it keeps the stream.
 	root.SetIn(a.stdin)

@@ -63,6 +63,7 @@ func (d *Device) begin(c cbw) {
 	d.addLatency()
 
 	p := d.execute(c.lun, c.cdb)
+	d.addBusy(d.commandCost(p))
 	b := &d.bot
 	*b = botState{haltIn: b.haltIn, haltOut: b.haltOut,
 		tag: c.tag, lun: c.lun, host: int64(c.length), hostIn: c.in,

@@ -23,6 +23,11 @@ import (
 //	block=512|4096      logical block size (default 512)
 //	speed=30MB/s        wire speed of data phases (default unlimited)
 //	latency=1ms         added to every command (Go duration; default 0)
+//	write-speed=10MB/s  wire speed of data-out phases (default: speed)
+//	page=16KiB          READ and WRITE take the data time of whole pages
+//	au=4MiB             erase (allocation) unit: with au-cost, a READ pays
+//	au-cost=2ms         au-cost per unit boundary it straddles, a WRITE per
+//	                    unit it covers in part (default au-cost: 2ms)
 //	luns=N              number of LUNs, 1-16 (default 1); LUN k>=1 is the file
 //	                    PATH.lunK if it exists (its size is its capacity),
 //	                    otherwise sparse memory the size of LUN 0, lost at Close
@@ -73,6 +78,7 @@ func open(spec string, readOnly bool) (*Device, error) {
 	closers = append(closers, card)
 	cfg := Config{
 		StallGetMaxLUN: o.stallMaxLUN, Speed: o.speed, Latency: o.latency,
+		WriteSpeed: o.writeSpeed, Page: o.page, AllocationUnit: o.au, AUCost: o.auCost,
 		Serial: o.serial, Product: o.product,
 	}
 	for k := range o.luns {

@@ -9,12 +9,19 @@ import (
 	"usbflash/internal/units"
 )
 
+// defaultAUCost is what straddling an erase unit costs when au= is given
+// without au-cost=: the order of a real card's extra page read.
+const defaultAUCost = 2 * time.Millisecond
+
 // options are the parsed settings of a sim: target.
 type options struct {
 	size                        int64
 	block                       int
 	speed                       float64
 	latency                     time.Duration
+	writeSpeed                  float64
+	page, au                    int64
+	auCost                      time.Duration
 	luns                        int
 	wp, nomedium, removable     bool
 	serial, vendor, product     string
@@ -42,6 +49,9 @@ func parseSpec(spec string) (options, string, error) {
 		if err := o.set(key, val); err != nil {
 			return o, "", fmt.Errorf("sim: target %q: %w", spec, err)
 		}
+	}
+	if o.au > 0 && !strings.Contains("&"+query, "&au-cost=") {
+		o.auCost = defaultAUCost
 	}
 	for _, f := range o.faults {
 		if f.LUN >= o.luns {
@@ -71,6 +81,23 @@ func (o *options) set(key, val string) error {
 		o.latency, err = time.ParseDuration(val)
 		if err == nil && o.latency < 0 {
 			err = fmt.Errorf("want a duration of 0 or more, like 1ms")
+		}
+	case "write-speed":
+		o.writeSpeed, err = units.ParseRate(val)
+	case "page", "au":
+		var n int64
+		if n, err = units.ParseSize(val); err == nil && n <= 0 {
+			err = fmt.Errorf("want a positive size, like 16KiB or 4MiB")
+		}
+		if key == "page" {
+			o.page = n
+		} else {
+			o.au = n
+		}
+	case "au-cost":
+		o.auCost, err = time.ParseDuration(val)
+		if err == nil && o.auCost < 0 {
+			err = fmt.Errorf("want a duration of 0 or more, like 2ms")
 		}
 	case "luns":
 		o.luns, err = strconv.Atoi(val)
@@ -110,7 +137,7 @@ func (o *options) set(key, val string) error {
 			o.faults = append(o.faults, f)
 		}
 	default:
-		return fmt.Errorf("unknown option %q: known are size, block, speed, latency, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, fault", key)
+		return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, fault", key)
 	}
 	if err != nil {
 		return fmt.Errorf("option %s=%s: %w", key, val, err)

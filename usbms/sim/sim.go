@@ -68,6 +68,17 @@ type Config struct {
 	Speed float64
 	// Latency is added to every command, between its CBW and its CSW.
 	Latency time.Duration
+	// WriteSpeed, when not 0, is the wire speed of data-out phases (cards
+	// write slower than they read); Speed is then the read speed.
+	WriteSpeed float64
+	// Page, in bytes, is the card's unit of transfer: a READ or WRITE
+	// takes the data time of whole pages. 0: no rounding.
+	Page int64
+	// AllocationUnit (bytes) and AUCost model the card's erase unit: a
+	// READ pays AUCost for each unit boundary it straddles, a WRITE for
+	// each unit it covers only in part. 0: none.
+	AllocationUnit int64
+	AUCost         time.Duration
 	// Serial, Manufacturer and Product are the USB string descriptors.
 	Serial, Manufacturer, Product string
 }
@@ -111,8 +122,8 @@ func New(cfg Config) (*Device, error) {
 	if len(cfg.LUNs) == 0 || len(cfg.LUNs) > 16 {
 		return nil, fmt.Errorf("sim: %d LUNs configured, want 1 to 16", len(cfg.LUNs))
 	}
-	if cfg.Speed < 0 || cfg.Latency < 0 {
-		return nil, errors.New("sim: speed and latency must not be negative")
+	if cfg.Speed < 0 || cfg.Latency < 0 || cfg.WriteSpeed < 0 || cfg.Page < 0 || cfg.AllocationUnit < 0 || cfg.AUCost < 0 {
+		return nil, errors.New("sim: speed, latency, write speed, page, allocation unit and its cost must not be negative")
 	}
 	if cfg.Serial == "" {
 		cfg.Serial = DefaultSerial

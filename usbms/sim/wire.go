@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"usbflash/usbms"
@@ -46,7 +47,8 @@ func (d *Device) block(ctx context.Context, what string) error {
 // a transfer never starts before now. Called with d.mu held; releases it
 // while sleeping so Stats and Inject are not held up.
 func (d *Device) pace(ctx context.Context, n int, what string) error {
-	if d.cfg.Speed == 0 && d.busyUntil.IsZero() {
+	speed := d.wireSpeed(d.bot.phase == phaseDataOut)
+	if speed == 0 && d.busyUntil.IsZero() {
 		return nil
 	}
 	now := time.Now()
@@ -54,8 +56,8 @@ func (d *Device) pace(ctx context.Context, n int, what string) error {
 	if d.busyUntil.After(now) {
 		deadline = d.busyUntil
 	}
-	if d.cfg.Speed > 0 && n > 0 {
-		deadline = deadline.Add(time.Duration(float64(n) / d.cfg.Speed * float64(time.Second)))
+	if speed > 0 && n > 0 {
+		deadline = deadline.Add(time.Duration(float64(n) / speed * float64(time.Second)))
 	}
 	if !deadline.After(now) {
 		d.busyUntil = time.Time{}
@@ -72,27 +74,37 @@ func (d *Device) pace(ctx context.Context, n int, what string) error {
 }
 
 // addLatency charges one command's latency to the wire.
-func (d *Device) addLatency() {
-	if d.cfg.Latency <= 0 {
-		return
-	}
-	start := time.Now()
-	if d.busyUntil.After(start) {
-		start = d.busyUntil
-	}
-	d.busyUntil = start.Add(d.cfg.Latency)
-}
+func (d *Device) addLatency() { d.addBusy(d.cfg.Latency) }
+
+// timerSlack is how late a sleep may wake: on common Linux hosts (VMs in
+// particular) a sleep shorter than a millisecond takes about a millisecond.
+// The speed model must not add that to every command, or a 4 KiB READ at
+// 40 MB/s would cost ten times its wire time, so the last stretch of a wait
+// is spent polling the clock instead.
+const timerSlack = 1500 * time.Microsecond
 
 // sleepUntil waits for t, ctx or closed, whichever comes first.
 func sleepUntil(ctx context.Context, closed <-chan struct{}, t time.Time) error {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-closed:
-		return fmt.Errorf("device closed: %w", usbms.ErrNoDevice)
+	if d := time.Until(t) - timerSlack; d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-closed:
+			return fmt.Errorf("device closed: %w", usbms.ErrNoDevice)
+		}
 	}
+	for time.Now().Before(t) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-closed:
+			return fmt.Errorf("device closed: %w", usbms.ErrNoDevice)
+		default:
+			runtime.Gosched()
+		}
+	}
+	return nil
 }

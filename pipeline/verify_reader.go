@@ -17,6 +17,7 @@ type blockReader struct {
 	r     *ring
 	bs    int
 	limit int64
+	only  []Extent // nil: everything up to limit
 	busy  time.Duration
 	reads int
 }
@@ -32,6 +33,11 @@ func (br *blockReader) run(stop <-chan struct{}) {
 		}
 		buf := br.r.bufs[idx]
 		n := len(buf)
+		if br.only != nil {
+			var left int64
+			off, left = nextInExtents(br.only, off, br.limit)
+			n = int(min(int64(n), left))
+		}
 		if rest := br.limit - off; rest < int64(n) {
 			n = int(rest)
 		}
@@ -64,7 +70,10 @@ func readBack(ctx context.Context, dev BlockDevice, limit, total int64, opts Ver
 	each func(f fill, buf []byte) (n int, more bool, err error)) (VerifyResult, error) {
 	start := time.Now()
 	br := &blockReader{dev: dev, ctx: context.WithoutCancel(ctx), name: deviceName(dev),
-		bs: dev.BlockSize(), limit: limit}
+		bs: dev.BlockSize(), limit: limit, only: opts.Only}
+	if opts.Only != nil {
+		total = min(total, extentsLen(opts.Only))
+	}
 	br.r = newRing(opts.Buffers, opts.TransferSize)
 	prog := progress{fn: opts.Progress}
 	prog.begin(PhaseVerify, total, 0)

@@ -56,6 +56,12 @@ type WriteOptions struct {
 	HashAlg string
 	// Sync issues a Sync after the last write.
 	Sync bool
+	// Skip, when set, is asked on the decoding goroutine about each filled
+	// transfer but the first (p is the transfer, off its image offset):
+	// true leaves it unwritten, and the card keeps its old bytes there. A
+	// block map skips transfers without a mapped byte, --sparse all-zero
+	// ones. WriteResult.Written then says what was written.
+	Skip func(off int64, p []byte) bool
 }
 
 // WriteResult describes a finished write.
@@ -77,6 +83,11 @@ type WriteResult struct {
 	// BoundRatio how many times longer (>= 1; 0 when nothing was done).
 	Bound      string
 	BoundRatio float64
+	// Written lists the image bytes written when WriteOptions.Skip was set
+	// (nil without it), and WrittenSHA256 is the SHA-256 of those bytes in
+	// order: VerifyOptions.Only and the hash for VerifyHash.
+	Written       []Extent
+	WrittenSHA256 [32]byte
 }
 
 // Write streams src onto dev from LBA 0, one transfer per WriteBlocks call,
@@ -132,9 +143,13 @@ func newWriter(dev BlockDevice, opts WriteOptions) (*writer, error) {
 		return nil, fmt.Errorf("%d buffers of %d bytes take %d bytes: more than the %d-byte limit", opts.Buffers, opts.TransferSize, m, int64(MaxBufferMemory))
 	}
 	w := &writer{dev: dev, name: deviceName(dev), bs: bs, opts: opts}
+	w.dec.skip = opts.Skip
 	switch opts.HashAlg {
 	case "", HashSHA256:
 		w.dec.hash = sha256.New()
+		if opts.Skip != nil {
+			w.dec.written = sha256.New()
+		}
 	case HashNone:
 	default:
 		return nil, fmt.Errorf("hash %q: want %q or %q", opts.HashAlg, HashSHA256, HashNone)

@@ -59,6 +59,9 @@ func (w *writer) run(ctx context.Context, src io.Reader) (WriteResult, error) {
 	if err == nil && w.dec.hash != nil {
 		w.dec.hash.Sum(w.res.SHA256[:0])
 	}
+	if err == nil && w.dec.written != nil {
+		w.dec.written.Sum(w.res.WrittenSHA256[:0])
+	}
 	return w.res, err
 }
 
@@ -96,14 +99,15 @@ func (w *writer) stream(ctx context.Context) error {
 		if err != nil {
 			return w.cancelled(err)
 		}
-		if f.padded > 0 {
+		if f.padded > 0 && !f.skip {
 			if err := w.write(w.nextLBA, w.r.bufs[f.idx][:f.padded]); err != nil {
 				return err
 			}
-			w.nextLBA += int64(f.padded / w.bs)
-			w.streamed += int64(f.n)
 			w.res.BytesWritten += int64(f.padded)
+			w.noteWritten(f)
 		}
+		w.nextLBA += int64(f.padded / w.bs)
+		w.streamed += int64(f.n)
 		w.r.free <- f.idx // free has room for every buffer: never blocks
 		w.prog.update(w.streamed, false)
 		last = f
@@ -120,6 +124,7 @@ func (w *writer) stream(ctx context.Context) error {
 			return err
 		}
 		w.res.BytesWritten += int64(first.padded)
+		w.noteWritten(first)
 	}
 	w.res.Bytes = w.streamed + int64(first.n)
 	w.res.Blocks = w.res.BytesWritten / int64(w.bs)
@@ -131,6 +136,19 @@ func (w *writer) stream(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// noteWritten records a written transfer's image bytes when some may be
+// skipped.
+func (w *writer) noteWritten(f fill) {
+	switch {
+	case w.opts.Skip == nil:
+	case f.off == 0: // the first transfer, written last
+		w.res.Written = append(addExtent(nil, 0, int64(f.n)), w.res.Written...)
+		w.res.Written = mergeFirst(w.res.Written)
+	default:
+		w.res.Written = addExtent(w.res.Written, f.off, int64(f.n))
+	}
 }
 
 // endOfStream turns the decoder's terminal error into the write's result.

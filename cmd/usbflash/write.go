@@ -25,6 +25,7 @@ type writeFlags struct {
 	transferSize                string
 	buffers                     int
 	asJSON, quiet               bool
+	bmap                        blockMapFlags
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -62,6 +63,7 @@ after the command in flight, syncs and reports how far the write got.`,
 	fl.IntVar(&f.buffers, "buffers", pipeline.DefaultBuffers, "buffers cycling between decoder and writer (at least 2)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line (start, progress, phase, summary, error)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
+	f.bmap.register(fl)
 	return c
 }
 
@@ -97,6 +99,10 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 		return sourceError(image, err)
 	}
 	defer src.Close()
+	plan, err := planWrite(image, src, f.bmap, rep)
+	if err != nil {
+		return err
+	}
 
 	d, err := openTarget(ctx, t, openOptions{force: f.force, newFileSize: (max(expectedSize(src), 0) + 511) / 512 * 512})
 	if err != nil {
@@ -124,10 +130,10 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 	}, fmt.Sprintf("Writing %s (%s, %s) to %s with %s transfers", image, src.Format, describeSize(src), d.name, units.FormatSize(transfer)))
 
 	dev := named(d)
-	res, err := pipeline.Write(ctx, dev, src, pipeline.WriteOptions{
+	res, err := pipeline.Write(ctx, dev, plan.source(src), plan.options(pipeline.WriteOptions{
 		TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
 		Progress: progressFunc(rep, src), Sync: true, HashAlg: hashFor(f),
-	})
+	}))
 	if err != nil {
 		return writeError(err)
 	}
@@ -141,13 +147,15 @@ func (a *app) write(ctx context.Context, image string, t target, f writeFlags) (
 		fmt.Sprintf("Wrote %s in %s (%s), %d commands", units.FormatSize(res.Bytes), res.Elapsed.Round(time.Millisecond), units.FormatRate(rate(res.Bytes, res.Elapsed)), res.Transfers),
 		boundLine(res),
 	}
+	text = append(text, plan.summary(summary, res)...)
 
 	if !f.noVerify {
-		v, err := pipeline.VerifyHash(ctx, dev, res.Bytes, res.SHA256, pipeline.VerifyOptions{
+		want, vopts := plan.verify(res, pipeline.VerifyOptions{
 			TransferSize: int(transfer), Progress: progressFunc(rep, nil),
 		})
+		v, err := pipeline.VerifyHash(ctx, dev, res.Bytes, want, vopts)
 		if err != nil {
-			return a.locateMismatch(ctx, image, dev, res.Bytes, int(transfer), err)
+			return a.locateMismatch(ctx, image, dev, res.Bytes, vopts, err)
 		}
 		summary["verified"] = true
 		summary["verify_elapsed_s"] = v.Elapsed.Seconds()
@@ -303,7 +311,7 @@ func rate(n int64, d time.Duration) float64 {
 
 // locateMismatch turns a hash mismatch into the first differing LBA by
 // comparing the card with a fresh decode of the image.
-func (a *app) locateMismatch(ctx context.Context, image string, dev pipeline.BlockDevice, size int64, transfer int, hashErr error) error {
+func (a *app) locateMismatch(ctx context.Context, image string, dev pipeline.BlockDevice, size int64, opts pipeline.VerifyOptions, hashErr error) error {
 	var ve *pipeline.VerifyError
 	if !errors.As(hashErr, &ve) || !ve.HashOnly {
 		return writeError(hashErr)
@@ -313,7 +321,7 @@ func (a *app) locateMismatch(ctx context.Context, image string, dev pipeline.Blo
 		return hashErr
 	}
 	defer src.Close()
-	_, err = pipeline.Verify(ctx, dev, src, size, pipeline.VerifyOptions{TransferSize: transfer})
+	_, err = pipeline.Verify(ctx, dev, src, size, pipeline.VerifyOptions{TransferSize: opts.TransferSize, Only: opts.Only})
 	if err == nil {
 		// The card reads back right now: the first read was wrong. Say so.
 		return fmt.Errorf("%w (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)", hashErr)

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"usbflash/bmap"
+	"usbflash/imagesrc"
+	"usbflash/internal/units"
+	"usbflash/pipeline"
+)
+
+// blockMapFlags are write's options for writing less than the whole image.
+type blockMapFlags struct {
+	path           string
+	noBmap, sparse bool
+}
+
+func (f *blockMapFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.path, "bmap", "", "write only the ranges this bmaptool block map lists (default: IMAGE.bmap next to the image, compression suffixes removed, when there is one)")
+	fl.BoolVar(&f.noBmap, "no-bmap", false, "write every byte even when a block map lies next to the image")
+	fl.BoolVar(&f.sparse, "sparse", false, "without a block map, skip transfers that are entirely zero (those regions keep the card's old bytes)")
+}
+
+// writePlan is what a block map or --sparse changes in a write; the zero
+// value changes nothing.
+type writePlan struct {
+	m      *bmap.Map
+	path   string
+	sparse bool
+}
+
+// planWrite finds and checks the block map before anything is written and
+// says, as the first line of output, which map the write uses. A map that
+// does not fit the image is refused here when the image's size is known,
+// and by the checker at the end of the stream otherwise.
+func planWrite(image string, src *imagesrc.Source, f blockMapFlags, rep reporter) (*writePlan, error) {
+	switch {
+	case f.path != "" && f.noBmap:
+		return nil, &usageError{"--bmap and --no-bmap contradict each other: pass one"}
+	case f.path != "" && f.sparse:
+		return nil, &usageError{"--sparse is for writes without a block map: drop it or --bmap"}
+	case f.sparse:
+		msg := "Sparse write: transfers that are entirely zero are skipped, and those regions keep the card's old bytes"
+		rep.event("note", map[string]any{"message": msg, "sparse": true}, msg)
+		return &writePlan{sparse: true}, nil
+	}
+	path := f.path
+	if path == "" && !f.noBmap {
+		path = findBlockMap(image)
+	}
+	if path == "" {
+		return &writePlan{}, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &codedError{exitSource, fmt.Errorf("block map %s: %w", path, err)}
+	}
+	m, err := bmap.Parse(data)
+	if err == nil && src.SizeExact {
+		err = m.CheckImageSize(src.Size)
+	}
+	if err != nil {
+		return nil, &refusedError{fmt.Sprintf("%s: %v; nothing was written (pass --no-bmap to write every byte)", path, err)}
+	}
+	pct := 100.0
+	if m.ImageSize > 0 {
+		pct = float64(m.MappedBytes()) * 100 / float64(m.ImageSize)
+	}
+	msg := fmt.Sprintf("Block map %s: %d ranges, %s of %s mapped (%.0f%%); only those are written and verified",
+		path, len(m.Ranges), units.FormatSize(m.MappedBytes()), units.FormatSize(m.ImageSize), pct)
+	rep.event("note", map[string]any{"message": msg, "bmap": path, "mapped_bytes": m.MappedBytes(), "image_size": m.ImageSize}, msg)
+	return &writePlan{m: m, path: path}, nil
+}
+
+// findBlockMap looks for the map next to the image as bmaptool does:
+// IMAGE.bmap, then with one suffix after another removed
+// (os.img.xz: os.img.xz.bmap, os.img.bmap, os.bmap).
+func findBlockMap(image string) string {
+	if image == "-" {
+		return ""
+	}
+	for p := image; ; {
+		if st, err := os.Stat(p + ".bmap"); err == nil && st.Mode().IsRegular() {
+			return p + ".bmap"
+		}
+		ext := filepath.Ext(p)
+		if ext == "" {
+			return ""
+		}
+		p = p[:len(p)-len(ext)]
+	}
+}
+
+// source checks the stream against the map's checksums as it is decoded.
+func (p *writePlan) source(src io.Reader) io.Reader {
+	if p.m == nil {
+		return src
+	}
+	return checkedSource{bmap.NewChecker(p.m, src)}
+}
+
+// checkedSource gives the checker's complaints the image error's exit code.
+type checkedSource struct{ c *bmap.Checker }
+
+func (s checkedSource) Read(b []byte) (int, error) {
+	n, err := s.c.Read(b)
+	var ce *bmap.ChecksumError
+	var me *bmap.Error
+	if errors.As(err, &ce) || errors.As(err, &me) {
+		err = &codedError{exitSource, err}
+	}
+	return n, err
+}
+
+// options adds the skipping to a write's options. With a map the image's
+// size is the map's, so an image too large for the card is refused before
+// anything is written even when the container does not state its size.
+func (p *writePlan) options(o pipeline.WriteOptions) pipeline.WriteOptions {
+	switch {
+	case p.m != nil:
+		if o.ExpectedSize <= 0 {
+			o.ExpectedSize = p.m.ImageSize
+		}
+		o.Skip = func(off int64, b []byte) bool { return !p.m.Mapped(off, int64(len(b))) }
+	case p.sparse:
+		o.Skip = func(_ int64, b []byte) bool { return allZero(b) }
+	}
+	return o
+}
+
+// allZero compares in page-sized steps with bytes.Equal, which is
+// vectorised.
+func allZero(b []byte) bool {
+	var zero [4096]byte
+	for len(b) > 0 {
+		k := min(len(b), len(zero))
+		if !bytes.Equal(b[:k], zero[:k]) {
+			return false
+		}
+		b = b[k:]
+	}
+	return true
+}
+
+// verify limits the read-back to what was written, against its hash.
+func (p *writePlan) verify(res pipeline.WriteResult, o pipeline.VerifyOptions) ([32]byte, pipeline.VerifyOptions) {
+	if res.Written == nil {
+		return res.SHA256, o
+	}
+	o.Only = res.Written
+	return res.WrittenSHA256, o
+}
+
+// summary says how much was skipped and what that means for the card.
+func (p *writePlan) summary(fields map[string]any, res pipeline.WriteResult) []string {
+	if res.Written == nil {
+		return nil
+	}
+	var written int64
+	for _, e := range res.Written {
+		written += e.Len
+	}
+	skipped := res.Bytes - written
+	fields["skipped_bytes"] = skipped
+	why := "unmapped in " + p.path
+	if p.sparse {
+		why = "all zero"
+	}
+	return []string{fmt.Sprintf("Skipped %s (%s): those regions keep the card's old bytes", units.FormatSize(skipped), why)}
+}

@@ -45,6 +45,7 @@ Exit codes: 0 ok, 1 internal error, 2 usage, 3 refused by a safety check,
 		newInfoCommand(a),
 		newWriteCommand(a),
 		newVerifyCommand(a),
+		newReadCommand(a),
 	)
 	return root
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/bmap"
 	"usbflash/internal/osimage"
 	"usbflash/pipeline"
 )
@@ -52,16 +51,7 @@ func BenchmarkBmapWrite(b *testing.B) {
 	if err := os.WriteFile(image, img, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	builder := bmap.NewBuilder(0)
-	builder.Write(img)
-	m := builder.Map()
-	data, err := bmap.Marshal(m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(image+".bmap", data, 0o644); err != nil {
-		b.Fatal(err)
-	}
+	m := makeMap(b, image+".bmap", img)
 	card := "sim:" + filepath.Join(dir, "card.img") + "?size=" + strconv.FormatInt(size, 10) + "&speed=40MB/s"
 	b.ResetTimer()
 	for range b.N {

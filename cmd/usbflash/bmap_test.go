@@ -33,7 +33,7 @@ func oldCard(t *testing.T, size int) string {
 }
 
 // makeMap writes our map of img, built the way `read` builds one.
-func makeMap(t *testing.T, path string, img []byte) *bmap.Map {
+func makeMap(t testing.TB, path string, img []byte) *bmap.Map {
 	t.Helper()
 	b := bmap.NewBuilder(0)
 	b.Write(img)

@@ -270,14 +270,23 @@ func (m *Map) CheckImageSize(size int64) error {
 
 // Mapped says whether any mapped byte lies in [off, off+n).
 func (m *Map) Mapped(off, n int64) bool {
-	// The first range that ends at or after off.
+	found := false
+	m.Each(off, n, func(int64, int64) { found = true })
+	return found
+}
+
+// Each calls fn with the mapped bytes [lo, hi) that lie in [off, off+n),
+// in order.
+func (m *Map) Each(off, n int64, fn func(lo, hi int64)) {
 	i := sort.Search(len(m.Ranges), func(i int) bool {
 		_, end := m.Bytes(m.Ranges[i])
 		return end > off
 	})
-	if i == len(m.Ranges) {
-		return false
+	for ; i < len(m.Ranges); i++ {
+		start, end := m.Bytes(m.Ranges[i])
+		if start >= off+n {
+			return
+		}
+		fn(max(start, off), min(end, off+n))
 	}
-	start, _ := m.Bytes(m.Ranges[i])
-	return start < off+n
 }

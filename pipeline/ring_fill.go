@@ -21,9 +21,10 @@ type decoder struct {
 	blockSize int
 	limit     int64     // most bytes accepted: capacity, or the declared size
 	hash      hash.Hash // nil: no hash
-	skip      func(off int64, p []byte) bool
-	written   hash.Hash // with skip: of the bytes not skipped
-	probe     [1]byte   // scratch for the read past the limit
+	pieces    func(off int64, p []byte, into []Extent) []Extent
+	chosen    [][]Extent // by buffer: the pieces to write, relative to it
+	written   hash.Hash  // with pieces: of the bytes written
+	probe     [1]byte    // scratch for the read past the limit
 
 	wait time.Duration // waiting for a free buffer: the device was the bottleneck
 	busy time.Duration // reading and hashing
@@ -59,17 +60,13 @@ func (d *decoder) run(stop <-chan struct{}) {
 		}
 		padded := roundUp(n, d.blockSize)
 		clear(buf[n:padded]) // the buffer may hold an earlier transfer's bytes
-		// The first transfer is always written: it was zeroed first.
-		skip := d.skip != nil && off > 0 && n > 0 && d.skip(off, buf[:padded])
-		if d.written != nil && !skip {
-			d.written.Write(buf[:n])
-		}
+		part := d.pick(idx, off, buf[:padded], n)
 
 		var worked time.Duration
 		worked, t = since(t)
 		d.busy += worked
 		// full has room for every buffer, so this never blocks.
-		d.r.full <- fill{idx: idx, off: off, n: n, padded: padded, skip: skip, err: err}
+		d.r.full <- fill{idx: idx, off: off, n: n, padded: padded, part: part, err: err}
 		off += int64(n)
 		if err != nil {
 			return

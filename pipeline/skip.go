@@ -50,3 +50,67 @@ func mergeFirst(list []Extent) []Extent {
 	}
 	return list
 }
+
+// pick asks WriteOptions.Pieces which parts of buffer idx (p, padded to
+// whole blocks, holding n image bytes at image offset off) to write, and
+// stores them relative to the buffer, widened to whole blocks and merged
+// where they meet. It hashes the bytes that will be written and says
+// whether the buffer is written in pieces. The first transfer is always
+// written whole: its region was zeroed first.
+func (d *decoder) pick(idx int, off int64, p []byte, n int) bool {
+	if d.pieces == nil {
+		return false
+	}
+	if off == 0 || n == 0 {
+		if d.written != nil {
+			d.written.Write(p[:n])
+		}
+		return false
+	}
+	bs := int64(d.blockSize)
+	in := d.pieces(off, p[:n], d.chosen[idx][:0])
+	out := in[:0]
+	for _, e := range in {
+		lo := max(e.Off-off, 0) / bs * bs
+		hi := min((e.End()-off+bs-1)/bs*bs, int64(len(p)))
+		switch k := len(out); {
+		case hi <= lo:
+		case k > 0 && lo <= out[k-1].End():
+			out[k-1].Len = max(out[k-1].End(), hi) - out[k-1].Off
+		default:
+			out = append(out, Extent{Off: lo, Len: hi - lo})
+		}
+	}
+	if d.written != nil {
+		for _, e := range out {
+			d.written.Write(p[e.Off:min(e.End(), int64(n))])
+		}
+	}
+	d.chosen[idx] = out
+	return true
+}
+
+// writePieces writes the pieces pick chose for f, one command each.
+func (w *writer) writePieces(f fill) error {
+	buf := w.r.bufs[f.idx]
+	for _, e := range w.dec.chosen[f.idx] {
+		if err := w.write(w.nextLBA+e.Off/int64(w.bs), buf[e.Off:e.End()]); err != nil {
+			return err
+		}
+		w.res.BytesWritten += e.Len
+		w.noteWritten(f.off+e.Off, min(e.End(), int64(f.n))-e.Off)
+	}
+	return nil
+}
+
+// noteWritten records written image bytes when some may be left out. The
+// first transfer, written last, goes first, where its bytes are.
+func (w *writer) noteWritten(off, n int64) {
+	switch {
+	case w.opts.Pieces == nil:
+	case off == 0:
+		w.res.Written = mergeFirst(append(addExtent(nil, 0, n), w.res.Written...))
+	default:
+		w.res.Written = addExtent(w.res.Written, off, n)
+	}
+}

@@ -9,36 +9,47 @@ import (
 	"testing"
 )
 
-// TestWriteSkip: skipped transfers keep the card's old bytes and are not
-// sent, the first transfer is written whatever Skip says, Written and
+// TestWritePieces: parts of transfers that Pieces leaves out keep the
+// card's old bytes and are not sent, pieces are widened to whole blocks,
+// the first transfer is written whole whatever Pieces says, Written and
 // WrittenSHA256 describe exactly what was sent, and a verify limited to it
-// passes, ignores the skipped parts and still catches a bad written byte.
-func TestWriteSkip(t *testing.T) {
+// passes, ignores the rest and still catches a bad written byte.
+func TestWritePieces(t *testing.T) {
 	const n = 8*testTransfer + 700
+	type rel struct{ lo, hi int } // within a transfer
 	for _, tc := range []struct {
-		name    string
-		skipped []int // transfer indices Skip says yes to
-		want    []Extent
+		name     string
+		pieces   map[int][]rel // by transfer; missing: the whole transfer
+		want     []Extent
+		commands int // with image bytes
 	}{
-		{"none", nil, []Extent{{0, n}}},
-		{"first is never skipped", []int{0}, []Extent{{0, n}}},
-		{"middle run", []int{2, 3, 4}, []Extent{{0, 2 * testTransfer}, {5 * testTransfer, n - 5*testTransfer}}},
-		{"second and last", []int{1, 8}, []Extent{{0, testTransfer}, {2 * testTransfer, 6 * testTransfer}}},
+		{"all", nil, []Extent{{0, n}}, 9},
+		{"first is never cut", map[int][]rel{0: {}}, []Extent{{0, n}}, 9},
+		{"middle run skipped", map[int][]rel{2: {}, 3: {}, 4: {}}, []Extent{{0, 2 * testTransfer}, {5 * testTransfer, n - 5*testTransfer}}, 6},
+		{"second and last skipped", map[int][]rel{1: {}, 8: {}}, []Extent{{0, testTransfer}, {2 * testTransfer, 6 * testTransfer}}, 7},
+		{"pieces widened to blocks", map[int][]rel{3: {{100, 600}, {2000, 2100}}}, []Extent{
+			{0, 3*testTransfer + 1024}, {3*testTransfer + 1536, 1024}, {4 * testTransfer, n - 4*testTransfer}}, 10},
+		{"pieces that meet are merged", map[int][]rel{5: {{0, 1000}, {1000, 1500}, {4096, testTransfer}}}, []Extent{
+			{0, 5*testTransfer + 1536}, {5*testTransfer + 4096, n - 5*testTransfer - 4096}}, 10},
+		{"last piece past the image end", map[int][]rel{8: {{0, 5000}}}, []Extent{{0, n}}, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			img := testImage(n, 3)
 			dev := &recordingDevice{BlockDevice: newTestDevice(t, 16*testTransfer/512, 512, 0xAA)}
-			skip := map[int64]bool{}
-			for _, i := range tc.skipped {
-				skip[int64(i)*testTransfer] = true
-			}
 			res, err := Write(context.Background(), dev, bytes.NewReader(img), WriteOptions{
 				TransferSize: testTransfer, ExpectedSize: n, Sync: true,
-				Skip: func(off int64, p []byte) bool {
-					if !bytes.Equal(p[:min(len(p), n-int(off))], img[off:min(off+int64(len(p)), n)]) {
-						t.Errorf("Skip at %d got bytes that are not the image's", off)
+				Pieces: func(off int64, p []byte, into []Extent) []Extent {
+					if !bytes.Equal(p, img[off:off+int64(len(p))]) {
+						t.Errorf("Pieces at %d got bytes that are not the image's", off)
 					}
-					return skip[off]
+					rs, ok := tc.pieces[int(off/testTransfer)]
+					if !ok {
+						return append(into, Extent{off, int64(len(p))})
+					}
+					for _, r := range rs {
+						into = append(into, Extent{off + int64(r.lo), int64(r.hi - r.lo)})
+					}
+					return into
 				},
 			})
 			if err != nil {
@@ -49,31 +60,28 @@ func TestWriteSkip(t *testing.T) {
 			}
 			card := devContents(t, dev)
 			h := sha256.New()
-			for i := 0; i*testTransfer < n; i++ {
-				off := i * testTransfer
-				end := min(off+testTransfer, n)
-				written := !skip[int64(off)] || i == 0
-				if written {
-					h.Write(img[off:end])
+			at := int64(0)
+			for _, e := range tc.want {
+				if !bytes.Equal(card[at:e.Off], bytes.Repeat([]byte{0xAA}, int(e.Off-at))) {
+					t.Errorf("bytes %d-%d were not to be written but changed", at, e.Off)
 				}
-				switch {
-				case written && !bytes.Equal(card[off:end], img[off:end]):
-					t.Errorf("transfer %d: not the image's bytes", i)
-				case !written && !bytes.Equal(card[off:end], bytes.Repeat([]byte{0xAA}, end-off)):
-					t.Errorf("transfer %d was skipped but the card's bytes changed", i)
+				if !bytes.Equal(card[e.Off:e.End()], img[e.Off:e.End()]) {
+					t.Errorf("bytes %d-%d: not the image's", e.Off, e.End())
 				}
+				h.Write(img[e.Off:e.End()])
+				at = e.End()
 			}
 			if got := [32]byte(h.Sum(nil)); got != res.WrittenSHA256 || res.SHA256 != sha256.Sum256(img) {
 				t.Fatalf("WrittenSHA256 %x want %x; SHA256 must stay the image's", res.WrittenSHA256, got)
 			}
-			sent := 0
+			commands := 0
 			for _, w := range dev.writes {
 				if !w.zeros {
-					sent += w.blocks * 512
+					commands++
 				}
 			}
-			if want := int(extentsLen(tc.want)); sent < want || sent >= want+testTransfer {
-				t.Errorf("sent %d image bytes in writes, want %d (+ padding)", sent, want)
+			if commands != tc.commands {
+				t.Errorf("%d commands with image bytes, want %d", commands, tc.commands)
 			}
 
 			opts := VerifyOptions{TransferSize: testTransfer, Only: res.Written}
@@ -86,13 +94,11 @@ func TestWriteSkip(t *testing.T) {
 			}
 			// A byte outside what was written is not the write's business;
 			// one inside is caught by both verifies, at its offset.
-			for _, i := range tc.skipped {
-				if i > 0 {
-					corrupt(t, dev, int64(i)*testTransfer+5)
+			if len(tc.want) > 1 {
+				corrupt(t, dev, tc.want[1].Off-1)
+				if _, err := Verify(context.Background(), dev, bytes.NewReader(img), n, opts); err != nil {
+					t.Fatalf("Verify looked outside Written: %v", err)
 				}
-			}
-			if _, err := Verify(context.Background(), dev, bytes.NewReader(img), n, opts); err != nil {
-				t.Fatalf("Verify looked outside Written: %v", err)
 			}
 			bad := tc.want[len(tc.want)-1].End() - 1
 			corrupt(t, dev, bad)

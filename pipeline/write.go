@@ -56,12 +56,15 @@ type WriteOptions struct {
 	HashAlg string
 	// Sync issues a Sync after the last write.
 	Sync bool
-	// Skip, when set, is asked on the decoding goroutine about each filled
-	// transfer but the first (p is the transfer, off its image offset):
-	// true leaves it unwritten, and the card keeps its old bytes there. A
-	// block map skips transfers without a mapped byte, --sparse all-zero
-	// ones. WriteResult.Written then says what was written.
-	Skip func(off int64, p []byte) bool
+	// Pieces, when set, is asked on the decoding goroutine which parts of
+	// each filled transfer but the first to write (p is the transfer's
+	// image bytes, off its image offset): it appends them to into as image
+	// extents and returns it; none leaves the transfer unwritten. Each
+	// piece, widened to whole blocks, is one WriteBlocks; the card keeps
+	// its old bytes in between. A block map chooses its mapped ranges,
+	// --sparse the parts that are not zero. WriteResult.Written then says
+	// what was written.
+	Pieces func(off int64, p []byte, into []Extent) []Extent
 }
 
 // WriteResult describes a finished write.
@@ -83,7 +86,7 @@ type WriteResult struct {
 	// BoundRatio how many times longer (>= 1; 0 when nothing was done).
 	Bound      string
 	BoundRatio float64
-	// Written lists the image bytes written when WriteOptions.Skip was set
+	// Written lists the image bytes written when WriteOptions.Pieces was set
 	// (nil without it), and WrittenSHA256 is the SHA-256 of those bytes in
 	// order: VerifyOptions.Only and the hash for VerifyHash.
 	Written       []Extent
@@ -143,11 +146,11 @@ func newWriter(dev BlockDevice, opts WriteOptions) (*writer, error) {
 		return nil, fmt.Errorf("%d buffers of %d bytes take %d bytes: more than the %d-byte limit", opts.Buffers, opts.TransferSize, m, int64(MaxBufferMemory))
 	}
 	w := &writer{dev: dev, name: deviceName(dev), bs: bs, opts: opts}
-	w.dec.skip = opts.Skip
+	w.dec.pieces = opts.Pieces
 	switch opts.HashAlg {
 	case "", HashSHA256:
 		w.dec.hash = sha256.New()
-		if opts.Skip != nil {
+		if opts.Pieces != nil {
 			w.dec.written = sha256.New()
 		}
 	case HashNone:

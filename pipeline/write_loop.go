@@ -39,6 +39,9 @@ func (w *writer) run(ctx context.Context, src io.Reader) (WriteResult, error) {
 	w.r = newRing(w.opts.Buffers+1, w.opts.TransferSize)
 	w.zero = aligned.Bytes(w.opts.TransferSize)
 	w.dec.src, w.dec.r, w.dec.blockSize = src, w.r, w.bs
+	if w.opts.Pieces != nil {
+		w.dec.chosen = make([][]Extent, len(w.r.bufs))
+	}
 	w.prog = progress{fn: w.opts.Progress}
 	w.prog.begin(PhaseWrite, w.opts.ExpectedSize, 0)
 
@@ -99,12 +102,16 @@ func (w *writer) stream(ctx context.Context) error {
 		if err != nil {
 			return w.cancelled(err)
 		}
-		if f.padded > 0 && !f.skip {
+		if f.part {
+			if err := w.writePieces(f); err != nil {
+				return err
+			}
+		} else if f.padded > 0 {
 			if err := w.write(w.nextLBA, w.r.bufs[f.idx][:f.padded]); err != nil {
 				return err
 			}
 			w.res.BytesWritten += int64(f.padded)
-			w.noteWritten(f)
+			w.noteWritten(f.off, int64(f.n))
 		}
 		w.nextLBA += int64(f.padded / w.bs)
 		w.streamed += int64(f.n)
@@ -124,7 +131,7 @@ func (w *writer) stream(ctx context.Context) error {
 			return err
 		}
 		w.res.BytesWritten += int64(first.padded)
-		w.noteWritten(first)
+		w.noteWritten(0, int64(first.n))
 	}
 	w.res.Bytes = w.streamed + int64(first.n)
 	w.res.Blocks = w.res.BytesWritten / int64(w.bs)
@@ -136,19 +143,6 @@ func (w *writer) stream(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// noteWritten records a written transfer's image bytes when some may be
-// skipped.
-func (w *writer) noteWritten(f fill) {
-	switch {
-	case w.opts.Skip == nil:
-	case f.off == 0: // the first transfer, written last
-		w.res.Written = append(addExtent(nil, 0, int64(f.n)), w.res.Written...)
-		w.res.Written = mergeFirst(w.res.Written)
-	default:
-		w.res.Written = addExtent(w.res.Written, f.off, int64(f.n))
-	}
 }
 
 // endOfStream turns the decoder's terminal error into the write's result.

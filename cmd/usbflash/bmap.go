@@ -25,7 +25,7 @@ type blockMapFlags struct {
 func (f *blockMapFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.path, "bmap", "", "write only the ranges this bmaptool block map lists (default: IMAGE.bmap next to the image, compression suffixes removed, when there is one)")
 	fl.BoolVar(&f.noBmap, "no-bmap", false, "write every byte even when a block map lies next to the image")
-	fl.BoolVar(&f.sparse, "sparse", false, "without a block map, skip transfers that are entirely zero (those regions keep the card's old bytes)")
+	fl.BoolVar(&f.sparse, "sparse", false, "without a block map, skip what is zero in the image, 4 KiB at a time (those regions keep the card's old bytes)")
 }
 
 // writePlan is what a block map or --sparse changes in a write; the zero
@@ -47,7 +47,7 @@ func planWrite(image string, src *imagesrc.Source, f blockMapFlags, rep reporter
 	case f.path != "" && f.sparse:
 		return nil, &usageError{"--sparse is for writes without a block map: drop it or --bmap"}
 	case f.sparse:
-		msg := "Sparse write: transfers that are entirely zero are skipped, and those regions keep the card's old bytes"
+		msg := "Sparse write: zero 4 KiB blocks are skipped (short runs inside a transfer are written through), and those regions keep the card's old bytes"
 		rep.event("note", map[string]any{"message": msg, "sparse": true}, msg)
 		return &writePlan{sparse: true}, nil
 	}

@@ -133,6 +133,12 @@ func TestREADMEEventTableMatchesSchema(t *testing.T) {
 	}{
 		{"### JSON events (`--json`)", 7, func(e string) string { return e }},
 		{"### JSON events of a many-card write", 4, many},
+		{"### JSON events of block maps and backups", 3, func(e string) string {
+			if e == "start" || e == "summary" {
+				return e + "_read"
+			}
+			return e
+		}},
 	} {
 		rows := tableRows(readmeSection(t, tc.heading))
 		if len(rows) != tc.rows {
@@ -186,6 +192,10 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 	gz := writeFile(t, "os.img.gz", compress(t, "gzip", img))
 	dir := t.TempDir()
 	card := func(name string) string { return filepath.Join(dir, name) }
+	holey := holeyImage()
+	holeyPath := writeFile(t, "holey.img", holey)
+	blockMap := filepath.Join(dir, "holey.img.bmap")
+	makeMap(t, blockMap, holey)
 	runs := [][]string{
 		{"write", "--json", "--yes", "--transfer-size", "256KiB", gz, "sim:" + card("a") + "?size=4MiB&max-transfer=256"},
 		{"write", "--json", "--yes", "--no-verify", raw, "sim:" + card("b") + "?size=4MiB"},
@@ -208,6 +218,15 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 			"sim:" + card("m2") + "?size=4MiB&fault=medium-error:lba=3000,persistent"},
 		{"write", "--json", "--yes", "--no-verify", "--lag", "0", raw, "sim:" + card("m3") + "?size=4MiB", "sim:" + card("m4") + "?size=4MiB"},
 		{"write", "--json", "--yes", "--skip-refused", raw, "sim:" + card("m5") + "?size=4MiB&wp=1", "sim:" + card("m6") + "?size=4MiB"},
+		// Block maps and backups (bmap.go, read.go).
+		{"write", "--json", "--yes", "--transfer-size", "64KiB", "--bmap", blockMap, holeyPath, "sim:" + card("k") + "?size=4MiB"},
+		{"write", "--json", "--yes", "--no-verify", "--sparse", holeyPath, "sim:" + card("l") + "?size=4MiB"},
+		{"write", "--json", "--yes", "--bmap", blockMap, holeyPath, "sim:" + card("m7") + "?size=4MiB", "sim:" + card("m8") + "?size=4MiB"},
+		{"write", "--json", "--yes", "--bmap", writeFile(t, "bad.bmap", []byte("<bmap")), holeyPath, "sim:" + card("n") + "?size=4MiB"},
+		{"read", "--json", "sim:" + card("a"), card("a.img.zst")},
+		{"read", "--json", "--used", "--verify", "sim:" + card("b"), card("b.img")},
+		{"read", "--json", "--size", "1MiB", "sim:" + card("a"), card("a.img.zst")},
+		{"read", "--json", "sim:" + card("a") + "?fault=medium-error:lba=3000,persistent", card("f.img.gz")},
 	}
 	seen := map[string]bool{}
 	for _, args := range runs {
@@ -233,7 +252,7 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"start", "device", "phase", "progress", "note", "summary", "error", "card", "card_progress"} {
+	for _, name := range []string{"start", "device", "phase", "progress", "note", "summary", "error", "card", "card_progress", "block_map"} {
 		if !seen[name] {
 			t.Errorf("no run emitted a %s event", name)
 		}

@@ -51,6 +51,7 @@ Targets:
 		newInfoCommand(a),
 		newWriteCommand(a),
 		newVerifyCommand(a),
+		newReadCommand(a),
 		newVersionCommand(a),
 	)
 	// Set before the completion command is made: it keeps the stream.

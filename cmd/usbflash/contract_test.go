@@ -246,13 +246,17 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 			}
 			name := inst.(map[string]any)["event"].(string)
 			seen[name] = true
+			if cmd, ok := inst.(map[string]any)["command"].(string); ok {
+				seen[name+" of "+cmd] = true
+			}
 			// A failure ends with its error event; a success has none.
 			if last := i == len(lines)-1; (name == "error") != (last && r.code != exitOK) {
 				t.Errorf("%v (exit %d): %s event at line %d of %d", args, r.code, name, i+1, len(lines))
 			}
 		}
 	}
-	for _, name := range []string{"start", "device", "phase", "progress", "note", "summary", "error", "card", "card_progress", "block_map"} {
+	for _, name := range []string{"start", "device", "phase", "progress", "note", "summary", "error", "card", "card_progress", "block_map",
+		"start of read", "summary of read"} {
 		if !seen[name] {
 			t.Errorf("no run emitted a %s event", name)
 		}

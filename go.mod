@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/google/gousb v1.1.3
 	github.com/klauspost/compress v1.20.4
+	github.com/klauspost/pgzip v1.3.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2

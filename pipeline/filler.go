@@ -27,6 +27,9 @@ type filler struct {
 	blockSize int
 	limit     int64     // most bytes accepted: capacity, or the declared size
 	hash      hash.Hash // nil: no hash
+	pieces    func(off int64, p []byte, into []Extent) []Extent
+	chosen    [][]Extent // by buffer: the pieces to write, relative to it
+	written   hash.Hash  // with pieces: of the bytes written
 
 	busy time.Duration // reading and hashing
 }
@@ -54,8 +57,9 @@ func (f *filler) produce(r *ring) {
 		}
 		padded := roundUp(n, f.blockSize)
 		clear(buf[n:padded]) // the buffer may hold an earlier transfer's bytes
+		part := f.pick(idx, off, buf[:padded], n)
 		f.busy += time.Since(t)
-		r.hand(fill{idx: idx, off: off, n: n, padded: padded, err: err})
+		r.hand(fill{idx: idx, off: off, n: n, padded: padded, part: part, err: err})
 		off += int64(n)
 		if err != nil {
 			return

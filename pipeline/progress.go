@@ -18,7 +18,7 @@ const progressInterval = 250 * time.Millisecond
 
 // Progress is a snapshot handed to the caller's callback.
 type Progress struct {
-	Phase   Phase         // PhaseWrite, PhaseSync or PhaseVerify
+	Phase   Phase         // PhaseWrite, PhaseSync, PhaseVerify or PhaseRead
 	Done    int64         // image bytes done in this phase
 	Total   int64         // image bytes in this phase; -1 when unknown
 	Elapsed time.Duration // since the phase started

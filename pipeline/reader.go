@@ -16,6 +16,7 @@ type blockReader struct {
 	name  string
 	bs    int
 	limit int64
+	only  []Extent // nil: everything up to limit
 	busy  time.Duration
 	reads int
 }
@@ -28,6 +29,11 @@ func (br *blockReader) produce(r *ring) {
 			return
 		}
 		n := len(buf)
+		if br.only != nil {
+			var left int64
+			off, left = nextInExtents(br.only, off, br.limit)
+			n = int(min(int64(n), left))
+		}
 		if rest := br.limit - off; rest < int64(n) {
 			n = int(rest)
 		}
@@ -96,7 +102,10 @@ func readBack(ctx context.Context, dev BlockDevice, limit, total int64, opts Ver
 	}
 	defer mem.release()
 	r := newRing(mem.bufs)
-	br := &blockReader{dev: dev, ctx: context.WithoutCancel(ctx), name: name, bs: dev.BlockSize(), limit: limit}
+	br := &blockReader{dev: dev, ctx: context.WithoutCancel(ctx), name: name, bs: dev.BlockSize(), limit: limit, only: opts.Only}
+	if opts.Only != nil {
+		total = min(total, extentsLen(opts.Only))
+	}
 	c := &checker{r: r, name: name, bs: br.bs, prog: progress{fn: opts.Progress}, check: check}
 	c.prog.begin(PhaseVerify, total, 0)
 

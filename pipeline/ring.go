@@ -30,6 +30,7 @@ type fill struct {
 	off    int64 // stream offset of the first byte
 	n      int   // meaningful bytes
 	padded int   // n rounded up to a whole block, the tail zeroed
+	part   bool  // write only the pieces WriteOptions.Pieces chose
 	// err is set on the last fill only: io.EOF for a clean end, anything
 	// else is why the stream stopped (the n bytes before it are still valid).
 	err error

@@ -23,6 +23,10 @@ type VerifyOptions struct {
 	// Progress, when set, is called with Phase "verify" at most about 4
 	// times a second, plus at the start and the end.
 	Progress func(Progress)
+	// Only, when set, limits the read-back to these sorted image extents
+	// (WriteResult.Written of a write that skipped transfers); the rest
+	// of the card is neither read nor compared.
+	Only []Extent
 }
 
 // VerifyResult describes a finished verify.
@@ -61,6 +65,7 @@ func Verify(ctx context.Context, dev BlockDevice, image io.Reader, size int64, o
 		limit = capacity(dev)
 	}
 	img := make([]byte, opts.TransferSize) // the image side needs no alignment
+	var pos int64                          // image bytes consumed
 	return readBack(ctx, dev, limit, size, opts, func(f fill, got []byte) (int, bool, error) {
 		if f.err == io.EOF {
 			if size < 0 {
@@ -71,7 +76,13 @@ func Verify(ctx context.Context, dev BlockDevice, image io.Reader, size int64, o
 		if f.err != nil {
 			return 0, false, f.err
 		}
+		if f.off > pos { // Only skipped a part the card need not hold
+			if _, err := io.CopyN(io.Discard, image, f.off-pos); err != nil {
+				return 0, false, fmt.Errorf("reading the image to verify against, up to byte offset %d: %w", f.off, err)
+			}
+		}
 		n, err := readFull(image, img[:f.n])
+		pos = f.off + int64(n)
 		if i := firstDiff(img[:n], got[:n]); i >= 0 {
 			off := f.off + int64(i)
 			return i, false, &VerifyError{Device: name, LBA: off / bs, Offset: off, Want: img[i], Got: got[i]}

@@ -70,6 +70,15 @@ type WriteOptions struct {
 	HashAlg HashAlg
 	// Sync issues a Sync after the last write.
 	Sync bool
+	// Pieces, when set, is asked on the decoding goroutine which parts of
+	// each filled transfer but the first to write (p is the transfer's
+	// image bytes, off its image offset): it appends them to into as image
+	// extents and returns it; none leaves the transfer unwritten. Each
+	// piece, widened to whole blocks, is one WriteBlocks; the card keeps
+	// its old bytes in between. A block map chooses its mapped ranges,
+	// --sparse the parts that are not zero. WriteResult.Written then says
+	// what was written.
+	Pieces func(off int64, p []byte, into []Extent) []Extent
 }
 
 // WriteResult describes a finished write.
@@ -97,6 +106,11 @@ type WriteResult struct {
 	// times longer (>= 1; 0 when nothing was done).
 	Bound      Bound
 	BoundRatio float64
+	// Written lists the image bytes written when WriteOptions.Pieces was set
+	// (nil without it), and WrittenSHA256 is the SHA-256 of those bytes in
+	// order: VerifyOptions.Only and the hash for VerifyHash.
+	Written       []Extent
+	WrittenSHA256 [32]byte
 }
 
 // Write streams src onto dev from LBA 0, one transfer per WriteBlocks call,

@@ -57,6 +57,13 @@ func newWriter(ctx context.Context, dev BlockDevice, name string, src io.Reader,
 	if opts.HashAlg == HashSHA256 {
 		w.fill.hash = sha256.New()
 	}
+	if opts.Pieces != nil {
+		w.fill.pieces = opts.Pieces
+		w.fill.chosen = make([][]Extent, len(w.r.bufs))
+		if opts.HashAlg == HashSHA256 {
+			w.fill.written = sha256.New()
+		}
+	}
 	return w
 }
 
@@ -77,6 +84,9 @@ func (w *writer) run(ctx context.Context) (WriteResult, error) {
 	w.res.Bound, w.res.BoundRatio = bound(w.fill.busy, w.busy)
 	if err == nil && w.fill.hash != nil {
 		w.fill.hash.Sum(w.res.SHA256[:0])
+	}
+	if err == nil && w.fill.written != nil {
+		w.fill.written.Sum(w.res.WrittenSHA256[:0])
 	}
 	return w.res, err
 }
@@ -112,14 +122,19 @@ func (w *writer) consume(f fill) (bool, error) {
 		w.nextLBA = int64(f.padded / w.bs) // a full transfer unless the image ends in it
 		return f.err == nil, nil
 	}
-	if f.padded > 0 {
+	if f.part {
+		if err := w.writePieces(f); err != nil {
+			return false, err
+		}
+	} else if f.padded > 0 {
 		if err := w.write(w.nextLBA, w.r.data(f)); err != nil {
 			return false, err
 		}
-		w.nextLBA += int64(f.padded / w.bs)
-		w.streamed += int64(f.n)
 		w.res.BytesWritten += int64(f.padded)
+		w.noteWritten(f.off, int64(f.n))
 	}
+	w.nextLBA += int64(f.padded / w.bs)
+	w.streamed += int64(f.n)
 	w.r.giveBack(f)
 	w.prog.update(w.streamed, false)
 	return f.err == nil, nil
@@ -140,6 +155,7 @@ func (w *writer) finish(ctx context.Context) error {
 			return err
 		}
 		w.res.BytesWritten += int64(w.first.padded)
+		w.noteWritten(0, int64(w.first.n))
 	}
 	w.res.Bytes = w.streamed + int64(w.first.n)
 	w.res.Blocks = w.res.BytesWritten / int64(w.bs)

@@ -141,6 +141,12 @@ func TestREADMEEventTableMatchesSchema(t *testing.T) {
 		{"### JSON events (`--json`)", 7, func(e string) string { return e }},
 		{"### JSON events of a many-card write", 4, many},
 		{"### JSON events of `bench`", 5, bench},
+		{"### JSON events of block maps and backups", 3, func(e string) string {
+			if e == "start" || e == "summary" {
+				return e + "_read"
+			}
+			return e
+		}},
 	} {
 		rows := tableRows(readmeSection(t, tc.heading))
 		if len(rows) != tc.rows {
@@ -195,6 +201,10 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 	dir := t.TempDir()
 	bench := writeFile(t, "bench.img", testImage(8<<20))
 	card := func(name string) string { return filepath.Join(dir, name) }
+	holey := holeyImage()
+	holeyPath := writeFile(t, "holey.img", holey)
+	blockMap := filepath.Join(dir, "holey.img.bmap")
+	makeMap(t, blockMap, holey)
 	runs := [][]string{
 		{"write", "--json", "--yes", "--transfer-size", "256KiB", gz, "sim:" + card("a") + "?size=4MiB&max-transfer=256"},
 		{"write", "--json", "--yes", "--no-verify", raw, "sim:" + card("b") + "?size=4MiB"},
@@ -226,6 +236,15 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 		{"bench", "--json", "-q", "--time", "20ms", "--skip", "align,random,roundtrip", "--sizes", "64KiB", "sim:" + bench},
 		{"bench", "--json", "--time", "20ms", "--write", "--yes", "--region", "1MiB:1MiB", "sim:" + bench + "?wp=1"},
 		{"bench", "--json", "--write", "sim:" + bench},
+		// Block maps and backups (bmap.go, read.go).
+		{"write", "--json", "--yes", "--transfer-size", "64KiB", "--bmap", blockMap, holeyPath, "sim:" + card("k") + "?size=4MiB"},
+		{"write", "--json", "--yes", "--no-verify", "--sparse", holeyPath, "sim:" + card("l") + "?size=4MiB"},
+		{"write", "--json", "--yes", "--bmap", blockMap, holeyPath, "sim:" + card("m7") + "?size=4MiB", "sim:" + card("m8") + "?size=4MiB"},
+		{"write", "--json", "--yes", "--bmap", writeFile(t, "bad.bmap", []byte("<bmap")), holeyPath, "sim:" + card("n") + "?size=4MiB"},
+		{"read", "--json", "sim:" + card("a"), card("a.img.zst")},
+		{"read", "--json", "--used", "--verify", "sim:" + card("b"), card("b.img")},
+		{"read", "--json", "--size", "1MiB", "sim:" + card("a"), card("a.img.zst")},
+		{"read", "--json", "sim:" + card("a") + "?fault=medium-error:lba=3000,persistent", card("f.img.gz")},
 	}
 	seen := map[string]bool{}
 	for _, args := range runs {
@@ -245,13 +264,17 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 			}
 			name := inst.(map[string]any)["event"].(string)
 			seen[name] = true
+			if cmd, ok := inst.(map[string]any)["command"].(string); ok {
+				seen[name+" of "+cmd] = true
+			}
 			// A failure ends with its error event; a success has none.
 			if last := i == len(lines)-1; (name == "error") != (last && r.code != exitOK) {
 				t.Errorf("%v (exit %d): %s event at line %d of %d", args, r.code, name, i+1, len(lines))
 			}
 		}
 	}
-	for _, name := range []string{"start", "device", "phase", "progress", "note", "summary", "error", "card", "card_progress", "point", "restored"} {
+	for _, name := range []string{"start", "device", "phase", "progress", "note", "summary", "error", "card", "card_progress", "point", "restored",
+		"block_map", "start of read", "summary of read"} {
 		if !seen[name] {
 			t.Errorf("no run emitted a %s event", name)
 		}

@@ -125,6 +125,9 @@ type summaryEvent struct {
 	DecoderWaitS   *float64 `json:"decoder_wait_s,omitempty"`
 	DeviceWaitS    *float64 `json:"device_wait_s,omitempty"`
 	Ejected        *bool    `json:"ejected,omitempty"` // present with --eject
+	// SkippedBytes are the image bytes left out by a block map or
+	// --sparse: those regions keep the card's old bytes. Absent otherwise.
+	SkippedBytes *int64 `json:"skipped_bytes,omitempty"`
 	// What the buffers were (usbfs zero-copy or page-aligned memory) and
 	// the process's CPU time (user + system) over the command, whole and
 	// per GiB of image.

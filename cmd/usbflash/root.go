@@ -51,6 +51,7 @@ Targets:
 		newInfoCommand(a),
 		newWriteCommand(a),
 		newVerifyCommand(a),
+		newReadCommand(a),
 		newVersionCommand(a),
 		newBenchCommand(a),
 	)

@@ -30,6 +30,7 @@ type writeFlags struct {
 	all, watch, skipRefused bool
 	lag                     int
 	report                  string
+	bmap                    blockMapFlags // bmap.go
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -64,6 +65,9 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 				if err := checkManyFlags(f); err != nil {
 					return err
 				}
+				if err := f.bmap.checkOneCard(f.all || f.watch || f.report != "" || len(args) > 2); err != nil {
+					return err
+				}
 				if f.watch {
 					return a.watch(c.Context(), rep, args[0], f, transfer, usbReaders(f.force))
 				}
@@ -92,6 +96,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVar(&f.skipRefused, "skip-refused", false, "with several targets: write the others when some are refused (write-protected, too small, in use)")
 	fl.IntVar(&f.lag, "lag", DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
 	fl.StringVar(&f.report, "report", "", "with several targets or --watch: save a record of every card to this .json or .csv file")
+	f.bmap.register(fl)
 	return c
 }
 
@@ -158,6 +163,10 @@ func (a *app) write(ctx context.Context, rep reporter, image string, t target, t
 		return sourceError(err)
 	}
 	defer src.Close()
+	plan, err := planWrite(image, src, f.bmap, rep)
+	if err != nil {
+		return err
+	}
 
 	// Said before the first command to the target: a reader that does not
 	// answer must not leave the user looking at nothing.
@@ -189,10 +198,10 @@ func (a *app) write(ctx context.Context, rep reporter, image string, t target, t
 
 	hash := hashFor(f.noVerify)
 	d.markWritten()
-	res, err := pipeline.Write(ctx, d.dev, src, pipeline.WriteOptions{
+	res, err := pipeline.Write(ctx, d.dev, plan.source(src), plan.options(pipeline.WriteOptions{
 		Name: d.name, TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
 		Progress: progressFunc(rep, src), Sync: true, HashAlg: hash,
-	})
+	}))
 	if err != nil {
 		return err
 	}
@@ -213,13 +222,15 @@ func (a *app) write(ctx context.Context, rep reporter, image string, t target, t
 		boundLine(res),
 		cpuLine(res.CPU, res.Bytes, res.Memory),
 	}
+	text = append(text, plan.summary(sum, res)...)
 
 	if !f.noVerify {
-		v, err := pipeline.VerifyHash(ctx, d.dev, res.Bytes, res.SHA256, pipeline.VerifyOptions{
+		want, vopts := plan.verify(res, pipeline.VerifyOptions{
 			Name: d.name, TransferSize: int(transfer), Progress: progressFunc(rep, nil),
 		})
+		v, err := pipeline.VerifyHash(ctx, d.dev, res.Bytes, want, vopts)
 		if err != nil {
-			return a.locateMismatch(ctx, image, d, res.Bytes, int(transfer), err)
+			return a.locateMismatch(ctx, image, d, res.Bytes, vopts, err)
 		}
 		sum.Verified = true
 		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
@@ -438,7 +449,7 @@ func rate(n int64, d time.Duration) float64 {
 
 // locateMismatch turns a hash mismatch into the first differing LBA by
 // comparing the card with a fresh decode of the image.
-func (a *app) locateMismatch(ctx context.Context, image string, d *device, size int64, transfer int, hashErr error) error {
+func (a *app) locateMismatch(ctx context.Context, image string, d *device, size int64, opts pipeline.VerifyOptions, hashErr error) error {
 	var ve *pipeline.VerifyError
 	if !errors.As(hashErr, &ve) || !ve.HashOnly {
 		return hashErr
@@ -448,7 +459,7 @@ func (a *app) locateMismatch(ctx context.Context, image string, d *device, size 
 		return hashErr
 	}
 	defer src.Close()
-	_, err = pipeline.Verify(ctx, d.dev, src, size, pipeline.VerifyOptions{Name: d.name, TransferSize: transfer})
+	_, err = pipeline.Verify(ctx, d.dev, src, size, pipeline.VerifyOptions{Name: d.name, TransferSize: opts.TransferSize, Only: opts.Only})
 	if err == nil {
 		// The card reads back right now: the first read was wrong. Say so.
 		return fmt.Errorf("%w (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)", hashErr)

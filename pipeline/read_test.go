@@ -1,0 +1,95 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// failingWriter fails its Write number n (0-based).
+type failingWriter struct {
+	n, calls int
+	buf      bytes.Buffer
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.calls++; w.calls-1 == w.n {
+		return 0, errors.New("disk full")
+	}
+	return w.buf.Write(p)
+}
+
+func TestReadCopiesTheCard(t *testing.T) {
+	card := testImage(64*testTransfer, 9)
+	for _, size := range []int64{0, 1, testBS - 1, testTransfer, 5*testTransfer + 700, int64(len(card))} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			dev := newTestDevice(t, int64(len(card)/testBS), testBS, 0)
+			if err := dev.WriteBlocks(context.Background(), 0, card); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			var phases []Phase
+			res, err := Read(context.Background(), dev, &out, size, ReadOptions{
+				TransferSize: testTransfer,
+				Progress:     func(p Progress) { phases = append(phases, p.Phase) },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out.Bytes(), card[:size]) || res.Bytes != size || res.SHA256 != sha256.Sum256(card[:size]) {
+				t.Fatalf("read %d bytes (result %d), want the card's first %d", out.Len(), res.Bytes, size)
+			}
+			if want := int((size + testTransfer - 1) / testTransfer); res.Reads != want {
+				t.Errorf("%d READ commands, want %d", res.Reads, want)
+			}
+			if len(phases) == 0 || phases[0] != PhaseRead {
+				t.Errorf("progress phases %v, want %q", phases, PhaseRead)
+			}
+		})
+	}
+}
+
+func TestReadFailures(t *testing.T) {
+	card := testImage(16*testTransfer, 9)
+	newDev := func(t *testing.T) BlockDevice {
+		dev := newTestDevice(t, int64(len(card)/testBS), testBS, 0)
+		if err := dev.WriteBlocks(context.Background(), 0, card); err != nil {
+			t.Fatal(err)
+		}
+		return dev
+	}
+	t.Run("device", func(t *testing.T) {
+		dev := &readFaultDevice{BlockDevice: newDev(t), bad: 5*testTransfer/testBS + 3}
+		_, err := Read(context.Background(), dev, &bytes.Buffer{}, int64(len(card)), ReadOptions{TransferSize: testTransfer})
+		var de *DeviceError
+		if !errors.As(err, &de) || de.LBA != 5*testTransfer/testBS {
+			t.Fatalf("err = %v, want a DeviceError at LBA %d", err, 5*testTransfer/testBS)
+		}
+	})
+	t.Run("destination", func(t *testing.T) {
+		_, err := Read(context.Background(), newDev(t), &failingWriter{n: 3}, int64(len(card)), ReadOptions{TransferSize: testTransfer})
+		if err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), fmt.Sprint(3*testTransfer)) {
+			t.Fatalf("err = %v, want the writer's error at byte offset %d", err, 3*testTransfer)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		_, err := Read(ctx, newDev(t), &bytes.Buffer{}, int64(len(card)), ReadOptions{
+			TransferSize: testTransfer, Progress: func(Progress) { cancel() },
+		})
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "read of mem cancelled") {
+			t.Fatalf("err = %v, want a cancelled read", err)
+		}
+	})
+	t.Run("larger than the card", func(t *testing.T) {
+		_, err := Read(context.Background(), newDev(t), &bytes.Buffer{}, int64(len(card))+1, ReadOptions{})
+		if err == nil || !strings.Contains(err.Error(), "which holds") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}

@@ -91,8 +91,6 @@ static int zc_wait(libusb_context *ctx, zc_xfer *x, int ms) {
 	return x->done;
 }
 
-static int zc_status(zc_xfer *x) { return x->t->status; }
-static int zc_actual(zc_xfer *x) { return x->t->actual_length; }
 
 // zc_mem_alloc returns n bytes of usbfs DMA memory (dev != 0) or of
 // page-aligned heap memory.
@@ -299,7 +297,11 @@ func (t *cTransfer) submit(ep uint8, buf []byte) error {
 
 // wait handles events for up to ms milliseconds, until the transfer
 // completes, and reports whether it has.
-func (t *cTransfer) wait(ms int) bool { return C.zc_wait(t.ctx, t.x, C.int(ms)) != 0 }
+func (t *cTransfer) wait(ms int) bool {
+	// The flag is read without a cgo call when the callback already ran
+	// (an OUT transfer completed while the one before it was waited for).
+	return t.x.done != 0 || C.zc_wait(t.ctx, t.x, C.int(ms)) != 0
+}
 
 // cancel asks libusb to cancel the transfer; it still completes, with
 // LIBUSB_TRANSFER_CANCELLED, and must be waited for.
@@ -309,8 +311,10 @@ func (t *cTransfer) cancel() { C.libusb_cancel_transfer(t.x.t) }
 // unless it completed, its libusb status as gousb's TransferStatus (the
 // values are libusb's enum).
 func (t *cTransfer) result() (int, error) {
-	n := int(C.zc_actual(t.x))
-	if st := C.zc_status(t.x); st != C.LIBUSB_TRANSFER_COMPLETED {
+	// Plain reads of the C struct: no cgo call, and the transfer is
+	// complete, so libusb no longer writes it.
+	n := int(t.x.t.actual_length)
+	if st := t.x.t.status; st != C.LIBUSB_TRANSFER_COMPLETED {
 		return n, gousb.TransferStatus(st)
 	}
 	return n, nil

@@ -1,3 +1,6 @@
+// How long the simulated device takes, and whether it answers at all:
+// availability (closed, unplugged, never answering) and the wire model.
+
 package sim
 
 import (

@@ -11,7 +11,7 @@ TAGS     = $(shell pkg-config --exists libusb-1.0 2>/dev/null || echo nousb)
 FUZZTIME ?= 10s
 DEMO_CARD ?= bin/demo-card.img
 
-.PHONY: all deps build demo test lint fuzz bench e2e bench-e2e clean \
+.PHONY: all deps test-deps build demo test lint fuzz bench e2e bench-e2e clean \
 	cross-deps cross cross-linux cross-nousb test-arm64 test-arm e2e-arm64 bench-e2e-arm64
 
 all: build
@@ -27,6 +27,16 @@ deps:
 	    echo "note: libusb-1.0-0-dev is not installed: building without USB support (sim: and file: targets work; for usb: run 'sudo apt-get install libusb-1.0-0-dev pkg-config' and rebuild)"; \
 	fi
 
+# What the tests compare with: bmaptool, since our block maps must work
+# with it (and its with ours). Installed like libusb's headers.
+test-deps:
+	@command -v bmaptool >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bmap-tools (the tests prove usbflash's block maps work with bmaptool)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bmap-tools >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bmap-tools >/dev/null 2>&1; } || true; \
+	  fi; }
+
 build: deps
 	$(GO) build -tags "$(TAGS)" -o $(BIN) ./cmd/usbflash
 
@@ -37,7 +47,7 @@ demo: build
 	$(BIN) write testdata/demo.img.xz 'sim:$(DEMO_CARD)?size=64MiB&speed=40MB/s&latency=1ms' --yes
 	$(BIN) info 'sim:$(DEMO_CARD)'
 
-test: deps lint
+test: deps test-deps lint
 	$(GO) test -tags "$(TAGS)" -count=1 ./...
 
 lint: deps

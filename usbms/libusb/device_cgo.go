@@ -171,10 +171,7 @@ func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error)
 	for i, r := range regs {
 		bufs[i] = r.mem
 	}
-	kind := kindPageAligned
-	if zeroCopy {
-		kind = kindZeroCopy
-	}
+	kind := memoryKind(zeroCopy, count)
 	h := d.s.h
 	free := func() {
 		d.mu.Lock()

@@ -46,17 +46,6 @@ const (
 	kindPageAligned = "page-aligned"
 )
 
-// memoryKind names buffers of which zeroCopy of count are usbfs memory.
-func memoryKind(zeroCopy, count int) string {
-	switch zeroCopy {
-	case count:
-		return kindZeroCopy
-	case 0:
-		return kindPageAligned
-	}
-	return fmt.Sprintf("%s for %d of %d buffers", kindZeroCopy, zeroCopy, count)
-}
-
 const (
 	// smallLen is the buffer for CBW, CSW and small data phases (the
 	// identification commands): one transfer, one copy of a few bytes.
@@ -316,38 +305,38 @@ func (b *bulkPath) await(ctx context.Context, x transfer) (int, error) {
 	return n, err
 }
 
-// allocRegions allocates count buffers of size bytes, and says how many of
-// them, the first ones, are usbfs DMA memory: as many as the kernel grants;
-// the rest are page-aligned memory, whose transfers the kernel copies.
-// piece is the area size of page-aligned memory.
-func allocRegions(h usbHandle, count, size, piece int) ([]region, int, error) {
+// allocRegions allocates count buffers of size bytes: usbfs DMA memory when
+// the kernel grants all of it, else page-aligned memory (the kernel then
+// copies each transfer). piece is the area size of page-aligned memory.
+func allocRegions(h usbHandle, count, size, piece int) ([]region, bool, error) {
 	if count <= 0 || size <= 0 {
-		return nil, 0, fmt.Errorf("%d buffers of %d bytes: both must be positive", count, size)
+		return nil, false, fmt.Errorf("%d buffers of %d bytes: both must be positive", count, size)
 	}
-	regs := allocDevMem(h, count, size)
-	zeroCopy := len(regs)
-	for len(regs) < count {
+	if regs, ok := allocDevMem(h, count, size); ok {
+		return regs, true, nil
+	}
+	regs := make([]region, 0, count)
+	for range count {
 		m := h.memAlloc(size, false)
 		if m == nil {
 			freeRegions(h, regs)
-			return nil, 0, fmt.Errorf("allocating %d buffers of %d bytes: out of memory", count, size)
+			return nil, false, fmt.Errorf("allocating %d buffers of %d bytes: out of memory", count, size)
 		}
 		regs = append(regs, region{mem: m, area: piece, parts: [][]byte{m}})
 	}
-	return regs, zeroCopy, nil
+	return regs, false, nil
 }
 
-// allocDevMem allocates up to count buffers of usbfs DMA memory, as many as
-// the kernel grants (usbfs_memory_mb bounds them all, 16 MiB by default),
-// each made of equal page-sized parts of at most maxDevMem bytes that the
-// kernel mapped next to each other (mmap usually places them so, in
-// descending order). A buffer whose parts are refused or not contiguous is
-// given back, and so is everything after it.
-func allocDevMem(h usbHandle, count, size int) []region {
+// allocDevMem allocates count buffers of usbfs DMA memory, each made of
+// equal page-sized parts of at most maxDevMem bytes that the kernel mapped
+// next to each other (mmap usually places them so, in descending order).
+// It gives everything back and reports false when any part is refused or
+// a buffer's parts are not contiguous.
+func allocDevMem(h usbHandle, count, size int) ([]region, bool) {
 	parts := (size + maxDevMem - 1) / maxDevMem
 	area := size / parts
 	if size%parts != 0 || (parts > 1 && area%4096 != 0) {
-		return nil
+		return nil, false
 	}
 	regs := make([]region, 0, count)
 	for range count {
@@ -355,20 +344,20 @@ func allocDevMem(h usbHandle, count, size int) []region {
 		for range parts {
 			m := h.memAlloc(area, true)
 			if m == nil {
-				freeRegions(h, []region{r})
-				return regs
+				freeRegions(h, append(regs, r))
+				return nil, false
 			}
 			r.parts = append(r.parts, m)
 		}
 		mem, ok := joinParts(r.parts)
 		if !ok {
-			freeRegions(h, []region{r})
-			return regs
+			freeRegions(h, append(regs, r))
+			return nil, false
 		}
 		r.mem = mem
 		regs = append(regs, r)
 	}
-	return regs
+	return regs, true
 }
 
 // joinParts sorts parts by address and returns them as one slice when

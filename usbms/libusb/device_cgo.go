@@ -171,7 +171,10 @@ func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error)
 	for i, r := range regs {
 		bufs[i] = r.mem
 	}
-	kind := memoryKind(zeroCopy, count)
+	kind := kindPageAligned
+	if zeroCopy {
+		kind = kindZeroCopy
+	}
 	h := d.s.h
 	free := func() {
 		d.mu.Lock()

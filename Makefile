@@ -21,7 +21,7 @@ deps:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing libusb-1.0-0-dev and pkg-config (needed for usb: targets)"; \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libusb-1.0-0-dev pkg-config >/dev/null 2>&1 || \
-	    { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libusb-1.0-0-dev pkg-config >/dev/null 2>&1; } || true; \
+	    { apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libusb-1.0-0-dev pkg-config >/dev/null 2>&1; } || true; \
 	  fi; \
 	  pkg-config --exists libusb-1.0 2>/dev/null || \
 	    echo "note: libusb-1.0-0-dev is not installed: building without USB support (sim: and file: targets work; for usb: run 'sudo apt-get install libusb-1.0-0-dev pkg-config' and rebuild)"; \
@@ -34,7 +34,7 @@ test-deps:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing bmap-tools (the tests prove usbflash's block maps work with bmaptool)"; \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bmap-tools >/dev/null 2>&1 || \
-	    { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bmap-tools >/dev/null 2>&1; } || true; \
+	    { apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bmap-tools >/dev/null 2>&1; } || true; \
 	  fi; }
 
 build: deps

@@ -1,3 +1,5 @@
+//go:build cgo && !nousb
+
 package libusb
 
 import (

@@ -356,7 +356,7 @@ func TestWriteOptionErrors(t *testing.T) {
 		{TransferSize: -512},
 		{Buffers: 1},
 		{HashAlg: "md5"},
-		{TransferSize: 64 << 30},                 // would die out of memory
+		{TransferSize: 1 << 30, Buffers: 2},      // 4 GiB: would die out of memory
 		{TransferSize: 1 << 20, Buffers: 100000}, // likewise
 	} {
 		rec := &recordingDevice{BlockDevice: newTestDevice(t, 64, testBS, oldByte)}

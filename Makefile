@@ -50,8 +50,8 @@ demo: build
 test: deps test-deps lint
 	$(GO) test -tags "$(TAGS)" -count=1 ./...
 
-# lint vets with and without the USB backend, and without cgo and for
-# another OS as make cross and make test-arm64 build.
+# lint vets with and without the USB backend, and without cgo, for another
+# OS and for a 32-bit architecture, as make cross and make test-arm build.
 lint: deps
 	@out=$$(gofmt -l .); \
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
@@ -59,6 +59,7 @@ lint: deps
 	$(GO) vet -tags nousb ./...
 	CGO_ENABLED=0 $(GO) vet -tags nousb ./...
 	GOOS=windows CGO_ENABLED=0 $(GO) vet -tags nousb ./...
+	GOARCH=arm CGO_ENABLED=0 $(GO) vet -tags nousb ./...
 
 # Short runs of every fuzz target (go test allows one target per run).
 fuzz: deps

@@ -46,6 +46,9 @@ const (
 	// Changed: the image file was modified, replaced or resized while it
 	// was read, so what was written (and hashed) is not one image.
 	Changed
+	// Unreadable: the input itself failed (a failing disk, a dropped
+	// network share), not the archive's data.
+	Unreadable
 )
 
 func (e *Error) Error() string {
@@ -54,7 +57,7 @@ func (e *Error) Error() string {
 		cause = e.Err.Error()
 	}
 	switch e.Problem {
-	case NotNamedFormat, Changed:
+	case NotNamedFormat, Changed, Unreadable:
 		return cause
 	}
 	if e.Truncated {

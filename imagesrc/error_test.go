@@ -47,7 +47,7 @@ func (f *srcFailingReader) Read(p []byte) (int, error) {
 }
 
 // TestSourceInputError: a failing disk under the archive is reported as an
-// I/O error with its position, not as a damaged archive.
+// unreadable input with its position, not as a damaged archive.
 func TestSourceInputError(t *testing.T) {
 	img := genOSImage(400_000, 9)
 	gz, err := srcGzipGo(img)
@@ -61,8 +61,9 @@ func TestSourceInputError(t *testing.T) {
 			s.Close()
 		}
 		var se *Error
-		if !errors.Is(err, syscall.EIO) || errors.As(err, &se) || !strings.Contains(err.Error(), "byte "+itoa(int64(cut))) {
-			t.Errorf("cut %d: error %v; want the EIO at byte %d, not a *SourceError", cut, err, cut)
+		if !errors.Is(err, syscall.EIO) || !errors.As(err, &se) || se.Problem != Unreadable ||
+			!strings.Contains(err.Error(), "byte "+itoa(int64(cut))) {
+			t.Errorf("cut %d: error %v; want the EIO at byte %d as an unreadable input, not damage", cut, err, cut)
 		}
 	}
 }

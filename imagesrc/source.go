@@ -329,10 +329,13 @@ func (s *Source) classify(err error) error {
 	// An error from the input itself (a failing disk, a dropped network
 	// share) is not damage in the archive; say which it is.
 	if ioErr := s.meter.failure(); ioErr != nil {
-		return fmt.Errorf("read %s input at byte %d: %w", s.Format, s.meter.reached.Load(), ioErr)
+		offset := s.meter.reached.Load()
+		return &Error{Problem: Unreadable, Format: s.Format, Offset: offset, Decoded: s.decoded,
+			Err: fmt.Errorf("read %s input at byte %d: %w", s.Format, offset, ioErr)}
 	}
 	if s.Format == FormatRaw {
-		return fmt.Errorf("read image at byte %d: %w", s.decoded, err)
+		return &Error{Problem: Unreadable, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
+			Err: fmt.Errorf("read image at byte %d: %w", s.decoded, err)}
 	}
 	return s.sourceError(isTruncation(err), err)
 }

@@ -93,6 +93,7 @@ func hint(err error) string {
 		imageSize *pipeline.ImageSizeError
 		src       *imagesrc.Error
 		device    *pipeline.DeviceError
+		usbErr    *libusb.Error
 	)
 	switch {
 	case errors.As(err, &cancelled):
@@ -102,6 +103,8 @@ func hint(err error) string {
 		return ""
 	case errors.Is(err, context.Canceled):
 		return ""
+	case errors.As(err, &usbErr) && usbErr.Hint != "":
+		return "" // the USB layer's own advice is already in the message
 	case errors.Is(err, errNotConfirmed):
 		return "pass --yes to write without being asked"
 	case errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err), errors.As(err, new(*pipeline.WriteProtectedError)):

@@ -47,3 +47,17 @@ func TestExplainCancelledInWords(t *testing.T) {
 		t.Errorf("explain = %q, %q", msg, hint)
 	}
 }
+
+// TestOneAdviceForUSBErrors: a USB error that carries its own advice gets
+// no second piece from the CLI, even under the end of the recovery ladder
+// (which has advice of its own for errors without any).
+func TestOneAdviceForUSBErrors(t *testing.T) {
+	withHint := fmt.Errorf("%w: %w", usbms.ErrRecoveryFailed,
+		&libusb.Error{Op: "bulk OUT transfer", Hint: "use a smaller transfer chunk or raise that limit"})
+	if h := hint(withHint); h != "" {
+		t.Errorf("hint = %q, want none: the error already gives advice", h)
+	}
+	if h := hint(fmt.Errorf("%w: no answer", usbms.ErrRecoveryFailed)); h == "" {
+		t.Error("the end of the recovery ladder without USB advice got no hint")
+	}
+}

@@ -1,15 +1,25 @@
 # usbflash: build, test, lint, fuzz, bench, e2e.
 #
-# The USB backend needs libusb-1.0's headers (cgo). `deps` installs them when
-# it can (root + apt-get); without them everything builds with -tags nousb,
-# and usb: targets say how to get them. sim: and file: targets always work.
+# The USB backend needs libusb-1.0's headers (cgo). `deps` installs them
+# when run as root and fails, saying what to install, when it cannot: a
+# green build means the USB backend was compiled. NOUSB=1 asks for the
+# build without it (-tags nousb: sim: and file: targets only).
 
 GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 BIN     := bin/usbflash
-# Recursive on purpose: expanded after `deps` has run.
-TAGS     = $(shell pkg-config --exists libusb-1.0 2>/dev/null || echo nousb)
+NOUSB   ?=
+TAGS    := $(if $(filter 1,$(NOUSB)),nousb)
 FUZZTIME ?= 10s
 DEMO_CARD ?= bin/demo-card.img
+# The version and revision usbflash reports, stamped here because the Go
+# toolchain's own VCS stamping is off wherever GOFLAGS has -buildvcs=false.
+VERSION  := $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+REVTIME  := $(shell git log -1 --format=%cI 2>/dev/null)
+MODIFIED := $(shell git diff --quiet HEAD 2>/dev/null && echo false || echo true)
+LDFLAGS  := -X main.stampedVersion=$(VERSION) -X main.stampedRevision=$(REVISION) \
+	-X main.stampedTime=$(REVTIME) -X main.stampedModified=$(MODIFIED)
+STATICCHECK := $(GO) tool staticcheck
 
 .PHONY: all deps test-deps build demo test lint fuzz bench e2e bench-e2e clean \
 	cross-deps cross cross-linux cross-nousb test-arm64 test-arm e2e-arm64 bench-e2e-arm64
@@ -17,28 +27,18 @@ DEMO_CARD ?= bin/demo-card.img
 all: build
 
 deps:
-	@if ! pkg-config --exists libusb-1.0 2>/dev/null; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing libusb-1.0-0-dev and pkg-config (needed for usb: targets)"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libusb-1.0-0-dev pkg-config >/dev/null 2>&1 || \
-	    { apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libusb-1.0-0-dev pkg-config >/dev/null 2>&1; } || true; \
-	  fi; \
-	  pkg-config --exists libusb-1.0 2>/dev/null || \
-	    echo "note: libusb-1.0-0-dev is not installed: building without USB support (sim: and file: targets work; for usb: run 'sudo apt-get install libusb-1.0-0-dev pkg-config' and rebuild)"; \
-	fi
+ifneq ($(NOUSB),1)
+	@.ci/apt-install --or "build without USB: make NOUSB=1 $(or $(MAKECMDGOALS),build)" \
+	  "the USB backend (usb: targets)" libusb-1.0-0-dev pkg-config
+endif
 
 # What the tests compare with: bmaptool, since our block maps must work
 # with it (and its with ours). Installed like libusb's headers.
 test-deps:
-	@command -v bmaptool >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing bmap-tools (the tests prove usbflash's block maps work with bmaptool)"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bmap-tools >/dev/null 2>&1 || \
-	    { apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bmap-tools >/dev/null 2>&1; } || true; \
-	  fi; }
+	@.ci/apt-install "the block-map tests (they prove usbflash's maps work with bmaptool)" bmap-tools
 
 build: deps
-	$(GO) build -tags "$(TAGS)" -o $(BIN) ./cmd/usbflash
+	$(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/usbflash
 
 # The main job on the embedded default: write the demo OS image to a
 # simulated 64 MiB card, verify it by reading it back, and show the card.
@@ -60,6 +60,8 @@ lint: deps
 	CGO_ENABLED=0 $(GO) vet -tags nousb ./...
 	GOOS=windows CGO_ENABLED=0 $(GO) vet -tags nousb ./...
 	GOARCH=arm CGO_ENABLED=0 $(GO) vet -tags nousb ./...
+	$(STATICCHECK) -tags "e2e $(TAGS)" ./...
+	$(STATICCHECK) -tags nousb ./...
 
 # Short runs of every fuzz target (go test allows one target per run).
 fuzz: deps
@@ -97,14 +99,14 @@ cross-linux: cross-deps
 	  echo "== linux/$$deb (libusb, cgo)"; \
 	  CGO_ENABLED=1 GOOS=linux GOARCH=$$goarch GOARM=7 CC=$$triplet-gcc \
 	    PKG_CONFIG_LIBDIR=/usr/lib/$$triplet/pkgconfig:/usr/share/pkgconfig \
-	    $(GO) build -o bin/usbflash-linux-$$deb ./cmd/usbflash; \
+	    $(GO) build -ldflags "$(LDFLAGS)" -o bin/usbflash-linux-$$deb ./cmd/usbflash; \
 	done
 
 cross-nousb:
 	@set -e; for t in $(CROSS_NOUSB); do \
 	  os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 	  echo "== $$t (nousb)"; \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -tags nousb -o bin/usbflash-$$os-$$arch$$ext ./cmd/usbflash; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -tags nousb -ldflags "$(LDFLAGS)" -o bin/usbflash-$$os-$$arch$$ext ./cmd/usbflash; \
 	done
 
 # The unit tests as arm64 (test-arm64) and 32-bit arm (test-arm: 32-bit

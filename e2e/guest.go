@@ -737,7 +737,8 @@ func extractVmlinux(bz, out string) error {
 			r, err := m.open(bytes.NewReader(data[off:]))
 			if err == nil {
 				var buf bytes.Buffer
-				_, err = io.Copy(&buf, r)
+				// An error after the stream (trailing garbage) is normal.
+				_, _ = io.Copy(&buf, r)
 				b := buf.Bytes()
 				// Trailing garbage after the stream is normal; what was
 				// decoded counts if it is an ELF file.

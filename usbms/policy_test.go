@@ -68,7 +68,7 @@ func TestVPDTolerated(t *testing.T) {
 	limits[1], limits[3], limits[11] = 0xB0, 60, 0x80 // max transfer 128 blocks
 	// A device failing a data-in command before any data stalls bulk-IN
 	// and then answers the CSW (BOT case 4 with failure).
-	failed := []step{{call: "in", err: stall}, clearIn, {call: "csw", status: 1, residue: vpdLen}}
+	failed := []step{{call: "in", err: errFakeStall}, clearIn, {call: "csw", status: 1, residue: vpdLen}}
 	tests := []struct {
 		name     string
 		steps    []step

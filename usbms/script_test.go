@@ -109,16 +109,15 @@ func (s *script) done() {
 }
 
 var (
-	stall  = fmt.Errorf("fake: %w", ErrStall)
-	gone   = fmt.Errorf("fake: %w", ErrNoDevice)
-	broken = errors.New("fake: transfer error")
+	errFakeStall  = fmt.Errorf("fake: %w", ErrStall)
+	errFakeGone   = fmt.Errorf("fake: %w", ErrNoDevice)
+	errFakeBroken = errors.New("fake: transfer error")
 )
 
 // The steps of a clean command and of reset recovery.
 var (
 	cbw        = step{call: "out", n: -1}
 	dataAll    = step{call: "out", n: -1}
-	inAll      = step{call: "in", n: -1}
 	passed     = step{call: "csw"}
 	bulkReset  = step{call: "class"}
 	clearIn    = step{call: "clearIn"}
@@ -157,39 +156,39 @@ func TestLadder(t *testing.T) {
 	}{
 		{name: "clean", steps: seq(cbw, dataAll, passed)},
 		{name: "split in chunks", chunk: 1024, steps: seq(cbw, dataAll, dataAll, dataAll, dataAll, passed)},
-		{name: "data stall: clear OUT, read CSW", wantN: 512, steps: seq(cbw, step{call: "out", n: 512, err: stall}, clearOut, step{call: "csw", residue: 4096 - 512})},
-		{name: "CSW stall: clear IN, read again", steps: seq(cbw, dataAll, step{call: "csw", err: stall}, clearIn, passed)},
+		{name: "data stall: clear OUT, read CSW", wantN: 512, steps: seq(cbw, step{call: "out", n: 512, err: errFakeStall}, clearOut, step{call: "csw", residue: 4096 - 512})},
+		{name: "CSW stall: clear IN, read again", steps: seq(cbw, dataAll, step{call: "csw", err: errFakeStall}, clearIn, passed)},
 		{name: "zero-length packet before CSW", steps: seq(cbw, dataAll, step{call: "csw", raw: []byte{}}, passed)},
-		{name: "two CSW stalls: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", err: stall}, clearIn, step{call: "csw", err: stall}, resetSteps, cbw, dataAll, passed)},
+		{name: "two CSW stalls: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", err: errFakeStall}, clearIn, step{call: "csw", err: errFakeStall}, resetSteps, cbw, dataAll, passed)},
 		{name: "wrong tag: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", tagDelta: 1}, resetSteps, cbw, dataAll, passed)},
 		{name: "12-byte CSW: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", raw: make([]byte, 12)}, resetSteps, cbw, dataAll, passed)},
 		{name: "residue past length: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", residue: 4097}, resetSteps, cbw, dataAll, passed)},
 		{name: "status 3: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", status: 3}, resetSteps, cbw, dataAll, passed)},
 		{name: "phase error: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", status: 2}, resetSteps, cbw, dataAll, passed)},
-		{name: "CBW refused: reset, retry", steps: seq(step{call: "out", err: broken}, resetSteps, cbw, dataAll, passed)},
+		{name: "CBW refused: reset, retry", steps: seq(step{call: "out", err: errFakeBroken}, resetSteps, cbw, dataAll, passed)},
 		{name: "resets exhausted: port reset, retry", steps: seq(
-			step{call: "out", err: broken}, resetSteps,
-			step{call: "out", err: broken}, resetSteps,
-			step{call: "out", err: broken}, portReset, cbw, dataAll, passed)},
+			step{call: "out", err: errFakeBroken}, resetSteps,
+			step{call: "out", err: errFakeBroken}, resetSteps,
+			step{call: "out", err: errFakeBroken}, portReset, cbw, dataAll, passed)},
 		{name: "all exhausted: give up after a final reset", wantErr: func(err error) bool {
-			return errors.Is(err, broken) && errors.Is(err, ErrRecoveryFailed)
+			return errors.Is(err, errFakeBroken) && errors.Is(err, ErrRecoveryFailed)
 		}, steps: seq(
-			step{call: "out", err: broken}, resetSteps,
-			step{call: "out", err: broken}, resetSteps,
-			step{call: "out", err: broken}, portReset,
-			step{call: "out", err: broken}, resetSteps)},
-		{name: "reset refused: port reset", steps: seq(step{call: "out", err: broken}, step{call: "class", err: stall}, portReset, cbw, dataAll, passed)},
+			step{call: "out", err: errFakeBroken}, resetSteps,
+			step{call: "out", err: errFakeBroken}, resetSteps,
+			step{call: "out", err: errFakeBroken}, portReset,
+			step{call: "out", err: errFakeBroken}, resetSteps)},
+		{name: "reset refused: port reset", steps: seq(step{call: "out", err: errFakeBroken}, step{call: "class", err: errFakeStall}, portReset, cbw, dataAll, passed)},
 		{name: "port reset fails: give up", wantErr: func(err error) bool {
-			return errors.Is(err, broken) && strings.Contains(err.Error(), "port reset failed")
+			return errors.Is(err, errFakeBroken) && strings.Contains(err.Error(), "port reset failed")
 		},
-			steps: seq(step{call: "out", err: broken}, step{call: "class", err: stall}, step{call: "reset", err: broken})},
-		{name: "gone during data: no recovery", wantErr: isGone, steps: seq(cbw, step{call: "out", n: 100, err: gone})},
-		{name: "gone on clear halt: no recovery", wantErr: isGone, steps: seq(cbw, step{call: "out", err: stall}, step{call: "clearOut", err: gone})},
-		{name: "gone during reset: no port reset", wantErr: isGone, steps: seq(cbw, dataAll, step{call: "csw", status: 2}, step{call: "class", err: gone})},
+			steps: seq(step{call: "out", err: errFakeBroken}, step{call: "class", err: errFakeStall}, step{call: "reset", err: errFakeBroken})},
+		{name: "gone during data: no recovery", wantErr: isGone, steps: seq(cbw, step{call: "out", n: 100, err: errFakeGone})},
+		{name: "gone on clear halt: no recovery", wantErr: isGone, steps: seq(cbw, step{call: "out", err: errFakeStall}, step{call: "clearOut", err: errFakeGone})},
+		{name: "gone during reset: no port reset", wantErr: isGone, steps: seq(cbw, dataAll, step{call: "csw", status: 2}, step{call: "class", err: errFakeGone})},
 		{name: "gone on port reset", wantErr: isGone, steps: seq(
-			step{call: "out", err: broken}, resetSteps,
-			step{call: "out", err: broken}, resetSteps,
-			step{call: "out", err: broken}, step{call: "reset", err: gone})},
+			step{call: "out", err: errFakeBroken}, resetSteps,
+			step{call: "out", err: errFakeBroken}, resetSteps,
+			step{call: "out", err: errFakeBroken}, step{call: "reset", err: errFakeGone})},
 		{name: "failed: REQUEST SENSE gives the reason", wantErr: func(err error) bool { return scsi.IsMediumError(err) },
 			steps: seq(cbw, dataAll, step{call: "csw", status: 1}, cbw, senseStep(scsi.MediumError, 0x0C, 0), passed)},
 		{name: "failed: REQUEST SENSE fails once under UNIT ATTENTION", wantErr: func(err error) bool { return scsi.IsMediumChanged(err) },
@@ -240,7 +239,7 @@ func TestDataInResidue(t *testing.T) {
 		{"padded, residue 0", seq(cbw, step{call: "in", data: inquiry}, passed), 36},
 		{"residue says 20", seq(cbw, step{call: "in", data: inquiry}, step{call: "csw", residue: 16}), 20},
 		{"short packet", seq(cbw, step{call: "in", data: inquiry[:8]}, passed), 8},
-		{"stall after 8: clear IN", seq(cbw, step{call: "in", n: 8, err: stall}, clearIn, step{call: "csw", residue: 28}), 8},
+		{"stall after 8: clear IN", seq(cbw, step{call: "in", n: 8, err: errFakeStall}, clearIn, step{call: "csw", residue: 28}), 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,10 +263,10 @@ func TestMaxLUNAnswers(t *testing.T) {
 		wantErr bool
 	}{
 		{"two LUNs", step{call: "class", data: []byte{1}}, 1, false},
-		{"stall", step{call: "class", err: stall}, 0, false},
+		{"stall", step{call: "class", err: errFakeStall}, 0, false},
 		{"no data", step{call: "class", data: []byte{}}, 0, false},
 		{"impossible answer", step{call: "class", data: []byte{16}}, 0, false},
-		{"gone", step{call: "class", err: gone}, 0, true},
+		{"gone", step{call: "class", err: errFakeGone}, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -305,8 +304,7 @@ func TestExecRejectsBadRequests(t *testing.T) {
 // okDevice answers every command as passed, without allocating, to measure
 // what the host side allocates per command.
 type okDevice struct {
-	tag     uint32
-	pending bool
+	tag uint32
 }
 
 func (d *okDevice) BulkOut(ctx context.Context, p []byte) (int, error) {

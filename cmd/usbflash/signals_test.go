@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,9 +16,10 @@ import (
 // closed stdout are properties of the process, not of run.
 func buildBinary(t *testing.T) string {
 	t.Helper()
+	// go test puts its own toolchain first on PATH.
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("no go command on PATH: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "usbflash")
 	if out, err := exec.Command(goTool, "build", "-tags", testBuildTags, "-o", bin, ".").CombinedOutput(); err != nil {

@@ -20,14 +20,49 @@ func newVersionCommand(a *app) *cobra.Command {
 	}
 }
 
+// Set by the Makefile with -ldflags -X: the Go toolchain records the VCS
+// revision itself only when it may run git at build time, and GOFLAGS
+// often says -buildvcs=false (CI images, distribution builds). Written by
+// the linker only; nothing assigns them at run time.
+var (
+	stampedVersion  string // git describe, e.g. v0.3.0-12-gf1d77b4
+	stampedRevision string // the full commit hash
+	stampedTime     string // the commit's time, RFC 3339
+	stampedModified string // "true" when the tree had local changes
+)
+
 // versionString is the module version and the VCS revision the binary was
-// built from, as the Go toolchain recorded them.
+// built from, as the Go toolchain recorded them or the Makefile stamped
+// them.
 func versionString() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown (no build information in the binary)"
+		bi = &debug.BuildInfo{}
 	}
-	return describeBuild(bi)
+	return describeBuild(withStamp(bi, stampedVersion, stampedRevision, stampedTime, stampedModified))
+}
+
+// withStamp fills what the toolchain did not record (no VCS settings, a
+// "(devel)" version) from the linker-stamped values; what it did record
+// wins, since it describes exactly the files compiled.
+func withStamp(bi *debug.BuildInfo, version, revision, time, modified string) *debug.BuildInfo {
+	out := *bi
+	if v := out.Main.Version; (v == "" || v == "(devel)") && version != "" {
+		out.Main.Version = version
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			return &out
+		}
+	}
+	if revision == "" {
+		return &out
+	}
+	out.Settings = append(append([]debug.BuildSetting(nil), bi.Settings...),
+		debug.BuildSetting{Key: "vcs.revision", Value: revision},
+		debug.BuildSetting{Key: "vcs.time", Value: time},
+		debug.BuildSetting{Key: "vcs.modified", Value: modified})
+	return &out
 }
 
 func describeBuild(bi *debug.BuildInfo) string {

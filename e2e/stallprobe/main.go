@@ -213,7 +213,7 @@ func run(serial string, lba int64, pattern []byte, rounds int) error {
 	}
 	fmt.Println("usbms recovery calls: none (no ClearHalt, Mass Storage Reset or port reset)")
 	if err := dev.Close(); err != nil {
-		return fmt.Errorf("Close: %w", err)
+		return fmt.Errorf("close: %w", err)
 	}
 	fmt.Println("close: ok")
 	return nil

@@ -86,3 +86,11 @@ func mapError(ctx context.Context, op string, info Info, err error) error {
 	}
 	return e
 }
+
+// Hints for the common failures, shared by the error mapping of the cgo build.
+const (
+	hintBusy     = "close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry"
+	hintGone     = "the device was unplugged or re-enumerated; plug it in again and retry"
+	hintNoMem    = "the transfer is larger than Linux allows in flight (/sys/module/usbcore/parameters/usbfs_memory_mb, default 16 MiB); use a smaller transfer chunk or raise that limit"
+	hintNotFound = "it was unplugged or re-enumerated; run `usbflash list` again"
+)

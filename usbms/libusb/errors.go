@@ -76,11 +76,3 @@ func permissionHint(info Info) string {
 	return fmt.Sprintf("no permission to open %s: run with sudo, or add a udev rule such as "+
 		`SUBSYSTEM=="usb", ATTR{idVendor}=="%04x", MODE="0660", GROUP="plugdev"`, info.DevNode(), info.VID)
 }
-
-// Hints for the common failures, shared by the error mapping of the cgo build.
-const (
-	hintBusy     = "close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry"
-	hintGone     = "the device was unplugged or re-enumerated; plug it in again and retry"
-	hintNoMem    = "the transfer is larger than Linux allows in flight (/sys/module/usbcore/parameters/usbfs_memory_mb, default 16 MiB); use a smaller transfer chunk or raise that limit"
-	hintNotFound = "it was unplugged or re-enumerated; run `usbflash list` again"
-)

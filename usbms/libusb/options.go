@@ -49,3 +49,9 @@ func (o OpenOptions) withDefaults() OpenOptions {
 	}
 	return o
 }
+
+// Memory kinds, as AllocBuffers names them.
+const (
+	kindZeroCopy    = "usbfs zero-copy"
+	kindPageAligned = "page-aligned"
+)

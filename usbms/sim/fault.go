@@ -142,14 +142,3 @@ func (d *Device) takeFault(kind FaultKind, lunIdx int, ok func(*Fault) bool) *Fa
 	}
 	return nil
 }
-
-// hasFault reports whether a fault of kind is armed for lun, without
-// using it.
-func (d *Device) hasFault(kind FaultKind, lunIdx int) bool {
-	for _, p := range d.faults {
-		if p.Kind == kind && p.LUN == lunIdx {
-			return true
-		}
-	}
-	return false
-}

@@ -1,3 +1,5 @@
+//go:build cgo && !nousb
+
 package libusb
 
 import (
@@ -39,12 +41,6 @@ type transfer interface {
 	result() (int, error)
 	free()
 }
-
-// Memory kinds, as AllocBuffers names them.
-const (
-	kindZeroCopy    = "usbfs zero-copy"
-	kindPageAligned = "page-aligned"
-)
 
 const (
 	// smallLen is the buffer for CBW, CSW and small data phases (the

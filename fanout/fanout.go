@@ -101,7 +101,7 @@ func New(targets []Target, opts Options) (*Group, error) {
 			return nil, fmt.Errorf("%s has %d-byte blocks and %s %d-byte blocks: write them in separate runs",
 				targets[0].Name, g.bs, t.Name, bs)
 		}
-		g.blocks = min(g.blocks, t.Dev.BlockCount())
+		g.blocks = max(g.blocks, t.Dev.BlockCount())
 		m := &member{t: t, res: Result{Name: t.Name}}
 		if opts.Lag > 0 {
 			if err := m.allocWindow(opts.Lag, opts.TransferSize); err != nil {
@@ -157,9 +157,17 @@ func (m *member) run(done chan<- struct{}) {
 			if j.idx >= 0 {
 				p = m.window[j.idx][:len(j.p)]
 			}
-			if j.sync {
+			switch {
+			case j.sync:
 				err = m.t.Dev.Sync(j.ctx)
-			} else {
+			case j.lba+int64(len(p)/m.t.Dev.BlockSize()) > m.t.Dev.BlockCount():
+				// An image of unknown size outgrew this card, not the
+				// larger ones: it drops out alone, its first transfer
+				// still zeroed, so it does not boot a truncated image.
+				bs := int64(m.t.Dev.BlockSize())
+				err = &pipeline.CapacityError{Device: m.t.Name, ImageSize: -1,
+					Capacity: m.t.Dev.BlockCount() * bs, Written: j.lba * bs}
+			default:
 				err = m.t.Dev.WriteBlocks(j.ctx, j.lba, p)
 			}
 			m.mu.Lock()
@@ -189,8 +197,10 @@ func (m *member) alive() bool {
 // BlockSize is the members' common block size.
 func (g *Group) BlockSize() int { return g.bs }
 
-// BlockCount is the smallest member's: the group never writes past any
-// card's capacity.
+// BlockCount is the largest member's. An image that does not fit a
+// smaller card (its size known only by writing it) fails that card alone
+// with a *pipeline.CapacityError when the stream reaches its end; an
+// image whose size is known is refused up front, card by card.
 func (g *Group) BlockCount() int64 { return g.blocks }
 
 // String names the group in the pipeline's messages.

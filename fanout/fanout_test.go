@@ -310,3 +310,37 @@ func TestNewRefusesMixedBlockSizes(t *testing.T) {
 func ptrLess(a, b *byte) bool {
 	return uintptr(unsafe.Pointer(a)) < uintptr(unsafe.Pointer(b))
 }
+
+// TestGroupSmallCardDropsOutAlone: an image whose size is found only by
+// writing it outgrows the smaller card, which fails alone with a capacity
+// error and its first transfer still zeroed, while the larger card gets
+// the whole image.
+func TestGroupSmallCardDropsOutAlone(t *testing.T) {
+	for _, lag := range []int{0, 4} {
+		t.Run(fmt.Sprintf("lag=%d", lag), func(t *testing.T) {
+			small := &memDev{data: bytes.Repeat([]byte{0xEE}, 16*testTransfer)}
+			large := &memDev{data: make([]byte, 64*testTransfer)}
+			g, err := New([]Target{{Name: "small", Dev: small}, {Name: "large", Dev: large}}, Options{Lag: lag, TransferSize: testTransfer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			img := pattern(testImage) // 40 transfers: more than the small card holds
+			_, err = pipeline.Write(context.Background(), g, bytes.NewReader(img), pipeline.WriteOptions{TransferSize: testTransfer, Sync: true})
+			g.Close()
+			if err != nil {
+				t.Fatalf("Write: %v (the large card holds the image)", err)
+			}
+			res := g.Results()
+			var ce *pipeline.CapacityError
+			if !errors.As(res[0].Err, &ce) || ce.Device != "small" || ce.Capacity != int64(len(small.data)) {
+				t.Errorf("small card: %v, want a capacity error naming it", res[0].Err)
+			}
+			if res[1].Err != nil || !bytes.Equal(large.data[:len(img)], img) {
+				t.Errorf("large card: %v, holds the image %v", res[1].Err, bytes.Equal(large.data[:len(img)], img))
+			}
+			if !bytes.Equal(small.data[:testTransfer], make([]byte, testTransfer)) {
+				t.Error("the small card's first transfer is not zeroed: it would boot a truncated image")
+			}
+		})
+	}
+}

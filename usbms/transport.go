@@ -106,7 +106,7 @@ func (t *Transport) MaxLUN(ctx context.Context) (int, error) {
 	case errors.Is(err, ErrStall):
 		return 0, nil
 	case err != nil:
-		return 0, fmt.Errorf("asking for the number of LUNs (Get Max LUN): %w", t.transportError(err))
+		return 0, fmt.Errorf("the GET MAX LUN request: %w", t.transportError(err))
 	case n < 1 || b[0] > 15:
 		// Linux treats a missing or impossible answer as one LUN too.
 		return 0, nil

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"usbflash/target"
 
 	"github.com/spf13/cobra"
 
@@ -67,11 +68,11 @@ the kernel made for a usb: reader (before usbflash takes the interface),
 		RunE: func(c *cobra.Command, args []string) error {
 			rep := a.reporterFor(f.asJSON, f.quiet)
 			return a.reported(rep, func() error {
-				target, err := compareArg(args, &f)
+				spec, err := compareArg(args, &f)
 				if err != nil {
 					return err
 				}
-				t, err := parseTarget(target)
+				t, err := target.Parse(spec)
 				if err != nil {
 					return err
 				}
@@ -179,12 +180,12 @@ type benchRun struct {
 	roundTrip *cardbench.RoundTrip
 }
 
-func (a *app) bench(ctx context.Context, rep reporter, t target, f benchFlags) error {
+func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFlags) error {
 	plan, err := parseBenchFlags(f)
 	if err != nil {
 		return err
 	}
-	run := &benchRun{target: t.raw}
+	run := &benchRun{target: t.Raw}
 	// Points are JSON events only: a text event would end the progress
 	// bar each time, and the table says it all at the end.
 	point := func(p cardbench.Point) {
@@ -211,18 +212,18 @@ func (a *app) bench(ctx context.Context, rep reporter, t target, f benchFlags) e
 	}
 
 	// Without --write nothing is written: the target is opened read-only.
-	d, err := openTarget(ctx, t, openOptions{force: f.force, readOnly: !f.write, onRecovery: recoveryNotes(rep)})
+	d, err := target.Open(ctx, t, target.Options{Force: f.force, ReadOnly: !f.write, OnRecovery: recoveryNotes(rep)})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	run.target, run.capacity, run.blockSize = d.name, d.capacity(), d.dev.BlockSize()
+	run.target, run.capacity, run.blockSize = d.Name, d.Capacity(), d.Dev.BlockSize()
 	sizes, regions, err := benchLayout(d, plan)
 	if err != nil {
 		return err
 	}
-	if d.lun != nil && d.lun.MaxTransfer() > 0 && sizes[len(sizes)-1] > d.lun.MaxTransfer()*int64(run.blockSize) {
-		note := fmt.Sprintf("%s takes at most %s per command: larger sizes go out as several commands", d.name, units.FormatSize(d.lun.MaxTransfer()*int64(run.blockSize)))
+	if d.LUN != nil && d.LUN.MaxTransfer() > 0 && sizes[len(sizes)-1] > d.LUN.MaxTransfer()*int64(run.blockSize) {
+		note := fmt.Sprintf("%s takes at most %s per command: larger sizes go out as several commands", d.Name, units.FormatSize(d.LUN.MaxTransfer()*int64(run.blockSize)))
 		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
 	}
 	if f.write {
@@ -231,7 +232,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target, f benchFlags) e
 		// one (its end for the capacity check, already done above; its
 		// length for the question).
 		r := plan.region
-		if err := checkBeforeWrite(d, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Offset + r.Length, SizeExact: true}); err != nil {
+		if err := target.Check(d, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Offset + r.Length, SizeExact: true}, target.CheckOptions{Force: true}); err != nil {
 			return err
 		}
 		if !f.yes {
@@ -239,16 +240,16 @@ func (a *app) bench(ctx context.Context, rep reporter, t target, f benchFlags) e
 			if f.preserve {
 				what += " (saved first and restored after)"
 			}
-			if err := a.confirm(d, what, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Length, SizeExact: true}); err != nil {
+			if err := a.confirm([]*target.Device{d}, what, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Length, SizeExact: true}); err != nil {
 				return err
 			}
 		}
 	}
 	rep.event(&benchStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdBench,
-		Target: d.name, Capacity: run.capacity, BlockSize: run.blockSize, Sizes: sizes, Regions: regions,
+		Target: d.Name, Capacity: run.capacity, BlockSize: run.blockSize, Sizes: sizes, Regions: regions,
 		PointTimeS: f.pointTime.Seconds(), Write: f.write, Preserve: f.preserve},
 		fmt.Sprintf("Measuring %s (%s, %d-byte blocks): %d sizes from %s to %s, %s per size in each of %s",
-			d.name, units.FormatSize(run.capacity), run.blockSize, len(sizes), units.FormatSize(sizes[0]),
+			d.Name, units.FormatSize(run.capacity), run.blockSize, len(sizes), units.FormatSize(sizes[0]),
 			units.FormatSize(sizes[len(sizes)-1]), f.pointTime, regionNames(regions)))
 
 	if err := a.benchReads(ctx, rep, d, run, sizes, regions, plan, f, point); err != nil {
@@ -260,7 +261,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target, f benchFlags) e
 				return err // says what became of the region
 			}
 			r := plan.region
-			return stopped(err, fmt.Sprintf("bytes %d to %d of %s hold benchmark data now", r.Offset, r.Offset+r.Length, d.name))
+			return stopped(err, fmt.Sprintf("bytes %d to %d of %s hold benchmark data now", r.Offset, r.Offset+r.Length, d.Name))
 		}
 	}
 	return a.benchReport(rep, run, f)
@@ -276,24 +277,24 @@ func stopped(err error, card string) error {
 
 // benchLayout checks the plan against the opened device: sizes in whole
 // blocks, the region inside the card.
-func benchLayout(d *device, plan benchPlan) ([]int64, []cardbench.Region, error) {
-	bs := int64(d.dev.BlockSize())
+func benchLayout(d *target.Device, plan benchPlan) ([]int64, []cardbench.Region, error) {
+	bs := int64(d.Dev.BlockSize())
 	sizes := plan.sizes
 	if sizes == nil {
 		sizes = cardbench.Sizes(int(bs), cardbench.MaxSize)
 	}
 	for _, n := range sizes {
 		if n%bs != 0 {
-			return nil, nil, &usageError{fmt.Sprintf("--sizes: %s is not a whole number of %s's %d-byte blocks", units.FormatSize(n), d.name, bs)}
+			return nil, nil, &usageError{fmt.Sprintf("--sizes: %s is not a whole number of %s's %d-byte blocks", units.FormatSize(n), d.Name, bs)}
 		}
 	}
 	if r := plan.region; r != nil {
-		if r.Offset%bs != 0 || r.Length%bs != 0 || r.Offset+r.Length > d.capacity() {
-			return nil, nil, &usageError{fmt.Sprintf("--region %d:%d: want whole %d-byte blocks inside the card's %d bytes", r.Offset, r.Length, bs, d.capacity())}
+		if r.Offset%bs != 0 || r.Length%bs != 0 || r.Offset+r.Length > d.Capacity() {
+			return nil, nil, &usageError{fmt.Sprintf("--region %d:%d: want whole %d-byte blocks inside the card's %d bytes", r.Offset, r.Length, bs, d.Capacity())}
 		}
 		return sizes, []cardbench.Region{*r}, nil
 	}
-	return sizes, cardbench.ReadRegions(d.capacity(), 0, cardbench.RegionAlign), nil
+	return sizes, cardbench.ReadRegions(d.Capacity(), 0, cardbench.RegionAlign), nil
 }
 
 func regionNames(rs []cardbench.Region) string {
@@ -320,8 +321,8 @@ func stepProgress(rep reporter, ph phase) {
 	rep.progress(progressEvent{Phase: ph, Done: 0, Total: 1, unit: benchUnit})
 }
 
-func (a *app) benchReads(ctx context.Context, rep reporter, d *device, run *benchRun, sizes []int64, regions []cardbench.Region, plan benchPlan, f benchFlags, point func(cardbench.Point)) error {
-	pts, err := cardbench.Sweep(ctx, d.dev, cardbench.SweepOptions{
+func (a *app) benchReads(ctx context.Context, rep reporter, d *target.Device, run *benchRun, sizes []int64, regions []cardbench.Region, plan benchPlan, f benchFlags, point func(cardbench.Point)) error {
+	pts, err := cardbench.Sweep(ctx, d.Dev, cardbench.SweepOptions{
 		Path: cardbench.PathDirect, Op: cardbench.OpRead, Sizes: sizes, Regions: regions,
 		PointTime: f.pointTime, Progress: sweepProgress(rep, phaseReadSweep, len(sizes)*len(regions)), Point: point,
 	})
@@ -331,7 +332,7 @@ func (a *app) benchReads(ctx context.Context, rep reporter, d *device, run *benc
 	}
 	if !plan.skip["align"] {
 		stepProgress(rep, phaseAlignment)
-		al, err := cardbench.Alignment(ctx, d.dev, cardbench.AlignOptions{})
+		al, err := cardbench.Alignment(ctx, d.Dev, cardbench.AlignOptions{})
 		if err != nil {
 			return err
 		}
@@ -340,14 +341,14 @@ func (a *app) benchReads(ctx context.Context, rep reporter, d *device, run *benc
 	if !plan.skip["random"] {
 		stepProgress(rep, phaseRandomRead)
 		whole := cardbench.Region{Name: "whole card", Length: run.capacity}
-		rr, err := cardbench.Random(ctx, d.dev, cardbench.OpRead, whole, cardbench.RandomSize, f.randomTime, uint64(time.Now().UnixNano()))
+		rr, err := cardbench.Random(ctx, d.Dev, cardbench.OpRead, whole, cardbench.RandomSize, f.randomTime, uint64(time.Now().UnixNano()))
 		if err != nil {
 			return err
 		}
 		run.random = append(run.random, rr)
 	}
-	if d.lun != nil && !plan.skip["roundtrip"] {
-		rt, err := cardbench.MeasureRoundTrip(ctx, d.lun, 200, f.randomTime)
+	if d.LUN != nil && !plan.skip["roundtrip"] {
+		rt, err := cardbench.MeasureRoundTrip(ctx, d.LUN, 200, f.randomTime)
 		if err != nil {
 			return err
 		}
@@ -359,16 +360,16 @@ func (a *app) benchReads(ctx context.Context, rep reporter, d *device, run *benc
 // benchWrites runs the write sweep and random writes inside region; with
 // --preserve the region is saved first and restored (and verified) after,
 // whatever happened in between, Ctrl-C included.
-func (a *app) benchWrites(ctx context.Context, rep reporter, d *device, run *benchRun, sizes []int64, region cardbench.Region, plan benchPlan, f benchFlags, point func(cardbench.Point)) (err error) {
+func (a *app) benchWrites(ctx context.Context, rep reporter, d *target.Device, run *benchRun, sizes []int64, region cardbench.Region, plan benchPlan, f benchFlags, point func(cardbench.Point)) (err error) {
 	var saved *cardbench.Saved
 	if f.preserve {
 		stepProgress(rep, phaseSave)
-		if saved, err = cardbench.Save(ctx, d.dev, region); err != nil {
+		if saved, err = cardbench.Save(ctx, d.Dev, region); err != nil {
 			return fmt.Errorf("--preserve: %w; nothing was written", err)
 		}
 		defer func() { err = a.restore(ctx, rep, d, saved, err) }()
 	}
-	pts, err := cardbench.Sweep(ctx, d.dev, cardbench.SweepOptions{
+	pts, err := cardbench.Sweep(ctx, d.Dev, cardbench.SweepOptions{
 		Path: cardbench.PathDirect, Op: cardbench.OpWrite, Sizes: sizes, Regions: []cardbench.Region{region},
 		PointTime: f.pointTime, Progress: sweepProgress(rep, phaseWriteSweep, len(sizes)), Point: point,
 	})
@@ -380,7 +381,7 @@ func (a *app) benchWrites(ctx context.Context, rep reporter, d *device, run *ben
 		return nil
 	}
 	stepProgress(rep, phaseRandomWrite)
-	rw, err := cardbench.Random(ctx, d.dev, cardbench.OpWrite, region, cardbench.RandomSize, f.randomTime, uint64(time.Now().UnixNano()))
+	rw, err := cardbench.Random(ctx, d.Dev, cardbench.OpWrite, region, cardbench.RandomSize, f.randomTime, uint64(time.Now().UnixNano()))
 	if err != nil {
 		return err
 	}
@@ -395,23 +396,23 @@ const restoreTimeout = 10 * time.Minute
 // restore puts the saved region back, after the measurements or their
 // failure or cancel, and says so. The user's cancel does not stop it: a
 // half-written region is what --preserve exists to prevent.
-func (a *app) restore(ctx context.Context, rep reporter, d *device, saved *cardbench.Saved, runErr error) error {
+func (a *app) restore(ctx context.Context, rep reporter, d *target.Device, saved *cardbench.Saved, runErr error) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
 	defer cancel()
 	r := saved.Region
 	if ctx.Err() != nil {
-		note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again would leave them half written)", r.Offset, r.Offset+r.Length, d.name)
+		note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again would leave them half written)", r.Offset, r.Offset+r.Length, d.Name)
 		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
 	}
-	if err := saved.Restore(rctx, d.dev); err != nil {
+	if err := saved.Restore(rctx, d.Dev); err != nil {
 		file, ferr := saveRecovery(saved)
 		how := fmt.Sprintf("writing the saved bytes to a file failed too (%v)", ferr)
 		if ferr == nil {
-			how = fmt.Sprintf("the saved bytes are in %s: put them back with dd if=%s of=DISK bs=%d seek=%d conv=fsync", file, file, d.dev.BlockSize(), r.Offset/int64(d.dev.BlockSize()))
+			how = fmt.Sprintf("the saved bytes are in %s: put them back with dd if=%s of=DISK bs=%d seek=%d conv=fsync", file, file, d.Dev.BlockSize(), r.Offset/int64(d.Dev.BlockSize()))
 		}
 		return errors.Join(runErr, &codedError{exitDevice, fmt.Errorf("--preserve: %w; %s", err, how)})
 	}
-	msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", r.Offset, r.Offset+r.Length, d.name)
+	msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", r.Offset, r.Offset+r.Length, d.Name)
 	rep.event(&benchRestoredEvent{eventHeader{Event: evRestored}, r.Offset, r.Length, true}, msg)
 	if runErr != nil {
 		return fmt.Errorf("%w (the region was restored and verified)", runErr)
@@ -439,7 +440,7 @@ func (a *app) kernelSweep(ctx context.Context, rep reporter, node string, direct
 		return nil, &codedError{exitDevice, fmt.Errorf("--compare: %w", err)}
 	}
 	defer k.Close()
-	d := &device{name: "file:" + node, dev: k}
+	d := &target.Device{Name: "file:" + node, Dev: k}
 	sizes, regions, err := benchLayout(d, plan)
 	if err != nil {
 		return nil, err

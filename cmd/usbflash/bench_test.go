@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"usbflash/target"
 
 	"usbflash/cardbench"
 	"usbflash/filedev"
@@ -336,17 +337,21 @@ func (failingWrites) WriteBlocks(_ context.Context, lba int64, _ []byte) error {
 func TestBenchRestoreFailureKeepsTheBytes(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	card := benchCard(t)
-	d, err := openTarget(context.Background(), target{kind: targetSim, raw: "sim:" + card, path: card, spec: card, lun: -1}, openOptions{})
+	spec, err := target.Parse("sim:" + card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := target.Open(context.Background(), spec, target.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
 	region := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
-	saved, err := cardbench.Save(context.Background(), d.dev, region)
+	saved, err := cardbench.Save(context.Background(), d.Dev, region)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.dev = failingWrites{d.dev}
+	d.Dev = failingWrites{d.Dev}
 	a := &app{stdout: io.Discard, stderr: io.Discard}
 	err = a.restore(context.Background(), a.reporterFor(false, true), d, saved, nil)
 	if err == nil || exitCode(err) != exitDevice {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"usbflash/target"
 
 	"usbflash/internal/osimage"
 	"usbflash/pipeline"
@@ -103,17 +104,17 @@ func BenchmarkReadBackup(b *testing.B) {
 // open path and engine as `read`.
 func readerTime(b *testing.B, card string, size int64) time.Duration {
 	b.Helper()
-	t, err := parseTarget(card)
+	t, err := target.Parse(card)
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := openTarget(context.Background(), t, openOptions{readOnly: true})
+	d, err := target.Open(context.Background(), t, target.Options{ReadOnly: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer d.Close()
 	start := time.Now()
-	if _, err := pipeline.Read(context.Background(), d.dev, io.Discard, size, pipeline.ReadOptions{Name: d.name}); err != nil {
+	if _, err := pipeline.Read(context.Background(), d.Dev, io.Discard, size, pipeline.ReadOptions{Name: d.Name}); err != nil {
 		b.Fatal(err)
 	}
 	return time.Since(start)

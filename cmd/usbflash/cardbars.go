@@ -9,117 +9,141 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	"usbflash/fanout"
-	"usbflash/internal/units"
+	"usbflash/flash"
 	"usbflash/pipeline"
 )
 
-// cardBars shows the progress of a many-card write: on a terminal one bar
-// per card plus a total (mpb), in JSON one progress event per card carrying
-// its target, and otherwise a line every few seconds.
+// cardBars shows the progress of a many-card session: on a terminal one
+// bar per card plus their average (mpb), for the write and again for the
+// verify; in JSON one card_progress event per card; otherwise a line every
+// few seconds naming each card's phase and bytes.
 type cardBars struct {
 	rep   reporter
 	names []string
-	total int64 // image bytes, -1 when unknown
 
-	p    *mpb.Progress
-	bars []*mpb.Bar // one per card, then the total
+	// On a terminal: the bars of the phase shown, write or verify.
+	p     *mpb.Progress
+	bars  []*mpb.Bar // one per card, then the average
+	shown pipeline.Phase
 
-	out      io.Writer // non-terminal text: where the periodic lines go
-	lastLine time.Time
+	// Without one: where the lines go, and the clock they keep.
+	out       io.Writer
+	now       func() time.Time
+	lineEvery time.Duration
+	lastLine  time.Time
 }
 
-// textLineInterval is how often progress is printed where no bar can be
-// drawn (a log file, a pipe).
-const textLineInterval = 5 * time.Second
-
-func newCardBars(rep reporter, names []string, total int64) *cardBars {
-	b := &cardBars{rep: rep, names: names, total: total}
+func newCardBars(rep reporter, names []string) *cardBars {
+	b := &cardBars{rep: rep, names: names}
 	if l, ok := rep.(*lockedReporter); ok {
 		rep = l.r
 	}
-	tr, ok := rep.(*textReporter)
-	if !ok || tr.opts.quiet {
-		return b
+	if tr, ok := rep.(*textReporter); ok && !tr.opts.quiet {
+		b.out, b.now, b.lineEvery = tr.errOut, tr.opts.now, tr.opts.lineEvery
+		if !tr.opts.terminal {
+			b.lastLine = b.now() // the first line after lineEvery, as for one card
+		}
 	}
-	if !tr.opts.terminal {
-		b.out = tr.errOut
-		return b
-	}
-	b.p = mpb.New(mpb.WithOutput(tr.errOut), mpb.WithWidth(30), mpb.WithRefreshRate(200*time.Millisecond))
-	width := 5
-	for _, n := range names {
-		width = max(width, len(n))
-	}
-	add := func(name string) *mpb.Bar {
-		return b.p.AddBar(max(total, 0),
-			mpb.PrependDecorators(decor.Name(name, decor.WC{W: width + 1, C: decor.DindentRight})),
-			mpb.AppendDecorators(
-				decor.Counters(decor.SizeB1000(0), "% .1f / % .1f"),
-				decor.Name("  "),
-				decor.AverageSpeed(decor.SizeB1000(0), "% .1f"),
-			),
-		)
-	}
-	for _, n := range names {
-		b.bars = append(b.bars, add(n))
-	}
-	b.bars = append(b.bars, add("total"))
 	return b
 }
 
-// update is the pipeline's progress callback: p is the stream, results
-// what each card has written so far.
-func (b *cardBars) update(p pipeline.Progress, results []fanout.Result) {
+// draw starts the terminal's bars for a phase: total is each card's
+// bytes, -1 when unknown (the bars count instead).
+func (b *cardBars) draw(ph pipeline.Phase, total int64, tr *textReporter) {
+	b.finishBars()
+	b.shown = ph
+	b.p = mpb.New(mpb.WithOutput(tr.errOut), mpb.WithWidth(30), mpb.WithRefreshRate(200*time.Millisecond))
+	width := 7
+	for _, n := range b.names {
+		width = max(width, len(n))
+	}
+	add := func(name string) *mpb.Bar {
+		label := mpb.PrependDecorators(decor.Name(name, decor.WC{W: width + 1, C: decor.DindentRight}),
+			decor.Name(string(ph), decor.WC{W: 7, C: decor.DindentRight}))
+		speed := decor.AverageSpeed(decor.SizeB1000(0), "% .1f")
+		if total < 0 {
+			// The image's size is known only once it is written: count.
+			return b.p.New(0, mpb.SpinnerStyle(), label, mpb.AppendDecorators(
+				decor.Current(decor.SizeB1000(0), "% .1f"), decor.Name("  "), speed))
+		}
+		return b.p.New(total, mpb.BarStyle(), label, mpb.AppendDecorators(
+			decor.Counters(decor.SizeB1000(0), "% .1f / % .1f"), decor.Name("  "), speed))
+	}
+	b.bars = b.bars[:0]
+	for _, n := range b.names {
+		b.bars = append(b.bars, add(n))
+	}
+	b.bars = append(b.bars, add("average"))
+}
+
+// update shows the session's progress: each card's own, and on a terminal
+// their average.
+func (b *cardBars) update(p flash.Progress) {
+	tr := b.terminal()
 	switch {
-	case b.p != nil:
+	case tr != nil:
+		// The write's bars stay through the sync; the verify gets its own.
+		if b.p == nil || (p.Phase == pipeline.PhaseVerify && b.shown != pipeline.PhaseVerify) {
+			b.draw(p.Phase, p.Total, tr)
+		}
 		var sum int64
-		for i, r := range results {
-			if r.Err != nil {
-				b.bars[i].Abort(false)
+		live := 0
+		for i, c := range p.Cards {
+			if i >= len(b.bars)-1 {
+				break
+			}
+			if c.Failed {
+				b.bars[i].Abort(false) // stays drawn where the card stopped
 				continue
 			}
-			done := shown(r.Written, b.total)
-			b.bars[i].SetCurrent(done)
-			sum += done
+			b.bars[i].SetCurrent(c.Done)
+			sum += c.Done
+			live++
 		}
-		b.bars[len(b.bars)-1].SetCurrent(sum / int64(max(len(results), 1)))
+		b.bars[len(b.bars)-1].SetCurrent(sum / int64(max(live, 1)))
 	case b.out != nil:
-		if time.Since(b.lastLine) < textLineInterval && p.Total >= 0 && p.Done < p.Total {
-			return
+		if now := b.now(); now.Sub(b.lastLine) >= b.lineEvery {
+			b.lastLine = now
+			fmt.Fprintln(b.out, cardsLine(p))
 		}
-		b.lastLine = time.Now()
-		parts := make([]string, len(results))
-		for i, r := range results {
-			parts[i] = b.names[i] + ": " + units.FormatSize(shown(r.Written, b.total))
-			if r.Err != nil {
-				parts[i] = b.names[i] + ": failed"
-			}
-		}
-		of := ""
-		if b.total >= 0 {
-			of = " of " + units.FormatSize(b.total)
-		}
-		fmt.Fprintf(b.out, "%s%s\n", strings.Join(parts, ", "), of)
 	default:
-		for i, r := range results {
-			b.rep.event(&cardProgressEvent{eventHeader: eventHeader{Event: evCardProgress}, Phase: phase(p.Phase),
-				Target: b.names[i], Done: shown(r.Written, b.total), Total: b.total, Failed: r.Err != nil}, "")
+		for _, c := range p.Cards {
+			b.rep.event(&cardProgressEvent{eventHeader: eventHeader{Event: evCardProgress}, Phase: phase(c.Phase),
+				Target: c.Card, Done: c.Done, Total: c.Total, Failed: c.Failed}, "")
 		}
 	}
 }
 
-// shown is a card's progress in image bytes: what it wrote, less the
-// zeroed first transfer that is written twice.
-func shown(written, total int64) int64 {
-	if total >= 0 {
-		return min(written, total)
+// cardsLine is the progress of every card on one line: "sim:a.img: write
+// 1.20 MB, sim:b.img: failed (of 4.00 MB)".
+func cardsLine(p flash.Progress) string {
+	parts := make([]string, len(p.Cards))
+	for i, c := range p.Cards {
+		parts[i] = fmt.Sprintf("%s: %s %s", c.Card, c.Phase, formatBytes(c.Done))
+		if c.Failed {
+			parts[i] = c.Card + ": failed"
+		}
 	}
-	return written
+	line := strings.Join(parts, ", ")
+	if p.Total >= 0 {
+		line += " (of " + formatBytes(p.Total) + ")"
+	}
+	return line
 }
 
-// done finishes the bars before the table is printed below them.
-func (b *cardBars) done() {
+// terminal is the reporter drawing bars, nil when there is none.
+func (b *cardBars) terminal() *textReporter {
+	rep := b.rep
+	if l, ok := rep.(*lockedReporter); ok {
+		rep = l.r
+	}
+	if tr, ok := rep.(*textReporter); ok && tr.opts.terminal && !tr.opts.quiet {
+		return tr
+	}
+	return nil
+}
+
+func (b *cardBars) finishBars() {
 	if b.p == nil {
 		return
 	}
@@ -129,4 +153,12 @@ func (b *cardBars) done() {
 		}
 	}
 	b.p.Wait()
+	b.p = nil
+}
+
+// done finishes the bars before the table is printed below them.
+func (b *cardBars) done() {
+	if b != nil {
+		b.finishBars()
+	}
 }

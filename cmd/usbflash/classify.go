@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"usbflash/flash"
+	"usbflash/target"
 
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
@@ -16,6 +18,11 @@ import (
 // into exit codes.
 func classifyDomainError(err error) int {
 	var (
+		memory   *flash.MemoryError
+		report   *flash.ReportError
+		bmapErr  *flash.BlockMapError
+		imageErr *flash.ImageError
+		refusedN *flash.RefusedError
 		src      *imagesrc.Error
 		size     *pipeline.ImageSizeError
 		capacity *pipeline.CapacityError
@@ -23,13 +30,26 @@ func classifyDomainError(err error) int {
 		device   *pipeline.DeviceError
 	)
 	switch {
+	case errors.As(err, &memory), errors.As(err, &report), errors.Is(err, flash.ErrReportFormat),
+		errors.Is(err, flash.ErrBlockMapConflict), errors.Is(err, flash.ErrBlockMapOneCard):
+		return exitUsage
+	case errors.As(err, &bmapErr) && bmapErr.Unreadable:
+		return exitSource
+	case errors.As(err, &bmapErr), errors.As(err, &refusedN):
+		return exitRefused
+	case target.KindOf(err) == target.KindUsage:
+		return exitUsage
+	case target.KindOf(err) == target.KindRefused:
+		return exitRefused
+	case target.KindOf(err) == target.KindDevice:
+		return exitDevice
 	case errors.As(err, &verify):
 		return exitVerify
 	case errors.As(err, &capacity):
 		// Also when the size was only found out by writing to the end
 		// of the card: the image does not fit, nothing failed.
 		return exitRefused
-	case errors.As(err, &src), errors.As(err, &size):
+	case errors.As(err, &src), errors.As(err, &size), errors.As(err, &imageErr):
 		return exitSource
 	case errors.Is(err, errNotConfirmed), errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err),
 		errors.As(err, new(*pipeline.WriteProtectedError)):
@@ -95,6 +115,13 @@ func hint(err error) string {
 		device    *pipeline.DeviceError
 		usbErr    *libusb.Error
 	)
+	var cards *flash.CardsError
+	if errors.As(err, &cards) {
+		return "" // each card's own error is in the table
+	}
+	if h := sessionHint(err); h != "" {
+		return h
+	}
 	switch {
 	case errors.As(err, &cancelled):
 		if cancelled.Phase == pipeline.PhaseWrite && (cancelled.Bytes > 0 || cancelled.LBA > 0) {
@@ -141,4 +168,62 @@ func sourceError(err error) error {
 		return err
 	}
 	return &codedError{exitSource, err}
+}
+
+// sessionHint is the advice for the refusals and mistakes of the target
+// and flash packages ("" for others).
+func sessionHint(err error) string {
+	var (
+		te       *target.Error
+		refusedN *flash.RefusedError
+		bmapErr  *flash.BlockMapError
+		memory   *flash.MemoryError
+		report   *flash.ReportError
+	)
+	switch {
+	case errors.As(err, &refusedN) && refusedN.Some():
+		return "pass --skip-refused to write the others"
+	case errors.As(err, &refusedN):
+		return sessionHint(refusedN.Refused[0])
+	case errors.As(err, &memory):
+		return "use a smaller --transfer-size, fewer --buffers or a smaller --lag"
+	case errors.As(err, &report):
+		return "name a report file in a directory you can write to"
+	case errors.Is(err, flash.ErrReportFormat):
+		return "name a .json or .csv file"
+	case errors.Is(err, flash.ErrBlockMapOneCard):
+		return "give one TARGET, without --all, --watch or --report"
+	case errors.Is(err, flash.ErrBlockMapConflict):
+		return "pass one of them"
+	case errors.As(err, &bmapErr) && !bmapErr.Unreadable:
+		return "pass --no-bmap to write every byte"
+	case !errors.As(err, &te):
+		return ""
+	case errors.Is(err, target.ErrInUse):
+		return inUseAdvice(te.Uses) + " first, or pass --force if you are sure"
+	case errors.Is(err, target.ErrBusy):
+		return "wait for it to finish"
+	case errors.Is(err, target.ErrTooSmallImage):
+		return "pass --force to write it anyway"
+	case errors.Is(err, target.ErrNotFound):
+		return "run 'usbflash list'"
+	}
+	return ""
+}
+
+// inUseAdvice says what frees a disk the system uses in these ways.
+func inUseAdvice(uses []target.Use) string {
+	verbs := map[target.Use]string{
+		target.UseMounted: "unmount it",
+		target.UseSwap:    "swapoff it",
+		target.UseHeld:    "close the dm-crypt, LVM or RAID device that holds it",
+	}
+	var advice []string
+	for _, u := range uses {
+		advice = append(advice, verbs[u])
+	}
+	if len(advice) == 0 {
+		return "close what uses it"
+	}
+	return strings.Join(advice, " and ")
 }

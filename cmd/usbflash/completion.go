@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"usbflash/target"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +24,7 @@ func completeTarget(c *cobra.Command, toComplete string) ([]string, cobra.ShellC
 	if infos, err := libusb.List(c.Context()); err == nil {
 		for _, info := range infos {
 			if info.Supported {
-				out = append(out, usbName(info)+"\t"+strings.TrimSpace(info.Manufacturer+" "+info.Product))
+				out = append(out, target.USBName(info)+"\t"+strings.TrimSpace(info.Manufacturer+" "+info.Product))
 			}
 		}
 	}

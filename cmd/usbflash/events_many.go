@@ -1,5 +1,7 @@
 package main
 
+import "usbflash/flash"
+
 // The JSON events of a many-card write (several targets, --all, --watch),
 // beside those of events.go: every event that concerns one card carries
 // its target.
@@ -26,7 +28,7 @@ type manyStartEvent struct {
 
 type cardEvent struct {
 	eventHeader
-	cardOutcome
+	flash.Record
 }
 
 type cardProgressEvent struct {

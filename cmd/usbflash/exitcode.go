@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"usbflash/flash"
 )
 
 // Exit codes are part of the interface: scripts and factory stations branch
@@ -64,6 +65,11 @@ func exitCodeHelp() string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// usageError is a mistake on the command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
 // refusedError is a safety check that stopped a command before any write.
 type refusedError struct{ msg string }
 
@@ -98,10 +104,13 @@ func exitCode(err error) int {
 		coded   *codedError
 		usage   *usageError
 		refused *refusedError
+		cards   *flash.CardsError
 	)
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &cards):
+		return cardsExitCode(cards)
 	case errors.As(err, &coded):
 		return coded.code
 	case errors.Is(err, context.Canceled):
@@ -112,4 +121,25 @@ func exitCode(err error) int {
 		return exitRefused
 	}
 	return classifyDomainError(err)
+}
+
+// cardsExitCode is the exit policy of a session of several cards: partial
+// when some succeeded, the failure's own code when every card failed
+// alike, a device failure when they failed differently.
+func cardsExitCode(e *flash.CardsError) int {
+	if e.Succeeded > 0 {
+		return exitPartial
+	}
+	code := -1
+	for _, err := range e.Errs {
+		c := exitCode(err)
+		if code >= 0 && c != code {
+			return exitDevice
+		}
+		code = c
+	}
+	if code < 0 {
+		return exitDevice
+	}
+	return code
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"usbflash/flash"
+	"usbflash/target"
 
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
@@ -29,7 +31,18 @@ func TestExitCodeClassification(t *testing.T) {
 		{&pipeline.CapacityError{Written: 512}, exitRefused}, // found by writing to the end: still does not fit
 		{&pipeline.ImageSizeError{}, exitSource},
 		{fmt.Errorf("%w: no terminal", errNotConfirmed), exitRefused},
-		{&writeProtectedError{"sim:x"}, exitRefused},
+		{&pipeline.WriteProtectedError{Device: "sim:x"}, exitRefused},
+		{&target.Error{Kind: target.KindUsage}, exitUsage},
+		{&target.Error{Kind: target.KindRefused, Err: target.ErrInUse}, exitRefused},
+		{&target.Error{Kind: target.KindDevice, Err: target.ErrNotFound}, exitDevice},
+		{&flash.MemoryError{}, exitUsage},
+		{&flash.RefusedError{}, exitRefused},
+		{&flash.ImageError{Err: errors.New("open os.img: no such file")}, exitSource},
+		{&flash.BlockMapError{Unreadable: true}, exitSource},
+		{&flash.BlockMapError{}, exitRefused},
+		{&flash.CardsError{Succeeded: 1, Failed: 1, Errs: []error{&pipeline.VerifyError{}}}, exitPartial},
+		{&flash.CardsError{Failed: 2, Errs: []error{&pipeline.VerifyError{}, &pipeline.VerifyError{}}}, exitVerify},
+		{&flash.CardsError{Failed: 2, Errs: []error{&pipeline.VerifyError{}, usbms.ErrNoDevice}}, exitDevice},
 		{fmt.Errorf("WRITE: %w", usbms.ErrRecoveryFailed), exitDevice},
 		{&pipeline.CancelledError{Err: context.Canceled}, exitCancelled},
 		{errors.New("something unforeseen"), exitInternal},

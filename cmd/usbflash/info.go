@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"usbflash/target"
 
 	"github.com/spf13/cobra"
 
@@ -41,7 +42,7 @@ reader is claimed, which detaches the kernel driver (refused while mounted,
 unless --force).`,
 		Args: exactArgs(1, "a TARGET"),
 		RunE: func(c *cobra.Command, args []string) error {
-			t, err := parseTarget(args[0])
+			t, err := target.Parse(args[0])
 			if err != nil {
 				return err
 			}
@@ -52,8 +53,8 @@ unless --force).`,
 	return c
 }
 
-func (a *app) info(ctx context.Context, t target, asJSON bool) error {
-	d, err := openTarget(ctx, t, openOptions{readOnly: true, allowNoMedium: true})
+func (a *app) info(ctx context.Context, t target.Spec, asJSON bool) error {
+	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, AllowNoMedium: true})
 	if err != nil {
 		return err
 	}
@@ -66,25 +67,25 @@ func (a *app) info(ctx context.Context, t target, asJSON bool) error {
 	return nil
 }
 
-func describeDevice(d *device) infoReport {
-	rep := infoReport{Target: d.name}
-	if d.usb != nil {
-		r := describeIdentity(*d.usb)
+func describeDevice(d *target.Device) infoReport {
+	rep := infoReport{Target: d.Name}
+	if d.USB != nil {
+		r := describeIdentity(*d.USB)
 		r.LUNs = nil
 		rep.USB = &r
 	}
 	switch {
-	case d.lun != nil:
-		l := reportLUN(d.lun)
+	case d.LUN != nil:
+		l := reportLUN(d.LUN)
 		rep.LUN = &l
-	case d.empty != nil:
-		l := reportSlot(*d.empty)
+	case d.Slot != nil:
+		l := reportSlot(*d.Slot)
 		rep.LUN = &l
 	}
-	if d.file != nil {
+	if d.File != nil {
 		rep.File = &fileReport{
-			Path: strings.TrimPrefix(d.name, "file:"), BlockSize: d.dev.BlockSize(),
-			Blocks: d.dev.BlockCount(), Bytes: d.capacity(), Direct: d.file.Direct(),
+			Path: strings.TrimPrefix(d.Name, "file:"), BlockSize: d.Dev.BlockSize(),
+			Blocks: d.Dev.BlockCount(), Bytes: d.Capacity(), Direct: d.File.Direct(),
 		}
 	}
 	return rep

@@ -8,11 +8,11 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"usbflash/internal/units"
+	"usbflash/target"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
 )
@@ -78,7 +78,7 @@ left alone; others are asked over SCSI. list never detaches a driver.`,
 }
 
 func (a *app) list(ctx context.Context, asJSON bool) error {
-	infos, err := libusb.List(ctx)
+	found, err := target.ListReaders(ctx)
 	if errors.Is(err, libusb.ErrNoUSBAccess) || errors.Is(err, libusb.ErrNoUSBSupport) {
 		// Not a failure: there is simply nothing to list here.
 		if asJSON {
@@ -90,9 +90,9 @@ func (a *app) list(ctx context.Context, asJSON bool) error {
 	if err != nil {
 		return &codedError{exitDevice, fmt.Errorf("listing USB devices: %w", err)}
 	}
-	readers := make([]readerReport, 0, len(infos))
-	for i, info := range infos {
-		readers = append(readers, describeReader(ctx, i, info))
+	readers := make([]readerReport, 0, len(found))
+	for _, r := range found {
+		readers = append(readers, describeReader(r))
 	}
 	if asJSON {
 		return json.NewEncoder(a.stdout).Encode(map[string]any{"devices": readers})
@@ -113,56 +113,36 @@ func describeIdentity(info libusb.Info) readerReport {
 		VID: fmt.Sprintf("%04x", info.VID), PID: fmt.Sprintf("%04x", info.PID),
 		Manufacturer: info.Manufacturer, Product: info.Product, Serial: info.Serial,
 		Speed: info.Speed.String(), Interface: info.Interface,
-		Supported: info.Supported, Reason: info.Reason, Target: usbName(info),
+		Supported: info.Supported, Reason: info.Reason, Target: target.USBName(info),
 		LUNs: []lunReport{},
 	}
 }
 
-func describeReader(ctx context.Context, index int, info libusb.Info) readerReport {
-	r := describeIdentity(info)
-	r.Index = index
-	if !info.Supported {
-		return r
-	}
-	// A reader the kernel holds is described from sysfs, so list never
-	// pulls a disk away from the system.
-	if disks, err := libusb.KernelDisks(info); err == nil && len(disks) > 0 {
-		for _, d := range disks {
-			l := lunReport{
-				LUN: d.LUN, Vendor: d.Vendor, Product: d.Model, BlockSize: 512,
-				Bytes: d.Size, Blocks: d.Size / 512, Medium: d.Size > 0, KernelDisk: d.Node,
-			}
-			for _, u := range d.InUse {
-				l.Mounted = append(l.Mounted, u.String())
-			}
-			r.LUNs = append(r.LUNs, l)
+// describeReader is list's row of a reader: from sysfs when the kernel
+// holds it, else from its probed slots.
+func describeReader(r target.Reader) readerReport {
+	rep := describeIdentity(r.Info)
+	rep.Index = r.Index
+	for _, d := range r.KernelDisks {
+		l := lunReport{
+			LUN: d.LUN, Vendor: d.Vendor, Product: d.Model, BlockSize: 512,
+			Bytes: d.Size, Blocks: d.Size / 512, Medium: d.Size > 0, KernelDisk: d.Node,
 		}
-		return r
+		for _, u := range d.InUse {
+			l.Mounted = append(l.Mounted, u.String())
+		}
+		rep.LUNs = append(rep.LUNs, l)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	dev, err := libusb.Open(ctx, info, libusb.OpenOptions{})
-	if err != nil {
-		r.Reason = err.Error()
-		return r
+	switch {
+	case r.Err != nil && r.Slots == nil:
+		rep.Reason = r.Err.Error()
+	case r.Err != nil:
+		rep.LUNs = []lunReport{{Error: r.Err.Error()}}
 	}
-	defer dev.Close()
-	r.LUNs = describeLUNs(ctx, usbms.NewTransport(dev, usbms.TransportOptions{Name: usbName(info)}))
-	return r
-}
-
-// describeLUNs asks every LUN of a reader what it holds. An empty slot is
-// still described by INQUIRY, with Medium false.
-func describeLUNs(ctx context.Context, tr *usbms.Transport) []lunReport {
-	slots, err := usbms.ProbeLUNs(ctx, tr, usbms.LUNOptions{ReadyWait: 3 * time.Second})
-	if err != nil {
-		return []lunReport{{Error: err.Error()}}
+	for _, s := range r.Slots {
+		rep.LUNs = append(rep.LUNs, reportSlot(s))
 	}
-	out := make([]lunReport, 0, len(slots))
-	for _, s := range slots {
-		out = append(out, reportSlot(s))
-	}
-	return out
+	return rep
 }
 
 // reportSlot describes one probed slot: the LUN when it opened, else what

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"usbflash/flash"
 )
 
 // multiCard is one simulated reader of a many-card test.
@@ -76,7 +77,7 @@ func TestWriteManyIsolatesFailures(t *testing.T) {
 					t.Errorf("%s: holds the image %v, reported failed %v (%q)", c.name, holds, named, failed)
 				}
 			}
-			var s session
+			var s flash.Report
 			b, err := os.ReadFile(report)
 			if err != nil {
 				t.Fatal(err)

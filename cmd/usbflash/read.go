@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"usbflash/target"
 
 	"github.com/spf13/cobra"
 
@@ -50,7 +51,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 		RunE: func(c *cobra.Command, args []string) error {
 			rep := a.reporterFor(f.asJSON, f.quiet)
 			return a.reported(rep, func() error {
-				t, err := parseTarget(args[0])
+				t, err := target.Parse(args[0])
 				if err != nil {
 					return err
 				}
@@ -99,7 +100,7 @@ func (f readFlags) sizes() (transfer, want int64, err error) {
 	return transfer, want, nil
 }
 
-func (a *app) backup(ctx context.Context, rep reporter, t target, out string, f readFlags) error {
+func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out string, f readFlags) error {
 	transfer, want, err := f.sizes()
 	if err != nil {
 		return err
@@ -120,9 +121,9 @@ func (a *app) backup(ctx context.Context, rep reporter, t target, out string, f 
 	format := imagedst.FormatOf(out)
 	rep.event(&readStartEvent{
 		eventHeader: eventHeader{Event: evStart}, Command: cmdRead,
-		Target: t.raw, Out: out, Format: format, TransferSize: transfer, Buffers: f.buffers,
-	}, fmt.Sprintf("Backing %s up to %s (%s) ...", t.raw, out, format))
-	d, err := openTarget(ctx, t, openOptions{readOnly: true, force: f.force, onRecovery: recoveryNotes(rep)})
+		Target: t.Raw, Out: out, Format: format, TransferSize: transfer, Buffers: f.buffers,
+	}, fmt.Sprintf("Backing %s up to %s (%s) ...", t.Raw, out, format))
+	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, Force: f.force, OnRecovery: recoveryNotes(rep)})
 	if err != nil {
 		return err
 	}
@@ -142,8 +143,8 @@ func (a *app) backup(ctx context.Context, rep reporter, t target, out string, f 
 	defer file.Abort()
 
 	builder := bmap.NewBuilder(0)
-	res, err := pipeline.Read(ctx, d.dev, io.MultiWriter(outputFile{file}, builder), size, pipeline.ReadOptions{
-		Name: d.name, TransferSize: int(transfer), Buffers: f.buffers, Progress: progressFunc(rep, nil),
+	res, err := pipeline.Read(ctx, d.Dev, io.MultiWriter(outputFile{file}, builder), size, pipeline.ReadOptions{
+		Name: d.Name, TransferSize: int(transfer), Buffers: f.buffers, Progress: progressFunc(rep, nil),
 	})
 	if err != nil {
 		return err
@@ -173,8 +174,8 @@ func (a *app) backup(ctx context.Context, rep reporter, t target, out string, f 
 		readBoundLine(res),
 	}
 	if f.verify {
-		v, err := pipeline.VerifyHash(ctx, d.dev, size, res.SHA256, pipeline.VerifyOptions{
-			Name: d.name, TransferSize: int(transfer), Progress: progressFunc(rep, nil),
+		v, err := pipeline.VerifyHash(ctx, d.Dev, size, res.SHA256, pipeline.VerifyOptions{
+			Name: d.Name, TransferSize: int(transfer), Progress: progressFunc(rep, nil),
 		})
 		if err != nil {
 			return err
@@ -191,29 +192,29 @@ func (a *app) backup(ctx context.Context, rep reporter, t target, out string, f 
 // readSize decides how much of the card to read: --size, the end of the
 // last partition (--used), or everything. With --used it also names the
 // partition table it found (MBR, GPT or none).
-func readSize(ctx context.Context, d *device, want int64, used bool, rep reporter) (int64, string, error) {
-	capacity := d.capacity()
+func readSize(ctx context.Context, d *target.Device, want int64, used bool, rep reporter) (int64, string, error) {
+	capacity := d.Capacity()
 	switch {
 	case want > capacity:
-		return 0, "", &refusedError{fmt.Sprintf("--size %s is more than %s holds (%s); nothing was read", units.FormatSize(want), d.name, units.FormatSize(capacity))}
+		return 0, "", &refusedError{fmt.Sprintf("--size %s is more than %s holds (%s); nothing was read", units.FormatSize(want), d.Name, units.FormatSize(capacity))}
 	case want > 0:
 		return want, "", nil
 	case !used:
 		return capacity, "", nil
 	}
-	bs := d.dev.BlockSize()
+	bs := d.Dev.BlockSize()
 	tab, err := parttable.End(func(off int64, p []byte) error {
-		return d.dev.ReadBlocks(ctx, off/int64(bs), p)
+		return d.Dev.ReadBlocks(ctx, off/int64(bs), p)
 	}, bs, capacity)
 	if err != nil {
-		return 0, "", &codedError{exitDevice, fmt.Errorf("reading the partition table of %s: %w", d.name, err)}
+		return 0, "", &codedError{exitDevice, fmt.Errorf("reading the partition table of %s: %w", d.Name, err)}
 	}
 	var msg string
 	kind := tab.Kind
 	switch tab.Kind {
 	case parttable.None:
 		kind = "none"
-		msg = fmt.Sprintf("%s has no partition table: reading the whole card", d.name)
+		msg = fmt.Sprintf("%s has no partition table: reading the whole card", d.Name)
 		tab.End = capacity
 	case parttable.GPT:
 		msg = fmt.Sprintf("GPT: reading up to the end of the last partition, %s; the backup GPT at the end of the card is not included (sgdisk -e rebuilds it after a restore)", units.FormatSize(tab.End))

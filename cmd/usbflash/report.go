@@ -6,9 +6,11 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 
 	"usbflash/internal/units"
 )
@@ -112,7 +114,9 @@ func newErrorEvent(err error, code int) *errorEvent {
 type textReporter struct {
 	out, errOut io.Writer
 	opts        reporterOptions
-	bar         *progressbar.ProgressBar
+	bars        *mpb.Progress // the bar of the phase under way (mpb, as for many cards)
+	bar         *mpb.Bar
+	desc        atomic.Pointer[string] // the bar's words, read by mpb's drawing goroutine
 	phase       phase
 	lastLine    time.Time
 }
@@ -153,19 +157,18 @@ func (r *textReporter) progress(p progressEvent) {
 		return
 	}
 	max, cur := barPosition(p)
+	text := progressText(p, false) // the bar shows the percentage
+	r.desc.Store(&text)
 	if r.bar == nil {
-		r.bar = progressbar.NewOptions64(max,
-			progressbar.OptionSetWriter(r.errOut),
-			progressbar.OptionSetWidth(25),
-			// The pipeline reports a few times a second: draw each.
-			progressbar.OptionThrottle(0),
-			progressbar.OptionShowDescriptionAtLineEnd(),
-			progressbar.OptionSetPredictTime(false),
-			progressbar.OptionSetElapsedTime(false),
-		)
+		r.bars = mpb.New(mpb.WithOutput(r.errOut), mpb.WithWidth(25), mpb.WithRefreshRate(150*time.Millisecond))
+		words := decor.Any(func(decor.Statistics) string { return " " + *r.desc.Load() })
+		if max < 0 {
+			r.bar = r.bars.New(0, mpb.SpinnerStyle(), mpb.AppendDecorators(words))
+		} else {
+			r.bar = r.bars.New(max, mpb.BarStyle(), mpb.PrependDecorators(decor.Percentage(decor.WC{W: 5})), mpb.AppendDecorators(words))
+		}
 	}
-	r.bar.Describe(progressText(p, false)) // the bar shows the percentage
-	_ = r.bar.Set64(cur)
+	r.bar.SetCurrent(cur)
 }
 
 // barPosition is what the bar fills: image bytes when their total is
@@ -235,9 +238,11 @@ func remaining(p progressEvent) (time.Duration, bool) {
 
 func (r *textReporter) closeBar() {
 	if r.bar != nil {
-		_ = r.bar.Finish()
-		fmt.Fprintln(r.errOut)
-		r.bar = nil
+		if !r.bar.Completed() {
+			r.bar.Abort(false) // leave it drawn where it stopped
+		}
+		r.bars.Wait()
+		r.bar, r.bars = nil, nil
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"usbflash/target"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -22,6 +23,9 @@ type app struct {
 	// stderrTerminal says stderr is a terminal: progress is drawn as a bar
 	// there, and printed as a line every few seconds elsewhere.
 	stderrTerminal bool
+	// watchFinder is where write --watch looks for readers; nil: USB.
+	// Tests show it simulated readers.
+	watchFinder target.Finder
 }
 
 func newRootCommand(a *app) *cobra.Command {

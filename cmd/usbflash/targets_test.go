@@ -4,17 +4,14 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"usbflash/target"
 
 	"usbflash/internal/flock"
-	"usbflash/internal/linuxdisk"
-	"usbflash/usbms/libusb"
 )
 
 // TestWriteRefusesTheImageAsTarget: writing an image onto itself, through
@@ -218,35 +215,13 @@ func TestInfoDescribesAnEmptySlot(t *testing.T) {
 	}
 }
 
-// TestTargetOpenErrors: the one mapping of open failures to exit codes.
-func TestTargetOpenErrors(t *testing.T) {
-	usb := target{kind: targetUSB, raw: "usb:46f4:0001"}
-	inUse := &linuxdisk.InUseError{Device: "/dev/loop0", Uses: []linuxdisk.Use{{Kind: linuxdisk.Swap, Node: "/dev/loop0", Of: "/dev/loop0"}}}
-	tests := []struct {
-		name string
-		t    target
-		err  error
-		code int
-		want string
-	}{
-		{"in use", target{kind: targetFile, raw: "file:/dev/loop0"}, inUse, exitRefused, "/dev/loop0 is active swap: swapoff it first"},
-		{"mounted and held", target{kind: targetFile, raw: "file:/dev/sdx"}, &linuxdisk.InUseError{Device: "/dev/sdx", Uses: []linuxdisk.Use{
-			{Kind: linuxdisk.Mounted, Node: "/dev/sdx1", MountPoint: "/a"}, {Kind: linuxdisk.Mounted, Node: "/dev/sdx2", MountPoint: "/b"},
-			{Kind: linuxdisk.Held, Node: "/dev/dm-0", Of: "/dev/sdx3"}}}, exitRefused,
-			"/dev/sdx1 is mounted on /a; /dev/sdx2 is mounted on /b; /dev/sdx3 is held by dm-0: unmount it and close the dm-crypt, LVM or RAID device that holds it first"},
-		{"exclusive open refused", target{kind: targetFile, raw: "file:/dev/sdx"}, fmt.Errorf("file target /dev/sdx: the kernel refused an exclusive open (%w): %w", syscall.EBUSY, linuxdisk.ErrInUse), exitRefused, "close what uses it first"},
-		{"claimed by another process", usb, &libusb.Error{Op: "claiming the mass-storage interface", Kind: libusb.ErrBusy}, exitRefused, "in use by another usbflash"},
-		{"locked", target{kind: targetSim, raw: "sim:c.img"}, flock.ErrLocked, exitRefused, "in use by another usbflash"},
-		{"other usb failure", usb, &libusb.Error{Op: "opening", Kind: libusb.ErrPermission}, exitDevice, "permission"},
-		{"sim option", target{kind: targetSim, raw: "sim:c.img?x=1"}, errors.New(`unknown option "x"`), exitUsage, "unknown option"},
-		{"file I/O", target{kind: targetFile, raw: "file:c.img"}, syscall.EIO, exitDevice, "input/output"},
+// TestInUseAdvice: one piece of advice for every way a disk is used.
+func TestInUseAdvice(t *testing.T) {
+	err := &target.Error{Kind: target.KindRefused, Err: target.ErrInUse, Uses: []target.Use{target.UseMounted, target.UseHeld}}
+	if got, want := hint(err), "unmount it and close the dm-crypt, LVM or RAID device that holds it first, or pass --force if you are sure"; got != want {
+		t.Errorf("hint = %q, want %q", got, want)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			err := targetOpenError(tc.t, tc.err)
-			if exitCode(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%v: exit %d, want %d saying %q", err, exitCode(err), tc.code, tc.want)
-			}
-		})
+	if got := hint(&target.Error{Kind: target.KindRefused, Err: target.ErrInUse}); !strings.HasPrefix(got, "close what uses it first") {
+		t.Errorf("hint without uses = %q", got)
 	}
 }

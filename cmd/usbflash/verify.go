@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"usbflash/target"
 
 	"github.com/spf13/cobra"
 
@@ -33,7 +34,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 				if err != nil {
 					return err
 				}
-				t, err := parseTarget(args[1])
+				t, err := target.Parse(args[1])
 				if err != nil {
 					return err
 				}
@@ -47,7 +48,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 	return c
 }
 
-func (a *app) verify(ctx context.Context, rep reporter, image string, t target, transfer int64) error {
+func (a *app) verify(ctx context.Context, rep reporter, image string, t target.Spec, transfer int64) error {
 	src, err := imagesrc.Open(image)
 	if err != nil {
 		return sourceError(err)
@@ -56,19 +57,19 @@ func (a *app) verify(ctx context.Context, rep reporter, image string, t target, 
 	rep.event(&startEvent{
 		eventHeader: eventHeader{Event: evStart}, Command: cmdVerify,
 		Image: image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
-		CompressedSize: src.CompressedSize, Target: t.raw, TransferSize: transfer,
-	}, fmt.Sprintf("Comparing %s (%s, %s) with %s ...", image, src.Format, describeSize(src), t.raw))
-	d, err := openTarget(ctx, t, openOptions{readOnly: true, onRecovery: recoveryNotes(rep)})
+		CompressedSize: src.CompressedSize, Target: t.Raw, TransferSize: transfer,
+	}, fmt.Sprintf("Comparing %s (%s, %s) with %s ...", image, src.Format, describeSize(src), t.Raw))
+	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, OnRecovery: recoveryNotes(rep)})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	transfer = openedDevice(rep, d, transfer)
-	if err := pipeline.CheckFits(d.dev, d.name, src.Size, src.SizeExact); err != nil {
+	if err := pipeline.CheckFits(d.Dev, d.Name, src.Size, src.SizeExact); err != nil {
 		return &codedError{exitVerify, fmt.Errorf("%w: it cannot match", err)}
 	}
-	res, err := pipeline.Verify(ctx, d.dev, src, expectedSize(src), pipeline.VerifyOptions{
-		Name: d.name, TransferSize: int(transfer), Progress: progressFunc(rep, nil),
+	res, err := pipeline.Verify(ctx, d.Dev, src, expectedSize(src), pipeline.VerifyOptions{
+		Name: d.Name, TransferSize: int(transfer), Progress: progressFunc(rep, nil),
 	})
 	if err != nil {
 		return err
@@ -77,7 +78,7 @@ func (a *app) verify(ctx context.Context, rep reporter, image string, t target, 
 		eventHeader: eventHeader{Event: evSummary}, Command: cmdVerify,
 		Bytes: res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed), Verified: true,
 		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
-	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", d.name, image, formatBytes(res.Bytes),
+	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", d.Name, image, formatBytes(res.Bytes),
 		res.Elapsed.Round(time.Millisecond), units.FormatRate(rate(res.Bytes, res.Elapsed)),
 		cpuLine(res.CPU, res.Bytes, res.Memory)))
 	return nil

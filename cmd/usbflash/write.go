@@ -3,13 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
+	"usbflash/flash"
+	"usbflash/target"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -17,7 +17,6 @@ import (
 	"usbflash/imagesrc"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
-	"usbflash/usbms"
 )
 
 // writeFlags are the options of `usbflash write`.
@@ -58,27 +57,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 		RunE: func(c *cobra.Command, args []string) error {
 			rep := a.reporterFor(f.asJSON, f.quiet)
 			return a.reported(rep, func() error {
-				transfer, err := parseTransfer(f.transferSize, f.buffers)
-				if err != nil {
-					return err
-				}
-				if err := checkManyFlags(f); err != nil {
-					return err
-				}
-				if err := f.bmap.checkOneCard(f.all || f.watch || f.report != "" || len(args) > 2); err != nil {
-					return err
-				}
-				if f.watch {
-					return a.watch(c.Context(), rep, args[0], f, transfer, usbReaders(f.force))
-				}
-				ts, err := a.writeTargets(c.Context(), args[1:], f)
-				if err != nil {
-					return err
-				}
-				if len(ts) == 1 && f.report == "" {
-					return a.write(c.Context(), rep, args[0], ts[0], transfer, f)
-				}
-				return a.writeMany(c.Context(), rep, args[0], ts, f, transfer)
+				return a.write(c.Context(), rep, args, f)
 			})
 		},
 	}
@@ -94,24 +73,10 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVar(&f.all, "all", false, "write every reader that holds a card and is not in use (listed, then confirmed)")
 	fl.BoolVar(&f.watch, "watch", false, "stay running and write every card inserted into any reader (or any reader plugged in), each once, until Ctrl-C; needs --yes")
 	fl.BoolVar(&f.skipRefused, "skip-refused", false, "with several targets: write the others when some are refused (write-protected, too small, in use)")
-	fl.IntVar(&f.lag, "lag", DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
+	fl.IntVar(&f.lag, "lag", flash.DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
 	fl.StringVar(&f.report, "report", "", "with several targets or --watch: save a record of every card to this .json or .csv file")
 	f.bmap.register(fl)
 	return c
-}
-
-// checkManyFlags checks the flags of a many-card write before anything is
-// opened.
-func checkManyFlags(f writeFlags) error {
-	if f.lag < 0 {
-		return &usageError{fmt.Sprintf("--lag %d: want 0 (lockstep) or more", f.lag)}
-	}
-	if f.report != "" {
-		if _, err := reportFormat(f.report); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // addTransferFlag adds --transfer-size, with completion of useful values.
@@ -121,8 +86,8 @@ func addTransferFlag(c *cobra.Command, v *string, what string) {
 	_ = c.RegisterFlagCompletionFunc("transfer-size", completeTransferSize)
 }
 
-// parseTransfer checks --transfer-size and --buffers before anything is
-// opened: their buffers must fit in the memory bound.
+// parseTransfer reads --transfer-size and --buffers and checks, before
+// anything is opened, that their buffers fit the memory bound.
 func parseTransfer(transferSize string, buffers int) (int64, error) {
 	transfer, err := units.ParseSize(transferSize)
 	switch {
@@ -133,11 +98,10 @@ func parseTransfer(transferSize string, buffers int) (int64, error) {
 	case buffers < 2:
 		return 0, &usageError{fmt.Sprintf("--buffers %d: want at least 2, so decoding overlaps writing", buffers)}
 	}
-	// One factor at a time first, so the product cannot overflow.
-	if transfer > pipeline.MaxBufferMemory || int64(buffers) > pipeline.MaxBufferMemory ||
-		pipeline.BufferMemory(int(transfer), buffers) > pipeline.MaxBufferMemory {
-		return 0, &usageError{fmt.Sprintf("--transfer-size %s with --buffers %d needs %d buffers of %s, more than the %s the buffers may take: use a smaller transfer size or fewer buffers",
-			units.FormatSize(transfer), buffers, buffers+2, units.FormatSize(transfer), units.FormatSize(pipeline.MaxBufferMemory))}
+	// The one memory bound, as the session applies it (with its cards and
+	// lag) before anything is opened.
+	if err := flash.CheckMemory(int(min(transfer, pipeline.MaxBufferMemory+1)), buffers, 0, 1); err != nil {
+		return 0, err
 	}
 	return transfer, nil
 }
@@ -157,199 +121,130 @@ func (a *app) reported(rep reporter, body func() error) error {
 	return err
 }
 
-func (a *app) write(ctx context.Context, rep reporter, image string, t target, transfer int64, f writeFlags) error {
-	src, err := imagesrc.Open(image)
-	if err != nil {
-		return sourceError(err)
-	}
-	defer src.Close()
-	plan, err := planWrite(image, src, f.bmap, rep)
+// write runs `usbflash write`: one card, several, --all or --watch, all
+// through one flash session.
+func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFlags) error {
+	transfer, err := parseTransfer(f.transferSize, f.buffers)
 	if err != nil {
 		return err
 	}
-
-	// Said before the first command to the target: a reader that does not
-	// answer must not leave the user looking at nothing.
-	rep.event(&startEvent{
-		eventHeader: eventHeader{Event: evStart}, Command: cmdWrite,
-		Image: image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
-		CompressedSize: src.CompressedSize, Target: t.raw, TransferSize: transfer, Buffers: f.buffers,
-	}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", image, src.Format, describeSize(src), t.raw))
-
-	d, err := openTarget(ctx, t, openOptions{force: f.force, newFileSize: (max(expectedSize(src), 0) + 511) / 512 * 512,
-		onRecovery: recoveryNotes(rep), image: image})
-	if err != nil {
-		return err
+	if f.lag < 0 {
+		return &usageError{fmt.Sprintf("--lag %d: want 0 (lockstep) or more", f.lag)}
 	}
-	defer d.Close()
-
-	transfer = openedDevice(rep, d, transfer)
-	if err := checkImageSize(src, int(transfer), f.force); err != nil {
-		return err
-	}
-	if err := checkBeforeWrite(d, src); err != nil {
-		return err
+	image := args[0]
+	cfg := flash.Config{
+		Image: image, TransferSize: int(transfer), Buffers: f.buffers, Lag: f.lag,
+		Verify: !f.noVerify, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
+		BlockMap: f.bmap.choice(), Report: f.report, ExitCode: exitCode,
 	}
 	if !f.yes {
-		if err := a.confirm(d, image, src); err != nil {
-			return err
-		}
+		cfg.Confirm = func(cards []*target.Device, src *imagesrc.Source) error { return a.confirm(cards, image, src) }
 	}
-
-	hash := hashFor(f.noVerify)
-	d.markWritten()
-	res, err := pipeline.Write(ctx, d.dev, plan.source(src), plan.options(pipeline.WriteOptions{
-		Name: d.name, TransferSize: int(transfer), Buffers: f.buffers, ExpectedSize: expectedSize(src),
-		Progress: progressFunc(rep, src), Sync: true, HashAlg: hash,
-	}))
+	if f.watch {
+		if !f.yes {
+			return &usageError{"--watch writes every card that appears without asking: add --yes"}
+		}
+		p := newSessionPresenter(rep, f, true)
+		cfg.Observer = p
+		find := a.watchFinder
+		if find == nil {
+			find = target.USBFinder(f.force)
+		}
+		res, err := flash.Watch(ctx, cfg, find)
+		return p.finish(res, err)
+	}
+	specs, err := a.writeTargets(ctx, rep, args[1:], f)
 	if err != nil {
 		return err
 	}
-	if err := src.CheckUnchanged(); err != nil {
-		return sourceError(err) // the hash is of no one image: do not verify with it
+	many := len(specs) > 1 || f.report != "" || f.all
+	var p interface {
+		flash.Observer
+		finish(*flash.Result, error) error
 	}
-	sum := &summaryEvent{
-		eventHeader: eventHeader{Event: evSummary}, Command: cmdWrite,
-		Bytes: res.Bytes, BytesWritten: res.BytesWritten, Transfers: int64(res.Transfers),
-		ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed),
-		Bound: boundOf(res), BoundRatio: res.BoundRatio,
-		DecoderWaitS: ptr(res.DecoderWait.Seconds()), DeviceWaitS: ptr(res.DeviceWait.Seconds()),
-		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
+	if many {
+		p = newSessionPresenter(rep, f, false)
+	} else {
+		p = newCardPresenter(rep, f)
 	}
-	text := []string{
-		fmt.Sprintf("Wrote %s in %s (%s), %s", formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
-			units.FormatRate(sum.Rate), plural(res.Transfers, "command")),
-		boundLine(res),
-		cpuLine(res.CPU, res.Bytes, res.Memory),
-	}
-	text = append(text, plan.summary(sum, res)...)
+	cfg.Observer = p
+	res, err := flash.Run(ctx, cfg, specs)
+	return p.finish(res, err)
+}
 
-	if !f.noVerify {
-		want, vopts := plan.verify(res, pipeline.VerifyOptions{
-			Name: d.name, TransferSize: int(transfer), Progress: progressFunc(rep, nil),
-		})
-		v, err := pipeline.VerifyHash(ctx, d.dev, res.Bytes, want, vopts)
+// writeTargets parses the TARGET arguments, or with --all finds every
+// reader slot that holds a card and is not in use.
+func (a *app) writeTargets(ctx context.Context, rep reporter, args []string, f writeFlags) ([]target.Spec, error) {
+	if f.all {
+		readers, err := target.ListReaders(ctx)
 		if err != nil {
-			return a.locateMismatch(ctx, image, d, res.Bytes, vopts, err)
+			return nil, &codedError{exitDevice, fmt.Errorf("listing USB readers: %w", err)}
 		}
-		sum.Verified = true
-		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
-		sum.SHA256 = hex.EncodeToString(res.SHA256[:])
-		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s)", formatBytes(v.Bytes),
-			v.Elapsed.Round(time.Millisecond), units.FormatRate(rate(v.Bytes, v.Elapsed))))
-	}
-	if f.eject {
-		text = append(text, eject(ctx, rep, d, sum))
-	}
-	if sum.Verified {
-		text = append(text, "SHA-256 "+sum.SHA256)
-	}
-	rep.event(sum, strings.Join(text, "\n"))
-	return nil
-}
-
-// openedDevice reports the opened target and fits the transfer size to it.
-func openedDevice(rep reporter, d *device, transfer int64) int64 {
-	transfer, note := fitTransfer(d, transfer)
-	rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: d.name, Capacity: d.capacity(),
-		BlockSize: d.dev.BlockSize(), TransferSize: transfer}, "")
-	if note != "" {
-		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
-	}
-	return transfer
-}
-
-// eject ejects the card if the target has one and says how it went.
-func eject(ctx context.Context, rep reporter, d *device, sum *summaryEvent) string {
-	sum.Ejected = ptr(false)
-	if d.lun == nil {
-		note := "--eject does nothing for a file: target"
-		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, "")
-		return "Not ejected: " + note
-	}
-	if err := d.lun.Eject(ctx); err != nil {
-		return fmt.Sprintf("Eject failed (the image is written and synced): %v", err)
-	}
-	sum.Ejected = ptr(true)
-	return "Ejected"
-}
-
-// recoveryNotes passes the transport's recovery steps to the user.
-func recoveryNotes(rep reporter) func(string) {
-	return func(step string) {
-		rep.event(&noteEvent{eventHeader{Event: evNote}, step}, step)
-	}
-}
-
-func boundOf(res pipeline.WriteResult) bound {
-	if b := bound(res.Bound); b == boundDecoder || b == boundDevice {
-		return b
-	}
-	return boundNone
-}
-
-// hashFor skips hashing the image when nothing will use the hash: a slow
-// CPU (an embedded host, an emulator) hashes at a few tens of MB/s.
-func hashFor(noVerify bool) pipeline.HashAlg {
-	if noVerify {
-		return pipeline.HashNone
-	}
-	return pipeline.HashSHA256
-}
-
-// fitTransfer lowers the transfer size to what the device says it takes
-// (VPD block limits) and rounds it to whole blocks.
-func fitTransfer(d *device, transfer int64) (int64, string) {
-	bs := int64(d.dev.BlockSize())
-	var note string
-	if d.lun != nil && d.lun.MaxTransfer() > 0 {
-		if limit := d.lun.MaxTransfer() * bs; transfer > limit {
-			note = fmt.Sprintf("%s takes at most %s per command: using that instead of %s", d.name, units.FormatSize(limit), units.FormatSize(transfer))
-			transfer = limit
+		ts, skipped := target.AllWithCards(readers)
+		for _, s := range skipped {
+			msg := "leaving " + s + " alone: in use"
+			rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, "usbflash: "+msg)
 		}
+		if len(ts) == 0 {
+			return nil, &refusedError{fmt.Sprintf("--all: none of the %d readers holds a card that is not in use; run 'usbflash list'", len(readers))}
+		}
+		return ts, nil
 	}
-	if transfer%bs != 0 {
-		rounded := max(transfer/bs*bs, bs)
-		note = strings.TrimPrefix(note+"; ", "; ") + fmt.Sprintf("transfer size rounded to %s, a whole number of %d-byte blocks", units.FormatSize(rounded), bs)
-		transfer = rounded
+	seen := map[string]bool{}
+	var ts []target.Spec
+	for _, arg := range args {
+		if seen[arg] {
+			return nil, &usageError{fmt.Sprintf("target %s is given twice", arg)}
+		}
+		seen[arg] = true
+		t, err := target.Parse(arg)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, t)
 	}
-	return transfer, note
+	return ts, nil
 }
 
-// writeProtectedError is a refusal to write to a locked card.
-type writeProtectedError struct{ device string }
-
-func (e *writeProtectedError) Error() string {
-	return e.device + " is write-protected; nothing was written"
-}
-func (e *writeProtectedError) Unwrap() error { return usbms.ErrWriteProtected }
-
-// checkBeforeWrite refuses, before anything is written, what can be known
-// to fail: a write-protected medium and an image that does not fit.
-func checkBeforeWrite(d *device, src *imagesrc.Source) error {
-	if err := pipeline.CheckWritable(d.dev, d.name); err != nil {
-		return &writeProtectedError{d.name}
+// writeArgs is IMAGE and at least one TARGET, or IMAGE alone with --all.
+func writeArgs(f *writeFlags) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		switch {
+		case (f.all || f.watch) && len(args) != 1:
+			return &usageError{fmt.Sprintf("write --all and --watch take only the IMAGE (got %d arguments): they find the readers themselves", len(args))}
+		case f.all && f.watch:
+			return &usageError{"--all and --watch are two ways to choose the readers: give one"}
+		case !f.all && !f.watch && len(args) < 2:
+			return &usageError{fmt.Sprintf("write needs IMAGE and at least one TARGET (got %d argument(s)); see 'usbflash write --help'", len(args))}
+		}
+		return nil
 	}
-	// Only a size the container vouches for refuses: gzip's size trailer
-	// of a damaged file can claim anything.
-	if err := pipeline.CheckFits(d.dev, d.name, src.Size, src.SizeExact); err != nil {
-		return err
-	}
-	return nil
 }
 
-// confirm asks the person at the terminal; without one it refuses, so a
-// script never writes to a card it did not name with --yes.
-func (a *app) confirm(d *device, image string, src *imagesrc.Source) error {
+// confirm asks the person at the terminal, once for every card; without
+// one it refuses, so a script never writes to a card it did not name with
+// --yes.
+func (a *app) confirm(cards []*target.Device, image string, src *imagesrc.Source) error {
+	what := cards[0].Name
+	if len(cards) > 1 {
+		what = fmt.Sprintf("%d cards", len(cards))
+	}
 	if !a.interactive {
-		return fmt.Errorf("%w: no terminal to ask whether to overwrite %s", errNotConfirmed, d.name)
+		return fmt.Errorf("%w: no terminal to ask whether to overwrite %s", errNotConfirmed, what)
 	}
-	fmt.Fprintf(a.stderr, "Target: %s\n%s\nWrite %s (%s, %s) to it? ALL DATA ON IT WILL BE LOST. [y/N] ",
-		d.name, identityLine(d), image, src.Format, describeSize(src))
+	var b strings.Builder
+	for _, d := range cards {
+		fmt.Fprintf(&b, "Target: %s\n%s\n", d.Name, identityLine(d))
+	}
+	if len(cards) == 1 {
+		fmt.Fprintf(a.stderr, "%sWrite %s (%s, %s) to it? ALL DATA ON IT WILL BE LOST. [y/N] ", b.String(), image, src.Format, describeSize(src))
+	} else {
+		fmt.Fprintf(a.stderr, "%sWrite %s (%s, %s) to these %d cards? ALL DATA ON THEM WILL BE LOST. [y/N] ", b.String(), image, src.Format, describeSize(src), len(cards))
+	}
 	if a.answeredYes() {
 		return nil
 	}
-	return &refusedError{fmt.Sprintf("not confirmed: nothing was written to %s", d.name)}
+	return &refusedError{fmt.Sprintf("not confirmed: nothing was written to %s", what)}
 }
 
 // answeredYes reads one line from the person at the terminal: only y or
@@ -364,19 +259,19 @@ func (a *app) answeredYes() bool {
 }
 
 // identityLine is the one line that lets a person recognise a card.
-func identityLine(d *device) string {
+func identityLine(d *target.Device) string {
 	var parts []string
-	if d.usb != nil {
-		parts = append(parts, strings.TrimSpace(d.usb.Manufacturer+" "+d.usb.Product), "serial "+orDash(d.usb.Serial))
+	if d.USB != nil {
+		parts = append(parts, strings.TrimSpace(d.USB.Manufacturer+" "+d.USB.Product), "serial "+orDash(d.USB.Serial))
 	}
-	if d.lun != nil {
-		inq := d.lun.Inquiry()
+	if d.LUN != nil {
+		inq := d.LUN.Inquiry()
 		parts = append(parts, strings.TrimSpace(inq.Vendor+" "+inq.Product+" "+inq.Revision))
-		if s := d.lun.Serial(); s != "" {
+		if s := d.LUN.Serial(); s != "" {
 			parts = append(parts, "card serial "+s)
 		}
 	}
-	parts = append(parts, units.FormatSize(d.capacity()))
+	parts = append(parts, units.FormatSize(d.Capacity()))
 	return "  " + strings.Join(parts, ", ")
 }
 
@@ -388,13 +283,6 @@ func describeSize(src *imagesrc.Source) string {
 		return "about " + units.FormatSize(src.Size)
 	}
 	return units.FormatSize(src.Size)
-}
-
-func expectedSize(src *imagesrc.Source) int64 {
-	if src.SizeExact {
-		return src.Size
-	}
-	return -1
 }
 
 // progressFunc adapts pipeline progress to the reporter. Done always
@@ -445,26 +333,6 @@ func rate(n int64, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / d.Seconds()
-}
-
-// locateMismatch turns a hash mismatch into the first differing LBA by
-// comparing the card with a fresh decode of the image.
-func (a *app) locateMismatch(ctx context.Context, image string, d *device, size int64, opts pipeline.VerifyOptions, hashErr error) error {
-	var ve *pipeline.VerifyError
-	if !errors.As(hashErr, &ve) || !ve.HashOnly {
-		return hashErr
-	}
-	src, err := imagesrc.Open(image)
-	if err != nil {
-		return hashErr
-	}
-	defer src.Close()
-	_, err = pipeline.Verify(ctx, d.dev, src, size, pipeline.VerifyOptions{Name: d.name, TransferSize: opts.TransferSize, Only: opts.Only})
-	if err == nil {
-		// The card reads back right now: the first read was wrong. Say so.
-		return fmt.Errorf("%w (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)", hashErr)
-	}
-	return err
 }
 
 func isTerminal(w io.Writer) bool {

@@ -1,4 +1,10 @@
-package main
+// Package target turns what a user types as a TARGET into an opened,
+// checked device: it parses the target syntax, lists readers, opens one
+// (or the slots of one reader together), watches for cards as they are
+// inserted, and runs the one set of checks every write passes before its
+// first byte (in use, locked, the image itself, write-protected, too small,
+// the image larger than the card).
+package target
 
 import (
 	"fmt"
@@ -8,20 +14,21 @@ import (
 	"usbflash/internal/units"
 )
 
-// targetKind says which world a target lives in.
-type targetKind int
+// Scheme says which world a target lives in.
+type Scheme int
 
+// Schemes of a Spec.
 const (
-	targetUSB  targetKind = iota + 1 // a real reader through libusb
-	targetFile                       // a file or block device through the kernel
-	targetSim                        // the simulated reader
+	USB  Scheme = iota + 1 // a real reader through libusb
+	File                   // a file or block device through the kernel
+	Sim                    // the simulated reader
 )
 
-// target is a parsed TARGET argument. One parser serves every command, so a
-// target means the same thing to list, info, write and verify.
-type target struct {
-	kind targetKind
-	raw  string
+// Spec is a parsed TARGET argument. One parser serves every command, so a
+// target means the same thing to list, info, write, verify, read and bench.
+type Spec struct {
+	Scheme Scheme
+	Raw    string // as the user typed it
 
 	// usb: exactly one of the three selectors is set.
 	vid, pid  uint16
@@ -30,20 +37,26 @@ type target struct {
 	bus, addr int
 	hasBus    bool
 	index     int // from `usbflash list`; -1 when not chosen by index
-	lun       int // -1: the only LUN, or an error if there are several
+	// LUN is the slot the target names; -1: the only LUN, or an error if
+	// there are several.
+	LUN int
+	// Path is the file of file: and sim: targets, without options.
+	Path string
 
-	path     string // file: and sim: without options
-	spec     string // file: and sim: everything after the prefix
+	spec     string // sim: the path and the simulator's options
 	fileSize int64  // file:PATH?size=N: create or extend the file to N bytes
 }
 
-const targetSyntax = "usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN], N[/LUN] (the index from `usbflash list`), file:PATH[?size=SIZE] or sim:PATH[?options][&lun=N]"
+func (t Spec) String() string { return t.Raw }
 
-// parseTarget reads the TARGET syntax of README's table, handing each
-// scheme to its own parser. Errors all have one shape: the argument, what
+// Syntax is every form a target may take, as errors and help name them.
+const Syntax = "usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN], N[/LUN] (the index from `usbflash list`), file:PATH[?size=SIZE] or sim:PATH[?options][&lun=N]"
+
+// Parse reads the TARGET syntax of README's table, handing each scheme to
+// its own parser. Errors (KindUsage) all have one shape: the argument, what
 // is wrong with it, and the accepted forms.
-func parseTarget(s string) (target, error) {
-	t := target{raw: s, index: -1, lun: -1}
+func Parse(s string) (Spec, error) {
+	t := Spec{Raw: s, index: -1, LUN: -1}
 	var why string
 	switch {
 	case s == "":
@@ -54,23 +67,23 @@ func parseTarget(s string) (target, error) {
 		why = parseSimTarget(&t, strings.TrimPrefix(s, "sim:"))
 	case strings.HasPrefix(s, "/"), strings.HasPrefix(s, "."), strings.HasPrefix(s, "~"):
 		// A path, typed as one would for dd: the one likely meaning.
-		return target{}, &usageError{fmt.Sprintf("target %q is a path: write file:%s for a file or disk through the kernel", s, s)}
+		return Spec{}, usageErr(s, fmt.Sprintf("target %q is a path: write file:%s for a file or disk through the kernel", s, s))
 	default:
 		why = parseUSBTarget(&t, s)
 	}
 	if why != "" {
-		return target{}, &usageError{fmt.Sprintf("target %q: %s; a target is one of %s", s, why, targetSyntax)}
+		return Spec{}, usageErr(s, fmt.Sprintf("target %q: %s; a target is one of %s", s, why, Syntax))
 	}
 	return t, nil
 }
 
 // parseFileTarget reads PATH[?size=SIZE] after "file:"; it returns what is
 // wrong, or "".
-func parseFileTarget(t *target, spec string) string {
-	t.kind, t.spec = targetFile, spec
+func parseFileTarget(t *Spec, spec string) string {
+	t.Scheme = File
 	path, query, hasQuery := strings.Cut(spec, "?")
-	t.path = path
-	if t.path == "" {
+	t.Path = path
+	if t.Path == "" {
 		return "file: needs a path"
 	}
 	if hasQuery {
@@ -87,11 +100,11 @@ func parseFileTarget(t *target, spec string) string {
 // parseSimTarget reads PATH[?options] after "sim:". lun=N picks a slot, as
 // /LUN does for usb:; the other options configure the simulator and stay
 // in t.spec for sim.Open.
-func parseSimTarget(t *target, spec string) string {
-	t.kind = targetSim
+func parseSimTarget(t *Spec, spec string) string {
+	t.Scheme = Sim
 	path, query, _ := strings.Cut(spec, "?")
-	t.path = path
-	if t.path == "" {
+	t.Path = path
+	if t.Path == "" {
 		return "sim: needs a path to the card's backing file"
 	}
 	var opts []string
@@ -107,7 +120,7 @@ func parseSimTarget(t *target, spec string) string {
 		if err != nil || n > 15 {
 			return "lun= must be a number from 0 to 15"
 		}
-		t.lun = int(n)
+		t.LUN = int(n)
 	}
 	t.spec = path
 	if len(opts) > 0 {
@@ -118,20 +131,20 @@ func parseSimTarget(t *target, spec string) string {
 
 // parseUSBTarget reads usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN] or
 // N[/LUN], the index from `usbflash list`.
-func parseUSBTarget(t *target, s string) string {
-	t.kind = targetUSB
+func parseUSBTarget(t *Spec, s string) string {
+	t.Scheme = USB
 	sel, hasUSB := strings.CutPrefix(s, "usb:")
 	if before, lun, ok := strings.Cut(sel, "/"); ok {
 		n, err := strconv.ParseUint(lun, 10, 8)
 		if err != nil || n > 15 {
 			return "the LUN after / must be a number from 0 to 15"
 		}
-		t.lun, sel = int(n), before
+		t.LUN, sel = int(n), before
 	}
 	if !hasUSB {
 		n, err := strconv.ParseUint(sel, 10, 16)
 		if err != nil {
-			return "not a known form (did you mean file:" + t.raw + "?)"
+			return "not a known form (did you mean file:" + t.Raw + "?)"
 		}
 		t.index = int(n)
 		return ""
@@ -163,8 +176,3 @@ func parseUSBTarget(t *target, s string) string {
 	}
 	return ""
 }
-
-// usageError is a mistake on the command line: exit code 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }

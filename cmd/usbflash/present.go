@@ -1,0 +1,292 @@
+package main
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"usbflash/flash"
+	"usbflash/imagesrc"
+	"usbflash/internal/units"
+	"usbflash/pipeline"
+	"usbflash/target"
+)
+
+// cardPresenter shows a session of one card, written without --report:
+// the single-card contract of README (start, device, phase, progress,
+// note, summary events; the summary lines).
+type cardPresenter struct {
+	rep     reporter
+	f       writeFlags
+	outcome *flash.Outcome
+}
+
+func newCardPresenter(rep reporter, f writeFlags) *cardPresenter {
+	return &cardPresenter{rep: rep, f: f}
+}
+
+func (p *cardPresenter) Observe(e flash.Event) {
+	switch e := e.(type) {
+	case flash.Started:
+		src := e.Source
+		p.rep.event(&startEvent{
+			eventHeader: eventHeader{Event: evStart}, Command: cmdWrite,
+			Image: e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
+			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
+		}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", e.Image, src.Format, describeSize(src), e.Targets[0]))
+	case flash.Opened:
+		p.rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: e.Card, Capacity: e.Capacity,
+			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
+	case flash.Note:
+		p.rep.event(&noteEvent{eventHeader{Event: evNote}, e.Message}, e.Message)
+	case flash.BlockMapChosen:
+		presentBlockMap(p.rep, e)
+	case flash.Progress:
+		p.rep.progress(progressOf(e))
+	case flash.CardDone:
+		p.outcome = e.Outcome
+	}
+}
+
+// finish prints the summary of a card that was written, or hands the
+// error on.
+func (p *cardPresenter) finish(_ *flash.Result, err error) error {
+	if err != nil || p.outcome == nil {
+		return err
+	}
+	o := p.outcome
+	res := o.Write
+	sum := &summaryEvent{
+		eventHeader: eventHeader{Event: evSummary}, Command: cmdWrite,
+		Bytes: res.Bytes, BytesWritten: res.BytesWritten, Transfers: int64(res.Transfers),
+		ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed),
+		Bound: boundOf(res), BoundRatio: res.BoundRatio,
+		DecoderWaitS: ptr(res.DecoderWait.Seconds()), DeviceWaitS: ptr(res.DeviceWait.Seconds()),
+		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
+	}
+	text := []string{
+		fmt.Sprintf("Wrote %s in %s (%s), %s", formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
+			units.FormatRate(sum.Rate), plural(res.Transfers, "command")),
+		boundLine(res),
+		cpuLine(res.CPU, res.Bytes, res.Memory),
+	}
+	if o.SkippedWhy != "" {
+		sum.SkippedBytes = ptr(o.Skipped)
+		text = append(text, fmt.Sprintf("Skipped %s (%s): those regions keep the card's old bytes", units.FormatSize(o.Skipped), o.SkippedWhy))
+	}
+	if v := o.Verify; v != nil {
+		sum.Verified = true
+		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
+		sum.SHA256 = hex.EncodeToString(res.SHA256[:])
+		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s)", formatBytes(v.Bytes),
+			v.Elapsed.Round(time.Millisecond), units.FormatRate(rate(v.Bytes, v.Elapsed))))
+	}
+	if o.Ejected != nil {
+		sum.Ejected = o.Ejected
+		switch {
+		case errors.Is(o.EjectErr, target.ErrNotEjectable):
+			note := "--eject does nothing for a file: target"
+			p.rep.event(&noteEvent{eventHeader{Event: evNote}, note}, "")
+			text = append(text, "Not ejected: "+note)
+		case o.EjectErr != nil:
+			text = append(text, fmt.Sprintf("Eject failed (the image is written and synced): %v", o.EjectErr))
+		default:
+			text = append(text, "Ejected")
+		}
+	}
+	if sum.Verified {
+		text = append(text, "SHA-256 "+sum.SHA256)
+	}
+	p.rep.event(sum, strings.Join(text, "\n"))
+	return nil
+}
+
+// presentBlockMap says which block map a write uses.
+func presentBlockMap(rep reporter, e flash.BlockMapChosen) {
+	pct := 100.0
+	if e.ImageSize > 0 {
+		pct = float64(e.MappedBytes) * 100 / float64(e.ImageSize)
+	}
+	msg := fmt.Sprintf("Block map %s: %d ranges, %s of %s mapped (%.0f%%); only those are written and verified",
+		e.Path, e.Ranges, units.FormatSize(e.MappedBytes), units.FormatSize(e.ImageSize), pct)
+	rep.event(&blockMapEvent{eventHeader: eventHeader{Event: evBlockMap},
+		BMap: e.Path, Ranges: e.Ranges, MappedBytes: e.MappedBytes, ImageSize: e.ImageSize}, msg)
+}
+
+// progressOf is the progress event of a session's progress.
+func progressOf(p flash.Progress) progressEvent {
+	e := progressEvent{Phase: phase(p.Phase), Done: p.Done, Total: p.Total, ElapsedS: p.Elapsed.Seconds()}
+	if p.Elapsed >= rateWarmUp && p.Done > 0 {
+		e.Rate = ptr(rate(p.Done, p.Elapsed))
+	}
+	if p.CompressedDone >= 0 {
+		e.CompressedDone = ptr(p.CompressedDone)
+		if p.CompressedTotal >= 0 {
+			e.CompressedTotal = ptr(p.CompressedTotal)
+		}
+	}
+	return e
+}
+
+// sessionPresenter shows a session of several cards (or one with
+// --report, or --watch): a start naming every target, a bar per card, a
+// card event per card, the table and the session summary.
+type sessionPresenter struct {
+	rep   reporter
+	f     writeFlags
+	watch bool
+	bars  *cardBars
+	total int64
+	phase pipeline.Phase
+}
+
+func newSessionPresenter(rep reporter, f writeFlags, watch bool) *sessionPresenter {
+	return &sessionPresenter{rep: rep, f: f, watch: watch}
+}
+
+func (p *sessionPresenter) Observe(e flash.Event) {
+	switch e := e.(type) {
+	case flash.Started:
+		src := e.Source
+		p.total = -1
+		if src.SizeExact {
+			p.total = src.Size
+		}
+		text := fmt.Sprintf("Writing %s (%s, %s) to %s: %s", e.Image, src.Format, describeSize(src),
+			plural(len(e.Targets), "card"), strings.Join(e.Targets, ", "))
+		if e.Watch {
+			text = ""
+		}
+		p.rep.event(&manyStartEvent{
+			eventHeader: eventHeader{Event: evStart}, Command: cmdWrite,
+			Image: e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
+			Targets: append([]string{}, e.Targets...), TransferSize: int64(e.TransferSize), Buffers: e.Buffers, Lag: e.Lag,
+		}, text)
+	case flash.Opened:
+		p.rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: e.Card, Capacity: e.Capacity,
+			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
+	case flash.Note:
+		msg := e.Message
+		if e.Card != "" && !strings.Contains(msg, e.Card) {
+			msg = e.Card + ": " + msg
+		}
+		p.rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
+	case flash.WriteStarted:
+		p.bars.done()
+		p.bars = newCardBars(p.rep, e.Cards)
+		if !p.watch {
+			msg := fmt.Sprintf("Writing %s with %s transfers", plural(len(e.Cards), "card"), units.FormatSize(int64(e.TransferSize)))
+			p.rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, "")
+		}
+	case flash.Progress:
+		if p.bars == nil {
+			return
+		}
+		if e.Phase != p.phase {
+			p.phase = e.Phase
+			p.rep.event(&phaseEvent{eventHeader{Event: evPhase}, phase(e.Phase)}, "")
+		}
+		p.bars.update(e)
+	case flash.CardDone:
+		if p.watch {
+			p.bars.done()
+			p.bars = nil
+		}
+		p.rep.event(&cardEvent{eventHeader{Event: evCard}, recordOf(e.Outcome)}, "")
+	}
+}
+
+// recordOf is the card event's body: the report's row.
+func recordOf(o *flash.Outcome) flash.Record { return flash.RecordOf(o, exitCode) }
+
+// finish prints the table and the session summary, then hands the
+// session's error on.
+func (p *sessionPresenter) finish(res *flash.Result, err error) error {
+	p.bars.done()
+	if res == nil || (len(res.Cards) == 0 && err != nil && !p.watch) {
+		return err
+	}
+	ok, sha := 0, ""
+	records := make([]flash.Record, len(res.Cards))
+	for i, o := range res.Cards {
+		records[i] = recordOf(o)
+		if o.Err == nil {
+			ok++
+		}
+		if sha == "" {
+			sha = records[i].SHA256
+		}
+	}
+	p.rep.event(&manySummaryEvent{
+		eventHeader: eventHeader{Event: evSummary}, Command: cmdWrite,
+		Cards: len(records), Succeeded: ok, Failed: len(records) - ok, SHA256: sha,
+		ElapsedS: time.Since(res.Started).Seconds(),
+	}, cardTable(records, p.f.noVerify))
+	for _, o := range res.Cards {
+		if o.EjectErr != nil {
+			msg := fmt.Sprintf("%s: eject failed (the image is written and synced): %v", o.Target, o.EjectErr)
+			p.rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
+		}
+	}
+	return err
+}
+
+// cardTable is the final per-card table a person reads.
+func cardTable(cards []flash.Record, noVerify bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-28s %-14s %9s %9s %-8s %s\n", "TARGET", "SERIAL", "CAPACITY", "MB/s", "VERIFIED", "RESULT")
+	for _, c := range cards {
+		verified := "yes"
+		switch {
+		case noVerify:
+			verified = "skipped"
+		case !c.Verified:
+			verified = "no"
+		}
+		result := "ok"
+		switch {
+		case c.Error != "":
+			result = c.Error
+		case c.Bound == flash.BoundSlowest:
+			result = "ok (the slowest card: it set the pace)"
+		}
+		fmt.Fprintf(&b, "%-28s %-14s %9s %9.1f %-8s %s\n", c.Target, orDash(c.Serial),
+			formatBytes(c.Capacity), c.Rate/1e6, verified, result)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func boundOf(res pipeline.WriteResult) bound {
+	if b := bound(res.Bound); b == boundDecoder || b == boundDevice {
+		return b
+	}
+	return boundNone
+}
+
+// recoveryNotes passes a reader's recovery steps to the user.
+func recoveryNotes(rep reporter) func(reader, step string) {
+	return func(_, step string) {
+		rep.event(&noteEvent{eventHeader{Event: evNote}, step}, step)
+	}
+}
+
+// openedDevice reports an opened target and fits the transfer size to it,
+// for the commands that read (verify, read).
+func openedDevice(rep reporter, d *target.Device, transfer int64) int64 {
+	fitted, note := d.FitTransfer(int(min(transfer, pipeline.MaxBufferMemory)))
+	rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: d.Name, Capacity: d.Capacity(),
+		BlockSize: d.Dev.BlockSize(), TransferSize: int64(fitted)}, "")
+	if note != "" {
+		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+	}
+	return int64(fitted)
+}
+
+func expectedSize(src *imagesrc.Source) int64 {
+	if src.SizeExact {
+		return src.Size
+	}
+	return -1
+}

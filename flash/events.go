@@ -1,0 +1,106 @@
+// Package flash is a write session: one image onto 1..N cards, each card
+// going through check -> write -> sync -> verify -> eject -> outcome, the
+// whole told to an Observer as typed events. One card is N = 1 of the same
+// code; --watch feeds the session cards as they are inserted. The
+// session's exit policy (every card, some, none) lives here too.
+package flash
+
+import (
+	"time"
+
+	"usbflash/imagesrc"
+	"usbflash/pipeline"
+)
+
+// Observer is told everything a session does, in order. Observe is called
+// from several goroutines (recovery notes come from the reader's, progress
+// from the engine's), never at once: the session serialises the calls.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// Event is one of the types below.
+type Event interface{ isEvent() }
+
+// Started comes before the first command to any target: a reader that
+// does not answer must not leave the user looking at nothing.
+type Started struct {
+	Image        string
+	Source       *imagesrc.Source
+	Targets      []string // as given (--watch: none)
+	TransferSize int      // as asked; Opened says what each card uses
+	Buffers      int
+	Lag          int
+	Watch        bool
+}
+
+// Opened says a card is open, under the name every later event uses.
+type Opened struct {
+	Card         string
+	Capacity     int64
+	BlockSize    int
+	TransferSize int // what the card takes, after its limits
+}
+
+// Note is something worth knowing that changes nothing: a recovery step,
+// a transfer size lowered, a sparse write. Card is "" for the session.
+type Note struct {
+	Card    string
+	Message string
+}
+
+// BlockMapChosen says the write uses a block map: only what it maps is
+// written and verified.
+type BlockMapChosen struct {
+	Path        string
+	Ranges      int
+	MappedBytes int64
+	ImageSize   int64
+}
+
+// WriteStarted comes once every card was opened, checked and confirmed,
+// naming the cards being written and the transfer size they share.
+type WriteStarted struct {
+	Cards        []string
+	TransferSize int
+}
+
+// CardProgress is how far one card got.
+type CardProgress struct {
+	Card   string
+	Phase  pipeline.Phase
+	Done   int64 // image bytes written or verified
+	Total  int64 // -1 when unknown
+	Failed bool
+}
+
+// Progress says how far the session got, a few times a second through
+// every phase: the stream's image bytes (for a compressed image also the
+// file's bytes read) and every card's own.
+type Progress struct {
+	Phase           pipeline.Phase
+	Done, Total     int64 // image bytes; Total -1 when unknown
+	CompressedDone  int64 // -1: not a compressed image being written
+	CompressedTotal int64 // -1 when unknown
+	Elapsed         time.Duration
+	Cards           []CardProgress
+}
+
+// CardDone says what became of one card.
+type CardDone struct {
+	Outcome *Outcome
+}
+
+func (Started) isEvent()        {}
+func (Opened) isEvent()         {}
+func (Note) isEvent()           {}
+func (BlockMapChosen) isEvent() {}
+func (WriteStarted) isEvent()   {}
+func (Progress) isEvent()       {}
+func (CardDone) isEvent()       {}

@@ -1,0 +1,416 @@
+package flash
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"usbflash/imagesrc"
+	"usbflash/internal/units"
+	"usbflash/pipeline"
+	"usbflash/target"
+)
+
+// DefaultLag is how many transfers a card of a many-card write may fall
+// behind the others before it holds them back. Eight 1 MiB transfers
+// absorb the jitter of equal readers (fanout's BenchmarkGroup: 8 cards
+// take 1.00x the time of one with it, 1.10x in lockstep) for 8 MiB of
+// memory per card.
+const DefaultLag = 8
+
+// Config is one session's choices.
+type Config struct {
+	Image        string // a path, or "-" for standard input
+	TransferSize int    // bytes per WRITE, lowered to what every card takes
+	Buffers      int    // buffers cycling between decoder and writer
+	Lag          int    // several cards: transfers a card may fall behind
+	Verify       bool   // read every card back and compare
+	Eject        bool   // eject each card when done
+	// Force takes disks the system uses and writes images smaller than
+	// one transfer.
+	Force bool
+	// SkipRefused: with several cards, write the others when some are
+	// refused by a safety check; without it a refusal refuses them all.
+	SkipRefused bool
+	BlockMap    BlockMapChoice
+	// Confirm is asked once every card is open and checked, before the
+	// first byte; nil writes without asking (--yes).
+	Confirm func(cards []*target.Device, src *imagesrc.Source) error
+	// Report, when set, is a .json or .csv file that records every card.
+	Report string
+	// ExitCode gives the exit code a card's error alone would give, for
+	// the report's records (the CLI's one table). Nil records 0 and 1.
+	ExitCode func(error) int
+	Observer Observer
+}
+
+// Outcome is what became of one card.
+type Outcome struct {
+	Target   string // the name once open, else as given
+	Serial   string // the reader's USB serial
+	Capacity int64
+	Err      error // nil: written (and verified, when asked)
+	// The write: the stream's result (shared by every card of a run) and
+	// this card's own bytes.
+	Write    pipeline.WriteResult
+	Written  int64
+	Started  time.Time
+	Finished time.Time
+	// Slowest: of several cards, the one busy longest, which set the pace.
+	Slowest bool
+	// Verify is the read-back, nil when none was done.
+	Verify *pipeline.VerifyResult
+	// Ejected is nil without Eject; EjectErr says why an eject failed.
+	Ejected  *bool
+	EjectErr error
+	// Skipped is what a block map or --sparse left out, and why.
+	Skipped    int64
+	SkippedWhy string
+}
+
+// Verified says the card was read back and matched.
+func (o *Outcome) Verified() bool { return o.Err == nil && o.Verify != nil }
+
+// Result is a whole session.
+type Result struct {
+	Cards   []*Outcome
+	Started time.Time
+	Report  *Report // what Config.Report holds
+}
+
+// session is the state of one Run or Watch.
+type session struct {
+	cfg    Config
+	mu     sync.Mutex // serialises the observer and guards report
+	report *Report
+	res    *Result
+}
+
+func newSession(cfg Config) *session {
+	if cfg.Lag < 0 {
+		cfg.Lag = 0
+	}
+	now := time.Now()
+	return &session{cfg: cfg, report: &Report{Image: cfg.Image, Started: now}, res: &Result{Started: now}}
+}
+
+func (s *session) emit(e Event) {
+	if s.cfg.Observer == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.Observer.Observe(e)
+}
+
+// card is one target of a session and what became of it.
+type card struct {
+	d        *target.Device
+	transfer int // what this card takes
+	out      Outcome
+}
+
+func (c *card) fail(err error) {
+	if c.out.Err == nil && err != nil {
+		c.out.Err = err
+		c.out.Finished = time.Now()
+	}
+}
+
+func (c *card) failed() bool { return c.out.Err != nil }
+
+// ImageError is an image that could not be opened or read, wrapping what
+// the image source said.
+type ImageError struct{ Err error }
+
+func (e *ImageError) Error() string { return e.Err.Error() }
+func (e *ImageError) Unwrap() error { return e.Err }
+
+func openImage(path string) (*imagesrc.Source, error) {
+	src, err := imagesrc.Open(path)
+	if err != nil {
+		return nil, &ImageError{Err: err}
+	}
+	return src, nil
+}
+
+// CheckMemory refuses, before anything is opened, a session whose buffers
+// would pass pipeline.MaxBufferMemory: the ring ((buffers + 2) x transfer)
+// and, with several cards and a lag, each card's window of lag transfers.
+func CheckMemory(transfer, buffers, lag, cards int) error {
+	t, b, l, n := int64(transfer), int64(buffers), int64(max(lag, 0)), int64(cards)
+	const limit = pipeline.MaxBufferMemory
+	if n < 2 {
+		l = 0
+	}
+	// One factor at a time, so no product can overflow.
+	if t <= 0 || t > limit || b > limit || l > limit || n > limit ||
+		(b+2)*t > limit || (l > 0 && n*l > limit/t) || (b+2)*t+n*l*t > limit {
+		return &MemoryError{TransferSize: t, Buffers: b, Lag: l, Cards: n}
+	}
+	return nil
+}
+
+// MemoryError is a session whose buffers would take more than
+// pipeline.MaxBufferMemory.
+type MemoryError struct {
+	TransferSize, Buffers, Lag, Cards int64
+}
+
+func (e *MemoryError) Error() string {
+	what := fmt.Sprintf("--transfer-size %s with --buffers %d needs %d buffers of %s",
+		units.FormatSize(e.TransferSize), e.Buffers, e.Buffers+2, units.FormatSize(e.TransferSize))
+	if e.Lag > 0 {
+		what += fmt.Sprintf(", and --lag %d with %d cards %d more", e.Lag, e.Cards, e.Lag*e.Cards)
+	}
+	return fmt.Sprintf("%s: more than the %s the buffers may take", what, units.FormatSize(pipeline.MaxBufferMemory))
+}
+
+// Run writes the image to every target: every card is opened and checked
+// before any is written (in parallel, so a reader that does not answer
+// holds no other back); one decode feeds them all; a card that fails drops
+// out with its own error and the others go on; each is synced, verified
+// and ejected on its own.
+//
+// With one target the card's error is Run's. With several, a refusal by a
+// safety check refuses them all (*RefusedError) unless SkipRefused; a
+// command-line mistake in any target is Run's error; otherwise Run returns
+// nil when every card succeeded and a *CardsError when some did not.
+func Run(ctx context.Context, cfg Config, specs []target.Spec) (*Result, error) {
+	s := newSession(cfg)
+	if err := CheckMemory(cfg.TransferSize, cfg.Buffers, cfg.Lag, len(specs)); err != nil {
+		return s.res, err
+	}
+	if cfg.Report != "" {
+		if err := CheckReport(cfg.Report); err != nil {
+			return s.res, err
+		}
+	}
+	src, err := openImage(cfg.Image)
+	if err != nil {
+		return s.res, err
+	}
+	defer src.Close()
+	plan, err := s.planWrite(src, cfg.BlockMap, len(specs) > 1 || cfg.Report != "")
+	if err != nil {
+		return s.res, err
+	}
+	names := make([]string, len(specs))
+	for i, t := range specs {
+		names[i] = t.Raw
+	}
+	s.emit(Started{Image: cfg.Image, Source: src, Targets: names, TransferSize: cfg.TransferSize, Buffers: cfg.Buffers, Lag: cfg.Lag})
+
+	cards := s.openCards(ctx, specs, src, plan)
+	defer func() {
+		for _, c := range cards {
+			if c.d != nil {
+				c.d.Close()
+			}
+		}
+	}()
+	var live []*card
+	var refusals []error
+	for _, c := range cards {
+		switch {
+		case target.KindOf(c.out.Err) == target.KindUsage:
+			return s.res, c.out.Err // a mistake on the command line: no card is meant
+		case target.IsRefusal(c.out.Err):
+			refusals = append(refusals, c.out.Err)
+		case c.out.Err == nil:
+			live = append(live, c)
+		}
+	}
+	if len(cards) > 1 && len(refusals) > 0 && !cfg.SkipRefused {
+		s.finish(cards, nil)
+		return s.res, &RefusedError{Refused: refusals, Cards: len(cards)}
+	}
+	if len(live) > 0 && cfg.Confirm != nil {
+		devs := make([]*target.Device, len(live))
+		for i, c := range live {
+			devs[i] = c.d
+		}
+		if err := cfg.Confirm(devs, src); err != nil {
+			return s.res, err
+		}
+	}
+	if len(live) > 0 {
+		if err := s.writeCards(ctx, src, plan, live); err != nil {
+			s.finish(cards, nil)
+			return s.res, err
+		}
+	}
+	return s.res, s.finish(cards, nil)
+}
+
+// openCards opens every target together and checks each card.
+func (s *session) openCards(ctx context.Context, specs []target.Spec, src *imagesrc.Source, plan *writePlan) []*card {
+	newFile := max(expectedSize(src), 0)
+	if plan.m != nil && newFile == 0 {
+		newFile = plan.m.ImageSize
+	}
+	devs, errs := target.OpenAll(ctx, specs, target.Options{
+		Force: s.cfg.Force, Image: s.cfg.Image, NewFileSize: (newFile + 511) / 512 * 512,
+		OnRecovery: func(reader, step string) { s.emit(Note{Card: reader, Message: step}) },
+	})
+	cards := make([]*card, len(specs))
+	for i, t := range specs {
+		c := &card{d: devs[i], out: Outcome{Target: t.Raw}}
+		cards[i] = c
+		if errs[i] != nil {
+			c.fail(errs[i])
+			continue
+		}
+		s.opened(c, src)
+	}
+	return cards
+}
+
+// opened describes a card that opened and runs the pre-write checks.
+func (s *session) opened(c *card, src *imagesrc.Source) {
+	d := c.d
+	c.out.Target, c.out.Capacity, c.out.Serial = d.Name, d.Capacity(), d.Serial()
+	var note string
+	c.transfer, note = d.FitTransfer(s.cfg.TransferSize)
+	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: c.transfer})
+	if note != "" {
+		s.emit(Note{Card: d.Name, Message: note})
+	}
+	c.fail(target.Check(d, src, target.CheckOptions{TransferSize: c.transfer, Force: s.cfg.Force}))
+}
+
+func expectedSize(src *imagesrc.Source) int64 {
+	if src.SizeExact {
+		return src.Size
+	}
+	return -1
+}
+
+// RefusedError: with several cards, some were refused by a safety check,
+// so none was written.
+type RefusedError struct {
+	Refused []error
+	Cards   int
+}
+
+func (e *RefusedError) Error() string {
+	var msgs []string
+	seen := map[string]bool{}
+	for _, err := range e.Refused {
+		if m := err.Error(); !seen[m] {
+			seen[m] = true
+			msgs = append(msgs, m)
+		}
+	}
+	if len(msgs) == 1 && len(e.Refused) == e.Cards {
+		// The same refusal for every card (the image is too small): once.
+		return fmt.Sprintf("none of the %d cards can be written: %s", e.Cards, msgs[0])
+	}
+	return fmt.Sprintf("%d of %d cards cannot be written, so none was:\n  %s", len(e.Refused), e.Cards, strings.Join(msgs, "\n  "))
+}
+
+// Some says whether some cards could be written but for the refusals.
+func (e *RefusedError) Some() bool { return len(e.Refused) < e.Cards }
+
+// Unwrap gives the refusals, so their kinds can be told.
+func (e *RefusedError) Unwrap() []error { return e.Refused }
+
+// CardsError ends a session in which some cards failed.
+type CardsError struct {
+	Succeeded, Failed int
+	Errs              []error // each failed card's error
+}
+
+func (e *CardsError) Error() string {
+	if e.Succeeded == 0 {
+		return "every card failed (see the table)"
+	}
+	return fmt.Sprintf("%d of %d cards were written, %d failed (see the table)", e.Succeeded, e.Succeeded+e.Failed, e.Failed)
+}
+
+// Unwrap gives the cards' errors.
+func (e *CardsError) Unwrap() []error { return e.Errs }
+
+// finish records every card (CardDone for each, the report saved) and
+// applies the exit policy: with one card its error; with several nil when
+// all succeeded, else a *CardsError. A stream error (the image, Ctrl-C)
+// has been given to every card already.
+func (s *session) finish(cards []*card, _ error) error {
+	var errs []error
+	ok := 0
+	for _, c := range cards {
+		if c.out.Finished.IsZero() {
+			c.out.Finished = time.Now()
+		}
+		s.record(c)
+		if c.failed() {
+			errs = append(errs, c.out.Err)
+		} else {
+			ok++
+		}
+	}
+	switch {
+	case len(cards) == 1:
+		return cards[0].out.Err
+	case len(errs) == 0:
+		return nil
+	}
+	return &CardsError{Succeeded: ok, Failed: len(errs), Errs: errs}
+}
+
+// record adds a finished card to the result and the report (saved at
+// once: --watch runs until Ctrl-C) and says what became of it.
+func (s *session) record(c *card) {
+	out := c.out
+	s.mu.Lock()
+	s.res.Cards = append(s.res.Cards, &out)
+	s.report.Cards = append(s.report.Cards, RecordOf(&out, s.cfg.ExitCode))
+	if s.report.SHA256 == "" && out.Write.Bytes > 0 && out.Write.SHA256 != ([32]byte{}) {
+		s.report.SHA256 = fmt.Sprintf("%x", out.Write.SHA256)
+	}
+	var saveErr error
+	if s.cfg.Report != "" {
+		saveErr = s.report.Save(s.cfg.Report)
+	}
+	s.res.Report = s.report
+	s.mu.Unlock()
+	s.emit(CardDone{Outcome: &out})
+	if saveErr != nil {
+		s.emit(Note{Message: saveErr.Error()})
+	}
+}
+
+// RecordOf is the report's row for an outcome; exitCode gives the exit
+// code its error alone would give (nil: 1 for any error).
+func RecordOf(o *Outcome, exitCode func(error) int) Record {
+	r := Record{Target: o.Target, Serial: o.Serial, Capacity: o.Capacity, Bytes: o.Written,
+		Verified: o.Verified(), Started: o.Started, Finished: o.Finished}
+	if !o.Started.IsZero() && o.Finished.After(o.Started) {
+		r.Rate = float64(o.Written) / o.Finished.Sub(o.Started).Seconds()
+	}
+	if o.Write.SHA256 != ([32]byte{}) {
+		r.SHA256 = fmt.Sprintf("%x", o.Write.SHA256)
+	}
+	switch {
+	case o.Err != nil:
+		r.Error = o.Err.Error()
+		r.Code = 1
+		if exitCode != nil {
+			r.Code = exitCode(o.Err)
+		}
+	case o.Slowest:
+		r.Bound = BoundSlowest
+	case !o.Started.IsZero():
+		r.Bound = BoundDevice
+	}
+	return r
+}
+
+// Record.Bound values: a card's own speed set its pace, or, of several
+// cards, it was the slowest and set everyone's.
+const (
+	BoundDevice  = "device"
+	BoundSlowest = "slowest"
+)

@@ -1,0 +1,101 @@
+package flash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"usbflash/pipeline"
+	"usbflash/target"
+)
+
+// Watch writes the image to every card that appears in any reader find
+// shows, once per insertion, until ctx is done (Ctrl-C): a flashing
+// station. Each card gets the checks, progress, verify and outcome of a
+// single write, with its own decode; the writes under way when ctx ends
+// stop after the command in flight and sync. The buffers of all the
+// writes at once stay within pipeline.MaxBufferMemory: a card waits for a
+// free set when they would not.
+//
+// Watch returns nil when every card succeeded (or none came), and a
+// *CardsError when some did not.
+func Watch(ctx context.Context, cfg Config, find target.Finder) (*Result, error) {
+	s := newSession(cfg)
+	if err := CheckMemory(cfg.TransferSize, cfg.Buffers, 0, 1); err != nil {
+		return s.res, err
+	}
+	if cfg.Report != "" {
+		if err := CheckReport(cfg.Report); err != nil {
+			return s.res, err
+		}
+	}
+	// The image must open now, not at the first card.
+	src, err := openImage(cfg.Image)
+	if err != nil {
+		return s.res, err
+	}
+	src.Close()
+	if _, err := s.planWrite(src, cfg.BlockMap, true); err != nil {
+		return s.res, err
+	}
+	s.emit(Started{Image: cfg.Image, Source: src, TransferSize: cfg.TransferSize, Buffers: cfg.Buffers, Watch: true})
+	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", cfg.Image)})
+
+	sets := make(chan struct{}, max(pipeline.MaxBufferMemory/pipeline.BufferMemory(cfg.TransferSize, cfg.Buffers), 1))
+	var cards []*card
+	opts := target.WatchOptions{Options: target.Options{Force: cfg.Force, Image: cfg.Image,
+		OnRecovery: func(reader, step string) { s.emit(Note{Card: reader, Message: step}) }},
+		OnNote: func(msg string) { s.emit(Note{Message: msg}) }}
+	err = target.Watch(ctx, find, opts, func(ctx context.Context, d *target.Device, err error) {
+		c := &card{d: d}
+		if err != nil {
+			c.out.Target = "reader"
+			var te *target.Error
+			if errors.As(err, &te) && te.Target != "" {
+				c.out.Target = te.Target
+			}
+			c.fail(err)
+		} else {
+			sets <- struct{}{}
+			defer func() { <-sets }()
+			s.writeOne(ctx, c)
+		}
+		s.mu.Lock()
+		cards = append(cards, c)
+		s.mu.Unlock()
+		s.record(c)
+	})
+	if err != nil {
+		return s.res, err
+	}
+	ok := 0
+	var errs []error
+	for _, c := range cards {
+		if c.failed() {
+			errs = append(errs, c.out.Err)
+		} else {
+			ok++
+		}
+	}
+	if len(errs) == 0 {
+		return s.res, nil
+	}
+	return s.res, &CardsError{Succeeded: ok, Failed: len(errs), Errs: errs}
+}
+
+// writeOne writes one card --watch found: its own decode, the checks, the
+// write.
+func (s *session) writeOne(ctx context.Context, c *card) {
+	src, err := openImage(s.cfg.Image)
+	if err != nil {
+		c.out.Target = c.d.Name
+		c.fail(err)
+		return
+	}
+	defer src.Close()
+	s.opened(c, src)
+	if c.failed() {
+		return
+	}
+	s.writeCards(ctx, src, &writePlan{}, []*card{c})
+}

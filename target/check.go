@@ -1,0 +1,85 @@
+package target
+
+import (
+	"errors"
+	"fmt"
+
+	"usbflash/imagesrc"
+	"usbflash/internal/units"
+	"usbflash/pipeline"
+)
+
+// CheckOptions are what the pre-write checks need besides the device and
+// the image.
+type CheckOptions struct {
+	// TransferSize is the write's transfer size: an image smaller than
+	// one is no OS image.
+	TransferSize int
+	// Force writes an image smaller than one transfer all the same.
+	Force bool
+}
+
+// Check runs the checks every write passes after its target is open and
+// before its first byte, whatever the mode (one card, several, --watch):
+// an image too small to be an OS image, a write-protected medium, an
+// image larger than the medium. The checks that need no open device (in
+// use, locked, the image itself) ran when it was opened.
+func Check(d *Device, src *imagesrc.Source, opts CheckOptions) error {
+	if err := checkImageSize(src, opts.TransferSize, opts.Force); err != nil {
+		return err
+	}
+	if err := pipeline.CheckWritable(d.Dev, d.Name); err != nil {
+		return &Error{Kind: KindRefused, Target: d.Name, Msg: err.Error() + "; nothing was written", Err: err}
+	}
+	// Only a size the container vouches for refuses: gzip's size trailer
+	// of a damaged file can claim anything. An image whose size is found
+	// by writing stops at the end of the card (pipeline.CapacityError).
+	return pipeline.CheckFits(d.Dev, d.Name, src.Size, src.SizeExact)
+}
+
+// checkImageSize refuses an image smaller than one transfer: no OS image
+// is that small, and what is (an error page, a checksum file, a truncated
+// download) would still overwrite the card's partition table. It is a
+// refusal rather than a bad image because the bytes may be exactly what
+// the user meant, a boot sector or a test pattern: Force writes them. Only
+// a size known for a fact is judged; a stream of unknown size is judged by
+// its decoder as it is read.
+func checkImageSize(src *imagesrc.Source, transfer int, force bool) error {
+	if force || !src.SizeExact || src.Size >= int64(transfer) {
+		return nil
+	}
+	return &Error{Kind: KindRefused, Err: ErrTooSmallImage,
+		Msg: fmt.Sprintf("image is only %d bytes (%s), less than one %s transfer: too small to be an OS image; nothing was written",
+			src.Size, imagesrc.Describe(src.Head()), units.FormatSize(int64(transfer)))}
+}
+
+// IsRefusal says whether err is a safety check's refusal (in use, locked,
+// the image itself, too small, write-protected, too large), as opposed to
+// a device that failed or a command-line mistake.
+func IsRefusal(err error) bool {
+	var capacity *pipeline.CapacityError
+	var wp *pipeline.WriteProtectedError
+	return KindOf(err) == KindRefused || errors.As(err, &capacity) || errors.As(err, &wp)
+}
+
+// FitTransfer lowers a transfer size to what the device says it takes
+// (VPD block limits) and rounds it to whole blocks; note says what changed
+// and why ("" when nothing did).
+func (d *Device) FitTransfer(transfer int) (fitted int, note string) {
+	bs := d.Dev.BlockSize()
+	if d.LUN != nil && d.LUN.MaxTransfer() > 0 {
+		if limit := d.LUN.MaxTransfer() * int64(bs); int64(transfer) > limit {
+			note = fmt.Sprintf("%s takes at most %s per command: using that instead of %s", d.Name, units.FormatSize(limit), units.FormatSize(int64(transfer)))
+			transfer = int(limit)
+		}
+	}
+	if transfer%bs != 0 {
+		rounded := max(transfer/bs*bs, bs)
+		if note != "" {
+			note += "; "
+		}
+		note += fmt.Sprintf("transfer size rounded to %s, a whole number of %d-byte blocks", units.FormatSize(int64(rounded)), bs)
+		transfer = rounded
+	}
+	return transfer, note
+}

@@ -1,0 +1,472 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"usbflash/filedev"
+	"usbflash/internal/flock"
+	"usbflash/internal/linuxdisk"
+	"usbflash/pipeline"
+	"usbflash/usbms"
+	"usbflash/usbms/libusb"
+	"usbflash/usbms/sim"
+)
+
+// Options are the safety choices the user made on the command line.
+type Options struct {
+	// Force takes a disk the system uses (mounted, swap, held).
+	Force bool
+	// NewFileSize is the size a file: target that does not exist yet is
+	// created with when the target gives none (the image's size in whole
+	// blocks). 0: a missing file is an error.
+	NewFileSize int64
+	// ReadOnly: the command only reads the target (verify, info, read).
+	ReadOnly bool
+	// AllowNoMedium: an empty slot is opened for its identity alone
+	// (info); the Device's Dev is then nil and Slot describes it.
+	AllowNoMedium bool
+	// Image is the image the command writes; the target must be neither
+	// it nor the disk it lies on. "" when there is none, "-" for standard
+	// input.
+	Image string
+	// OnRecovery is told each step of a reader's recovery ladder, with the
+	// name of the reader.
+	OnRecovery func(reader, step string)
+}
+
+// Device is one opened target, ready for block I/O: a LUN of a real or
+// simulated reader, or a file. Hand Dev itself to the engine (it carries
+// the optional interfaces the engine looks for); the rest describes the
+// target to people.
+type Device struct {
+	Name string               // the target as messages name it once open (sim:card.img/1)
+	Dev  pipeline.BlockDevice // nil for an empty slot opened with AllowNoMedium
+
+	USB  *libusb.Info      // the reader's USB identity; nil for sim: and file:
+	LUN  *usbms.LUN        // nil for file: and for an empty slot
+	Slot *usbms.LUNSummary // an empty slot opened with AllowNoMedium
+	File *filedev.Device   // file: targets
+
+	closer func() error
+	// created is the file this run created for the target ("" when it
+	// existed): Close removes it unless the write began (Keep), so a
+	// refused write leaves nothing behind.
+	created string
+	kept    bool
+}
+
+// Keep records that writing began: a target this run created stays.
+func (d *Device) Keep() { d.kept = true }
+
+// Close lets go of the target (the reader's interface goes back to the
+// kernel driver) and removes a file this run created and never wrote.
+func (d *Device) Close() error {
+	var err error
+	if d.closer != nil {
+		err = d.closer()
+	}
+	if d.created != "" && !d.kept {
+		if rerr := os.Remove(d.created); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// Capacity is the medium's size in bytes (0 for an empty slot).
+func (d *Device) Capacity() int64 {
+	if d.Dev == nil {
+		return 0
+	}
+	return d.Dev.BlockCount() * int64(d.Dev.BlockSize())
+}
+
+// Serial is the reader's USB serial number, "" when it has none.
+func (d *Device) Serial() string {
+	if d.USB == nil {
+		return ""
+	}
+	return d.USB.Serial
+}
+
+// ErrNotEjectable: the target has no medium to eject (a file).
+var ErrNotEjectable = errors.New("a file: target has no card to eject")
+
+// Eject ejects the card (START STOP UNIT), ErrNotEjectable for a file.
+func (d *Device) Eject(ctx context.Context) error {
+	if d.LUN == nil {
+		return ErrNotEjectable
+	}
+	return d.LUN.Eject(ctx)
+}
+
+// Open opens t for block I/O. Nothing is written; a usb: reader's
+// interface is claimed (and the kernel driver detached) only after the
+// in-use check.
+func Open(ctx context.Context, t Spec, opts Options) (*Device, error) {
+	ds, errs := OpenAll(ctx, []Spec{t}, opts)
+	return ds[0], errs[0]
+}
+
+// OpenAll opens several targets, each with its own device or error, in
+// the order given. USB is enumerated once; targets that are slots of one
+// reader share one open of it (its interface can be claimed only once);
+// readers open in parallel, so one that does not answer delays no other.
+func OpenAll(ctx context.Context, ts []Spec, opts Options) ([]*Device, []error) {
+	ds, errs := make([]*Device, len(ts)), make([]error, len(ts))
+	readers := &usbReaders{}
+	groups := map[string][]int{}
+	var order []string
+	for i, t := range ts {
+		key, err := readerKey(ctx, readers, t)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if _, seen := groups[key]; !seen {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], i)
+	}
+	var wg sync.WaitGroup
+	for _, key := range order {
+		idx := groups[key]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			group := make([]Spec, len(idx))
+			for j, i := range idx {
+				group[j] = ts[i]
+			}
+			gd, gerr := openReader(ctx, readers, group, opts)
+			for j, i := range idx {
+				ds[i], errs[i] = gd[j], gerr[j]
+			}
+		}()
+	}
+	wg.Wait()
+	return ds, errs
+}
+
+// readerKey names the reader a target lives on, so slots of one reader
+// can share it; file: targets share nothing.
+func readerKey(ctx context.Context, readers *usbReaders, t Spec) (string, error) {
+	switch t.Scheme {
+	case USB:
+		info, err := readers.find(ctx, t)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("usb:%d.%d", info.Bus, info.Address), nil
+	case Sim:
+		abs, err := filepath.Abs(t.Path)
+		if err != nil {
+			return "", usageErr(t.Raw, fmt.Sprintf("target %s: %v", t.Raw, err))
+		}
+		return "sim:" + abs, nil
+	}
+	return "file:" + t.Raw, nil
+}
+
+// openReader opens the targets of one reader (or one file): each gets its
+// own device or error.
+func openReader(ctx context.Context, readers *usbReaders, group []Spec, opts Options) ([]*Device, []error) {
+	ds, errs := make([]*Device, len(group)), make([]error, len(group))
+	failAll := func(err error) ([]*Device, []error) {
+		for i := range errs {
+			errs[i] = err
+		}
+		return ds, errs
+	}
+	t0 := group[0]
+	if len(group) > 1 {
+		for _, t := range group {
+			if t.LUN < 0 {
+				return failAll(usageErr(t.Raw, fmt.Sprintf("targets %s and %s are the same reader: name each slot with /LUN (lun=N for sim:)", t0.Raw, group[1].Raw)))
+			}
+		}
+	}
+	if t0.Scheme == File {
+		ds[0], errs[0] = openFile(t0, opts)
+		return ds, errs
+	}
+	// A sim: card that does not exist yet is created by the simulator: a
+	// refused run removes it again.
+	created := ""
+	if _, err := os.Stat(t0.Path); t0.Scheme == Sim && errors.Is(err, fs.ErrNotExist) {
+		created = t0.Path
+		defer func() {
+			if ds[0] == nil && len(group) == 1 {
+				os.Remove(created)
+			}
+		}()
+	}
+	ep, closeEP, info, name, err := openEndpoint(ctx, readers, t0, opts)
+	if err != nil {
+		return failAll(err)
+	}
+	var onRecovery func(string)
+	if opts.OnRecovery != nil {
+		onRecovery = func(step string) { opts.OnRecovery(name, step) }
+	}
+	tr := usbms.NewTransport(ep, usbms.TransportOptions{Name: name, OnRecovery: onRecovery})
+	// The reader closes with its last slot.
+	var mu sync.Mutex
+	open := len(group)
+	release := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if open--; open == 0 {
+			return closeEP()
+		}
+		return nil
+	}
+	for i, t := range group {
+		ds[i], errs[i] = openSlot(ctx, t, name, tr, info, release, opts)
+	}
+	if ds[0] != nil && len(group) == 1 {
+		ds[0].created = created
+	}
+	return ds, errs
+}
+
+// openEndpoint opens the reader a usb: or sim: target names, after
+// checking that it is not the disk the image lies on.
+func openEndpoint(ctx context.Context, readers *usbReaders, t Spec, opts Options) (usbms.Endpoint, func() error, *libusb.Info, string, error) {
+	if t.Scheme == USB {
+		info, err := readers.find(ctx, t)
+		if err != nil {
+			return nil, nil, nil, "", err
+		}
+		// Before the claim, which takes the disk from under the image.
+		if err := sameFileAsImage(opts.Image, t, &info); err != nil {
+			return nil, nil, nil, "", err
+		}
+		ud, err := openUSB(ctx, info, opts.Force)
+		if err != nil {
+			return nil, nil, nil, "", openError(t, err)
+		}
+		return ud, ud.Close, &info, USBName(info), nil
+	}
+	if err := sameFileAsImage(opts.Image, t, nil); err != nil {
+		return nil, nil, nil, "", err
+	}
+	open := sim.Open
+	if opts.ReadOnly {
+		open = sim.OpenReadOnly
+	}
+	sd, err := open(t.spec)
+	if err != nil {
+		return nil, nil, nil, "", openError(t, err)
+	}
+	return sd, sd.Close, nil, "sim:" + t.Path, nil
+}
+
+// openUSB is the one place a reader is opened through libusb: for a
+// write, a read, info, list and --watch alike.
+func openUSB(ctx context.Context, info libusb.Info, force bool) (*libusb.Device, error) {
+	return libusb.Open(ctx, info, libusb.OpenOptions{Force: force})
+}
+
+// openFile opens a file: target, creating it when it does not exist (and
+// removing it again when the run is refused).
+func openFile(t Spec, opts Options) (*Device, error) {
+	if err := sameFileAsImage(opts.Image, t, nil); err != nil {
+		return nil, err
+	}
+	_, statErr := os.Stat(t.Path)
+	missing := errors.Is(statErr, fs.ErrNotExist)
+	size := t.fileSize
+	if size == 0 && missing && !opts.ReadOnly {
+		size = opts.NewFileSize
+		if size == 0 {
+			return nil, usageErr(t.Raw, fmt.Sprintf("target %s does not exist and the image's size is not known in advance: give one, as in file:%s?size=8GiB", t.Raw, t.Path))
+		}
+	}
+	f, err := filedev.Open(t.Path, filedev.Options{Force: opts.Force, Size: size, ReadOnly: opts.ReadOnly})
+	if err != nil {
+		if missing {
+			os.Remove(t.Path) // this run created it and was refused: leave nothing
+		}
+		return nil, openError(t, err)
+	}
+	d := &Device{Name: "file:" + t.Path, Dev: f, File: f, closer: f.Close}
+	if missing {
+		d.created = t.Path
+	}
+	return d, nil
+}
+
+// openError sorts why a target could not be opened, in one place for
+// every kind of target: the system uses it or another run holds it
+// (refused), the target cannot be one (usage), or the device failed.
+func openError(t Spec, err error) error {
+	switch {
+	case errors.Is(err, linuxdisk.ErrInUse):
+		return &Error{Kind: KindRefused, Target: t.Raw, Msg: fmt.Sprintf("%v; nothing was written", err), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
+	case errors.Is(err, flock.ErrLocked), errors.Is(err, libusb.ErrBusy):
+		return &Error{Kind: KindRefused, Target: t.Raw, Msg: fmt.Sprintf("target %s is in use by another usbflash (or another program); nothing was written", t.Raw), Err: errors.Join(ErrBusy, err)}
+	case errors.Is(err, filedev.ErrBadTarget):
+		return &Error{Kind: KindUsage, Target: t.Raw, Msg: err.Error(), Err: err}
+	case t.Scheme == Sim:
+		return &Error{Kind: KindUsage, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
+	}
+	return &Error{Kind: KindDevice, Target: t.Raw, Msg: err.Error(), Err: err}
+}
+
+// uses says how the system uses a disk, from linuxdisk's error.
+func uses(err error) []Use {
+	var e *linuxdisk.InUseError
+	if !errors.As(err, &e) {
+		return nil
+	}
+	kinds := map[linuxdisk.UseKind]Use{linuxdisk.Mounted: UseMounted, linuxdisk.Swap: UseSwap, linuxdisk.Held: UseHeld}
+	seen := map[Use]bool{}
+	var out []Use
+	for _, u := range e.Uses {
+		if k, ok := kinds[u.Kind]; ok && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// sameFileAsImage refuses a target that is the image itself (the same
+// file through any path, hard link or symlink) or the disk the image lies
+// on (a block device, or the kernel's disk of a usb: reader, with its
+// partitions): writing would destroy the image while it is read. The image
+// "-" is standard input, which may be the target redirected.
+func sameFileAsImage(image string, t Spec, usb *libusb.Info) error {
+	if image == "" {
+		return nil
+	}
+	var img fs.FileInfo
+	var err error
+	if image == "-" {
+		img, err = os.Stdin.Stat()
+	} else {
+		img, err = os.Stat(image)
+	}
+	if err != nil {
+		return nil // the image's own open reports it
+	}
+	refuse := func(why string) error {
+		return &Error{Kind: KindRefused, Target: t.Raw, Err: ErrIsImage,
+			Msg: fmt.Sprintf("target %s %s: refusing to overwrite the image while reading it; nothing was written", t.Raw, why)}
+	}
+	var devs []string // the target disk and its partitions
+	if usb != nil {
+		disks, _ := libusb.KernelDisks(*usb)
+		for _, d := range disks {
+			devs = append(devs, d.Devs...)
+		}
+	} else {
+		tgt, err := os.Stat(t.Path)
+		if err != nil {
+			return nil // a target that does not exist yet is no image
+		}
+		if os.SameFile(img, tgt) {
+			return refuse(fmt.Sprintf("is the image %s", image))
+		}
+		_, tgtDev, ok := linuxdisk.FileDevs(tgt)
+		if !ok || tgt.Mode()&fs.ModeDevice == 0 || tgt.Mode()&fs.ModeCharDevice != 0 {
+			return nil
+		}
+		devs = []string{tgtDev}
+		if disk, err := linuxdisk.Host().BlockDevice(tgtDev); err == nil {
+			devs = disk.Devs
+		}
+	}
+	imgDev, _, ok := linuxdisk.FileDevs(img)
+	for _, d := range devs {
+		if ok && d == imgDev {
+			return refuse(fmt.Sprintf("holds the filesystem the image %s lies on", image))
+		}
+	}
+	return nil
+}
+
+// openSlot opens the LUN t names over a transport that may serve other
+// LUNs of the same reader too; closeEP is called when the device closes or
+// fails to open. A reader with several LUNs and no /LUN in the target is
+// accepted only when exactly one slot has a card.
+func openSlot(ctx context.Context, t Spec, name string, tr *usbms.Transport, info *libusb.Info, closeEP func() error, opts Options) (*Device, error) {
+	fail := func(err error) (*Device, error) {
+		closeEP()
+		return nil, err
+	}
+	var slot usbms.LUNSummary
+	if t.LUN >= 0 {
+		maxLUN, err := tr.MaxLUN(ctx)
+		if err != nil {
+			return fail(&Error{Kind: KindDevice, Target: t.Raw, Msg: fmt.Sprintf("%s: asking for the number of LUNs: %v", name, err), Err: err})
+		}
+		if t.LUN > maxLUN {
+			return fail(usageErr(t.Raw, fmt.Sprintf("%s has LUNs 0 to %d, not %d", name, maxLUN, t.LUN)))
+		}
+		slot = usbms.ProbeLUN(ctx, tr, t.LUN, usbms.LUNOptions{})
+		if maxLUN > 0 {
+			name = fmt.Sprintf("%s/%d", name, t.LUN)
+		}
+	} else {
+		slots, err := usbms.ProbeLUNs(ctx, tr, usbms.LUNOptions{})
+		if err != nil {
+			return fail(&Error{Kind: KindDevice, Target: t.Raw, Msg: err.Error(), Err: err})
+		}
+		if slot, err = onlyLoadedLUN(t, name, slots); err != nil {
+			return fail(err)
+		}
+		if len(slots) > 1 {
+			name = fmt.Sprintf("%s/%d", name, slot.Number)
+		}
+	}
+	d := &Device{Name: name, USB: info, closer: closeEP}
+	switch {
+	case slot.LUN != nil:
+		d.Dev, d.LUN = slot.LUN, slot.LUN
+	case slot.NoMedium && opts.AllowNoMedium:
+		d.Slot = &slot
+	default:
+		return fail(slot.Err)
+	}
+	return d, nil
+}
+
+// onlyLoadedLUN picks the slot of a reader the target means without a
+// /LUN: the only one, or the single slot that has a card.
+func onlyLoadedLUN(t Spec, name string, slots []usbms.LUNSummary) (usbms.LUNSummary, error) {
+	if len(slots) == 1 {
+		return slots[0], nil
+	}
+	var loaded []usbms.LUNSummary
+	for _, s := range slots {
+		if s.LUN != nil {
+			loaded = append(loaded, s)
+		}
+	}
+	if len(loaded) == 1 {
+		return loaded[0], nil
+	}
+	return usbms.LUNSummary{}, usageErr(t.Raw, fmt.Sprintf("%s has %d LUNs (slots), %d with a card: choose one with /LUN (lun=N for sim:), e.g. %s", name, len(slots), len(loaded), withLUN(t, 0)))
+}
+
+// withLUN is the target t with slot n chosen, in a form that can be typed
+// back in.
+func withLUN(t Spec, n int) string {
+	if t.Scheme == Sim {
+		sep := "?"
+		if strings.Contains(t.Raw, "?") {
+			sep = "&"
+		}
+		return fmt.Sprintf("%s%slun=%d", t.Raw, sep, n)
+	}
+	return fmt.Sprintf("%s/%d", t.Raw, n)
+}

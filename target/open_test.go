@@ -1,0 +1,46 @@
+package target
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+
+	"usbflash/internal/flock"
+	"usbflash/internal/linuxdisk"
+	"usbflash/usbms/libusb"
+)
+
+// TestOpenErrors: the one mapping of open failures to kinds.
+func TestOpenErrors(t *testing.T) {
+	usb := Spec{Scheme: USB, Raw: "usb:46f4:0001"}
+	inUse := &linuxdisk.InUseError{Device: "/dev/loop0", Uses: []linuxdisk.Use{{Kind: linuxdisk.Swap, Node: "/dev/loop0", Of: "/dev/loop0"}}}
+	tests := []struct {
+		name string
+		t    Spec
+		err  error
+		kind Kind
+		want string
+	}{
+		{"in use", Spec{Scheme: File, Raw: "file:/dev/loop0"}, inUse, KindRefused, "/dev/loop0 is active swap"},
+		{"mounted and held", Spec{Scheme: File, Raw: "file:/dev/sdx"}, &linuxdisk.InUseError{Device: "/dev/sdx", Uses: []linuxdisk.Use{
+			{Kind: linuxdisk.Mounted, Node: "/dev/sdx1", MountPoint: "/a"}, {Kind: linuxdisk.Mounted, Node: "/dev/sdx2", MountPoint: "/b"},
+			{Kind: linuxdisk.Held, Node: "/dev/dm-0", Of: "/dev/sdx3"}}}, KindRefused,
+			"/dev/sdx1 is mounted on /a; /dev/sdx2 is mounted on /b; /dev/sdx3 is held by dm-0"},
+		{"exclusive open refused", Spec{Scheme: File, Raw: "file:/dev/sdx"}, fmt.Errorf("file target /dev/sdx: the kernel refused an exclusive open (%w): %w", syscall.EBUSY, linuxdisk.ErrInUse), KindRefused, "exclusive open"},
+		{"claimed by another process", usb, &libusb.Error{Op: "claiming the mass-storage interface", Kind: libusb.ErrBusy}, KindRefused, "in use by another usbflash"},
+		{"locked", Spec{Scheme: Sim, Raw: "sim:c.img"}, flock.ErrLocked, KindRefused, "in use by another usbflash"},
+		{"other usb failure", usb, &libusb.Error{Op: "opening", Kind: libusb.ErrPermission}, KindDevice, "permission"},
+		{"sim option", Spec{Scheme: Sim, Raw: "sim:c.img?x=1"}, errors.New(`unknown option "x"`), KindUsage, "unknown option"},
+		{"file I/O", Spec{Scheme: File, Raw: "file:c.img"}, syscall.EIO, KindDevice, "input/output"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := openError(tc.t, tc.err)
+			if KindOf(err) != tc.kind || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: kind %d, want %d saying %q", err, KindOf(err), tc.kind, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,197 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"usbflash/usbms"
+	"usbflash/usbms/libusb"
+)
+
+// USBName is the name of a reader in messages and the target that selects
+// it: by serial when it has one (stable across ports), else by bus and
+// address.
+func USBName(i libusb.Info) string {
+	if i.Serial != "" {
+		return fmt.Sprintf("usb:%04x:%04x:%s", i.VID, i.PID, i.Serial)
+	}
+	return fmt.Sprintf("usb:%d.%d", i.Bus, i.Address)
+}
+
+// usbReaders enumerates USB once per command, however many targets it
+// resolves.
+type usbReaders struct {
+	once  sync.Once
+	infos []libusb.Info
+	err   error
+}
+
+func (r *usbReaders) list(ctx context.Context) ([]libusb.Info, error) {
+	r.once.Do(func() { r.infos, r.err = libusb.List(ctx) })
+	return r.infos, r.err
+}
+
+// find finds the one supported reader the target selects.
+func (r *usbReaders) find(ctx context.Context, t Spec) (libusb.Info, error) {
+	infos, err := r.list(ctx)
+	if err != nil {
+		return libusb.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
+	}
+	var match []libusb.Info
+	for i, info := range infos {
+		switch {
+		case t.index >= 0 && i != t.index,
+			t.hasBus && (info.Bus != t.bus || info.Address != t.addr),
+			t.hasVIDPID && (info.VID != t.vid || info.PID != t.pid),
+			t.serial != "" && info.Serial != t.serial:
+			continue
+		}
+		match = append(match, info)
+	}
+	switch {
+	case len(match) == 0:
+		return libusb.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Err: ErrNotFound,
+			Msg: fmt.Sprintf("target %s: no such reader is attached (%d mass-storage interface(s) found)", t.Raw, len(infos))}
+	case len(match) > 1:
+		var names []string
+		for _, m := range match {
+			names = append(names, USBName(m))
+		}
+		return libusb.Info{}, usageErr(t.Raw, fmt.Sprintf("target %s matches %d readers (%s): add the serial (usb:VID:PID:SERIAL) or use usb:BUS.ADDR", t.Raw, len(match), strings.Join(names, ", ")))
+	case !match[0].Supported:
+		return libusb.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Err: ErrUnsupported,
+			Msg: fmt.Sprintf("target %s (%s): not supported: %s", t.Raw, match[0], match[0].Reason)}
+	}
+	return match[0], nil
+}
+
+// Reader is one USB mass-storage interface as `usbflash list` shows it.
+type Reader struct {
+	Index int // in the order of `usbflash list`: the N of an N target
+	Info  libusb.Info
+	Name  string // the usb: target that selects it
+	// KernelDisks describe a reader the kernel holds, from sysfs: list
+	// never pulls a disk away from the system.
+	KernelDisks []libusb.KernelDisk
+	// Slots describe a reader the kernel does not hold: every LUN probed.
+	// Their LUNs are closed: read their identity, not their blocks.
+	Slots []usbms.LUNSummary
+	// Err says why the reader could not be opened or probed.
+	Err error
+}
+
+// ListReaders enumerates every USB mass-storage interface and describes
+// what each holds, without claiming a reader the kernel holds.
+func ListReaders(ctx context.Context) ([]Reader, error) {
+	infos, err := libusb.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Reader, 0, len(infos))
+	for i, info := range infos {
+		out = append(out, describeReader(ctx, i, info))
+	}
+	return out, nil
+}
+
+func describeReader(ctx context.Context, index int, info libusb.Info) Reader {
+	r := Reader{Index: index, Info: info, Name: USBName(info)}
+	if !info.Supported {
+		return r
+	}
+	if disks, err := libusb.KernelDisks(info); err == nil && len(disks) > 0 {
+		r.KernelDisks = disks
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	dev, err := openUSB(ctx, info, false)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	defer dev.Close()
+	r.Slots, r.Err = usbms.ProbeLUNs(ctx, usbms.NewTransport(dev, usbms.TransportOptions{Name: r.Name}), usbms.LUNOptions{ReadyWait: 3 * time.Second})
+	return r
+}
+
+// AllWithCards is every slot of every supported reader with a card in it
+// whose disk is not in use (--all), as targets; skipped names the slots
+// left alone because the system uses them, with how.
+func AllWithCards(readers []Reader) (ts []Spec, skipped []string) {
+	for _, r := range readers {
+		if !r.Info.Supported {
+			continue
+		}
+		bus := fmt.Sprintf("usb:%d.%d", r.Info.Bus, r.Info.Address)
+		add := func(lun, luns int) {
+			raw := bus
+			if luns > 1 {
+				raw += fmt.Sprintf("/%d", lun)
+			}
+			if t, err := Parse(raw); err == nil {
+				ts = append(ts, t)
+			}
+		}
+		for _, d := range r.KernelDisks {
+			if d.Size == 0 {
+				continue
+			}
+			if len(d.InUse) > 0 {
+				var uses []string
+				for _, u := range d.InUse {
+					uses = append(uses, u.String())
+				}
+				skipped = append(skipped, fmt.Sprintf("%s/%d (%s)", r.Name, d.LUN, strings.Join(uses, ", ")))
+				continue
+			}
+			add(d.LUN, len(r.KernelDisks))
+		}
+		for _, s := range r.Slots {
+			if s.LUN != nil {
+				add(s.Number, len(r.Slots))
+			}
+		}
+	}
+	return ts, skipped
+}
+
+// KernelDiskNode is the block device the kernel made for the usb: reader t
+// names (its LUN, when t gives one), which sysfs shows while usb-storage
+// still has the interface: what `bench --compare` reads through the
+// kernel.
+func KernelDiskNode(ctx context.Context, t Spec) (string, error) {
+	if t.Scheme != USB {
+		return "", usageErr(t.Raw, fmt.Sprintf("--compare alone finds the kernel's disk of a usb: reader; %s is not one: give --compare=file:PATH", t.Raw))
+	}
+	info, err := (&usbReaders{}).find(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	disks, err := libusb.KernelDisks(info)
+	if err != nil {
+		return "", &Error{Kind: KindDevice, Target: t.Raw, Msg: fmt.Sprintf("--compare: %s: %v", t.Raw, err), Err: err}
+	}
+	var match []libusb.KernelDisk
+	for _, d := range disks {
+		if t.LUN < 0 || d.LUN == t.LUN {
+			match = append(match, d)
+		}
+	}
+	switch {
+	case len(match) == 0:
+		return "", usageErr(t.Raw, fmt.Sprintf("--compare: the kernel has no disk for %s (usb-storage is not bound to it, or it was already taken): give --compare=file:/dev/sdX", t.Raw))
+	case len(match) > 1:
+		var nodes []string
+		for _, d := range match {
+			nodes = append(nodes, fmt.Sprintf("%s (LUN %d)", d.Node, d.LUN))
+		}
+		return "", usageErr(t.Raw, fmt.Sprintf("--compare: %s has several kernel disks (%s): add /LUN to the target", t.Raw, strings.Join(nodes, ", ")))
+	case match[0].Size == 0:
+		return "", usageErr(t.Raw, fmt.Sprintf("--compare: %s has no medium in the kernel's view", match[0].Node))
+	}
+	return match[0].Node, nil
+}

@@ -137,23 +137,20 @@ type sessionPresenter struct {
 	rep   reporter
 	f     writeFlags
 	watch bool
-	bars  *cardBars
-	total int64
+	// bars of each write under way, by its first card: --watch writes
+	// cards as they come, side by side.
+	bars  map[string]*cardBars
 	phase pipeline.Phase
 }
 
 func newSessionPresenter(rep reporter, f writeFlags, watch bool) *sessionPresenter {
-	return &sessionPresenter{rep: rep, f: f, watch: watch}
+	return &sessionPresenter{rep: rep, f: f, watch: watch, bars: map[string]*cardBars{}}
 }
 
 func (p *sessionPresenter) Observe(e flash.Event) {
 	switch e := e.(type) {
 	case flash.Started:
 		src := e.Source
-		p.total = -1
-		if src.SizeExact {
-			p.total = src.Size
-		}
 		text := fmt.Sprintf("Writing %s (%s, %s) to %s: %s", e.Image, src.Format, describeSize(src),
 			plural(len(e.Targets), "card"), strings.Join(e.Targets, ", "))
 		if e.Watch {
@@ -174,25 +171,25 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 		}
 		p.rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
 	case flash.WriteStarted:
-		p.bars.done()
-		p.bars = newCardBars(p.rep, e.Cards)
+		p.bars[e.Cards[0]].done()
+		p.bars[e.Cards[0]] = newCardBars(p.rep, e.Cards)
 		if !p.watch {
 			msg := fmt.Sprintf("Writing %s with %s transfers", plural(len(e.Cards), "card"), units.FormatSize(int64(e.TransferSize)))
 			p.rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, "")
 		}
 	case flash.Progress:
-		if p.bars == nil {
+		if len(e.Cards) == 0 || p.bars[e.Cards[0].Card] == nil {
 			return
 		}
-		if e.Phase != p.phase {
+		if e.Phase != p.phase && !p.watch {
 			p.phase = e.Phase
 			p.rep.event(&phaseEvent{eventHeader{Event: evPhase}, phase(e.Phase)}, "")
 		}
-		p.bars.update(e)
+		p.bars[e.Cards[0].Card].update(e)
 	case flash.CardDone:
-		if p.watch {
-			p.bars.done()
-			p.bars = nil
+		if b := p.bars[e.Outcome.Target]; b != nil && p.watch {
+			b.done()
+			delete(p.bars, e.Outcome.Target)
 		}
 		p.rep.event(&cardEvent{eventHeader{Event: evCard}, recordOf(e.Outcome)}, "")
 	}
@@ -204,7 +201,9 @@ func recordOf(o *flash.Outcome) flash.Record { return flash.RecordOf(o, exitCode
 // finish prints the table and the session summary, then hands the
 // session's error on.
 func (p *sessionPresenter) finish(res *flash.Result, err error) error {
-	p.bars.done()
+	for _, b := range p.bars {
+		b.done()
+	}
 	if res == nil || (len(res.Cards) == 0 && err != nil && !p.watch) {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 	"usbflash/target"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,9 @@ type app struct {
 	// watchFinder is where write --watch looks for readers; nil: USB.
 	// Tests show it simulated readers.
 	watchFinder target.Finder
+	// lineEvery is how often progress is printed without a terminal; 0:
+	// progressLineInterval. Tests shorten it.
+	lineEvery time.Duration
 }
 
 func newRootCommand(a *app) *cobra.Command {

@@ -107,7 +107,7 @@ func parseTransfer(transferSize string, buffers int) (int64, error) {
 }
 
 func (a *app) reporterFor(asJSON, quiet bool) reporter {
-	return &lockedReporter{r: newReporter(a.stdout, a.stderr, reporterOptions{json: asJSON, quiet: quiet, terminal: a.stderrTerminal})}
+	return &lockedReporter{r: newReporter(a.stdout, a.stderr, reporterOptions{json: asJSON, quiet: quiet, terminal: a.stderrTerminal, lineEvery: a.lineEvery})}
 }
 
 // reported runs a command's body and reports its error through rep, so a

@@ -1,0 +1,463 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"usbflash/flash"
+	"usbflash/target"
+)
+
+// The promises of README, each held on every path that writes, reads or
+// measures a card: one target, several, one with --report, --watch, and
+// read and bench --write where a promise applies to them. Every path runs
+// through the same packages (target opens and checks, flash writes), so a
+// promise kept by one and broken by another is a bug this table finds.
+
+// promiseEnv is one test's image and cards.
+type promiseEnv struct {
+	t     *testing.T
+	dir   string
+	image string
+	img   []byte   // the image's bytes, when it is raw
+	cards []string // sim: targets, without the prefix: path?options
+}
+
+// path is card i's backing file.
+func (e *promiseEnv) path(i int) string {
+	p, _, _ := strings.Cut(e.cards[i], "?")
+	return p
+}
+
+// holds says whether card i starts with the image's first transfer: a
+// card that does would boot.
+func (e *promiseEnv) holds(i int) bool {
+	b, err := os.ReadFile(e.path(i))
+	n := min(len(e.img), 1<<20)
+	return err == nil && len(b) >= n && n > 0 && bytes.Equal(b[:n], e.img[:n])
+}
+
+// mode is one way of running usbflash over cards.
+type mode struct {
+	name  string
+	cards int // how many of the env's cards it uses
+	args  func(e *promiseEnv) []string
+	watch bool
+}
+
+var promiseModes = []mode{
+	{name: "one", cards: 1, args: func(e *promiseEnv) []string { return []string{"write", e.image, "sim:" + e.cards[0], "--yes"} }},
+	{name: "many", cards: 2, args: func(e *promiseEnv) []string {
+		return []string{"write", e.image, "sim:" + e.cards[0], "sim:" + e.cards[1], "--yes"}
+	}},
+	{name: "report", cards: 1, args: func(e *promiseEnv) []string {
+		return []string{"write", e.image, "sim:" + e.cards[0], "--yes", "--report", filepath.Join(e.dir, "run.json")}
+	}},
+	{name: "watch", cards: 2, watch: true, args: func(e *promiseEnv) []string {
+		return []string{"write", e.image, "--watch", "--yes", "--report", filepath.Join(e.dir, "watch.json")}
+	}},
+	{name: "read", cards: 1, args: func(e *promiseEnv) []string {
+		return []string{"read", "sim:" + e.cards[0], filepath.Join(e.dir, "backup.img"), "--verify"}
+	}},
+	{name: "bench-write", cards: 1, args: func(e *promiseEnv) []string {
+		return []string{"bench", "sim:" + e.cards[0], "--write", "--region", "1MiB:1MiB", "--sizes", "64KiB",
+			"--time", "1ms", "--random-time", "1ms", "--skip", "align,random,roundtrip", "--yes"}
+	}},
+}
+
+// runMode runs m over e's cards. With --watch the readers are simulated
+// and the watch ends once every card is recorded in the report (or the
+// run ends on its own).
+func runMode(e *promiseEnv, m mode, ctx context.Context, stdout io.Writer, lineEvery time.Duration, extra ...string) result {
+	e.t.Helper()
+	var out, errOut bytes.Buffer
+	var w io.Writer = &out
+	if stdout != nil {
+		w = io.MultiWriter(&out, stdout)
+	}
+	a := &app{stdin: strings.NewReader(""), stdout: w, stderr: &errOut, lineEvery: lineEvery}
+	args := append(m.args(e), extra...)
+	if m.name == "read" || m.name == "bench-write" {
+		// They read a card that exists: a blank one of its size.
+		if _, err := os.Stat(e.path(0)); err != nil {
+			size := int64(8 << 20)
+			if strings.Contains(e.cards[0], "size=4MiB") {
+				size = 4 << 20
+			}
+			if err := os.WriteFile(e.path(0), nil, 0o644); err != nil || os.Truncate(e.path(0), size) != nil {
+				e.t.Fatal("cannot make the card")
+			}
+		}
+	}
+	if !m.watch {
+		return result{runApp(ctx, a, args), out.String(), errOut.String()}
+	}
+	var readers []target.Found
+	for _, c := range e.cards[:m.cards] {
+		readers = append(readers, target.SimReader(c))
+	}
+	a.watchFinder = func(context.Context) ([]target.Found, error) { return readers, nil }
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		// A person presses Ctrl-C once every card came out.
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case <-done:
+				return
+			case <-deadline:
+				cancel()
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			var rep flash.Report
+			if b, err := os.ReadFile(filepath.Join(e.dir, "watch.json")); err == nil && json.Unmarshal(b, &rep) == nil && len(rep.Cards) >= m.cards {
+				cancel()
+				return
+			}
+		}
+	}()
+	code := runApp(ctx, a, args)
+	close(done)
+	return result{code, out.String(), errOut.String()}
+}
+
+// promise is one row of the table: how to set the cards up, the exit code
+// each mode must give (absent: the promise does not apply), and what else
+// must hold.
+type promise struct {
+	name  string
+	setup func(e *promiseEnv)
+	want  map[string]int
+	extra []string
+	// json runs with --json; lines runs without a terminal, printing
+	// progress at every report instead of every 5 s.
+	json, lines bool
+	// cancel presses Ctrl-C at the first progress event.
+	cancel bool
+	check  func(t *testing.T, e *promiseEnv, m mode, r result)
+}
+
+// rawImage writes a raw image of n bytes.
+func rawImage(e *promiseEnv, n int) {
+	e.img = testImage(n)
+	e.image = filepath.Join(e.dir, "os.img")
+	if err := os.WriteFile(e.image, e.img, 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// simCards sets two cards up with the given options each.
+func simCards(e *promiseEnv, opts ...string) {
+	e.cards = nil
+	for i, o := range opts {
+		e.cards = append(e.cards, filepath.Join(e.dir, string(rune('a'+i))+".img")+"?"+o)
+	}
+}
+
+// untouched: no card holds the image.
+func untouched(t *testing.T, e *promiseEnv, m mode, r result) {
+	for i := range m.cards {
+		if e.holds(i) {
+			t.Errorf("card %d holds the image after a refusal", i)
+		}
+	}
+}
+
+func TestPromisesOnEveryPath(t *testing.T) {
+	writes := map[string]int{"one": exitRefused, "many": exitRefused, "report": exitRefused, "watch": exitRefused}
+	with := func(base map[string]int, more map[string]int) map[string]int {
+		out := map[string]int{}
+		for k, v := range base {
+			out[k] = v
+		}
+		for k, v := range more {
+			out[k] = v
+		}
+		return out
+	}
+	promises := []promise{
+		{
+			name: "an image too small to be an OS image is refused",
+			setup: func(e *promiseEnv) {
+				e.image = writeFile(e.t, "page.img", []byte("<html><body>404 Not Found</body></html>"))
+				e.img = []byte("<html>")
+				simCards(e, "size=4MiB", "size=4MiB")
+			},
+			want: writes, check: untouched,
+		},
+		{
+			name:  "a write-protected card is refused",
+			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB&wp=1", "size=4MiB&wp=1") },
+			want:  with(writes, map[string]int{"bench-write": exitRefused}), check: untouched,
+		},
+		{
+			name:  "an image larger than the card is refused",
+			setup: func(e *promiseEnv) { rawImage(e, 3<<20); simCards(e, "size=2MiB", "size=2MiB") },
+			want:  writes, check: untouched,
+		},
+		{
+			name: "a card another usbflash holds is refused",
+			setup: func(e *promiseEnv) {
+				rawImage(e, 2<<20+99)
+				simCards(e, "size=4MiB", "size=4MiB")
+				for i := range e.cards {
+					spec, _ := target.Parse("sim:" + e.cards[i])
+					d, err := target.Open(context.Background(), spec, target.Options{})
+					if err != nil {
+						e.t.Fatal(err)
+					}
+					e.t.Cleanup(func() { d.Close() })
+				}
+			},
+			want: with(writes, map[string]int{"read": exitRefused, "bench-write": exitRefused}), check: untouched,
+		},
+		{
+			name: "the image itself is refused as a target",
+			setup: func(e *promiseEnv) {
+				rawImage(e, 2<<20+99)
+				e.cards = []string{e.image, filepath.Join(e.dir, "b.img") + "?size=4MiB"}
+			},
+			// --watch refuses the reader whose card is the image and
+			// writes the other.
+			want: with(writes, map[string]int{"watch": exitPartial}),
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				if got, _ := os.ReadFile(e.image); !bytes.Equal(got, e.img) {
+					t.Error("the image was overwritten")
+				}
+			},
+		},
+		{
+			name:  "the start comes before the first command, also to a reader that fails",
+			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB&fault=disconnect", "size=4MiB&fault=disconnect") },
+			want:  map[string]int{"one": exitDevice, "many": exitDevice, "report": exitDevice, "watch": exitDevice, "read": exitDevice},
+			json:  true,
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				evs := jsonEvents(t, r.stdout)
+				if len(evs) == 0 || evs[0]["event"] != "start" {
+					t.Errorf("first event %v, want start", evs)
+				}
+			},
+		},
+		{
+			name:  "recovery steps are said",
+			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB&fault=phase-error", "size=4MiB&fault=phase-error") },
+			want:  map[string]int{"one": exitOK, "many": exitOK, "report": exitOK, "watch": exitOK, "read": exitOK, "bench-write": exitOK},
+			json:  true,
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				if !strings.Contains(r.stdout, "resetting the reader") {
+					t.Errorf("no recovery note:\n%s", r.stdout)
+				}
+			},
+		},
+		{
+			name:  "progress is told through the verify",
+			setup: func(e *promiseEnv) { rawImage(e, 3<<20+99); simCards(e, "size=8MiB", "size=8MiB") },
+			want:  map[string]int{"one": exitOK, "many": exitOK, "report": exitOK, "watch": exitOK, "read": exitOK},
+			json:  true,
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				want := map[string]bool{}
+				for i := range m.cards {
+					want[e.path(i)] = true
+				}
+				for _, ev := range jsonEvents(t, r.stdout) {
+					if ev["phase"] != "verify" {
+						continue
+					}
+					switch ev["event"] {
+					case "progress":
+						want = nil // one card: the progress is the card's
+					case "card_progress":
+						if ev["done"] == ev["total"] {
+							delete(want, strings.TrimPrefix(ev["target"].(string), "sim:"))
+						}
+					}
+				}
+				if len(want) > 0 {
+					t.Errorf("no verify progress to the end for %v:\n%s", want, r.stdout)
+				}
+			},
+		},
+		{
+			name:  "without a terminal progress is a line, through the verify",
+			setup: func(e *promiseEnv) { rawImage(e, 3<<20+99); simCards(e, "size=8MiB", "size=8MiB") },
+			want:  map[string]int{"one": exitOK, "many": exitOK, "report": exitOK, "watch": exitOK, "read": exitOK},
+			lines: true,
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				if !strings.Contains(r.stderr, "verify") || !strings.Contains(r.stderr, "MB") {
+					t.Errorf("no progress line through the verify on stderr:\n%s", r.stderr)
+				}
+			},
+		},
+		{
+			name:   "Ctrl-C finishes the command in flight, syncs and exits 130",
+			setup:  func(e *promiseEnv) { rawImage(e, 6<<20); simCards(e, "size=8MiB&speed=20MB/s", "size=8MiB&speed=20MB/s") },
+			want:   map[string]int{"one": exitCancelled, "many": exitCancelled, "report": exitCancelled, "watch": exitCancelled, "read": exitCancelled},
+			json:   true,
+			cancel: true,
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				if m.name == "read" {
+					if _, err := os.Stat(filepath.Join(e.dir, "backup.img")); err == nil {
+						t.Error("an interrupted backup left a finished-looking file")
+					}
+					return
+				}
+				untouched(t, e, m, r)
+			},
+		},
+		{
+			name:  "buffers past the memory bound are refused before anything is opened",
+			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB", "size=4MiB") },
+			extra: []string{"--transfer-size", "256MiB"},
+			want:  map[string]int{"one": exitUsage, "many": exitUsage, "report": exitUsage, "watch": exitUsage, "read": exitUsage},
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				for i := range m.cards {
+					// (read's card exists before; --watch's readers make theirs.)
+					if _, err := os.Stat(e.path(i)); err == nil && !m.watch && m.name != "read" {
+						t.Errorf("card %d was created", i)
+					}
+				}
+			},
+		},
+		{
+			name:  "a lag past the memory bound is refused before anything is opened, in JSON too",
+			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB", "size=4MiB") },
+			extra: []string{"--lag", "100000000000", "--json"},
+			want:  map[string]int{"many": exitUsage},
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				if ev := lastEvent(t, r.stdout, "error"); ev["name"] != "usage" {
+					t.Errorf("error event %v", ev)
+				}
+				untouched(t, e, m, r)
+			},
+		},
+		{
+			name: "a card that fails drops out alone",
+			setup: func(e *promiseEnv) {
+				rawImage(e, 3<<20+99)
+				simCards(e, "size=8MiB", "size=8MiB&fault=medium-error:lba=3000,persistent")
+			},
+			want: map[string]int{"many": exitPartial, "watch": exitPartial},
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				if !e.holds(0) {
+					t.Error("the good card does not hold the image")
+				}
+				if !strings.Contains(r.stdout, "LBA") {
+					t.Errorf("the failed card's error names no LBA:\n%s", r.stdout)
+				}
+			},
+		},
+		{
+			name: "a card too small for an image whose size is found by writing drops out alone",
+			setup: func(e *promiseEnv) {
+				e.img = testImage(3<<20 + 99)
+				e.image = writeFile(e.t, "os.img.gz", compress(e.t, "gzip", e.img))
+				simCards(e, "size=8MiB", "size=2MiB")
+			},
+			want: map[string]int{"many": exitPartial, "watch": exitPartial},
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				if !e.holds(0) || e.holds(1) {
+					t.Errorf("large card holds the image %v, small card %v", e.holds(0), e.holds(1))
+				}
+				if !strings.Contains(r.stdout, "image is larger than") {
+					t.Errorf("the small card's error:\n%s", r.stdout)
+				}
+			},
+		},
+		{
+			name:  "a report that cannot be saved is refused before anything is written",
+			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB", "size=4MiB") },
+			extra: []string{"--report", "/nonexistent/dir/run.json"},
+			want:  map[string]int{"many": exitUsage, "report": exitUsage, "watch": exitUsage},
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				untouched(t, e, m, r)
+				if !strings.Contains(r.stderr, "/nonexistent/dir/run.json") || strings.Contains(r.stderr, ".run.json.") {
+					t.Errorf("the error does not name the report (or names a temporary file):\n%s", r.stderr)
+				}
+			},
+		},
+	}
+	for _, p := range promises {
+		t.Run(p.name, func(t *testing.T) {
+			for _, m := range promiseModes {
+				want, applies := p.want[m.name]
+				if !applies {
+					continue
+				}
+				t.Run(m.name, func(t *testing.T) {
+					e := &promiseEnv{t: t, dir: t.TempDir()}
+					p.setup(e)
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					extra := append([]string(nil), p.extra...)
+					if p.json {
+						extra = append(extra, "--json")
+					}
+					var stdout io.Writer
+					if p.cancel {
+						stdout = &cancelAtProgress{cancel: cancel}
+					}
+					lineEvery := time.Duration(0)
+					if p.lines {
+						lineEvery = time.Nanosecond
+					}
+					r := runMode(e, m, ctx, stdout, lineEvery, extra...)
+					if r.code != want {
+						t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, want, r.stdout, r.stderr)
+					}
+					if p.check != nil {
+						p.check(t, e, m, r)
+					}
+				})
+			}
+		})
+	}
+}
+
+// cancelAtProgress presses Ctrl-C at the first progress event of a write
+// or a read, of one card or several.
+type cancelAtProgress struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	seen   bool
+}
+
+func (c *cancelAtProgress) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.seen && (bytes.Contains(p, []byte(`"event":"progress"`)) || bytes.Contains(p, []byte(`"event":"card_progress"`))) &&
+		(bytes.Contains(p, []byte(`"phase":"write"`)) || bytes.Contains(p, []byte(`"phase":"read"`))) {
+		c.seen = true
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// TestWriteManyCreatesFileTargets: several file: targets that do not exist
+// are created at the size the image states, as one is.
+func TestWriteManyCreatesFileTargets(t *testing.T) {
+	img := testImage(2<<20 + 99)
+	image := writeFile(t, "os.img.xz", compress(t, "xz", img))
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.img"), filepath.Join(dir, "b.img")
+	r := runCLI(t, "write", image, "file:"+a, "file:"+b, "--yes")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, p := range []string{a, b} {
+		got, err := os.ReadFile(p)
+		if err != nil || !bytes.Equal(got[:len(img)], img) || len(got) != (len(img)+511)/512*512 {
+			t.Errorf("%s: %d bytes, holds the image %v (%v)", p, len(got), err == nil && bytes.Equal(got[:len(img)], img), err)
+		}
+	}
+}

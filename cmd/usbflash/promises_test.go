@@ -238,10 +238,13 @@ func TestPromisesOnEveryPath(t *testing.T) {
 			},
 		},
 		{
-			name:  "the start comes before the first command, also to a reader that fails",
-			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB&fault=disconnect", "size=4MiB&fault=disconnect") },
-			want:  map[string]int{"one": exitDevice, "many": exitDevice, "report": exitDevice, "watch": exitDevice, "read": exitDevice},
-			json:  true,
+			name: "the start comes before the first command, also to a reader that fails",
+			setup: func(e *promiseEnv) {
+				rawImage(e, 2<<20+99)
+				simCards(e, "size=4MiB&fault=disconnect", "size=4MiB&fault=disconnect")
+			},
+			want: map[string]int{"one": exitDevice, "many": exitDevice, "report": exitDevice, "watch": exitDevice, "read": exitDevice},
+			json: true,
 			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
 				evs := jsonEvents(t, r.stdout)
 				if len(evs) == 0 || evs[0]["event"] != "start" {
@@ -250,10 +253,13 @@ func TestPromisesOnEveryPath(t *testing.T) {
 			},
 		},
 		{
-			name:  "recovery steps are said",
-			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB&fault=phase-error", "size=4MiB&fault=phase-error") },
-			want:  map[string]int{"one": exitOK, "many": exitOK, "report": exitOK, "watch": exitOK, "read": exitOK, "bench-write": exitOK},
-			json:  true,
+			name: "recovery steps are said",
+			setup: func(e *promiseEnv) {
+				rawImage(e, 2<<20+99)
+				simCards(e, "size=4MiB&fault=phase-error", "size=4MiB&fault=phase-error")
+			},
+			want: map[string]int{"one": exitOK, "many": exitOK, "report": exitOK, "watch": exitOK, "read": exitOK, "bench-write": exitOK},
+			json: true,
 			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
 				if !strings.Contains(r.stdout, "resetting the reader") {
 					t.Errorf("no recovery note:\n%s", r.stdout)
@@ -300,8 +306,11 @@ func TestPromisesOnEveryPath(t *testing.T) {
 			},
 		},
 		{
-			name:   "Ctrl-C finishes the command in flight, syncs and exits 130",
-			setup:  func(e *promiseEnv) { rawImage(e, 6<<20); simCards(e, "size=8MiB&speed=20MB/s", "size=8MiB&speed=20MB/s") },
+			name: "Ctrl-C finishes the command in flight, syncs and exits 130",
+			setup: func(e *promiseEnv) {
+				rawImage(e, 6<<20)
+				simCards(e, "size=8MiB&speed=20MB/s", "size=8MiB&speed=20MB/s")
+			},
 			want:   map[string]int{"one": exitCancelled, "many": exitCancelled, "report": exitCancelled, "watch": exitCancelled, "read": exitCancelled},
 			json:   true,
 			cancel: true,

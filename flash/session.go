@@ -44,6 +44,8 @@ type Config struct {
 	// the report's records (the CLI's one table). Nil records 0 and 1.
 	ExitCode func(error) int
 	Observer Observer
+	// Readers is the command's enumeration of readers; nil: Run enumerates.
+	Readers *target.Readers
 }
 
 // Outcome is what became of one card.
@@ -252,7 +254,7 @@ func (s *session) openCards(ctx context.Context, specs []target.Spec, src *image
 		newFile = plan.m.ImageSize
 	}
 	devs, errs := target.OpenAll(ctx, specs, target.Options{
-		Force: s.cfg.Force, Image: s.cfg.Image, NewFileSize: (newFile + 511) / 512 * 512,
+		Force: s.cfg.Force, Image: s.cfg.Image, NewFileSize: (newFile + 511) / 512 * 512, Readers: s.cfg.Readers,
 		OnRecovery: func(reader, step string) { s.emit(Note{Card: reader, Message: step}) },
 	})
 	cards := make([]*card, len(specs))

@@ -39,6 +39,9 @@ type Options struct {
 	// OnRecovery is told each step of a reader's recovery ladder, with the
 	// name of the reader.
 	OnRecovery func(reader, step string)
+	// Readers is the command's enumeration of USB readers, shared with what
+	// else it asked; nil: enumerate for this call.
+	Readers *Readers
 }
 
 // Device is one opened target, ready for block I/O: a LUN of a real or
@@ -121,7 +124,10 @@ func Open(ctx context.Context, t Spec, opts Options) (*Device, error) {
 // readers open in parallel, so one that does not answer delays no other.
 func OpenAll(ctx context.Context, ts []Spec, opts Options) ([]*Device, []error) {
 	ds, errs := make([]*Device, len(ts)), make([]error, len(ts))
-	readers := &usbReaders{}
+	readers := opts.Readers
+	if readers == nil {
+		readers = &Readers{}
+	}
 	groups := map[string][]int{}
 	var order []string
 	for i, t := range ts {
@@ -157,7 +163,7 @@ func OpenAll(ctx context.Context, ts []Spec, opts Options) ([]*Device, []error) 
 
 // readerKey names the reader a target lives on, so slots of one reader
 // can share it; file: targets share nothing.
-func readerKey(ctx context.Context, readers *usbReaders, t Spec) (string, error) {
+func readerKey(ctx context.Context, readers *Readers, t Spec) (string, error) {
 	switch t.Scheme {
 	case USB:
 		info, err := readers.find(ctx, t)
@@ -177,7 +183,7 @@ func readerKey(ctx context.Context, readers *usbReaders, t Spec) (string, error)
 
 // openReader opens the targets of one reader (or one file): each gets its
 // own device or error.
-func openReader(ctx context.Context, readers *usbReaders, group []Spec, opts Options) ([]*Device, []error) {
+func openReader(ctx context.Context, readers *Readers, group []Spec, opts Options) ([]*Device, []error) {
 	ds, errs := make([]*Device, len(group)), make([]error, len(group))
 	failAll := func(err error) ([]*Device, []error) {
 		for i := range errs {
@@ -239,7 +245,7 @@ func openReader(ctx context.Context, readers *usbReaders, group []Spec, opts Opt
 
 // openEndpoint opens the reader a usb: or sim: target names, after
 // checking that it is not the disk the image lies on.
-func openEndpoint(ctx context.Context, readers *usbReaders, t Spec, opts Options) (usbms.Endpoint, func() error, *libusb.Info, string, error) {
+func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (usbms.Endpoint, func() error, *libusb.Info, string, error) {
 	if t.Scheme == USB {
 		info, err := readers.find(ctx, t)
 		if err != nil {

@@ -21,21 +21,23 @@ func USBName(i libusb.Info) string {
 	return fmt.Sprintf("usb:%d.%d", i.Bus, i.Address)
 }
 
-// usbReaders enumerates USB once per command, however many targets it
-// resolves.
-type usbReaders struct {
+// Readers enumerates the USB readers once, however many targets a command
+// resolves with it (Options.Readers) and whatever else it asks (ListReaders,
+// KernelDiskNode). The zero value is ready; it is for one command: a
+// reader plugged in later is not seen.
+type Readers struct {
 	once  sync.Once
 	infos []libusb.Info
 	err   error
 }
 
-func (r *usbReaders) list(ctx context.Context) ([]libusb.Info, error) {
+func (r *Readers) list(ctx context.Context) ([]libusb.Info, error) {
 	r.once.Do(func() { r.infos, r.err = libusb.List(ctx) })
 	return r.infos, r.err
 }
 
 // find finds the one supported reader the target selects.
-func (r *usbReaders) find(ctx context.Context, t Spec) (libusb.Info, error) {
+func (r *Readers) find(ctx context.Context, t Spec) (libusb.Info, error) {
 	infos, err := r.list(ctx)
 	if err != nil {
 		return libusb.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
@@ -85,8 +87,8 @@ type Reader struct {
 
 // ListReaders enumerates every USB mass-storage interface and describes
 // what each holds, without claiming a reader the kernel holds.
-func ListReaders(ctx context.Context) ([]Reader, error) {
-	infos, err := libusb.List(ctx)
+func (r *Readers) ListReaders(ctx context.Context) ([]Reader, error) {
+	infos, err := r.list(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -163,11 +165,11 @@ func AllWithCards(readers []Reader) (ts []Spec, skipped []string) {
 // names (its LUN, when t gives one), which sysfs shows while usb-storage
 // still has the interface: what `bench --compare` reads through the
 // kernel.
-func KernelDiskNode(ctx context.Context, t Spec) (string, error) {
+func (r *Readers) KernelDiskNode(ctx context.Context, t Spec) (string, error) {
 	if t.Scheme != USB {
 		return "", usageErr(t.Raw, fmt.Sprintf("--compare alone finds the kernel's disk of a usb: reader; %s is not one: give --compare=file:PATH", t.Raw))
 	}
-	info, err := (&usbReaders{}).find(ctx, t)
+	info, err := r.find(ctx, t)
 	if err != nil {
 		return "", err
 	}

@@ -186,6 +186,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 		return err
 	}
 	run := &benchRun{target: t.Raw}
+	usb := &target.Readers{} // enumerated once, for --compare and the open alike
 	// Points are JSON events only: a text event would end the progress
 	// bar each time, and the table says it all at the end.
 	point := func(p cardbench.Point) {
@@ -198,7 +199,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 	// The kernel's disk goes away when usbflash claims the interface, so
 	// the kernel paths are measured first.
 	if f.compare != "" {
-		node, err := compareNode(ctx, t, f.compare)
+		node, err := compareNode(ctx, usb, t, f.compare)
 		if err != nil {
 			return err
 		}
@@ -212,7 +213,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 	}
 
 	// Without --write nothing is written: the target is opened read-only.
-	d, err := target.Open(ctx, t, target.Options{Force: f.force, ReadOnly: !f.write, OnRecovery: recoveryNotes(rep)})
+	d, err := target.Open(ctx, t, target.Options{Force: f.force, ReadOnly: !f.write, OnRecovery: recoveryNotes(rep), Readers: usb})
 	if err != nil {
 		return err
 	}

@@ -11,12 +11,12 @@ import (
 // file:PATH, or the disk the kernel made for a usb: reader, which sysfs
 // shows while usb-storage still has the interface. The sysfs walk itself
 // is target.KernelDiskNode.
-func compareNode(ctx context.Context, t target.Spec, spec string) (string, error) {
+func compareNode(ctx context.Context, usb *target.Readers, t target.Spec, spec string) (string, error) {
 	if path, ok := strings.CutPrefix(spec, "file:"); ok {
 		if path == "" {
 			return "", &usageError{"--compare=file: needs a path, like --compare=file:/dev/sdb"}
 		}
 		return path, nil
 	}
-	return target.KernelDiskNode(ctx, t)
+	return usb.KernelDiskNode(ctx, t)
 }

@@ -78,7 +78,7 @@ left alone; others are asked over SCSI. list never detaches a driver.`,
 }
 
 func (a *app) list(ctx context.Context, asJSON bool) error {
-	found, err := target.ListReaders(ctx)
+	found, err := (&target.Readers{}).ListReaders(ctx)
 	if errors.Is(err, libusb.ErrNoUSBAccess) || errors.Is(err, libusb.ErrNoUSBSupport) {
 		// Not a failure: there is simply nothing to list here.
 		if asJSON {

@@ -153,7 +153,8 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 		res, err := flash.Watch(ctx, cfg, find)
 		return p.finish(res, err)
 	}
-	specs, err := a.writeTargets(ctx, rep, args[1:], f)
+	cfg.Readers = &target.Readers{} // enumerated once, for --all and the opens alike
+	specs, err := a.writeTargets(ctx, rep, cfg.Readers, args[1:], f)
 	if err != nil {
 		return err
 	}
@@ -174,9 +175,9 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 
 // writeTargets parses the TARGET arguments, or with --all finds every
 // reader slot that holds a card and is not in use.
-func (a *app) writeTargets(ctx context.Context, rep reporter, args []string, f writeFlags) ([]target.Spec, error) {
+func (a *app) writeTargets(ctx context.Context, rep reporter, usb *target.Readers, args []string, f writeFlags) ([]target.Spec, error) {
 	if f.all {
-		readers, err := target.ListReaders(ctx)
+		readers, err := usb.ListReaders(ctx)
 		if err != nil {
 			return nil, &codedError{exitDevice, fmt.Errorf("listing USB readers: %w", err)}
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"usbflash/imagesrc"
@@ -81,10 +82,10 @@ func explain(err error) (msg, advice string) {
 }
 
 // hint is the one place that turns an error's kind into advice: library
-// errors state facts only, so each message carries one piece of advice.
-// (libusb.Error and imagesrc.Error are the exceptions: their advice is
-// still part of their text, a mount refusal's naming the mounts, so they
-// get nothing more here.)
+// errors state facts only, so each message carries one piece of advice,
+// this table's. The first row that matches wins, so narrow kinds come
+// before the broad ones that wrap them. (imagesrc.Error is the exception:
+// its advice is still part of its text, so it gets nothing more here.)
 func hint(err error) string {
 	var (
 		cancelled *pipeline.CancelledError
@@ -103,8 +104,40 @@ func hint(err error) string {
 		return ""
 	case errors.Is(err, context.Canceled):
 		return ""
-	case errors.As(err, &usbErr) && usbErr.Hint != "":
-		return "" // the USB layer's own advice is already in the message
+	// The USB layer's kinds, before the layers above that wrap them: the
+	// end of the recovery ladder, a failed block command.
+	case errors.Is(err, libusb.ErrNoUSBSupport):
+		return "install libusb-1.0-0-dev and rebuild (make build); sim: and file: targets still work"
+	case errors.Is(err, libusb.ErrNoUSBAccess):
+		return "give this container or VM USB passthrough, or run usbflash on the host; sim: and file: targets still work"
+	case errors.Is(err, libusb.ErrPermission):
+		vid := uint16(0)
+		if errors.As(err, &usbErr) {
+			vid = usbErr.VID
+		}
+		return fmt.Sprintf(`run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="%04x", MODE="0660", GROUP="plugdev"`, vid)
+	case errors.Is(err, libusb.ErrBusy):
+		return "close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry"
+	case errors.Is(err, libusb.ErrNoMemory):
+		return "use a smaller --transfer-size or fewer --buffers, or raise the limit in /sys/module/usbcore/parameters/usbfs_memory_mb (16 MiB by default)"
+	case errors.Is(err, libusb.ErrOverflow):
+		return "its state is unknown: unplug the reader, plug it in again, and run the command again"
+	case errors.Is(err, libusb.ErrDeviceChanged):
+		return "run `usbflash list` again and choose the reader you mean"
+	case errors.Is(err, libusb.ErrDescriptorsChanged):
+		return "run `usbflash list` again"
+	case errors.Is(err, libusb.ErrNotFound):
+		return "it was unplugged or re-enumerated; run `usbflash list` again"
+	case errors.Is(err, libusb.ErrReenumerationLost):
+		return "unplug the reader and plug it in again"
+	case errors.Is(err, libusb.ErrListFailed):
+		return "check that /sys/bus/usb and /dev/bus/usb are readable"
+	case errors.Is(err, libusb.ErrReattachFailed):
+		return "unplug and replug the reader to get its /dev/sdX node back"
+	case errors.Is(err, libusb.ErrInUseUnknown):
+		return "pass --force to skip this check if you are sure nothing uses the disk"
+	case errors.Is(err, libusb.ErrClosed):
+		return "usbflash used a device it had closed, which is a bug: please report it"
 	case errors.Is(err, errNotConfirmed):
 		return "pass --yes to write without being asked"
 	case errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err), errors.As(err, new(*pipeline.WriteProtectedError)):
@@ -141,4 +174,14 @@ func sourceError(err error) error {
 		return err
 	}
 	return &codedError{exitSource, err}
+}
+
+// factsAndAdvice is err's facts and then its advice on one line, for a
+// note in a table (list's) rather than a failure of its own.
+func factsAndAdvice(err error) string {
+	msg, advice := explain(err)
+	if advice == "" {
+		return msg
+	}
+	return msg + "; " + advice
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"usbflash/imagesrc"
@@ -48,14 +49,14 @@ func TestExplainCancelledInWords(t *testing.T) {
 	}
 }
 
-// TestOneAdviceForUSBErrors: a USB error that carries its own advice gets
-// no second piece from the CLI, even under the end of the recovery ladder
-// (which has advice of its own for errors without any).
+// TestOneAdviceForUSBErrors: a USB error's advice is its kind's, even
+// under the end of the recovery ladder (which has advice of its own for
+// errors without a USB kind), and its message gives none.
 func TestOneAdviceForUSBErrors(t *testing.T) {
-	withHint := fmt.Errorf("%w: %w", usbms.ErrRecoveryFailed,
-		&libusb.Error{Op: "bulk OUT transfer", Hint: "use a smaller transfer chunk or raise that limit"})
-	if h := hint(withHint); h != "" {
-		t.Errorf("hint = %q, want none: the error already gives advice", h)
+	noMem := fmt.Errorf("%w: %w", usbms.ErrRecoveryFailed,
+		&libusb.Error{Op: "bulk OUT transfer", Kind: libusb.ErrNoMemory})
+	if msg, h := explain(noMem); !strings.Contains(h, "usbfs_memory_mb") || strings.Contains(msg, "--transfer-size") {
+		t.Errorf("explain = %q, %q; want the usbfs advice once, in the hint", msg, h)
 	}
 	if h := hint(fmt.Errorf("%w: no answer", usbms.ErrRecoveryFailed)); h == "" {
 		t.Error("the end of the recovery ladder without USB advice got no hint")

@@ -82,9 +82,9 @@ func (a *app) list(ctx context.Context, asJSON bool) error {
 	if errors.Is(err, libusb.ErrNoUSBAccess) || errors.Is(err, libusb.ErrNoUSBSupport) {
 		// Not a failure: there is simply nothing to list here.
 		if asJSON {
-			return json.NewEncoder(a.stdout).Encode(map[string]any{"devices": []any{}, "note": err.Error()})
+			return json.NewEncoder(a.stdout).Encode(map[string]any{"devices": []any{}, "note": factsAndAdvice(err)})
 		}
-		fmt.Fprintf(a.stdout, "No USB readers: %v\n", err) // it says what still works
+		fmt.Fprintf(a.stdout, "No USB readers: %s\n", factsAndAdvice(err)) // the advice says what still works
 		return nil
 	}
 	if err != nil {
@@ -143,7 +143,7 @@ func describeReader(ctx context.Context, index int, info libusb.Info) readerRepo
 	defer cancel()
 	dev, err := libusb.Open(ctx, info, libusb.OpenOptions{})
 	if err != nil {
-		r.Reason = err.Error()
+		r.Reason = factsAndAdvice(err)
 		return r
 	}
 	defer dev.Close()

@@ -39,12 +39,11 @@ func classifyDomainError(err error) int {
 		return exitDevice
 	}
 	var (
-		sense   *scsi.SenseError
 		command *usbms.CommandError
 		usbErr  *libusb.Error
 	)
 	switch {
-	case errors.As(err, &sense), errors.As(err, &command), errors.As(err, &usbErr),
+	case usbms.HasSense(err), errors.As(err, &command), errors.As(err, &usbErr),
 		errors.Is(err, usbms.ErrNoDevice), errors.Is(err, usbms.ErrStall),
 		errors.Is(err, usbms.ErrInvalidCSW), errors.Is(err, usbms.ErrPhaseError),
 		errors.Is(err, usbms.ErrRecoveryFailed),
@@ -152,13 +151,17 @@ func hint(err error) string {
 		return "download the image again and compare its checksum"
 	case errors.Is(err, usbms.ErrNoDevice):
 		return "reconnect the reader and run the command again"
-	case errors.Is(err, usbms.ErrMediumChanged), scsi.IsMediumSwap(err):
+	case usbms.IsNoMedium(err) && !errors.Is(err, usbms.ErrMediumChanged):
+		return "insert a card"
+	case usbms.IsMediumChanged(err):
 		return "insert the card again and write the whole image again"
+	case errors.Is(err, usbms.ErrNotReady):
+		return "take the card out and insert it again"
 	case errors.Is(err, usbms.ErrRecoveryFailed):
 		return "unplug the reader, plug it in again, and run the command again"
 	case errors.As(err, &device) && device.Op == "sync":
 		return "check that the card is still inserted, then write again"
-	case scsi.IsMediumError(err):
+	case usbms.IsMediumError(err):
 		return "use another card"
 	case errors.As(err, &device):
 		return "check that the card is inserted and the reader connected, then run the command again"

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"usbflash/imagesrc"
-	"usbflash/scsi"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
 )
@@ -171,7 +170,7 @@ func (w *watcher) check(ctx context.Context, r *watchedReader, n int) {
 	}
 	lun, err := usbms.OpenLUN(ctx, r.tr, n, usbms.LUNOptions{ReadyWait: watchInterval})
 	if err != nil {
-		if scsi.IsNoMedium(err) {
+		if usbms.IsNoMedium(err) {
 			w.mu.Lock()
 			r.slots[n].written = false // empty: the next card is new
 			w.mu.Unlock()

@@ -6,29 +6,44 @@
 package factsonly
 
 import (
-	"strings"
+	"regexp"
 	"testing"
 )
 
 // adviceWords are phrases that tell the user what to do. They are matched
-// case-insensitively, anywhere in a message.
+// case-insensitively, as whole words, anywhere in a message.
 var adviceWords = []string{
-	"run ", "try ", "retry", "pass --", "insert", "download", "sudo",
+	"run", "try", "retry", "pass --", "insert", "reinsert", "download", "sudo",
 	"unplug", "replug", "reconnect", "plug it", "please",
 	"install", "rebuild", "extract", "decompress", "convert it",
 	"give a", "give one", "give at least", "drop size", "do not give",
-	"use a ", "use another", "slide", "check that", "check the",
-	"raise ", "close other", "unmount", "save it", "pipe `",
+	"use a", "use another", "slide", "check that", "check the",
+	"raise", "close other", "unmount", "save it", "pipe `",
 }
+
+var adviceRE = func() []*regexp.Regexp {
+	res := make([]*regexp.Regexp, len(adviceWords))
+	word := regexp.MustCompile(`^\w`)
+	for i, w := range adviceWords {
+		expr := regexp.QuoteMeta(w)
+		if word.MatchString(w) {
+			expr = `\b` + expr
+		}
+		if word.MatchString(w[len(w)-1:]) {
+			expr += `\b`
+		}
+		res[i] = regexp.MustCompile(`(?i)` + expr)
+	}
+	return res
+}()
 
 // Advice returns the advice phrases found in msg, nil when it states facts
 // only.
 func Advice(msg string) []string {
-	lower := strings.ToLower(msg)
 	var found []string
-	for _, w := range adviceWords {
-		if strings.Contains(lower, w) {
-			found = append(found, w)
+	for i, re := range adviceRE {
+		if re.MatchString(msg) {
+			found = append(found, adviceWords[i])
 		}
 	}
 	return found

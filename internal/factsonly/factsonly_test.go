@@ -16,6 +16,9 @@ func TestAdvice(t *testing.T) {
 		{"no permission: run with sudo", true},
 		{"pass --force to skip this check", true},
 		{"Unplug and replug it", true},
+		{`zip entry "os.img" is encrypted`, false},
+		{"the device was running", false},
+		{"insert a card", true},
 	} {
 		if got := len(Advice(tc.msg)) > 0; got != tc.advice {
 			t.Errorf("Advice(%q) = %q, want advice: %v", tc.msg, Advice(tc.msg), tc.advice)

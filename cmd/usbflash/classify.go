@@ -83,8 +83,7 @@ func explain(err error) (msg, advice string) {
 // hint is the one place that turns an error's kind into advice: library
 // errors state facts only, so each message carries one piece of advice,
 // this table's. The first row that matches wins, so narrow kinds come
-// before the broad ones that wrap them. (imagesrc.Error is the exception:
-// its advice is still part of its text, so it gets nothing more here.)
+// before the broad ones that wrap them.
 func hint(err error) string {
 	var (
 		cancelled *pipeline.CancelledError
@@ -146,7 +145,7 @@ func hint(err error) string {
 	case errors.As(err, &verify):
 		return "write the image again; if the difference stays, the card is failing or fake: use another card"
 	case errors.As(err, &src):
-		return "" // imagesrc.Error still carries its advice in its text
+		return imageAdvice(src)
 	case errors.As(err, &imageSize):
 		return "download the image again and compare its checksum"
 	case errors.Is(err, usbms.ErrNoDevice):
@@ -167,6 +166,67 @@ func hint(err error) string {
 		return "check that the card is inserted and the reader connected, then run the command again"
 	}
 	return ""
+}
+
+// imageAdvice is hint's row for an image that cannot be written, by the
+// kind of trouble.
+func imageAdvice(e *imagesrc.Error) string {
+	switch e.Kind {
+	case imagesrc.Damaged:
+		return "the file is damaged: download it again and compare its checksum"
+	case imagesrc.Truncated:
+		return "the file is incomplete: download it again and compare its checksum"
+	case imagesrc.NotNamedFormat:
+		return "download the image again: a failed download often saves an error page under the image's name"
+	case imagesrc.Changed:
+		return "write again once nothing modifies the image file"
+	case imagesrc.Unreadable:
+		return "check the disk or network share the image is on, or copy the image to a local disk, and run the command again"
+	case imagesrc.Unsupported:
+		return containerAdvice(e.Container)
+	case imagesrc.NotAnImage:
+		if e.Container != "" {
+			return containerAdvice(e.Container)
+		}
+		return fmt.Sprintf("decompress the outer %s first, then write the inner file", e.Format)
+	case imagesrc.Empty:
+		return "download the image again and compare its checksum"
+	case imagesrc.UnsupportedEntry:
+		return "extract it first (unzip or 7z), then write the extracted file"
+	case imagesrc.Ambiguous:
+		return "extract the one you want (unzip FILE NAME) and write that"
+	case imagesrc.NeedsFile:
+		return "save it to a file first, or pipe `unzip -p FILE` instead"
+	}
+	return ""
+}
+
+// containerAdvice says how to get a disk image out of a container usbflash
+// does not decode (imagesrc.UnsupportedContainers names them).
+func containerAdvice(container string) string {
+	switch container {
+	case "7z archive":
+		return "extract the image first (7z x FILE)"
+	case "RAR archive":
+		return "extract the image first (unrar x FILE)"
+	case "lz4 stream", "lz4 legacy stream":
+		return "decompress it first (lz4 -d FILE)"
+	case "lzip stream":
+		return "decompress it first (lzip -d FILE)"
+	case "lzop stream":
+		return "decompress it first (lzop -d FILE)"
+	case "compress (.Z) stream":
+		return "decompress it first (uncompress FILE)"
+	case "qcow2 disk image", "VMDK disk image", "VHDX disk image":
+		return "convert it first (qemu-img convert -O raw FILE out.img)"
+	case "Android sparse image":
+		return "convert it first (simg2img FILE out.img)"
+	case "tar archive":
+		return "extract the image from it first (tar -xf FILE), then write the .img"
+	case "lzma (lzma_alone) stream":
+		return "decompress it first (xz -d --format=lzma FILE)"
+	}
+	return "turn it into a raw disk image first"
 }
 
 // sourceError classifies an error from opening the image, which already

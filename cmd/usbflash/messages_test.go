@@ -36,8 +36,8 @@ func TestMessagesStateEachFactOnce(t *testing.T) {
 				"Use a larger card.\n"},
 		{"corrupt image", "xz", true, "?size=8MiB", exitSource,
 			"usbflash: reading the image at byte offset 1394371 (nothing usable was written to sim:CARD; the first transfer was left zeroed): " +
-				"xz: truncated: input ends at compressed byte 177914 (after 1.3 MiB decoded): truncated xz data: unexpected end of input; " +
-				"the file is incomplete: download it again and compare its checksum\n"},
+				"xz: truncated: input ends at compressed byte 177914 (after 1.3 MiB decoded): truncated xz data: unexpected end of input\n" +
+				"The file is incomplete: download it again and compare its checksum.\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

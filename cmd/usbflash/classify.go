@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"usbflash/filedev"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
 	"usbflash/scsi"
@@ -91,6 +92,7 @@ func hint(err error) string {
 		verify    *pipeline.VerifyError
 		imageSize *pipeline.ImageSizeError
 		src       *imagesrc.Error
+		target    *filedev.TargetError
 		device    *pipeline.DeviceError
 		usbErr    *libusb.Error
 	)
@@ -146,6 +148,8 @@ func hint(err error) string {
 		return "write the image again; if the difference stays, the card is failing or fake: use another card"
 	case errors.As(err, &src):
 		return imageAdvice(src)
+	case errors.As(err, &target):
+		return targetAdvice(target)
 	case errors.As(err, &imageSize):
 		return "download the image again and compare its checksum"
 	case errors.Is(err, usbms.ErrNoDevice):
@@ -164,6 +168,34 @@ func hint(err error) string {
 		return "use another card"
 	case errors.As(err, &device):
 		return "check that the card is inserted and the reader connected, then run the command again"
+	}
+	return ""
+}
+
+// targetAdvice is hint's row for a path that cannot be a file: target, by
+// the reason.
+func targetAdvice(e *filedev.TargetError) string {
+	switch e.Reason {
+	case filedev.BadSize:
+		return "give a size that is a multiple of 512 bytes"
+	case filedev.Missing:
+		return "check the path"
+	case filedev.NeedsSize:
+		return fmt.Sprintf("give a size to create an image file, as in file:%s?size=8GiB", e.Path)
+	case filedev.NoDirectory:
+		return "create the directory first, or check the path"
+	case filedev.NotADevice:
+		return "check the device name"
+	case filedev.WrongType:
+		return "give a regular file or a block device"
+	case filedev.WouldShrink:
+		return fmt.Sprintf("drop size= or give at least %d", e.FileSize)
+	case filedev.ShortReadOnly:
+		return fmt.Sprintf("drop size= or give at most %d", e.FileSize)
+	case filedev.SizedDevice:
+		return "drop size=: a block device is as large as it is"
+	case filedev.DeviceUnsupported:
+		return "use a usb: target"
 	}
 	return ""
 }

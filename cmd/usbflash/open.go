@@ -156,7 +156,7 @@ func targetOpenError(t target, err error) error {
 	case errors.Is(err, flock.ErrLocked), errors.Is(err, libusb.ErrBusy):
 		return &refusedError{fmt.Sprintf("target %s is in use by another usbflash (or another program): wait for it to finish; nothing was written", t.raw)}
 	case errors.Is(err, filedev.ErrBadTarget):
-		return &usageError{err.Error()}
+		return &codedError{exitUsage, err} // a usage error whose kind the advice table sees
 	case t.kind == targetSim:
 		return &usageError{fmt.Sprintf("target %s: %v", t.raw, err)}
 	case t.kind == targetFile:

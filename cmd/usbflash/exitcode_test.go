@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"usbflash/filedev"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
 	"usbflash/usbms"
@@ -25,6 +26,13 @@ func TestExitCodeClassification(t *testing.T) {
 		{fmt.Errorf("read: %w", usbms.ErrNoDevice), exitDevice},
 		{&usbms.CommandError{Op: "WRITE(10)", Err: errors.New("timeout")}, exitDevice},
 		{&imagesrc.Error{Err: errors.New("bad")}, exitSource},
+		{&imagesrc.Error{Kind: imagesrc.Unsupported, Container: "7z archive", Err: errors.New("a 7z archive")}, exitSource},
+		{sourceError(errors.New("open image: no such file")), exitSource},
+		{&codedError{exitUsage, &filedev.TargetError{Path: "/tmp", Reason: filedev.WrongType, What: "is a directory"}}, exitUsage},
+		{fmt.Errorf("WRITE: %w", &libusb.Error{Op: "bulk OUT transfer", Kind: libusb.ErrNoMemory}), exitDevice},
+		{fmt.Errorf("WRITE: %w", &libusb.Error{Op: "re-opening", Kind: libusb.ErrReenumerationLost}), exitDevice},
+		{fmt.Errorf("list: %w", libusb.ErrNoUSBSupport), exitDevice},
+		{&usbms.CommandError{Op: "TEST UNIT READY", Device: "sim:x", Err: fmt.Errorf("%w after 5s", usbms.ErrNotReady)}, exitDevice},
 		{&pipeline.VerifyError{}, exitVerify},
 		{&pipeline.CapacityError{}, exitRefused},
 		{&pipeline.CapacityError{Written: 512}, exitRefused}, // found by writing to the end: still does not fit

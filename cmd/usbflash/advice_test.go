@@ -35,6 +35,7 @@ func TestAdviceTable(t *testing.T) {
 	cases = append(cases, mediumAdviceCases(t)...)
 	cases = append(cases, imageAdviceCases(t)...)
 	cases = append(cases, targetAdviceCases(t)...)
+	cases = append(cases, cardAdviceCases(t)...)
 	cases = append(cases, pipelineAdviceCases()...)
 	for _, c := range cases {
 		t.Run(c.kind, func(t *testing.T) {
@@ -223,6 +224,27 @@ func targetAdviceCases(t *testing.T) []adviceCase {
 		}
 		e := &filedev.TargetError{Path: "/tmp/card.img", Reason: r, What: "is what it is", Size: 524288, FileSize: 4194304}
 		cases = append(cases, adviceCase{fmt.Sprintf("target/reason %d", r), &codedError{exitUsage, e}, advice})
+	}
+	return cases
+}
+
+// cardAdviceCases has a case for every reason a file cannot be a sim:
+// card.
+func cardAdviceCases(t *testing.T) []adviceCase {
+	want := map[sim.CardReason]string{
+		sim.CardNeedsSize:   "add ?size=64MiB (or another size) to create it",
+		sim.CardWouldShrink: "drop size= or give at least 4194304",
+		sim.CardBadSize:     "use size= to set its size, a positive multiple of 512 bytes",
+	}
+	var cases []adviceCase
+	for _, r := range sim.CardReasons() {
+		advice, ok := want[r]
+		if !ok {
+			t.Errorf("card reason %d has no case here: give it its advice", r)
+		}
+		e := &sim.CardError{Path: "/tmp/card.img", Reason: r, What: "is what it is", FileSize: 4194304, Block: 512}
+		cases = append(cases, adviceCase{fmt.Sprintf("sim card/reason %d", r),
+			&codedError{exitUsage, fmt.Errorf("target sim:/tmp/card.img: %w", e)}, advice})
 	}
 	return cases
 }

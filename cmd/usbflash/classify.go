@@ -12,6 +12,7 @@ import (
 	"usbflash/scsi"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
+	"usbflash/usbms/sim"
 )
 
 // classifyDomainError sorts the pipeline's and the devices' typed errors
@@ -93,6 +94,7 @@ func hint(err error) string {
 		imageSize *pipeline.ImageSizeError
 		src       *imagesrc.Error
 		target    *filedev.TargetError
+		card      *sim.CardError
 		device    *pipeline.DeviceError
 		usbErr    *libusb.Error
 	)
@@ -150,6 +152,8 @@ func hint(err error) string {
 		return imageAdvice(src)
 	case errors.As(err, &target):
 		return targetAdvice(target)
+	case errors.As(err, &card):
+		return cardAdvice(card)
 	case errors.As(err, &imageSize):
 		return "download the image again and compare its checksum"
 	case errors.Is(err, usbms.ErrNoDevice):
@@ -196,6 +200,20 @@ func targetAdvice(e *filedev.TargetError) string {
 		return "drop size=: a block device is as large as it is"
 	case filedev.DeviceUnsupported:
 		return "use a usb: target"
+	}
+	return ""
+}
+
+// cardAdvice is hint's row for a file that cannot be a sim: card, by the
+// reason.
+func cardAdvice(e *sim.CardError) string {
+	switch e.Reason {
+	case sim.CardNeedsSize:
+		return "add ?size=64MiB (or another size) to create it"
+	case sim.CardWouldShrink:
+		return fmt.Sprintf("drop size= or give at least %d", e.FileSize)
+	case sim.CardBadSize:
+		return fmt.Sprintf("use size= to set its size, a positive multiple of %d bytes", e.Block)
 	}
 	return ""
 }

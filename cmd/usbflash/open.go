@@ -158,7 +158,7 @@ func targetOpenError(t target, err error) error {
 	case errors.Is(err, filedev.ErrBadTarget):
 		return &codedError{exitUsage, err} // a usage error whose kind the advice table sees
 	case t.kind == targetSim:
-		return &usageError{fmt.Sprintf("target %s: %v", t.raw, err)}
+		return &codedError{exitUsage, fmt.Errorf("target %s: %w", t.raw, err)} // a usage error whose kind the advice table sees
 	case t.kind == targetFile:
 		return &codedError{exitDevice, err}
 	}

@@ -152,7 +152,8 @@ func mediumAdviceCases(t *testing.T) []adviceCase {
 	swapped := write(sim.Fault{Kind: sim.UnitAttention}, true)
 	notReady := write(sim.Fault{Kind: sim.NotReady, Persistent: true}, false)
 	return []adviceCase{
-		{"medium/no medium", noMedium, "insert a card"},
+		{"medium/no medium", noMedium, "insert a card and run the command again"},
+		{"medium/no medium, under a failed write", asWrite(noMedium), "insert a card and run the command again"},
 		{"medium/medium error", medium, "use another card"},
 		{"medium/medium error, under a failed write", asWrite(medium), "use another card"},
 		{"medium/changed after writing", swapped, "insert the card again and write the whole image again"},

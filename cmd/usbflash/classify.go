@@ -159,7 +159,7 @@ func hint(err error) string {
 	case errors.Is(err, usbms.ErrNoDevice):
 		return "reconnect the reader and run the command again"
 	case usbms.IsNoMedium(err) && !errors.Is(err, usbms.ErrMediumChanged):
-		return "insert a card"
+		return "insert a card and run the command again"
 	case usbms.IsMediumChanged(err):
 		return "insert the card again and write the whole image again"
 	case errors.Is(err, usbms.ErrNotReady):

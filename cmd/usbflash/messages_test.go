@@ -30,7 +30,7 @@ func TestMessagesStateEachFactOnce(t *testing.T) {
 				"Use another card.\n"},
 		{"empty slot", "raw", false, "?size=8MiB&nomedium=1", exitDevice,
 			"usbflash: no medium in sim:CARD LUN 0\n" +
-				"Insert a card.\n"},
+				"Insert a card and run the command again.\n"},
 		{"write-protected", "raw", false, "?size=8MiB&wp=1", exitRefused,
 			"usbflash: sim:CARD is write-protected; nothing was written\n" +
 				"Slide the card's lock switch to unlock it, or use another card.\n"},

@@ -24,8 +24,64 @@ const fileBlockSize = 512
 // ErrBadTarget is wrapped by Open's refusal of a path that cannot be a
 // file target at all: a directory, a character device, a FIFO, a missing
 // directory, a path under /dev that is not a device, a size that does not
-// fit the file. It is the user's mistake, not the device's failure.
+// fit the file. It is the user's mistake, not the device's failure. The
+// refusal is a *TargetError, whose Reason says which.
 var ErrBadTarget = errors.New("not a usable file target")
+
+// TargetError is Open's refusal of a path that cannot be a file target; it
+// matches ErrBadTarget. It states facts only: what the path is, and why
+// that cannot be a target.
+type TargetError struct {
+	Path   string
+	Reason Reason
+	What   string // the facts, as in "is a directory"
+	// Size is the size asked for (Options.Size), FileSize the existing
+	// file's, when the refusal is about them.
+	Size, FileSize int64
+}
+
+func (e *TargetError) Error() string {
+	return fmt.Sprintf("file target %s %s: %v", e.Path, e.What, ErrBadTarget)
+}
+
+func (e *TargetError) Unwrap() error { return ErrBadTarget }
+
+// Reason is why a path cannot be a file target.
+type Reason int
+
+const (
+	// BadSize: the size asked for is negative or not a multiple of 512.
+	BadSize Reason = iota
+	// Missing: the path does not exist, and it is only to be read.
+	Missing
+	// NeedsSize: the path does not exist, and no size was given to
+	// create it with.
+	NeedsSize
+	// NoDirectory: the path does not exist and cannot be created: its
+	// directory does not exist.
+	NoDirectory
+	// NotADevice: the path is under /dev but is no device: missing, or a
+	// regular file.
+	NotADevice
+	// WrongType: a directory, a character device, a FIFO or a socket.
+	WrongType
+	// WouldShrink: a regular file larger than the size asked for.
+	WouldShrink
+	// ShortReadOnly: a regular file smaller than the size asked for,
+	// opened read-only, so it cannot be extended.
+	ShortReadOnly
+	// SizedDevice: a block device, whose size is fixed, given a size.
+	SizedDevice
+	// DeviceUnsupported: not a regular file, on a platform where only
+	// regular files are file targets.
+	DeviceUnsupported
+)
+
+// Reasons lists every Reason, for tables keyed by them.
+func Reasons() []Reason {
+	return []Reason{BadSize, Missing, NeedsSize, NoDirectory, NotADevice, WrongType,
+		WouldShrink, ShortReadOnly, SizedDevice, DeviceUnsupported}
+}
 
 // Options tune Open.
 type Options struct {
@@ -63,7 +119,8 @@ type Device struct {
 // opts.ReadOnly). See Options.
 func Open(path string, opts Options) (*Device, error) {
 	if opts.Size < 0 || opts.Size%fileBlockSize != 0 {
-		return nil, fmt.Errorf("file target %s: size %d is not a multiple of %d bytes: %w", path, opts.Size, fileBlockSize, ErrBadTarget)
+		return nil, &TargetError{Path: path, Reason: BadSize, Size: opts.Size,
+			What: fmt.Sprintf("cannot have size %d: not a multiple of %d bytes", opts.Size, fileBlockSize)}
 	}
 	return openFile(path, opts)
 }
@@ -72,8 +129,12 @@ func Open(path string, opts Options) (*Device, error) {
 // can never be one. A missing file is created only when a size is given,
 // in a directory that exists, and never under /dev.
 func statTarget(path string, opts Options) (st fs.FileInfo, exists bool, err error) {
-	bad := func(why string) (fs.FileInfo, bool, error) {
-		return nil, false, fmt.Errorf("file target %s %s: %w", path, why, ErrBadTarget)
+	bad := func(r Reason, what string) (fs.FileInfo, bool, error) {
+		e := &TargetError{Path: path, Reason: r, What: what, Size: opts.Size}
+		if st != nil {
+			e.FileSize = st.Size()
+		}
+		return nil, false, e
 	}
 	underDev := isUnderDev(path)
 	st, err = os.Stat(path)
@@ -82,33 +143,33 @@ func statTarget(path string, opts Options) (st fs.FileInfo, exists bool, err err
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, false, fmt.Errorf("file target %s: %w", path, err)
 	case underDev:
-		return bad("does not exist: no such device (a file is never created under /dev)")
+		return bad(NotADevice, "does not exist: no such device (a file is never created under /dev)")
 	case opts.ReadOnly:
-		return bad("does not exist")
+		return bad(Missing, "does not exist")
 	case opts.Size == 0:
-		return bad("does not exist: give a size to create an image file")
+		return bad(NeedsSize, "does not exist, and no size was given to create it")
 	default:
 		if dir, derr := os.Stat(filepath.Dir(path)); derr != nil || !dir.IsDir() {
-			return bad(fmt.Sprintf("cannot be created: directory %s does not exist", filepath.Dir(path)))
+			return bad(NoDirectory, fmt.Sprintf("cannot be created: directory %s does not exist", filepath.Dir(path)))
 		}
 		return nil, false, nil
 	}
 	mode := st.Mode()
 	switch {
 	case mode.IsDir():
-		return bad("is a directory")
+		return bad(WrongType, "is a directory")
 	case mode&fs.ModeCharDevice != 0:
-		return bad("is a character device, not a block device or a regular file")
+		return bad(WrongType, "is a character device, not a block device or a regular file")
 	case mode&fs.ModeNamedPipe != 0:
-		return bad("is a FIFO: a target must be read back, give a regular file or a block device")
+		return bad(WrongType, "is a FIFO, which cannot be read back")
 	case mode&fs.ModeSocket != 0:
-		return bad("is a socket")
+		return bad(WrongType, "is a socket")
 	case mode.IsRegular() && underDev:
-		return bad("is a regular file in /dev, not a device: check the device name")
+		return bad(NotADevice, "is a regular file in /dev, not a device")
 	case mode.IsRegular() && opts.Size > 0 && st.Size() > opts.Size:
-		return bad(fmt.Sprintf("is %d bytes, larger than size=%d: refusing to shrink it (drop size= or give at least %d)", st.Size(), opts.Size, st.Size()))
+		return bad(WouldShrink, fmt.Sprintf("is %d bytes, larger than size=%d: refusing to shrink it", st.Size(), opts.Size))
 	case mode.IsRegular() && opts.ReadOnly && st.Size() < opts.Size:
-		return bad(fmt.Sprintf("is %d bytes, smaller than size=%d, and is opened read-only", st.Size(), opts.Size))
+		return bad(ShortReadOnly, fmt.Sprintf("is %d bytes, smaller than size=%d, and is opened read-only", st.Size(), opts.Size))
 	}
 	return st, true, nil
 }

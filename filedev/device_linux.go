@@ -21,7 +21,8 @@ func openFile(path string, opts Options) (*Device, error) {
 	}
 	isBlock := exists && st.Mode()&fs.ModeDevice != 0
 	if isBlock && opts.Size != 0 {
-		return nil, fmt.Errorf("file target %s is a block device: its size is fixed, do not give one: %w", path, ErrBadTarget)
+		return nil, &TargetError{Path: path, Reason: SizedDevice, Size: opts.Size,
+			What: fmt.Sprintf("is a block device, whose size is fixed: size=%d does not apply", opts.Size)}
 	}
 	flags := os.O_RDWR
 	switch {

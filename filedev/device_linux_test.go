@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"usbflash/internal/aligned"
+	"usbflash/internal/factsonly"
 	"usbflash/internal/flock"
 	"usbflash/internal/linuxdisk"
 
@@ -142,11 +143,12 @@ func TestOpenRejectsNonTargets(t *testing.T) {
 		name, path string
 		opts       Options
 		want       string
+		reason     Reason
 	}{
-		{"character device", "/dev/null", Options{}, "character device"},
-		{"FIFO", fifo, Options{}, "FIFO"},
-		{"missing device", "/dev/usbflash-no-such-disk", Options{Size: 1 << 20}, "never created under /dev"},
-		{"missing device, read-only", "/dev/usbflash-no-such-disk", Options{ReadOnly: true}, "no such device"},
+		{"character device", "/dev/null", Options{}, "character device", WrongType},
+		{"FIFO", fifo, Options{}, "FIFO", WrongType},
+		{"missing device", "/dev/usbflash-no-such-disk", Options{Size: 1 << 20}, "never created under /dev", NotADevice},
+		{"missing device, read-only", "/dev/usbflash-no-such-disk", Options{ReadOnly: true}, "no such device", NotADevice},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,9 +156,11 @@ func TestOpenRejectsNonTargets(t *testing.T) {
 			if err == nil {
 				d.Close()
 			}
-			if !errors.Is(err, ErrBadTarget) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrBadTarget saying %q", err, tc.want)
+			var te *TargetError
+			if !errors.Is(err, ErrBadTarget) || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &te) || te.Reason != tc.reason {
+				t.Fatalf("err = %v, want ErrBadTarget of reason %d saying %q", err, tc.reason, tc.want)
 			}
+			factsonly.Check(t, err.Error())
 		})
 	}
 	if _, err := os.Stat("/dev/usbflash-no-such-disk"); err == nil {

@@ -16,7 +16,8 @@ func openFile(path string, opts Options) (*Device, error) {
 	case err != nil:
 		return nil, err
 	case exists && !st.Mode().IsRegular():
-		return nil, fmt.Errorf("file target %s is not a regular file: devices are file targets only on Linux; use a usb: target: %w", path, ErrBadTarget)
+		return nil, &TargetError{Path: path, Reason: DeviceUnsupported, Size: opts.Size,
+			What: "is not a regular file, and devices are file targets only on Linux"}
 	}
 	flags := os.O_RDWR
 	switch {

@@ -96,7 +96,7 @@ func TestOpenRefusesMisnamed(t *testing.T) {
 		s, err := Open(p)
 		if tt.want == "" {
 			var se *Error
-			if err != nil && !(errors.As(err, &se) && se.Truncated) {
+			if err != nil && !(errors.As(err, &se) && se.Kind == Truncated) {
 				t.Errorf("%s: %v", tt.name, err)
 			}
 			if s != nil {
@@ -105,7 +105,7 @@ func TestOpenRefusesMisnamed(t *testing.T) {
 			continue
 		}
 		var se *Error
-		if !errors.As(err, &se) || se.Problem != NotNamedFormat || !strings.Contains(err.Error(), tt.want) {
+		if !errors.As(err, &se) || se.Kind != NotNamedFormat || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v\nwant an *Error saying %q", tt.name, err, tt.want)
 		}
 		if s != nil {

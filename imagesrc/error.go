@@ -12,32 +12,38 @@ import (
 
 // Error reports an image that cannot be written as it is: a damaged or
 // incomplete archive (the decoder found data it cannot decode, or the data
-// ended early), a file whose bytes are not what its name says, or an image
-// that changed while it was read. Damage always carries where it happened, so
-// the user can tell a short download (truncated near the end) from a damaged
-// one.
+// ended early), a file whose bytes are not what its name says, a container
+// or archive feature usbflash does not decode, an input that holds no
+// image, or an image that changed or could not be read while it was read.
+// Damage always carries where it happened, so a short download (truncated
+// near the end) can be told from a damaged one. Error states facts; what to
+// do about each Kind is for the program's user interface to say.
 type Error struct {
-	// Problem says which of the above this is; the zero value is damage.
-	Problem Problem
+	// Kind says which of the above this is; the zero value is damage.
+	Kind Kind
 	// Format is the container being decoded or, for NotNamedFormat, the
 	// one the file name promises.
 	Format Format
+	// Container names a container usbflash recognises but does not decode
+	// (one of UnsupportedContainers), for Unsupported, and for NotAnImage
+	// when the archive holds one; "" otherwise.
+	Container string
 	// Offset is how far into the compressed input the decoder had read.
 	// Decoders read ahead, so the damage is at or before this byte.
 	Offset int64
 	// Decoded is how many image bytes had been produced.
 	Decoded int64
-	// Truncated is set when the input ended before the archive did.
-	Truncated bool
-	Err       error
+	Err     error
 }
 
-// Problem is the kind of trouble an Error reports.
-type Problem int
+// Kind is the kind of trouble an Error reports.
+type Kind int
 
 const (
-	// Damaged: the archive's data cannot be decoded or ends early.
-	Damaged Problem = iota
+	// Damaged: the archive's data cannot be decoded.
+	Damaged Kind = iota
+	// Truncated: the input ended before the archive did.
+	Truncated
 	// NotNamedFormat: the file name promises a container (.xz, .gz, .zip)
 	// and the bytes are something else, typically an error page saved
 	// under the image's name. Written raw it would destroy the card's
@@ -49,25 +55,62 @@ const (
 	// Unreadable: the input itself failed (a failing disk, a dropped
 	// network share), not the archive's data.
 	Unreadable
+	// Unsupported: the data is a container usbflash recognises but does not
+	// decode (Container names it: a 7z archive, a qcow2 disk image).
+	Unsupported
+	// NotAnImage: the archive (Format) decodes to another container, not a
+	// disk image: compressed data, or the container Container names.
+	NotAnImage
+	// Empty: there is no image data at all: an empty file, an archive that
+	// decodes to nothing, a zip of directories and metadata only.
+	Empty
+	// UnsupportedEntry: the zip entry holding the image is encrypted or
+	// uses a compression method usbflash does not decode.
+	UnsupportedEntry
+	// Ambiguous: the zip holds several entries that could be the image.
+	Ambiguous
+	// NeedsFile: a zip was given as a stream; its directory is at the end
+	// of the file, which a stream cannot seek to.
+	NeedsFile
 )
+
+var kindNames = [...]string{
+	Damaged: "damaged", Truncated: "truncated", NotNamedFormat: "not the named format",
+	Changed: "changed", Unreadable: "unreadable", Unsupported: "unsupported container",
+	NotAnImage: "not an image", Empty: "empty", UnsupportedEntry: "unsupported zip entry",
+	Ambiguous: "ambiguous", NeedsFile: "needs a file",
+}
+
+func (k Kind) String() string {
+	if k >= 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Kinds lists every Kind, for tables keyed by them.
+func Kinds() []Kind {
+	ks := make([]Kind, len(kindNames))
+	for i := range ks {
+		ks[i] = Kind(i)
+	}
+	return ks
+}
 
 func (e *Error) Error() string {
 	cause := "unknown error"
 	if e.Err != nil {
 		cause = e.Err.Error()
 	}
-	switch e.Problem {
-	case NotNamedFormat, Changed, Unreadable:
-		return cause
-	}
-	if e.Truncated {
-		return fmt.Sprintf("%s: truncated: input ends at compressed byte %d (after %s decoded): %s; "+
-			"the file is incomplete: download it again and compare its checksum",
+	switch e.Kind {
+	case Damaged:
+		return fmt.Sprintf("%s: corrupt data at compressed byte %d (after %s decoded): %s",
+			e.Format, e.Offset, units.FormatSize(e.Decoded), cause)
+	case Truncated:
+		return fmt.Sprintf("%s: truncated: input ends at compressed byte %d (after %s decoded): %s",
 			e.Format, e.Offset, units.FormatSize(e.Decoded), cause)
 	}
-	return fmt.Sprintf("%s: corrupt data at compressed byte %d (after %s decoded): %s; "+
-		"the file is damaged: download it again and compare its checksum",
-		e.Format, e.Offset, units.FormatSize(e.Decoded), cause)
+	return cause
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -1,6 +1,7 @@
 package imagesrc
 
 import (
+	"archive/zip"
 	"bytes"
 	"errors"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"usbflash/internal/factsonly"
 )
 
 func TestSourceErrorMessage(t *testing.T) {
@@ -16,11 +19,11 @@ func TestSourceErrorMessage(t *testing.T) {
 		want string
 	}{
 		{&Error{Format: FormatXz, Offset: 123456, Decoded: 4 << 20, Err: errors.New("xz: block checksum mismatch")},
-			"xz: corrupt data at compressed byte 123456 (after 4 MiB decoded): xz: block checksum mismatch; " +
-				"the file is damaged: download it again and compare its checksum"},
-		{&Error{Format: FormatGzip, Offset: 999, Decoded: 1536, Truncated: true, Err: io.ErrUnexpectedEOF},
-			"gzip: truncated: input ends at compressed byte 999 (after 1.5 KiB decoded): unexpected EOF; " +
-				"the file is incomplete: download it again and compare its checksum"},
+			"xz: corrupt data at compressed byte 123456 (after 4 MiB decoded): xz: block checksum mismatch"},
+		{&Error{Kind: Truncated, Format: FormatGzip, Offset: 999, Decoded: 1536, Err: io.ErrUnexpectedEOF},
+			"gzip: truncated: input ends at compressed byte 999 (after 1.5 KiB decoded): unexpected EOF"},
+		{&Error{Kind: Unsupported, Container: "7z archive", Err: errors.New("this is a 7z archive, which usbflash does not decode")},
+			"this is a 7z archive, which usbflash does not decode"},
 	}
 	for _, c := range cases {
 		if got := c.err.Error(); got != c.want {
@@ -29,6 +32,69 @@ func TestSourceErrorMessage(t *testing.T) {
 		if !errors.Is(c.err, c.err.Err) {
 			t.Errorf("%v does not unwrap to its cause", c.err)
 		}
+	}
+}
+
+// TestErrorsStateFacts: every refusal and every damage report Open and
+// Read give states facts only, and has its Kind; the CLI gives the advice.
+func TestErrorsStateFacts(t *testing.T) {
+	img := genOSImage(100_000, 3)
+	gz, err := srcGzipGo(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarHdr := make([]byte, 4096)
+	copy(tarHdr[257:], "ustar\x0000")
+	tgz, err := srcGzipGo(tarHdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested, err := srcGzipGo(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := append([]byte(nil), gz...)
+	for i := len(damaged) / 4; i < len(damaged)/2; i++ {
+		damaged[i] ^= 0x55
+	}
+	var encrypted bytes.Buffer
+	zw := zip.NewWriter(&encrypted)
+	w, err := zw.CreateHeader(&zip.FileHeader{Name: "os.img", Method: zip.Store, Flags: 0x1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(img)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, how string
+		data      []byte
+		kind      Kind
+	}{
+		{"encrypted zip entry", "seekable", encrypted.Bytes(), UnsupportedEntry},
+		{"damaged", "seekable", damaged, Damaged},
+		{"truncated", "seekable", gz[:len(gz)/2], Truncated},
+		{"7z", "seekable", []byte("7z\xbc\xaf\x27\x1c\x00\x04rest"), Unsupported},
+		{"tar.gz", "stream", tgz, NotAnImage},
+		{"gz in gz", "stream", nested, NotAnImage},
+		{"empty", "seekable", nil, Empty},
+		{"zip from a pipe", "stream", srcZip(t, zip.Store, "a.img", img), NeedsFile},
+		{"two images in a zip", "seekable", srcZip(t, zip.Store, "a.img", img, "b.img", img), Ambiguous},
+		{"no image in a zip", "seekable", srcZip(t, zip.Store, "notes.txt", []byte("x")), Empty},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := srcDecode(t, c.data, c.how)
+			var se *Error
+			if !errors.As(err, &se) || se.Kind != c.kind {
+				t.Fatalf("error %v; want an *Error of kind %v", err, c.kind)
+			}
+			factsonly.Check(t, err.Error())
+		})
+	}
+	for _, k := range Kinds() {
+		factsonly.Check(t, (&Error{Kind: k, Err: errors.New("cause")}).Error(), k.String())
 	}
 }
 
@@ -61,7 +127,7 @@ func TestSourceInputError(t *testing.T) {
 			s.Close()
 		}
 		var se *Error
-		if !errors.Is(err, syscall.EIO) || !errors.As(err, &se) || se.Problem != Unreadable ||
+		if !errors.Is(err, syscall.EIO) || !errors.As(err, &se) || se.Kind != Unreadable ||
 			!strings.Contains(err.Error(), "byte "+itoa(int64(cut))) {
 			t.Errorf("cut %d: error %v; want the EIO at byte %d as an unreadable input, not damage", cut, err, cut)
 		}

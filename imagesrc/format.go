@@ -58,23 +58,38 @@ var formatMagic = []struct {
 
 // unsupportedMagic lists containers we recognise but do not decode. Writing
 // any of them raw would produce a card that does not boot, so they are
-// refused with a hint instead.
+// refused instead.
 var unsupportedMagic = []struct {
 	name  string
 	magic []byte
-	hint  string
 }{
-	{"7z archive", []byte{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}, "extract the image first (7z x FILE)"},
-	{"RAR archive", []byte("Rar!\x1a\x07"), "extract the image first (unrar x FILE)"},
-	{"lz4 stream", []byte{0x04, 0x22, 0x4d, 0x18}, "decompress it first (lz4 -d FILE)"},
-	{"lz4 legacy stream", []byte{0x02, 0x21, 0x4c, 0x18}, "decompress it first (lz4 -d FILE)"},
-	{"lzip stream", []byte("LZIP"), "decompress it first (lzip -d FILE)"},
-	{"lzop stream", []byte{0x89, 'L', 'Z', 'O', 0x00, 0x0d, 0x0a, 0x1a, 0x0a}, "decompress it first (lzop -d FILE)"},
-	{"compress (.Z) stream", []byte{0x1f, 0x9d}, "decompress it first (uncompress FILE)"},
-	{"qcow2 disk image", []byte{'Q', 'F', 'I', 0xfb}, "convert it first (qemu-img convert -O raw FILE out.img)"},
-	{"VMDK disk image", []byte("KDMV"), "convert it first (qemu-img convert -O raw FILE out.img)"},
-	{"VHDX disk image", []byte("vhdxfile"), "convert it first (qemu-img convert -O raw FILE out.img)"},
-	{"Android sparse image", []byte{0x3a, 0xff, 0x26, 0xed}, "convert it first (simg2img FILE out.img)"},
+	{"7z archive", []byte{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}},
+	{"RAR archive", []byte("Rar!\x1a\x07")},
+	{"lz4 stream", []byte{0x04, 0x22, 0x4d, 0x18}},
+	{"lz4 legacy stream", []byte{0x02, 0x21, 0x4c, 0x18}},
+	{"lzip stream", []byte("LZIP")},
+	{"lzop stream", []byte{0x89, 'L', 'Z', 'O', 0x00, 0x0d, 0x0a, 0x1a, 0x0a}},
+	{"compress (.Z) stream", []byte{0x1f, 0x9d}},
+	{"qcow2 disk image", []byte{'Q', 'F', 'I', 0xfb}},
+	{"VMDK disk image", []byte("KDMV")},
+	{"VHDX disk image", []byte("vhdxfile")},
+	{"Android sparse image", []byte{0x3a, 0xff, 0x26, 0xed}},
+}
+
+// The containers recognised without a leading magic.
+const (
+	containerTar       = "tar archive"
+	containerLzmaAlone = "lzma (lzma_alone) stream"
+)
+
+// UnsupportedContainers names every container usbflash recognises but does
+// not decode, as Error.Container names them.
+func UnsupportedContainers() []string {
+	names := make([]string, 0, len(unsupportedMagic)+2)
+	for _, m := range unsupportedMagic {
+		names = append(names, m.name)
+	}
+	return append(names, containerTar, containerLzmaAlone)
 }
 
 // tarMagic is at offset 257 of a tar header ("ustar\x00" POSIX, "ustar  \x00" GNU).
@@ -85,9 +100,8 @@ const tarMagicOffset = 257
 // sniffResult is what the leading bytes say.
 type sniffResult struct {
 	format Format
-	// unsupported is non-empty for a recognised container we refuse; hint
-	// says what to do instead.
-	unsupported, hint string
+	// unsupported names a recognised container we refuse; "" otherwise.
+	unsupported string
 	// truncatedAs is set when the data ends inside a known signature: no
 	// real image is that short, so it is a truncated archive.
 	truncatedAs Format
@@ -120,17 +134,15 @@ func sniff(head []byte) sniffResult {
 func sniffUnsupported(head []byte) (sniffResult, bool) {
 	for _, m := range unsupportedMagic {
 		if bytes.HasPrefix(head, m.magic) {
-			return sniffResult{unsupported: m.name, hint: m.hint}, true
+			return sniffResult{unsupported: m.name}, true
 		}
 	}
 	if len(head) >= tarMagicOffset+len(tarMagic) &&
 		bytes.Equal(head[tarMagicOffset:tarMagicOffset+len(tarMagic)], tarMagic) {
-		return sniffResult{unsupported: "tar archive",
-			hint: "extract the image from it first (tar -xf FILE), then write the .img"}, true
+		return sniffResult{unsupported: containerTar}, true
 	}
 	if isLzmaAlone(head) {
-		return sniffResult{unsupported: "lzma (lzma_alone) stream",
-			hint: "decompress it first (xz -d --format=lzma FILE)"}, true
+		return sniffResult{unsupported: containerLzmaAlone}, true
 	}
 	return sniffResult{}, false
 }

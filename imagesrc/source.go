@@ -163,7 +163,7 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string) (*Source, e
 	head := make([]byte, sniffLen)
 	n, err := io.ReadFull(in, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return nil, fmt.Errorf("read the first bytes: %w", err)
+		return nil, &Error{Kind: Unreadable, Offset: int64(n), Err: fmt.Errorf("read the first bytes: %w", err)}
 	}
 	head = head[:n]
 	sn := sniff(head)
@@ -171,14 +171,15 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string) (*Source, e
 		return nil, err
 	}
 	if n == 0 {
-		return nil, errors.New("the image is empty (0 bytes)")
+		return nil, &Error{Kind: Empty, Err: errors.New("the image is empty (0 bytes)")}
 	}
 	switch {
 	case sn.truncated:
-		return nil, &Error{Format: sn.truncatedAs, Offset: int64(n), Truncated: true,
+		return nil, &Error{Kind: Truncated, Format: sn.truncatedAs, Offset: int64(n),
 			Err: fmt.Errorf("only %d bytes, ending inside the %s signature: %w", n, sn.truncatedAs, io.ErrUnexpectedEOF)}
 	case sn.unsupported != "":
-		return nil, fmt.Errorf("this is a %s, which usbflash does not decode: %s", sn.unsupported, sn.hint)
+		return nil, &Error{Kind: Unsupported, Container: sn.unsupported,
+			Err: fmt.Errorf("this is a %s, which usbflash does not decode", sn.unsupported)}
 	}
 	s.Format = sn.format
 	s.first = head
@@ -207,8 +208,8 @@ func (s *Source) openDecoder(stream io.Reader, ra io.ReaderAt, size int64) error
 		return nil
 	case FormatZip:
 		if ra == nil {
-			return errors.New("a zip archive needs its directory at the end of the file, " +
-				"which a pipe cannot provide: save it to a file first, or pipe `unzip -p FILE` instead")
+			return &Error{Kind: NeedsFile, Format: FormatZip,
+				Err: errors.New("a zip archive needs its directory at the end of the file, which a pipe cannot provide")}
 		}
 		return s.openZip(ra, size)
 	case FormatXz:
@@ -258,15 +259,16 @@ func (s *Source) sniffDecoded() error {
 	s.head = head[:n]
 	s.first = s.head
 	if n == 0 {
-		return fmt.Errorf("the %s archive decodes to an empty image", s.Format)
+		return &Error{Kind: Empty, Format: s.Format, Err: fmt.Errorf("the %s archive decodes to an empty image", s.Format)}
 	}
 	inner := sniff(s.head)
 	switch {
 	case inner.unsupported != "":
-		return fmt.Errorf("the %s archive holds a %s, not a disk image: %s", s.Format, inner.unsupported, inner.hint)
+		return &Error{Kind: NotAnImage, Format: s.Format, Container: inner.unsupported, Decoded: int64(n),
+			Err: fmt.Errorf("the %s archive holds a %s, not a disk image", s.Format, inner.unsupported)}
 	case inner.format != FormatRaw:
-		return fmt.Errorf("the %s archive holds %s-compressed data, not a disk image: "+
-			"decompress the outer %s first, then write the inner file", s.Format, inner.format, s.Format)
+		return &Error{Kind: NotAnImage, Format: s.Format, Decoded: int64(n),
+			Err: fmt.Errorf("the %s archive holds %s-compressed data, not a disk image", s.Format, inner.format)}
 	}
 	return nil
 }
@@ -330,11 +332,11 @@ func (s *Source) classify(err error) error {
 	// share) is not damage in the archive; say which it is.
 	if ioErr := s.meter.failure(); ioErr != nil {
 		offset := s.meter.reached.Load()
-		return &Error{Problem: Unreadable, Format: s.Format, Offset: offset, Decoded: s.decoded,
+		return &Error{Kind: Unreadable, Format: s.Format, Offset: offset, Decoded: s.decoded,
 			Err: fmt.Errorf("read %s input at byte %d: %w", s.Format, offset, ioErr)}
 	}
 	if s.Format == FormatRaw {
-		return &Error{Problem: Unreadable, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
+		return &Error{Kind: Unreadable, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
 			Err: fmt.Errorf("read image at byte %d: %w", s.decoded, err)}
 	}
 	return s.sourceError(isTruncation(err), err)
@@ -346,7 +348,7 @@ func (s *Source) classify(err error) error {
 func (s *Source) sizeError(cause error) error {
 	if cause == errDecodedShort {
 		if s.Format == FormatRaw {
-			return &Error{Problem: Changed, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
+			return &Error{Kind: Changed, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
 				Err: fmt.Errorf("image changed while it was being read: it was %d bytes when opened, and ended after %d", s.Size, s.decoded)}
 		}
 		return s.sourceError(true, fmt.Errorf("%w: got %d of %d bytes", cause, s.decoded, s.Size))
@@ -359,8 +361,11 @@ func (s *Source) sourceError(truncated bool, err error) *Error {
 	if off, cause, ok := xzErrorOffset(err); ok {
 		offset, err = off, cause
 	}
-	return &Error{Format: s.Format, Offset: offset, Decoded: s.decoded,
-		Truncated: truncated, Err: err}
+	kind := Damaged
+	if truncated {
+		kind = Truncated
+	}
+	return &Error{Kind: kind, Format: s.Format, Offset: offset, Decoded: s.decoded, Err: err}
 }
 
 // Head returns the first decoded bytes of the image (up to 512, fewer only
@@ -409,7 +414,7 @@ func checkNamedFormat(name string, head []byte, sn sniffResult) error {
 	if len(head) > 0 && len(head) < sniffLen {
 		what += fmt.Sprintf(" of %d bytes", len(head))
 	}
-	return &Error{Problem: NotNamedFormat, Format: want,
+	return &Error{Kind: NotNamedFormat, Format: want,
 		Err: fmt.Errorf("named %s but its bytes are %s, not %s", ext, what, describeFormat(want))}
 }
 
@@ -419,7 +424,7 @@ func checkNamedFormat(name string, head []byte, sn sniffResult) error {
 // from a regular file or block device.
 func (s *Source) FileInfo() (fi fs.FileInfo, ok bool) { return s.info, s.info != nil }
 
-// CheckUnchanged reports, as an *Error with Problem Changed, an image file
+// CheckUnchanged reports, as an *Error of Kind Changed, an image file
 // that was modified, resized or replaced since Open: what was written (and
 // hashed for verification) is then not one image, and verifying against
 // that hash would prove nothing. It stats the open file and the path again
@@ -430,7 +435,7 @@ func (s *Source) CheckUnchanged() error {
 		return nil
 	}
 	changed := func(format string, a ...any) error {
-		return &Error{Problem: Changed, Format: s.Format, Offset: -1, Decoded: s.decoded,
+		return &Error{Kind: Changed, Format: s.Format, Offset: -1, Decoded: s.decoded,
 			Err: fmt.Errorf("image changed while it was being written: "+format, a...)}
 	}
 	now, err := s.file.Stat()

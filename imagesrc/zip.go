@@ -23,7 +23,11 @@ func (s *Source) openZip(ra io.ReaderAt, size int64) error {
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) { // names are never used as paths here
 		// The directory sits at the very end, so an incomplete download
 		// is what usually loses it.
-		return &Error{Format: FormatZip, Offset: size, Truncated: errors.Is(err, zip.ErrFormat),
+		kind := Damaged
+		if errors.Is(err, zip.ErrFormat) {
+			kind = Truncated
+		}
+		return &Error{Kind: kind, Format: FormatZip, Offset: size,
 			Err: fmt.Errorf("cannot read the archive directory at the end of the file: %w", err)}
 	}
 	zr.RegisterDecompressor(zipMethodBzip2, func(r io.Reader) io.ReadCloser {
@@ -36,14 +40,14 @@ func (s *Source) openZip(ra io.ReaderAt, size int64) error {
 		return err
 	}
 	if f.Flags&0x1 != 0 {
-		return fmt.Errorf("zip entry %q is encrypted: extract it with unzip first", f.Name)
+		return &Error{Kind: UnsupportedEntry, Format: FormatZip, Err: fmt.Errorf("zip entry %q is encrypted", f.Name)}
 	}
 	s.meter.reset() // progress counts the entry's data, not the directory read
 	rc, err := f.Open()
 	switch {
 	case errors.Is(err, zip.ErrAlgorithm):
-		return fmt.Errorf("zip entry %q uses compression method %d, which usbflash cannot decode: "+
-			"extract it first (unzip or 7z)", f.Name, f.Method)
+		return &Error{Kind: UnsupportedEntry, Format: FormatZip,
+			Err: fmt.Errorf("zip entry %q uses compression method %d, which usbflash does not decode", f.Name, f.Method)}
 	case err == io.EOF: // the entry's local header lies past the end
 		return s.sourceError(true, fmt.Errorf("entry %q: %w", f.Name, io.ErrUnexpectedEOF))
 	case err != nil:
@@ -73,14 +77,15 @@ func pickZipEntry(files []*zip.File) (*zip.File, error) {
 	case 1:
 		return cands[0], nil
 	case 0:
-		return nil, fmt.Errorf("the zip archive holds no image (%d entries, all directories or metadata)", len(files))
+		return nil, &Error{Kind: Empty, Format: FormatZip,
+			Err: fmt.Errorf("the zip archive holds no image (%d entries, all directories or metadata)", len(files))}
 	}
 	names := make([]string, len(cands))
 	for i, f := range cands {
 		names[i] = fmt.Sprintf("%q (%d bytes)", f.Name, f.UncompressedSize64)
 	}
-	return nil, fmt.Errorf("the zip archive holds %d candidate images: %s; extract the one you want "+
-		"(unzip FILE NAME) and write that", len(cands), strings.Join(names, ", "))
+	return nil, &Error{Kind: Ambiguous, Format: FormatZip,
+		Err: fmt.Errorf("the zip archive holds %d candidate images: %s", len(cands), strings.Join(names, ", "))}
 }
 
 // zipMetadataMax bounds what may be dismissed as a checksum or readme file:

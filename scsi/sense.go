@@ -198,8 +198,9 @@ func (e *SenseError) Action() Action {
 	return Fail
 }
 
-// Error returns a sentence a user can act on for the common conditions and
-// the raw key/ASC/ASCQ for the rest.
+// Error says in words what the condition is, for the common ones, and
+// always gives the raw key/ASC/ASCQ. It states facts only: what to do about
+// a condition is for the program's user interface to say.
 func (e *SenseError) Error() string {
 	code := fmt.Sprintf("sense %X/%02X/%02X", uint8(e.Key), e.ASC, e.ASCQ)
 	if e.Valid {
@@ -212,7 +213,7 @@ func (e *SenseError) sentence() string {
 	k, asc, ascq := e.Key, e.ASC, e.ASCQ
 	switch {
 	case asc == ASCMediumNotPresent && (k == NotReady || k == UnitAttention):
-		return "no medium: insert a card"
+		return "no medium present"
 	case k == NotReady && asc == ASCNotReady && ascq == ASCQBecomingReady:
 		return "medium is becoming ready"
 	case k == NotReady:
@@ -224,7 +225,7 @@ func (e *SenseError) sentence() string {
 	case k == UnitAttention:
 		return "unit attention"
 	case k == DataProtect && asc == ASCWriteProtected:
-		return "medium is write-protected: slide the card's lock switch to unlock"
+		return "medium is write-protected"
 	case k == DataProtect:
 		return "data protected: the device refuses to write"
 	case k == IllegalRequest && asc == ASCLBAOutOfRange:

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"usbflash/internal/factsonly"
 )
 
 // fixedSense builds fixed-format sense data as QEMU sends it: 18 bytes,
@@ -56,6 +58,21 @@ func TestParseSense(t *testing.T) {
 	}
 }
 
+// TestSenseTextsStateFacts: no sense text, for any key and the ASCs a
+// writer tells apart, says what to do.
+func TestSenseTextsStateFacts(t *testing.T) {
+	ascs := []uint8{0, ASCWriteError, ASCNotReady, ASCUnrecoveredRead, ASCInvalidOpcode, ASCLBAOutOfRange,
+		ASCInvalidFieldInCDB, ASCWriteProtected, ASCMediumChanged, ASCResetOccurred, ASCMediumNotPresent}
+	for key := range 16 {
+		for _, asc := range ascs {
+			for _, ascq := range []uint8{0, ASCQBecomingReady} {
+				se := &SenseError{Key: SenseKey(key), ASC: asc, ASCQ: ascq}
+				factsonly.Check(t, se.Error())
+			}
+		}
+	}
+}
+
 func TestSenseErrorClassification(t *testing.T) {
 	tests := []struct {
 		key       SenseKey
@@ -95,6 +112,7 @@ func TestSenseErrorClassification(t *testing.T) {
 			if !strings.Contains(msg, tt.says) || !strings.Contains(msg, name) {
 				t.Errorf("Error() = %q, want it to contain %q and %q", msg, tt.says, name)
 			}
+			factsonly.Check(t, msg)
 			wrapped := fmt.Errorf("WRITE(10) LUN 0: %w", se)
 			if tt.is != nil && !tt.is(wrapped) {
 				t.Errorf("predicate false for wrapped %v", wrapped)

@@ -44,7 +44,7 @@ func (l *LUN) do(ctx context.Context, r request, where span) (int, error) {
 				}
 				continue
 			}
-			err = fmt.Errorf("still not ready after %v: reinsert the card: %w", l.opts.ReadyWait, err)
+			err = fmt.Errorf("%w after %v: %w", ErrNotReady, l.opts.ReadyWait, err)
 		}
 		if l.wrote && scsi.IsMediumSwap(err) {
 			l.changed = true

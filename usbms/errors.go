@@ -24,6 +24,9 @@ var (
 	// ErrRecoveryFailed means a command kept failing through the whole
 	// recovery ladder (Bulk-Only resets, then a port reset).
 	ErrRecoveryFailed = errors.New("the reader did not recover")
+	// ErrNotReady means the unit kept saying it is becoming ready for
+	// longer than LUNOptions.ReadyWait.
+	ErrNotReady = errors.New("still not ready")
 )
 
 // CommandError is the error of one SCSI command on a LUN. Blocks is zero for

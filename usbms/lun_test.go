@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"usbflash/internal/factsonly"
 	"usbflash/scsi"
 	"usbflash/usbms"
 	"usbflash/usbms/sim"
@@ -38,7 +39,7 @@ func TestOpenQuirks(t *testing.T) {
 		wantErr string
 		check   func(t *testing.T, r *rig)
 	}{
-		{name: "no medium", lun: sim.LUN{NoMedium: true}, wantErr: "no medium in sim LUN 0: insert a card"},
+		{name: "no medium", lun: sim.LUN{NoMedium: true}, wantErr: "no medium in sim LUN 0"},
 		{name: "write protected", lun: sim.LUN{Blocks: 64, WriteProtected: true}, check: func(t *testing.T, r *rig) {
 			before := r.dev.Stats()
 			err := r.lun.WriteBlocks(context.Background(), 0, make([]byte, 512))
@@ -110,9 +111,10 @@ func TestNoMediumIsTyped(t *testing.T) {
 	dev, _ := sim.New(sim.Config{LUNs: []sim.LUN{{NoMedium: true}}})
 	defer dev.Close()
 	_, err := usbms.OpenLUN(context.Background(), usbms.NewTransport(dev, testTransport), 0, testLUN)
-	if !scsi.IsNoMedium(err) {
-		t.Errorf("err = %v, want scsi.IsNoMedium", err)
+	if !scsi.IsNoMedium(err) || !usbms.IsNoMedium(err) || usbms.IsMediumChanged(err) || !usbms.HasSense(err) {
+		t.Errorf("err = %v, want IsNoMedium and HasSense", err)
 	}
+	factsonly.Check(t, err.Error())
 	if n := dev.Stats().Opcodes[scsi.OpTestUnitReady]; n != 1 {
 		t.Errorf("%d TEST UNIT READY sent, want 1: no medium must fail at once", n)
 	}

@@ -52,7 +52,7 @@ func (l *LUN) waitReady(ctx context.Context) error {
 	cdb := scsi.TestUnitReady()
 	_, err := l.do(ctx, l.essential(cdb.Bytes(), NoData, nil), span{})
 	if scsi.IsNoMedium(err) {
-		return &detailError{msg: fmt.Sprintf("no medium in %s LUN %d: insert a card", l.t.opts.Name, l.lun), err: err}
+		return &detailError{msg: fmt.Sprintf("no medium in %s LUN %d", l.t.opts.Name, l.lun), err: err}
 	}
 	return err
 }

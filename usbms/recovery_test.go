@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"usbflash/internal/factsonly"
 	"usbflash/scsi"
 	"usbflash/usbms"
 	"usbflash/usbms/sim"
@@ -142,9 +143,10 @@ func TestRecoveryFromFaults(t *testing.T) {
 			check: func(t *testing.T, d delta, err error) {
 				wantCommandError(t, err, "WRITE(10)")
 				// ReadyWait/RetryBackoff = 50 waits, then give up.
-				if !scsi.IsBecomingReady(err) || d.writes != 51 {
-					t.Errorf("err %v, %+v; want becoming ready after 51 WRITEs", err, d)
+				if !scsi.IsBecomingReady(err) || !errors.Is(err, usbms.ErrNotReady) || d.writes != 51 {
+					t.Errorf("err %v, %+v; want ErrNotReady, becoming ready after 51 WRITEs", err, d)
 				}
+				factsonly.Check(t, err.Error())
 			}},
 		{name: "MediumError write", fault: sim.Fault{Kind: sim.MediumError, LBA: faultLBA + 100},
 			check: func(t *testing.T, d delta, err error) {

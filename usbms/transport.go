@@ -188,8 +188,8 @@ func (t *Transport) timeout(n int) time.Duration {
 // gets its own sentence since nothing but reconnecting helps.
 func (t *Transport) transportError(err error) error {
 	if errors.Is(err, ErrNoDevice) {
-		// The backend's own wording names the device and gives advice;
-		// the callers name the device already.
+		// The backend's own wording names the device, which the callers
+		// name already.
 		return &detailError{msg: "device disconnected", err: err}
 	}
 	return err

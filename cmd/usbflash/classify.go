@@ -3,15 +3,18 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"usbflash/flash"
 	"usbflash/target"
 
+	"usbflash/filedev"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
 	"usbflash/scsi"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
+	"usbflash/usbms/sim"
 )
 
 // classifyDomainError sorts the pipeline's and the devices' typed errors
@@ -58,12 +61,11 @@ func classifyDomainError(err error) int {
 		return exitDevice
 	}
 	var (
-		sense   *scsi.SenseError
 		command *usbms.CommandError
 		usbErr  *libusb.Error
 	)
 	switch {
-	case errors.As(err, &sense), errors.As(err, &command), errors.As(err, &usbErr),
+	case usbms.HasSense(err), errors.As(err, &command), errors.As(err, &usbErr),
 		errors.Is(err, usbms.ErrNoDevice), errors.Is(err, usbms.ErrStall),
 		errors.Is(err, usbms.ErrInvalidCSW), errors.Is(err, usbms.ErrPhaseError),
 		errors.Is(err, usbms.ErrRecoveryFailed),
@@ -101,10 +103,9 @@ func explain(err error) (msg, advice string) {
 }
 
 // hint is the one place that turns an error's kind into advice: library
-// errors state facts only, so each message carries one piece of advice.
-// (libusb.Error and imagesrc.Error are the exceptions: their advice is
-// still part of their text, a mount refusal's naming the mounts, so they
-// get nothing more here.)
+// errors state facts only, so each message carries one piece of advice,
+// this table's. The first row that matches wins, so narrow kinds come
+// before the broad ones that wrap them.
 func hint(err error) string {
 	var (
 		cancelled *pipeline.CancelledError
@@ -112,6 +113,8 @@ func hint(err error) string {
 		verify    *pipeline.VerifyError
 		imageSize *pipeline.ImageSizeError
 		src       *imagesrc.Error
+		target    *filedev.TargetError
+		card      *sim.CardError
 		device    *pipeline.DeviceError
 		usbErr    *libusb.Error
 	)
@@ -130,8 +133,40 @@ func hint(err error) string {
 		return ""
 	case errors.Is(err, context.Canceled):
 		return ""
-	case errors.As(err, &usbErr) && usbErr.Hint != "":
-		return "" // the USB layer's own advice is already in the message
+	// The USB layer's kinds, before the layers above that wrap them: the
+	// end of the recovery ladder, a failed block command.
+	case errors.Is(err, libusb.ErrNoUSBSupport):
+		return "install libusb-1.0-0-dev and rebuild (make build); sim: and file: targets still work"
+	case errors.Is(err, libusb.ErrNoUSBAccess):
+		return "give this container or VM USB passthrough, or run usbflash on the host; sim: and file: targets still work"
+	case errors.Is(err, libusb.ErrPermission):
+		vid := uint16(0)
+		if errors.As(err, &usbErr) {
+			vid = usbErr.VID
+		}
+		return fmt.Sprintf(`run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="%04x", MODE="0660", GROUP="plugdev"`, vid)
+	case errors.Is(err, libusb.ErrBusy):
+		return "close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry"
+	case errors.Is(err, libusb.ErrNoMemory):
+		return "use a smaller --transfer-size or fewer --buffers, or raise the limit in /sys/module/usbcore/parameters/usbfs_memory_mb (16 MiB by default)"
+	case errors.Is(err, libusb.ErrOverflow):
+		return "its state is unknown: unplug the reader, plug it in again, and run the command again"
+	case errors.Is(err, libusb.ErrDeviceChanged):
+		return "run `usbflash list` again and choose the reader you mean"
+	case errors.Is(err, libusb.ErrDescriptorsChanged):
+		return "run `usbflash list` again"
+	case errors.Is(err, libusb.ErrNotFound):
+		return "it was unplugged or re-enumerated; run `usbflash list` again"
+	case errors.Is(err, libusb.ErrReenumerationLost):
+		return "unplug the reader and plug it in again"
+	case errors.Is(err, libusb.ErrListFailed):
+		return "check that /sys/bus/usb and /dev/bus/usb are readable"
+	case errors.Is(err, libusb.ErrReattachFailed):
+		return "unplug and replug the reader to get its /dev/sdX node back"
+	case errors.Is(err, libusb.ErrInUseUnknown):
+		return "pass --force to skip this check if you are sure nothing uses the disk"
+	case errors.Is(err, libusb.ErrClosed):
+		return "usbflash used a device it had closed, which is a bug: please report it"
 	case errors.Is(err, errNotConfirmed):
 		return "pass --yes to write without being asked"
 	case errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err), errors.As(err, new(*pipeline.WriteProtectedError)):
@@ -141,23 +176,134 @@ func hint(err error) string {
 	case errors.As(err, &verify):
 		return "write the image again; if the difference stays, the card is failing or fake: use another card"
 	case errors.As(err, &src):
-		return "" // imagesrc.Error still carries its advice in its text
+		return imageAdvice(src)
+	case errors.As(err, &target):
+		return targetAdvice(target)
+	case errors.As(err, &card):
+		return cardAdvice(card)
 	case errors.As(err, &imageSize):
 		return "download the image again and compare its checksum"
 	case errors.Is(err, usbms.ErrNoDevice):
 		return "reconnect the reader and run the command again"
-	case errors.Is(err, usbms.ErrMediumChanged), scsi.IsMediumSwap(err):
+	case usbms.IsNoMedium(err) && !errors.Is(err, usbms.ErrMediumChanged):
+		return "insert a card and run the command again"
+	case usbms.IsMediumChanged(err):
 		return "insert the card again and write the whole image again"
+	case errors.Is(err, usbms.ErrNotReady):
+		return "take the card out and insert it again"
 	case errors.Is(err, usbms.ErrRecoveryFailed):
 		return "unplug the reader, plug it in again, and run the command again"
 	case errors.As(err, &device) && device.Op == "sync":
 		return "check that the card is still inserted, then write again"
-	case scsi.IsMediumError(err):
+	case usbms.IsMediumError(err):
 		return "use another card"
 	case errors.As(err, &device):
 		return "check that the card is inserted and the reader connected, then run the command again"
 	}
 	return ""
+}
+
+// targetAdvice is hint's row for a path that cannot be a file: target, by
+// the reason.
+func targetAdvice(e *filedev.TargetError) string {
+	switch e.Reason {
+	case filedev.BadSize:
+		return "give a size that is a multiple of 512 bytes"
+	case filedev.Missing:
+		return "check the path"
+	case filedev.NeedsSize:
+		return fmt.Sprintf("give a size to create an image file, as in file:%s?size=8GiB", e.Path)
+	case filedev.NoDirectory:
+		return "create the directory first, or check the path"
+	case filedev.NotADevice:
+		return "check the device name"
+	case filedev.WrongType:
+		return "give a regular file or a block device"
+	case filedev.WouldShrink:
+		return fmt.Sprintf("drop size= or give at least %d", e.FileSize)
+	case filedev.ShortReadOnly:
+		return fmt.Sprintf("drop size= or give at most %d", e.FileSize)
+	case filedev.SizedDevice:
+		return "drop size=: a block device is as large as it is"
+	case filedev.DeviceUnsupported:
+		return "use a usb: target"
+	}
+	return ""
+}
+
+// cardAdvice is hint's row for a file that cannot be a sim: card, by the
+// reason.
+func cardAdvice(e *sim.CardError) string {
+	switch e.Reason {
+	case sim.CardNeedsSize:
+		return "add ?size=64MiB (or another size) to create it"
+	case sim.CardWouldShrink:
+		return fmt.Sprintf("drop size= or give at least %d", e.FileSize)
+	case sim.CardBadSize:
+		return fmt.Sprintf("use size= to set its size, a positive multiple of %d bytes", e.Block)
+	}
+	return ""
+}
+
+// imageAdvice is hint's row for an image that cannot be written, by the
+// kind of trouble.
+func imageAdvice(e *imagesrc.Error) string {
+	switch e.Kind {
+	case imagesrc.Damaged:
+		return "the file is damaged: download it again and compare its checksum"
+	case imagesrc.Truncated:
+		return "the file is incomplete: download it again and compare its checksum"
+	case imagesrc.NotNamedFormat:
+		return "download the image again: a failed download often saves an error page under the image's name"
+	case imagesrc.Changed:
+		return "write again once nothing modifies the image file"
+	case imagesrc.Unreadable:
+		return "check the disk or network share the image is on, or copy the image to a local disk, and run the command again"
+	case imagesrc.Unsupported:
+		return containerAdvice(e.Container)
+	case imagesrc.NotAnImage:
+		if e.Container != "" {
+			return containerAdvice(e.Container)
+		}
+		return fmt.Sprintf("decompress the outer %s first, then write the inner file", e.Format)
+	case imagesrc.Empty:
+		return "download the image again and compare its checksum"
+	case imagesrc.UnsupportedEntry:
+		return "extract it first (unzip or 7z), then write the extracted file"
+	case imagesrc.Ambiguous:
+		return "extract the one you want (unzip FILE NAME) and write that"
+	case imagesrc.NeedsFile:
+		return "save it to a file first, or pipe `unzip -p FILE` instead"
+	}
+	return ""
+}
+
+// containerAdvice says how to get a disk image out of a container usbflash
+// does not decode (imagesrc.UnsupportedContainers names them).
+func containerAdvice(container string) string {
+	switch container {
+	case "7z archive":
+		return "extract the image first (7z x FILE)"
+	case "RAR archive":
+		return "extract the image first (unrar x FILE)"
+	case "lz4 stream", "lz4 legacy stream":
+		return "decompress it first (lz4 -d FILE)"
+	case "lzip stream":
+		return "decompress it first (lzip -d FILE)"
+	case "lzop stream":
+		return "decompress it first (lzop -d FILE)"
+	case "compress (.Z) stream":
+		return "decompress it first (uncompress FILE)"
+	case "qcow2 disk image", "VMDK disk image", "VHDX disk image":
+		return "convert it first (qemu-img convert -O raw FILE out.img)"
+	case "Android sparse image":
+		return "convert it first (simg2img FILE out.img)"
+	case "tar archive":
+		return "extract the image from it first (tar -xf FILE), then write the .img"
+	case "lzma (lzma_alone) stream":
+		return "decompress it first (xz -d --format=lzma FILE)"
+	}
+	return "turn it into a raw disk image first"
 }
 
 // sourceError classifies an error from opening the image, which already
@@ -226,4 +372,14 @@ func inUseAdvice(uses []target.Use) string {
 		return "close what uses it"
 	}
 	return strings.Join(advice, " and ")
+}
+
+// factsAndAdvice is err's facts and then its advice on one line, for a
+// note in a table (list's) rather than a failure of its own.
+func factsAndAdvice(err error) string {
+	msg, advice := explain(err)
+	if advice == "" {
+		return msg
+	}
+	return msg + "; " + advice
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"usbflash/flash"
 	"usbflash/target"
 
+	"usbflash/filedev"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
 	"usbflash/usbms"
@@ -26,6 +28,13 @@ func TestExitCodeClassification(t *testing.T) {
 		{fmt.Errorf("read: %w", usbms.ErrNoDevice), exitDevice},
 		{&usbms.CommandError{Op: "WRITE(10)", Err: errors.New("timeout")}, exitDevice},
 		{&imagesrc.Error{Err: errors.New("bad")}, exitSource},
+		{&imagesrc.Error{Kind: imagesrc.Unsupported, Container: "7z archive", Err: errors.New("a 7z archive")}, exitSource},
+		{sourceError(errors.New("open image: no such file")), exitSource},
+		{&codedError{exitUsage, &filedev.TargetError{Path: "/tmp", Reason: filedev.WrongType, What: "is a directory"}}, exitUsage},
+		{fmt.Errorf("WRITE: %w", &libusb.Error{Op: "bulk OUT transfer", Kind: libusb.ErrNoMemory}), exitDevice},
+		{fmt.Errorf("WRITE: %w", &libusb.Error{Op: "re-opening", Kind: libusb.ErrReenumerationLost}), exitDevice},
+		{fmt.Errorf("list: %w", libusb.ErrNoUSBSupport), exitDevice},
+		{&usbms.CommandError{Op: "TEST UNIT READY", Device: "sim:x", Err: fmt.Errorf("%w after 5s", usbms.ErrNotReady)}, exitDevice},
 		{&pipeline.VerifyError{}, exitVerify},
 		{&pipeline.CapacityError{}, exitRefused},
 		{&pipeline.CapacityError{Written: 512}, exitRefused}, // found by writing to the end: still does not fit
@@ -61,14 +70,14 @@ func TestExplainCancelledInWords(t *testing.T) {
 	}
 }
 
-// TestOneAdviceForUSBErrors: a USB error that carries its own advice gets
-// no second piece from the CLI, even under the end of the recovery ladder
-// (which has advice of its own for errors without any).
+// TestOneAdviceForUSBErrors: a USB error's advice is its kind's, even
+// under the end of the recovery ladder (which has advice of its own for
+// errors without a USB kind), and its message gives none.
 func TestOneAdviceForUSBErrors(t *testing.T) {
-	withHint := fmt.Errorf("%w: %w", usbms.ErrRecoveryFailed,
-		&libusb.Error{Op: "bulk OUT transfer", Hint: "use a smaller transfer chunk or raise that limit"})
-	if h := hint(withHint); h != "" {
-		t.Errorf("hint = %q, want none: the error already gives advice", h)
+	noMem := fmt.Errorf("%w: %w", usbms.ErrRecoveryFailed,
+		&libusb.Error{Op: "bulk OUT transfer", Kind: libusb.ErrNoMemory})
+	if msg, h := explain(noMem); !strings.Contains(h, "usbfs_memory_mb") || strings.Contains(msg, "--transfer-size") {
+		t.Errorf("explain = %q, %q; want the usbfs advice once, in the hint", msg, h)
 	}
 	if h := hint(fmt.Errorf("%w: no answer", usbms.ErrRecoveryFailed)); h == "" {
 		t.Error("the end of the recovery ladder without USB advice got no hint")

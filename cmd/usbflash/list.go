@@ -82,9 +82,9 @@ func (a *app) list(ctx context.Context, asJSON bool) error {
 	if errors.Is(err, libusb.ErrNoUSBAccess) || errors.Is(err, libusb.ErrNoUSBSupport) {
 		// Not a failure: there is simply nothing to list here.
 		if asJSON {
-			return json.NewEncoder(a.stdout).Encode(map[string]any{"devices": []any{}, "note": err.Error()})
+			return json.NewEncoder(a.stdout).Encode(map[string]any{"devices": []any{}, "note": factsAndAdvice(err)})
 		}
-		fmt.Fprintf(a.stdout, "No USB readers: %v\n", err) // it says what still works
+		fmt.Fprintf(a.stdout, "No USB readers: %s\n", factsAndAdvice(err)) // the advice says what still works
 		return nil
 	}
 	if err != nil {
@@ -135,9 +135,9 @@ func describeReader(r target.Reader) readerReport {
 	}
 	switch {
 	case r.Err != nil && r.Slots == nil:
-		rep.Reason = r.Err.Error()
+		rep.Reason = factsAndAdvice(r.Err)
 	case r.Err != nil:
-		rep.LUNs = []lunReport{{Error: r.Err.Error()}}
+		rep.LUNs = []lunReport{{Error: factsAndAdvice(r.Err)}}
 	}
 	for _, s := range r.Slots {
 		rep.LUNs = append(rep.LUNs, reportSlot(s))

@@ -28,9 +28,9 @@ func checkUSBFS(goos, root string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %s does not exist (a container or VM without USB passthrough?); sim: and file: targets still work", ErrNoUSBAccess, root)
+		return fmt.Errorf("%w: %s does not exist", ErrNoUSBAccess, root)
 	default:
-		return fmt.Errorf("%w: cannot read %s: %v; sim: and file: targets still work", ErrNoUSBAccess, root, err)
+		return fmt.Errorf("%w: cannot read %s: %v", ErrNoUSBAccess, root, err)
 	}
 }
 
@@ -44,7 +44,7 @@ func newContext() (uc *gousb.Context, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			uc = nil
-			err = fmt.Errorf("%w: libusb could not start (%v); sim: and file: targets still work", ErrNoUSBAccess, r)
+			err = fmt.Errorf("%w: libusb could not start (%v)", ErrNoUSBAccess, r)
 		}
 	}()
 	return gousb.NewContext(), nil

@@ -63,7 +63,7 @@ func Open(ctx context.Context, info Info, opts OpenOptions) (*Device, error) {
 		if reason == "" {
 			reason = "not a SCSI Bulk-Only interface"
 		}
-		return nil, &Error{Op: "opening", Device: info.String(), Err: errors.New(reason)}
+		return nil, newError("opening", info, nil, errors.New(reason))
 	}
 	opts = opts.withDefaults()
 	view := hostView()
@@ -90,15 +90,14 @@ func (d *Device) Info() Info {
 // re-open it) return.
 func (d *Device) closedErr(op string) error {
 	if d.closed {
-		return &Error{Op: op, Device: d.info.String(), Kind: ErrClosed}
+		return newError(op, d.info, ErrClosed, nil)
 	}
-	return &Error{Op: op, Device: d.info.String(), Kind: usbms.ErrNoDevice,
-		Hint: "an earlier port reset could not re-open it; unplug and replug it"}
+	return newError(op, d.info, ErrReenumerationLost, nil)
 }
 
 // stopped reports a call that did not start because ctx was already done.
 func (d *Device) stopped(op string, ctxErr error) error {
-	return &Error{Op: op, Device: d.info.String(), Kind: ctxErr}
+	return newError(op, d.info, ctxErr, nil)
 }
 
 // BulkOut sends p on the bulk-OUT endpoint as one data phase. Memory from
@@ -164,7 +163,7 @@ func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error)
 	}
 	regs, zeroCopy, err := allocRegions(d.s.h, count, size, d.s.bulk.piece)
 	if err != nil {
-		return nil, "", nil, &Error{Op: "allocating transfer buffers", Device: d.info.String(), Err: err}
+		return nil, "", nil, newError("allocating transfer buffers", d.info, nil, err)
 	}
 	d.regions = append(d.regions, regs...)
 	bufs := make([][]byte, len(regs))
@@ -295,7 +294,7 @@ func (d *Device) Close() error {
 	err := d.s.close(d.info)
 	d.s = nil
 	if err != nil {
-		return &Error{Op: "closing", Device: d.info.String(), Err: err}
+		return newError("closing", d.info, nil, err)
 	}
 	return nil
 }

@@ -121,7 +121,7 @@ func TestClosedDevice(t *testing.T) {
 	}
 	// A device whose re-open after a reset failed reports it as gone.
 	lost := &Device{info: testInfo}
-	if _, err := lost.BulkIn(ctx, make([]byte, 13)); !errors.Is(err, usbms.ErrNoDevice) {
-		t.Errorf("BulkIn after failed re-open = %v, want ErrNoDevice", err)
+	if _, err := lost.BulkIn(ctx, make([]byte, 13)); !errors.Is(err, usbms.ErrNoDevice) || !errors.Is(err, ErrReenumerationLost) {
+		t.Errorf("BulkIn after failed re-open = %v, want ErrNoDevice (ErrReenumerationLost)", err)
 	}
 }

@@ -40,7 +40,7 @@ func libusbCode(err error) (gousb.Error, gousb.TransferStatus, bool) {
 var codeRE = regexp.MustCompile(`\[code (-\d+)\]`)
 
 // mapError builds the *Error a failed call returns: the sentinel the BOT
-// layer and the CLI match on, and the advice a user needs.
+// layer and the CLI match on, and the facts about the device.
 func mapError(ctx context.Context, op string, info Info, err error) error {
 	if err == nil {
 		return nil
@@ -49,7 +49,7 @@ func mapError(ctx context.Context, op string, info Info, err error) error {
 	if errors.As(err, &already) {
 		return err
 	}
-	e := &Error{Op: op, Device: info.String(), Err: err}
+	e := newError(op, info, nil, err)
 	ge, ts, ok := libusbCode(err)
 	if !ok {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -62,7 +62,6 @@ func mapError(ctx context.Context, op string, info Info, err error) error {
 		e.Kind = usbms.ErrStall
 	case ts == gousb.TransferNoDevice || ge == gousb.ErrorNoDevice:
 		e.Kind = usbms.ErrNoDevice
-		e.Hint = hintGone
 	case ts == gousb.TransferCancelled || ts == gousb.TransferTimedOut ||
 		ge == gousb.ErrorTimeout || ge == gousb.ErrorInterrupted:
 		// gousb cancels a transfer when ctx is done (transfer.go wait);
@@ -72,25 +71,14 @@ func mapError(ctx context.Context, op string, info Info, err error) error {
 		}
 	case ge == gousb.ErrorAccess:
 		e.Kind = ErrPermission
-		e.Hint = permissionHint(info)
 	case ge == gousb.ErrorBusy:
 		e.Kind = ErrBusy
-		e.Hint = hintBusy
 	case ge == gousb.ErrorNoMem:
-		e.Hint = hintNoMem
+		e.Kind = ErrNoMemory
 	case ge == gousb.ErrorNotFound:
 		e.Kind = ErrNotFound
-		e.Hint = hintNotFound
 	case ts == gousb.TransferOverflow || ge == gousb.ErrorOverflow:
-		e.Hint = "the device sent more data than was asked for; its state is unknown, so reset it"
+		e.Kind = ErrOverflow
 	}
 	return e
 }
-
-// Hints for the common failures, shared by the error mapping of the cgo build.
-const (
-	hintBusy     = "close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry"
-	hintGone     = "the device was unplugged or re-enumerated; plug it in again and retry"
-	hintNoMem    = "the transfer is larger than Linux allows in flight (/sys/module/usbcore/parameters/usbfs_memory_mb, default 16 MiB); use a smaller transfer chunk or raise that limit"
-	hintNotFound = "it was unplugged or re-enumerated; run `usbflash list` again"
-)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/gousb"
 
+	"usbflash/internal/factsonly"
 	"usbflash/usbms"
 )
 
@@ -31,22 +32,21 @@ func TestMapError(t *testing.T) {
 	}{
 		{"transfer stall", live, gousb.TransferStall, usbms.ErrStall, "endpoint stalled"},
 		{"control stall (pipe error)", live, gousb.ErrorPipe, usbms.ErrStall, "pipe error"},
-		{"transfer no device", live, gousb.TransferNoDevice, usbms.ErrNoDevice, "plug it in again"},
-		{"libusb no device", live, gousb.ErrorNoDevice, usbms.ErrNoDevice, "unplugged"},
+		{"transfer no device", live, gousb.TransferNoDevice, usbms.ErrNoDevice, "device disconnected"},
+		{"libusb no device", live, gousb.ErrorNoDevice, usbms.ErrNoDevice, "no device"},
 		{"cancelled by ctx", cancelled, gousb.TransferCancelled, context.Canceled, "cancel"},
 		{"deadline", expired, gousb.TransferCancelled, context.DeadlineExceeded, "deadline"},
 		{"libusb timeout past deadline", expired, gousb.ErrorTimeout, context.DeadlineExceeded, "timeout"},
 		{"stall wins over a late cancel", cancelled, gousb.TransferStall, usbms.ErrStall, "stalled"},
-		{"access", live, gousb.ErrorAccess, ErrPermission,
-			`no permission to open /dev/bus/usb/001/005: run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="46f4", MODE="0660", GROUP="plugdev"`},
+		{"access", live, gousb.ErrorAccess, ErrPermission, "no permission to open the USB device"},
 		{"busy", live, gousb.ErrorBusy, ErrBusy, "device busy: another program (or the kernel driver) holds it"},
 		{"claim failure wrapped by gousb with %v", live,
 			fmt.Errorf("failed to claim interface 0 on vid=46f4,pid=0001,bus=1,addr=5,config=1: %v", gousb.ErrorBusy), ErrBusy, "device busy"},
 		{"set config failure wrapped by gousb with %v", live,
-			fmt.Errorf("failed to set active config 1 for the device x: %v", gousb.ErrorAccess), ErrPermission, "udev rule"},
-		{"usbfs memory", live, gousb.ErrorNoMem, gousb.ErrorNoMem, "usbfs_memory_mb"},
-		{"not found", live, gousb.ErrorNotFound, ErrNotFound, "usbflash list"},
-		{"overflow", live, gousb.TransferOverflow, gousb.TransferOverflow, "more data"},
+			fmt.Errorf("failed to set active config 1 for the device x: %v", gousb.ErrorAccess), ErrPermission, "no permission"},
+		{"usbfs memory", live, gousb.ErrorNoMem, ErrNoMemory, "usbfs_memory_mb"},
+		{"not found", live, gousb.ErrorNotFound, ErrNotFound, "device not found"},
+		{"overflow", live, gousb.TransferOverflow, ErrOverflow, "more data"},
 		{"unknown error kept", live, errors.New("weird"), nil, "weird"},
 	}
 	for _, tc := range tests {
@@ -67,6 +67,11 @@ func TestMapError(t *testing.T) {
 			}
 			if !strings.Contains(msg, "46f4:0001") || !strings.Contains(msg, "bulk IN transfer of 13 bytes") {
 				t.Errorf("message %q should name the operation and the device", msg)
+			}
+			factsonly.Check(t, msg)
+			var e *Error
+			if !errors.As(err, &e) || e.VID != info.VID || e.Port != info.PortPath || e.DevNode != "/dev/bus/usb/001/005" {
+				t.Errorf("error %#v does not carry the device's VID, port and node", e)
 			}
 		})
 	}

@@ -4,37 +4,91 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"usbflash/usbms"
 )
 
 // Sentinel errors, matched with errors.Is. Failing calls return an *Error
 // that wraps one of these (or usbms.ErrStall / usbms.ErrNoDevice /
-// a context error) together with libusb's own error.
+// a context error) together with libusb's own error. They state what
+// happened; what the user can do about it is the CLI's to say, chosen by
+// kind.
 var (
 	// ErrNoUSBSupport is returned by every call of a build without libusb.
-	ErrNoUSBSupport = errors.New("this usbflash was built without USB support (libusb-1.0); install libusb-1.0-0-dev and rebuild (make build); sim: and file: targets still work")
+	ErrNoUSBSupport = errors.New("this usbflash was built without USB support (libusb-1.0)")
 	// ErrNoUSBAccess means this process cannot reach USB at all: no
 	// /dev/bus/usb (a container or VM without USB passthrough) or libusb
 	// failed to start.
 	ErrNoUSBAccess = errors.New("no access to USB on this machine")
 	// ErrPermission means the device node exists but this user may not
-	// open it.
+	// open it. The *Error carries the device's VID and node.
 	ErrPermission = errors.New("no permission to open the USB device")
 	// ErrBusy means another program or a kernel driver holds the interface.
 	ErrBusy = errors.New("device busy: another program (or the kernel driver) holds it")
-	// ErrNotFound means the device is no longer attached where Info said.
+	// ErrNotFound means the device is no longer attached where Info said:
+	// it was unplugged or re-enumerated.
 	ErrNotFound = errors.New("device not found")
+	// ErrDeviceChanged means a different device (another serial number)
+	// is at the device's port. It matches ErrNotFound too.
+	ErrDeviceChanged error = &kindError{"a different device is at its port", ErrNotFound}
+	// ErrDescriptorsChanged means the device's descriptors no longer have
+	// the configuration, interface or endpoints Info names: it changed
+	// since it was listed.
+	ErrDescriptorsChanged = errors.New("the device's descriptors changed since it was listed")
+	// ErrReenumerationLost means the device did not come back at its port
+	// after a port reset made it re-enumerate, so it cannot be used any
+	// more. It matches usbms.ErrNoDevice too.
+	ErrReenumerationLost error = &kindError{"the device did not come back after a port reset", usbms.ErrNoDevice}
+	// ErrNoMemory means the kernel refused memory for transfers: on Linux,
+	// usbfs bounds the memory of all transfers in flight
+	// (/sys/module/usbcore/parameters/usbfs_memory_mb, 16 MiB by default).
+	ErrNoMemory = errors.New("the kernel refused memory for the transfer (usbfs_memory_mb limit)")
+	// ErrOverflow means the device sent more data than was asked for; the
+	// state of its command is unknown.
+	ErrOverflow = errors.New("the device sent more data than was asked for")
+	// ErrListFailed means libusb could not read the list of devices.
+	ErrListFailed = errors.New("libusb could not read the device list")
+	// ErrReattachFailed means the kernel driver could not take the
+	// interface back on Close: its block device (/dev/sdX) stays away.
+	ErrReattachFailed = errors.New("the kernel driver did not take the interface back")
+	// ErrInUseUnknown means the check whether the device's kernel disk is
+	// mounted or held could not be made; the device was not opened.
+	ErrInUseUnknown = errors.New("cannot tell whether the device's disk is in use")
 	// ErrClosed means the Device was closed.
 	ErrClosed = errors.New("device closed")
 )
 
-// Error is the error every failing device call returns: what was being done,
-// to which device, why it failed, and what the user can do about it.
+// kindError is a sentinel that also matches a broader one.
+type kindError struct {
+	msg   string
+	broad error
+}
+
+func (k *kindError) Error() string { return k.msg }
+func (k *kindError) Unwrap() error { return k.broad }
+
+// Error is the error every failing device call returns: what was being
+// done, to which device, and why it failed, with the facts about the device
+// that advice needs as fields. It states facts only.
 type Error struct {
 	Op     string // what was attempted, e.g. "bulk OUT transfer of 31 bytes"
 	Device string // Info.String() of the device
 	Kind   error  // a sentinel (this package's, usbms's, or a context error); may be nil
-	Err    error  // the underlying libusb/gousb error; may be nil
-	Hint   string // what the user can do; may be empty
+	Err    error  // the underlying libusb/gousb error, or the facts of the failure; may be nil
+
+	VID     uint16 // the device's vendor ID (a udev rule names it); 0 when unknown
+	Port    string // the device's port path, e.g. "1-2.3"; "" when unknown
+	DevNode string // the usbfs node, e.g. /dev/bus/usb/001/005; "" when unknown
+}
+
+// newError is an *Error about the device info describes.
+func newError(op string, info Info, kind, err error) *Error {
+	e := &Error{Op: op, Device: info.String(), Kind: kind, Err: err,
+		VID: info.VID, Port: info.PortPath}
+	if info.Bus != 0 || info.Address != 0 {
+		e.DevNode = info.DevNode()
+	}
+	return e
 }
 
 func (e *Error) Error() string {
@@ -52,10 +106,6 @@ func (e *Error) Error() string {
 	case e.Err != nil:
 		fmt.Fprintf(&b, ": %v", e.Err)
 	}
-	if e.Hint != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Hint)
-	}
 	return b.String()
 }
 
@@ -69,10 +119,4 @@ func (e *Error) Unwrap() []error {
 		errs = append(errs, e.Err)
 	}
 	return errs
-}
-
-// permissionHint is the advice for a device node this user cannot open.
-func permissionHint(info Info) string {
-	return fmt.Sprintf("no permission to open %s: run with sudo, or add a udev rule such as "+
-		`SUBSYSTEM=="usb", ATTR{idVendor}=="%04x", MODE="0660", GROUP="plugdev"`, info.DevNode(), info.VID)
 }

@@ -40,6 +40,5 @@ func checkNotInUse(view sysView, info Info) error {
 	if err == nil || errors.Is(err, linuxdisk.ErrInUse) {
 		return err
 	}
-	return &Error{Op: "checking whether the device's disk is in use", Device: info.String(), Err: err,
-		Hint: "pass --force to skip this check if you are sure nothing uses the disk"}
+	return newError("checking whether the device's disk is in use", info, ErrInUseUnknown, err)
 }

@@ -27,8 +27,8 @@ func TestCheckNotInUse(t *testing.T) {
 	mountinfo, swaps := filepath.Join(root, "mountinfo"), filepath.Join(root, "swaps")
 	view := linuxdisk.NewSys(filepath.Join(root, "sys"), mountinfo, swaps)
 	var e *Error
-	if err := checkNotInUse(view, testInfo); !errors.As(err, &e) || errors.Is(err, linuxdisk.ErrInUse) {
-		t.Errorf("no mount table: %v, want a libusb *Error", err)
+	if err := checkNotInUse(view, testInfo); !errors.As(err, &e) || !errors.Is(err, ErrInUseUnknown) || errors.Is(err, linuxdisk.ErrInUse) {
+		t.Errorf("no mount table: %v, want a libusb *Error of kind ErrInUseUnknown", err)
 	}
 	if err := os.WriteFile(mountinfo, []byte("36 35 8:16 / /mnt rw - ext4 /dev/sdb rw\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -39,8 +39,7 @@ func List(ctx context.Context) ([]Info, error) {
 		return false
 	})
 	if err != nil && len(descs) == 0 {
-		return nil, &Error{Op: "listing USB devices", Err: err,
-			Hint: "libusb could not read the device list; check that /sys/bus/usb and /dev/bus/usb are readable"}
+		return nil, &Error{Op: "listing USB devices", Kind: ErrListFailed, Err: err}
 	}
 	// Otherwise err is about one device whose descriptors could not be
 	// read: it cannot be used, and the others are still listed.
@@ -162,7 +161,7 @@ func deviceStrings(uc *gousb.Context, view sysView, d *gousb.DeviceDesc) (m, p, 
 	if len(devs) == 0 {
 		info := Info{Bus: d.Bus, Address: d.Address, VID: uint16(d.Vendor)}
 		if ge, _, ok := libusbCode(orNotFound(err)); ok && ge == gousb.ErrorAccess {
-			return "", "", "", "strings unavailable: " + permissionHint(info)
+			return "", "", "", fmt.Sprintf("strings unavailable: no permission to open %s", info.DevNode())
 		}
 		return "", "", "", fmt.Sprintf("strings unavailable: could not open %s: %v", info.DevNode(), orNotFound(err))
 	}

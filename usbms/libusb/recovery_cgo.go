@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/google/gousb"
-
-	"usbflash/usbms"
 )
 
 // ClearHalt clears ENDPOINT_HALT on the bulk-IN (in) or bulk-OUT endpoint
@@ -126,14 +124,14 @@ func reopen(ctx context.Context, info Info, opts OpenOptions, view sysView) (*se
 			return nil, info, err
 		}
 		if time.Now().After(deadline) {
-			return nil, info, &Error{Op: "re-opening after a port reset", Device: info.String(), Kind: usbms.ErrNoDevice, Err: err,
-				Hint: fmt.Sprintf("it did not come back at port %s within %v; unplug and replug it", info.PortPath, opts.ReenumerateTimeout)}
+			return nil, info, newError("re-opening after a port reset", info, ErrReenumerationLost,
+				fmt.Errorf("not back at port %s within %v: %w", info.PortPath, opts.ReenumerateTimeout, ErrNotFound))
 		}
 		t := time.NewTimer(reopenPoll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, info, &Error{Op: "waiting for the device to come back after a port reset", Device: info.String(), Kind: ctx.Err()}
+			return nil, info, newError("waiting for the device to come back after a port reset", info, ctx.Err(), nil)
 		case <-t.C:
 		}
 	}

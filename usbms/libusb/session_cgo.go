@@ -31,7 +31,7 @@ type session struct {
 // device's current address.
 func openSession(ctx context.Context, info Info, opts OpenOptions, view sysView, byPort bool) (*session, Info, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, info, &Error{Op: "opening", Device: info.String(), Kind: err}
+		return nil, info, newError("opening", info, err, nil)
 	}
 	s := &session{}
 	uc, err := newContext()
@@ -86,7 +86,7 @@ func findDevice(uc *gousb.Context, view sysView, info Info, byPort bool) (Info, 
 		if found && err != nil {
 			return info, 0, mapError(context.Background(), "opening "+info.DevNode(), info, err)
 		}
-		return info, 0, &Error{Op: "looking for the device", Device: info.String(), Kind: ErrNotFound, Hint: hintNotFound}
+		return info, 0, newError("looking for the device", info, ErrNotFound, nil)
 	}
 	dev := devs[0]
 	defer dev.Close()
@@ -100,13 +100,12 @@ func findDevice(uc *gousb.Context, view sysView, info Info, byPort bool) (Info, 
 			serial, _ = dev.SerialNumber()
 		}
 		if serial != info.Serial {
-			return info, 0, &Error{Op: "looking for the device", Device: info.String(), Kind: ErrNotFound,
-				Hint: fmt.Sprintf("the device at port %s now has serial %q: a different device was plugged in", info.PortPath, serial)}
+			return info, 0, newError("looking for the device", info, ErrDeviceChanged,
+				fmt.Errorf("the device at port %s has serial %q", info.PortPath, serial))
 		}
 	}
 	if err := checkLayout(dev.Desc, info); err != nil {
-		return info, 0, &Error{Op: "checking the device's descriptors", Device: info.String(), Err: err,
-			Hint: "its descriptors changed since it was listed; run `usbflash list` again"}
+		return info, 0, newError("checking the device's descriptors", info, ErrDescriptorsChanged, err)
 	}
 	return info, len(dev.Desc.Configs[info.Config].Interfaces[info.Interface].AltSettings), nil
 }
@@ -176,8 +175,7 @@ func (s *session) release(info Info) error {
 		return nil
 	}
 	if err := s.c.attachKernelDriver(info.Interface); err != nil {
-		return &Error{Op: "giving the interface back to the kernel driver", Device: info.String(), Err: err,
-			Hint: "unplug and replug the device to get its /dev/sdX node back"}
+		return newError("giving the interface back to the kernel driver", info, ErrReattachFailed, err)
 	}
 	return nil
 }

@@ -110,6 +110,35 @@ func open(spec string, readOnly bool) (*Device, error) {
 	return d, nil
 }
 
+// CardError is Open's refusal of a card file: what the file is and why it
+// cannot be the card. It states facts only.
+type CardError struct {
+	Path     string
+	Reason   CardReason
+	What     string // the facts, as in "is 1000 bytes: ..."
+	FileSize int64  // the file's size in bytes, when it exists
+	Block    int64  // the block size the card must be a multiple of
+}
+
+func (e *CardError) Error() string { return fmt.Sprintf("sim: %s %s", e.Path, e.What) }
+
+// CardReason is why a file cannot be the card.
+type CardReason int
+
+const (
+	// CardNeedsSize: the file does not exist, and no size= was given to
+	// create it.
+	CardNeedsSize CardReason = iota
+	// CardWouldShrink: the file is larger than size=, and is never shrunk.
+	CardWouldShrink
+	// CardBadSize: the file's size is not a positive multiple of the
+	// block size.
+	CardBadSize
+)
+
+// CardReasons lists every CardReason, for tables keyed by them.
+func CardReasons() []CardReason { return []CardReason{CardNeedsSize, CardWouldShrink, CardBadSize} }
+
 // openCard opens (and with size > 0 creates or extends) the file behind
 // LUN 0, locks it, and returns its capacity in bytes. A write-protected
 // card is opened read-only unless it is to be created or extended; with
@@ -129,7 +158,7 @@ func openCard(path string, size, block int64, wp, readOnly bool) (*os.File, int6
 		return nil, 0, fmt.Errorf("sim: %s does not exist", path)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, fmt.Errorf("sim: %s does not exist: add ?size=64MiB (or another size) to create it", path)
+		return nil, 0, &CardError{Path: path, Reason: CardNeedsSize, What: "does not exist, and no size= was given to create it"}
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("sim: open card: %w", err)
@@ -145,8 +174,8 @@ func openCard(path string, size, block int64, wp, readOnly bool) (*os.File, int6
 	}
 	if size > 0 && have > size {
 		f.Close()
-		return nil, 0, fmt.Errorf("sim: %s is %d bytes, larger than size=%d: refusing to shrink it (drop size= or give at least %d)",
-			path, have, size, have)
+		return nil, 0, &CardError{Path: path, Reason: CardWouldShrink, FileSize: have, Block: block,
+			What: fmt.Sprintf("is %d bytes, larger than size=%d: refusing to shrink it", have, size)}
 	}
 	if size > have && readOnly {
 		f.Close()
@@ -161,8 +190,8 @@ func openCard(path string, size, block int64, wp, readOnly bool) (*os.File, int6
 	}
 	if have <= 0 || have%block != 0 {
 		f.Close()
-		return nil, 0, fmt.Errorf("sim: %s is %d bytes: a card must be a positive multiple of the %d-byte block (use size= to set it)",
-			path, have, block)
+		return nil, 0, &CardError{Path: path, Reason: CardBadSize, FileSize: have, Block: block,
+			What: fmt.Sprintf("is %d bytes: a card must be a positive multiple of the %d-byte block", have, block)}
 	}
 	return f, have, nil
 }

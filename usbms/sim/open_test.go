@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"usbflash/internal/factsonly"
 	"usbflash/internal/flock"
 )
 
@@ -95,7 +96,7 @@ func TestOpen(t *testing.T) {
 				}
 			}}},
 
-		{"missing file", -1, 0, "", "size=", nil},
+		{"missing file", -1, 0, "", "no size= was given", nil},
 		{"refuse to shrink", 2 << 20, 0, "?size=1MiB", "refusing to shrink", nil},
 		{"not a block multiple", 1000, 0, "", "multiple", nil},
 		{"empty file", 0, 0, "", "multiple", nil},
@@ -136,6 +137,7 @@ func TestOpen(t *testing.T) {
 				if !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %q, want it to contain %q", err, tt.wantErr)
 				}
+				factsonly.Check(t, err.Error())
 				return
 			}
 			if err != nil {
@@ -263,5 +265,33 @@ func TestOpenReadOnly(t *testing.T) {
 	f := d.closers[0].(*os.File)
 	if _, err := f.WriteAt([]byte{1}, 0); err == nil {
 		t.Error("the card's file is writable after a read-only open")
+	}
+}
+
+// TestCardErrorReasons: a card file that cannot be one is a *CardError
+// saying why, with the sizes the advice needs.
+func TestCardErrorReasons(t *testing.T) {
+	dir := t.TempDir()
+	big, odd := filepath.Join(dir, "big.img"), filepath.Join(dir, "odd.img")
+	if err := os.WriteFile(big, make([]byte, 2<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(odd, make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		spec     string
+		reason   CardReason
+		fileSize int64
+	}{
+		{filepath.Join(dir, "missing.img"), CardNeedsSize, 0},
+		{big + "?size=1MiB", CardWouldShrink, 2 << 20},
+		{odd, CardBadSize, 1000},
+	} {
+		_, err := Open(tc.spec)
+		var ce *CardError
+		if !errors.As(err, &ce) || ce.Reason != tc.reason || ce.FileSize != tc.fileSize {
+			t.Errorf("Open(%s) = %v, want a *CardError of reason %d, file size %d", tc.spec, err, tc.reason, tc.fileSize)
+		}
 	}
 }

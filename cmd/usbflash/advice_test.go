@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"usbflash/filedev"
+	"usbflash/imagesrc"
+	"usbflash/internal/factsonly"
+	"usbflash/pipeline"
+	"usbflash/usbms"
+	"usbflash/usbms/libusb"
+	"usbflash/usbms/sim"
+)
+
+// adviceCase is one kind of error, as it reaches the CLI, and the one
+// piece of advice hint() must give for it.
+type adviceCase struct {
+	kind   string
+	err    error
+	advice string
+}
+
+// TestAdviceTable: every kind of error the libraries report gets exactly
+// one piece of advice, from hint()'s table, and the message it comes with
+// gives none: the advice is printed once, on its own line.
+func TestAdviceTable(t *testing.T) {
+	var cases []adviceCase
+	cases = append(cases, usbAdviceCases()...)
+	cases = append(cases, mediumAdviceCases(t)...)
+	cases = append(cases, imageAdviceCases(t)...)
+	cases = append(cases, targetAdviceCases(t)...)
+	cases = append(cases, cardAdviceCases(t)...)
+	cases = append(cases, pipelineAdviceCases()...)
+	for _, c := range cases {
+		t.Run(c.kind, func(t *testing.T) {
+			msg, advice := explain(c.err)
+			if advice != c.advice {
+				t.Errorf("advice %q\nwant   %q", advice, c.advice)
+			}
+			if advice == "" {
+				t.Fatalf("no advice for %v", c.err)
+			}
+			if words := factsonly.Advice(msg); len(words) > 0 {
+				t.Errorf("message %q gives advice %q besides the table's", msg, words)
+			}
+			if strings.Contains(strings.ToLower(msg), strings.ToLower(advice)) {
+				t.Errorf("message %q repeats the advice", msg)
+			}
+			var out bytes.Buffer
+			printError(&out, c.err)
+			if want := "usbflash: " + msg + "\n" + ensureSentence(advice) + "\n"; out.String() != want {
+				t.Errorf("printed\n%q\nwant\n%q", out.String(), want)
+			}
+			// The event a script reads says the same, apart.
+			if e := newErrorEvent(c.err, exitCode(c.err)); e.Message != msg || e.Hint != advice {
+				t.Errorf("error event %q, %q", e.Message, e.Hint)
+			}
+		})
+	}
+}
+
+// usbAdviceCases has a case for every kind libusb reports, alone and
+// under the layers that wrap it: the USB kind's advice wins.
+func usbAdviceCases() []adviceCase {
+	usbErr := func(kind error) error {
+		return &libusb.Error{Op: "bulk OUT transfer of 1048576 bytes", Device: `46f4:0001 "QEMU USB HARDDRIVE" (bus 1 address 5, port 1-2)`,
+			Kind: kind, Err: errors.New("libusb: some failure [code -99]"), VID: 0x46f4, Port: "1-2", DevNode: "/dev/bus/usb/001/005"}
+	}
+	kinds := []struct {
+		name   string
+		kind   error
+		advice string
+	}{
+		{"usb/no USB support", libusb.ErrNoUSBSupport, "install libusb-1.0-0-dev and rebuild (make build); sim: and file: targets still work"},
+		{"usb/no USB access", libusb.ErrNoUSBAccess, "give this container or VM USB passthrough, or run usbflash on the host; sim: and file: targets still work"},
+		{"usb/permission", libusb.ErrPermission, `run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="46f4", MODE="0660", GROUP="plugdev"`},
+		{"usb/busy", libusb.ErrBusy, "close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry"},
+		{"usb/not found", libusb.ErrNotFound, "it was unplugged or re-enumerated; run `usbflash list` again"},
+		{"usb/device changed", libusb.ErrDeviceChanged, "run `usbflash list` again and choose the reader you mean"},
+		{"usb/descriptors changed", libusb.ErrDescriptorsChanged, "run `usbflash list` again"},
+		{"usb/re-enumeration lost", libusb.ErrReenumerationLost, "unplug the reader and plug it in again"},
+		{"usb/no memory", libusb.ErrNoMemory, "use a smaller --transfer-size or fewer --buffers, or raise the limit in /sys/module/usbcore/parameters/usbfs_memory_mb (16 MiB by default)"},
+		{"usb/overflow", libusb.ErrOverflow, "its state is unknown: unplug the reader, plug it in again, and run the command again"},
+		{"usb/list failed", libusb.ErrListFailed, "check that /sys/bus/usb and /dev/bus/usb are readable"},
+		{"usb/reattach failed", libusb.ErrReattachFailed, "unplug and replug the reader to get its /dev/sdX node back"},
+		{"usb/in-use check failed", libusb.ErrInUseUnknown, "pass --force to skip this check if you are sure nothing uses the disk"},
+		{"usb/closed", libusb.ErrClosed, "usbflash used a device it had closed, which is a bug: please report it"},
+		{"usb/gone", usbms.ErrNoDevice, "reconnect the reader and run the command again"},
+	}
+	var cases []adviceCase
+	for _, k := range kinds {
+		cases = append(cases, adviceCase{k.name, usbErr(k.kind), k.advice})
+		if k.kind == libusb.ErrNoUSBSupport || k.kind == libusb.ErrNoUSBAccess {
+			cases = append(cases, adviceCase{k.name + ", bare", fmt.Errorf("listing USB devices: %w", k.kind), k.advice})
+			continue
+		}
+		// As a write sees it: the block command failed through the whole
+		// recovery ladder, and the pipeline says where.
+		ladder := &usbms.CommandError{Op: "WRITE(10)", Device: "usb:1-2", LBA: 2048, Blocks: 2048,
+			Err: fmt.Errorf("%w after 2 resets and 1 port resets: %w", usbms.ErrRecoveryFailed, usbErr(k.kind))}
+		cases = append(cases, adviceCase{k.name + ", under a failed write", &pipeline.DeviceError{Device: "usb:1-2",
+			Op: pipeline.OpWrite, LBA: 2048, Count: 2048, BlockSize: 512, Err: ladder}, k.advice})
+	}
+	return cases
+}
+
+// mediumAdviceCases makes the medium's conditions the way a reader reports
+// them, through the simulated reader.
+func mediumAdviceCases(t *testing.T) []adviceCase {
+	ctx := context.Background()
+	opts := usbms.LUNOptions{RetryBackoff: time.Millisecond, ReadyWait: 20 * time.Millisecond}
+	open := func(lun sim.LUN) (*sim.Device, *usbms.LUN, error) {
+		dev, err := sim.New(sim.Config{LUNs: []sim.LUN{lun}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { dev.Close() })
+		l, err := usbms.OpenLUN(ctx, usbms.NewTransport(dev, usbms.TransportOptions{Name: "sim:card.img"}), 0, opts)
+		return dev, l, err
+	}
+	write := func(fault sim.Fault, before bool) error {
+		dev, l, err := open(sim.LUN{Blocks: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before {
+			if err := l.WriteBlocks(ctx, 0, make([]byte, 8*512)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dev.Inject(fault)
+		err = l.WriteBlocks(ctx, 8, make([]byte, 8*512))
+		if err == nil {
+			t.Fatalf("a write with fault %v succeeded", fault.Kind)
+		}
+		return err
+	}
+	_, _, noMedium := open(sim.LUN{NoMedium: true})
+	if noMedium == nil {
+		t.Fatal("an empty slot opened")
+	}
+	asWrite := func(err error) error {
+		return &pipeline.DeviceError{Device: "sim:card.img", Op: pipeline.OpWrite, LBA: 8, Count: 8, BlockSize: 512, Err: err}
+	}
+	medium := write(sim.Fault{Kind: sim.MediumError, LBA: 10, Persistent: true}, false)
+	swapped := write(sim.Fault{Kind: sim.UnitAttention}, true)
+	notReady := write(sim.Fault{Kind: sim.NotReady, Persistent: true}, false)
+	return []adviceCase{
+		{"medium/no medium", noMedium, "insert a card and run the command again"},
+		{"medium/no medium, under a failed write", asWrite(noMedium), "insert a card and run the command again"},
+		{"medium/medium error", medium, "use another card"},
+		{"medium/medium error, under a failed write", asWrite(medium), "use another card"},
+		{"medium/changed after writing", swapped, "insert the card again and write the whole image again"},
+		{"medium/changed after writing, under a failed write", asWrite(swapped), "insert the card again and write the whole image again"},
+		{"medium/never ready", notReady, "take the card out and insert it again"},
+		{"medium/recovery failed", fmt.Errorf("WRITE(10): %w after 2 resets and 1 port resets: no answer", usbms.ErrRecoveryFailed),
+			"unplug the reader, plug it in again, and run the command again"},
+	}
+}
+
+// imageAdviceCases has a case for every imagesrc.Kind, and for every
+// container imagesrc recognises but does not decode.
+func imageAdviceCases(t *testing.T) []adviceCase {
+	want := map[imagesrc.Kind]string{
+		imagesrc.Damaged:          "the file is damaged: download it again and compare its checksum",
+		imagesrc.Truncated:        "the file is incomplete: download it again and compare its checksum",
+		imagesrc.NotNamedFormat:   "download the image again: a failed download often saves an error page under the image's name",
+		imagesrc.Changed:          "write again once nothing modifies the image file",
+		imagesrc.Unreadable:       "check the disk or network share the image is on, or copy the image to a local disk, and run the command again",
+		imagesrc.Unsupported:      "extract the image first (7z x FILE)",
+		imagesrc.NotAnImage:       "decompress the outer zip first, then write the inner file",
+		imagesrc.Empty:            "download the image again and compare its checksum",
+		imagesrc.UnsupportedEntry: "extract it first (unzip or 7z), then write the extracted file",
+		imagesrc.Ambiguous:        "extract the one you want (unzip FILE NAME) and write that",
+		imagesrc.NeedsFile:        "save it to a file first, or pipe `unzip -p FILE` instead",
+	}
+	var cases []adviceCase
+	for _, k := range imagesrc.Kinds() {
+		advice, ok := want[k]
+		if !ok {
+			t.Errorf("image kind %v has no case here: give it its advice", k)
+		}
+		e := &imagesrc.Error{Kind: k, Format: imagesrc.FormatZip, Offset: 1000, Decoded: 4096, Err: errors.New("the facts")}
+		if k == imagesrc.Unsupported {
+			e.Container = "7z archive"
+		}
+		cases = append(cases, adviceCase{"image/" + k.String(), fmt.Errorf("image os.img: %w", e), advice})
+	}
+	for _, c := range imagesrc.UnsupportedContainers() {
+		advice := containerAdvice(c)
+		if advice == containerAdvice("") {
+			t.Errorf("container %q gets only the generic advice %q", c, advice)
+		}
+		e := &imagesrc.Error{Kind: imagesrc.NotAnImage, Format: imagesrc.FormatGzip, Container: c, Err: errors.New("the facts")}
+		cases = append(cases, adviceCase{"image/inside an archive, " + c, e, advice})
+	}
+	return cases
+}
+
+// targetAdviceCases has a case for every reason filedev refuses a path.
+func targetAdviceCases(t *testing.T) []adviceCase {
+	want := map[filedev.Reason]string{
+		filedev.BadSize:           "give a size that is a multiple of 512 bytes",
+		filedev.Missing:           "check the path",
+		filedev.NeedsSize:         "give a size to create an image file, as in file:/tmp/card.img?size=8GiB",
+		filedev.NoDirectory:       "create the directory first, or check the path",
+		filedev.NotADevice:        "check the device name",
+		filedev.WrongType:         "give a regular file or a block device",
+		filedev.WouldShrink:       "drop size= or give at least 4194304",
+		filedev.ShortReadOnly:     "drop size= or give at most 4194304",
+		filedev.SizedDevice:       "drop size=: a block device is as large as it is",
+		filedev.DeviceUnsupported: "use a usb: target",
+	}
+	var cases []adviceCase
+	for _, r := range filedev.Reasons() {
+		advice, ok := want[r]
+		if !ok {
+			t.Errorf("target reason %d has no case here: give it its advice", r)
+		}
+		e := &filedev.TargetError{Path: "/tmp/card.img", Reason: r, What: "is what it is", Size: 524288, FileSize: 4194304}
+		cases = append(cases, adviceCase{fmt.Sprintf("target/reason %d", r), &codedError{exitUsage, e}, advice})
+	}
+	return cases
+}
+
+// cardAdviceCases has a case for every reason a file cannot be a sim:
+// card.
+func cardAdviceCases(t *testing.T) []adviceCase {
+	want := map[sim.CardReason]string{
+		sim.CardNeedsSize:   "add ?size=64MiB (or another size) to create it",
+		sim.CardWouldShrink: "drop size= or give at least 4194304",
+		sim.CardBadSize:     "use size= to set its size, a positive multiple of 512 bytes",
+	}
+	var cases []adviceCase
+	for _, r := range sim.CardReasons() {
+		advice, ok := want[r]
+		if !ok {
+			t.Errorf("card reason %d has no case here: give it its advice", r)
+		}
+		e := &sim.CardError{Path: "/tmp/card.img", Reason: r, What: "is what it is", FileSize: 4194304, Block: 512}
+		cases = append(cases, adviceCase{fmt.Sprintf("sim card/reason %d", r),
+			&codedError{exitUsage, fmt.Errorf("target sim:/tmp/card.img: %w", e)}, advice})
+	}
+	return cases
+}
+
+// pipelineAdviceCases are the kinds the pipeline and the CLI itself report.
+func pipelineAdviceCases() []adviceCase {
+	return []adviceCase{
+		{"pipeline/not confirmed", fmt.Errorf("%w: no terminal to ask on", errNotConfirmed), "pass --yes to write without being asked"},
+		{"pipeline/too large", &pipeline.CapacityError{Device: "sim:x", ImageSize: 3 << 20, Capacity: 2 << 20}, "use a larger card"},
+		{"pipeline/verify", &pipeline.VerifyError{Device: "sim:x", LBA: 8, Offset: 4096, Want: 1, Got: 2},
+			"write the image again; if the difference stays, the card is failing or fake: use another card"},
+		{"pipeline/image size", &pipeline.ImageSizeError{Declared: 4096, Actual: 1024}, "download the image again and compare its checksum"},
+		{"pipeline/cancelled mid-write", &pipeline.CancelledError{Device: "sim:x", Phase: pipeline.PhaseWrite, Bytes: 1 << 20, LBA: 2048, Err: context.Canceled},
+			"run the write again"},
+		{"pipeline/sync", &pipeline.DeviceError{Device: "sim:x", Op: pipeline.OpSync, LBA: -1, Err: errors.New("no answer")},
+			"check that the card is still inserted, then write again"},
+		{"pipeline/device", &pipeline.DeviceError{Device: "sim:x", Op: pipeline.OpRead, LBA: 8, Count: 8, BlockSize: 512, Err: usbms.ErrPhaseError},
+			"check that the card is inserted and the reader connected, then run the command again"},
+	}
+}

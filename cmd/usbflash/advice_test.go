@@ -30,6 +30,7 @@ type adviceCase struct {
 // one piece of advice, from hint()'s table, and the message it comes with
 // gives none: the advice is printed once, on its own line.
 func TestAdviceTable(t *testing.T) {
+	t.Parallel()
 	var cases []adviceCase
 	cases = append(cases, usbAdviceCases()...)
 	cases = append(cases, mediumAdviceCases(t)...)

@@ -76,6 +76,7 @@ func checkCard(t *testing.T, card string, img []byte, mapped func(off, n int64) 
 // to the compressed image, named in the first line, and only the mapped
 // transfers are written and read back.
 func TestWriteWithBmaptoolMap(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bmaptool"); err != nil {
 		t.Fatal("bmaptool is needed to prove compatibility with it: apt-get install bmap-tools")
 	}
@@ -128,6 +129,7 @@ func TestWriteWithBmaptoolMap(t *testing.T) {
 }
 
 func TestWriteWithOurMapJSON(t *testing.T) {
+	t.Parallel()
 	img := holeyImage()
 	image := writeFile(t, "os.img", img)
 	mapPath := filepath.Join(t.TempDir(), "explicit.bmap")
@@ -156,6 +158,7 @@ func TestWriteWithOurMapJSON(t *testing.T) {
 // TestWriteRefusesMapsThatDoNotFit: nothing is written, and the message
 // names what is wrong.
 func TestWriteRefusesMapsThatDoNotFit(t *testing.T) {
+	t.Parallel()
 	img := holeyImage()
 	good := func(t *testing.T) []byte {
 		p := filepath.Join(t.TempDir(), "m.bmap")
@@ -209,6 +212,7 @@ func TestWriteRefusesMapsThatDoNotFit(t *testing.T) {
 // map stops with exit 4 naming the range; the transfer holding the end of
 // the bad range is never written, nor is the first transfer.
 func TestWriteStopsAtABadRange(t *testing.T) {
+	t.Parallel()
 	img := holeyImage()
 	image := writeFile(t, "os.img.zst", compress(t, "zstd", img))
 	m := makeMap(t, strings.TrimSuffix(image, ".zst")+".bmap", holeyImage())
@@ -241,6 +245,7 @@ func TestWriteStopsAtABadRange(t *testing.T) {
 }
 
 func TestWriteSparse(t *testing.T) {
+	t.Parallel()
 	img := holeyImage()
 	image := writeFile(t, "os.img.gz", compress(t, "gzip", img))
 	card := oldCard(t, 4<<20)
@@ -257,6 +262,7 @@ func TestWriteSparse(t *testing.T) {
 // TestWriteNoBmap: a map next to the image is ignored with --no-bmap, and
 // the flags that contradict each other are usage errors.
 func TestWriteNoBmap(t *testing.T) {
+	t.Parallel()
 	img := holeyImage()
 	image := writeFile(t, "os.img", img)
 	makeMap(t, image+".bmap", img)
@@ -281,6 +287,7 @@ func TestWriteNoBmap(t *testing.T) {
 // card is touched; a map found next to the image is not asked for and is
 // left unused, every card getting the whole image.
 func TestBlockMapOneCardOnly(t *testing.T) {
+	t.Parallel()
 	img := holeyImage()
 	image := writeFile(t, "os.img", img)
 	makeMap(t, image+".bmap", img)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestCommandLineMistakesExit2(t *testing.T) {
+	t.Parallel()
 	image := writeFile(t, "os.img", testImage(4096))
 	card := "sim:" + filepath.Join(t.TempDir(), "card.img") + "?size=1MiB"
 	tests := []struct {
@@ -54,6 +55,7 @@ func TestCommandLineMistakesExit2(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "usbflash", Version: "v1.2.3"},
 		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"},
 			{Key: "vcs.time", Value: "2026-11-30T20:00:00Z"}}}
@@ -80,6 +82,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, "unused", nil)
 	card := filepath.Join(dir, "card.img")
@@ -112,6 +115,7 @@ func writeFileAt(t *testing.T, path string) {
 }
 
 func TestQuietJSONPrintsOnlyTheOutcome(t *testing.T) {
+	t.Parallel()
 	image := writeFile(t, "os.img", testImage(1<<20))
 	card := filepath.Join(t.TempDir(), "card.img")
 	r := runCLI(t, "write", "--yes", "--json", "-q", image, "sim:"+card+"?size=2MiB")
@@ -130,6 +134,7 @@ func TestQuietJSONPrintsOnlyTheOutcome(t *testing.T) {
 }
 
 func TestEjectOnAFileSaysItDoesNothing(t *testing.T) {
+	t.Parallel()
 	image := writeFile(t, "os.img", testImage(64<<10))
 	out := filepath.Join(t.TempDir(), "out.img")
 	r := runCLI(t, "write", "--yes", "--json", "--eject", "--transfer-size", "64KiB", image, "file:"+out)
@@ -149,6 +154,7 @@ func TestEjectOnAFileSaysItDoesNothing(t *testing.T) {
 }
 
 func TestJSONProgressCountsDecodedBytes(t *testing.T) {
+	t.Parallel()
 	img := testImage(3<<20 + 7)
 	for _, format := range []string{"raw", "gzip", "zstd", "xz"} {
 		t.Run(format, func(t *testing.T) {
@@ -196,6 +202,7 @@ type fakeClock struct{ t time.Time }
 func (c *fakeClock) now() time.Time { return c.t }
 
 func TestTextProgress(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		advance time.Duration
 		p       progressEvent
@@ -266,6 +273,7 @@ func TestTextProgress(t *testing.T) {
 }
 
 func TestProgressRateWaitsForTheFirstSecond(t *testing.T) {
+	t.Parallel()
 	var got []progressEvent
 	rep := &recordingReporter{progressed: func(p progressEvent) { got = append(got, p) }}
 	f := progressFunc(rep, nil)
@@ -292,6 +300,7 @@ func pipelineProgress(ph phase, done int64, elapsed time.Duration) pipeline.Prog
 }
 
 func TestWordsAgreeWithNumbers(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		n    int
 		want string
@@ -310,6 +319,7 @@ func TestWordsAgreeWithNumbers(t *testing.T) {
 }
 
 func TestHelpStatesTheMemoryBound(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"write", "verify"} {
 		r := runCLI(t, cmd, "--help")
 		if r.code != exitOK || !strings.Contains(r.stdout, "at most 1 GiB") {

@@ -60,6 +60,7 @@ func tableRows(lines []string) [][]string {
 }
 
 func TestExitCodeTableMatchesREADME(t *testing.T) {
+	t.Parallel()
 	var readme []exitStatus
 	for _, row := range tableRows(readmeSection(t, "## Exit codes")) {
 		code, err := strconv.Atoi(row[0])
@@ -116,6 +117,7 @@ func schemaDefs(raw map[string]any) map[string]map[string]any {
 }
 
 func TestREADMEEventTableMatchesSchema(t *testing.T) {
+	t.Parallel()
 	_, raw := eventSchema(t)
 	defs := schemaDefs(raw)
 	// A many-card write has its own start and summary (defs start_many,
@@ -194,6 +196,7 @@ func TestREADMEEventTableMatchesSchema(t *testing.T) {
 // TestEveryEventMatchesSchema runs the commands through their successes
 // and failures and checks every line they print under --json.
 func TestEveryEventMatchesSchema(t *testing.T) {
+	t.Parallel()
 	sch, _ := eventSchema(t)
 	img := testImage(2<<20 + 100)
 	raw := writeFile(t, "os.img", img)

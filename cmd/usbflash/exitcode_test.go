@@ -17,6 +17,7 @@ import (
 )
 
 func TestExitCodeClassification(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err  error
 		want int
@@ -64,6 +65,7 @@ func TestExitCodeClassification(t *testing.T) {
 }
 
 func TestExplainCancelledInWords(t *testing.T) {
+	t.Parallel()
 	err := fmt.Errorf("TEST UNIT READY on sim:x LUN 0: %w", context.Canceled)
 	if msg, hint := explain(err); msg != "TEST UNIT READY on sim:x LUN 0: cancelled" || hint != "" {
 		t.Errorf("explain = %q, %q", msg, hint)
@@ -74,6 +76,7 @@ func TestExplainCancelledInWords(t *testing.T) {
 // under the end of the recovery ladder (which has advice of its own for
 // errors without a USB kind), and its message gives none.
 func TestOneAdviceForUSBErrors(t *testing.T) {
+	t.Parallel()
 	noMem := fmt.Errorf("%w: %w", usbms.ErrRecoveryFailed,
 		&libusb.Error{Op: "bulk OUT transfer", Kind: libusb.ErrNoMemory})
 	if msg, h := explain(noMem); !strings.Contains(h, "usbfs_memory_mb") || strings.Contains(msg, "--transfer-size") {

@@ -20,6 +20,7 @@ import (
 // container, as too small (exit 3, unless --force) otherwise. The card is
 // untouched either way.
 func TestWriteRefusesWhatIsNoImage(t *testing.T) {
+	t.Parallel()
 	page := []byte("<!DOCTYPE html>\n<html><body><h1>404 Not Found</h1></body></html>\n")
 	for _, tt := range []struct {
 		name  string
@@ -73,6 +74,7 @@ func TestWriteRefusesWhatIsNoImage(t *testing.T) {
 // and a truncated gzip whose last 4 bytes read as a huge size is
 // "truncated", never "use a larger card".
 func TestWriteSizeClaimsAreSourceErrors(t *testing.T) {
+	t.Parallel()
 	img := testImage(2 << 20)
 	enc, err := zstd.NewWriter(nil)
 	if err != nil {
@@ -146,6 +148,7 @@ func (w *onStart) Write(p []byte) (int, error) {
 // is written fails the write (exit 4) instead of verifying the card against
 // the hash of a mixture.
 func TestWriteImageChangedWhileWritten(t *testing.T) {
+	t.Parallel()
 	img := testImage(2 << 20)
 	image := writeFile(t, "os.img", img)
 	card := filepath.Join(t.TempDir(), "card.img")

@@ -164,6 +164,7 @@ func lastEvent(t *testing.T, out, name string) map[string]any {
 }
 
 func TestWriteEveryFormatRoundTrips(t *testing.T) {
+	t.Parallel()
 	img := testImage(3<<20 + 1234)
 	want := sha256.Sum256(img)
 	for _, format := range []string{"raw", "gzip", "xz", "zstd", "bzip2", "zip"} {
@@ -200,6 +201,7 @@ func TestWriteEveryFormatRoundTrips(t *testing.T) {
 }
 
 func TestWriteRefusesBeforeWriting(t *testing.T) {
+	t.Parallel()
 	img := testImage(2 << 20)
 	tests := []struct {
 		name    string
@@ -257,6 +259,7 @@ func TestWriteRefusesBeforeWriting(t *testing.T) {
 }
 
 func TestWriteCorruptImageIsSourceError(t *testing.T) {
+	t.Parallel()
 	img := testImage(2 << 20)
 	for _, format := range []string{"gzip", "xz", "zstd", "bzip2", "zip"} {
 		t.Run(format, func(t *testing.T) {
@@ -276,6 +279,7 @@ func TestWriteCorruptImageIsSourceError(t *testing.T) {
 }
 
 func TestWriteDeviceFaultNamesLBA(t *testing.T) {
+	t.Parallel()
 	image := writeFile(t, "os.img", testImage(2<<20))
 	card := filepath.Join(t.TempDir(), "card.img")
 	r := runCLI(t, "write", "--yes", "--transfer-size", "64KiB", image, "sim:"+card+"?size=4MiB&fault=medium-error:lba=1000,persistent")
@@ -289,6 +293,7 @@ func TestWriteDeviceFaultNamesLBA(t *testing.T) {
 }
 
 func TestVerifyFindsFirstBadLBA(t *testing.T) {
+	t.Parallel()
 	img := testImage(1 << 20)
 	image := writeFile(t, "os.img", img)
 	card := filepath.Join(t.TempDir(), "card.img")
@@ -314,6 +319,7 @@ func TestVerifyFindsFirstBadLBA(t *testing.T) {
 }
 
 func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
 	image := writeFile(t, "os.img", testImage(4096))
 	for _, args := range [][]string{
 		{"write", image},
@@ -332,6 +338,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 }
 
 func TestListWithoutUSBSaysSoAndSucceeds(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/bus/usb"); err == nil {
 		t.Skip("this machine has USB: the no-USB message does not apply")
 	}
@@ -347,6 +354,7 @@ func TestListWithoutUSBSaysSoAndSucceeds(t *testing.T) {
 }
 
 func TestInfoDescribesSimulatedCard(t *testing.T) {
+	t.Parallel()
 	card := writeFile(t, "card.img", make([]byte, 8<<20)) // info creates nothing
 	r := runCLI(t, "info", "--json", "sim:"+card+"?size=8MiB&block=4096&serial=XYZ")
 	if r.code != exitOK {
@@ -384,6 +392,7 @@ func (c *cancelAfterProgress) Write(p []byte) (int, error) {
 }
 
 func TestCancelledWriteLeavesNoBootSector(t *testing.T) {
+	t.Parallel()
 	img := testImage(8 << 20)
 	image := writeFile(t, "os.img", img)
 	card := filepath.Join(t.TempDir(), "card.img")
@@ -413,6 +422,7 @@ func TestCancelledWriteLeavesNoBootSector(t *testing.T) {
 }
 
 func TestWriteCreatesImageFile(t *testing.T) {
+	t.Parallel()
 	img := testImage(1<<20 + 100)
 	image := writeFile(t, "os.img.xz", compress(t, "xz", img))
 	out := filepath.Join(t.TempDir(), "out.img")
@@ -437,6 +447,7 @@ func TestWriteCreatesImageFile(t *testing.T) {
 }
 
 func TestNoVerifySkipsHashAndReadBack(t *testing.T) {
+	t.Parallel()
 	image := writeFile(t, "os.img", testImage(1<<20))
 	card := filepath.Join(t.TempDir(), "card.img")
 	r := runCLI(t, "write", "--yes", "--json", "--no-verify", image, "sim:"+card+"?size=2MiB")
@@ -455,6 +466,7 @@ func TestNoVerifySkipsHashAndReadBack(t *testing.T) {
 }
 
 func TestMultiLUNReaderNeedsASlot(t *testing.T) {
+	t.Parallel()
 	image := writeFile(t, "os.img", testImage(64<<10))
 	card := filepath.Join(t.TempDir(), "card.img")
 	r := runCLI(t, "write", "--yes", image, "sim:"+card+"?size=1MiB&luns=2")
@@ -472,6 +484,7 @@ func TestMultiLUNReaderNeedsASlot(t *testing.T) {
 }
 
 func TestConfirmationAtATerminal(t *testing.T) {
+	t.Parallel()
 	img := testImage(256 << 10)
 	image := writeFile(t, "os.img", img)
 	for _, tt := range []struct {

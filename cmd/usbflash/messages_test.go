@@ -13,6 +13,7 @@ import (
 // piece of advice on its own line. TestAdviceTable holds every kind of
 // error to the same.
 func TestMessagesStateEachFactOnce(t *testing.T) {
+	t.Parallel()
 	img := testImage(3 << 20)
 	tests := []struct {
 		name   string

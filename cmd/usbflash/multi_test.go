@@ -32,6 +32,7 @@ func (c multiCard) target(dir string) string {
 // ones are named in the table, the JSON events and the report, and the
 // exit code says some failed.
 func TestWriteManyIsolatesFailures(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	img := testImage(3<<20 + 777)
 	imgPath := filepath.Join(dir, "os.img")
@@ -102,6 +103,7 @@ func TestWriteManyIsolatesFailures(t *testing.T) {
 // before anything is written to any card; with --skip-refused the others
 // are written.
 func TestWriteManyRefusals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	img := testImage(1<<20 + 3)
 	imgPath := filepath.Join(dir, "os.img")
@@ -145,6 +147,7 @@ func TestWriteManyRefusals(t *testing.T) {
 
 // TestWriteManyAllSucceed: exit 0 and every card verified.
 func TestWriteManyAllSucceed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	img := testImage(2<<20 + 5)
 	imgPath := filepath.Join(dir, "os.img")
@@ -164,6 +167,7 @@ func TestWriteManyAllSucceed(t *testing.T) {
 }
 
 func TestWriteManyUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"write", "x.img"},
@@ -181,6 +185,7 @@ func TestWriteManyUsage(t *testing.T) {
 // TestWriteManySlotsOfOneReader: two slots of one reader are written in one
 // run over one open of the reader (its interface can be claimed once).
 func TestWriteManySlotsOfOneReader(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	img := testImage(2<<20 + 9)
 	imgPath := filepath.Join(dir, "os.img")

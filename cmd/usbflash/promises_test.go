@@ -175,6 +175,7 @@ func untouched(t *testing.T, e *promiseEnv, m mode, r result) {
 }
 
 func TestPromisesOnEveryPath(t *testing.T) {
+	t.Parallel()
 	writes := map[string]int{"one": exitRefused, "many": exitRefused, "report": exitRefused, "watch": exitRefused}
 	with := func(base map[string]int, more map[string]int) map[string]int {
 		out := map[string]int{}
@@ -455,6 +456,7 @@ func (c *cancelAtProgress) Write(p []byte) (int, error) {
 // TestWriteManyCreatesFileTargets: several file: targets that do not exist
 // are created at the size the image states, as one is.
 func TestWriteManyCreatesFileTargets(t *testing.T) {
+	t.Parallel()
 	img := testImage(2<<20 + 99)
 	image := writeFile(t, "os.img.xz", compress(t, "xz", img))
 	dir := t.TempDir()

@@ -42,6 +42,7 @@ func noFiles(t *testing.T, dir string, allowed ...string) {
 // another card with usbflash (every byte, and with the backup's block map
 // onto a blank card), gives the first card byte for byte.
 func TestReadRoundTripsEveryFormat(t *testing.T) {
+	t.Parallel()
 	card := cardWith(t, holeyImage(), 4<<20)
 	orig, _ := os.ReadFile(card)
 	sum := sha256.Sum256(orig)
@@ -102,6 +103,7 @@ func mbrCard(t *testing.T, size, end int) string {
 }
 
 func TestReadUsedAndSize(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		card  func(t *testing.T) string
@@ -130,6 +132,7 @@ func TestReadUsedAndSize(t *testing.T) {
 }
 
 func TestReadRefuses(t *testing.T) {
+	t.Parallel()
 	card := cardWith(t, holeyImage(), 4<<20)
 	dir := t.TempDir()
 	existing := filepath.Join(dir, "b.img.zst")
@@ -177,6 +180,7 @@ func (c *cancelOnRead) Write(p []byte) (int, error) {
 // TestReadFailureLeavesNoFile: a device error and Ctrl-C both leave nothing
 // that looks like a backup, not even the .part file.
 func TestReadFailureLeavesNoFile(t *testing.T) {
+	t.Parallel()
 	card := cardWith(t, holeyImage(), 16<<20)
 	t.Run("device error", func(t *testing.T) {
 		dir := t.TempDir()

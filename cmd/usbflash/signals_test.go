@@ -60,6 +60,7 @@ func exitStatusOf(t *testing.T, err error) int {
 }
 
 func TestProcessSignals(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	img := testImage(4 << 20)
 	image := writeFile(t, "os.img", img)
@@ -118,22 +119,4 @@ func TestProcessSignals(t *testing.T) {
 			t.Error("the first transfer's region is not zero after an interrupted write")
 		}
 	})
-}
-
-// TestSilentReaderIsAnnounced: a reader that stops answering costs a
-// 20-second timeout; the start line comes before the first command, and
-// the reset is announced as it is tried.
-func TestSilentReaderIsAnnounced(t *testing.T) {
-	t.Parallel()
-	image := writeFile(t, "os.img", testImage(256<<10))
-	card := filepath.Join(t.TempDir(), "card.img")
-	r := runCLI(t, "write", "--yes", "--transfer-size", "64KiB", image, "sim:"+card+"?size=1MiB&fault=never-answer")
-	if r.code != exitOK {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	start := strings.Index(r.stdout, "Writing "+image+" (raw, 256 KiB) to sim:"+card)
-	note := strings.Index(r.stdout, "no answer to TEST UNIT READY for 20s: resetting the reader (reset 1 of 2)\n")
-	if start < 0 || note < start {
-		t.Errorf("stdout %q: want the start line, then the reset", r.stdout)
-	}
 }

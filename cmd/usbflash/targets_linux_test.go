@@ -46,6 +46,7 @@ func loopDevice(t *testing.T, size int64) string {
 // once swap is off, the same write goes through (the exclusive open does
 // not stand in the way of a free disk).
 func TestWriteRefusesActiveSwap(t *testing.T) {
+	t.Parallel()
 	dev := loopDevice(t, 8<<20)
 	sh(t, "mkswap", dev)
 	sh(t, "swapon", dev)
@@ -79,6 +80,7 @@ func TestWriteRefusesActiveSwap(t *testing.T) {
 // mounted-disk check) writing the disk would destroy the image as it is
 // read.
 func TestWriteRefusesTheDiskTheImageLiesOn(t *testing.T) {
+	t.Parallel()
 	dev := loopDevice(t, 16<<20)
 	sh(t, "mkfs.ext4", "-q", dev)
 	mnt := t.TempDir()
@@ -102,6 +104,7 @@ func TestWriteRefusesTheDiskTheImageLiesOn(t *testing.T) {
 // TestReadOnlyCommandsOpenReadOnly: info and verify read a card whose file
 // cannot be opened for writing (immutable, which stops root too).
 func TestReadOnlyCommandsOpenReadOnly(t *testing.T) {
+	t.Parallel()
 	img := testImage(256 << 10)
 	image := writeFile(t, "os.img", img)
 	card := writeFile(t, "card.img", append(img, make([]byte, 1<<20-len(img))...))

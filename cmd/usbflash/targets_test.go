@@ -18,6 +18,7 @@ import (
 // any name, is refused before anything is opened for writing, and the
 // image is left as it was.
 func TestWriteRefusesTheImageAsTarget(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	image := filepath.Join(dir, "self.img")
 	if err := os.WriteFile(image, testImage(1<<20), 0o644); err != nil {
@@ -55,6 +56,7 @@ func TestWriteRefusesTheImageAsTarget(t *testing.T) {
 // on its file, as every open target has) is refused, exit 3, and the
 // holder's card is not touched.
 func TestWriteRefusesALockedTarget(t *testing.T) {
+	t.Parallel()
 	image := writeFile(t, "os.img", testImage(64<<10))
 	dir := t.TempDir()
 	card := filepath.Join(dir, "card.img")
@@ -99,6 +101,7 @@ func TestWriteRefusesALockedTarget(t *testing.T) {
 // TestFileTargetsThatCannotBeOne: a file: target that can never be one is
 // a usage error (exit 2) as sim: gives, and nothing is created.
 func TestFileTargetsThatCannotBeOne(t *testing.T) {
+	t.Parallel()
 	image := writeFile(t, "os.img", testImage(64<<10))
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
@@ -140,6 +143,7 @@ func TestFileTargetsThatCannotBeOne(t *testing.T) {
 // TestRegularFileInDevIsNoDevice: a regular file where a device should be
 // (in /dev/shm, a tmpfs inside /dev) is a mistyped device name.
 func TestRegularFileInDevIsNoDevice(t *testing.T) {
+	t.Parallel()
 	f, err := os.CreateTemp("/dev/shm", "usbflash-test-*.img")
 	if err != nil {
 		t.Skipf("no /dev/shm to make a regular file in /dev: %v", err)
@@ -156,6 +160,7 @@ func TestRegularFileInDevIsNoDevice(t *testing.T) {
 // TestRefusedWriteLeavesNoNewTarget: a target created by a run that is
 // then refused is removed; one that existed stays.
 func TestRefusedWriteLeavesNoNewTarget(t *testing.T) {
+	t.Parallel()
 	image := writeFile(t, "os.img", testImage(1<<20))
 	dir := t.TempDir()
 	tests := []struct {
@@ -201,6 +206,7 @@ func TestRefusedWriteLeavesNoNewTarget(t *testing.T) {
 // TestInfoDescribesAnEmptySlot: info shows who the reader is and that the
 // slot holds no card, exit 0.
 func TestInfoDescribesAnEmptySlot(t *testing.T) {
+	t.Parallel()
 	card := writeFile(t, "card.img", make([]byte, 1<<20))
 	r := runCLI(t, "info", "--json", "sim:"+card+"?nomedium=1&vendor=ACME&product=SLOT")
 	if r.code != exitOK {
@@ -217,6 +223,7 @@ func TestInfoDescribesAnEmptySlot(t *testing.T) {
 
 // TestInUseAdvice: one piece of advice for every way a disk is used.
 func TestInUseAdvice(t *testing.T) {
+	t.Parallel()
 	err := &target.Error{Kind: target.KindRefused, Err: target.ErrInUse, Uses: []target.Use{target.UseMounted, target.UseHeld}}
 	if got, want := hint(err), "unmount it and close the dm-crypt, LVM or RAID device that holds it first, or pass --force if you are sure"; got != want {
 		t.Errorf("hint = %q, want %q", got, want)

@@ -1,6 +1,6 @@
 // Package filedev is a block device made of a regular file or a kernel
 // block device, reached through the kernel (O_DIRECT where it works): the
-// file: target, beside usbms.LUN as a pipeline.BlockDevice.
+// file: target, beside usbms.LUN as a blockdev.Device.
 package filedev
 
 import (
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"usbflash/blockdev"
 	"usbflash/internal/flock"
 	"usbflash/internal/linuxdisk"
 )
@@ -48,9 +49,9 @@ type Options struct {
 }
 
 // Device is a regular file or a kernel block device used as a
-// BlockDevice, opened with O_DIRECT where the filesystem allows it so the
-// page cache does not sit between the pipeline and the medium. The file is
-// locked (flock) until Close: exclusively unless opened read-only.
+// blockdev.Device, opened with O_DIRECT where the filesystem allows it so
+// the page cache does not sit between the pipeline and the medium. The
+// file is locked (flock) until Close: exclusively unless opened read-only.
 type Device struct {
 	f         *os.File
 	path      string
@@ -58,6 +59,8 @@ type Device struct {
 	blocks    int64
 	direct    atomic.Bool // cleared if the kernel rejects an O_DIRECT transfer
 }
+
+var _ blockdev.Device = (*Device)(nil)
 
 // Open opens path for reading and writing blocks (only reading with
 // opts.ReadOnly). See Options.
@@ -142,16 +145,16 @@ func (d *Device) Direct() bool { return d.direct.Load() }
 // String names the device in messages.
 func (d *Device) String() string { return "file:" + d.path }
 
-// BlockSize implements BlockDevice.
+// BlockSize implements blockdev.Device.
 func (d *Device) BlockSize() int { return d.blockSize }
 
-// BlockCount implements BlockDevice.
+// BlockCount implements blockdev.Device.
 func (d *Device) BlockCount() int64 { return d.blocks }
 
 // Close closes the file.
 func (d *Device) Close() error { return d.f.Close() }
 
-// ReadBlocks implements BlockDevice.
+// ReadBlocks implements blockdev.Device.
 func (d *Device) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
 	if err := d.check(lba, p); err != nil {
 		return err
@@ -162,7 +165,7 @@ func (d *Device) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
 	})
 }
 
-// WriteBlocks implements BlockDevice.
+// WriteBlocks implements blockdev.Device.
 func (d *Device) WriteBlocks(ctx context.Context, lba int64, p []byte) error {
 	if err := d.check(lba, p); err != nil {
 		return err
@@ -173,7 +176,7 @@ func (d *Device) WriteBlocks(ctx context.Context, lba int64, p []byte) error {
 	})
 }
 
-// Sync implements BlockDevice with fsync.
+// Sync implements blockdev.Device with fsync.
 func (d *Device) Sync(ctx context.Context) error { return d.f.Sync() }
 
 func (d *Device) check(lba int64, p []byte) error {

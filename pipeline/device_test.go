@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"usbflash/blockdev"
 )
 
 func TestCheckFits(t *testing.T) {
@@ -74,7 +76,7 @@ func TestTransferLimit(t *testing.T) {
 		{1000, testTransfer, testTransfer / testBS}, // above what is asked
 		{7, 0, 7}, // the default, lowered
 	} {
-		d := &limitedDevice{recordingDevice: recordingDevice{BlockDevice: newTestDevice(t, 4096, testBS, oldByte)}, limit: tc.limit}
+		d := &limitedDevice{recordingDevice: recordingDevice{Device: newTestDevice(t, 4096, testBS, oldByte)}, limit: tc.limit}
 		img := testImage(5*testTransfer+100, 2)
 		if _, err := Write(context.Background(), d, bytes.NewReader(img), WriteOptions{TransferSize: tc.transfer, ExpectedSize: int64(len(img))}); err != nil {
 			t.Fatal(err)
@@ -95,9 +97,9 @@ func TestTransferLimit(t *testing.T) {
 // TestDeviceName: the name in the options wins over the device's own, and
 // a device without either is still named.
 func TestDeviceName(t *testing.T) {
-	fault := func(dev BlockDevice) BlockDevice { return &readFaultDevice{BlockDevice: dev, bad: 0} }
+	fault := func(dev blockdev.Device) blockdev.Device { return &readFaultDevice{Device: dev, bad: 0} }
 	for _, tc := range []struct {
-		dev  BlockDevice
+		dev  blockdev.Device
 		name string
 		want string
 	}{

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"usbflash/blockdev"
 )
 
 // VerifyOptions tune Verify and VerifyHash. The zero value is valid.
@@ -26,7 +28,7 @@ type VerifyOptions struct {
 	// Only, when set, limits the read-back to these sorted image extents
 	// (WriteResult.Written of a write that skipped transfers); the rest
 	// of the card is neither read nor compared.
-	Only []Extent
+	Only []blockdev.Extent
 }
 
 // VerifyResult describes a finished verify.
@@ -40,7 +42,7 @@ type VerifyResult struct {
 	SHA256     [32]byte      // VerifyHash: of the bytes read back
 }
 
-func (o *VerifyOptions) normalize(dev BlockDevice) error {
+func (o *VerifyOptions) normalize(dev blockdev.Device) error {
 	var err error
 	// One more transfer-sized buffer holds the image side of a comparison.
 	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, o.Buffers, 2, 1)
@@ -52,17 +54,17 @@ func (o *VerifyOptions) normalize(dev BlockDevice) error {
 // -1 to compare until image ends. The first difference is reported as a
 // *VerifyError naming its LBA and byte offset; padding after the image's
 // last byte is not compared.
-func Verify(ctx context.Context, dev BlockDevice, image io.Reader, size int64, opts VerifyOptions) (VerifyResult, error) {
+func Verify(ctx context.Context, dev blockdev.Device, image io.Reader, size int64, opts VerifyOptions) (VerifyResult, error) {
 	if err := opts.normalize(dev); err != nil {
 		return VerifyResult{}, err
 	}
-	name, bs := deviceName(dev, opts.Name), int64(dev.BlockSize())
+	name, bs := blockdev.Name(dev, opts.Name), int64(dev.BlockSize())
 	if err := CheckFits(dev, name, size, true); err != nil {
 		return VerifyResult{}, err
 	}
 	limit := size
 	if size < 0 {
-		limit = capacity(dev)
+		limit = blockdev.Capacity(dev)
 	}
 	img := make([]byte, opts.TransferSize) // the image side needs no alignment
 	var pos int64                          // image bytes consumed
@@ -134,11 +136,11 @@ func firstDiff(a, b []byte) int {
 // their SHA-256 with want, the hash Write returned. It needs no second
 // decode of the image; on a mismatch (*VerifyError with HashOnly set) the
 // caller runs Verify against a fresh decode to find the first bad LBA.
-func VerifyHash(ctx context.Context, dev BlockDevice, size int64, want [32]byte, opts VerifyOptions) (VerifyResult, error) {
+func VerifyHash(ctx context.Context, dev blockdev.Device, size int64, want [32]byte, opts VerifyOptions) (VerifyResult, error) {
 	if err := opts.normalize(dev); err != nil {
 		return VerifyResult{}, err
 	}
-	name := deviceName(dev, opts.Name)
+	name := blockdev.Name(dev, opts.Name)
 	if size < 0 {
 		return VerifyResult{}, fmt.Errorf("hash verify of %s needs the image size, got %d", name, size)
 	}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"usbflash/blockdev"
 )
 
 // writeImage writes img with Write and fails the test on error.
-func writeImage(t *testing.T, dev BlockDevice, img []byte) WriteResult {
+func writeImage(t *testing.T, dev blockdev.Device, img []byte) WriteResult {
 	t.Helper()
 	res, err := Write(context.Background(), dev, bytes.NewReader(img),
 		WriteOptions{TransferSize: testTransfer, ExpectedSize: int64(len(img))})
@@ -21,7 +23,7 @@ func writeImage(t *testing.T, dev BlockDevice, img []byte) WriteResult {
 }
 
 // corrupt flips one byte on the device at off, through the seam.
-func corrupt(t *testing.T, dev BlockDevice, off int64) {
+func corrupt(t *testing.T, dev blockdev.Device, off int64) {
 	t.Helper()
 	bs := int64(dev.BlockSize())
 	blk := make([]byte, bs)
@@ -115,7 +117,7 @@ func TestVerifyImageShorterThanDeclared(t *testing.T) {
 
 // readFaultDevice fails ReadBlocks that touch the block bad.
 type readFaultDevice struct {
-	BlockDevice
+	blockdev.Device
 	bad int64
 }
 
@@ -123,14 +125,14 @@ func (d *readFaultDevice) ReadBlocks(ctx context.Context, lba int64, p []byte) e
 	if d.bad >= lba && d.bad < lba+int64(len(p)/d.BlockSize()) {
 		return &devFault{"3/11/00"}
 	}
-	return d.BlockDevice.ReadBlocks(ctx, lba, p)
+	return d.Device.ReadBlocks(ctx, lba, p)
 }
 
 func TestVerifyReadFault(t *testing.T) {
 	img := testImage(8*testTransfer, 4)
 	mem := newTestDevice(t, 2048, testBS, oldByte)
 	res := writeImage(t, mem, img)
-	dev := &readFaultDevice{BlockDevice: mem, bad: 3*testTransfer/testBS + 2}
+	dev := &readFaultDevice{Device: mem, bad: 3*testTransfer/testBS + 2}
 	want := int64(3 * testTransfer / testBS) // the command's first block
 	_, err := Verify(context.Background(), dev, bytes.NewReader(img), int64(len(img)), VerifyOptions{TransferSize: testTransfer})
 	_, herr := VerifyHash(context.Background(), dev, int64(len(img)), res.SHA256, VerifyOptions{TransferSize: testTransfer})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"usbflash/blockdev"
 	"usbflash/bmap"
 	"usbflash/imagesrc"
 	"usbflash/internal/units"
@@ -150,12 +151,12 @@ func (p *writePlan) options(o pipeline.WriteOptions) pipeline.WriteOptions {
 		if o.ExpectedSize <= 0 {
 			o.ExpectedSize = p.m.ImageSize
 		}
-		o.Pieces = func(off int64, b []byte, into []pipeline.Extent) []pipeline.Extent {
+		o.Pieces = func(off int64, b []byte, into []blockdev.Extent) []blockdev.Extent {
 			p.m.Each(off, int64(len(b)), func(lo, hi int64) { into = appendPiece(into, lo, hi, gap) })
 			return into
 		}
 	case p.sparse:
-		o.Pieces = func(off int64, b []byte, into []pipeline.Extent) []pipeline.Extent {
+		o.Pieces = func(off int64, b []byte, into []blockdev.Extent) []blockdev.Extent {
 			for i := 0; i < len(b); i += zeroBlock {
 				if end := min(i+zeroBlock, len(b)); !allZero(b[i:end]) {
 					into = appendPiece(into, off+int64(i), off+int64(end), gap)
@@ -169,12 +170,12 @@ func (p *writePlan) options(o pipeline.WriteOptions) pipeline.WriteOptions {
 
 // appendPiece adds the bytes [lo, hi) to the pieces of a transfer, joining
 // them to the last piece when the gap between is shorter than gap.
-func appendPiece(into []pipeline.Extent, lo, hi, gap int64) []pipeline.Extent {
+func appendPiece(into []blockdev.Extent, lo, hi, gap int64) []blockdev.Extent {
 	if k := len(into); k > 0 && lo-into[k-1].End() < gap {
 		into[k-1].Len = hi - into[k-1].Off
 		return into
 	}
-	return append(into, pipeline.Extent{Off: lo, Len: hi - lo})
+	return append(into, blockdev.Extent{Off: lo, Len: hi - lo})
 }
 
 // zeroBlock is the granularity at which --sparse looks for zeros.

@@ -8,10 +8,10 @@ import (
 	"os"
 	"strings"
 
+	"usbflash/blockdev"
 	"usbflash/filedev"
 	"usbflash/internal/flock"
 	"usbflash/internal/linuxdisk"
-	"usbflash/pipeline"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
 	"usbflash/usbms/sim"
@@ -40,7 +40,7 @@ type openOptions struct {
 // simulated reader, or a file. It knows how to describe itself to the user.
 type device struct {
 	name string // the target, as messages name it
-	dev  pipeline.BlockDevice
+	dev  blockdev.Device
 
 	lun    *usbms.LUN // nil for file: and for an empty slot
 	empty  *usbms.LUNSummary

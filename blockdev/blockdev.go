@@ -1,12 +1,14 @@
 // Package blockdev is the seam between what moves blocks (the write and
 // verify engine, the reader benchmark, a group of cards) and what holds
 // them (a LUN of a USB reader spoken to over SCSI, the simulated reader, a
-// file or kernel block device), as io is to bufio: the interfaces and
+// file or kernel block device), as io is to bufio: the interfaces, the one
+// error every kind of device means by "this medium refuses writes", and
 // nothing that does I/O.
 package blockdev
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -33,9 +35,37 @@ type Device interface {
 	Sync(ctx context.Context) error
 }
 
+// ErrWriteProtected is the one answer to "does this medium refuse
+// writes?", whoever found out and however, so that a caller deciding what
+// to tell the user (unlock the card, use another) asks one question
+// instead of one per layer: errors.Is(err, ErrWriteProtected) holds for
+// the write-protect bit seen before writing (a card's lock switch, a
+// read-only LUN, a file or kernel device that refuses writes), for a DATA
+// PROTECT sense on a WRITE, and for a write the kernel refuses as
+// read-only (EROFS and the like). The errors that say so keep their own
+// facts (the device's name, the sense data, the errno) and wrap this one.
+var ErrWriteProtected = errors.New("write-protected")
+
+// MarkWriteProtected returns err, a device's own report that its medium
+// refuses writes (sense data, an errno), marked as write protection: its
+// text is err's, and errors.Is finds ErrWriteProtected in it beside
+// everything err wraps. A nil err stays nil.
+func MarkWriteProtected(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &protectedError{err}
+}
+
+type protectedError struct{ err error }
+
+func (e *protectedError) Error() string   { return e.err.Error() }
+func (e *protectedError) Unwrap() []error { return []error{e.err, ErrWriteProtected} }
+
 // WriteProtector is a device that knows whether its medium refuses writes
-// (a card's lock switch, a read-only LUN). Writers refuse such a medium
-// before sending anything.
+// (a card's lock switch, a read-only LUN, a file the process may not
+// write). Writers refuse such a medium before sending anything, with an
+// error wrapping ErrWriteProtected.
 type WriteProtector interface {
 	WriteProtected() bool
 }

@@ -14,7 +14,11 @@
 // messages goes in WriteOptions.Name and VerifyOptions.Name instead.
 package pipeline
 
-import "usbflash/blockdev"
+import (
+	"fmt"
+
+	"usbflash/blockdev"
+)
 
 // CheckFits refuses, before anything is written or read, an image of size
 // bytes that cannot fit on dev, with a *CapacityError naming the device
@@ -31,11 +35,13 @@ func CheckFits(dev blockdev.Device, name string, size int64, exact bool) error {
 	return nil
 }
 
-// CheckWritable refuses a device whose medium says it is write-protected,
-// with a *WriteProtectedError. A device that cannot tell passes.
+// CheckWritable refuses, before anything is written, a device whose medium
+// says it is write-protected, with an error naming the device (name, or
+// the device's own) that wraps blockdev.ErrWriteProtected. A device that
+// cannot tell passes.
 func CheckWritable(dev blockdev.Device, name string) error {
 	if wp, ok := dev.(blockdev.WriteProtector); ok && wp.WriteProtected() {
-		return &WriteProtectedError{Device: blockdev.Name(dev, name)}
+		return fmt.Errorf("%s is %w; nothing was written", blockdev.Name(dev, name), blockdev.ErrWriteProtected)
 	}
 	return nil
 }

@@ -47,11 +47,10 @@ func TestWriteProtected(t *testing.T) {
 	for _, wp := range []bool{true, false} {
 		d := &protectedDevice{memDevice: newTestDevice(t, 64, testBS, oldByte).(*memDevice), wp: wp}
 		_, err := Write(context.Background(), d, bytes.NewReader(testImage(3*testTransfer, 1)), WriteOptions{TransferSize: testTransfer})
-		var we *WriteProtectedError
-		if got := errors.As(err, &we); got != wp {
+		if got := errors.Is(err, blockdev.ErrWriteProtected); got != wp {
 			t.Fatalf("write-protected %v: err = %v", wp, err)
 		}
-		if wp && (we.Device != "mem" || bytes.Count(d.data, []byte{oldByte}) != len(d.data)) {
+		if wp && (err.Error() != "mem is write-protected; nothing was written" || bytes.Count(d.data, []byte{oldByte}) != len(d.data)) {
 			t.Errorf("err %v: the medium was written or the device not named", err)
 		}
 	}

@@ -60,13 +60,6 @@ func (e *ImageSizeError) Error() string {
 		"the first transfer was left zeroed so the card does not boot it", e.Actual, e.Declared)
 }
 
-// WriteProtectedError says the medium refuses writes; nothing was sent.
-type WriteProtectedError struct {
-	Device string
-}
-
-func (e *WriteProtectedError) Error() string { return e.Device + " is write-protected" }
-
 // DeviceError is a failed command on the block device, naming the range of
 // blocks it covered. Err is the device's own error, so errors.As finds the
 // transport's or SCSI layer's types through it.

@@ -124,8 +124,9 @@ type WriteResult struct {
 // the old partition table nor the new one, and the card does not boot a
 // partial image.
 //
-// Nothing is written to a write-protected medium (*WriteProtectedError) or
-// when ExpectedSize does not fit (*CapacityError).
+// Nothing is written to a write-protected medium (an error wrapping
+// blockdev.ErrWriteProtected) or when ExpectedSize does not fit
+// (*CapacityError).
 //
 // Commands already sent are finished even when ctx is cancelled (the device
 // gets a context without cancellation); Write stops before the next one,

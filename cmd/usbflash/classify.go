@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"usbflash/blockdev"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
 	"usbflash/scsi"
@@ -31,8 +32,7 @@ func classifyDomainError(err error) int {
 		return exitRefused
 	case errors.As(err, &src), errors.As(err, &size):
 		return exitSource
-	case errors.Is(err, errNotConfirmed), errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err),
-		errors.As(err, new(*pipeline.WriteProtectedError)):
+	case errors.Is(err, errNotConfirmed), errors.Is(err, blockdev.ErrWriteProtected):
 		return exitRefused
 	case errors.As(err, &device):
 		return exitDevice
@@ -107,7 +107,7 @@ func hint(err error) string {
 		return "" // the USB layer's own advice is already in the message
 	case errors.Is(err, errNotConfirmed):
 		return "pass --yes to write without being asked"
-	case errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err), errors.As(err, new(*pipeline.WriteProtectedError)):
+	case errors.Is(err, blockdev.ErrWriteProtected):
 		return "slide the card's lock switch to unlock it, or use another card"
 	case errors.As(err, &capacity):
 		return "use a larger card"

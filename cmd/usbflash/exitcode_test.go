@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"usbflash/blockdev"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
 	"usbflash/usbms"
@@ -29,7 +30,7 @@ func TestExitCodeClassification(t *testing.T) {
 		{&pipeline.CapacityError{Written: 512}, exitRefused}, // found by writing to the end: still does not fit
 		{&pipeline.ImageSizeError{}, exitSource},
 		{fmt.Errorf("%w: no terminal", errNotConfirmed), exitRefused},
-		{&writeProtectedError{"sim:x"}, exitRefused},
+		{fmt.Errorf("sim:x is %w", blockdev.ErrWriteProtected), exitRefused},
 		{fmt.Errorf("WRITE: %w", usbms.ErrRecoveryFailed), exitDevice},
 		{&pipeline.CancelledError{Err: context.Canceled}, exitCancelled},
 		{errors.New("something unforeseen"), exitInternal},

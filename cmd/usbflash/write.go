@@ -17,7 +17,6 @@ import (
 	"usbflash/imagesrc"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
-	"usbflash/usbms"
 )
 
 // writeFlags are the options of `usbflash write`.
@@ -316,19 +315,11 @@ func fitTransfer(d *device, transfer int64) (int64, string) {
 	return transfer, note
 }
 
-// writeProtectedError is a refusal to write to a locked card.
-type writeProtectedError struct{ device string }
-
-func (e *writeProtectedError) Error() string {
-	return e.device + " is write-protected; nothing was written"
-}
-func (e *writeProtectedError) Unwrap() error { return usbms.ErrWriteProtected }
-
 // checkBeforeWrite refuses, before anything is written, what can be known
 // to fail: a write-protected medium and an image that does not fit.
 func checkBeforeWrite(d *device, src *imagesrc.Source) error {
 	if err := pipeline.CheckWritable(d.dev, d.name); err != nil {
-		return &writeProtectedError{d.name}
+		return err
 	}
 	// Only a size the container vouches for refuses: gzip's size trailer
 	// of a damaged file can claim anything.

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"usbflash/blockdev"
+	"usbflash/filedev"
+	"usbflash/internal/readonly"
 	"usbflash/pipeline"
 	"usbflash/scsi"
 	"usbflash/usbms"
@@ -46,6 +48,25 @@ func TestOneWriteProtectedError(t *testing.T) {
 			}
 			return err
 		}},
+		{name: "file: a read-only file, before writing", err: func(t *testing.T) error {
+			return pipeline.CheckWritable(readOnlyFile(t), "")
+		}},
+		{name: "file: a read-only file, a write", err: func(t *testing.T) error {
+			return readOnlyFile(t).WriteBlocks(ctx, 0, block)
+		}},
+		{name: "file: a write the kernel refuses after opening", err: func(t *testing.T) error {
+			if os.Geteuid() != 0 {
+				t.Skip("a file's mode does not stop a descriptor opened for writing; only root can make it immutable")
+			}
+			path := filepath.Join(t.TempDir(), "card.img")
+			dev, err := filedev.Open(path, filedev.Options{Size: 64 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { dev.Close() })
+			readonly.File(t, path)
+			return dev.WriteBlocks(ctx, 0, block)
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +95,22 @@ func simLUN(t *testing.T, opts string) *usbms.LUN {
 		t.Fatal(err)
 	}
 	return lun
+}
+
+// readOnlyFile opens a file target the process may read but not write.
+func readOnlyFile(t *testing.T) *filedev.Device {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "card.img")
+	if err := os.WriteFile(path, make([]byte, 64<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readonly.File(t, path)
+	dev, err := filedev.Open(path, filedev.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
 }
 
 func TestMarkWriteProtected(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"usbflash/blockdev"
 	"usbflash/internal/flock"
@@ -52,15 +53,25 @@ type Options struct {
 // blockdev.Device, opened with O_DIRECT where the filesystem allows it so
 // the page cache does not sit between the pipeline and the medium. The
 // file is locked (flock) until Close: exclusively unless opened read-only.
+//
+// A target the kernel lets this process read but not write (a read-only
+// file or filesystem, an immutable file, a disk set read-only or whose
+// lock switch the kernel saw) opens all the same, for reading, and says
+// so as a blockdev.WriteProtector: the check before writing then refuses
+// it as it refuses a locked card, with blockdev.ErrWriteProtected.
 type Device struct {
 	f         *os.File
 	path      string
 	blockSize int
 	blocks    int64
 	direct    atomic.Bool // cleared if the kernel rejects an O_DIRECT transfer
+	wp        bool        // the kernel refuses writes to it
 }
 
-var _ blockdev.Device = (*Device)(nil)
+var (
+	_ blockdev.Device         = (*Device)(nil)
+	_ blockdev.WriteProtector = (*Device)(nil)
+)
 
 // Open opens path for reading and writing blocks (only reading with
 // opts.ReadOnly). See Options.
@@ -142,6 +153,12 @@ func (d *Device) lock(readOnly bool) error {
 // and the device falls back to buffered I/O.
 func (d *Device) Direct() bool { return d.direct.Load() }
 
+// WriteProtected reports whether the kernel refuses writes to the target:
+// opening it for writing was refused though reading was not, or the block
+// device is set read-only. It is false for a target opened with ReadOnly
+// that could not tell.
+func (d *Device) WriteProtected() bool { return d.wp }
+
 // String names the device in messages.
 func (d *Device) String() string { return "file:" + d.path }
 
@@ -165,19 +182,57 @@ func (d *Device) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
 	})
 }
 
-// WriteBlocks implements blockdev.Device.
+// WriteBlocks implements blockdev.Device. A write-protected target
+// refuses at once; a write the kernel refuses as read-only is marked as
+// write protection (blockdev.ErrWriteProtected).
 func (d *Device) WriteBlocks(ctx context.Context, lba int64, p []byte) error {
 	if err := d.check(lba, p); err != nil {
 		return err
 	}
-	return d.retryBuffered(func() error {
+	if d.wp {
+		return fmt.Errorf("%s is %w", d.path, blockdev.ErrWriteProtected)
+	}
+	return protected(d.retryBuffered(func() error {
 		_, err := d.f.WriteAt(p, lba*int64(d.blockSize))
 		return err
-	})
+	}))
 }
 
 // Sync implements blockdev.Device with fsync.
 func (d *Device) Sync(ctx context.Context) error { return d.f.Sync() }
+
+// refusesWrites says whether err, from opening a target for writing or
+// from a write, is the kernel refusing to write it: a read-only filesystem
+// or a disk whose lock switch the kernel saw (EROFS), a file without write
+// permission, an immutable file, a block device set read-only (EACCES,
+// EPERM).
+func refusesWrites(err error) bool {
+	return errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)
+}
+
+// protected marks a write the kernel refused as read-only as write
+// protection.
+func protected(err error) error {
+	if err != nil && refusesWrites(err) {
+		return blockdev.MarkWriteProtected(err)
+	}
+	return err
+}
+
+// openReadable is called when opening an existing target with flags (for
+// writing) failed with err: when the kernel refused to write it but lets it
+// be read, it opens it for reading instead, with open, and the device is
+// write-protected.
+func openReadable(err error, flags int, open func(flags int) (*os.File, error)) (*os.File, bool, error) {
+	if !refusesWrites(err) {
+		return nil, false, err
+	}
+	f, rerr := open(flags &^ (os.O_RDWR | os.O_WRONLY))
+	if rerr != nil {
+		return nil, false, err
+	}
+	return f, true, nil
+}
 
 func (d *Device) check(lba int64, p []byte) error {
 	if len(p)%d.blockSize != 0 {

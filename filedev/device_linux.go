@@ -39,11 +39,9 @@ func openFile(path string, opts Options) (*Device, error) {
 		flags |= os.O_CREATE | os.O_EXCL
 	}
 	d := &Device{path: path, blockSize: fileBlockSize}
-	if d.f, err = openDirect(path, flags); err == nil {
-		d.direct.Store(true)
-	} else if errors.Is(err, syscall.EINVAL) {
-		// The filesystem (tmpfs, some FUSE) has no O_DIRECT: use the cache.
-		d.f, err = os.OpenFile(path, flags, 0o644)
+	d.f, err = d.open(path, flags)
+	if err != nil && exists && !opts.ReadOnly {
+		d.f, d.wp, err = openReadable(err, flags, func(flags int) (*os.File, error) { return d.open(path, flags) })
 	}
 	switch {
 	case isBlock && errors.Is(err, syscall.EBUSY):
@@ -84,6 +82,20 @@ func checkNotInUse(path string, st fs.FileInfo, opts Options) error {
 	return err
 }
 
+// open opens path with O_DIRECT, or through the page cache where the
+// filesystem has no O_DIRECT (tmpfs, some FUSE).
+func (d *Device) open(path string, flags int) (*os.File, error) {
+	f, err := openDirect(path, flags)
+	if err == nil {
+		d.direct.Store(true)
+		return f, nil
+	}
+	if errors.Is(err, syscall.EINVAL) {
+		return os.OpenFile(path, flags, 0o644)
+	}
+	return nil, err
+}
+
 func openDirect(path string, flags int) (*os.File, error) {
 	return os.OpenFile(path, flags|syscall.O_DIRECT, 0o644)
 }
@@ -96,14 +108,21 @@ func (d *Device) size(isBlock bool, want int64) error {
 		return err
 	}
 	if isBlock {
-		var bs int
+		var bs, ro int
 		var bytes uint64
 		var ioErr error
 		if err := rc.Control(func(fd uintptr) {
 			if bs, ioErr = unix.IoctlGetInt(int(fd), unix.BLKSSZGET); ioErr != nil {
 				return
 			}
-			bytes, ioErr = unix.IoctlGetUint64(int(fd), unix.BLKGETSIZE64)
+			if bytes, ioErr = unix.IoctlGetUint64(int(fd), unix.BLKGETSIZE64); ioErr != nil {
+				return
+			}
+			// Set read-only (blockdev --setro, a read-only loop
+			// device): writes would fail with EPERM.
+			if r, err := unix.IoctlGetInt(int(fd), unix.BLKROGET); err == nil {
+				ro = r
+			}
 		}); err != nil {
 			return err
 		}
@@ -114,13 +133,16 @@ func (d *Device) size(isBlock bool, want int64) error {
 			return fmt.Errorf("kernel reports block size %d", bs)
 		}
 		d.blockSize, d.blocks = bs, int64(bytes)/int64(bs)
+		d.wp = d.wp || ro != 0
 		return nil
 	}
 	st, err := d.f.Stat()
 	if err != nil {
 		return err
 	}
-	if want == 0 {
+	if want == 0 || d.wp {
+		// A write-protected file is never extended: it holds what it
+		// holds, and the check before writing refuses it.
 		d.blocks = st.Size() / fileBlockSize
 		return nil
 	}

@@ -25,17 +25,22 @@ func openFile(path string, opts Options) (*Device, error) {
 	case !exists:
 		flags |= os.O_CREATE | os.O_EXCL
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	open := func(flags int) (*os.File, error) { return os.OpenFile(path, flags, 0o644) }
+	f, err := open(flags)
+	wp := false
+	if err != nil && exists && !opts.ReadOnly {
+		f, wp, err = openReadable(err, flags, open)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("file target %s: %w", path, err)
 	}
-	d := &Device{f: f, path: path, blockSize: fileBlockSize}
+	d := &Device{f: f, path: path, blockSize: fileBlockSize, wp: wp}
 	if err := d.lock(opts.ReadOnly); err != nil {
 		f.Close()
 		return nil, err
 	}
 	size := opts.Size
-	if size == 0 {
+	if size == 0 || wp { // a write-protected file is never extended
 		size = st.Size()
 	} else if !exists || st.Size() < size {
 		if err := f.Truncate(size); err != nil {

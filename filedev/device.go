@@ -1,6 +1,8 @@
 // Package filedev is a block device made of a regular file or a kernel
 // block device, reached through the kernel (O_DIRECT where it works): the
-// file: target, beside usbms.LUN as a blockdev.Device.
+// file: target, beside usbms.LUN as a blockdev.Device, and the one way
+// usbflash reaches the kernel's disks at all, the reader benchmark's
+// cached and uncached comparison paths included (see Cache).
 package filedev
 
 import (
@@ -43,6 +45,12 @@ type Options struct {
 	// is created or extended, the lock is shared, and a block device is
 	// neither checked for use nor opened exclusively.
 	ReadOnly bool
+	// Cache is how transfers meet the page cache; the zero value is
+	// CacheAuto. With ReadOnly and CacheBypass or CacheUse, the systems
+	// whose disks are character devices (macOS, the BSDs) open a disk
+	// node too, to read it as any program would: the reader benchmark's
+	// comparison with the kernel.
+	Cache Cache
 
 	// sys is where the in-use check reads the kernel's view; the zero
 	// value means this machine's. Tests point it at fixtures.
@@ -65,12 +73,14 @@ type Device struct {
 	blockSize int
 	blocks    int64
 	direct    atomic.Bool // cleared if the kernel rejects an O_DIRECT transfer
-	wp        bool        // the kernel refuses writes to it
+	cache     Cache
+	wp        bool // the kernel refuses writes to it
 }
 
 var (
-	_ blockdev.Device         = (*Device)(nil)
-	_ blockdev.WriteProtector = (*Device)(nil)
+	_ blockdev.Device                = (*Device)(nil)
+	_ blockdev.WriteProtector        = (*Device)(nil)
+	_ interface{ DropCache() error } = (*Device)(nil) // cardbench.CacheDropper
 )
 
 // Open opens path for reading and writing blocks (only reading with
@@ -78,6 +88,9 @@ var (
 func Open(path string, opts Options) (*Device, error) {
 	if opts.Size < 0 || opts.Size%fileBlockSize != 0 {
 		return nil, fmt.Errorf("file target %s: size %d is not a multiple of %d bytes: %w", path, opts.Size, fileBlockSize, ErrBadTarget)
+	}
+	if opts.Cache < CacheAuto || opts.Cache > CacheUse {
+		return nil, fmt.Errorf("file target %s: unknown cache mode %d", path, opts.Cache)
 	}
 	return openFile(path, opts)
 }
@@ -111,7 +124,7 @@ func statTarget(path string, opts Options) (st fs.FileInfo, exists bool, err err
 	switch {
 	case mode.IsDir():
 		return bad("is a directory")
-	case mode&fs.ModeCharDevice != 0:
+	case mode&fs.ModeCharDevice != 0 && !diskNode(opts):
 		return bad("is a character device, not a block device or a regular file")
 	case mode&fs.ModeNamedPipe != 0:
 		return bad("is a FIFO: a target must be read back, give a regular file or a block device")
@@ -171,8 +184,12 @@ func (d *Device) BlockCount() int64 { return d.blocks }
 // Close closes the file.
 func (d *Device) Close() error { return d.f.Close() }
 
-// ReadBlocks implements blockdev.Device.
+// ReadBlocks implements blockdev.Device. A cancelled ctx stops it before
+// the read, as it stops a LUN's next command.
 func (d *Device) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := d.check(lba, p); err != nil {
 		return err
 	}
@@ -186,6 +203,9 @@ func (d *Device) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
 // refuses at once; a write the kernel refuses as read-only is marked as
 // write protection (blockdev.ErrWriteProtected).
 func (d *Device) WriteBlocks(ctx context.Context, lba int64, p []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := d.check(lba, p); err != nil {
 		return err
 	}

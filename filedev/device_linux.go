@@ -14,6 +14,12 @@ import (
 	"usbflash/internal/linuxdisk"
 )
 
+// BypassName names how CacheBypass bypasses the page cache here.
+const BypassName = "O_DIRECT"
+
+// diskNode: Linux's disks are block devices, which every mode opens.
+func diskNode(Options) bool { return false }
+
 func openFile(path string, opts Options) (*Device, error) {
 	st, exists, err := statTarget(path, opts)
 	if err != nil {
@@ -38,7 +44,7 @@ func openFile(path string, opts Options) (*Device, error) {
 	case !exists:
 		flags |= os.O_CREATE | os.O_EXCL
 	}
-	d := &Device{path: path, blockSize: fileBlockSize}
+	d := &Device{path: path, blockSize: fileBlockSize, cache: opts.Cache}
 	d.f, err = d.open(path, flags)
 	if err != nil && exists && !opts.ReadOnly {
 		d.f, d.wp, err = openReadable(err, flags, func(flags int) (*os.File, error) { return d.open(path, flags) })
@@ -82,15 +88,21 @@ func checkNotInUse(path string, st fs.FileInfo, opts Options) error {
 	return err
 }
 
-// open opens path with O_DIRECT, or through the page cache where the
-// filesystem has no O_DIRECT (tmpfs, some FUSE).
+// open opens path as d.cache says: with O_DIRECT (CacheBypass), without
+// (CacheUse), or with O_DIRECT where the filesystem has it and through the
+// page cache where not (tmpfs, some FUSE).
 func (d *Device) open(path string, flags int) (*os.File, error) {
+	if d.cache == CacheUse {
+		return os.OpenFile(path, flags, 0o644)
+	}
 	f, err := openDirect(path, flags)
-	if err == nil {
+	switch {
+	case err == nil:
 		d.direct.Store(true)
 		return f, nil
-	}
-	if errors.Is(err, syscall.EINVAL) {
+	case d.cache == CacheBypass && errors.Is(err, syscall.EINVAL):
+		return nil, fmt.Errorf("the filesystem has no O_DIRECT: %w", err)
+	case errors.Is(err, syscall.EINVAL):
 		return os.OpenFile(path, flags, 0o644)
 	}
 	return nil, err
@@ -157,10 +169,11 @@ func (d *Device) size(isBlock bool, want int64) error {
 
 // retryBuffered runs op and, if the kernel rejects it as a direct transfer
 // (EINVAL: a buffer or length the filesystem cannot do directly), turns
-// O_DIRECT off and runs it once more through the page cache.
+// O_DIRECT off and runs it once more through the page cache. With
+// CacheBypass the error stands: that device is direct or nothing.
 func (d *Device) retryBuffered(op func() error) error {
 	err := op()
-	if err == nil || !d.direct.Load() || !errors.Is(err, syscall.EINVAL) {
+	if err == nil || !d.direct.Load() || d.cache != CacheAuto || !errors.Is(err, syscall.EINVAL) {
 		return err
 	}
 	rc, cerr := d.f.SyscallConn()
@@ -178,4 +191,22 @@ func (d *Device) retryBuffered(op func() error) error {
 	}
 	d.direct.Store(false)
 	return op()
+}
+
+// dropCache drops the clean cached pages of the whole file or device. A
+// block device's cache goes with BLKFLSBUF as well, which fadvise alone
+// does not always empty.
+func dropCache(d *Device) error {
+	rc, err := d.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) {
+		_ = unix.IoctlSetInt(int(fd), unix.BLKFLSBUF, 0) // only block devices have it
+		ferr = unix.Fadvise(int(fd), 0, 0, unix.FADV_DONTNEED)
+	}); err != nil {
+		return err
+	}
+	return ferr
 }

@@ -345,3 +345,6 @@ func TestFindBlockMap(t *testing.T) {
 		}
 	}
 }
+
+// allZero says whether b holds only zeros.
+func allZero(b []byte) bool { return bytes.Count(b, []byte{0}) == len(b) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -168,6 +169,40 @@ func VerifyHash(ctx context.Context, dev blockdev.Device, size int64, want [32]b
 func nilIfEOF(err error) error {
 	if err == io.EOF {
 		return nil
+	}
+	return err
+}
+
+// LocateMismatch turns a failed VerifyHash into the first differing LBA:
+// a hash only says that something differs, and a person fixing a card (or
+// a developer fixing a reader) needs to know where. hashErr is
+// VerifyHash's error and size and opts what it was given; open decodes the
+// image again from its start (the stream written was consumed). The card
+// is compared with it byte by byte (Verify; opts.Progress is not called,
+// as the second pass is a diagnosis of the verify, not a phase of its
+// own), and its *VerifyError names the first bad LBA and byte offset.
+//
+// When the second comparison finds no difference, the card reads back
+// right now and the first read was wrong: the reader returned inconsistent
+// data, which LocateMismatch says, wrapping hashErr. Any other error of
+// the second pass (a read failing, a cancel) is returned as it is. An
+// error that is not a hash mismatch is returned unchanged, and open not
+// called; when the image cannot be opened again, hashErr is returned with
+// a note of why.
+func LocateMismatch(ctx context.Context, dev blockdev.Device, open func() (io.ReadCloser, error), size int64, opts VerifyOptions, hashErr error) error {
+	var ve *VerifyError
+	if !errors.As(hashErr, &ve) || !ve.HashOnly {
+		return hashErr
+	}
+	src, err := open()
+	if err != nil {
+		return fmt.Errorf("%w (the image could not be opened again to locate the difference: %v)", hashErr, err)
+	}
+	defer src.Close()
+	opts.Progress = nil
+	_, err = Verify(ctx, dev, src, size, opts)
+	if err == nil {
+		return fmt.Errorf("%w (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)", hashErr)
 	}
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -229,7 +228,8 @@ func (a *app) write(ctx context.Context, rep reporter, image string, t target, t
 		})
 		v, err := pipeline.VerifyHash(ctx, d.dev, res.Bytes, want, vopts)
 		if err != nil {
-			return a.locateMismatch(ctx, image, d, res.Bytes, vopts, err)
+			reopen := func() (io.ReadCloser, error) { return imagesrc.Open(image) }
+			return pipeline.LocateMismatch(ctx, d.dev, reopen, res.Bytes, vopts, err)
 		}
 		sum.Verified = true
 		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
@@ -436,26 +436,6 @@ func rate(n int64, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / d.Seconds()
-}
-
-// locateMismatch turns a hash mismatch into the first differing LBA by
-// comparing the card with a fresh decode of the image.
-func (a *app) locateMismatch(ctx context.Context, image string, d *device, size int64, opts pipeline.VerifyOptions, hashErr error) error {
-	var ve *pipeline.VerifyError
-	if !errors.As(hashErr, &ve) || !ve.HashOnly {
-		return hashErr
-	}
-	src, err := imagesrc.Open(image)
-	if err != nil {
-		return hashErr
-	}
-	defer src.Close()
-	_, err = pipeline.Verify(ctx, d.dev, src, size, pipeline.VerifyOptions{Name: d.name, TransferSize: opts.TransferSize, Only: opts.Only})
-	if err == nil {
-		// The card reads back right now: the first read was wrong. Say so.
-		return fmt.Errorf("%w (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)", hashErr)
-	}
-	return err
 }
 
 func isTerminal(w io.Writer) bool {

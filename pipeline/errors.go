@@ -111,6 +111,18 @@ func (e *VerifyError) Error() string {
 		"the card has 0x%02x", e.Device, e.LBA, e.Offset, e.Want, e.Got)
 }
 
+// InconsistentError says the hash of what was read back differed from the
+// image's (Err, the *VerifyError of VerifyHash), but a second, byte-by-byte
+// comparison found no difference: the reader returned different data for
+// the same blocks, so neither read can be trusted.
+type InconsistentError struct{ Err error }
+
+func (e *InconsistentError) Error() string {
+	return e.Err.Error() + " (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)"
+}
+
+func (e *InconsistentError) Unwrap() error { return e.Err }
+
 // CancelledError reports how far an operation got before its context was
 // cancelled. Err is the context's error (context.Canceled or
 // context.DeadlineExceeded). A cancelled write left its first transfer

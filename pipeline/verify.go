@@ -184,11 +184,11 @@ func nilIfEOF(err error) error {
 //
 // When the second comparison finds no difference, the card reads back
 // right now and the first read was wrong: the reader returned inconsistent
-// data, which LocateMismatch says, wrapping hashErr. Any other error of
+// data, an *InconsistentError wrapping hashErr. Any other error of
 // the second pass (a read failing, a cancel) is returned as it is. An
 // error that is not a hash mismatch is returned unchanged, and open not
-// called; when the image cannot be opened again, hashErr is returned with
-// a note of why.
+// called; when the image cannot be opened again (it was standard input),
+// hashErr is returned with a note of why.
 func LocateMismatch(ctx context.Context, dev blockdev.Device, open func() (io.ReadCloser, error), size int64, opts VerifyOptions, hashErr error) error {
 	var ve *VerifyError
 	if !errors.As(hashErr, &ve) || !ve.HashOnly {
@@ -202,7 +202,7 @@ func LocateMismatch(ctx context.Context, dev blockdev.Device, open func() (io.Re
 	opts.Progress = nil
 	_, err = Verify(ctx, dev, src, size, opts)
 	if err == nil {
-		return fmt.Errorf("%w (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)", hashErr)
+		return &InconsistentError{Err: hashErr}
 	}
 	return err
 }

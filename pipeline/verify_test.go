@@ -243,8 +243,9 @@ func TestLocateMismatch(t *testing.T) {
 		}},
 		{"a byte that read wrong once", 1, func(t *testing.T, err error) {
 			var ve *VerifyError
-			if !errors.As(err, &ve) || !ve.HashOnly || !strings.Contains(err.Error(), "inconsistent data") {
-				t.Fatalf("err = %v, want the hash mismatch, saying the reader returned inconsistent data", err)
+			var ie *InconsistentError
+			if !errors.As(err, &ie) || !errors.As(err, &ve) || !ve.HashOnly || !strings.Contains(err.Error(), "inconsistent data") {
+				t.Fatalf("err = %v, want an *InconsistentError wrapping the hash mismatch", err)
 			}
 		}},
 	} {

@@ -10,7 +10,6 @@ import (
 	"encoding/xml"
 	"fmt"
 	"hash"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -278,11 +277,7 @@ func (m *Map) Mapped(off, n int64) bool {
 // Each calls fn with the mapped bytes [lo, hi) that lie in [off, off+n),
 // in order.
 func (m *Map) Each(off, n int64, fn func(lo, hi int64)) {
-	i := sort.Search(len(m.Ranges), func(i int) bool {
-		_, end := m.Bytes(m.Ranges[i])
-		return end > off
-	})
-	for ; i < len(m.Ranges); i++ {
+	for i := m.first(off); i < len(m.Ranges); i++ {
 		start, end := m.Bytes(m.Ranges[i])
 		if start >= off+n {
 			return

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"usbflash/blockdev"
 	"usbflash/internal/aligned"
-	"usbflash/pipeline"
 )
 
 // AlignOptions configure Alignment. Zero values take the defaults.
@@ -67,7 +67,7 @@ type AlignResult struct {
 // of its multiples are unit boundaries (half of them at half the unit), for
 // the unit and anything larger all are. So the unit is where the extra time
 // reaches its plateau: see Unit.
-func Alignment(ctx context.Context, dev pipeline.BlockDevice, o AlignOptions) (AlignResult, error) {
+func Alignment(ctx context.Context, dev blockdev.Device, o AlignOptions) (AlignResult, error) {
 	bs := int64(dev.BlockSize())
 	capacity := dev.BlockCount() * bs
 	o = o.withDefaults(bs)

@@ -5,8 +5,8 @@ import (
 	"context"
 	"fmt"
 
+	"usbflash/blockdev"
 	"usbflash/internal/aligned"
-	"usbflash/pipeline"
 )
 
 // MaxPreserve is the largest region Save keeps: it is held in memory.
@@ -22,7 +22,7 @@ type Saved struct {
 }
 
 // Save reads region into memory, so Restore can put it back.
-func Save(ctx context.Context, dev pipeline.BlockDevice, region Region) (*Saved, error) {
+func Save(ctx context.Context, dev blockdev.Device, region Region) (*Saved, error) {
 	if region.Length > MaxPreserve {
 		return nil, fmt.Errorf("region of %d bytes: at most %d can be preserved (it is kept in memory)", region.Length, int64(MaxPreserve))
 	}
@@ -41,7 +41,7 @@ func (s *Saved) Bytes() []byte { return s.data }
 // Restore writes the saved content back, syncs, and reads it back to
 // compare. The caller passes a context that the user's cancel does not
 // end: a restore is what a cancel must still do.
-func (s *Saved) Restore(ctx context.Context, dev pipeline.BlockDevice) error {
+func (s *Saved) Restore(ctx context.Context, dev blockdev.Device) error {
 	bs := int64(dev.BlockSize())
 	if err := chunks(s.Region, func(off, start, end int64) error {
 		return dev.WriteBlocks(ctx, off/bs, s.data[start:end])

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"usbflash/blockdev"
 	"usbflash/internal/aligned"
-	"usbflash/pipeline"
 )
 
 // RandomSize is the transfer of the random test: what SD A1/A2 classes
@@ -30,7 +30,7 @@ func (r RandomResult) PerSecond() float64 { return rate(int64(r.Commands), r.Ela
 // Random issues transfers of size bytes at random size-aligned offsets of
 // region for d (at least one transfer), reading, or writing pseudo-random
 // data. Writes are synced inside the time.
-func Random(ctx context.Context, dev pipeline.BlockDevice, op string, region Region, size int64, d time.Duration, seed uint64) (RandomResult, error) {
+func Random(ctx context.Context, dev blockdev.Device, op string, region Region, size int64, d time.Duration, seed uint64) (RandomResult, error) {
 	bs := int64(dev.BlockSize())
 	size = max(size/bs, 1) * bs
 	slots := region.Length / size

@@ -9,8 +9,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"usbflash/blockdev"
 	"usbflash/internal/aligned"
-	"usbflash/pipeline"
 )
 
 // Sizes of the sweep.
@@ -127,7 +127,7 @@ type SweepOptions struct {
 // Writes are followed by a sync inside each point's time, so a device that
 // only caches them does not look faster than it is. Writes stay inside the
 // regions; what they write is pseudo-random, not the card's data.
-func Sweep(ctx context.Context, dev pipeline.BlockDevice, o SweepOptions) ([]Point, error) {
+func Sweep(ctx context.Context, dev blockdev.Device, o SweepOptions) ([]Point, error) {
 	bs := int64(dev.BlockSize())
 	largest := int64(0)
 	for _, n := range o.Sizes {
@@ -169,7 +169,7 @@ func Sweep(ctx context.Context, dev pipeline.BlockDevice, o SweepOptions) ([]Poi
 	return out, nil
 }
 
-func measureSequential(ctx context.Context, dev pipeline.BlockDevice, o SweepOptions, r Region, buf []byte) (Point, error) {
+func measureSequential(ctx context.Context, dev blockdev.Device, o SweepOptions, r Region, buf []byte) (Point, error) {
 	bs := int64(dev.BlockSize())
 	n := int64(len(buf))
 	p := Point{Path: o.Path, Op: o.Op, Size: n, Region: r.Name}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/pipeline"
+	"usbflash/blockdev"
 	"usbflash/usbms/sim"
 )
 
@@ -252,6 +252,6 @@ func TestRestoreVerifies(t *testing.T) {
 }
 
 // dropWrites is a device whose writes vanish.
-type dropWrites struct{ pipeline.BlockDevice }
+type dropWrites struct{ blockdev.Device }
 
 func (dropWrites) WriteBlocks(context.Context, int64, []byte) error { return nil }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"usbflash/blockdev"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
 	"usbflash/usbms"
@@ -75,7 +76,7 @@ func run(b *testing.B, n int, slowOpts string, lag int) result {
 			opts = slowOpts + "&size=64MiB"
 		}
 		lun := openMemoryCard(b, dir, fmt.Sprint("card", i), opts)
-		targets = append(targets, Target{Name: fmt.Sprint("card", i), Dev: &timedDev{BlockDevice: lun}})
+		targets = append(targets, Target{Name: fmt.Sprint("card", i), Dev: &timedDev{Device: lun}})
 	}
 	src, err := imagesrc.Open(filepath.Join("..", "testdata", "demo.img.xz"))
 	if err != nil {
@@ -128,12 +129,12 @@ func openMemoryCard(b *testing.B, dir, name, opts string) *usbms.LUN {
 
 // timedDev notes when its last write ended.
 type timedDev struct {
-	pipeline.BlockDevice
+	blockdev.Device
 	last time.Time
 }
 
 func (d *timedDev) WriteBlocks(ctx context.Context, lba int64, p []byte) error {
-	err := d.BlockDevice.WriteBlocks(ctx, lba, p)
+	err := d.Device.WriteBlocks(ctx, lba, p)
 	d.last = time.Now()
 	return err
 }

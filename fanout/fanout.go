@@ -2,7 +2,7 @@
 // once, so that one decode feeds every card and a card that fails drops out
 // alone while the others go on.
 //
-// A Group is itself a pipeline.BlockDevice: pipeline.Write drives it exactly
+// A Group is itself a blockdev.Device: pipeline.Write drives it exactly
 // as it drives one card (first transfer last, sync at the end), and the
 // group hands every WriteBlocks to each live member. Verify is per member.
 package fanout
@@ -14,14 +14,15 @@ import (
 	"sync"
 	"time"
 
+	"usbflash/blockdev"
 	"usbflash/internal/aligned"
-	"usbflash/pipeline"
+	"usbflash/pipeline" // its CapacityError: an image too large for one card is the error a single write gives
 )
 
 // Target is one card of a group.
 type Target struct {
 	Name string // as messages and reports name it
-	Dev  pipeline.BlockDevice
+	Dev  blockdev.Device
 }
 
 // Options tune a Group.
@@ -52,7 +53,9 @@ type Result struct {
 	Memory  string        // the window's memory ("" in lockstep)
 }
 
-// Group is a pipeline.BlockDevice that writes to every live member.
+var _ blockdev.Device = (*Group)(nil)
+
+// Group is a blockdev.Device that writes to every live member.
 // WriteBlocks and Sync are for one goroutine (the pipeline's writer).
 type Group struct {
 	members []*member
@@ -119,10 +122,7 @@ func New(targets []Target, opts Options) (*Group, error) {
 // allocWindow takes the member's window from the device when it can send
 // that memory without a copy, else from aligned Go memory.
 func (m *member) allocWindow(count, size int) error {
-	type allocator interface {
-		AllocBuffers(count, size int) (bufs [][]byte, kind string, free func(), err error)
-	}
-	if a, ok := m.t.Dev.(allocator); ok {
+	if a, ok := m.t.Dev.(blockdev.BufferAllocator); ok {
 		if bufs, kind, free, err := a.AllocBuffers(count, size); err == nil {
 			m.window, m.memory, m.release = bufs, kind, free
 		}

@@ -1,6 +1,8 @@
 // Package filedev is a block device made of a regular file or a kernel
 // block device, reached through the kernel (O_DIRECT where it works): the
-// file: target, beside usbms.LUN as a pipeline.BlockDevice.
+// file: target, beside usbms.LUN as a blockdev.Device, and the one way
+// usbflash reaches the kernel's disks at all, the reader benchmark's
+// cached and uncached comparison paths included (see Cache).
 package filedev
 
 import (
@@ -12,7 +14,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
+	"usbflash/blockdev"
 	"usbflash/internal/flock"
 	"usbflash/internal/linuxdisk"
 )
@@ -97,6 +101,12 @@ type Options struct {
 	// is created or extended, the lock is shared, and a block device is
 	// neither checked for use nor opened exclusively.
 	ReadOnly bool
+	// Cache is how transfers meet the page cache; the zero value is
+	// CacheAuto. With ReadOnly and CacheBypass or CacheUse, the systems
+	// whose disks are character devices (macOS, the BSDs) open a disk
+	// node too, to read it as any program would: the reader benchmark's
+	// comparison with the kernel.
+	Cache Cache
 
 	// sys is where the in-use check reads the kernel's view; the zero
 	// value means this machine's. Tests point it at fixtures.
@@ -104,16 +114,30 @@ type Options struct {
 }
 
 // Device is a regular file or a kernel block device used as a
-// BlockDevice, opened with O_DIRECT where the filesystem allows it so the
-// page cache does not sit between the pipeline and the medium. The file is
-// locked (flock) until Close: exclusively unless opened read-only.
+// blockdev.Device, opened with O_DIRECT where the filesystem allows it so
+// the page cache does not sit between the pipeline and the medium. The
+// file is locked (flock) until Close: exclusively unless opened read-only.
+//
+// A target the kernel lets this process read but not write (a read-only
+// file or filesystem, an immutable file, a disk set read-only or whose
+// lock switch the kernel saw) opens all the same, for reading, and says
+// so as a blockdev.WriteProtector: the check before writing then refuses
+// it as it refuses a locked card, with blockdev.ErrWriteProtected.
 type Device struct {
 	f         *os.File
 	path      string
 	blockSize int
 	blocks    int64
 	direct    atomic.Bool // cleared if the kernel rejects an O_DIRECT transfer
+	cache     Cache
+	wp        bool // the kernel refuses writes to it
 }
+
+var (
+	_ blockdev.Device                = (*Device)(nil)
+	_ blockdev.WriteProtector        = (*Device)(nil)
+	_ interface{ DropCache() error } = (*Device)(nil) // cardbench.CacheDropper
+)
 
 // Open opens path for reading and writing blocks (only reading with
 // opts.ReadOnly). See Options.
@@ -121,6 +145,9 @@ func Open(path string, opts Options) (*Device, error) {
 	if opts.Size < 0 || opts.Size%fileBlockSize != 0 {
 		return nil, &TargetError{Path: path, Reason: BadSize, Size: opts.Size,
 			What: fmt.Sprintf("cannot have size %d: not a multiple of %d bytes", opts.Size, fileBlockSize)}
+	}
+	if opts.Cache < CacheAuto || opts.Cache > CacheUse {
+		return nil, fmt.Errorf("file target %s: unknown cache mode %d", path, opts.Cache)
 	}
 	return openFile(path, opts)
 }
@@ -158,7 +185,7 @@ func statTarget(path string, opts Options) (st fs.FileInfo, exists bool, err err
 	switch {
 	case mode.IsDir():
 		return bad(WrongType, "is a directory")
-	case mode&fs.ModeCharDevice != 0:
+	case mode&fs.ModeCharDevice != 0 && !diskNode(opts):
 		return bad(WrongType, "is a character device, not a block device or a regular file")
 	case mode&fs.ModeNamedPipe != 0:
 		return bad(WrongType, "is a FIFO, which cannot be read back")
@@ -200,20 +227,30 @@ func (d *Device) lock(readOnly bool) error {
 // and the device falls back to buffered I/O.
 func (d *Device) Direct() bool { return d.direct.Load() }
 
+// WriteProtected reports whether the kernel refuses writes to the target:
+// opening it for writing was refused though reading was not, or the block
+// device is set read-only. It is false for a target opened with ReadOnly
+// that could not tell.
+func (d *Device) WriteProtected() bool { return d.wp }
+
 // String names the device in messages.
 func (d *Device) String() string { return "file:" + d.path }
 
-// BlockSize implements BlockDevice.
+// BlockSize implements blockdev.Device.
 func (d *Device) BlockSize() int { return d.blockSize }
 
-// BlockCount implements BlockDevice.
+// BlockCount implements blockdev.Device.
 func (d *Device) BlockCount() int64 { return d.blocks }
 
 // Close closes the file.
 func (d *Device) Close() error { return d.f.Close() }
 
-// ReadBlocks implements BlockDevice.
+// ReadBlocks implements blockdev.Device. A cancelled ctx stops it before
+// the read, as it stops a LUN's next command.
 func (d *Device) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := d.check(lba, p); err != nil {
 		return err
 	}
@@ -223,19 +260,60 @@ func (d *Device) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
 	})
 }
 
-// WriteBlocks implements BlockDevice.
+// WriteBlocks implements blockdev.Device. A write-protected target
+// refuses at once; a write the kernel refuses as read-only is marked as
+// write protection (blockdev.ErrWriteProtected).
 func (d *Device) WriteBlocks(ctx context.Context, lba int64, p []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := d.check(lba, p); err != nil {
 		return err
 	}
-	return d.retryBuffered(func() error {
+	if d.wp {
+		return fmt.Errorf("%s is %w", d.path, blockdev.ErrWriteProtected)
+	}
+	return protected(d.retryBuffered(func() error {
 		_, err := d.f.WriteAt(p, lba*int64(d.blockSize))
 		return err
-	})
+	}))
 }
 
-// Sync implements BlockDevice with fsync.
+// Sync implements blockdev.Device with fsync.
 func (d *Device) Sync(ctx context.Context) error { return d.f.Sync() }
+
+// refusesWrites says whether err, from opening a target for writing or
+// from a write, is the kernel refusing to write it: a read-only filesystem
+// or a disk whose lock switch the kernel saw (EROFS), a file without write
+// permission, an immutable file, a block device set read-only (EACCES,
+// EPERM).
+func refusesWrites(err error) bool {
+	return errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)
+}
+
+// protected marks a write the kernel refused as read-only as write
+// protection.
+func protected(err error) error {
+	if err != nil && refusesWrites(err) {
+		return blockdev.MarkWriteProtected(err)
+	}
+	return err
+}
+
+// openReadable is called when opening an existing target with flags (for
+// writing) failed with err: when the kernel refused to write it but lets it
+// be read, it opens it for reading instead, with open, and the device is
+// write-protected.
+func openReadable(err error, flags int, open func(flags int) (*os.File, error)) (*os.File, bool, error) {
+	if !refusesWrites(err) {
+		return nil, false, err
+	}
+	f, rerr := open(flags &^ (os.O_RDWR | os.O_WRONLY))
+	if rerr != nil {
+		return nil, false, err
+	}
+	return f, true, nil
+}
 
 func (d *Device) check(lba int64, p []byte) error {
 	if len(p)%d.blockSize != 0 {

@@ -14,6 +14,12 @@ import (
 	"usbflash/internal/linuxdisk"
 )
 
+// BypassName names how CacheBypass bypasses the page cache here.
+const BypassName = "O_DIRECT"
+
+// diskNode: Linux's disks are block devices, which every mode opens.
+func diskNode(Options) bool { return false }
+
 func openFile(path string, opts Options) (*Device, error) {
 	st, exists, err := statTarget(path, opts)
 	if err != nil {
@@ -39,12 +45,10 @@ func openFile(path string, opts Options) (*Device, error) {
 	case !exists:
 		flags |= os.O_CREATE | os.O_EXCL
 	}
-	d := &Device{path: path, blockSize: fileBlockSize}
-	if d.f, err = openDirect(path, flags); err == nil {
-		d.direct.Store(true)
-	} else if errors.Is(err, syscall.EINVAL) {
-		// The filesystem (tmpfs, some FUSE) has no O_DIRECT: use the cache.
-		d.f, err = os.OpenFile(path, flags, 0o644)
+	d := &Device{path: path, blockSize: fileBlockSize, cache: opts.Cache}
+	d.f, err = d.open(path, flags)
+	if err != nil && exists && !opts.ReadOnly {
+		d.f, d.wp, err = openReadable(err, flags, func(flags int) (*os.File, error) { return d.open(path, flags) })
 	}
 	switch {
 	case isBlock && errors.Is(err, syscall.EBUSY):
@@ -85,6 +89,26 @@ func checkNotInUse(path string, st fs.FileInfo, opts Options) error {
 	return err
 }
 
+// open opens path as d.cache says: with O_DIRECT (CacheBypass), without
+// (CacheUse), or with O_DIRECT where the filesystem has it and through the
+// page cache where not (tmpfs, some FUSE).
+func (d *Device) open(path string, flags int) (*os.File, error) {
+	if d.cache == CacheUse {
+		return os.OpenFile(path, flags, 0o644)
+	}
+	f, err := openDirect(path, flags)
+	switch {
+	case err == nil:
+		d.direct.Store(true)
+		return f, nil
+	case d.cache == CacheBypass && errors.Is(err, syscall.EINVAL):
+		return nil, fmt.Errorf("the filesystem has no O_DIRECT: %w", err)
+	case errors.Is(err, syscall.EINVAL):
+		return os.OpenFile(path, flags, 0o644)
+	}
+	return nil, err
+}
+
 func openDirect(path string, flags int) (*os.File, error) {
 	return os.OpenFile(path, flags|syscall.O_DIRECT, 0o644)
 }
@@ -97,14 +121,21 @@ func (d *Device) size(isBlock bool, want int64) error {
 		return err
 	}
 	if isBlock {
-		var bs int
+		var bs, ro int
 		var bytes uint64
 		var ioErr error
 		if err := rc.Control(func(fd uintptr) {
 			if bs, ioErr = unix.IoctlGetInt(int(fd), unix.BLKSSZGET); ioErr != nil {
 				return
 			}
-			bytes, ioErr = unix.IoctlGetUint64(int(fd), unix.BLKGETSIZE64)
+			if bytes, ioErr = unix.IoctlGetUint64(int(fd), unix.BLKGETSIZE64); ioErr != nil {
+				return
+			}
+			// Set read-only (blockdev --setro, a read-only loop
+			// device): writes would fail with EPERM.
+			if r, err := unix.IoctlGetInt(int(fd), unix.BLKROGET); err == nil {
+				ro = r
+			}
 		}); err != nil {
 			return err
 		}
@@ -115,13 +146,16 @@ func (d *Device) size(isBlock bool, want int64) error {
 			return fmt.Errorf("kernel reports block size %d", bs)
 		}
 		d.blockSize, d.blocks = bs, int64(bytes)/int64(bs)
+		d.wp = d.wp || ro != 0
 		return nil
 	}
 	st, err := d.f.Stat()
 	if err != nil {
 		return err
 	}
-	if want == 0 {
+	if want == 0 || d.wp {
+		// A write-protected file is never extended: it holds what it
+		// holds, and the check before writing refuses it.
 		d.blocks = st.Size() / fileBlockSize
 		return nil
 	}
@@ -136,10 +170,11 @@ func (d *Device) size(isBlock bool, want int64) error {
 
 // retryBuffered runs op and, if the kernel rejects it as a direct transfer
 // (EINVAL: a buffer or length the filesystem cannot do directly), turns
-// O_DIRECT off and runs it once more through the page cache.
+// O_DIRECT off and runs it once more through the page cache. With
+// CacheBypass the error stands: that device is direct or nothing.
 func (d *Device) retryBuffered(op func() error) error {
 	err := op()
-	if err == nil || !d.direct.Load() || !errors.Is(err, syscall.EINVAL) {
+	if err == nil || !d.direct.Load() || d.cache != CacheAuto || !errors.Is(err, syscall.EINVAL) {
 		return err
 	}
 	rc, cerr := d.f.SyscallConn()
@@ -157,4 +192,22 @@ func (d *Device) retryBuffered(op func() error) error {
 	}
 	d.direct.Store(false)
 	return op()
+}
+
+// dropCache drops the clean cached pages of the whole file or device. A
+// block device's cache goes with BLKFLSBUF as well, which fadvise alone
+// does not always empty.
+func dropCache(d *Device) error {
+	rc, err := d.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) {
+		_ = unix.IoctlSetInt(int(fd), unix.BLKFLSBUF, 0) // only block devices have it
+		ferr = unix.Fadvise(int(fd), 0, 0, unix.FADV_DONTNEED)
+	}); err != nil {
+		return err
+	}
+	return ferr
 }

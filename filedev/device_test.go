@@ -1,12 +1,16 @@
 package filedev
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
+	"usbflash/blockdev"
+	"usbflash/internal/readonly"
 	"usbflash/internal/testpattern"
 
 	"usbflash/internal/aligned"
@@ -124,3 +128,72 @@ func TestDeviceBounds(t *testing.T) {
 
 // testImage is the shared test pattern.
 func testImage(n int, seed byte) []byte { return testpattern.Bytes(n, seed) }
+
+// TestOpenReadOnlyFile: a file the kernel will not open for writing opens
+// for reading, says it is write-protected, keeps its size whatever size is
+// asked for, and refuses writes with blockdev.ErrWriteProtected, leaving
+// the file as it was.
+func TestOpenReadOnlyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "locked.img")
+	img := testImage(8*512, 4)
+	if err := os.WriteFile(path, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readonly.File(t, path)
+	for _, opts := range []Options{{}, {Size: 64 * 512}} {
+		dev, err := Open(path, opts)
+		if err != nil {
+			t.Fatalf("size %d: %v", opts.Size, err)
+		}
+		if !dev.WriteProtected() || dev.BlockCount() != 8 {
+			t.Errorf("size %d: WriteProtected() = %v with %d blocks, want true with 8", opts.Size, dev.WriteProtected(), dev.BlockCount())
+		}
+		ctx := context.Background()
+		err = dev.WriteBlocks(ctx, 0, aligned.Bytes(512))
+		if !errors.Is(err, blockdev.ErrWriteProtected) {
+			t.Errorf("WriteBlocks = %v, want ErrWriteProtected", err)
+		}
+		back := aligned.Bytes(len(img))
+		if err := dev.ReadBlocks(ctx, 0, back); err != nil || !bytes.Equal(back, img) {
+			t.Errorf("ReadBlocks = %v, or the file changed", err)
+		}
+		dev.Close()
+	}
+}
+
+func TestWritableFileIsNotProtected(t *testing.T) {
+	dev, err := Open(filepath.Join(t.TempDir(), "w.img"), Options{Size: 8 * 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	if dev.WriteProtected() {
+		t.Error("WriteProtected() = true for a file just created")
+	}
+}
+
+// TestProtected: a write the kernel refuses as read-only is write
+// protection and still the kernel's error; other failures are not.
+func TestProtected(t *testing.T) {
+	for _, tc := range []struct {
+		errno syscall.Errno
+		want  bool
+	}{
+		{syscall.EROFS, true},
+		{syscall.EPERM, true},
+		{syscall.EACCES, true},
+		{syscall.EIO, false},
+		{syscall.EINVAL, false},
+	} {
+		err := protected(&os.PathError{Op: "write", Path: "f.img", Err: tc.errno})
+		if errors.Is(err, blockdev.ErrWriteProtected) != tc.want || !errors.Is(err, tc.errno) {
+			t.Errorf("%v: err = %v, write-protected %v, want %v", tc.errno, err, errors.Is(err, blockdev.ErrWriteProtected), tc.want)
+		}
+		if err.Error() != "write f.img: "+tc.errno.Error() {
+			t.Errorf("%v: message %q, want the kernel's", tc.errno, err)
+		}
+	}
+	if protected(nil) != nil {
+		t.Error("protected(nil) != nil")
+	}
+}

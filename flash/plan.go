@@ -1,7 +1,6 @@
 package flash
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -127,65 +126,21 @@ func (s checkedSource) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// minGap is the shortest gap between mapped (or non-zero) bytes that is
-// left out of a write; shorter ones are written through, in the same
-// command. A second command costs about 1 ms on a USB 2 reader, the time
-// 40 KiB take at 40 MB/s; 128 KiB leaves room for slower readers. (Only
-// skipping gaps of a whole transfer leaves 17% of the OS-like test image
-// out, gaps of 128 KiB and more 27%, of the 28% that is zero.)
-const minGap = 128 << 10
-
 // options adds the pieces to write to a write's options. With a map the
 // image's size is the map's, so an image too large for the card is refused
 // before anything is written even when the container does not state it.
 func (p *writePlan) options(o pipeline.WriteOptions) pipeline.WriteOptions {
-	gap := int64(min(minGap, o.TransferSize))
+	gap := int64(min(bmap.MinGap, o.TransferSize))
 	switch {
 	case p.m != nil:
 		if o.ExpectedSize <= 0 {
 			o.ExpectedSize = p.m.ImageSize
 		}
-		o.Pieces = func(off int64, b []byte, into []pipeline.Extent) []pipeline.Extent {
-			p.m.Each(off, int64(len(b)), func(lo, hi int64) { into = appendPiece(into, lo, hi, gap) })
-			return into
-		}
+		o.Pieces = p.m.Pieces(gap)
 	case p.sparse:
-		o.Pieces = func(off int64, b []byte, into []pipeline.Extent) []pipeline.Extent {
-			for i := 0; i < len(b); i += zeroBlock {
-				if end := min(i+zeroBlock, len(b)); !allZero(b[i:end]) {
-					into = appendPiece(into, off+int64(i), off+int64(end), gap)
-				}
-			}
-			return into
-		}
+		o.Pieces = bmap.SparsePieces(gap)
 	}
 	return o
-}
-
-// appendPiece adds the bytes [lo, hi) to the pieces of a transfer, joining
-// them to the last piece when the gap between is shorter than gap.
-func appendPiece(into []pipeline.Extent, lo, hi, gap int64) []pipeline.Extent {
-	if k := len(into); k > 0 && lo-into[k-1].End() < gap {
-		into[k-1].Len = hi - into[k-1].Off
-		return into
-	}
-	return append(into, pipeline.Extent{Off: lo, Len: hi - lo})
-}
-
-// zeroBlock is the granularity at which --sparse looks for zeros.
-const zeroBlock = 4096
-
-// allZero compares with bytes.Equal, which is vectorised.
-func allZero(b []byte) bool {
-	var zero [zeroBlock]byte
-	for len(b) > 0 {
-		k := min(len(b), len(zero))
-		if !bytes.Equal(b[:k], zero[:k]) {
-			return false
-		}
-		b = b[k:]
-	}
-	return true
 }
 
 // verify limits the read-back to what was written, against its hash.

@@ -3,9 +3,11 @@ package flash
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"time"
 
+	"usbflash/blockdev"
 	"usbflash/fanout"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
@@ -28,7 +30,7 @@ func (s *session) writeCards(ctx context.Context, src *imagesrc.Source, plan *wr
 	}
 	s.emit(WriteStarted{Cards: names, TransferSize: transfer})
 
-	var dev pipeline.BlockDevice
+	var dev blockdev.Device
 	var group *fanout.Group
 	if len(cards) == 1 {
 		dev = cards[0].d.Dev
@@ -162,30 +164,12 @@ func (s *session) verifyCards(ctx context.Context, plan *writePlan, cards []*car
 }
 
 // locateMismatch turns a hash mismatch into the first differing LBA by
-// comparing the card with a fresh decode of the image.
+// comparing the card with a fresh decode of the image (not possible for
+// standard input, read once).
 func (s *session) locateMismatch(ctx context.Context, c *card, size int64, opts pipeline.VerifyOptions, hashErr error) error {
-	var ve *pipeline.VerifyError
-	if !errors.As(hashErr, &ve) || !ve.HashOnly || s.cfg.Image == "-" {
+	if s.cfg.Image == "-" {
 		return hashErr
 	}
-	src, err := imagesrc.Open(s.cfg.Image)
-	if err != nil {
-		return hashErr
-	}
-	defer src.Close()
-	_, err = pipeline.Verify(ctx, c.d.Dev, src, size, pipeline.VerifyOptions{Name: c.d.Name, TransferSize: opts.TransferSize, Only: opts.Only})
-	if err == nil {
-		return &InconsistentError{Err: hashErr}
-	}
-	return err
+	open := func() (io.ReadCloser, error) { return imagesrc.Open(s.cfg.Image) }
+	return pipeline.LocateMismatch(ctx, c.d.Dev, open, size, opts, hashErr)
 }
-
-// InconsistentError: the hash of what was read back differed, but a
-// second, byte-by-byte comparison found no difference: the reader returned
-// different data for the same blocks.
-type InconsistentError struct{ Err error }
-
-func (e *InconsistentError) Error() string {
-	return e.Err.Error() + " (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)"
-}
-func (e *InconsistentError) Unwrap() error { return e.Err }

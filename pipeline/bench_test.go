@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"usbflash/blockdev"
 )
 
 // The project's performance claims. Every number is a ratio of runs made in
@@ -157,7 +159,7 @@ func decodeAll(b *testing.B, r io.Reader, into []byte) {
 	}
 }
 
-func writeAll(b *testing.B, dev BlockDevice, data []byte, transfer int) {
+func writeAll(b *testing.B, dev blockdev.Device, data []byte, transfer int) {
 	for off := 0; off < len(data); off += transfer {
 		p := data[off:min(off+transfer, len(data))]
 		if err := dev.WriteBlocks(context.Background(), int64(off/512), p); err != nil {
@@ -168,7 +170,7 @@ func writeAll(b *testing.B, dev BlockDevice, data []byte, transfer int) {
 
 // pipe64k is `zcat | dd`: the decoder writes into a pipe that hands over at
 // most 64 KiB at a time, and each hand-off becomes one write command.
-func pipe64k(b *testing.B, dev BlockDevice, src io.Reader) {
+func pipe64k(b *testing.B, dev blockdev.Device, src io.Reader) {
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := io.CopyBuffer(pw, src, make([]byte, 64<<10))

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"usbflash/blockdev"
 )
 
 func TestCheckFits(t *testing.T) {
@@ -45,11 +47,10 @@ func TestWriteProtected(t *testing.T) {
 	for _, wp := range []bool{true, false} {
 		d := &protectedDevice{memDevice: newTestDevice(t, 64, testBS, oldByte).(*memDevice), wp: wp}
 		_, err := Write(context.Background(), d, bytes.NewReader(testImage(3*testTransfer, 1)), WriteOptions{TransferSize: testTransfer})
-		var we *WriteProtectedError
-		if got := errors.As(err, &we); got != wp {
+		if got := errors.Is(err, blockdev.ErrWriteProtected); got != wp {
 			t.Fatalf("write-protected %v: err = %v", wp, err)
 		}
-		if wp && (we.Device != "mem" || bytes.Count(d.data, []byte{oldByte}) != len(d.data)) {
+		if wp && (err.Error() != "mem is write-protected; nothing was written" || bytes.Count(d.data, []byte{oldByte}) != len(d.data)) {
 			t.Errorf("err %v: the medium was written or the device not named", err)
 		}
 	}
@@ -74,7 +75,7 @@ func TestTransferLimit(t *testing.T) {
 		{1000, testTransfer, testTransfer / testBS}, // above what is asked
 		{7, 0, 7}, // the default, lowered
 	} {
-		d := &limitedDevice{recordingDevice: recordingDevice{BlockDevice: newTestDevice(t, 4096, testBS, oldByte)}, limit: tc.limit}
+		d := &limitedDevice{recordingDevice: recordingDevice{Device: newTestDevice(t, 4096, testBS, oldByte)}, limit: tc.limit}
 		img := testImage(5*testTransfer+100, 2)
 		if _, err := Write(context.Background(), d, bytes.NewReader(img), WriteOptions{TransferSize: tc.transfer, ExpectedSize: int64(len(img))}); err != nil {
 			t.Fatal(err)
@@ -95,9 +96,9 @@ func TestTransferLimit(t *testing.T) {
 // TestDeviceName: the name in the options wins over the device's own, and
 // a device without either is still named.
 func TestDeviceName(t *testing.T) {
-	fault := func(dev BlockDevice) BlockDevice { return &readFaultDevice{BlockDevice: dev, bad: 0} }
+	fault := func(dev blockdev.Device) blockdev.Device { return &readFaultDevice{Device: dev, bad: 0} }
 	for _, tc := range []struct {
-		dev  BlockDevice
+		dev  blockdev.Device
 		name string
 		want string
 	}{

@@ -60,13 +60,6 @@ func (e *ImageSizeError) Error() string {
 		"the first transfer was left zeroed so the card does not boot it", e.Actual, e.Declared)
 }
 
-// WriteProtectedError says the medium refuses writes; nothing was sent.
-type WriteProtectedError struct {
-	Device string
-}
-
-func (e *WriteProtectedError) Error() string { return e.Device + " is write-protected" }
-
 // DeviceError is a failed command on the block device, naming the range of
 // blocks it covered. Err is the device's own error, so errors.As finds the
 // transport's or SCSI layer's types through it.
@@ -117,6 +110,18 @@ func (e *VerifyError) Error() string {
 	return fmt.Sprintf("verify failed on %s: first difference at LBA %d (byte offset %d): image has 0x%02x, "+
 		"the card has 0x%02x", e.Device, e.LBA, e.Offset, e.Want, e.Got)
 }
+
+// InconsistentError says the hash of what was read back differed from the
+// image's (Err, the *VerifyError of VerifyHash), but a second, byte-by-byte
+// comparison found no difference: the reader returned different data for
+// the same blocks, so neither read can be trusted.
+type InconsistentError struct{ Err error }
+
+func (e *InconsistentError) Error() string {
+	return e.Err.Error() + " (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)"
+}
+
+func (e *InconsistentError) Unwrap() error { return e.Err }
 
 // CancelledError reports how far an operation got before its context was
 // cancelled. Err is the context's error (context.Canceled or

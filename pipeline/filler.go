@@ -4,6 +4,8 @@ import (
 	"hash"
 	"io"
 	"time"
+
+	"usbflash/blockdev"
 )
 
 // pastLimit is the filler's terminal error when the stream holds more than
@@ -27,9 +29,9 @@ type filler struct {
 	blockSize int
 	limit     int64     // most bytes accepted: capacity, or the declared size
 	hash      hash.Hash // nil: no hash
-	pieces    func(off int64, p []byte, into []Extent) []Extent
-	chosen    [][]Extent // by buffer: the pieces to write, relative to it
-	written   hash.Hash  // with pieces: of the bytes written
+	pieces    func(off int64, p []byte, into []blockdev.Extent) []blockdev.Extent
+	chosen    [][]blockdev.Extent // by buffer: the pieces to write, relative to it
+	written   hash.Hash           // with pieces: of the bytes written
 
 	busy time.Duration // reading and hashing
 }

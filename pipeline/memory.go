@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 
+	"usbflash/blockdev"
 	"usbflash/internal/aligned"
 )
 
@@ -31,24 +32,24 @@ func (m *memory) release() {
 // allocBuffers gets count buffers of size bytes: from the device when it is
 // a BufferAllocator, so what the filler writes is what the device sends,
 // else aligned Go memory.
-func allocBuffers(dev BlockDevice, name string, count, size int) (memory, error) {
-	a, ok := dev.(BufferAllocator)
+func allocBuffers(dev blockdev.Device, name string, count, size int) (memory, error) {
+	a, ok := dev.(blockdev.BufferAllocator)
 	if !ok {
 		return memory{bufs: alignedBuffers(count, size), kind: MemoryAligned}, nil
 	}
 	bufs, kind, free, err := a.AllocBuffers(count, size)
 	if err != nil {
-		return memory{}, fmt.Errorf("allocating %d buffers of %d bytes on %s: %w", count, size, deviceName(dev, name), err)
+		return memory{}, fmt.Errorf("allocating %d buffers of %d bytes on %s: %w", count, size, blockdev.Name(dev, name), err)
 	}
 	m := memory{bufs: make([][]byte, count), kind: kind, free: free}
 	if len(bufs) != count {
 		m.release()
-		return memory{}, fmt.Errorf("%s gave %d buffers, asked for %d", deviceName(dev, name), len(bufs), count)
+		return memory{}, fmt.Errorf("%s gave %d buffers, asked for %d", blockdev.Name(dev, name), len(bufs), count)
 	}
 	for i, b := range bufs {
 		if len(b) < size {
 			m.release()
-			return memory{}, fmt.Errorf("%s gave a buffer of %d bytes, asked for %d", deviceName(dev, name), len(b), size)
+			return memory{}, fmt.Errorf("%s gave a buffer of %d bytes, asked for %d", blockdev.Name(dev, name), len(b), size)
 		}
 		m.bufs[i] = b[:size:size]
 	}

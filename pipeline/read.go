@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"usbflash/blockdev"
 	"usbflash/internal/units"
 )
 
@@ -53,7 +54,7 @@ type ReadResult struct {
 // takes max(device time, dst time), not their sum. A failed read is a
 // *DeviceError naming the LBA; on cancellation the command in flight
 // finishes and Read returns an error wrapping ctx.Err().
-func Read(ctx context.Context, dev BlockDevice, dst io.Writer, size int64, opts ReadOptions) (ReadResult, error) {
+func Read(ctx context.Context, dev blockdev.Device, dst io.Writer, size int64, opts ReadOptions) (ReadResult, error) {
 	if opts.Buffers == 0 {
 		opts.Buffers = DefaultBuffers
 	}
@@ -67,7 +68,7 @@ func Read(ctx context.Context, dev BlockDevice, dst io.Writer, size int64, opts 
 	if err := vo.normalize(dev); err != nil {
 		return ReadResult{}, err
 	}
-	name := deviceName(dev, opts.Name)
+	name := blockdev.Name(dev, opts.Name)
 	capacity := dev.BlockCount() * int64(dev.BlockSize())
 	if size < 0 || size > capacity {
 		return ReadResult{}, fmt.Errorf("reading %d bytes of %s, which holds %d", size, name, capacity)

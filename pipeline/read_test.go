@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"usbflash/blockdev"
 )
 
 // failingWriter fails its Write number n (0-based).
@@ -55,7 +57,7 @@ func TestReadCopiesTheCard(t *testing.T) {
 
 func TestReadFailures(t *testing.T) {
 	card := testImage(16*testTransfer, 9)
-	newDev := func(t *testing.T) BlockDevice {
+	newDev := func(t *testing.T) blockdev.Device {
 		dev := newTestDevice(t, int64(len(card)/testBS), testBS, 0)
 		if err := dev.WriteBlocks(context.Background(), 0, card); err != nil {
 			t.Fatal(err)
@@ -63,7 +65,7 @@ func TestReadFailures(t *testing.T) {
 		return dev
 	}
 	t.Run("device", func(t *testing.T) {
-		dev := &readFaultDevice{BlockDevice: newDev(t), bad: 5*testTransfer/testBS + 3}
+		dev := &readFaultDevice{Device: newDev(t), bad: 5*testTransfer/testBS + 3}
 		_, err := Read(context.Background(), dev, &bytes.Buffer{}, int64(len(card)), ReadOptions{TransferSize: testTransfer})
 		var de *DeviceError
 		if !errors.As(err, &de) || de.LBA != 5*testTransfer/testBS {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"usbflash/blockdev"
 )
 
 // blockReader is the producer side of a verify: it reads the medium from
@@ -11,12 +13,12 @@ import (
 // comparison, until limit bytes are read. Its last fill carries io.EOF
 // (limit reached) or a *DeviceError.
 type blockReader struct {
-	dev   BlockDevice
+	dev   blockdev.Device
 	ctx   context.Context // never cancelled: commands in flight finish
 	name  string
 	bs    int
 	limit int64
-	only  []Extent // nil: everything up to limit
+	only  []blockdev.Extent // nil: everything up to limit
 	busy  time.Duration
 	reads int
 }
@@ -92,10 +94,10 @@ func (c *checker) cancelled(cause error) error {
 // check, buffer by buffer. total is what progress reports as the phase's
 // size (-1 unknown). It returns once the reader has stopped, with check's
 // error, the reader's error or a *CancelledError.
-func readBack(ctx context.Context, dev BlockDevice, limit, total int64, opts VerifyOptions,
+func readBack(ctx context.Context, dev blockdev.Device, limit, total int64, opts VerifyOptions,
 	check func(f fill, got []byte) (n int, more bool, err error)) (VerifyResult, error) {
 	start, cpu := time.Now(), processCPU()
-	name := deviceName(dev, opts.Name)
+	name := blockdev.Name(dev, opts.Name)
 	mem, err := allocBuffers(dev, name, opts.Buffers, opts.TransferSize)
 	if err != nil {
 		return VerifyResult{}, err

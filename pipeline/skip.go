@@ -1,28 +1,24 @@
 package pipeline
 
-import "sort"
+import (
+	"sort"
 
-// Extent is the image bytes [Off, Off+Len).
-type Extent struct {
-	Off, Len int64
-}
-
-// End is the first byte after e.
-func (e Extent) End() int64 { return e.Off + e.Len }
+	"usbflash/blockdev"
+)
 
 // addExtent appends [off, off+n) to a sorted list, merging it with the last
 // extent when they touch: consecutive written transfers make one extent, so
 // the list grows with the gaps, not with the transfers.
-func addExtent(list []Extent, off, n int64) []Extent {
+func addExtent(list []blockdev.Extent, off, n int64) []blockdev.Extent {
 	if k := len(list); k > 0 && list[k-1].End() == off {
 		list[k-1].Len += n
 		return list
 	}
-	return append(list, Extent{Off: off, Len: n})
+	return append(list, blockdev.Extent{Off: off, Len: n})
 }
 
 // extentsLen is the bytes in list.
-func extentsLen(list []Extent) int64 {
+func extentsLen(list []blockdev.Extent) int64 {
 	var n int64
 	for _, e := range list {
 		n += e.Len
@@ -33,7 +29,7 @@ func extentsLen(list []Extent) int64 {
 // nextInExtents returns the first offset at or after off that lies in one
 // of the sorted extents, and how many bytes from there the extent holds;
 // (limit, 0) when none does.
-func nextInExtents(list []Extent, off, limit int64) (int64, int64) {
+func nextInExtents(list []blockdev.Extent, off, limit int64) (int64, int64) {
 	i := sort.Search(len(list), func(i int) bool { return list[i].End() > off })
 	if i == len(list) || list[i].Off >= limit {
 		return limit, 0
@@ -43,9 +39,9 @@ func nextInExtents(list []Extent, off, limit int64) (int64, int64) {
 }
 
 // mergeFirst joins the first two extents when they touch.
-func mergeFirst(list []Extent) []Extent {
+func mergeFirst(list []blockdev.Extent) []blockdev.Extent {
 	if len(list) > 1 && list[0].End() == list[1].Off {
-		list[1] = Extent{Off: list[0].Off, Len: list[0].Len + list[1].Len}
+		list[1] = blockdev.Extent{Off: list[0].Off, Len: list[0].Len + list[1].Len}
 		return list[1:]
 	}
 	return list
@@ -78,7 +74,7 @@ func (f *filler) pick(idx int, off int64, p []byte, n int) bool {
 		case k > 0 && lo <= out[k-1].End():
 			out[k-1].Len = max(out[k-1].End(), hi) - out[k-1].Off
 		default:
-			out = append(out, Extent{Off: lo, Len: hi - lo})
+			out = append(out, blockdev.Extent{Off: lo, Len: hi - lo})
 		}
 	}
 	if f.written != nil {

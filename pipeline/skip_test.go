@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"usbflash/blockdev"
 )
 
 // TestWritePieces: parts of transfers that Pieces leaves out keep the
@@ -20,34 +22,34 @@ func TestWritePieces(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		pieces   map[int][]rel // by transfer; missing: the whole transfer
-		want     []Extent
+		want     []blockdev.Extent
 		commands int // with image bytes
 	}{
-		{"all", nil, []Extent{{0, n}}, 9},
-		{"first is never cut", map[int][]rel{0: {}}, []Extent{{0, n}}, 9},
-		{"middle run skipped", map[int][]rel{2: {}, 3: {}, 4: {}}, []Extent{{0, 2 * testTransfer}, {5 * testTransfer, n - 5*testTransfer}}, 6},
-		{"second and last skipped", map[int][]rel{1: {}, 8: {}}, []Extent{{0, testTransfer}, {2 * testTransfer, 6 * testTransfer}}, 7},
-		{"pieces widened to blocks", map[int][]rel{3: {{100, 600}, {2000, 2100}}}, []Extent{
-			{0, 3*testTransfer + 1024}, {3*testTransfer + 1536, 1024}, {4 * testTransfer, n - 4*testTransfer}}, 10},
-		{"pieces that meet are merged", map[int][]rel{5: {{0, 1000}, {1000, 1500}, {4096, testTransfer}}}, []Extent{
-			{0, 5*testTransfer + 1536}, {5*testTransfer + 4096, n - 5*testTransfer - 4096}}, 10},
-		{"last piece past the image end", map[int][]rel{8: {{0, 5000}}}, []Extent{{0, n}}, 9},
+		{"all", nil, []blockdev.Extent{{Off: 0, Len: n}}, 9},
+		{"first is never cut", map[int][]rel{0: {}}, []blockdev.Extent{{Off: 0, Len: n}}, 9},
+		{"middle run skipped", map[int][]rel{2: {}, 3: {}, 4: {}}, []blockdev.Extent{{Off: 0, Len: 2 * testTransfer}, {Off: 5 * testTransfer, Len: n - 5*testTransfer}}, 6},
+		{"second and last skipped", map[int][]rel{1: {}, 8: {}}, []blockdev.Extent{{Off: 0, Len: testTransfer}, {Off: 2 * testTransfer, Len: 6 * testTransfer}}, 7},
+		{"pieces widened to blocks", map[int][]rel{3: {{100, 600}, {2000, 2100}}}, []blockdev.Extent{
+			{Off: 0, Len: 3*testTransfer + 1024}, {Off: 3*testTransfer + 1536, Len: 1024}, {Off: 4 * testTransfer, Len: n - 4*testTransfer}}, 10},
+		{"pieces that meet are merged", map[int][]rel{5: {{0, 1000}, {1000, 1500}, {4096, testTransfer}}}, []blockdev.Extent{
+			{Off: 0, Len: 5*testTransfer + 1536}, {Off: 5*testTransfer + 4096, Len: n - 5*testTransfer - 4096}}, 10},
+		{"last piece past the image end", map[int][]rel{8: {{0, 5000}}}, []blockdev.Extent{{Off: 0, Len: n}}, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			img := testImage(n, 3)
-			dev := &recordingDevice{BlockDevice: newTestDevice(t, 16*testTransfer/512, 512, 0xAA)}
+			dev := &recordingDevice{Device: newTestDevice(t, 16*testTransfer/512, 512, 0xAA)}
 			res, err := Write(context.Background(), dev, bytes.NewReader(img), WriteOptions{
 				TransferSize: testTransfer, ExpectedSize: n, Sync: true,
-				Pieces: func(off int64, p []byte, into []Extent) []Extent {
+				Pieces: func(off int64, p []byte, into []blockdev.Extent) []blockdev.Extent {
 					if !bytes.Equal(p, img[off:off+int64(len(p))]) {
 						t.Errorf("Pieces at %d got bytes that are not the image's", off)
 					}
 					rs, ok := tc.pieces[int(off/testTransfer)]
 					if !ok {
-						return append(into, Extent{off, int64(len(p))})
+						return append(into, blockdev.Extent{Off: off, Len: int64(len(p))})
 					}
 					for _, r := range rs {
-						into = append(into, Extent{off + int64(r.lo), int64(r.hi - r.lo)})
+						into = append(into, blockdev.Extent{Off: off + int64(r.lo), Len: int64(r.hi - r.lo)})
 					}
 					return into
 				},
@@ -114,7 +116,7 @@ func TestWritePieces(t *testing.T) {
 }
 
 func TestNextInExtents(t *testing.T) {
-	list := []Extent{{0, 10}, {20, 5}, {40, 100}}
+	list := []blockdev.Extent{{Off: 0, Len: 10}, {Off: 20, Len: 5}, {Off: 40, Len: 100}}
 	for _, tc := range []struct {
 		off, limit, want, left int64
 	}{

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"time"
+
+	"usbflash/blockdev"
 )
 
 // VerifyOptions tune Verify and VerifyHash. The zero value is valid.
@@ -26,7 +29,7 @@ type VerifyOptions struct {
 	// Only, when set, limits the read-back to these sorted image extents
 	// (WriteResult.Written of a write that skipped transfers); the rest
 	// of the card is neither read nor compared.
-	Only []Extent
+	Only []blockdev.Extent
 }
 
 // VerifyResult describes a finished verify.
@@ -40,7 +43,7 @@ type VerifyResult struct {
 	SHA256     [32]byte      // VerifyHash: of the bytes read back
 }
 
-func (o *VerifyOptions) normalize(dev BlockDevice) error {
+func (o *VerifyOptions) normalize(dev blockdev.Device) error {
 	var err error
 	// One more transfer-sized buffer holds the image side of a comparison.
 	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, o.Buffers, 2, 1)
@@ -52,17 +55,17 @@ func (o *VerifyOptions) normalize(dev BlockDevice) error {
 // -1 to compare until image ends. The first difference is reported as a
 // *VerifyError naming its LBA and byte offset; padding after the image's
 // last byte is not compared.
-func Verify(ctx context.Context, dev BlockDevice, image io.Reader, size int64, opts VerifyOptions) (VerifyResult, error) {
+func Verify(ctx context.Context, dev blockdev.Device, image io.Reader, size int64, opts VerifyOptions) (VerifyResult, error) {
 	if err := opts.normalize(dev); err != nil {
 		return VerifyResult{}, err
 	}
-	name, bs := deviceName(dev, opts.Name), int64(dev.BlockSize())
+	name, bs := blockdev.Name(dev, opts.Name), int64(dev.BlockSize())
 	if err := CheckFits(dev, name, size, true); err != nil {
 		return VerifyResult{}, err
 	}
 	limit := size
 	if size < 0 {
-		limit = capacity(dev)
+		limit = blockdev.Capacity(dev)
 	}
 	img := make([]byte, opts.TransferSize) // the image side needs no alignment
 	var pos int64                          // image bytes consumed
@@ -134,11 +137,11 @@ func firstDiff(a, b []byte) int {
 // their SHA-256 with want, the hash Write returned. It needs no second
 // decode of the image; on a mismatch (*VerifyError with HashOnly set) the
 // caller runs Verify against a fresh decode to find the first bad LBA.
-func VerifyHash(ctx context.Context, dev BlockDevice, size int64, want [32]byte, opts VerifyOptions) (VerifyResult, error) {
+func VerifyHash(ctx context.Context, dev blockdev.Device, size int64, want [32]byte, opts VerifyOptions) (VerifyResult, error) {
 	if err := opts.normalize(dev); err != nil {
 		return VerifyResult{}, err
 	}
-	name := deviceName(dev, opts.Name)
+	name := blockdev.Name(dev, opts.Name)
 	if size < 0 {
 		return VerifyResult{}, fmt.Errorf("hash verify of %s needs the image size, got %d", name, size)
 	}
@@ -166,6 +169,40 @@ func VerifyHash(ctx context.Context, dev BlockDevice, size int64, want [32]byte,
 func nilIfEOF(err error) error {
 	if err == io.EOF {
 		return nil
+	}
+	return err
+}
+
+// LocateMismatch turns a failed VerifyHash into the first differing LBA:
+// a hash only says that something differs, and a person fixing a card (or
+// a developer fixing a reader) needs to know where. hashErr is
+// VerifyHash's error and size and opts what it was given; open decodes the
+// image again from its start (the stream written was consumed). The card
+// is compared with it byte by byte (Verify; opts.Progress is not called,
+// as the second pass is a diagnosis of the verify, not a phase of its
+// own), and its *VerifyError names the first bad LBA and byte offset.
+//
+// When the second comparison finds no difference, the card reads back
+// right now and the first read was wrong: the reader returned inconsistent
+// data, an *InconsistentError wrapping hashErr. Any other error of
+// the second pass (a read failing, a cancel) is returned as it is. An
+// error that is not a hash mismatch is returned unchanged, and open not
+// called; when the image cannot be opened again (it was standard input),
+// hashErr is returned with a note of why.
+func LocateMismatch(ctx context.Context, dev blockdev.Device, open func() (io.ReadCloser, error), size int64, opts VerifyOptions, hashErr error) error {
+	var ve *VerifyError
+	if !errors.As(hashErr, &ve) || !ve.HashOnly {
+		return hashErr
+	}
+	src, err := open()
+	if err != nil {
+		return fmt.Errorf("%w (the image could not be opened again to locate the difference: %v)", hashErr, err)
+	}
+	defer src.Close()
+	opts.Progress = nil
+	_, err = Verify(ctx, dev, src, size, opts)
+	if err == nil {
+		return &InconsistentError{Err: hashErr}
 	}
 	return err
 }

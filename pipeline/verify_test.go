@@ -6,11 +6,15 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
+
+	"usbflash/blockdev"
 )
 
 // writeImage writes img with Write and fails the test on error.
-func writeImage(t *testing.T, dev BlockDevice, img []byte) WriteResult {
+func writeImage(t *testing.T, dev blockdev.Device, img []byte) WriteResult {
 	t.Helper()
 	res, err := Write(context.Background(), dev, bytes.NewReader(img),
 		WriteOptions{TransferSize: testTransfer, ExpectedSize: int64(len(img))})
@@ -21,7 +25,7 @@ func writeImage(t *testing.T, dev BlockDevice, img []byte) WriteResult {
 }
 
 // corrupt flips one byte on the device at off, through the seam.
-func corrupt(t *testing.T, dev BlockDevice, off int64) {
+func corrupt(t *testing.T, dev blockdev.Device, off int64) {
 	t.Helper()
 	bs := int64(dev.BlockSize())
 	blk := make([]byte, bs)
@@ -115,7 +119,7 @@ func TestVerifyImageShorterThanDeclared(t *testing.T) {
 
 // readFaultDevice fails ReadBlocks that touch the block bad.
 type readFaultDevice struct {
-	BlockDevice
+	blockdev.Device
 	bad int64
 }
 
@@ -123,14 +127,14 @@ func (d *readFaultDevice) ReadBlocks(ctx context.Context, lba int64, p []byte) e
 	if d.bad >= lba && d.bad < lba+int64(len(p)/d.BlockSize()) {
 		return &devFault{"3/11/00"}
 	}
-	return d.BlockDevice.ReadBlocks(ctx, lba, p)
+	return d.Device.ReadBlocks(ctx, lba, p)
 }
 
 func TestVerifyReadFault(t *testing.T) {
 	img := testImage(8*testTransfer, 4)
 	mem := newTestDevice(t, 2048, testBS, oldByte)
 	res := writeImage(t, mem, img)
-	dev := &readFaultDevice{BlockDevice: mem, bad: 3*testTransfer/testBS + 2}
+	dev := &readFaultDevice{Device: mem, bad: 3*testTransfer/testBS + 2}
 	want := int64(3 * testTransfer / testBS) // the command's first block
 	_, err := Verify(context.Background(), dev, bytes.NewReader(img), int64(len(img)), VerifyOptions{TransferSize: testTransfer})
 	_, herr := VerifyHash(context.Background(), dev, int64(len(img)), res.SHA256, VerifyOptions{TransferSize: testTransfer})
@@ -190,5 +194,103 @@ func TestFirstDiff(t *testing.T) {
 		if got := firstDiff(base, b); got != at {
 			t.Errorf("difference at %d: firstDiff = %d", at, got)
 		}
+	}
+}
+
+// flakyReadDevice corrupts one byte at off in what ReadBlocks returns, the
+// first times reads of it (all of them when times < 0), as a reader with a
+// bad cable or a failing card might; the medium itself is right.
+type flakyReadDevice struct {
+	blockdev.Device
+	off   int64
+	times int
+}
+
+func (d *flakyReadDevice) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
+	if err := d.Device.ReadBlocks(ctx, lba, p); err != nil {
+		return err
+	}
+	start := lba * int64(d.BlockSize())
+	if d.off >= start && d.off < start+int64(len(p)) && d.times != 0 {
+		p[d.off-start] ^= 0x10
+		d.times--
+	}
+	return nil
+}
+
+func TestLocateMismatch(t *testing.T) {
+	const bad = 5*testTransfer + 777
+	img := testImage(8*testTransfer+300, 11)
+	reopen := func(opened *int) func() (io.ReadCloser, error) {
+		return func() (io.ReadCloser, error) {
+			*opened++
+			return io.NopCloser(bytes.NewReader(img)), nil
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		times int // reads of the bad byte that return it wrong; -1: every one
+		check func(t *testing.T, err error)
+	}{
+		{"a byte that reads wrong every time", -1, func(t *testing.T, err error) {
+			var ve *VerifyError
+			if !errors.As(err, &ve) || ve.HashOnly || ve.LBA != bad/testBS || ve.Offset != bad || ve.Want != img[bad] || ve.Got != img[bad]^0x10 {
+				t.Fatalf("err = %#v, want the first bad LBA %d, byte offset %d", err, bad/testBS, bad)
+			}
+			if !strings.Contains(err.Error(), fmt.Sprint("LBA ", bad/testBS)) || !strings.Contains(err.Error(), "card") {
+				t.Errorf("message %q does not name the LBA", err)
+			}
+		}},
+		{"a byte that read wrong once", 1, func(t *testing.T, err error) {
+			var ve *VerifyError
+			var ie *InconsistentError
+			if !errors.As(err, &ie) || !errors.As(err, &ve) || !ve.HashOnly || !strings.Contains(err.Error(), "inconsistent data") {
+				t.Fatalf("err = %v, want an *InconsistentError wrapping the hash mismatch", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := newTestDevice(t, 2048, testBS, oldByte)
+			res := writeImage(t, mem, img)
+			dev := &flakyReadDevice{Device: mem, off: bad, times: tc.times}
+			opts := VerifyOptions{Name: "sim:card", TransferSize: testTransfer, Progress: func(Progress) {}}
+			_, hashErr := VerifyHash(context.Background(), dev, int64(len(img)), res.SHA256, opts)
+			if ve := (*VerifyError)(nil); !errors.As(hashErr, &ve) || !ve.HashOnly {
+				t.Fatalf("VerifyHash = %v, want a hash mismatch", hashErr)
+			}
+			opened := 0
+			opts.Progress = func(Progress) { t.Error("the second pass reported progress") }
+			err := LocateMismatch(context.Background(), dev, reopen(&opened), int64(len(img)), opts, hashErr)
+			if opened != 1 {
+				t.Errorf("the image was opened %d times, want once", opened)
+			}
+			tc.check(t, err)
+		})
+	}
+}
+
+// TestLocateMismatchLeavesOtherErrors: an error that is no hash mismatch
+// is returned as it is, without decoding the image again; an image that
+// cannot be opened again leaves the hash mismatch, saying why.
+func TestLocateMismatchLeavesOtherErrors(t *testing.T) {
+	dev := newTestDevice(t, 64, testBS, oldByte)
+	opened := 0
+	open := func() (io.ReadCloser, error) { opened++; return nil, errors.New("gone") }
+	for _, err := range []error{
+		&DeviceError{Device: "x", Op: OpRead, Err: errors.New("3/11/00")},
+		&VerifyError{Device: "x", LBA: 3},
+		&CancelledError{Device: "x", Phase: PhaseVerify, Err: context.Canceled},
+	} {
+		if got := LocateMismatch(context.Background(), dev, open, 10, VerifyOptions{}, err); got != err {
+			t.Errorf("LocateMismatch(%v) = %v, want it unchanged", err, got)
+		}
+	}
+	if opened != 0 {
+		t.Errorf("the image was opened %d times for errors that are no hash mismatch", opened)
+	}
+	hashErr := &VerifyError{Device: "x", HashOnly: true, Size: 10}
+	err := LocateMismatch(context.Background(), dev, open, 10, VerifyOptions{}, hashErr)
+	if !errors.Is(err, hashErr) || !strings.Contains(err.Error(), "gone") {
+		t.Errorf("err = %v, want the hash mismatch and why it was not located", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"usbflash/blockdev"
 )
 
 // Defaults for WriteOptions, from the benchmarks in bench_test.go. With
@@ -78,7 +80,7 @@ type WriteOptions struct {
 	// its old bytes in between. A block map chooses its mapped ranges,
 	// --sparse the parts that are not zero. WriteResult.Written then says
 	// what was written.
-	Pieces func(off int64, p []byte, into []Extent) []Extent
+	Pieces func(off int64, p []byte, into []blockdev.Extent) []blockdev.Extent
 }
 
 // WriteResult describes a finished write.
@@ -109,7 +111,7 @@ type WriteResult struct {
 	// Written lists the image bytes written when WriteOptions.Pieces was set
 	// (nil without it), and WrittenSHA256 is the SHA-256 of those bytes in
 	// order: VerifyOptions.Only and the hash for VerifyHash.
-	Written       []Extent
+	Written       []blockdev.Extent
 	WrittenSHA256 [32]byte
 }
 
@@ -122,15 +124,16 @@ type WriteResult struct {
 // the old partition table nor the new one, and the card does not boot a
 // partial image.
 //
-// Nothing is written to a write-protected medium (*WriteProtectedError) or
-// when ExpectedSize does not fit (*CapacityError).
+// Nothing is written to a write-protected medium (an error wrapping
+// blockdev.ErrWriteProtected) or when ExpectedSize does not fit
+// (*CapacityError).
 //
 // Commands already sent are finished even when ctx is cancelled (the device
 // gets a context without cancellation); Write stops before the next one,
 // syncs, and returns a *CancelledError. Write returns only after its
 // filling goroutine has stopped reading src.
-func Write(ctx context.Context, dev BlockDevice, src io.Reader, opts WriteOptions) (WriteResult, error) {
-	name := deviceName(dev, opts.Name)
+func Write(ctx context.Context, dev blockdev.Device, src io.Reader, opts WriteOptions) (WriteResult, error) {
+	name := blockdev.Name(dev, opts.Name)
 	if err := opts.normalize(dev, name); err != nil {
 		return WriteResult{}, err
 	}
@@ -150,7 +153,7 @@ func Write(ctx context.Context, dev BlockDevice, src io.Reader, opts WriteOption
 // sizeBuffers fills in the defaults for a transfer size and a buffer count
 // and checks them against the device; extra buffers are allocated beside
 // the ring's.
-func sizeBuffers(dev BlockDevice, transfer, buffers, defBuffers, extra int) (int, int, error) {
+func sizeBuffers(dev blockdev.Device, transfer, buffers, defBuffers, extra int) (int, int, error) {
 	bs := dev.BlockSize()
 	if bs <= 0 {
 		return 0, 0, fmt.Errorf("device reports block size %d", bs)
@@ -161,7 +164,7 @@ func sizeBuffers(dev BlockDevice, transfer, buffers, defBuffers, extra int) (int
 	if transfer < bs || transfer%bs != 0 {
 		return 0, 0, fmt.Errorf("transfer size %d bytes is not a positive multiple of the %d-byte block size", transfer, bs)
 	}
-	if l, ok := dev.(TransferLimiter); ok && l.MaxTransfer() > 0 && int64(transfer) > l.MaxTransfer()*int64(bs) {
+	if l, ok := dev.(blockdev.TransferLimiter); ok && l.MaxTransfer() > 0 && int64(transfer) > l.MaxTransfer()*int64(bs) {
 		transfer = int(l.MaxTransfer()) * bs
 	}
 	if buffers == 0 {
@@ -179,7 +182,7 @@ func sizeBuffers(dev BlockDevice, transfer, buffers, defBuffers, extra int) (int
 // normalize fills in the defaults and refuses, before anything is
 // allocated or written, what cannot work: bad sizes, an unknown hash, a
 // write-protected medium, an image known not to fit.
-func (o *WriteOptions) normalize(dev BlockDevice, name string) error {
+func (o *WriteOptions) normalize(dev blockdev.Device, name string) error {
 	var err error
 	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, o.Buffers, DefaultBuffers, 2)
 	if err != nil {

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"usbflash/blockdev"
 	"usbflash/internal/testpattern"
 )
 
-// The tests talk to devices only through BlockDevice plus the wrappers
+// The tests talk to devices only through blockdev.Device plus the wrappers
 // below, so memDevice can be replaced by the usbms/sim LUN by changing
 // newTestDevice alone.
 
@@ -30,7 +31,7 @@ func (s speedModel) cost(n int) time.Duration {
 	return d
 }
 
-// memDevice is a BlockDevice in memory.
+// memDevice is a blockdev.Device in memory.
 type memDevice struct {
 	bs    int
 	data  []byte
@@ -85,7 +86,7 @@ func (d *memDevice) Sync(ctx context.Context) error { d.syncs++; return nil }
 
 // newTestDevice is the one place that decides what backs the tests: an
 // instant memory device filled with old, a recognisable pattern.
-func newTestDevice(t testing.TB, blocks int64, bs int, old byte) BlockDevice {
+func newTestDevice(t testing.TB, blocks int64, bs int, old byte) blockdev.Device {
 	t.Helper()
 	d := newMemDevice(blocks, bs, speedModel{})
 	for i := range d.data {
@@ -95,7 +96,7 @@ func newTestDevice(t testing.TB, blocks int64, bs int, old byte) BlockDevice {
 }
 
 // devContents reads the whole device back through the seam.
-func devContents(t testing.TB, dev BlockDevice) []byte {
+func devContents(t testing.TB, dev blockdev.Device) []byte {
 	t.Helper()
 	p := make([]byte, dev.BlockCount()*int64(dev.BlockSize()))
 	if len(p) == 0 {
@@ -107,7 +108,9 @@ func devContents(t testing.TB, dev BlockDevice) []byte {
 	return p
 }
 
-func deviceHash(t testing.TB, dev BlockDevice) [32]byte { return sha256.Sum256(devContents(t, dev)) }
+func deviceHash(t testing.TB, dev blockdev.Device) [32]byte {
+	return sha256.Sum256(devContents(t, dev))
+}
 
 // writeCmd is one WriteBlocks call seen by a recordingDevice.
 type writeCmd struct {
@@ -119,7 +122,7 @@ type writeCmd struct {
 // recordingDevice wraps a device, records every write and sync, and can
 // run a hook before each write: to fail it or to cancel the caller.
 type recordingDevice struct {
-	BlockDevice
+	blockdev.Device
 	mu     sync.Mutex
 	writes []writeCmd
 	syncs  int
@@ -138,14 +141,14 @@ func (d *recordingDevice) WriteBlocks(ctx context.Context, lba int64, p []byte) 
 			return err
 		}
 	}
-	return d.BlockDevice.WriteBlocks(ctx, lba, p)
+	return d.Device.WriteBlocks(ctx, lba, p)
 }
 
 func (d *recordingDevice) Sync(ctx context.Context) error {
 	d.mu.Lock()
 	d.syncs++
 	d.mu.Unlock()
-	return d.BlockDevice.Sync(ctx)
+	return d.Device.Sync(ctx)
 }
 
 func isZero(p []byte) bool {

@@ -13,7 +13,7 @@ import (
 )
 
 // The same pipeline against the simulated USB reader: real CBWs, SCSI
-// commands and sense data behind the BlockDevice seam.
+// commands and sense data behind the blockdev.Device seam.
 
 func openSimLUN(t *testing.T, opts string) *usbms.LUN {
 	t.Helper()
@@ -64,10 +64,3 @@ func TestWriteSimMediumError(t *testing.T) {
 	}
 	t.Log(err)
 }
-
-// The USB LUN offers the engine its zero-copy buffers and its write
-// protection through the optional interfaces.
-var (
-	_ BufferAllocator = (*usbms.LUN)(nil)
-	_ WriteProtector  = (*usbms.LUN)(nil)
-)

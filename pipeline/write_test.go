@@ -28,7 +28,7 @@ func TestWriteRoundTrip(t *testing.T) {
 				name := fmt.Sprintf("%d/known=%v/buffers=%d", size, known, buffers)
 				t.Run(name, func(t *testing.T) {
 					img := testImage(size, byte(size))
-					rec := &recordingDevice{BlockDevice: newTestDevice(t, 2048, testBS, oldByte)}
+					rec := &recordingDevice{Device: newTestDevice(t, 2048, testBS, oldByte)}
 					opts := WriteOptions{TransferSize: testTransfer, Buffers: buffers, ExpectedSize: -1, Sync: true}
 					if known {
 						opts.ExpectedSize = int64(size)
@@ -104,7 +104,7 @@ func boolInt(b bool) int {
 }
 
 func TestWriteRefusesTooLargeImage(t *testing.T) {
-	rec := &recordingDevice{BlockDevice: newTestDevice(t, 64, testBS, oldByte)}
+	rec := &recordingDevice{Device: newTestDevice(t, 64, testBS, oldByte)}
 	before := deviceHash(t, rec)
 	img := testImage(64*testBS+1, 1)
 	_, err := Write(context.Background(), rec, bytes.NewReader(img),
@@ -137,7 +137,7 @@ func TestWriteUnknownSizePastCapacity(t *testing.T) {
 		{"smaller than one transfer", 10, 10, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &recordingDevice{BlockDevice: newTestDevice(t, tc.blocks, testBS, oldByte)}
+			rec := &recordingDevice{Device: newTestDevice(t, tc.blocks, testBS, oldByte)}
 			capacity := tc.blocks * testBS
 			img := testImage(tc.imageBlocks*testBS+tc.extra, 2)
 			_, err := Write(context.Background(), rec, bytes.NewReader(img),
@@ -181,7 +181,7 @@ func TestWriteCancelled(t *testing.T) {
 		t.Run(fmt.Sprintf("after%d/known=%v", k, tc.known), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			rec := &recordingDevice{BlockDevice: newTestDevice(t, 2048, testBS, oldByte)}
+			rec := &recordingDevice{Device: newTestDevice(t, 2048, testBS, oldByte)}
 			rec.beforeWrite = func(n int, lba int64) error {
 				if n == k {
 					cancel()
@@ -226,7 +226,7 @@ func TestWriteCancelled(t *testing.T) {
 func TestWriteCancelledBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	rec := &recordingDevice{BlockDevice: newTestDevice(t, 64, testBS, oldByte)}
+	rec := &recordingDevice{Device: newTestDevice(t, 64, testBS, oldByte)}
 	_, err := Write(ctx, rec, bytes.NewReader(testImage(4096, 1)), WriteOptions{})
 	if !errors.Is(err, context.Canceled) || len(rec.writes) != 0 {
 		t.Fatalf("err = %v, %d writes", err, len(rec.writes))
@@ -250,7 +250,7 @@ func TestWriteDeviceFault(t *testing.T) {
 		{9, 9 * per}, // the ragged tail
 	} {
 		t.Run(fmt.Sprint(tc.at), func(t *testing.T) {
-			rec := &recordingDevice{BlockDevice: newTestDevice(t, 2048, testBS, oldByte)}
+			rec := &recordingDevice{Device: newTestDevice(t, 2048, testBS, oldByte)}
 			rec.beforeWrite = func(n int, lba int64) error {
 				if n == tc.at {
 					return &devFault{"3/11/00"}
@@ -305,7 +305,7 @@ func TestWriteSourceError(t *testing.T) {
 		// error, not the end of a short last buffer.
 		for _, srcErr := range []error{&imgErr{at}, io.ErrUnexpectedEOF} {
 			t.Run(fmt.Sprint(int(at))+"/"+srcErr.Error(), func(t *testing.T) {
-				rec := &recordingDevice{BlockDevice: newTestDevice(t, 2048, testBS, oldByte)}
+				rec := &recordingDevice{Device: newTestDevice(t, 2048, testBS, oldByte)}
 				src := &failAfterReader{r: bytes.NewReader(testImage(10*testTransfer, 5)), n: at, err: srcErr}
 				_, err := Write(context.Background(), rec, src, WriteOptions{TransferSize: testTransfer, ExpectedSize: -1})
 				var se *imgErr
@@ -336,7 +336,7 @@ func TestWriteDeclaredSizeMismatch(t *testing.T) {
 		{3*testTransfer + 1, 3 * testTransfer, true},
 		{100, 50, true},
 	} {
-		rec := &recordingDevice{BlockDevice: newTestDevice(t, 2048, testBS, oldByte)}
+		rec := &recordingDevice{Device: newTestDevice(t, 2048, testBS, oldByte)}
 		_, err := Write(context.Background(), rec, bytes.NewReader(testImage(tc.actual, 6)),
 			WriteOptions{TransferSize: testTransfer, ExpectedSize: int64(tc.declared)})
 		var se *ImageSizeError
@@ -359,7 +359,7 @@ func TestWriteOptionErrors(t *testing.T) {
 		{TransferSize: 1 << 30, Buffers: 2},      // 4 GiB: would die out of memory
 		{TransferSize: 1 << 20, Buffers: 100000}, // likewise
 	} {
-		rec := &recordingDevice{BlockDevice: newTestDevice(t, 64, testBS, oldByte)}
+		rec := &recordingDevice{Device: newTestDevice(t, 64, testBS, oldByte)}
 		if _, err := Write(context.Background(), rec, bytes.NewReader(nil), o); err == nil || len(rec.writes) != 0 {
 			t.Errorf("%+v: err = %v, %d writes", o, err, len(rec.writes))
 		}
@@ -443,7 +443,7 @@ func (c *cancellingReader) Read(p []byte) (int, error) {
 func TestWriteCancelledByDecoderSide(t *testing.T) {
 	for _, at := range []int{1, 2, 5} {
 		ctx, cancel := context.WithCancel(context.Background())
-		rec := &recordingDevice{BlockDevice: newTestDevice(t, 2048, testBS, oldByte)}
+		rec := &recordingDevice{Device: newTestDevice(t, 2048, testBS, oldByte)}
 		img := testImage(20*testTransfer, 11)
 		src := &cancellingReader{r: iotest.HalfReader(bytes.NewReader(img)), at: at, cancel: cancel}
 		_, err := Write(ctx, rec, src, WriteOptions{TransferSize: testTransfer, ExpectedSize: -1})

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"usbflash/blockdev"
 )
 
 // writer is the consumer side of a write and owns all device I/O; its
 // filler is the producer.
 type writer struct {
-	dev      BlockDevice
+	dev      blockdev.Device
 	devCtx   context.Context // never cancelled: commands in flight finish
 	name     string
 	bs       int
@@ -36,14 +38,14 @@ type writer struct {
 
 // newWriter builds a write of src to dev with normalized options: mem's
 // buffers all but the last cycle in the ring, the last is the zero buffer.
-func newWriter(ctx context.Context, dev BlockDevice, name string, src io.Reader, opts WriteOptions, mem memory) *writer {
+func newWriter(ctx context.Context, dev blockdev.Device, name string, src io.Reader, opts WriteOptions, mem memory) *writer {
 	w := &writer{
 		dev:      dev,
 		devCtx:   context.WithoutCancel(ctx),
 		name:     name,
 		bs:       dev.BlockSize(),
 		opts:     opts,
-		capacity: capacity(dev),
+		capacity: blockdev.Capacity(dev),
 		r:        newRing(mem.bufs[:len(mem.bufs)-1]),
 		zero:     mem.bufs[len(mem.bufs)-1],
 		prog:     progress{fn: opts.Progress},
@@ -59,7 +61,7 @@ func newWriter(ctx context.Context, dev BlockDevice, name string, src io.Reader,
 	}
 	if opts.Pieces != nil {
 		w.fill.pieces = opts.Pieces
-		w.fill.chosen = make([][]Extent, len(w.r.bufs))
+		w.fill.chosen = make([][]blockdev.Extent, len(w.r.bufs))
 		if opts.HashAlg == HashSHA256 {
 			w.fill.written = sha256.New()
 		}

@@ -28,11 +28,6 @@ func IsBecomingReady(err error) bool {
 	})
 }
 
-// IsWriteProtected reports whether err says the medium is write-protected.
-func IsWriteProtected(err error) bool {
-	return senseIs(err, func(e *SenseError) bool { return e.Key == DataProtect && e.ASC == ASCWriteProtected })
-}
-
 // IsMediumChanged reports whether err is a UNIT ATTENTION saying the medium
 // may have changed.
 func IsMediumChanged(err error) bool {

@@ -88,7 +88,7 @@ func TestSenseErrorClassification(t *testing.T) {
 		{UnitAttention, 0x28, 0x00, Retry, "medium may have changed", IsMediumChanged},
 		{UnitAttention, 0x28, 0x01, Retry, "medium may have changed", IsMediumSwap},
 		{UnitAttention, 0x29, 0x00, Retry, "reset", nil},
-		{DataProtect, 0x27, 0x00, Fail, "write-protected", IsWriteProtected},
+		{DataProtect, 0x27, 0x00, Fail, "write-protected", nil},
 		{IllegalRequest, 0x21, 0x00, Fail, "out of range", IsLBAOutOfRange},
 		{MediumError, 0x0C, 0x00, Fail, "write error", IsMediumError},
 		{MediumError, 0x11, 0x00, Fail, "unrecovered read error", IsMediumError},
@@ -122,7 +122,7 @@ func TestSenseErrorClassification(t *testing.T) {
 }
 
 func TestSensePredicatesRejectOthers(t *testing.T) {
-	preds := []func(error) bool{IsNoMedium, IsMediumSwap, IsBecomingReady, IsWriteProtected, IsMediumChanged, IsMediumError, IsIllegalRequest, IsInvalidOpcode, IsLBAOutOfRange}
+	preds := []func(error) bool{IsNoMedium, IsMediumSwap, IsBecomingReady, IsMediumChanged, IsMediumError, IsIllegalRequest, IsInvalidOpcode, IsLBAOutOfRange}
 	for i, p := range preds {
 		if p(nil) || p(errors.New("x")) || p(&SenseError{Key: RecoveredError}) {
 			t.Errorf("predicate %d matched an unrelated error", i)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"usbflash/blockdev"
 	"usbflash/imagesrc"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
@@ -29,7 +30,7 @@ func Check(d *Device, src *imagesrc.Source, opts CheckOptions) error {
 		return err
 	}
 	if err := pipeline.CheckWritable(d.Dev, d.Name); err != nil {
-		return &Error{Kind: KindRefused, Target: d.Name, Msg: err.Error() + "; nothing was written", Err: err}
+		return &Error{Kind: KindRefused, Target: d.Name, Msg: err.Error(), Err: err}
 	}
 	// Only a size the container vouches for refuses: gzip's size trailer
 	// of a damaged file can claim anything. An image whose size is found
@@ -58,8 +59,7 @@ func checkImageSize(src *imagesrc.Source, transfer int, force bool) error {
 // a device that failed or a command-line mistake.
 func IsRefusal(err error) bool {
 	var capacity *pipeline.CapacityError
-	var wp *pipeline.WriteProtectedError
-	return KindOf(err) == KindRefused || errors.As(err, &capacity) || errors.As(err, &wp)
+	return KindOf(err) == KindRefused || errors.As(err, &capacity) || errors.Is(err, blockdev.ErrWriteProtected)
 }
 
 // FitTransfer lowers a transfer size to what the device says it takes

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"sync"
 
+	"usbflash/blockdev"
 	"usbflash/filedev"
 	"usbflash/internal/flock"
 	"usbflash/internal/linuxdisk"
-	"usbflash/pipeline"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
 	"usbflash/usbms/sim"
@@ -49,8 +49,8 @@ type Options struct {
 // the optional interfaces the engine looks for); the rest describes the
 // target to people.
 type Device struct {
-	Name string               // the target as messages name it once open (sim:card.img/1)
-	Dev  pipeline.BlockDevice // nil for an empty slot opened with AllowNoMedium
+	Name string          // the target as messages name it once open (sim:card.img/1)
+	Dev  blockdev.Device // nil for an empty slot opened with AllowNoMedium
 
 	USB  *libusb.Info      // the reader's USB identity; nil for sim: and file:
 	LUN  *usbms.LUN        // nil for file: and for an empty slot

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"usbflash/blockdev"
 	"usbflash/scsi"
 )
 
@@ -20,7 +21,7 @@ func (l *LUN) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
 // carry (or past the device's block limits).
 func (l *LUN) WriteBlocks(ctx context.Context, lba int64, p []byte) error {
 	if l.wp {
-		return &CommandError{Op: "WRITE", Device: l.t.opts.Name, LUN: l.lun, LBA: lba, Blocks: int64(len(p) / l.blockSize), Err: ErrWriteProtected}
+		return &CommandError{Op: "WRITE", Device: l.t.opts.Name, LUN: l.lun, LBA: lba, Blocks: int64(len(p) / l.blockSize), Err: blockdev.ErrWriteProtected}
 	}
 	return l.transfer(ctx, true, lba, p)
 }

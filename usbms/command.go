@@ -82,7 +82,7 @@ func needsAll(cdb []byte) bool {
 }
 
 func (l *LUN) cmdError(r request, where span, err error) error {
-	return &CommandError{Op: opName(r.cdb), Device: l.t.opts.Name, LUN: l.lun, LBA: where.lba, Blocks: where.blocks, Err: err}
+	return &CommandError{Op: opName(r.cdb), Device: l.t.opts.Name, LUN: l.lun, LBA: where.lba, Blocks: where.blocks, Err: markProtected(err)}
 }
 
 // sleep waits d or until ctx is done.

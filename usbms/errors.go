@@ -3,6 +3,9 @@ package usbms
 import (
 	"errors"
 	"fmt"
+
+	"usbflash/blockdev"
+	"usbflash/scsi"
 )
 
 // Errors of the transport, matched with errors.Is.
@@ -15,9 +18,6 @@ var (
 	ErrPhaseError = errors.New("phase error")
 	// ErrIncomplete means a command passed but moved fewer bytes than asked.
 	ErrIncomplete = errors.New("device moved fewer bytes than asked without reporting an error")
-	// ErrWriteProtected means the LUN reported write protection before any
-	// data was sent.
-	ErrWriteProtected = errors.New("medium is write-protected")
 	// ErrMediumChanged means the medium changed after blocks were written,
 	// so the write went to two cards or was cut short.
 	ErrMediumChanged = errors.New("medium changed after writing began")
@@ -37,7 +37,7 @@ type CommandError struct {
 	LUN    int
 	LBA    int64 // first block of the failing command
 	Blocks int64 // blocks the failing command covered
-	Err    error // *scsi.SenseError, or a transport error
+	Err    error // *scsi.SenseError (wrapped with blockdev.ErrWriteProtected when it says so), or a transport error
 }
 
 func (e *CommandError) Error() string {
@@ -49,6 +49,20 @@ func (e *CommandError) Error() string {
 }
 
 func (e *CommandError) Unwrap() error { return e.Err }
+
+// markProtected marks err as write protection when its sense data says
+// the medium is write-protected (DATA PROTECT, ASC 27h: any ASCQ, hardware
+// or software protection alike), as when the lock switch moved after MODE
+// SENSE was asked or the reader would not answer MODE SENSE: it reads as
+// the sense does, errors.As still finds the *scsi.SenseError, and
+// errors.Is finds blockdev.ErrWriteProtected as in every other report of
+// write protection.
+func markProtected(err error) error {
+	if se, ok := scsi.AsSense(err); ok && se.Key == scsi.DataProtect && se.ASC == scsi.ASCWriteProtected {
+		return blockdev.MarkWriteProtected(err)
+	}
+	return err
+}
 
 // detailError replaces the message of err with msg, keeping err in the chain
 // for errors.Is and errors.As.

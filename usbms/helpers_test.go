@@ -12,18 +12,6 @@ import (
 	"usbflash/usbms/sim"
 )
 
-// blockDevice mirrors pipeline.BlockDevice. Importing pipeline here would
-// tie these tests to that package's dependencies; the method set is the seam.
-type blockDevice interface {
-	BlockSize() int
-	BlockCount() int64
-	ReadBlocks(ctx context.Context, lba int64, p []byte) error
-	WriteBlocks(ctx context.Context, lba int64, p []byte) error
-	Sync(ctx context.Context) error
-}
-
-var _ blockDevice = (*usbms.LUN)(nil)
-
 // Options for tests: no waiting worth the name, and a per-command timeout
 // short enough that NeverAnswer tests finish quickly. The timeout is a bound
 // on how long a test may take, never something a test asserts on.

@@ -5,6 +5,7 @@ import (
 	"time"
 	"unsafe"
 
+	"usbflash/blockdev"
 	"usbflash/scsi"
 )
 
@@ -40,8 +41,18 @@ func (o LUNOptions) withDefaults() LUNOptions {
 	return o
 }
 
+// The LUN offers the engine every optional capability: its write
+// protection, its transfer limit, its zero-copy buffers, and ejecting.
+var (
+	_ blockdev.Device          = (*LUN)(nil)
+	_ blockdev.WriteProtector  = (*LUN)(nil)
+	_ blockdev.TransferLimiter = (*LUN)(nil)
+	_ blockdev.BufferAllocator = (*LUN)(nil)
+	_ blockdev.Ejector         = (*LUN)(nil)
+)
+
 // LUN is one logical unit of a mass-storage device (one slot of a card
-// reader), opened for block I/O. It implements pipeline.BlockDevice.
+// reader), opened for block I/O. It implements blockdev.Device.
 // Its methods may be called from one goroutine at a time.
 type LUN struct {
 	t    *Transport

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"usbflash/internal/factsonly"
+	"usbflash/blockdev"
 	"usbflash/scsi"
 	"usbflash/usbms"
 	"usbflash/usbms/sim"
@@ -43,7 +44,7 @@ func TestOpenQuirks(t *testing.T) {
 		{name: "write protected", lun: sim.LUN{Blocks: 64, WriteProtected: true}, check: func(t *testing.T, r *rig) {
 			before := r.dev.Stats()
 			err := r.lun.WriteBlocks(context.Background(), 0, make([]byte, 512))
-			if !r.lun.WriteProtected() || !errors.Is(err, usbms.ErrWriteProtected) {
+			if !r.lun.WriteProtected() || !errors.Is(err, blockdev.ErrWriteProtected) {
 				t.Errorf("WriteProtected() = %v, WriteBlocks err = %v", r.lun.WriteProtected(), err)
 			}
 			if d := diff(before, r.dev.Stats()); d.commands != 0 {

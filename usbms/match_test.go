@@ -48,7 +48,7 @@ func TestMediumPredicates(t *testing.T) {
 // what to do.
 func TestErrorTextsStateFacts(t *testing.T) {
 	for _, err := range []error{usbms.ErrInvalidCSW, usbms.ErrPhaseError, usbms.ErrIncomplete,
-		usbms.ErrWriteProtected, usbms.ErrMediumChanged, usbms.ErrRecoveryFailed, usbms.ErrNotReady,
+		usbms.ErrMediumChanged, usbms.ErrRecoveryFailed, usbms.ErrNotReady,
 		usbms.ErrStall, usbms.ErrNoDevice} {
 		factsonly.Check(t, err.Error())
 	}

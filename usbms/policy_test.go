@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"usbflash/blockdev"
 	"usbflash/scsi"
 )
 
@@ -31,13 +32,16 @@ func TestSensePolicy(t *testing.T) {
 			cbw, passed)},
 		{name: "ABORTED COMMAND: repeat up to Retries, then fail", wantErr: func(err error) bool {
 			se, ok := scsi.AsSense(err)
-			return ok && se.Key == scsi.AbortedCommand
+			return ok && se.Key == scsi.AbortedCommand && !errors.Is(err, blockdev.ErrWriteProtected)
 		}, steps: seq(
 			cbw, failed, cbw, senseStep(scsi.AbortedCommand, 0, 6), passed,
 			cbw, failed, cbw, senseStep(scsi.AbortedCommand, 0, 6), passed,
 			cbw, failed, cbw, senseStep(scsi.AbortedCommand, 0, 6), passed,
 			cbw, failed, cbw, senseStep(scsi.AbortedCommand, 0, 6), passed)},
-		{name: "write protected: fail at once", wantErr: scsi.IsWriteProtected, steps: seq(
+		{name: "write protected: fail at once, as the sense and as write protection", wantErr: func(err error) bool {
+			se, ok := scsi.AsSense(err)
+			return ok && se.Key == scsi.DataProtect && errors.Is(err, blockdev.ErrWriteProtected)
+		}, steps: seq(
 			cbw, failed, cbw, senseStep(scsi.DataProtect, 0x27, 0), passed)},
 	}
 	for _, tt := range tests {

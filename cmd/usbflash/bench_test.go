@@ -13,9 +13,9 @@ import (
 	"testing"
 	"usbflash/target"
 
+	"usbflash/blockdev"
 	"usbflash/cardbench"
 	"usbflash/filedev"
-	"usbflash/pipeline"
 )
 
 // benchCard is a 32 MiB card file full of a pattern, so any write shows.
@@ -299,7 +299,7 @@ func TestBenchWriteAsksAtATerminal(t *testing.T) {
 
 // failingWrites is a device whose writes fail, as a card that died
 // during a write test would.
-type failingWrites struct{ pipeline.BlockDevice }
+type failingWrites struct{ blockdev.Device }
 
 func (failingWrites) WriteBlocks(_ context.Context, lba int64, _ []byte) error {
 	return fmt.Errorf("WRITE at LBA %d: medium error", lba)

@@ -9,9 +9,9 @@ import (
 	"usbflash/target"
 
 	"usbflash/filedev"
+	"usbflash/blockdev"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
-	"usbflash/scsi"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
 	"usbflash/usbms/sim"
@@ -54,8 +54,7 @@ func classifyDomainError(err error) int {
 		return exitRefused
 	case errors.As(err, &src), errors.As(err, &size), errors.As(err, &imageErr):
 		return exitSource
-	case errors.Is(err, errNotConfirmed), errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err),
-		errors.As(err, new(*pipeline.WriteProtectedError)):
+	case errors.Is(err, errNotConfirmed), errors.Is(err, blockdev.ErrWriteProtected):
 		return exitRefused
 	case errors.As(err, &device):
 		return exitDevice
@@ -169,7 +168,7 @@ func hint(err error) string {
 		return "usbflash used a device it had closed, which is a bug: please report it"
 	case errors.Is(err, errNotConfirmed):
 		return "pass --yes to write without being asked"
-	case errors.Is(err, usbms.ErrWriteProtected), scsi.IsWriteProtected(err), errors.As(err, new(*pipeline.WriteProtectedError)):
+	case errors.Is(err, blockdev.ErrWriteProtected):
 		return "slide the card's lock switch to unlock it, or use another card"
 	case errors.As(err, &capacity):
 		return "use a larger card"

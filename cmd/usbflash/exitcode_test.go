@@ -10,6 +10,7 @@ import (
 	"usbflash/target"
 
 	"usbflash/filedev"
+	"usbflash/blockdev"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
 	"usbflash/usbms"
@@ -41,7 +42,7 @@ func TestExitCodeClassification(t *testing.T) {
 		{&pipeline.CapacityError{Written: 512}, exitRefused}, // found by writing to the end: still does not fit
 		{&pipeline.ImageSizeError{}, exitSource},
 		{fmt.Errorf("%w: no terminal", errNotConfirmed), exitRefused},
-		{&pipeline.WriteProtectedError{Device: "sim:x"}, exitRefused},
+				{fmt.Errorf("sim:x is %w", blockdev.ErrWriteProtected), exitRefused},
 		{&target.Error{Kind: target.KindUsage}, exitUsage},
 		{&target.Error{Kind: target.KindRefused, Err: target.ErrInUse}, exitRefused},
 		{&target.Error{Kind: target.KindDevice, Err: target.ErrNotFound}, exitDevice},

@@ -1,0 +1,127 @@
+// Package blockdev is the seam between what moves blocks (the write and
+// verify engine, the reader benchmark, a group of cards) and what holds
+// them (a LUN of a USB reader spoken to over SCSI, the simulated reader, a
+// file or kernel block device), as io is to bufio: the interfaces, the one
+// error every kind of device means by "this medium refuses writes", and
+// nothing that does I/O.
+package blockdev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Device is whatever holds the blocks.
+//
+// Buffers passed to ReadBlocks and WriteBlocks are whole blocks long.
+//
+// A device may offer more through the optional interfaces below, which
+// users check for as io.Copy checks for io.WriterTo: WriteProtector,
+// TransferLimiter, BufferAllocator, Ejector, and fmt.Stringer for its name.
+// A wrapper that embeds a Device interface value hides them, so the
+// engine must be handed the device itself; a name for messages is passed
+// beside it instead (see Name).
+type Device interface {
+	// BlockSize is the logical block size in bytes.
+	BlockSize() int
+	// BlockCount is the number of logical blocks.
+	BlockCount() int64
+	// ReadBlocks reads len(p)/BlockSize() blocks starting at lba.
+	ReadBlocks(ctx context.Context, lba int64, p []byte) error
+	// WriteBlocks writes len(p)/BlockSize() blocks starting at lba.
+	WriteBlocks(ctx context.Context, lba int64, p []byte) error
+	// Sync makes written blocks durable (SYNCHRONIZE CACHE, fsync).
+	Sync(ctx context.Context) error
+}
+
+// ErrWriteProtected is the one answer to "does this medium refuse
+// writes?", whoever found out and however, so that a caller deciding what
+// to tell the user (unlock the card, use another) asks one question
+// instead of one per layer: errors.Is(err, ErrWriteProtected) holds for
+// the write-protect bit seen before writing (a card's lock switch, a
+// read-only LUN, a file or kernel device that refuses writes), for a DATA
+// PROTECT sense on a WRITE, and for a write the kernel refuses as
+// read-only (EROFS and the like). The errors that say so keep their own
+// facts (the device's name, the sense data, the errno) and wrap this one.
+var ErrWriteProtected = errors.New("write-protected")
+
+// MarkWriteProtected returns err, a device's own report that its medium
+// refuses writes (sense data, an errno), marked as write protection: its
+// text is err's, and errors.Is finds ErrWriteProtected in it beside
+// everything err wraps. A nil err stays nil.
+func MarkWriteProtected(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &protectedError{err}
+}
+
+type protectedError struct{ err error }
+
+func (e *protectedError) Error() string   { return e.err.Error() }
+func (e *protectedError) Unwrap() []error { return []error{e.err, ErrWriteProtected} }
+
+// WriteProtector is a device that knows whether its medium refuses writes
+// (a card's lock switch, a read-only LUN, a file the process may not
+// write). Writers refuse such a medium before sending anything, with an
+// error wrapping ErrWriteProtected.
+type WriteProtector interface {
+	WriteProtected() bool
+}
+
+// TransferLimiter is a device that takes at most MaxTransfer blocks per
+// command (0: no limit it knows of). Callers lower their transfer size to
+// it, so every ReadBlocks or WriteBlocks is one command.
+type TransferLimiter interface {
+	MaxTransfer() int64
+}
+
+// BufferAllocator is a device with memory it sends from and reads into
+// without a copy (usbfs memory the kernel hands to the controller as it
+// is). The engine takes its buffers from it, once per write or verify, so
+// the decoder writes the image straight into the memory WriteBlocks
+// sends, and gives them back with free, exactly once, when done.
+//
+// AllocBuffers returns count buffers of at least size bytes each; kind
+// names the memory for reports ("usbfs zero-copy", "page-aligned"). The
+// buffers stay valid until free is called.
+type BufferAllocator interface {
+	AllocBuffers(count, size int) (bufs [][]byte, kind string, free func(), err error)
+}
+
+// Ejector is a device whose medium can be ejected when the work is done
+// (START STOP UNIT on a USB reader), so a person can pull the card without
+// the system complaining. A file has nothing to eject and does not
+// implement it.
+type Ejector interface {
+	Eject(ctx context.Context) error
+}
+
+// Name names a device in messages: name when the caller gave one, else the
+// device's String method, else a generic phrase. Callers that wrap a
+// device pass the name of what they wrap, since the wrapper hides its
+// String.
+func Name(dev Device, name string) string {
+	if name != "" {
+		return name
+	}
+	if s, ok := dev.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return "the device"
+}
+
+// Capacity is the medium's size in bytes.
+func Capacity(dev Device) int64 { return dev.BlockCount() * int64(dev.BlockSize()) }
+
+// Extent is the bytes [Off, Off+Len) of an image, which are also the
+// bytes [Off, Off+Len) of the device it is written to from block 0: what a
+// block map or zero detection chooses to write, and what a verify reads
+// back.
+type Extent struct {
+	Off, Len int64
+}
+
+// End is the first byte after e.
+func (e Extent) End() int64 { return e.Off + e.Len }

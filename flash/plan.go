@@ -120,7 +120,8 @@ func (s checkedSource) Read(b []byte) (int, error) {
 	n, err := s.c.Read(b)
 	var ce *bmap.ChecksumError
 	var me *bmap.Error
-	if errors.As(err, &ce) || errors.As(err, &me) {
+	var ue *bmap.UnmappedDataError
+	if errors.As(err, &ce) || errors.As(err, &me) || errors.As(err, &ue) {
 		err = &ImageError{Err: err}
 	}
 	return n, err

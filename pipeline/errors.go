@@ -60,6 +60,20 @@ func (e *ImageSizeError) Error() string {
 		"the first transfer was left zeroed so the card does not boot it", e.Actual, e.Declared)
 }
 
+// ImageCheckError is a check of the whole image (WriteOptions.BeforeFirst)
+// that failed once it was streamed: everything but the first transfer was
+// written, and the first transfer was left zeroed so the card does not
+// boot it.
+type ImageCheckError struct {
+	Device string
+	Err    error
+}
+
+func (e *ImageCheckError) Error() string {
+	return fmt.Sprintf("%v; the first transfer of %s was left zeroed so the card does not boot it", e.Err, e.Device)
+}
+func (e *ImageCheckError) Unwrap() error { return e.Err }
+
 // DeviceError is a failed command on the block device, naming the range of
 // blocks it covered. Err is the device's own error, so errors.As finds the
 // transport's or SCSI layer's types through it.

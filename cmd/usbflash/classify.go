@@ -8,8 +8,8 @@ import (
 	"usbflash/flash"
 	"usbflash/target"
 
-	"usbflash/filedev"
 	"usbflash/blockdev"
+	"usbflash/filedev"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
 	"usbflash/usbms"
@@ -26,6 +26,8 @@ func classifyDomainError(err error) int {
 		bmapErr  *flash.BlockMapError
 		imageErr *flash.ImageError
 		refusedN *flash.RefusedError
+		mismatch *imagesrc.ChecksumMismatchError
+		shaArg   *flash.ChecksumArgError
 		src      *imagesrc.Error
 		size     *pipeline.ImageSizeError
 		capacity *pipeline.CapacityError
@@ -33,7 +35,9 @@ func classifyDomainError(err error) int {
 		device   *pipeline.DeviceError
 	)
 	switch {
-	case errors.As(err, &memory), errors.As(err, &report), errors.Is(err, flash.ErrReportFormat),
+	case errors.As(err, &mismatch):
+		return exitSource
+	case errors.As(err, &memory), errors.As(err, &report), errors.Is(err, flash.ErrReportFormat), errors.As(err, &shaArg),
 		errors.Is(err, flash.ErrBlockMapConflict), errors.Is(err, flash.ErrBlockMapOneCard):
 		return exitUsage
 	case errors.As(err, &bmapErr) && bmapErr.Unreadable:
@@ -332,6 +336,10 @@ func sessionHint(err error) string {
 		return sessionHint(refusedN.Refused[0])
 	case errors.As(err, &memory):
 		return "use a smaller --transfer-size, fewer --buffers or a smaller --lag"
+	case errors.As(err, new(*imagesrc.ChecksumMismatchError)):
+		return "download the image again (with its checksum) and write again"
+	case errors.As(err, new(*flash.ChecksumArgError)):
+		return "give the 64 hexadecimal digits the publisher lists, or --no-sha256"
 	case errors.As(err, &report):
 		return "name a report file in a directory you can write to"
 	case errors.Is(err, flash.ErrReportFormat):

@@ -9,8 +9,8 @@ import (
 	"usbflash/flash"
 	"usbflash/target"
 
-	"usbflash/filedev"
 	"usbflash/blockdev"
+	"usbflash/filedev"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
 	"usbflash/usbms"
@@ -42,7 +42,7 @@ func TestExitCodeClassification(t *testing.T) {
 		{&pipeline.CapacityError{Written: 512}, exitRefused}, // found by writing to the end: still does not fit
 		{&pipeline.ImageSizeError{}, exitSource},
 		{fmt.Errorf("%w: no terminal", errNotConfirmed), exitRefused},
-				{fmt.Errorf("sim:x is %w", blockdev.ErrWriteProtected), exitRefused},
+		{fmt.Errorf("sim:x is %w", blockdev.ErrWriteProtected), exitRefused},
 		{&target.Error{Kind: target.KindUsage}, exitUsage},
 		{&target.Error{Kind: target.KindRefused, Err: target.ErrInUse}, exitRefused},
 		{&target.Error{Kind: target.KindDevice, Err: target.ErrNotFound}, exitDevice},

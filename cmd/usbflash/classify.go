@@ -128,6 +128,10 @@ func hint(err error) string {
 	if h := sessionHint(err); h != "" {
 		return h
 	}
+	var compare *compareError
+	if errors.As(err, &compare) && errors.As(err, new(*pipeline.VerifyError)) {
+		return "the card holds something other than this image (another image, or an older write): write the image to it if it should hold it"
+	}
 	switch {
 	case errors.As(err, &cancelled):
 		if cancelled.Phase == pipeline.PhaseWrite && (cancelled.Bytes > 0 || cancelled.LBA > 0) {

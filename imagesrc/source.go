@@ -70,7 +70,11 @@ func Open(path string) (*Source, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open image: %w", err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is said once, here
+		}
+		return nil, fmt.Errorf("image %s: %w", path, err)
 	}
 	size := seekableSize(f)
 	var r io.Reader = f

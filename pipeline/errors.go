@@ -35,11 +35,11 @@ type CapacityError struct {
 func (e *CapacityError) Error() string {
 	if e.Written == 0 && e.ImageSize >= 0 {
 		return fmt.Sprintf("image is %s but %s holds %s; nothing was written",
-			units.FormatSize(e.ImageSize), e.Device, units.FormatSize(e.Capacity))
+			units.FormatBytes(e.ImageSize), e.Device, units.FormatBytes(e.Capacity))
 	}
 	return fmt.Sprintf("image is larger than %s (%s): stopped at its end after writing %s, "+
 		"with the first transfer left zeroed so the card does not boot a truncated image",
-		e.Device, units.FormatSize(e.Capacity), units.FormatSize(e.Written))
+		e.Device, units.FormatBytes(e.Capacity), units.FormatBytes(e.Written))
 }
 
 // ImageSizeError says the decoded image was not as long as its container
@@ -119,7 +119,7 @@ type VerifyError struct {
 func (e *VerifyError) Error() string {
 	if e.HashOnly {
 		return fmt.Sprintf("verify failed on %s: the SHA-256 of the %s read back is %s but the image's is %s",
-			e.Device, units.FormatSize(e.Size), hex.EncodeToString(e.GotHash[:8]), hex.EncodeToString(e.WantHash[:8]))
+			e.Device, units.FormatBytes(e.Size), hex.EncodeToString(e.GotHash[:8]), hex.EncodeToString(e.WantHash[:8]))
 	}
 	return fmt.Sprintf("verify failed on %s: first difference at LBA %d (byte offset %d): image has 0x%02x, "+
 		"the card has 0x%02x", e.Device, e.LBA, e.Offset, e.Want, e.Got)
@@ -153,14 +153,14 @@ func (e *CancelledError) Error() string {
 	// Err is context.Canceled or DeadlineExceeded: "cancelled" says it.
 	if e.Phase == PhaseVerify {
 		return fmt.Sprintf("verify of %s cancelled after %s (up to LBA %d)",
-			e.Device, units.FormatSize(e.Bytes), e.LBA)
+			e.Device, units.FormatBytes(e.Bytes), e.LBA)
 	}
 	if e.Bytes == 0 && e.LBA == 0 {
 		return fmt.Sprintf("write to %s cancelled before anything was written", e.Device)
 	}
 	return fmt.Sprintf("write to %s cancelled after %s (up to LBA %d); the first transfer was left "+
 		"zeroed so the card does not boot a partial image",
-		e.Device, units.FormatSize(e.Bytes), e.LBA)
+		e.Device, units.FormatBytes(e.Bytes), e.LBA)
 }
 
 func (e *CancelledError) Unwrap() error { return e.Err }

@@ -322,7 +322,9 @@ func openError(t Spec, err error) error {
 	case errors.Is(err, filedev.ErrBadTarget):
 		return &Error{Kind: KindUsage, Target: t.Raw, Msg: err.Error(), Err: err}
 	case t.Scheme == Sim:
-		return &Error{Kind: KindUsage, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
+		// The simulator names the card as its spec; say it once, as typed.
+		msg := strings.TrimPrefix(err.Error(), fmt.Sprintf("sim: target %q: ", t.spec))
+		return &Error{Kind: KindUsage, Target: t.Raw, Msg: fmt.Sprintf("target %s: %s", t.Raw, msg), Err: err}
 	}
 	return &Error{Kind: KindDevice, Target: t.Raw, Msg: err.Error(), Err: err}
 }

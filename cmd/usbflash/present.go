@@ -66,21 +66,26 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 		DecoderWaitS: ptr(res.DecoderWait.Seconds()), DeviceWaitS: ptr(res.DeviceWait.Seconds()),
 		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
 	}
+	wrote := units.FormatBytes(res.Bytes)
+	if o.SkippedWhy != "" {
+		// A block map or --sparse: say what went to the card.
+		wrote = fmt.Sprintf("%s of the %s image", units.FormatBytes(res.Bytes-o.Skipped), units.FormatBytes(res.Bytes))
+	}
 	text := []string{
-		fmt.Sprintf("Wrote %s in %s (%s), %s", formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
+		fmt.Sprintf("Wrote %s in %s (%s), %s", wrote, res.Elapsed.Round(time.Millisecond),
 			units.FormatRate(sum.Rate), plural(res.Transfers, "command")),
 		boundLine(res),
 		cpuLine(res.CPU, res.Bytes, res.Memory),
 	}
 	if o.SkippedWhy != "" {
 		sum.SkippedBytes = ptr(o.Skipped)
-		text = append(text, fmt.Sprintf("Skipped %s (%s): those regions keep the card's old bytes", units.FormatSize(o.Skipped), o.SkippedWhy))
+		text = append(text, fmt.Sprintf("Skipped %s (%s): those regions keep the card's old bytes", units.FormatBytes(o.Skipped), o.SkippedWhy))
 	}
 	if v := o.Verify; v != nil {
 		sum.Verified = true
 		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
 		sum.SHA256 = hex.EncodeToString(res.SHA256[:])
-		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s)", formatBytes(v.Bytes),
+		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s)", units.FormatBytes(v.Bytes),
 			v.Elapsed.Round(time.Millisecond), units.FormatRate(rate(v.Bytes, v.Elapsed))))
 	}
 	if o.Ejected != nil {
@@ -110,7 +115,7 @@ func presentBlockMap(rep reporter, e flash.BlockMapChosen) {
 		pct = float64(e.MappedBytes) * 100 / float64(e.ImageSize)
 	}
 	msg := fmt.Sprintf("Block map %s: %d ranges, %s of %s mapped (%.0f%%); only those are written and verified",
-		e.Path, e.Ranges, units.FormatSize(e.MappedBytes), units.FormatSize(e.ImageSize), pct)
+		e.Path, e.Ranges, units.FormatBytes(e.MappedBytes), units.FormatBytes(e.ImageSize), pct)
 	rep.event(&blockMapEvent{eventHeader: eventHeader{Event: evBlockMap},
 		BMap: e.Path, Ranges: e.Ranges, MappedBytes: e.MappedBytes, ImageSize: e.ImageSize}, msg)
 }
@@ -252,7 +257,7 @@ func cardTable(cards []flash.Record, noVerify bool) string {
 			result = "ok (the slowest card: it set the pace)"
 		}
 		fmt.Fprintf(&b, "%-28s %-14s %9s %9.1f %-8s %s\n", c.Target, orDash(c.Serial),
-			formatBytes(c.Capacity), c.Rate/1e6, verified, result)
+			units.FormatBytes(c.Capacity), c.Rate/1e6, verified, result)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

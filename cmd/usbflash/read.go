@@ -168,7 +168,7 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 		PartitionTable: table,
 	}
 	text := []string{
-		fmt.Sprintf("Read %s in %s (%s), %s", formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
+		fmt.Sprintf("Read %s in %s (%s), %s", units.FormatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
 			units.FormatRate(sum.Rate), plural(res.Reads, "command")),
 		fmt.Sprintf("Wrote %s (%s, %s) and its block map %s.bmap (%s of the image is not zero)", out, file.Format(), units.FormatSize(file.Written()), out, units.FormatSize(m.MappedBytes())),
 		readBoundLine(res),

@@ -96,7 +96,7 @@ func (a *app) verify(ctx context.Context, rep reporter, image string, t target.S
 		eventHeader: eventHeader{Event: evSummary}, Command: cmdVerify,
 		Bytes: res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed), Verified: true,
 		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
-	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", d.Name, image, formatBytes(res.Bytes),
+	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", d.Name, image, units.FormatBytes(res.Bytes),
 		res.Elapsed.Round(time.Millisecond), units.FormatRate(rate(res.Bytes, res.Elapsed)),
 		cpuLine(res.CPU, res.Bytes, res.Memory)))
 	return nil

@@ -276,7 +276,7 @@ func identityLine(d *target.Device) string {
 			parts = append(parts, "card serial "+s)
 		}
 	}
-	parts = append(parts, units.FormatSize(d.Capacity()))
+	parts = append(parts, units.FormatBytes(d.Capacity()))
 	return "  " + strings.Join(parts, ", ")
 }
 
@@ -285,9 +285,9 @@ func describeSize(src *imagesrc.Source) string {
 	case src.Size < 0:
 		return "size unknown until decoded"
 	case !src.SizeExact:
-		return "about " + units.FormatSize(src.Size)
+		return "about " + units.FormatBytes(src.Size)
 	}
-	return units.FormatSize(src.Size)
+	return units.FormatBytes(src.Size)
 }
 
 // progressFunc adapts pipeline progress to the reporter. Done always

@@ -25,8 +25,9 @@ type Error struct {
 	// one the file name promises.
 	Format Format
 	// Container names a container usbflash recognises but does not decode
-	// (one of UnsupportedContainers), for Unsupported, and for NotAnImage
-	// when the archive holds one; "" otherwise.
+	// (one of UnsupportedContainers), for Unsupported, for NotAnImage when
+	// the archive holds one, and for NotNamedFormat when the file name
+	// promises one (.7z, .lzma); "" otherwise.
 	Container string
 	// Offset is how far into the compressed input the decoder had read.
 	// Decoders read ahead, so the damage is at or before this byte.
@@ -44,8 +45,9 @@ const (
 	Damaged Kind = iota
 	// Truncated: the input ended before the archive did.
 	Truncated
-	// NotNamedFormat: the file name promises a container (.xz, .gz, .zip)
-	// and the bytes are something else, typically an error page saved
+	// NotNamedFormat: the file name promises a container (.xz, .gz, .zip,
+	// .7z, .lzma: any of the formats or UnsupportedContainers) and the
+	// bytes are something else, typically an error page saved
 	// under the image's name. Written raw it would destroy the card's
 	// partition table for nothing.
 	NotNamedFormat

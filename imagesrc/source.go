@@ -402,20 +402,25 @@ func (s *Source) Close() error {
 // are not: an HTML error page saved as image.img.xz would otherwise be
 // written raw over the card's partition table. A file that is merely
 // truncated inside the promised signature is left to the truncation check.
+// A brotli stream has no signature, and an lzma_alone header only a
+// structure that unusual encoders may stretch: a file named .br or .lzma
+// whose bytes are recognisably nothing else is refused as what its name
+// says.
 func checkNamedFormat(name string, head []byte, sn sniffResult) error {
 	want, ext, ok := namedFormat(name)
-	if !ok {
-		return nil
-	}
-	if sn.truncated && sn.truncatedAs == want || !sn.truncated && sn.unsupported == "" && sn.format == want {
+	if !ok || want.kept(sn) {
 		return nil
 	}
 	what := Describe(head)
+	if (want.container == containerBrotli || want.container == containerLzmaAlone) && what == describeUnknown {
+		return &Error{Kind: Unsupported, Container: want.container,
+			Err: fmt.Errorf("named %s and its bytes are recognisably nothing else: taken as %s, which usbflash does not decode", ext, want)}
+	}
 	if len(head) > 0 && len(head) < sniffLen {
 		what += fmt.Sprintf(" of %d bytes", len(head))
 	}
-	return &Error{Kind: NotNamedFormat, Format: want,
-		Err: fmt.Errorf("named %s but its bytes are %s, not %s", ext, what, describeFormat(want))}
+	return &Error{Kind: NotNamedFormat, Format: want.format, Container: want.container,
+		Err: fmt.Errorf("named %s but its bytes are %s, not %s", ext, what, want)}
 }
 
 // FileInfo is what stat said of the image file when it was opened, for

@@ -302,6 +302,8 @@ func containerAdvice(container string) string {
 		return "extract the image from it first (tar -xf FILE), then write the .img"
 	case "lzma (lzma_alone) stream":
 		return "decompress it first (xz -d --format=lzma FILE)"
+	case "brotli stream":
+		return "decompress it first (brotli -d FILE)"
 	}
 	return "turn it into a raw disk image first"
 }

@@ -48,3 +48,55 @@ func TestGzipTrailingData(t *testing.T) {
 		}
 	}
 }
+
+// srcZstdOneMatch hand-builds a zstd frame: a raw block of history, then
+// a compressed block of no literals and one sequence (literal length 0,
+// match length 3) whose offset is Offset_Value ofValue (2 or 3): with no
+// literals before it, 2 means the third repeat offset (8, initially) and 3
+// the first repeat offset minus one: 1 - 1 = 0, an offset the format
+// forbids.
+func srcZstdOneMatch(history []byte, ofValue byte) []byte {
+	f := []byte{0x28, 0xb5, 0x2f, 0xfd}
+	f = append(f, 0x20, byte(len(history)+3))  // single segment, 1-byte content size
+	f = append(f, byte(len(history)<<3), 0, 0) // raw block
+	f = append(f, history...)
+	block := []byte{
+		0x00,             // literals: raw, 0 bytes
+		0x01,             // one sequence
+		0x54,             // literal length, offset and match length codes: RLE
+		0x00, 0x01, 0x00, // LL code 0 (0), OF code 1 (2 + 1 extra bit), ML code 0 (3)
+		0x02 | (ofValue - 2), // the extra offset bit under the end-of-stream marker
+	}
+	f = append(f, byte(len(block)<<3|2<<1|1), 0, 0) // compressed, last
+	return append(f, block...)
+}
+
+// TestZstdOffsetZeroUpstreamLimitation records what happens today to a
+// zstd frame whose sequence resolves to offset 0 (zstd's test vector
+// golden-decompression-errors/off0.bin.zst has the same shape). The
+// reference decoder rejects it since zstd 1.5.5; klauspost/compress, up to
+// v1.20.4 (the newest release when this was written), treats the offset as
+// 1 and decodes. Rejecting it in our wrapper would mean parsing every
+// block's sequences a second time, that is decoding twice, so the frame is
+// accepted: this test asserts that, and fails when a klauspost release
+// starts rejecting it; then upgrade and turn the expectation around. Only a
+// crafted or damaged frame has offset 0, and a frame with a content
+// checksum still fails it on the bytes decoded.
+func TestZstdOffsetZeroUpstreamLimitation(t *testing.T) {
+	history := []byte("ABCDEFGH")
+	for _, tc := range []struct {
+		name    string
+		ofValue byte
+		want    string
+	}{
+		{"third repeat offset (valid)", 2, "ABCDEFGHABC"},
+		{"offset 0, decoded as offset 1", 3, "ABCDEFGHHHH"},
+	} {
+		for _, how := range srcWaysIn {
+			s, out, err := srcDecode(t, srcZstdOneMatch(history, tc.ofValue), how)
+			if err != nil || string(out) != tc.want || s.Format != FormatZstd {
+				t.Errorf("%s (%s): %q, %v; want %q decoded without error", tc.name, how, out, err, tc.want)
+			}
+		}
+	}
+}

@@ -44,8 +44,7 @@ func newStreamDecoder(f Format, r byteReader) (io.Reader, func() error, error) {
 		}
 		return d, func() error { d.Close(); return nil }, nil
 	case FormatBzip2:
-		// compress/bzip2 decodes concatenated streams (pbzip2 output).
-		return bzip2.NewReader(r), nil, nil
+		return newBzip2Streams(r), nil, nil
 	}
 	return nil, nil, fmt.Errorf("no stream decoder for %s", f)
 }
@@ -130,4 +129,117 @@ func (g *gzipMembers) skipZeros() error {
 			return fmt.Errorf("%w: data after the zero padding that follows the last member", gzip.ErrHeader)
 		}
 	}
+}
+
+// bzip2Streams decodes bzip2 as bzip2 -d does: concatenated streams (pbzip2
+// output) are one image, and once a stream has ended, whatever follows that
+// does not begin with a stream header ("BZh" and a level digit) is ignored
+// ("trailing garbage after EOF ignored"): zero padding to a sector, or bytes
+// a download appended. compress/bzip2 decodes concatenated streams itself
+// but fails on anything else after one; bzip2Streams tells that failure
+// from damage by what the decoder had consumed. Input that ends inside a
+// stream header ("B", "BZ", "BZh", "BZh9") is still truncated, as bzip2 says.
+type bzip2Streams struct {
+	in  *bzip2Input
+	dec io.Reader
+}
+
+func newBzip2Streams(r byteReader) *bzip2Streams {
+	in := &bzip2Input{r: r}
+	return &bzip2Streams{in: in, dec: bzip2.NewReader(in)}
+}
+
+func (b *bzip2Streams) Read(p []byte) (int, error) {
+	n, err := b.dec.Read(p)
+	if err != nil && err != io.EOF && b.trailing(err) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// trailing reports whether err is compress/bzip2 failing on what follows
+// the end of a stream, which bzip2 ignores.
+func (b *bzip2Streams) trailing(err error) bool {
+	switch err {
+	case bzip2.StructuralError("bad magic value in continuation file"):
+		// Two bytes after a stream, not "BZ".
+		return true
+	case bzip2.StructuralError("non-Huffman entropy encoding"), bzip2.StructuralError("invalid compression level"):
+		// "BZ" and no "h", or "BZh" and no level digit. These come from
+		// the stream header, which the first stream's is only at the
+		// start of the input.
+		return b.in.n > 4
+	case io.ErrUnexpectedEOF:
+		// One byte after a stream (compress/bzip2 reads two at once),
+		// unless it is the "B" of a header cut short.
+		return b.in.last(0) != 'B' && b.in.n > 1 && bzip2EndsStream(b.in, 1)
+	}
+	return false
+}
+
+// bzip2EndMagic opens the end-of-stream record: 48 bits, then the stream's
+// 32-bit CRC, then zero bits to the byte boundary.
+const bzip2EndMagic = 0x177245385090
+
+// bzip2EndsStream reports whether the input consumed up to skip bytes from
+// its end closes a bzip2 stream: the end-of-stream record, at any of the
+// eight bit alignments, in the last 11 bytes before them.
+func bzip2EndsStream(in *bzip2Input, skip int) bool {
+	const n = 11 // 80 bits of record, up to 7 of padding, and the rest of a byte
+	if in.n < int64(skip)+n {
+		return false
+	}
+	var tail [n]byte
+	for i := range tail {
+		tail[i] = in.last(skip + n - 1 - i)
+	}
+	bits := func(from, count int) uint64 { // most significant bit first
+		var v uint64
+		for i := from; i < from+count; i++ {
+			v = v<<1 | uint64(tail[i/8]>>(7-i%8)&1)
+		}
+		return v
+	}
+	for pad := range 8 {
+		end := 8*n - pad // the record ends here; zero bits follow
+		if bits(end-80, 48) == bzip2EndMagic && bits(end, pad) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// bzip2Input is compress/bzip2's byte source: it counts what the decoder
+// consumed and keeps the last bytes, for bzip2Streams to read its errors.
+type bzip2Input struct {
+	r    byteReader
+	n    int64
+	ring [16]byte
+}
+
+func (in *bzip2Input) ReadByte() (byte, error) {
+	c, err := in.r.ReadByte()
+	if err == nil {
+		in.ring[in.n%int64(len(in.ring))] = c
+		in.n++
+	}
+	return c, err
+}
+
+// Read is there for io.Reader; compress/bzip2 reads byte by byte.
+func (in *bzip2Input) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c, err := in.ReadByte()
+	if err != nil {
+		return 0, err
+	}
+	p[0] = c
+	return 1, nil
+}
+
+// last is the byte consumed back bytes before the most recent one.
+func (in *bzip2Input) last(back int) byte {
+	return in.ring[(in.n-1-int64(back))%int64(len(in.ring))]
 }

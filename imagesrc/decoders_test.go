@@ -100,3 +100,54 @@ func TestZstdOffsetZeroUpstreamLimitation(t *testing.T) {
 		}
 	}
 }
+
+// TestBzip2TrailingData: after a bzip2 stream, what does not begin another
+// stream is ignored, as bzip2 -d ignores it ("trailing garbage after EOF
+// ignored"); input that ends inside the next stream's header is truncated,
+// and a next stream that is damaged is damage.
+func TestBzip2TrailingData(t *testing.T) {
+	srcHaveCLI(t, "bzip2")
+	img := genOSImage(300<<10, 6)
+	bz := srcRunCLI(t, img, "bzip2", "-c", "-1")
+	half := srcRunCLI(t, img[:100<<10], "bzip2", "-c", "-1")
+	rest := srcRunCLI(t, img[100<<10:], "bzip2", "-c", "-1")
+	damaged := bytes.Clone(rest)
+	damaged[len(damaged)/2] ^= 0x10
+	zeros := func(n int) []byte { return make([]byte, n) }
+	for _, tt := range []struct {
+		name string
+		data []byte
+		kind Kind // -1: decodes to the image
+	}{
+		{"no trailing data", bz, -1},
+		{"a sector of zeros", srcConcat(bz, zeros(512)), -1},
+		{"one zero byte", srcConcat(bz, zeros(1)), -1},
+		{"one byte", srcConcat(bz, []byte{'x'}), -1},
+		{"text", srcConcat(bz, []byte("garbage\n")), -1},
+		{"B and not Z", srcConcat(bz, []byte("Bx garbage")), -1},
+		{"BZ and not h", srcConcat(bz, []byte("BZx garbage")), -1},
+		{"BZh and no level", srcConcat(bz, []byte("BZh0 garbage")), -1},
+		{"two streams, then zeros", srcConcat(half, rest, zeros(100)), -1},
+		{"two streams, then garbage", srcConcat(half, rest, []byte("garbage")), -1},
+		{"cut after B", srcConcat(bz, []byte("B")), Truncated},
+		{"cut after BZ", srcConcat(bz, []byte("BZ")), Truncated},
+		{"cut after BZh9", srcConcat(bz, []byte("BZh9")), Truncated},
+		{"cut inside the second stream", srcConcat(half, rest[:len(rest)/2]), Truncated},
+		{"second stream damaged", srcConcat(half, damaged), Damaged},
+		{"bad level in the first header", srcConcat([]byte("BZh0"), bz[4:]), Damaged},
+	} {
+		for _, how := range srcWaysIn {
+			_, out, err := srcDecode(t, tt.data, how)
+			if tt.kind < 0 {
+				if err != nil || !bytes.Equal(out, img) {
+					t.Errorf("%s (%s): %d bytes, %v; want the image", tt.name, how, len(out), err)
+				}
+				continue
+			}
+			var se *Error
+			if !errors.As(err, &se) || se.Kind != tt.kind {
+				t.Errorf("%s (%s): error %v, want an *Error of kind %v", tt.name, how, err, tt.kind)
+			}
+		}
+	}
+}

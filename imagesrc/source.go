@@ -167,6 +167,9 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string) (*Source, e
 	}
 	head = head[:n]
 	sn := sniff(head)
+	if sn == (sniffResult{format: FormatRaw}) && ra != nil && zipAfterPrefix(ra, size, head) {
+		sn.format = FormatZip // read unmetered, like the zip directory itself
+	}
 	if err := checkNamedFormat(name, head, sn); err != nil {
 		return nil, err
 	}

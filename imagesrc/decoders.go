@@ -1,10 +1,12 @@
 package imagesrc
 
 import (
+	"bufio"
 	"compress/bzip2"
 	"fmt"
 	"io"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -21,32 +23,77 @@ const zstdMaxWindow = 512 << 20
 type byteReader interface {
 	io.Reader
 	io.ByteScanner
+	Peek(n int) ([]byte, error)
 }
 
-// newStreamDecoder wraps r in the decoder for f. The returned close
-// function, if any, releases decoder resources.
-func newStreamDecoder(f Format, r byteReader) (io.Reader, func() error, error) {
+// streamDecoder is a decoder reading its input in order, and where in
+// that input it is.
+type streamDecoder struct {
+	io.Reader
+	close func() error // nil: nothing to release
+	// pos is how many input bytes the decoder has consumed: not what was
+	// read ahead into a buffer, but what it decoded or is decoding.
+	pos func() int64
+}
+
+// newStreamDecoder wraps r in the decoder for f. r.Buffered() bytes of what
+// inputRead says was read into r are not consumed yet.
+func newStreamDecoder(f Format, r *bufio.Reader, inputRead func() int64) (streamDecoder, error) {
 	switch f {
 	case FormatGzip:
+		// flate reads a *bufio.Reader directly, on the caller's goroutine.
+		pos := func() int64 { return inputRead() - int64(r.Buffered()) }
 		z, err := gzip.NewReader(r)
 		if err != nil {
-			return nil, nil, err
+			return streamDecoder{pos: pos}, err
 		}
 		z.Multistream(false)
-		return &gzipMembers{r: r, z: z}, z.Close, nil
+		return streamDecoder{&gzipMembers{r: r, z: z, pos: pos}, z.Close, pos}, nil
 	case FormatXz:
+		// xzdec names the offsets in its errors itself.
 		d, err := newXzDecoder(r)
-		return d, nil, err
+		return streamDecoder{Reader: d}, err
 	case FormatZstd:
-		d, err := zstd.NewReader(r, zstdOptions()...)
+		// zstd reads its input on goroutines of its own.
+		in := &countingReader{r: r}
+		d, err := zstd.NewReader(in, zstdOptions()...)
 		if err != nil {
-			return nil, nil, err
+			return streamDecoder{pos: in.n.Load}, err
 		}
-		return d, func() error { d.Close(); return nil }, nil
+		return streamDecoder{d, func() error { d.Close(); return nil }, in.n.Load}, nil
 	case FormatBzip2:
-		return newBzip2Streams(r), nil, nil
+		b := newBzip2Streams(r)
+		return streamDecoder{b, nil, func() int64 { return b.in.n }}, nil
 	}
-	return nil, nil, fmt.Errorf("no stream decoder for %s", f)
+	return streamDecoder{}, fmt.Errorf("no stream decoder for %s", f)
+}
+
+// countingReader counts what a decoder reading on other goroutines took.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// atError places a decoder's error at an input offset it knows better than
+// how far the input was consumed: where trailing data starts.
+type atError struct {
+	offset int64
+	err    error
+}
+
+func (e *atError) Error() string { return e.err.Error() }
+func (e *atError) Unwrap() error { return e.err }
+
+// errTrailing is the cause for data after the end of an archive that is
+// not another member, stream or frame of it.
+func errTrailing(what string) error {
+	return fmt.Errorf("data after the end of the last %s is not another one", what)
 }
 
 // zstdOptions configures zstd for streaming an image: frames and skippable
@@ -66,10 +113,13 @@ func zstdOptions() []zstd.DOption {
 // b.gz`) and, as GNU gzip does ("decompression OK, trailing zero bytes
 // ignored"), accepts zero bytes after the last member: images copied from a
 // block device or padded to a sector end that way. Anything else after a
-// member must be another member.
+// member must be another member; what is not is trailing data, placed where
+// it starts, and only a lone 0x1f, the start of a member's magic, is the
+// next member cut short.
 type gzipMembers struct {
 	r    byteReader
 	z    *gzip.Reader
+	pos  func() int64
 	done bool
 }
 
@@ -94,17 +144,20 @@ func (g *gzipMembers) Read(p []byte) (int, error) {
 // nextMember starts the member that follows the one just finished; false
 // at the end of the input, or of the zero padding that ends it.
 func (g *gzipMembers) nextMember() (bool, error) {
-	b, err := g.r.ReadByte()
+	b, err := g.r.Peek(2)
 	switch {
-	case err == io.EOF:
+	case len(b) == 0 && err == io.EOF:
 		return false, nil
-	case err != nil:
+	case len(b) == 0:
 		return false, err
-	case b == 0:
+	case b[0] == 0:
 		return false, g.skipZeros()
-	}
-	if err := g.r.UnreadByte(); err != nil {
+	case len(b) == 1 && b[0] == 0x1f && err == io.EOF:
+		return false, io.ErrUnexpectedEOF
+	case len(b) < 2 && err != io.EOF:
 		return false, err
+	case len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b:
+		return false, &atError{g.pos(), fmt.Errorf("%w: %w", errTrailing("member"), gzip.ErrHeader)}
 	}
 	if err := g.z.Reset(g.r); err != nil {
 		if err == io.EOF {
@@ -126,7 +179,7 @@ func (g *gzipMembers) skipZeros() error {
 		case err != nil:
 			return err
 		case b != 0:
-			return fmt.Errorf("%w: data after the zero padding that follows the last member", gzip.ErrHeader)
+			return &atError{g.pos() - 1, fmt.Errorf("%w: data after the zero padding that follows the last member", gzip.ErrHeader)}
 		}
 	}
 }

@@ -29,8 +29,15 @@ type Error struct {
 	// the archive holds one, and for NotNamedFormat when the file name
 	// promises one (.7z, .lzma); "" otherwise.
 	Container string
-	// Offset is how far into the compressed input the decoder had read.
-	// Decoders read ahead, so the damage is at or before this byte.
+	// Feature names what the archive uses that usbflash does not decode,
+	// for UnsupportedFeature: "the RISC-V BCJ filter (ID 0xb)", "a
+	// dictionary (ID 7)"; "" otherwise.
+	Feature string
+	// Offset is where in the compressed input the decoder found the
+	// trouble: for damage, how far it had consumed the input when the data
+	// stopped making sense, so the damage is at or before this byte (a
+	// checksum catches it only at the end of what it covers); for
+	// truncation, where the input ends; for trailing data, where it starts.
 	Offset int64
 	// Decoded is how many image bytes had been produced.
 	Decoded int64
@@ -74,13 +81,19 @@ const (
 	// NeedsFile: a zip was given as a stream; its directory is at the end
 	// of the file, which a stream cannot seek to.
 	NeedsFile
+	// UnsupportedFeature: the archive is of a format usbflash decodes but
+	// uses something in it usbflash does not (Feature names it): an xz
+	// filter or integrity check it lacks, a zstd frame that needs a
+	// dictionary or a larger window than it allows. The file is not
+	// damaged; the format's own tool decodes it.
+	UnsupportedFeature
 )
 
 var kindNames = [...]string{
 	Damaged: "damaged", Truncated: "truncated", NotNamedFormat: "not the named format",
 	Changed: "changed", Unreadable: "unreadable", Unsupported: "unsupported container",
 	NotAnImage: "not an image", Empty: "empty", UnsupportedEntry: "unsupported zip entry",
-	Ambiguous: "ambiguous", NeedsFile: "needs a file",
+	Ambiguous: "ambiguous", NeedsFile: "needs a file", UnsupportedFeature: "unsupported feature",
 }
 
 func (k Kind) String() string {
@@ -106,11 +119,14 @@ func (e *Error) Error() string {
 	}
 	switch e.Kind {
 	case Damaged:
-		return fmt.Sprintf("%s: corrupt data at compressed byte %d (after %s decoded): %s",
+		return fmt.Sprintf("%s: corrupt data, found at compressed byte %d (after %s decoded): %s",
 			e.Format, e.Offset, units.FormatSize(e.Decoded), cause)
 	case Truncated:
 		return fmt.Sprintf("%s: truncated: input ends at compressed byte %d (after %s decoded): %s",
 			e.Format, e.Offset, units.FormatSize(e.Decoded), cause)
+	case UnsupportedFeature:
+		return fmt.Sprintf("%s: the image uses %s, which usbflash does not decode (at compressed byte %d)",
+			e.Format, e.Feature, e.Offset)
 	}
 	return cause
 }

@@ -274,6 +274,8 @@ func imageAdvice(e *imagesrc.Error) string {
 		return "extract the one you want (unzip FILE NAME) and write that"
 	case imagesrc.NeedsFile:
 		return "save it to a file first, or pipe `unzip -p FILE` instead"
+	case imagesrc.UnsupportedFeature:
+		return fmt.Sprintf("the file is not damaged: decompress it with the %s program first, then write the decompressed image", e.Format)
 	}
 	return ""
 }

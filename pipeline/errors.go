@@ -49,15 +49,23 @@ type ImageSizeError struct {
 	Declared int64 // bytes the container promised
 	Actual   int64 // bytes decoded; for a longer image, the point where the write stopped
 	Longer   bool  // the image went on past Declared
+	// Verifying: the image was read again to verify a card, and nothing
+	// was written.
+	Verifying bool
 }
 
 func (e *ImageSizeError) Error() string {
+	const zeroed = "; the first transfer was left zeroed so the card does not boot it"
+	var msg string
 	if e.Longer {
-		return fmt.Sprintf("image goes on past the %d bytes it declared: the image file is damaged; "+
-			"the first transfer was left zeroed so the card does not boot it", e.Declared)
+		msg = fmt.Sprintf("image goes on past the %d bytes it declared: the image file is damaged", e.Declared)
+	} else {
+		msg = fmt.Sprintf("image ended after %d bytes but declared %d: the image file is truncated", e.Actual, e.Declared)
 	}
-	return fmt.Sprintf("image ended after %d bytes but declared %d: the image file is truncated; "+
-		"the first transfer was left zeroed so the card does not boot it", e.Actual, e.Declared)
+	if e.Verifying {
+		return msg
+	}
+	return msg + zeroed
 }
 
 // ImageCheckError is a check of the whole image (WriteOptions.BeforeFirst)

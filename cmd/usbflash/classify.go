@@ -281,6 +281,8 @@ func imageAdvice(e *imagesrc.Error) string {
 		return "extract the one you want (unzip FILE NAME) and write that"
 	case imagesrc.NeedsFile:
 		return "save it to a file first, or pipe `unzip -p FILE` instead"
+	case imagesrc.UnsupportedFeature:
+		return fmt.Sprintf("the file is not damaged: decompress it with the %s program first, then write the decompressed image", e.Format)
 	}
 	return ""
 }
@@ -309,6 +311,8 @@ func containerAdvice(container string) string {
 		return "extract the image from it first (tar -xf FILE), then write the .img"
 	case "lzma (lzma_alone) stream":
 		return "decompress it first (xz -d --format=lzma FILE)"
+	case "brotli stream":
+		return "decompress it first (brotli -d FILE)"
 	}
 	return "turn it into a raw disk image first"
 }

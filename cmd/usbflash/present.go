@@ -36,6 +36,7 @@ func (p *cardPresenter) Observe(e flash.Event) {
 			Image: e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
 		}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", e.Image, src.Format, describeSize(src), e.Targets[0]))
+		noChecksumNote(p.rep, src)
 	case flash.Opened:
 		p.rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: e.Card, Capacity: e.Capacity,
 			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
@@ -166,6 +167,7 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 			Image: e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			Targets: append([]string{}, e.Targets...), TransferSize: int64(e.TransferSize), Buffers: e.Buffers, Lag: e.Lag,
 		}, text)
+		noChecksumNote(p.rep, src)
 	case flash.Opened:
 		p.rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: e.Card, Capacity: e.Capacity,
 			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
@@ -293,4 +295,16 @@ func expectedSize(src *imagesrc.Source) int64 {
 		return src.Size
 	}
 	return -1
+}
+
+// noChecksumNote says when a compressed image carries no checksum of its
+// own (zstd without content checksums, xz with check "none"): damage in
+// it is found only where the decoder trips, if at all, so the download's
+// checksum and the verify are all there is.
+func noChecksumNote(rep reporter, src *imagesrc.Source) {
+	if src.Format == imagesrc.FormatRaw || src.HasChecksum {
+		return
+	}
+	msg := fmt.Sprintf("This %s image carries no checksum of its own: only the read-back and the publisher's SHA-256 (--sha256) can tell it is intact", src.Format)
+	rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
 }

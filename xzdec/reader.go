@@ -213,7 +213,8 @@ func (z *Reader) endStream() error {
 			return err
 		}
 		if u != r.unpadded || c != r.uncomp {
-			return errAt(off, ErrFormat, "index record %d (%d, %d) does not match block (%d, %d)", i, u, c, r.unpadded, r.uncomp)
+			return errAt(off, ErrFormat, "the index says block %d holds %d bytes (%d compressed), but it held %d (%d compressed)",
+				i+1, c, u, r.uncomp, r.unpadded)
 		}
 	}
 	off = in.offset()

@@ -102,6 +102,9 @@ func explain(err error) (msg, advice string) {
 	if errors.Is(err, context.Canceled) && !errors.As(err, &cancelled) {
 		msg = strings.TrimSuffix(msg, ": "+context.Canceled.Error()) + ": cancelled"
 	}
+	// Wherever Go's words for a cancelled or expired context end up in a
+	// library's text, a person reads English.
+	msg = strings.NewReplacer(context.Canceled.Error(), "cancelled", context.DeadlineExceeded.Error(), "timed out").Replace(msg)
 	return msg, hint(err)
 }
 

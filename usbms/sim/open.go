@@ -41,6 +41,9 @@ import (
 //	reject-modesense=1  MODE SENSE answers 5/20/00
 //	max-transfer=N      VPD 0xB0 maximum transfer length in blocks
 //	fault=KIND[:K=V,...]  inject a fault at start; repeatable
+//	fake=wrap|drop|garbage  a fake card whose flash is only real= bytes
+//	real=SIZE           with fake=: the flash behind the claimed size
+//	fake-cache=SIZE     with fake=: keeps the last writes past real= (see Fake)
 //
 // Fault kinds are stall-out, stall-in, stall-csw, bad-csw-signature,
 // bad-csw-tag, phase-error, short-in, unit-attention, not-ready,
@@ -76,6 +79,10 @@ func open(spec string, readOnly bool) (*Device, error) {
 		return fail(err)
 	}
 	closers = append(closers, card)
+	fake, isFake, err := o.fake.fake(capacity, int64(o.block))
+	if err != nil {
+		return fail(fmt.Errorf("sim: target %q: %w", spec, err))
+	}
 	cfg := Config{
 		StallGetMaxLUN: o.stallMaxLUN, Speed: o.speed, Latency: o.latency,
 		WriteSpeed: o.writeSpeed, Page: o.page, AllocationUnit: o.au, AUCost: o.auCost,
@@ -96,6 +103,9 @@ func open(spec string, readOnly bool) (*Device, error) {
 		} else if extra != nil {
 			closers = append(closers, extra)
 			l.Medium, l.Blocks = extra, size/int64(o.block)
+		}
+		if isFake {
+			l.Medium = fakeLUN(l, fake)
 		}
 		cfg.LUNs = append(cfg.LUNs, l)
 	}

@@ -31,6 +31,7 @@ type options struct {
 	rejectSync, rejectModeSense bool
 	maxTransfer                 uint32
 	faults                      []Fault
+	fake                        fakeOptions // fake=, real=, fake-cache= (fake.go)
 }
 
 // parseSpec splits "sim:PATH?opts" and parses the options. The first "?"
@@ -138,7 +139,11 @@ func (o *options) set(key, val string) error {
 			o.faults = append(o.faults, f)
 		}
 	default:
-		return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, fault", key)
+		if isFakeOption(key) {
+			err = o.fake.set(key, val)
+			break
+		}
+		return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, fault, %s", key, fakeOptionNames())
 	}
 	if err != nil {
 		if ne := (*strconv.NumError)(nil); errors.As(err, &ne) {

@@ -42,16 +42,32 @@ func (s *Saved) Bytes() []byte { return s.data }
 // compare. The caller passes a context that the user's cancel does not
 // end: a restore is what a cancel must still do.
 func (s *Saved) Restore(ctx context.Context, dev blockdev.Device) error {
+	if err := s.WriteBack(ctx, dev); err != nil {
+		return err
+	}
+	if err := dev.Sync(ctx); err != nil {
+		return fmt.Errorf("restoring the region at byte %d: sync: %w", s.Region.Offset, err)
+	}
+	return s.Verify(ctx, dev)
+}
+
+// WriteBack writes the saved content back without syncing: Restore's
+// first step, for a caller that puts many regions back and syncs once.
+func (s *Saved) WriteBack(ctx context.Context, dev blockdev.Device) error {
 	bs := int64(dev.BlockSize())
 	if err := chunks(s.Region, func(off, start, end int64) error {
 		return dev.WriteBlocks(ctx, off/bs, s.data[start:end])
 	}); err != nil {
 		return fmt.Errorf("restoring the region at byte %d: %w", s.Region.Offset, err)
 	}
-	if err := dev.Sync(ctx); err != nil {
-		return fmt.Errorf("restoring the region at byte %d: sync: %w", s.Region.Offset, err)
-	}
-	back := aligned.Bytes(preserveChunk)
+	return nil
+}
+
+// Verify reads the region back and compares it with the saved content:
+// Restore's last step.
+func (s *Saved) Verify(ctx context.Context, dev blockdev.Device) error {
+	bs := int64(dev.BlockSize())
+	back := aligned.Bytes(int(min(preserveChunk, s.Region.Length)))
 	return chunks(s.Region, func(off, start, end int64) error {
 		q := back[:end-start]
 		if err := dev.ReadBlocks(ctx, off/bs, q); err != nil {
@@ -86,4 +102,20 @@ func mismatch(a, b []byte) int64 {
 		}
 	}
 	return int64(len(a))
+}
+
+// Before is the part of s that lies before byte end of the card (nil when
+// none does): a caller that knows the blocks past end hold nothing (a fake
+// card's) verifies only the rest.
+func (s *Saved) Before(end int64) *Saved {
+	switch {
+	case s.Region.Offset >= end:
+		return nil
+	case s.Region.Offset+s.Region.Length <= end:
+		return s
+	}
+	n := end - s.Region.Offset
+	r := s.Region
+	r.Length = n
+	return &Saved{Region: r, data: s.data[:n]}
 }

@@ -9,6 +9,7 @@ import (
 	"usbflash/target"
 
 	"usbflash/blockdev"
+	"usbflash/fakecheck"
 	"usbflash/filedev"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
@@ -35,6 +36,8 @@ func classifyDomainError(err error) int {
 		device   *pipeline.DeviceError
 	)
 	switch {
+	case errors.As(err, new(*fakecheck.FakeError)):
+		return exitFake
 	case errors.As(err, &mismatch):
 		return exitSource
 	case errors.As(err, &memory), errors.As(err, &report), errors.Is(err, flash.ErrReportFormat), errors.As(err, &shaArg),
@@ -135,7 +138,15 @@ func hint(err error) string {
 	if errors.As(err, &compare) && errors.As(err, new(*pipeline.VerifyError)) {
 		return "the card holds something other than this image (another image, or an older write): write the image to it if it should hold it"
 	}
+	var fake *fakecheck.FakeError
+	var restore *fakecheck.RestoreError
 	switch {
+	case errors.As(err, &fake):
+		return fmt.Sprintf("the card is counterfeit: return it; to use it all the same, partition it to at most its first %d bytes", fake.Result.Usable)
+	case errors.As(err, &restore) && restore.Saved != "":
+		return fmt.Sprintf("copy each saved region back from %s to the same offset of the card (dd with seek= and skip= of the region's block), or keep the file until you do", restore.Saved)
+	case errors.As(err, &restore):
+		return "the card may be failing: copy what matters off it"
 	case errors.As(err, &cancelled):
 		if cancelled.Phase == pipeline.PhaseWrite && (cancelled.Bytes > 0 || cancelled.LBA > 0) {
 			return "run the write again"

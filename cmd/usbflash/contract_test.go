@@ -143,6 +143,7 @@ func TestREADMEEventTableMatchesSchema(t *testing.T) {
 		{"### JSON events (`--json`)", 7, func(e string) string { return e }},
 		{"### JSON events of a many-card write", 4, many},
 		{"### JSON events of `bench`", 5, bench},
+		{"### JSON events of `check`", 2, func(e string) string { return e + "_check" }},
 		{"### JSON events of block maps and backups", 3, func(e string) string {
 			if e == "start" || e == "summary" {
 				return e + "_read"
@@ -248,6 +249,12 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 		{"read", "--json", "--used", "--verify", "sim:" + card("b"), card("b.img")},
 		{"read", "--json", "--size", "1MiB", "sim:" + card("a"), card("a.img.zst")},
 		{"read", "--json", "sim:" + card("a") + "?fault=medium-error:lba=3000,persistent", card("f.img.gz")},
+		// check: a genuine card, a fake one (summary, then error 8), only
+		// the outcome, a write-protected card.
+		{"check", "--json", "--max-cache", "4MiB", "sim:" + card("o") + "?size=16MiB"},
+		{"check", "--json", "sim:" + card("p") + "?size=16MiB&fake=drop&real=5MiB&fake-cache=1MiB"},
+		{"check", "--json", "-q", "sim:" + card("q") + "?size=16MiB&fake=wrap&real=3MiB"},
+		{"check", "--json", "sim:" + card("r") + "?size=16MiB&wp=1"},
 	}
 	seen := map[string]bool{}
 	for _, args := range runs {
@@ -277,7 +284,7 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"start", "device", "phase", "progress", "note", "summary", "error", "card", "card_progress", "point", "restored",
-		"block_map", "start of read", "summary of read"} {
+		"block_map", "start of read", "summary of read", "start of check", "summary of check"} {
 		if !seen[name] {
 			t.Errorf("no run emitted a %s event", name)
 		}

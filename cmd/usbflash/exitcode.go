@@ -20,6 +20,7 @@ const (
 	exitDevice    = 5
 	exitVerify    = 6
 	exitPartial   = 7
+	exitFake      = 8
 	exitCancelled = 130
 )
 
@@ -41,6 +42,7 @@ func exitCodes() []exitStatus {
 		{exitDevice, "device", "the reader, the card or the USB stack failed, or the device went away"},
 		{exitVerify, "verify", "what was read back differs from the image"},
 		{exitPartial, "partial", "several cards: some were written and verified, some failed (the table and --report say which)"},
+		{exitFake, "fake", "the card holds less than it claims (check; write --check when the image does not fit in what it holds)"},
 		{exitCancelled, "cancelled", "interrupted (Ctrl-C, SIGTERM, SIGHUP) after syncing what was written"},
 	}
 }

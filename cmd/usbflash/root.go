@@ -62,6 +62,7 @@ Targets:
 		newReadCommand(a),
 		newVersionCommand(a),
 		newBenchCommand(a),
+		newCheckCommand(a),
 	)
 	// Set before the completion command is made: it keeps the stream.
 	root.SetIn(a.stdin)

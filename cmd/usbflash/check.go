@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"usbflash/fakecheck"
+	"usbflash/imagesrc"
+	"usbflash/internal/units"
+	"usbflash/pipeline"
+	"usbflash/target"
+)
+
+// checkFlags are the options of `usbflash check`.
+type checkFlags struct {
+	destructive, yes, force bool
+	maxCache                string
+	asJSON, quiet           bool
+}
+
+const cmdCheck command = "check"
+
+// check's phases, in its progress events.
+const (
+	phaseProbe   phase = "probe"
+	phaseCache   phase = "cache"
+	phaseRestore phase = "restore"
+)
+
+type checkStartEvent struct {
+	eventHeader
+	Command     command `json:"command"`
+	Target      string  `json:"target"` // the name later messages use
+	Capacity    int64   `json:"capacity"`
+	BlockSize   int     `json:"block_size"`
+	MaxCache    int64   `json:"max_cache"`
+	Destructive bool    `json:"destructive"`
+}
+
+type checkSummaryEvent struct {
+	eventHeader
+	Command      command `json:"command"`
+	Target       string  `json:"target"`
+	Capacity     int64   `json:"capacity"`
+	UsableSize   int64   `json:"usable_size"`
+	Fake         bool    `json:"fake"`
+	Kind         string  `json:"kind"`
+	WrapsTo      *int64  `json:"wraps_to,omitempty"`
+	Cache        int64   `json:"cache"`
+	CacheChecked int64   `json:"cache_checked"`
+	Written      int64   `json:"bytes_written"`
+	Read         int64   `json:"bytes_read"`
+	Commands     int     `json:"commands"`
+	ElapsedS     float64 `json:"elapsed_s"`
+	Restored     bool    `json:"restored"`
+}
+
+func newCheckCommand(a *app) *cobra.Command {
+	var f checkFlags
+	c := &cobra.Command{
+		Use:   "check TARGET",
+		Short: "Find out whether a card holds what it claims (fake cards)",
+		Long: `Probe TARGET for a fake capacity: blocks past the real flash that wrap
+around onto earlier ones, lose what is written, or read back garbage, also
+behind a cache that reads the last writes back until it is full. It names
+the usable size (usable_size in --json, in bytes: partition the card to
+at most that) and how the card lies; a fake card exits with code 8.
+
+It writes a few hundred blocks spread over the card and rewrites up to
+--max-cache of the card's own content unchanged (to push a cache's copies
+out), saving every block it overwrites first and putting it back and
+reading it back at the end, also after an error or Ctrl-C (press it once:
+the blocks are put back before usbflash exits). --destructive skips that,
+for a card whose content does not matter; it asks first, as write does.`,
+		Args:              exactArgs(1, "TARGET"),
+		ValidArgsFunction: targetArgs(false),
+		RunE: func(c *cobra.Command, args []string) error {
+			rep := a.reporterFor(f.asJSON, f.quiet)
+			return a.reported(rep, func() error {
+				maxCache, err := units.ParseSize(f.maxCache)
+				if err != nil || maxCache < 0 {
+					return &usageError{fmt.Sprintf("--max-cache %q: want a size, like 1GiB (0: trust the first read-back)", f.maxCache)}
+				}
+				t, err := target.Parse(args[0])
+				if err != nil {
+					return err
+				}
+				return a.check(c.Context(), rep, t, maxCache, f)
+			})
+		},
+	}
+	fl := c.Flags()
+	fl.BoolVar(&f.destructive, "destructive", false, "do not save and restore the blocks the check overwrites (a blank card)")
+	fl.StringVar(&f.maxCache, "max-cache", units.FormatSize(fakecheck.DefaultMaxCache), "see through a cache up to this size (rewrites up to this much of the card unchanged)")
+	fl.BoolVarP(&f.yes, "yes", "y", false, "with --destructive: do not ask for confirmation")
+	fl.BoolVar(&f.force, "force", false, "check the card even though its kernel disk is mounted")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line (start, phase, progress, note, summary, error)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the verdict and errors; with --json, only the summary or error event")
+	return c
+}
+
+func (a *app) check(ctx context.Context, rep reporter, t target.Spec, maxCache int64, f checkFlags) error {
+	d, err := target.Open(ctx, t, target.Options{Force: f.force, OnRecovery: recoveryNotes(rep)})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := pipeline.CheckWritable(d.Dev, d.Name); err != nil {
+		return &target.Error{Kind: target.KindRefused, Target: d.Name, Msg: err.Error(), Err: err}
+	}
+	if f.destructive && !f.yes {
+		src := &imagesrc.Source{Format: imagesrc.FormatRaw, Size: d.Capacity(), SizeExact: true}
+		if err := a.confirm([]*target.Device{d}, "fake-card probe data (--destructive: nothing is restored)", src); err != nil {
+			return err
+		}
+	}
+	how := "each block saved first and put back after"
+	if f.destructive {
+		how = "nothing saved (--destructive)"
+	}
+	rep.event(&checkStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdCheck, Target: d.Name,
+		Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), MaxCache: maxCache, Destructive: f.destructive},
+		fmt.Sprintf("Checking %s (%s, %d-byte blocks) for a fake capacity, %s", d.Name, units.FormatBytes(d.Capacity()), d.Dev.BlockSize(), how))
+	opts := fakecheck.Options{MaxCache: maxCache, Destructive: f.destructive, Progress: checkProgress(ctx, rep, d.Name)}
+	if maxCache == 0 {
+		opts.MaxCache = -1
+	}
+	res, err := fakecheck.Probe(ctx, d.Dev, opts)
+	if err != nil {
+		return checkStopped(ctx, err, f.destructive)
+	}
+	summary := &checkSummaryEvent{eventHeader: eventHeader{Event: evSummary}, Command: cmdCheck, Target: d.Name,
+		Capacity: res.Claimed, UsableSize: res.Usable, Fake: res.Fake(), Kind: string(res.Kind),
+		Cache: res.Cache, CacheChecked: res.CacheChecked, Written: res.Written, Read: res.Read,
+		Commands: res.Commands, ElapsedS: res.Elapsed.Seconds(), Restored: res.Restored && res.Verified}
+	if res.Kind == fakecheck.Wrap {
+		summary.WrapsTo = &res.WrapsTo
+	}
+	rep.event(summary, checkText(d.Name, res, f.destructive))
+	if res.Fake() {
+		return &fakecheck.FakeError{Name: d.Name, Result: res}
+	}
+	return nil
+}
+
+// checkProgress shows the probe's steps, and the cache flush in bytes.
+func checkProgress(ctx context.Context, rep reporter, name string) func(fakecheck.Progress) {
+	start := time.Now()
+	return func(p fakecheck.Progress) {
+		ph := phaseProbe
+		switch p.Step {
+		case "cache":
+			ph = phaseCache
+		case "restore":
+			ph = phaseRestore
+			if ctx.Err() != nil {
+				note := fmt.Sprintf("Putting back the blocks the check wrote on %s before exiting (Ctrl-C again would leave them overwritten)", name)
+				rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+			}
+		}
+		total := p.Total
+		if total == 0 {
+			total = -1
+		}
+		rep.progress(progressEvent{Phase: ph, Done: p.Done, Total: total, ElapsedS: time.Since(start).Seconds()})
+	}
+}
+
+// checkText is the verdict as a person reads it.
+func checkText(name string, res *fakecheck.Result, destructive bool) string {
+	var verdict string
+	if res.Fake() {
+		verdict = fmt.Sprintf("%s is FAKE: %s.\nUsable size: %d bytes (%s)", name, res.Describe(), res.Usable, units.FormatBytes(res.Usable))
+	} else {
+		verdict = fmt.Sprintf("%s is genuine: %s", name, res.Describe())
+		if res.CacheChecked > 0 {
+			verdict += fmt.Sprintf(" (no cache up to %s hides a lie)", units.FormatBytes(res.CacheChecked))
+		}
+	}
+	did := fmt.Sprintf("Probe: %d commands, %s written, %s read in %s", res.Commands, units.FormatBytes(res.Written),
+		units.FormatBytes(res.Read), res.Elapsed.Round(time.Millisecond))
+	if !destructive {
+		did += "; every block it wrote was put back and read back the same"
+		if res.Fake() {
+			did += " (up to the usable size: past it the card keeps nothing)"
+		}
+	}
+	return verdict + "\n" + did
+}
+
+// checkStopped says what a failed or cancelled probe left on the card.
+func checkStopped(ctx context.Context, err error, destructive bool) error {
+	var re *fakecheck.RestoreError
+	switch {
+	case errors.As(err, &re):
+		return &codedError{exitDevice, err}
+	case destructive:
+		return err
+	case ctx.Err() != nil:
+		return fmt.Errorf("check cancelled (every block it wrote was put back and read back the same): %w", ctx.Err())
+	}
+	return fmt.Errorf("%w (every block the check wrote was put back and read back the same)", err)
+}

@@ -1,0 +1,48 @@
+package fakecheck
+
+import (
+	"fmt"
+
+	"usbflash/internal/units"
+)
+
+// FakeError is a card that holds less than it claims: the facts of a
+// probe's Result, named for messages.
+type FakeError struct {
+	Name   string  // the card, as messages name it
+	Result *Result // what the probe found
+	// Need is the size a write needs of it (the image's); 0 when the
+	// check was asked for itself.
+	Need int64
+}
+
+func (e *FakeError) Error() string {
+	msg := fmt.Sprintf("%s is fake: %s", e.Name, e.Result.Describe())
+	if e.Need > 0 {
+		msg += fmt.Sprintf("; the image needs %s: nothing was written", units.FormatBytes(e.Need))
+	}
+	return msg
+}
+
+// Describe says what the probe found, in words: the claim, what holds,
+// what happens past it, and the cache that hid it.
+func (r *Result) Describe() string {
+	if !r.Fake() {
+		return fmt.Sprintf("all %s hold what is written", units.FormatBytes(r.Claimed))
+	}
+	bs := int64(r.BlockSize)
+	first := r.Usable / bs
+	s := fmt.Sprintf("it claims %s but holds %s (%d bytes, LBA 0 to %d)", units.FormatBytes(r.Claimed), units.FormatBytes(r.Usable), r.Usable, first-1)
+	switch r.Kind {
+	case Wrap:
+		s += fmt.Sprintf("; a write to LBA %d lands on LBA %d: writes past it wrap around onto the start", first, r.WrapsTo)
+	case Drop:
+		s += fmt.Sprintf("; writes from LBA %d on are lost", first)
+	case Garbage:
+		s += fmt.Sprintf("; writes from LBA %d on are lost and read back as other data", first)
+	}
+	if r.Cache > 0 {
+		s += fmt.Sprintf(", behind a cache that read them back until %s more were written", units.FormatBytes(r.Cache))
+	}
+	return s
+}

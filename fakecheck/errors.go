@@ -11,15 +11,18 @@ import (
 type FakeError struct {
 	Name   string  // the card, as messages name it
 	Result *Result // what the probe found
-	// Need is the size a write needs of it (the image's); 0 when the
-	// check was asked for itself.
+	// Need is the size a write needs of it (the image's): 0 when the
+	// check was asked for itself, -1 when the image's size is unknown.
 	Need int64
 }
 
 func (e *FakeError) Error() string {
 	msg := fmt.Sprintf("%s is fake: %s", e.Name, e.Result.Describe())
-	if e.Need > 0 {
+	switch {
+	case e.Need > 0:
 		msg += fmt.Sprintf("; the image needs %s: nothing was written", units.FormatBytes(e.Need))
+	case e.Need < 0:
+		msg += "; the image's size is not known before it is written, so it may not fit: nothing was written"
 	}
 	return msg
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"usbflash/fakecheck/fakecases"
 	"usbflash/usbms/sim"
 )
 
@@ -96,96 +97,52 @@ func (d *dev) WriteBlocks(_ context.Context, lba int64, p []byte) error {
 }
 func (d *dev) Sync(context.Context) error { d.syncs++; return nil }
 
+// fakeCase adds to a case of the table the simulated card that plays it.
+type fakeCase struct{ fakecases.Case }
+
+func fakeCases() []fakeCase {
+	var l []fakeCase
+	for _, c := range fakecases.All() {
+		l = append(l, fakeCase{c})
+	}
+	return l
+}
+
 const (
 	kib = int64(1) << 10
 	mib = int64(1) << 20
-	gib = int64(1) << 30
 )
 
-// fakeCase is one card of the table: what it claims, what it has, how it
-// lies, the cache that hides it.
-type fakeCase struct {
-	name    string
-	bs      int64
-	claimed int64
-	kind    sim.FakeKind
-	real    int64 // 0: genuine
-	cache   int64
-}
-
-// fakeCases is the table the probe, check and write --check are held to:
-// every kind at power-of-two and other real sizes, with and without a
-// cache, a real size inside the probe's window, large claims, 4096-byte
-// blocks, and genuine cards.
-func fakeCases() []fakeCase {
-	return []fakeCase{
-		{"genuine 512MiB", 512, 512 * mib, sim.FakeNone, 0, 0},
-		{"genuine 999MiB+512", 512, 999*mib + 512, sim.FakeNone, 0, 0},
-		{"wrap 256MiB of 1GiB", 512, gib, sim.FakeWrap, 256 * mib, 0},
-		{"wrap 300MiB of 1GiB", 512, gib, sim.FakeWrap, 300 * mib, 0},
-		{"wrap 777777 blocks of 1GiB", 512, gib, sim.FakeWrap, 777777 * 512, 0},
-		{"wrap 3000MiB of 64GiB", 512, 64 * gib, sim.FakeWrap, 3000 * mib, 0},
-		{"wrap 512KiB of 1GiB (inside the window)", 512, gib, sim.FakeWrap, 512 * kib, 0},
-		{"drop 256MiB of 1GiB", 512, gib, sim.FakeDrop, 256 * mib, 0},
-		{"drop 777777 blocks of 1GiB", 512, gib, sim.FakeDrop, 777777 * 512, 0},
-		{"drop 7.5GiB of 64GiB", 512, 64 * gib, sim.FakeDrop, 7680 * mib, 0},
-		{"drop 300KiB of 1GiB (inside the window)", 512, gib, sim.FakeDrop, 300 * kib, 0},
-		{"garbage 256MiB of 1GiB", 512, gib, sim.FakeGarbage, 256 * mib, 0},
-		{"garbage 123456789 bytes of 1GiB", 512, gib, sim.FakeGarbage, 241126 * 512, 0},
-		{"wrap 256MiB of 1GiB, 16MiB cache", 512, gib, sim.FakeWrap, 256 * mib, 16 * mib},
-		{"drop 300MiB of 1GiB, 16MiB cache", 512, gib, sim.FakeDrop, 300 * mib, 16 * mib},
-		{"drop 777777 blocks of 1GiB, 64MiB cache", 512, gib, sim.FakeDrop, 777777 * 512, 64 * mib},
-		{"garbage 256MiB of 1GiB, 64MiB cache", 512, gib, sim.FakeGarbage, 256 * mib, 64 * mib},
-		{"garbage 7.5GiB of 64GiB, 32MiB cache", 512, 64 * gib, sim.FakeGarbage, 7680 * mib, 32 * mib},
-		{"drop 1GiB+4KiB of 2GiB, 4096-byte blocks", 4096, 2 * gib, sim.FakeDrop, gib + 4*kib, 0},
-		{"wrap 100MiB of 2GiB, 4096-byte blocks, 8MiB cache", 4096, 2 * gib, sim.FakeWrap, 100 * mib, 8 * mib},
-	}
-}
-
-// testMaxCache is the cache bound of the table's probes: above every
-// cache in it, small enough to keep the table quick.
-const testMaxCache = 96 * mib
-
 func (fc fakeCase) device() (*dev, *card) {
-	c := newCard(fc.bs)
+	c := newCard(fc.Block)
 	var m sim.Medium = c
-	if fc.kind != sim.FakeNone {
-		m = sim.NewFakeMedium(c, fc.bs, sim.Fake{Kind: fc.kind, Real: fc.real, Cache: fc.cache})
+	kinds := map[string]sim.FakeKind{"wrap": sim.FakeWrap, "drop": sim.FakeDrop, "garbage": sim.FakeGarbage}
+	if fc.Fake() {
+		m = sim.NewFakeMedium(c, fc.Block, sim.Fake{Kind: kinds[fc.Kind], Real: fc.Real, Cache: fc.Cache})
 	}
-	return &dev{m: m, bs: int(fc.bs), blocks: fc.claimed / fc.bs}, c
-}
-
-func (fc fakeCase) wantKind() Kind {
-	return map[sim.FakeKind]Kind{sim.FakeNone: Genuine, sim.FakeWrap: Wrap, sim.FakeDrop: Drop, sim.FakeGarbage: Garbage}[fc.kind]
-}
-
-func (fc fakeCase) wantUsable() int64 {
-	if fc.kind == sim.FakeNone {
-		return fc.claimed
-	}
-	return fc.real
+	return &dev{m: m, bs: int(fc.Block), blocks: fc.Claimed / fc.Block}, c
 }
 
 // TestProbeTable: every card of the table is told right, its usable size
 // to the block, and holds afterwards exactly what it held before.
 func TestProbeTable(t *testing.T) {
 	for _, fc := range fakeCases() {
-		t.Run(fc.name, func(t *testing.T) {
+		t.Run(fc.Name, func(t *testing.T) {
 			d, c := fc.device()
-			res, err := Probe(context.Background(), d, Options{MaxCache: testMaxCache})
+			res, err := Probe(context.Background(), d, Options{MaxCache: fakecases.MaxCache})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Kind != fc.wantKind() || res.Usable != fc.wantUsable() {
-				t.Fatalf("found %s with %d usable bytes, want %s with %d", res.Kind, res.Usable, fc.wantKind(), fc.wantUsable())
+			if string(res.Kind) != fc.Kind || res.Usable != fc.Real {
+				t.Fatalf("found %s with %d usable bytes, want %s with %d", res.Kind, res.Usable, fc.Kind, fc.Real)
 			}
-			if fc.cache > 0 && fc.kind != sim.FakeWrap && res.Cache == 0 {
-				t.Errorf("a %d-byte cache hid the lie, but the result says none did", fc.cache)
+			if fc.Cache > 0 && fc.Kind != "wrap" && res.Cache == 0 {
+				t.Errorf("a %d-byte cache hid the lie, but the result says none did", fc.Cache)
 			}
 			if !res.Restored || !res.Verified {
 				t.Fatalf("restored %v verified %v", res.Restored, res.Verified)
 			}
-			limit := fc.wantUsable() / fc.bs
+			limit := fc.Real / fc.Block
 			if bad := c.changed(limit); len(bad) > 0 {
 				t.Fatalf("%d blocks below the usable size changed, e.g. LBA %d", len(bad), bad[0])
 			}

@@ -52,6 +52,11 @@ type Config struct {
 	NoSHA256 bool
 	// Readers is the command's enumeration of readers; nil: Run enumerates.
 	Readers *target.Readers
+	// Check probes each card for a fake capacity after the pre-write
+	// checks (check.go), up to a cache of CheckMaxCache bytes (0: the
+	// probe's default).
+	Check         bool
+	CheckMaxCache int64
 }
 
 // Outcome is what became of one card.
@@ -268,6 +273,7 @@ func (s *session) openCards(ctx context.Context, specs []target.Spec, src *image
 		OnRecovery: func(reader, step string) { s.emit(Note{Card: reader, Message: step}) },
 	})
 	cards := make([]*card, len(specs))
+	var wg sync.WaitGroup
 	for i, t := range specs {
 		c := &card{d: devs[i], out: Outcome{Target: t.Raw}}
 		cards[i] = c
@@ -275,13 +281,24 @@ func (s *session) openCards(ctx context.Context, specs []target.Spec, src *image
 			c.fail(errs[i])
 			continue
 		}
-		s.opened(c, src)
+		if !s.cfg.Check {
+			s.opened(ctx, c, src)
+			continue
+		}
+		// Each card's probe on its own goroutine: it takes seconds.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.opened(ctx, c, src)
+		}()
 	}
+	wg.Wait()
 	return cards
 }
 
-// opened describes a card that opened and runs the pre-write checks.
-func (s *session) opened(c *card, src *imagesrc.Source) {
+// opened describes a card that opened and runs the pre-write checks (and
+// with Config.Check the fake-card probe).
+func (s *session) opened(ctx context.Context, c *card, src *imagesrc.Source) {
 	d := c.d
 	c.out.Target, c.out.Capacity, c.out.Serial = d.Name, d.Capacity(), d.Serial()
 	var note string
@@ -291,6 +308,9 @@ func (s *session) opened(c *card, src *imagesrc.Source) {
 		s.emit(Note{Card: d.Name, Message: note})
 	}
 	c.fail(target.Check(d, src, target.CheckOptions{TransferSize: c.transfer, Force: s.cfg.Force}))
+	if s.cfg.Check && !c.failed() {
+		s.checkFake(ctx, c, src)
+	}
 }
 
 func expectedSize(src *imagesrc.Source) int64 {

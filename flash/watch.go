@@ -96,7 +96,7 @@ func (s *session) writeOne(ctx context.Context, c *card) {
 		return
 	}
 	defer src.Close()
-	s.opened(c, src)
+	s.opened(ctx, c, src)
 	if c.failed() {
 		return
 	}

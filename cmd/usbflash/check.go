@@ -81,9 +81,9 @@ for a card whose content does not matter; it asks first, as write does.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			rep := a.reporterFor(f.asJSON, f.quiet)
 			return a.reported(rep, func() error {
-				maxCache, err := units.ParseSize(f.maxCache)
-				if err != nil || maxCache < 0 {
-					return &usageError{fmt.Sprintf("--max-cache %q: want a size, like 1GiB (0: trust the first read-back)", f.maxCache)}
+				maxCache, err := parseMaxCache(f.maxCache)
+				if err != nil {
+					return err
 				}
 				t, err := target.Parse(args[0])
 				if err != nil {
@@ -123,12 +123,9 @@ func (a *app) check(ctx context.Context, rep reporter, t target.Spec, maxCache i
 		how = "nothing saved (--destructive)"
 	}
 	rep.event(&checkStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdCheck, Target: d.Name,
-		Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), MaxCache: maxCache, Destructive: f.destructive},
+		Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), MaxCache: max(maxCache, 0), Destructive: f.destructive},
 		fmt.Sprintf("Checking %s (%s, %d-byte blocks) for a fake capacity, %s", d.Name, units.FormatBytes(d.Capacity()), d.Dev.BlockSize(), how))
 	opts := fakecheck.Options{MaxCache: maxCache, Destructive: f.destructive, Progress: checkProgress(ctx, rep, d.Name)}
-	if maxCache == 0 {
-		opts.MaxCache = -1
-	}
 	res, err := fakecheck.Probe(ctx, d.Dev, opts)
 	if err != nil {
 		return checkStopped(ctx, err, f.destructive)
@@ -145,6 +142,19 @@ func (a *app) check(ctx context.Context, rep reporter, t target.Spec, maxCache i
 		return &fakecheck.FakeError{Name: d.Name, Result: res}
 	}
 	return nil
+}
+
+// parseMaxCache reads --max-cache as fakecheck.Options.MaxCache takes it:
+// 0 becomes -1, no cache to see through.
+func parseMaxCache(s string) (int64, error) {
+	n, err := units.ParseSize(s)
+	if err != nil || n < 0 {
+		return 0, &usageError{fmt.Sprintf("--max-cache %q: want a size, like 1GiB (0: trust the first read-back)", s)}
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return n, nil
 }
 
 // checkProgress shows the probe's steps, and the cache flush in bytes.

@@ -423,6 +423,32 @@ func TestPromisesOnEveryPath(t *testing.T) {
 			},
 		},
 		{
+			name: "with --check a fake card the image does not fit in drops out alone, named, and the others are written",
+			setup: func(e *promiseEnv) {
+				rawImage(e, 3<<20+99)
+				simCards(e, "size=64MiB&fake=drop&real=2MiB&fake-cache=512KiB", "size=8MiB")
+			},
+			extra: []string{"--check", "--max-cache", "4MiB"},
+			want:  map[string]int{"one": exitFake, "many": exitPartial, "report": exitFake, "watch": exitPartial},
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				if e.holds(0) {
+					t.Error("the fake card holds the image")
+				}
+				if m.cards > 1 && !e.holds(1) {
+					t.Error("the genuine card does not hold the image")
+				}
+				if out := r.stdout + r.stderr; !strings.Contains(out, "is fake") || !strings.Contains(out, "2097152 bytes") {
+					t.Errorf("the fake card and its usable size are not named:\n%s", out)
+				}
+				if m.name == "report" || m.name == "watch" {
+					rep, _ := os.ReadFile(filepath.Join(e.dir, map[string]string{"report": "run.json", "watch": "watch.json"}[m.name]))
+					if !strings.Contains(string(rep), `"exit_code": 8`) && !strings.Contains(string(rep), `"exit_code":8`) {
+						t.Errorf("the report does not give the fake card code 8:\n%s", rep)
+					}
+				}
+			},
+		},
+		{
 			name:  "a report that cannot be saved is refused before anything is written",
 			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB", "size=4MiB") },
 			extra: []string{"--report", "/nonexistent/dir/run.json"},

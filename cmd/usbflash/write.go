@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"usbflash/fakecheck"
 	"usbflash/imagesrc"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
@@ -32,6 +33,8 @@ type writeFlags struct {
 	lag                     int
 	report                  string
 	bmap                    blockMapFlags // bmap.go
+	check                   bool          // probe each card for a fake capacity first
+	maxCache                string        // --check's cache bound
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -70,6 +73,8 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.StringVar(&f.sha256, "sha256", "", "the image file's SHA-256 as its publisher gives it: checked as it is written, before the first transfer (default: IMAGE.sha256, IMAGE.sha or SHA256SUMS beside the image, when there is one)")
 	fl.BoolVar(&f.noSHA256, "no-sha256", false, "do not look for the image's checksum beside it")
 	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
+	fl.BoolVar(&f.check, "check", false, "first probe each card for a fake capacity (as usbflash check): refuse one the image does not fit in")
+	fl.StringVar(&f.maxCache, "max-cache", units.FormatSize(fakecheck.DefaultMaxCache), "with --check: see through a cache up to this size (0: trust the first read-back)")
 	addTransferFlag(c, &f.transferSize, "bytes per WRITE command")
 	fl.IntVar(&f.buffers, "buffers", pipeline.DefaultBuffers, "buffers cycling between decoder and writer (at least 2)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line on stdout (start, device, phase, progress, note, summary, error)")
@@ -140,6 +145,10 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 		Image: image, TransferSize: int(transfer), Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
 		BlockMap: f.bmap.choice(), Report: f.report, ExitCode: exitCode, SHA256: f.sha256, NoSHA256: f.noSHA256,
+		Check: f.check,
+	}
+	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
+		return err
 	}
 	if !f.yes {
 		cfg.Confirm = func(cards []*target.Device, src *imagesrc.Source) error { return a.confirm(cards, image, src) }

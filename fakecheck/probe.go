@@ -215,6 +215,9 @@ func (p *prober) progress(step string, done, total int64) {
 
 // read and write count what the probe does.
 func (p *prober) read(ctx context.Context, lba int64, b []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err // stop between commands, whatever the device does
+	}
 	p.res.Read += int64(len(b))
 	p.res.Commands++
 	if err := p.dev.ReadBlocks(ctx, lba, b); err != nil {
@@ -224,6 +227,9 @@ func (p *prober) read(ctx context.Context, lba int64, b []byte) error {
 }
 
 func (p *prober) write(ctx context.Context, lba int64, b []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	p.res.Written += int64(len(b))
 	p.res.Commands++
 	if err := p.dev.WriteBlocks(ctx, lba, b); err != nil {
@@ -474,7 +480,9 @@ func (p *prober) flushCache(ctx context.Context, wit int64, grid []int64, after 
 	if p.opt.MaxCache < 0 || wit == 0 {
 		return -1, nil
 	}
-	p.progress("cache", 0, p.opt.MaxCache)
+	// The flush cannot rewrite more than the card has above the window.
+	limit := min(p.opt.MaxCache, (p.n-wit-p.window)*p.bs)
+	p.progress("cache", 0, limit)
 	i := int64(0)
 	witness := func() (bool, error) {
 		if i >= wit {
@@ -496,7 +504,7 @@ func (p *prober) flushCache(ctx context.Context, wit int64, grid []int64, after 
 	var done int64
 	err = p.flush(ctx, p.n-wit, p.window, p.opt.MaxCache+after, grid, func(total int64) (bool, error) {
 		done = total
-		p.progress("cache", min(total, p.opt.MaxCache), p.opt.MaxCache)
+		p.progress("cache", min(total, limit), limit)
 		if total < next || total > p.opt.MaxCache+after {
 			return false, nil
 		}
@@ -527,21 +535,18 @@ func (p *prober) flush(ctx context.Context, top, floor, amount int64, skip []int
 		// Leave out the blocks to skip: write the part above the highest
 		// one inside, and continue below it.
 		if j, _ := slices.BinarySearch(skip, end); j > 0 && skip[j-1] >= start {
-			s := skip[j-1]
-			if s+1 < end {
-				if err := p.rewrite(ctx, s+1, end); err != nil {
-					return err
-				}
-				total += (end - s - 1) * p.bs
+			start = skip[j-1] + 1 // and the block below it is skipped
+		}
+		if start < end {
+			if err := p.rewrite(ctx, start, end); err != nil {
+				return err
 			}
-			end = s
-			continue
+			total += (end - start) * p.bs
 		}
-		if err := p.rewrite(ctx, start, end); err != nil {
-			return err
-		}
-		total += (end - start) * p.bs
 		end = start
+		if j, found := slices.BinarySearch(skip, end-1); found && j >= 0 {
+			end-- // a block to skip
+		}
 		if step != nil {
 			stop, err := step(total)
 			if err != nil || stop {

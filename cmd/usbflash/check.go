@@ -160,7 +160,14 @@ func parseMaxCache(s string) (int64, error) {
 // checkProgress shows the probe's steps, and the cache flush in bytes.
 func checkProgress(ctx context.Context, rep reporter, name string) func(fakecheck.Progress) {
 	start := time.Now()
+	var last time.Time
+	var lastStep string
 	return func(p fakecheck.Progress) {
+		// The flush reports every command: a few times a second is enough.
+		if p.Step == lastStep && p.Done < p.Total && time.Since(last) < 200*time.Millisecond {
+			return
+		}
+		last, lastStep = time.Now(), p.Step
 		ph := phaseProbe
 		switch p.Step {
 		case "cache":

@@ -52,6 +52,7 @@ func All() []Case {
 		{"drop 777777 blocks of 1GiB, 64MiB cache", 512, gib, "drop", 777777 * 512, 64 * mib},
 		{"garbage 256MiB of 1GiB, 64MiB cache", 512, gib, "garbage", 256 * mib, 64 * mib},
 		{"garbage 7.5GiB of 64GiB, 32MiB cache", 512, 64 * gib, "garbage", 7680 * mib, 32 * mib},
+		{"drop 100MiB of 256MiB, 8MiB cache (a probe in every flush command)", 512, 256 * mib, "drop", 100 * mib, 8 * mib},
 		{"drop 1GiB+4KiB of 2GiB, 4096-byte blocks", 4096, 2 * gib, "drop", gib + 4*kib, 0},
 		{"wrap 100MiB of 2GiB, 4096-byte blocks, 8MiB cache", 4096, 2 * gib, "wrap", 100 * mib, 8 * mib},
 	}

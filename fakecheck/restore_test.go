@@ -1,0 +1,117 @@
+package fakecheck
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	"usbflash/usbms/sim"
+)
+
+// failing is a dev that cancels, or fails, after a number of writes.
+type failing struct {
+	*dev
+	writes      int
+	after       int    // on the after-th write...
+	cancel      func() // ...cancel the probe
+	fail        error  // ...or fail it and every later command of kind failOn
+	failOn      string // "read" or "write"
+	failedSince bool
+}
+
+func (f *failing) WriteBlocks(ctx context.Context, lba int64, p []byte) error {
+	f.writes++
+	if f.writes == f.after {
+		if f.cancel != nil {
+			f.cancel()
+		} else {
+			f.failedSince = true
+		}
+	}
+	if f.failedSince && f.failOn == "write" {
+		return f.fail
+	}
+	return f.dev.WriteBlocks(ctx, lba, p)
+}
+
+func (f *failing) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
+	if f.failedSince && f.failOn == "read" {
+		return f.fail
+	}
+	return f.dev.ReadBlocks(ctx, lba, p)
+}
+
+func wrapFake(bs int64) (*dev, *card) {
+	c := newCard(bs)
+	m := sim.NewFakeMedium(c, bs, sim.Fake{Kind: sim.FakeDrop, Real: 100 * mib, Cache: 4 * mib})
+	return &dev{m: m, bs: int(bs), blocks: 256 * mib / bs}, c
+}
+
+// TestProbeCancelRestores: a cancel mid-probe stops it, and every block
+// it wrote is put back and read back before Probe returns.
+func TestProbeCancelRestores(t *testing.T) {
+	for _, after := range []int{1, 40, 200, 270} {
+		d, c := wrapFake(512)
+		ctx, cancel := context.WithCancel(context.Background())
+		f := &failing{dev: d, after: after, cancel: cancel}
+		res, err := Probe(ctx, f, Options{MaxCache: 16 * mib})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancel at write %d: %v, want it cancelled", after, err)
+		}
+		if !res.Restored || !res.Verified {
+			t.Fatalf("cancel at write %d: restored %v verified %v", after, res.Restored, res.Verified)
+		}
+		if bad := c.changed(100 * mib / 512); len(bad) > 0 {
+			t.Fatalf("cancel at write %d: %d blocks changed, e.g. LBA %d", after, len(bad), bad[0])
+		}
+	}
+}
+
+// TestProbeErrorRestores: a device error mid-probe ends it with that
+// error, and every block it wrote is put back.
+func TestProbeErrorRestores(t *testing.T) {
+	d, c := wrapFake(512)
+	boom := errors.New("medium error")
+	f := &failing{dev: d, after: 300, fail: boom, failOn: "read"}
+	res, err := Probe(context.Background(), f, Options{MaxCache: 16 * mib})
+	// The reads fail from then on, so the read-back of the restore fails
+	// too: both are said, and the saved blocks are kept in a file.
+	var re *RestoreError
+	if !errors.Is(err, boom) || !errors.As(err, &re) {
+		t.Fatalf("error %v, want the device's and a RestoreError", err)
+	}
+	if !res.Restored || res.Verified {
+		t.Fatalf("restored %v verified %v: the blocks are written back, the read-back fails", res.Restored, res.Verified)
+	}
+	if bad := c.changed(100 * mib / 512); len(bad) > 0 {
+		t.Fatalf("%d blocks changed, e.g. LBA %d", len(bad), bad[0])
+	}
+	if re.Saved == "" {
+		t.Fatal("no file holds the saved blocks")
+	}
+	defer os.Remove(re.Saved)
+	saved, err := os.ReadFile(re.Saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 512)
+	for _, r := range re.Regions {
+		for off := r[0]; off < r[0]+r[1]; off += 512 {
+			c.pattern(off/512, want)
+			if off/512 < 100*mib/512 && !bytes.Equal(saved[off:off+512], want) {
+				t.Fatalf("the saved file's block at LBA %d is not what the card held", off/512)
+			}
+		}
+	}
+}
+
+// TestProbeDestructive saves and restores nothing.
+func TestProbeDestructive(t *testing.T) {
+	d, _ := wrapFake(512)
+	res, err := Probe(context.Background(), d, Options{MaxCache: 16 * mib, Destructive: true})
+	if err != nil || res.Kind != Drop || res.Usable != 100*mib || res.Saved != 0 || res.Restored {
+		t.Fatalf("%+v, %v", res, err)
+	}
+}

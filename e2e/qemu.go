@@ -45,6 +45,9 @@ type LUN struct {
 	Removable bool
 	NoMedium  bool // removable LUN that starts with its tray empty (Backing unused)
 	Fault     *Fault
+	// NBD, when set, is the host path of an NBD server's unix socket the
+	// LUN's disk comes from instead of Backing (nbdkit: a fake card).
+	NBD string
 }
 
 // Reader is one emulated USB card reader.
@@ -323,6 +326,9 @@ func (s MachineSpec) deviceArgs(workdir string) ([]string, error) {
 
 func driveArg(id string, l LUN, workdir string) (string, error) {
 	file := "file=" + l.Backing
+	if l.NBD != "" {
+		file = "file=nbd:unix:" + l.NBD
+	}
 	if l.Fault != nil {
 		errno := l.Fault.Errno
 		if errno == 0 {

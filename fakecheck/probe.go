@@ -27,11 +27,11 @@
 //     witnesses; then the card's own content is read and written back
 //     unchanged, block by block, from the top of the card down, which
 //     changes nothing on any card but pushes everything older out of a
-//     cache. A witness read after each doubling of that flush says when
-//     the cache gave way, so a fake without a cache costs no flush at
-//     all, and a cache of C bytes costs about 2C; only a genuine card
-//     pays for the whole bound (Options.MaxCache) to prove no cache hid a
-//     lie.
+//     cache (with Destructive it writes zeros instead). A witness read
+//     after each doubling of that flush says when the cache gave way, so
+//     a fake without a cache costs no flush at all, and a cache of C
+//     bytes costs about 2C; only a genuine card pays for the whole bound
+//     (Options.MaxCache) to prove no cache hid a lie.
 package fakecheck
 
 import (
@@ -160,7 +160,7 @@ const (
 	gridProbes  = 256      // written blocks per round
 	witnesses   = 16       // blocks at the very end
 	contiguous  = 4096     // a bracket this many blocks or less is probed whole
-	flushChunk  = 1 << 20  // bytes per command of the flush
+	flushChunk  = 4 << 20  // bytes per command of the flush
 	firstNotice = 1 << 20  // the first witness read after this much flush
 )
 
@@ -557,10 +557,13 @@ func (p *prober) flush(ctx context.Context, top, floor, amount int64, skip []int
 	return nil
 }
 
-// rewrite reads blocks [from, to) and writes them back unchanged.
+// rewrite reads blocks [from, to) and writes them back unchanged; with
+// Destructive it only writes (whatever the buffer holds).
 func (p *prober) rewrite(ctx context.Context, from, to int64) error {
 	b := p.chunk[:(to-from)*p.bs]
-	if err := p.read(ctx, from, b); err != nil {
+	if p.opt.Destructive {
+		clear(b) // zeros: no probe block of this run lands anywhere
+	} else if err := p.read(ctx, from, b); err != nil {
 		return err
 	}
 	return p.write(ctx, from, b)

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"usbflash/internal/factsonly"
 	"usbflash/blockdev"
+	"usbflash/internal/factsonly"
 	"usbflash/scsi"
 	"usbflash/usbms"
 	"usbflash/usbms/sim"

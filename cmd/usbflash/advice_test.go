@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"usbflash/cardbench"
 	"usbflash/filedev"
 	"usbflash/imagesrc"
 	"usbflash/internal/factsonly"
@@ -38,6 +39,7 @@ func TestAdviceTable(t *testing.T) {
 	cases = append(cases, targetAdviceCases(t)...)
 	cases = append(cases, cardAdviceCases(t)...)
 	cases = append(cases, pipelineAdviceCases()...)
+	cases = append(cases, benchAdviceCases(t)...)
 	for _, c := range cases {
 		t.Run(c.kind, func(t *testing.T) {
 			msg, advice := explain(c.err)
@@ -266,4 +268,26 @@ func pipelineAdviceCases() []adviceCase {
 		{"pipeline/device", &pipeline.DeviceError{Device: "sim:x", Op: pipeline.OpRead, LBA: 8, Count: 8, BlockSize: 512, Err: usbms.ErrPhaseError},
 			"check that the card is inserted and the reader connected, then run the command again"},
 	}
+}
+
+// benchAdviceCases has a case for every reason a bench plan does not fit.
+func benchAdviceCases(t *testing.T) []adviceCase {
+	want := map[cardbench.PlanReason]string{
+		cardbench.SizeOverMemory:     "give --sizes of at most 1 GiB",
+		cardbench.PreserveOverMemory: "give a --region of at most 1 GiB, or leave out --preserve if its data may be lost",
+		cardbench.SizeNotBlocks:      "give --sizes in multiples of 1073741824 bytes",
+		cardbench.SizeOverCard:       "give --sizes of at most 1 GiB",
+		cardbench.SizeOverRegion:     "give smaller --sizes or a longer --region",
+		cardbench.RegionNotInCard:    "give a --region of whole blocks that ends within 1073741824 bytes",
+	}
+	var cases []adviceCase
+	for _, r := range cardbench.PlanReasons() {
+		advice, ok := want[r]
+		if !ok {
+			t.Errorf("plan reason %d has no case here: give it its advice", r)
+		}
+		e := &cardbench.PlanError{Reason: r, Size: 2 << 30, Limit: 1 << 30, What: "transfer size 2 GiB is what it is"}
+		cases = append(cases, adviceCase{fmt.Sprintf("bench plan/reason %d", r), planFlagError(e), advice})
+	}
+	return cases
 }

@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
-	"usbflash/target"
 
 	"github.com/spf13/cobra"
 
 	"usbflash/cardbench"
 	"usbflash/imagesrc"
 	"usbflash/internal/units"
+	"usbflash/target"
 )
 
 // benchFlags are the options of `usbflash bench`.
@@ -50,9 +48,11 @@ Reading changes nothing on the card. --write also measures sequential and
 random 4 KiB writes inside --region (OFFSET:LENGTH, e.g. 1GiB:64MiB): that
 destroys the region's data, so it asks as write does (or takes --yes) and
 refuses a write-protected card and a mounted disk. With --preserve the
-region is read into memory first and written back and verified after,
-also when Ctrl-C cancels the run (press it once: the region is restored
-before usbflash exits).
+region (at most 512 MiB) is read into memory first and written back and
+verified after, also when Ctrl-C cancels the run (press it once: the
+region is restored before usbflash exits; a second Ctrl-C stops the
+restore and saves the region to a file, with the dd line that puts it
+back).
 
 --compare reads through the kernel's block device too, with O_DIRECT and
 through the page cache, at the same sizes: --compare alone finds the disk
@@ -119,9 +119,8 @@ func compareArg(args []string, f *benchFlags) (string, error) {
 
 // benchPlan is what the flags ask for, checked before anything is opened.
 type benchPlan struct {
-	sizes  []int64 // nil: the default sweep for the device's block size
-	region *cardbench.Region
-	skip   map[string]bool
+	cardbench.Plan
+	skip map[string]bool
 }
 
 func parseBenchFlags(f benchFlags) (benchPlan, error) {
@@ -140,10 +139,8 @@ func parseBenchFlags(f benchFlags) (benchPlan, error) {
 			if err != nil || n <= 0 {
 				return p, &usageError{fmt.Sprintf("--sizes: %q is not a size (e.g. 64KiB,120KiB,1MiB)", s)}
 			}
-			p.sizes = append(p.sizes, n)
+			p.Sizes = append(p.Sizes, n)
 		}
-		slices.Sort(p.sizes)
-		p.sizes = slices.Compact(p.sizes)
 	}
 	if f.region != "" {
 		off, length, ok := strings.Cut(f.region, ":")
@@ -152,10 +149,11 @@ func parseBenchFlags(f benchFlags) (benchPlan, error) {
 		if !ok || err1 != nil || err2 != nil || o < 0 || n <= 0 {
 			return p, &usageError{fmt.Sprintf("--region %q: want OFFSET:LENGTH, like 1GiB:64MiB", f.region)}
 		}
-		p.region = &cardbench.Region{Name: "region", Offset: o, Length: n}
+		p.Region = &cardbench.Region{Name: "region", Offset: o, Length: n}
 	}
+	p.Preserve = f.preserve
 	switch {
-	case f.write && p.region == nil:
+	case f.write && p.Region == nil:
 		return p, &usageError{"--write needs --region OFFSET:LENGTH: the part of the card the write tests may destroy (e.g. --region 1GiB:64MiB)"}
 	case f.preserve && !f.write:
 		return p, &usageError{"--preserve goes with --write: reading alone changes nothing"}
@@ -166,7 +164,23 @@ func parseBenchFlags(f benchFlags) (benchPlan, error) {
 	case f.compare != "" && f.compare != compareAuto && !strings.HasPrefix(f.compare, "file:"):
 		return p, &usageError{fmt.Sprintf("--compare=%s: want file:/dev/sdX, or --compare alone for the reader's kernel disk", f.compare)}
 	}
-	return p, nil
+	return p, planFlagError(p.Check())
+}
+
+// planFlagError names the flag behind a plan the bench package refused.
+func planFlagError(err error) error {
+	var pe *cardbench.PlanError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	flag := "--sizes"
+	switch pe.Reason {
+	case cardbench.PreserveOverMemory:
+		flag = "--preserve --region"
+	case cardbench.RegionNotInCard:
+		flag = "--region"
+	}
+	return fmt.Errorf("%s: %w", flag, err)
 }
 
 // benchRun collects what bench measured.
@@ -232,7 +246,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 		// written. Both take an image source: the region stands in for
 		// one (its end for the capacity check, already done above; its
 		// length for the question).
-		r := plan.region
+		r := plan.Region
 		if err := target.Check(d, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Offset + r.Length, SizeExact: true}, target.CheckOptions{Force: true}); err != nil {
 			return err
 		}
@@ -257,11 +271,11 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 		return stopped(err, "nothing was written")
 	}
 	if f.write {
-		if err := a.benchWrites(ctx, rep, d, run, sizes, *plan.region, plan, f, point); err != nil {
+		if err := a.benchWrites(ctx, rep, d, run, sizes, *plan.Region, plan, f, point); err != nil {
 			if f.preserve {
 				return err // says what became of the region
 			}
-			r := plan.region
+			r := plan.Region
 			return stopped(err, fmt.Sprintf("bytes %d to %d of %s hold benchmark data now", r.Offset, r.Offset+r.Length, d.Name))
 		}
 	}
@@ -276,26 +290,13 @@ func stopped(err error, card string) error {
 	return fmt.Errorf("%w (%s)", err, card)
 }
 
-// benchLayout checks the plan against the opened device: sizes in whole
-// blocks, the region inside the card.
+// benchLayout fits the plan to the opened device.
 func benchLayout(d *target.Device, plan benchPlan) ([]int64, []cardbench.Region, error) {
-	bs := int64(d.Dev.BlockSize())
-	sizes := plan.sizes
-	if sizes == nil {
-		sizes = cardbench.Sizes(int(bs), cardbench.MaxSize)
+	l, err := plan.Layout(d.Name, d.Capacity(), d.Dev.BlockSize())
+	if err != nil {
+		return nil, nil, planFlagError(err)
 	}
-	for _, n := range sizes {
-		if n%bs != 0 {
-			return nil, nil, &usageError{fmt.Sprintf("--sizes: %s is not a whole number of %s's %d-byte blocks", units.FormatSize(n), d.Name, bs)}
-		}
-	}
-	if r := plan.region; r != nil {
-		if r.Offset%bs != 0 || r.Length%bs != 0 || r.Offset+r.Length > d.Capacity() {
-			return nil, nil, &usageError{fmt.Sprintf("--region %d:%d: want whole %d-byte blocks inside the card's %d bytes", r.Offset, r.Length, bs, d.Capacity())}
-		}
-		return sizes, []cardbench.Region{*r}, nil
-	}
-	return sizes, cardbench.ReadRegions(d.Capacity(), 0, cardbench.RegionAlign), nil
+	return l.Sizes, l.Regions, nil
 }
 
 func regionNames(rs []cardbench.Region) string {
@@ -360,15 +361,17 @@ func (a *app) benchReads(ctx context.Context, rep reporter, d *target.Device, ru
 
 // benchWrites runs the write sweep and random writes inside region; with
 // --preserve the region is saved first and restored (and verified) after,
-// whatever happened in between, Ctrl-C included.
+// whatever happened in between, Ctrl-C included (cardbench.Saved.Finish);
+// a second Ctrl-C keeps the saved bytes in a file before the process ends.
 func (a *app) benchWrites(ctx context.Context, rep reporter, d *target.Device, run *benchRun, sizes []int64, region cardbench.Region, plan benchPlan, f benchFlags, point func(cardbench.Point)) (err error) {
-	var saved *cardbench.Saved
 	if f.preserve {
 		stepProgress(rep, phaseSave)
-		if saved, err = cardbench.Save(ctx, d.Dev, region); err != nil {
+		var saved *cardbench.Saved
+		if saved, err = cardbench.Save(ctx, d.Dev, d.Name, region); err != nil {
 			return fmt.Errorf("--preserve: %w; nothing was written", err)
 		}
-		defer func() { err = a.restore(ctx, rep, d, saved, err) }()
+		defer a.aborts.add(func() { rep.fail(saved.Abandon(""), exitCancelled) })()
+		defer func() { err = saved.Finish(ctx, d.Dev, err, restoreEvents(rep, saved)) }()
 	}
 	pts, err := cardbench.Sweep(ctx, d.Dev, cardbench.SweepOptions{
 		Path: cardbench.PathDirect, Op: cardbench.OpWrite, Sizes: sizes, Regions: []cardbench.Region{region},
@@ -390,48 +393,23 @@ func (a *app) benchWrites(ctx context.Context, rep reporter, d *target.Device, r
 	return nil
 }
 
-// restoreTimeout bounds a restore after a cancel: long enough for the
-// largest preserved region on a slow card.
-const restoreTimeout = 10 * time.Minute
-
-// restore puts the saved region back, after the measurements or their
-// failure or cancel, and says so. The user's cancel does not stop it: a
-// half-written region is what --preserve exists to prevent.
-func (a *app) restore(ctx context.Context, rep reporter, d *target.Device, saved *cardbench.Saved, runErr error) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
-	defer cancel()
+// restoreEvents says when a preserved region is being restored, and that
+// it was.
+func restoreEvents(rep reporter, saved *cardbench.Saved) cardbench.FinishOptions {
 	r := saved.Region
-	if ctx.Err() != nil {
-		note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again would leave them half written)", r.Offset, r.Offset+r.Length, d.Name)
-		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+	return cardbench.FinishOptions{
+		Restoring: func(cancelled bool) {
+			stepProgress(rep, phaseRestore)
+			if cancelled {
+				note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again stops the restore and saves them to a file)", r.Offset, r.Offset+r.Length, saved.Device)
+				rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+			}
+		},
+		Restored: func() {
+			msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", r.Offset, r.Offset+r.Length, saved.Device)
+			rep.event(&benchRestoredEvent{eventHeader{Event: evRestored}, r.Offset, r.Length, true}, msg)
+		},
 	}
-	if err := saved.Restore(rctx, d.Dev); err != nil {
-		file, ferr := saveRecovery(saved)
-		how := fmt.Sprintf("writing the saved bytes to a file failed too (%v)", ferr)
-		if ferr == nil {
-			how = fmt.Sprintf("the saved bytes are in %s: put them back with dd if=%s of=DISK bs=%d seek=%d conv=fsync", file, file, d.Dev.BlockSize(), r.Offset/int64(d.Dev.BlockSize()))
-		}
-		return errors.Join(runErr, &codedError{exitDevice, fmt.Errorf("--preserve: %w; %s", err, how)})
-	}
-	msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", r.Offset, r.Offset+r.Length, d.Name)
-	rep.event(&benchRestoredEvent{eventHeader{Event: evRestored}, r.Offset, r.Length, true}, msg)
-	if runErr != nil {
-		return fmt.Errorf("%w (the region was restored and verified)", runErr)
-	}
-	return nil
-}
-
-// saveRecovery writes a region that could not be restored to a file.
-func saveRecovery(saved *cardbench.Saved) (string, error) {
-	f, err := os.CreateTemp("", fmt.Sprintf("usbflash-bench-region-%d-*.img", saved.Region.Offset))
-	if err != nil {
-		return "", err
-	}
-	if _, err := f.Write(saved.Bytes()); err != nil {
-		f.Close()
-		return "", err
-	}
-	return f.Name(), f.Close()
 }
 
 // kernelSweep reads the kernel's block device at node through one path.

@@ -4,18 +4,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"usbflash/target"
 
 	"usbflash/blockdev"
 	"usbflash/cardbench"
 	"usbflash/filedev"
+	"usbflash/target"
 )
 
 // benchCard is a 32 MiB card file full of a pattern, so any write shows.
@@ -152,7 +152,7 @@ func (c *cancelInPhase) Write(p []byte) (int, error) {
 
 func TestBenchPreserveRestoresWhenCancelled(t *testing.T) {
 	t.Parallel()
-	for _, phase := range []string{"write sweep", "random write"} {
+	for _, phase := range []string{"write sweep", "random write", "restore"} {
 		t.Run(phase, func(t *testing.T) {
 			card := benchCard(t)
 			before := fileHash(t, card)
@@ -206,6 +206,8 @@ func TestBenchRefusesAndRejects(t *testing.T) {
 		{"region past the card", []string{"--write", "--yes", "--region", "30MiB:4MiB"}, "", exitUsage},
 		{"region not in blocks", []string{"--write", "--yes", "--region", "100:4MiB"}, "", exitUsage},
 		{"size not in blocks", []string{"--sizes", "1000"}, "", exitUsage},
+		{"size past the card", []string{"--sizes", "64KiB,64MiB"}, "", exitUsage},
+		{"size past the region", []string{"--write", "--yes", "--region", "4MiB:1MiB", "--sizes", "2MiB"}, "", exitUsage},
 		{"plot format", []string{"--plot", "x.pdf"}, "", exitUsage},
 		{"skip what", []string{"--skip", "sweep"}, "", exitUsage},
 		{"compare without a kernel disk", []string{"--compare"}, "", exitUsage},
@@ -227,6 +229,32 @@ func TestBenchRefusesAndRejects(t *testing.T) {
 				t.Error("the card changed")
 			}
 		})
+	}
+}
+
+// What no card could run is refused before anything is opened: the
+// target here would fail otherwise.
+func TestBenchRefusesBeforeOpening(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"a size past the memory bound", []string{"--sizes", "64KiB,64GiB"}, "--sizes: transfer size 64 GiB is more than the 1 GiB one transfer may hold in memory"},
+		{"a preserved region past the memory bound", []string{"--write", "--preserve", "--yes", "--region", "0:600MiB"}, "a region of 600 MiB cannot be preserved"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, benchArgs(append(tt.args, "usb:ffff:fffe")...)...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tt.msg) {
+				t.Errorf("exit %d, want %d saying %q\n%s", r.code, exitUsage, tt.msg, r.stderr)
+			}
+		})
+	}
+	// A size the card cannot hold names the card's size.
+	card := benchCard(t)
+	if r := runCLI(t, benchArgs("--sizes", "64MiB", "sim:"+card)...); r.code != exitUsage || !strings.Contains(r.stderr, "which holds 32 MiB") {
+		t.Errorf("exit %d, want %d naming the card's 32 MiB\n%s", r.code, exitUsage, r.stderr)
 	}
 }
 
@@ -305,42 +333,50 @@ func (failingWrites) WriteBlocks(_ context.Context, lba int64, _ []byte) error {
 	return fmt.Errorf("WRITE at LBA %d: medium error", lba)
 }
 
-// A restore that fails leaves the saved bytes in a file and says how to
-// put them back.
+// A restore that fails leaves the saved bytes in a file, exits 5 also
+// after a cancel, and the advice's dd line puts them back.
 func TestBenchRestoreFailureKeepsTheBytes(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
-	card := benchCard(t)
-	spec, err := target.Parse("sim:" + card)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := target.Open(context.Background(), spec, target.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	region := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
-	saved, err := cardbench.Save(context.Background(), d.Dev, region)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Dev = failingWrites{d.Dev}
-	a := &app{stdout: io.Discard, stderr: io.Discard}
-	err = a.restore(context.Background(), a.reporterFor(false, true), d, saved, nil)
-	if err == nil || exitCode(err) != exitDevice {
-		t.Fatalf("restore = %v (exit %d), want a device error", err, exitCode(err))
-	}
-	m := regexp.MustCompile(`saved bytes are in (\S+): put them back with dd if=\S+ of=DISK bs=512 seek=2048 conv=fsync`).FindStringSubmatch(err.Error())
-	if m == nil {
-		t.Fatalf("restore error %q does not say where the bytes are and how to put them back", err)
-	}
-	got, err := os.ReadFile(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := os.ReadFile(card)
-	if !bytes.Equal(got, want[1<<20:2<<20]) {
-		t.Error("the recovery file does not hold the region's original bytes")
+	t.Parallel()
+	for _, runErr := range []error{nil, context.Canceled} {
+		card := benchCard(t)
+		want, _ := os.ReadFile(card)
+		spec, err := target.Parse("sim:" + card)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := target.Open(context.Background(), spec, target.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		region := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
+		saved, err := cardbench.Save(context.Background(), d.Dev, d.Name, region)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What the write tests left.
+		if err := d.Dev.WriteBlocks(context.Background(), 2048, make([]byte, 1<<20)); err != nil {
+			t.Fatal(err)
+		}
+		err = saved.Finish(context.Background(), failingWrites{d.Dev}, runErr, cardbench.FinishOptions{Dir: t.TempDir()})
+		d.Close()
+		if code := exitCode(err); code != exitDevice {
+			t.Fatalf("restore = %v (exit %d), want a device error", err, code)
+		}
+		msg, advice := explain(err)
+		m := regexp.MustCompile(`^put them back with dd if=(\S+) of=(\S+) bs=512 seek=2048 conv=notrunc,fsync$`).FindStringSubmatch(advice)
+		if m == nil || m[2] != card || !strings.Contains(msg, "the saved bytes are in "+m[1]) {
+			t.Fatalf("message %q, advice %q: does not say where the bytes are and how to put them back", msg, advice)
+		}
+		dd, err := exec.LookPath("dd")
+		if err != nil {
+			t.Skip("no dd to follow the advice with")
+		}
+		if out, err := exec.Command(dd, strings.Fields(strings.TrimPrefix(advice, "put them back with dd "))...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", advice, err, out)
+		}
+		if got, _ := os.ReadFile(card); !bytes.Equal(got, want) {
+			t.Error("following the advice does not bring the card back")
+		}
 	}
 }
 

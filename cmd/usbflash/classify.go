@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"usbflash/flash"
-	"usbflash/target"
 
-	"usbflash/filedev"
 	"usbflash/blockdev"
+	"usbflash/cardbench"
+	"usbflash/filedev"
+	"usbflash/flash"
 	"usbflash/imagesrc"
+	"usbflash/internal/units"
 	"usbflash/pipeline"
+	"usbflash/target"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
 	"usbflash/usbms/sim"
@@ -31,9 +33,11 @@ func classifyDomainError(err error) int {
 		capacity *pipeline.CapacityError
 		verify   *pipeline.VerifyError
 		device   *pipeline.DeviceError
+		plan     *cardbench.PlanError
 	)
 	switch {
 	case errors.As(err, &memory), errors.As(err, &report), errors.Is(err, flash.ErrReportFormat),
+		errors.As(err, &plan),
 		errors.Is(err, flash.ErrBlockMapConflict), errors.Is(err, flash.ErrBlockMapOneCard):
 		return exitUsage
 	case errors.As(err, &bmapErr) && bmapErr.Unreadable:
@@ -96,7 +100,7 @@ func explain(err error) (msg, advice string) {
 	// Ctrl-C; the pipeline's CancelledError already says it in words.
 	var cancelled *pipeline.CancelledError
 	if errors.Is(err, context.Canceled) && !errors.As(err, &cancelled) {
-		msg = strings.TrimSuffix(msg, ": "+context.Canceled.Error()) + ": cancelled"
+		msg = strings.ReplaceAll(msg, context.Canceled.Error(), "cancelled")
 	}
 	return msg, hint(err)
 }
@@ -124,7 +128,10 @@ func hint(err error) string {
 	if h := sessionHint(err); h != "" {
 		return h
 	}
+	var restore *cardbench.RestoreError
 	switch {
+	case errors.As(err, &restore):
+		return restoreAdvice(restore)
 	case errors.As(err, &cancelled):
 		if cancelled.Phase == pipeline.PhaseWrite && (cancelled.Bytes > 0 || cancelled.LBA > 0) {
 			return "run the write again"
@@ -324,8 +331,11 @@ func sessionHint(err error) string {
 		bmapErr  *flash.BlockMapError
 		memory   *flash.MemoryError
 		report   *flash.ReportError
+		plan     *cardbench.PlanError
 	)
 	switch {
+	case errors.As(err, &plan):
+		return planAdvice(plan)
 	case errors.As(err, &refusedN) && refusedN.Some():
 		return "pass --skip-refused to write the others"
 	case errors.As(err, &refusedN):
@@ -352,6 +362,40 @@ func sessionHint(err error) string {
 		return "pass --force to write it anyway"
 	case errors.Is(err, target.ErrNotFound):
 		return "run 'usbflash list'"
+	}
+	return ""
+}
+
+// restoreAdvice says how to put back a region --preserve could not.
+func restoreAdvice(e *cardbench.RestoreError) string {
+	if e.File == "" {
+		return "the region's old bytes are lost: restore them from a backup if you have one"
+	}
+	disk := "DISK"
+	if p, ok := strings.CutPrefix(e.Device, "file:"); ok {
+		disk = p
+	} else if p, ok := strings.CutPrefix(e.Device, "sim:"); ok {
+		disk = strings.TrimSuffix(p, "/0")
+	}
+	bs := int64(max(e.BlockSize, 1))
+	return fmt.Sprintf("put them back with dd if=%s of=%s bs=%d seek=%d conv=notrunc,fsync", e.File, disk, bs, e.Region.Offset/bs)
+}
+
+// planAdvice is the advice for a bench plan that does not fit, by reason.
+func planAdvice(e *cardbench.PlanError) string {
+	switch e.Reason {
+	case cardbench.SizeOverMemory:
+		return fmt.Sprintf("give --sizes of at most %s", units.FormatSize(e.Limit))
+	case cardbench.PreserveOverMemory:
+		return fmt.Sprintf("give a --region of at most %s, or leave out --preserve if its data may be lost", units.FormatSize(e.Limit))
+	case cardbench.SizeNotBlocks:
+		return fmt.Sprintf("give --sizes in multiples of %d bytes", e.Limit)
+	case cardbench.SizeOverCard:
+		return fmt.Sprintf("give --sizes of at most %s", units.FormatSize(e.Limit))
+	case cardbench.SizeOverRegion:
+		return "give smaller --sizes or a longer --region"
+	case cardbench.RegionNotInCard:
+		return fmt.Sprintf("give a --region of whole blocks that ends within %d bytes", e.Limit)
 	}
 	return ""
 }

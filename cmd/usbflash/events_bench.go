@@ -27,6 +27,7 @@ const (
 	phaseSave        phase = "save"
 	phaseWriteSweep  phase = "write sweep"
 	phaseRandomWrite phase = "random write"
+	phaseRestore     phase = "restore"
 )
 
 // benchUnit is what bench's progress counts, for the text reporter.

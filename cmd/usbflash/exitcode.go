@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"usbflash/cardbench"
 	"usbflash/flash"
 )
 
@@ -105,6 +107,7 @@ func exitCode(err error) int {
 		usage   *usageError
 		refused *refusedError
 		cards   *flash.CardsError
+		restore *cardbench.RestoreError
 	)
 	switch {
 	case err == nil:
@@ -113,6 +116,11 @@ func exitCode(err error) int {
 		return cardsExitCode(cards)
 	case errors.As(err, &coded):
 		return coded.code
+	case errors.As(err, &restore) && restore.Aborted:
+		return exitCancelled
+	case errors.As(err, &restore):
+		// Also after a cancel: the region is not what it was.
+		return exitDevice
 	case errors.Is(err, context.Canceled):
 		return exitCancelled
 	case errors.As(err, &usage):

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"usbflash/flash"
-	"usbflash/target"
 
-	"usbflash/filedev"
 	"usbflash/blockdev"
+	"usbflash/filedev"
+	"usbflash/flash"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
+	"usbflash/target"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
 )
@@ -42,7 +42,7 @@ func TestExitCodeClassification(t *testing.T) {
 		{&pipeline.CapacityError{Written: 512}, exitRefused}, // found by writing to the end: still does not fit
 		{&pipeline.ImageSizeError{}, exitSource},
 		{fmt.Errorf("%w: no terminal", errNotConfirmed), exitRefused},
-				{fmt.Errorf("sim:x is %w", blockdev.ErrWriteProtected), exitRefused},
+		{fmt.Errorf("sim:x is %w", blockdev.ErrWriteProtected), exitRefused},
 		{&target.Error{Kind: target.KindUsage}, exitUsage},
 		{&target.Error{Kind: target.KindRefused, Err: target.ErrInUse}, exitRefused},
 		{&target.Error{Kind: target.KindDevice, Err: target.ErrNotFound}, exitDevice},

@@ -30,6 +30,9 @@ type app struct {
 	// lineEvery is how often progress is printed without a terminal; 0:
 	// progressLineInterval. Tests shorten it.
 	lineEvery time.Duration
+	// aborts is what a second interrupt does before the process exits;
+	// nil (run, the tests): nothing.
+	aborts *aborts
 }
 
 func newRootCommand(a *app) *cobra.Command {

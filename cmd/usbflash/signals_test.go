@@ -7,13 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 )
 
-// buildBinary builds usbflash into a temporary directory: signals and a
-// closed stdout are properties of the process, not of run.
+// buildBinary builds usbflash into a temporary directory: signals, a
+// closed stdout and resource limits are properties of the process, not of
+// run.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	// go test puts its own toolchain first on PATH.
@@ -59,7 +61,7 @@ func exitStatusOf(t *testing.T, err error) int {
 	return -1
 }
 
-func TestProcessSignals(t *testing.T) {
+func TestProcess(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	img := testImage(4 << 20)
@@ -119,4 +121,68 @@ func TestProcessSignals(t *testing.T) {
 			t.Error("the first transfer's region is not zero after an interrupted write")
 		}
 	})
+
+	t.Run("a second signal during a preserve restore keeps the bytes in a file", func(t *testing.T) {
+		card := benchCard(t)
+		orig, _ := os.ReadFile(card)
+		tmp := t.TempDir()
+		var stderr bytes.Buffer
+		// Reads are fast, writes slow: the restore of 8 MiB takes seconds.
+		cmd, lines, _ := startCommand(t, bin, []string{"TMPDIR=" + tmp}, &stderr, "bench", "--json", "--write", "--preserve", "--yes",
+			"--region", "4MiB:8MiB", "--sizes", "1MiB", "--time", "20ms", "--skip", "align,random,roundtrip",
+			"sim:"+card+"?speed=200MB/s&write-speed=2MB/s")
+		signalAt(t, cmd, lines, `"phase":"write sweep"`, syscall.SIGINT)
+		signalAt(t, cmd, lines, `Restoring bytes 4194304 to 12582912`, syscall.SIGINT)
+		var rest strings.Builder
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+		if code := exitStatusOf(t, cmd.Wait()); code != exitCancelled {
+			t.Fatalf("exit %d, want %d; stderr %q", code, exitCancelled, stderr.String())
+		}
+		e := lastEvent(t, rest.String(), "error")
+		m := regexp.MustCompile(`saved bytes are in (\S+)$`).FindStringSubmatch(e["message"].(string))
+		if m == nil || !strings.Contains(e["message"].(string), "aborted") || !strings.HasPrefix(e["hint"].(string), "put them back with dd if="+m[1]+" of="+card+" bs=512 seek=8192 conv=notrunc,fsync") {
+			t.Fatalf("error event %v: does not say where the bytes are and how to put them back", e)
+		}
+		if got, _ := os.ReadFile(m[1]); !bytes.Equal(got, orig[4<<20:12<<20]) {
+			t.Error("the file does not hold the region's bytes")
+		}
+		if !strings.HasPrefix(m[1], tmp) {
+			t.Errorf("%s is not in the temporary directory %s", m[1], tmp)
+		}
+	})
+
+}
+
+// startCommand starts the binary with env added to its environment and
+// returns it with its stdout as lines.
+func startCommand(t *testing.T, bin string, env []string, stderr *bytes.Buffer, args ...string) (*exec.Cmd, *bufio.Scanner, func() error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, bufio.NewScanner(out), out.Close
+}
+
+// signalAt reads lines until one holds what, then sends sig.
+func signalAt(t *testing.T, cmd *exec.Cmd, lines *bufio.Scanner, what string, sig syscall.Signal) {
+	t.Helper()
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), what) {
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	cmd.Process.Kill()
+	t.Fatalf("no line with %q", what)
 }

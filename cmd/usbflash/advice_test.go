@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"usbflash/cardbench"
 	"usbflash/filedev"
+	"usbflash/imagedst"
 	"usbflash/imagesrc"
 	"usbflash/internal/factsonly"
+	"usbflash/internal/outfile"
 	"usbflash/pipeline"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
@@ -40,6 +43,7 @@ func TestAdviceTable(t *testing.T) {
 	cases = append(cases, cardAdviceCases(t)...)
 	cases = append(cases, pipelineAdviceCases()...)
 	cases = append(cases, benchAdviceCases(t)...)
+	cases = append(cases, outputAdviceCases()...)
 	for _, c := range cases {
 		t.Run(c.kind, func(t *testing.T) {
 			msg, advice := explain(c.err)
@@ -290,4 +294,33 @@ func benchAdviceCases(t *testing.T) []adviceCase {
 		cases = append(cases, adviceCase{fmt.Sprintf("bench plan/reason %d", r), planFlagError(e), advice})
 	}
 	return cases
+}
+
+// outputAdviceCases are the files usbflash writes (a backup, a plot, a
+// preserved region's recovery file) and the backup's own refusals.
+func outputAdviceCases() []adviceCase {
+	region := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
+	mismatch := &pipeline.VerifyError{Device: "sim:card.img", HashOnly: true, Size: 4 << 20}
+	return []adviceCase{
+		{"backup/exists", &imagedst.ExistsError{Path: "/tmp/b.img"}, "pass --force to overwrite it"},
+		{"backup/size past the card", fmt.Errorf("--size %w", &imagedst.SizeError{Device: "sim:card.img", Want: 5 << 20, Capacity: 4 << 20}),
+			"give a smaller --size, or leave it out to read the whole card"},
+		{"backup/second read differs", &imagedst.VerifyError{Out: "/tmp/b.img", Part: "/tmp/b.img.part", Err: mismatch},
+			"read the card again, with another reader or USB port if you can; if the reads still differ, the card is failing: keep /tmp/b.img.part, it may be the best copy there is"},
+		{"output/cannot create", &outfile.Error{Path: "/tmp/missing/plot.svg", Op: outfile.OpCreate, Err: syscall.ENOENT},
+			"name a file in a directory that exists and that you can write to"},
+		{"output/disk full", fmt.Errorf("writing the backup of sim:card.img at byte offset 0: %w", &outfile.Error{Path: "/tmp/b.img.part", Op: outfile.OpWrite, Err: syscall.ENOSPC}),
+			"free space on that disk, or name a file on another one"},
+		{"output/write failed", &outfile.Error{Path: "/tmp/b.img.part", Op: outfile.OpWrite, Err: syscall.EIO},
+			"check the disk the file is written to, or name a file on another one"},
+		{"preserve/restore failed", &cardbench.RestoreError{Region: region, Device: "sim:/tmp/card.img", BlockSize: 512,
+			Err: errors.New("WRITE at LBA 2048: medium error"), File: "/tmp/usbflash-bench-region-1048576-1.img"},
+			"put them back with dd if=/tmp/usbflash-bench-region-1048576-1.img of=/tmp/card.img bs=512 seek=2048 conv=notrunc,fsync"},
+		{"preserve/restore aborted", &cardbench.RestoreError{Region: region, Device: "usb:0bda:0158", BlockSize: 512, Aborted: true,
+			File: "/tmp/usbflash-bench-region-1048576-1.img"},
+			"put them back with dd if=/tmp/usbflash-bench-region-1048576-1.img of=DISK bs=512 seek=2048 conv=notrunc,fsync"},
+		{"preserve/no file either", &cardbench.RestoreError{Region: region, Device: "file:/dev/sdb", BlockSize: 512,
+			Err: errors.New("WRITE at LBA 2048: medium error"), FileErr: syscall.ENOSPC},
+			"the region's old bytes are lost: restore them from a backup if you have one"},
+	}
 }

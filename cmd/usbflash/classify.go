@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 
 	"usbflash/blockdev"
 	"usbflash/cardbench"
 	"usbflash/filedev"
 	"usbflash/flash"
+	"usbflash/imagedst"
 	"usbflash/imagesrc"
+	"usbflash/internal/outfile"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
 	"usbflash/target"
@@ -34,12 +37,22 @@ func classifyDomainError(err error) int {
 		verify   *pipeline.VerifyError
 		device   *pipeline.DeviceError
 		plan     *cardbench.PlanError
+		out      *outfile.Error
+		tooMuch  *imagedst.SizeError
 	)
 	switch {
 	case errors.As(err, &memory), errors.As(err, &report), errors.Is(err, flash.ErrReportFormat),
 		errors.As(err, &plan),
 		errors.Is(err, flash.ErrBlockMapConflict), errors.Is(err, flash.ErrBlockMapOneCard):
 		return exitUsage
+	case errors.Is(err, imagedst.ErrExists), errors.As(err, &tooMuch):
+		return exitRefused
+	case errors.As(err, &out) && out.Op == outfile.OpCreate:
+		// Found before the work: a name that cannot be a file.
+		return exitUsage
+	case errors.As(err, &out):
+		// The disk an output file goes to failed, or is full.
+		return exitDevice
 	case errors.As(err, &bmapErr) && bmapErr.Unreadable:
 		return exitSource
 	case errors.As(err, &bmapErr), errors.As(err, &refusedN):
@@ -128,10 +141,29 @@ func hint(err error) string {
 	if h := sessionHint(err); h != "" {
 		return h
 	}
-	var restore *cardbench.RestoreError
+	var (
+		restore *cardbench.RestoreError
+		backupV *imagedst.VerifyError
+		exists  *imagedst.ExistsError
+		tooMuch *imagedst.SizeError
+		output  *outfile.Error
+		pipeV   *pipeline.VerifyError
+	)
 	switch {
 	case errors.As(err, &restore):
 		return restoreAdvice(restore)
+	case errors.As(err, &backupV) && errors.As(backupV.Err, &pipeV):
+		return fmt.Sprintf("read the card again, with another reader or USB port if you can; if the reads still differ, the card is failing: keep %s, it may be the best copy there is", backupV.Part)
+	case errors.As(err, &exists):
+		return "pass --force to overwrite it"
+	case errors.As(err, &tooMuch):
+		return "give a smaller --size, or leave it out to read the whole card"
+	case errors.As(err, &output) && output.Op == outfile.OpCreate:
+		return "name a file in a directory that exists and that you can write to"
+	case errors.As(err, &output) && errors.Is(output.Err, syscall.ENOSPC):
+		return "free space on that disk, or name a file on another one"
+	case errors.As(err, &output):
+		return "check the disk the file is written to, or name a file on another one"
 	case errors.As(err, &cancelled):
 		if cancelled.Phase == pipeline.PhaseWrite && (cancelled.Bytes > 0 || cancelled.LBA > 0) {
 			return "run the write again"

@@ -40,7 +40,7 @@ func exitCodes() []exitStatus {
 		{exitUsage, "usage", "bad command, flag, argument or target syntax"},
 		{exitRefused, "refused", "refused by a safety check: write-protected, image larger than the card, disk in use, not confirmed"},
 		{exitSource, "image", "the image could not be read or decoded (corrupt or truncated archive)"},
-		{exitDevice, "device", "the reader, the card or the USB stack failed, or the device went away"},
+		{exitDevice, "device", "the reader, the card or the USB stack failed, or the device went away; or the disk an output file goes to failed or is full"},
 		{exitVerify, "verify", "what was read back differs from the image"},
 		{exitPartial, "partial", "several cards: some were written and verified, some failed (the table and --report say which)"},
 		{exitCancelled, "cancelled", "interrupted (Ctrl-C, SIGTERM, SIGHUP) after syncing what was written"},

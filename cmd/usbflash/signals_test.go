@@ -153,6 +153,63 @@ func TestProcess(t *testing.T) {
 		}
 	})
 
+	t.Run("read to a disk that takes no more", func(t *testing.T) {
+		sh, err := exec.LookPath("sh")
+		if err != nil {
+			t.Skip("no sh to set a file size limit with")
+		}
+		card := cardWith(t, testImage(4<<20), 4<<20)
+		dir := t.TempDir()
+		out := filepath.Join(dir, "b.img")
+		// ulimit -f 1024: files of at most 1 MiB (in 1 KiB units in most
+		// shells, 512-byte units in a few: either is less than the card).
+		cmd := exec.Command(sh, "-c", `ulimit -f 1024 && exec "$0" "$@"`, bin, "read", "sim:"+card, out)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if code := exitStatusOf(t, cmd.Run()); code != exitDevice {
+			t.Fatalf("exit %d, want %d\n%s", code, exitDevice, stderr.String())
+		}
+		if msg := stderr.String(); !strings.Contains(msg, "usbflash: writing the backup of sim:"+card+" at byte offset") ||
+			!strings.Contains(msg, "writing "+out+".part: file too large") ||
+			!strings.Contains(msg, "Check the disk the file is written to") {
+			t.Errorf("stderr %q does not say that the output file failed", msg)
+		}
+		noFiles(t, dir)
+	})
+
+	t.Run("a second signal during read removes OUT.part", func(t *testing.T) {
+		card := cardWith(t, holeyImage(), 16<<20)
+		dir := t.TempDir()
+		// Each READ takes 4 s: the first signal waits for the one in flight.
+		cmd := exec.Command(bin, "read", "--json", "--transfer-size", "4MiB", "sim:"+card+"?speed=1MB/s", filepath.Join(dir, "b.img.zst"))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(stdout)
+		signalAt(t, cmd, lines, `"phase":"read"`, syscall.SIGINT)
+		// Two signals sent at once may arrive as one: the second goes once
+		// the first was taken.
+		signalAt(t, cmd, bufio.NewScanner(stderr), "stopping after the command in flight", syscall.SIGINT)
+		var rest strings.Builder
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+		if code := exitStatusOf(t, cmd.Wait()); code != exitCancelled {
+			t.Fatalf("exit %d, want %d", code, exitCancelled)
+		}
+		if e := lastEvent(t, rest.String(), "error"); !strings.Contains(e["message"].(string), "b.img.zst.part was removed") {
+			t.Errorf("error event %v", e)
+		}
+		noFiles(t, dir)
+	})
 }
 
 // startCommand starts the binary with env added to its environment and

@@ -12,6 +12,7 @@ import (
 
 	"usbflash/cardbench"
 	"usbflash/imagesrc"
+	"usbflash/internal/outfile"
 	"usbflash/internal/units"
 	"usbflash/target"
 )
@@ -164,7 +165,16 @@ func parseBenchFlags(f benchFlags) (benchPlan, error) {
 	case f.compare != "" && f.compare != compareAuto && !strings.HasPrefix(f.compare, "file:"):
 		return p, &usageError{fmt.Sprintf("--compare=%s: want file:/dev/sdX, or --compare alone for the reader's kernel disk", f.compare)}
 	}
-	return p, planFlagError(p.Check())
+	if err := p.Check(); err != nil {
+		return p, planFlagError(err)
+	}
+	// A plot that could not be saved must not be found out after the run.
+	if f.plot != "" {
+		if err := outfile.Check(f.plot); err != nil {
+			return p, fmt.Errorf("--plot: %w", err)
+		}
+	}
+	return p, nil
 }
 
 // planFlagError names the flag behind a plan the bench package refused.

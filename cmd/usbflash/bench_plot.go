@@ -1,7 +1,10 @@
 package main
 
 import (
+	"io"
 	"math"
+	"path/filepath"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -9,12 +12,14 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"usbflash/cardbench"
+	"usbflash/internal/outfile"
 	"usbflash/internal/units"
 )
 
 // writePlot draws MB/s against transfer size (log scale), one curve per
-// path, to an SVG or PNG file chosen by its extension.
-func writePlot(path string, series []cardbench.Series, target string) error {
+// path, to an SVG or PNG file chosen by its extension, written whole
+// (outfile.Write).
+func writePlot(path string, series []cardbench.Series, target string, recommended int64) error {
 	p := plot.New()
 	p.Title.Text = "usbflash bench " + target
 	p.X.Label.Text = "transfer size"
@@ -40,7 +45,15 @@ func writePlot(path string, series []cardbench.Series, target string) error {
 		p.Add(line, points)
 		p.Legend.Add(s.Name(), line, points)
 	}
-	return p.Save(9*vg.Inch, 5*vg.Inch, path)
+	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	wt, err := p.WriterTo(9*vg.Inch, 5*vg.Inch, format)
+	if err != nil {
+		return err
+	}
+	return outfile.Write(path, func(w io.Writer) error {
+		_, err := wt.WriteTo(w)
+		return err
+	})
 }
 
 // sizeTicks labels the size axis at powers of four, in KiB and MiB.

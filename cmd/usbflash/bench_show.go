@@ -16,16 +16,20 @@ import (
 func (a *app) benchReport(rep reporter, run *benchRun, f benchFlags) error {
 	series := cardbench.Summarize(run.points)
 	rec := recommendation(series)
+	// The measurements are shown even when the plot cannot be saved; the
+	// failure follows them, with its exit code.
+	var plotErr error
 	if f.plot != "" {
-		if err := writePlot(f.plot, series, run.target); err != nil {
-			return &codedError{exitInternal, fmt.Errorf("--plot %s: %w", f.plot, err)}
-		}
+		plotErr = writePlot(f.plot, series, run.target, rec.size)
 	}
 	summary := &benchSummaryEvent{eventHeader: eventHeader{Event: evSummary}, Command: cmdBench,
 		Target: run.target, Capacity: run.capacity, BlockSize: run.blockSize,
 		Series: series, Points: run.points, Random: randomJSON(run.random),
 		RecommendedTransferSize: rec.size, RecommendedFrom: rec.from, BestRate: rec.best, BestSize: rec.bestSize,
-		Alignment: run.align, RoundTrip: run.roundTrip, Plot: f.plot,
+		Alignment: run.align, RoundTrip: run.roundTrip,
+	}
+	if f.plot != "" && plotErr == nil {
+		summary.Plot = f.plot
 	}
 	var b strings.Builder
 	b.WriteString(rateTable(series))
@@ -55,10 +59,13 @@ func (a *app) benchReport(rep reporter, run *benchRun, f benchFlags) error {
 		fmt.Fprintf(&b, "Recommended --transfer-size %s: the smallest within %.0f%% of the best %s (%s at %s)",
 			units.FormatSize(rec.size), cardbench.Tolerance*100, rec.from, units.FormatRate(rec.best), units.FormatSize(rec.bestSize))
 	}
-	if f.plot != "" {
+	if summary.Plot != "" {
 		fmt.Fprintf(&b, "\nPlot: %s", f.plot)
 	}
 	rep.event(summary, b.String())
+	if plotErr != nil {
+		return fmt.Errorf("--plot: %w", plotErr)
+	}
 	return nil
 }
 

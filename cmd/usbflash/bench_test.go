@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -209,6 +210,7 @@ func TestBenchRefusesAndRejects(t *testing.T) {
 		{"size past the card", []string{"--sizes", "64KiB,64MiB"}, "", exitUsage},
 		{"size past the region", []string{"--write", "--yes", "--region", "4MiB:1MiB", "--sizes", "2MiB"}, "", exitUsage},
 		{"plot format", []string{"--plot", "x.pdf"}, "", exitUsage},
+		{"plot in a missing directory", []string{"--plot", "/nonexistent/bench.svg"}, "", exitUsage},
 		{"skip what", []string{"--skip", "sweep"}, "", exitUsage},
 		{"compare without a kernel disk", []string{"--compare"}, "", exitUsage},
 		{"compare syntax", []string{"--compare=/dev/sdb"}, "", exitUsage},
@@ -299,6 +301,52 @@ func TestBenchPlot(t *testing.T) {
 		})
 	}
 }
+
+// A plot that cannot be saved is refused before the run, naming it; one
+// that cannot be saved after the run (its directory went away meanwhile)
+// is an error with its exit code, also with -q, after the results.
+func TestBenchPlotFailures(t *testing.T) {
+	t.Parallel()
+	card := benchCard(t)
+	missing := filepath.Join(t.TempDir(), "missing", "bench.svg")
+	r := runCLI(t, benchArgs("-q", "--plot", missing, "sim:"+card)...)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--plot: cannot create "+missing+": no such file or directory") || strings.Contains(r.stderr, ".bench.svg.") {
+		t.Errorf("exit %d, want %d naming the plot\n%s", r.code, exitUsage, r.stderr)
+	}
+
+	for _, quiet := range []string{"-q", "--json"} {
+		dir := filepath.Join(t.TempDir(), "plots")
+		os.Mkdir(dir, 0o755)
+		plot := filepath.Join(dir, "bench.svg")
+		var out, errOut bytes.Buffer
+		// The question comes after the checks: the directory goes away
+		// while the user answers.
+		answer := readFunc(func(p []byte) (int, error) {
+			os.RemoveAll(dir)
+			return copy(p, "y\n"), io.EOF
+		})
+		a := &app{stdin: answer, stdout: &out, stderr: &errOut, interactive: true}
+		code := runApp(context.Background(), a, benchArgs(quiet, "--write", "--preserve", "--skip", "align,random,roundtrip",
+			"--sizes", "1MiB", "--region", "4MiB:4MiB", "--plot", plot, "sim:"+card))
+		if code != exitDevice {
+			t.Errorf("%s: exit %d, want %d\n%s", quiet, code, exitDevice, errOut.String())
+		}
+		msg := errOut.String()
+		if quiet == "--json" {
+			msg = lastEvent(t, out.String(), "error")["message"].(string)
+			if s := lastEvent(t, out.String(), "summary"); s["plot"] != nil {
+				t.Errorf("the summary names a plot that was not saved: %v", s["plot"])
+			}
+		}
+		if !strings.Contains(msg, "--plot: writing "+plot+": no such file or directory") {
+			t.Errorf("%s: %q does not say the plot was not written", quiet, msg)
+		}
+	}
+}
+
+type readFunc func([]byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }
 
 func TestBenchWriteAsksAtATerminal(t *testing.T) {
 	t.Parallel()

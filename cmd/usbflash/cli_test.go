@@ -35,6 +35,8 @@ func TestCommandLineMistakesExit2(t *testing.T) {
 		{[]string{"info", "/dev/sda"}, "write file:/dev/sda for a file or disk"},
 		{[]string{"info", "./c.img"}, "write file:./c.img for a file or disk"},
 		{[]string{"version", "extra"}, "version needs no arguments, got 1 argument"},
+		{[]string{"completion", "bash", "extra"}, "bash needs no arguments, got 1 argument; see 'usbflash completion bash --help'"},
+		{[]string{"completion", "zsh", "a", "b"}, "zsh needs no arguments, got 2 arguments"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -74,6 +74,13 @@ Targets:
 	for _, c := range append([]*cobra.Command{root}, root.Commands()...) {
 		if c.HasSubCommands() {
 			groupCommand(c)
+			if c.Name() == "completion" {
+				// cobra's shells take no arguments: a stray one is a
+				// usage error, where cobra's own check exits 1.
+				for _, shell := range c.Commands() {
+					shell.Args = exactArgs(0, "no arguments")
+				}
+			}
 		}
 		if c.Name() == "info" && c.ValidArgsFunction == nil {
 			c.ValidArgsFunction = targetArgs(false)

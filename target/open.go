@@ -314,6 +314,10 @@ func openFile(t Spec, opts Options) (*Device, error) {
 // every kind of target: the system uses it or another run holds it
 // (refused), the target cannot be one (usage), or the device failed.
 func openError(t Spec, err error) error {
+	var (
+		spec *sim.SpecError
+		card *sim.CardError
+	)
 	switch {
 	case errors.Is(err, linuxdisk.ErrInUse):
 		return &Error{Kind: KindRefused, Target: t.Raw, Msg: fmt.Sprintf("%v; nothing was written", err), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
@@ -321,8 +325,14 @@ func openError(t Spec, err error) error {
 		return &Error{Kind: KindRefused, Target: t.Raw, Msg: fmt.Sprintf("target %s is in use by another usbflash (or another program); nothing was written", t.Raw), Err: errors.Join(ErrBusy, err)}
 	case errors.Is(err, filedev.ErrBadTarget):
 		return &Error{Kind: KindUsage, Target: t.Raw, Msg: err.Error(), Err: err}
-	case t.Scheme == Sim:
+	case t.Scheme == Sim && (errors.As(err, &spec) || errors.As(err, &card)):
+		// What the target asks for cannot be (its options, the card
+		// file's size): the command line's to fix.
 		return &Error{Kind: KindUsage, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
+	case t.Scheme == Sim:
+		// The card file could not be opened or read: the simulated
+		// card failed, as a real one would.
+		return &Error{Kind: KindDevice, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
 	}
 	return &Error{Kind: KindDevice, Target: t.Raw, Msg: err.Error(), Err: err}
 }

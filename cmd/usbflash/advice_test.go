@@ -240,9 +240,11 @@ func targetAdviceCases(t *testing.T) []adviceCase {
 // card.
 func cardAdviceCases(t *testing.T) []adviceCase {
 	want := map[sim.CardReason]string{
-		sim.CardNeedsSize:   "add ?size=64MiB (or another size) to create it",
-		sim.CardWouldShrink: "drop size= or give at least 4194304",
-		sim.CardBadSize:     "use size= to set its size, a positive multiple of 512 bytes",
+		sim.CardNeedsSize:     "add ?size=64MiB (or another size) to create it",
+		sim.CardWouldShrink:   "drop size= or give at least 4194304",
+		sim.CardBadSize:       "use size= to set its size, a positive multiple of 512 bytes",
+		sim.CardShortReadOnly: "drop size= or give at most 4194304",
+		sim.CardNotAFile:      "give a file for the card, as in sim:card.img?size=64MiB",
 	}
 	var cases []adviceCase
 	for _, r := range sim.CardReasons() {

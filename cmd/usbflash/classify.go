@@ -279,6 +279,10 @@ func cardAdvice(e *sim.CardError) string {
 		return fmt.Sprintf("drop size= or give at least %d", e.FileSize)
 	case sim.CardBadSize:
 		return fmt.Sprintf("use size= to set its size, a positive multiple of %d bytes", e.Block)
+	case sim.CardShortReadOnly:
+		return fmt.Sprintf("drop size= or give at most %d", e.FileSize)
+	case sim.CardNotAFile:
+		return "give a file for the card, as in sim:card.img?size=64MiB"
 	}
 	return ""
 }

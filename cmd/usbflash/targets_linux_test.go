@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"usbflash/internal/readonly"
 )
 
 // sh runs a command the test needs, failing the test when it fails.
@@ -118,6 +120,36 @@ func TestReadOnlyCommandsOpenReadOnly(t *testing.T) {
 		}
 		if r := runCLI(t, "verify", image, target); r.code != exitOK {
 			t.Errorf("verify %s: exit %d, stderr %q", target, r.code, r.stderr)
+		}
+	}
+}
+
+// TestFileAndSimAgree: the same card file gives the same exit code through
+// file: and sim:. One the system will not let usbflash write is a
+// write-protected card (3); one that cannot be opened at all failed as a
+// device (5); a directory is no card (2).
+func TestFileAndSimAgree(t *testing.T) {
+	t.Parallel()
+	image := writeFile(t, "os.img", testImage(2<<20))
+	notDir := writeFile(t, "not-a-dir", []byte("a file"))
+	locked := writeFile(t, "card.img", make([]byte, 4<<20))
+	readonly.File(t, locked)
+	for _, tt := range []struct {
+		name, path string
+		want       int
+		msg        string
+	}{
+		{"immutable", locked, exitRefused, "write-protected"},
+		{"under a file", filepath.Join(notDir, "card.img"), exitDevice, "not a directory"},
+		{"a directory", t.TempDir(), exitUsage, "is a directory"},
+	} {
+		for _, scheme := range []string{"file:", "sim:"} {
+			t.Run(tt.name+"/"+scheme, func(t *testing.T) {
+				r := runCLI(t, "write", "--yes", image, scheme+tt.path)
+				if r.code != tt.want || !strings.Contains(r.stderr, tt.msg) {
+					t.Errorf("exit %d, want %d saying %q\n%s", r.code, tt.want, tt.msg, r.stderr)
+				}
+			})
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"usbflash/internal/flock"
 )
@@ -15,8 +16,9 @@ import (
 //	sim:PATH[?OPTION=VALUE[&OPTION=VALUE...]]
 //
 // (the "sim:" prefix is optional). The file at PATH is the card: it is
-// opened read-write and its size is the capacity, which must be a positive
-// multiple of the block size. Options:
+// opened read-write (read-only, as a write-protected card, when the system
+// will not let this process write it) and its size is the capacity, which
+// must be a positive multiple of the block size. Options:
 //
 //	size=64MiB          create PATH, or extend it, to this size (sparse); an
 //	                    existing larger file is refused, never shrunk
@@ -71,7 +73,7 @@ func open(spec string, readOnly bool) (*Device, error) {
 		}
 		return nil, err
 	}
-	card, capacity, err := openCard(path, o.size, int64(o.block), o.wp, readOnly)
+	card, capacity, cardWP, err := openCard(path, o.size, int64(o.block), o.wp, readOnly)
 	if err != nil {
 		return fail(err)
 	}
@@ -84,24 +86,25 @@ func open(spec string, readOnly bool) (*Device, error) {
 	for k := range o.luns {
 		l := LUN{
 			BlockSize: o.block, Blocks: capacity / int64(o.block),
-			WriteProtected: o.wp, NoMedium: o.nomedium, Removable: o.removable,
+			WriteProtected: o.wp || (k == 0 && cardWP), NoMedium: o.nomedium, Removable: o.removable,
 			Vendor: o.vendor, Product: o.product, Revision: o.revision,
 			RejectModeSense: o.rejectModeSense, RejectSyncCache: o.rejectSync,
 			MaxTransferBlocks: o.maxTransfer,
 		}
 		if k == 0 {
 			l.Medium = card
-		} else if extra, size, err := openExtraLUN(fmt.Sprintf("%s.lun%d", path, k), int64(o.block), o.wp, readOnly); err != nil {
+		} else if extra, size, wp, err := openExtraLUN(fmt.Sprintf("%s.lun%d", path, k), int64(o.block), o.wp, readOnly); err != nil {
 			return fail(err)
 		} else if extra != nil {
 			closers = append(closers, extra)
 			l.Medium, l.Blocks = extra, size/int64(o.block)
+			l.WriteProtected = l.WriteProtected || wp
 		}
 		cfg.LUNs = append(cfg.LUNs, l)
 	}
 	d, err := New(cfg)
 	if err != nil {
-		return fail(fmt.Errorf("sim: %s: %w", path, err))
+		return fail(&SpecError{Spec: spec, Err: err})
 	}
 	d.closers = closers
 	for _, f := range o.faults {
@@ -134,16 +137,28 @@ const (
 	// CardBadSize: the file's size is not a positive multiple of the
 	// block size.
 	CardBadSize
+	// CardShortReadOnly: the file is smaller than size=, and may not be
+	// extended (a read-only command, or a file the system will not let
+	// this process write).
+	CardShortReadOnly
+	// CardNotAFile: the path is a directory.
+	CardNotAFile
 )
 
 // CardReasons lists every CardReason, for tables keyed by them.
-func CardReasons() []CardReason { return []CardReason{CardNeedsSize, CardWouldShrink, CardBadSize} }
+func CardReasons() []CardReason {
+	return []CardReason{CardNeedsSize, CardWouldShrink, CardBadSize, CardShortReadOnly, CardNotAFile}
+}
 
 // openCard opens (and with size > 0 creates or extends) the file behind
 // LUN 0, locks it, and returns its capacity in bytes. A write-protected
 // card is opened read-only unless it is to be created or extended; with
-// readOnly nothing is created or extended, and the lock is shared.
-func openCard(path string, size, block int64, wp, readOnly bool) (*os.File, int64, error) {
+// readOnly nothing is created or extended, and the lock is shared. A card
+// file the system will not let this process write (no permission, an
+// immutable file, a read-only file system) is opened read-only all the
+// same and is write-protected (wp): a card with its lock switch set, as a
+// file: target is.
+func openCard(path string, size, block int64, wp, readOnly bool) (f *os.File, capacity int64, protected bool, err error) {
 	flag := os.O_RDWR
 	switch {
 	case readOnly:
@@ -153,54 +168,70 @@ func openCard(path string, size, block int64, wp, readOnly bool) (*os.File, int6
 	case wp:
 		flag = os.O_RDONLY
 	}
-	f, err := os.OpenFile(path, flag, 0o644)
-	if errors.Is(err, fs.ErrNotExist) && readOnly {
-		return nil, 0, fmt.Errorf("sim: %s does not exist", path)
+	f, err = os.OpenFile(path, flag, 0o644)
+	if err != nil && flag&os.O_RDWR != 0 && refusesWrites(err) {
+		if ro, rerr := os.OpenFile(path, os.O_RDONLY, 0); rerr == nil {
+			f, err, protected = ro, nil, true
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) && readOnly && size > 0 {
+		return nil, 0, false, &CardError{Path: path, Reason: CardNeedsSize, What: "does not exist (a read-only open creates nothing)"}
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, &CardError{Path: path, Reason: CardNeedsSize, What: "does not exist, and no size= was given to create it"}
+		return nil, 0, false, &CardError{Path: path, Reason: CardNeedsSize, What: "does not exist, and no size= was given to create it"}
+	}
+	if errors.Is(err, syscall.EISDIR) {
+		return nil, 0, false, &CardError{Path: path, Reason: CardNotAFile, What: "is a directory"}
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("sim: open card: %w", err)
+		return nil, 0, false, fmt.Errorf("sim: open card: %w", err)
 	}
 	if err := flock.Lock(f, !readOnly); err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("sim: card %w", err)
+		return nil, 0, false, fmt.Errorf("sim: card %w", err)
 	}
 	have, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("sim: size of %s: %w", path, err)
+		return nil, 0, false, fmt.Errorf("sim: size of %s: %w", path, err)
 	}
 	if size > 0 && have > size {
 		f.Close()
-		return nil, 0, &CardError{Path: path, Reason: CardWouldShrink, FileSize: have, Block: block,
+		return nil, 0, false, &CardError{Path: path, Reason: CardWouldShrink, FileSize: have, Block: block,
 			What: fmt.Sprintf("is %d bytes, larger than size=%d: refusing to shrink it", have, size)}
 	}
-	if size > have && readOnly {
+	if size > have && (readOnly || protected) {
 		f.Close()
-		return nil, 0, fmt.Errorf("sim: %s is %d bytes, smaller than size=%d, and is opened read-only", path, have, size)
+		return nil, 0, false, &CardError{Path: path, Reason: CardShortReadOnly, FileSize: have, Block: block,
+			What: fmt.Sprintf("is %d bytes, smaller than size=%d, and is opened read-only", have, size)}
 	}
 	if size > have {
 		if err := f.Truncate(size); err != nil {
 			f.Close()
-			return nil, 0, fmt.Errorf("sim: extend %s to %d bytes: %w", path, size, err)
+			return nil, 0, false, fmt.Errorf("sim: extend %s to %d bytes: %w", path, size, err)
 		}
 		have = size
 	}
 	if have <= 0 || have%block != 0 {
 		f.Close()
-		return nil, 0, &CardError{Path: path, Reason: CardBadSize, FileSize: have, Block: block,
+		return nil, 0, false, &CardError{Path: path, Reason: CardBadSize, FileSize: have, Block: block,
 			What: fmt.Sprintf("is %d bytes: a card must be a positive multiple of the %d-byte block", have, block)}
 	}
-	return f, have, nil
+	return f, have, protected, nil
+}
+
+// refusesWrites says whether err, from opening a file for writing, is the
+// system refusing to write it: no permission, an immutable file (EACCES,
+// EPERM), a read-only file system (EROFS).
+func refusesWrites(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
 }
 
 // openExtraLUN opens PATH.lunK when it exists; nil when it does not, so
 // the LUN falls back to memory.
-func openExtraLUN(path string, block int64, wp, readOnly bool) (*os.File, int64, error) {
+func openExtraLUN(path string, block int64, wp, readOnly bool) (*os.File, int64, bool, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
+		return nil, 0, false, nil
 	}
 	return openCard(path, 0, block, wp, readOnly)
 }

@@ -12,6 +12,7 @@ import (
 
 	"usbflash/internal/factsonly"
 	"usbflash/internal/flock"
+	"usbflash/internal/readonly"
 )
 
 // TestOpen parses good and bad sim: targets against real files.
@@ -287,11 +288,39 @@ func TestCardErrorReasons(t *testing.T) {
 		{filepath.Join(dir, "missing.img"), CardNeedsSize, 0},
 		{big + "?size=1MiB", CardWouldShrink, 2 << 20},
 		{odd, CardBadSize, 1000},
+		{dir, CardNotAFile, 0},
 	} {
 		_, err := Open(tc.spec)
 		var ce *CardError
 		if !errors.As(err, &ce) || ce.Reason != tc.reason || ce.FileSize != tc.fileSize {
 			t.Errorf("Open(%s) = %v, want a *CardError of reason %d, file size %d", tc.spec, err, tc.reason, tc.fileSize)
 		}
+	}
+}
+
+// TestOpenUnwritableCard: a card file the system will not let this
+// process write opens read-only, as a write-protected card (file: targets
+// do the same); it is never extended. A wrong option is a *SpecError.
+func TestOpenUnwritableCard(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "card.img")
+	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readonly.File(t, path)
+	d, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v, want a write-protected card", err)
+	}
+	if !d.cfg.LUNs[0].WriteProtected {
+		t.Error("the card is not write-protected")
+	}
+	d.Close()
+	var ce *CardError
+	if _, err := Open(path + "?size=2MiB"); !errors.As(err, &ce) || ce.Reason != CardShortReadOnly {
+		t.Errorf("Open with a larger size= = %v, want CardShortReadOnly", err)
+	}
+	var se *SpecError
+	if _, err := Open(path + "?bogus=1"); !errors.As(err, &se) {
+		t.Errorf("Open with an unknown option = %v, want a *SpecError", err)
 	}
 }

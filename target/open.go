@@ -237,7 +237,10 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 	for i, t := range group {
 		ds[i], errs[i] = openSlot(ctx, t, name, tr, info, release, opts)
 	}
-	if ds[0] != nil && len(group) == 1 {
+	// A card made for a read-only command (size= names it) stays: it is
+	// the card the user asked for, blank. One made for a write goes again
+	// unless the write began (Keep).
+	if ds[0] != nil && len(group) == 1 && !opts.ReadOnly {
 		ds[0].created = created
 	}
 	return ds, errs

@@ -245,6 +245,7 @@ func cardAdviceCases(t *testing.T) []adviceCase {
 		sim.CardBadSize:       "use size= to set its size, a positive multiple of 512 bytes",
 		sim.CardShortReadOnly: "drop size= or give at most 4194304",
 		sim.CardNotAFile:      "give a file for the card, as in sim:card.img?size=64MiB",
+		sim.CardNoDirectory:   "create the directory first, or check the path",
 	}
 	var cases []adviceCase
 	for _, r := range sim.CardReasons() {

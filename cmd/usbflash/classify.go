@@ -283,6 +283,8 @@ func cardAdvice(e *sim.CardError) string {
 		return fmt.Sprintf("drop size= or give at most %d", e.FileSize)
 	case sim.CardNotAFile:
 		return "give a file for the card, as in sim:card.img?size=64MiB"
+	case sim.CardNoDirectory:
+		return "create the directory first, or check the path"
 	}
 	return ""
 }

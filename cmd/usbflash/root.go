@@ -48,7 +48,7 @@ Targets:
   usb:BUS.ADDR[/LUN]           a reader by bus and address
   N[/LUN]                      the Nth reader of 'usbflash list'
   file:PATH                    a file or block device, through the kernel
-  sim:PATH[?options]           the simulated reader; PATH is the card
+  sim:PATH[/LUN][?options]     the simulated reader; PATH is the card
 
 ` + exitCodeHelp(),
 		Version:       versionString(),

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"usbflash/internal/flock"
@@ -55,10 +56,11 @@ import (
 // the same card, in this process or another, fails with flock.ErrLocked.
 func Open(spec string) (*Device, error) { return open(spec, false) }
 
-// OpenReadOnly is Open for a reader that never writes (verify, info): the
-// files are opened read-only and locked shared, so a card whose file the
-// user may not write can still be read, and nothing is created or
-// extended (size= must match the file, or be left out).
+// OpenReadOnly is Open for a reader that never writes (verify, info, read,
+// bench): the files are opened read-only and locked shared, so a card whose
+// file the user may not write can still be read. Nothing is written or
+// extended: size= makes a card that does not exist, blank, and must
+// otherwise be no larger than the file.
 func OpenReadOnly(spec string) (*Device, error) { return open(spec, true) }
 
 func open(spec string, readOnly bool) (*Device, error) {
@@ -143,11 +145,14 @@ const (
 	CardShortReadOnly
 	// CardNotAFile: the path is a directory.
 	CardNotAFile
+	// CardNoDirectory: the file does not exist, and its directory does
+	// not either, so size= cannot create it.
+	CardNoDirectory
 )
 
 // CardReasons lists every CardReason, for tables keyed by them.
 func CardReasons() []CardReason {
-	return []CardReason{CardNeedsSize, CardWouldShrink, CardBadSize, CardShortReadOnly, CardNotAFile}
+	return []CardReason{CardNeedsSize, CardWouldShrink, CardBadSize, CardShortReadOnly, CardNotAFile, CardNoDirectory}
 }
 
 // openCard opens (and with size > 0 creates or extends) the file behind
@@ -168,14 +173,21 @@ func openCard(path string, size, block int64, wp, readOnly bool) (f *os.File, ca
 	case wp:
 		flag = os.O_RDONLY
 	}
+	if readOnly && size > 0 {
+		// A card named with its size is made, blank, for any command:
+		// reading a blank card is a fine thing to do. It is never extended.
+		if err := createBlank(path, size); err != nil {
+			return nil, 0, false, err
+		}
+	}
 	f, err = os.OpenFile(path, flag, 0o644)
 	if err != nil && flag&os.O_RDWR != 0 && refusesWrites(err) {
 		if ro, rerr := os.OpenFile(path, os.O_RDONLY, 0); rerr == nil {
 			f, err, protected = ro, nil, true
 		}
 	}
-	if errors.Is(err, fs.ErrNotExist) && readOnly && size > 0 {
-		return nil, 0, false, &CardError{Path: path, Reason: CardNeedsSize, What: "does not exist (a read-only open creates nothing)"}
+	if errors.Is(err, fs.ErrNotExist) && size > 0 {
+		return nil, 0, false, &CardError{Path: path, Reason: CardNoDirectory, What: fmt.Sprintf("cannot be created: directory %s does not exist", filepath.Dir(path))}
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, false, &CardError{Path: path, Reason: CardNeedsSize, What: "does not exist, and no size= was given to create it"}
@@ -218,6 +230,29 @@ func openCard(path string, size, block int64, wp, readOnly bool) (f *os.File, ca
 			What: fmt.Sprintf("is %d bytes: a card must be a positive multiple of the %d-byte block", have, block)}
 	}
 	return f, have, protected, nil
+}
+
+// createBlank makes the file path of size bytes (sparse) unless it exists.
+func createBlank(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no directory: the open that follows says so
+	}
+	if err != nil {
+		return fmt.Errorf("sim: create %s: %w", path, err)
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("sim: create %s of %d bytes: %w", path, size, err)
+	}
+	return nil
 }
 
 // refusesWrites says whether err, from opening a file for writing, is the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"usbflash/blockdev"
 	"usbflash/cardbench"
 	"usbflash/imagesrc"
 	"usbflash/internal/outfile"
@@ -221,18 +222,38 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 	}
 
 	// The kernel's disk goes away when usbflash claims the interface, so
-	// the kernel paths are measured first.
+	// the kernel paths are measured first, and the run's start describes
+	// the disk they read: the target cannot be opened yet.
+	var compared *cardbench.KernelDevice
 	if f.compare != "" {
 		node, err := compareNode(ctx, usb, t, f.compare)
 		if err != nil {
 			return err
 		}
-		for _, direct := range []bool{true, false} {
-			pts, err := a.kernelSweep(ctx, rep, node, direct, plan, f, point)
-			if err != nil {
-				return err
-			}
-			run.points = append(run.points, pts...)
+		if compared, err = openKernel(node, true); err != nil {
+			return err
+		}
+		l, err := benchLayout("file:"+node, compared, plan)
+		if err != nil {
+			compared.Close()
+			return err
+		}
+		benchStart(rep, t.Raw, compared, l, f)
+		pts, err := a.kernelSweep(ctx, rep, compared, plan, f, point)
+		compared.Close()
+		run.points = append(run.points, pts...)
+		if err != nil {
+			return err
+		}
+		buffered, err := openKernel(node, false)
+		if err != nil {
+			return err
+		}
+		pts, err = a.kernelSweep(ctx, rep, buffered, plan, f, point)
+		buffered.Close()
+		run.points = append(run.points, pts...)
+		if err != nil {
+			return err
 		}
 	}
 
@@ -243,9 +264,16 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 	}
 	defer d.Close()
 	run.target, run.capacity, run.blockSize = d.Name, d.Capacity(), d.Dev.BlockSize()
-	sizes, regions, err := benchLayout(d, plan)
+	l, err := benchLayout(d.Name, d.Dev, plan)
 	if err != nil {
 		return err
+	}
+	sizes, regions := l.Sizes, l.Regions
+	if compared != nil && (compared.BlockCount() != d.Dev.BlockCount() || compared.BlockSize() != d.Dev.BlockSize()) {
+		note := fmt.Sprintf("%s holds %s in %d-byte blocks, the compared %s %s in %d-byte blocks: the kernel paths read another medium; the direct path reads %s",
+			d.Name, units.FormatSize(d.Capacity()), d.Dev.BlockSize(), compared.String(), units.FormatSize(compared.BlockCount()*int64(compared.BlockSize())), compared.BlockSize(),
+			regionNames(regions))
+		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
 	}
 	if d.LUN != nil && d.LUN.MaxTransfer() > 0 && sizes[len(sizes)-1] > d.LUN.MaxTransfer()*int64(run.blockSize) {
 		note := fmt.Sprintf("%s takes at most %s per command: larger sizes go out as several commands", d.Name, units.FormatSize(d.LUN.MaxTransfer()*int64(run.blockSize)))
@@ -270,12 +298,9 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 			}
 		}
 	}
-	rep.event(&benchStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdBench,
-		Target: d.Name, Capacity: run.capacity, BlockSize: run.blockSize, Sizes: sizes, Regions: regions,
-		PointTimeS: f.pointTime.Seconds(), Write: f.write, Preserve: f.preserve},
-		fmt.Sprintf("Measuring %s (%s, %d-byte blocks): %d sizes from %s to %s, %s per size in each of %s",
-			d.Name, units.FormatSize(run.capacity), run.blockSize, len(sizes), units.FormatSize(sizes[0]),
-			units.FormatSize(sizes[len(sizes)-1]), f.pointTime, regionNames(regions)))
+	if compared == nil {
+		benchStart(rep, d.Name, d.Dev, l, f)
+	}
 
 	if err := a.benchReads(ctx, rep, d, run, sizes, regions, plan, f, point); err != nil {
 		return stopped(err, "nothing was written")
@@ -300,13 +325,27 @@ func stopped(err error, card string) error {
 	return fmt.Errorf("%w (%s)", err, card)
 }
 
-// benchLayout fits the plan to the opened device.
-func benchLayout(d *target.Device, plan benchPlan) ([]int64, []cardbench.Region, error) {
-	l, err := plan.Layout(d.Name, d.Capacity(), d.Dev.BlockSize())
-	if err != nil {
-		return nil, nil, planFlagError(err)
+// benchLayout fits the plan to an opened device.
+func benchLayout(name string, dev blockdev.Device, plan benchPlan) (cardbench.Layout, error) {
+	l, err := plan.Layout(name, dev.BlockCount()*int64(dev.BlockSize()), dev.BlockSize())
+	return l, planFlagError(err)
+}
+
+// benchStart says what the run measures, before its first measurement:
+// the target's layout, or with --compare that of the kernel's disk, the
+// first one read.
+func benchStart(rep reporter, name string, dev blockdev.Device, l cardbench.Layout, f benchFlags) {
+	capacity, bs := dev.BlockCount()*int64(dev.BlockSize()), dev.BlockSize()
+	e := &benchStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdBench,
+		Target: name, Capacity: capacity, BlockSize: bs, Sizes: l.Sizes, Regions: l.Regions,
+		PointTimeS: f.pointTime.Seconds(), Write: f.write, Preserve: f.preserve}
+	what := fmt.Sprintf("%s (%s, %d-byte blocks)", name, units.FormatSize(capacity), bs)
+	if k, ok := dev.(*cardbench.KernelDevice); ok {
+		e.Compare = k.String()
+		what = fmt.Sprintf("%s, and first the kernel's %s (%s, %d-byte blocks)", name, k.String(), units.FormatSize(capacity), bs)
 	}
-	return l.Sizes, l.Regions, nil
+	rep.event(e, fmt.Sprintf("Measuring %s: %d sizes from %s to %s, %s per size in each of %s",
+		what, len(l.Sizes), units.FormatSize(l.Sizes[0]), units.FormatSize(l.Sizes[len(l.Sizes)-1]), f.pointTime, regionNames(l.Regions)))
 }
 
 func regionNames(rs []cardbench.Region) string {
@@ -422,21 +461,23 @@ func restoreEvents(rep reporter, saved *cardbench.Saved) cardbench.FinishOptions
 	}
 }
 
-// kernelSweep reads the kernel's block device at node through one path.
-func (a *app) kernelSweep(ctx context.Context, rep reporter, node string, direct bool, plan benchPlan, f benchFlags, point func(cardbench.Point)) ([]cardbench.Point, error) {
+// openKernel opens the kernel's block device at node for one path.
+func openKernel(node string, direct bool) (*cardbench.KernelDevice, error) {
 	k, err := cardbench.OpenKernel(node, direct)
 	if err != nil {
 		return nil, &codedError{exitDevice, fmt.Errorf("--compare: %w", err)}
 	}
-	defer k.Close()
-	d := &target.Device{Name: "file:" + node, Dev: k}
-	sizes, regions, err := benchLayout(d, plan)
+	return k, nil
+}
+
+// kernelSweep reads the kernel's block device through one path.
+func (a *app) kernelSweep(ctx context.Context, rep reporter, k *cardbench.KernelDevice, plan benchPlan, f benchFlags, point func(cardbench.Point)) ([]cardbench.Point, error) {
+	l, err := benchLayout(k.String(), k, plan)
 	if err != nil {
 		return nil, err
 	}
-	pts, err := cardbench.Sweep(ctx, k, cardbench.SweepOptions{
-		Path: k.Path(), Op: cardbench.OpRead, Sizes: sizes, Regions: regions,
-		PointTime: f.pointTime, Progress: sweepProgress(rep, phase(k.Path()), len(sizes)*len(regions)), Point: point,
+	return cardbench.Sweep(ctx, k, cardbench.SweepOptions{
+		Path: k.Path(), Op: cardbench.OpRead, Sizes: l.Sizes, Regions: l.Regions,
+		PointTime: f.pointTime, Progress: sweepProgress(rep, phase(k.Path()), len(l.Sizes)*len(l.Regions)), Point: point,
 	})
-	return pts, err
 }

@@ -284,6 +284,43 @@ func TestBenchCompareWithAFile(t *testing.T) {
 	}
 }
 
+// With --compare, start still comes first (before the kernel's points),
+// and a kernel disk of another size than the target is noted.
+func TestBenchCompareEvents(t *testing.T) {
+	t.Parallel()
+	card := benchCard(t)
+	other := writeFile(t, "other.img", testImage(16<<20))
+	for _, tt := range []struct {
+		compare  string
+		capacity float64
+		note     bool
+	}{
+		{card, 32 << 20, false},
+		{other, 16 << 20, true},
+	} {
+		r := runCLI(t, benchArgs("--json", "--sizes", "64KiB,1MiB", "--skip", "align,random,roundtrip", "--compare=file:"+tt.compare, "sim:"+card)...)
+		if r.code != exitOK {
+			t.Fatalf("exit %d\n%s", r.code, r.stderr)
+		}
+		events := jsonEvents(t, r.stdout)
+		if e := events[0]; e["event"] != "start" || e["compare"] != "file:"+tt.compare || e["capacity"] != tt.capacity || e["target"] != "sim:"+card {
+			t.Errorf("first event %v, want start naming the compared disk", e)
+		}
+		noted := false
+		for i, e := range events {
+			if e["event"] == "start" && i > 0 {
+				t.Errorf("a second start: %v", e)
+			}
+			if e["event"] == "note" && strings.Contains(e["message"].(string), "the kernel paths read another medium") {
+				noted = strings.Contains(e["message"].(string), "holds 32 MiB in 512-byte blocks, the compared file:"+other+" 16 MiB")
+			}
+		}
+		if noted != tt.note {
+			t.Errorf("compare %s: noted %v, want %v\n%s", tt.compare, noted, tt.note, r.stdout)
+		}
+	}
+}
+
 func TestBenchPlot(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct{ ext, magic string }{{".svg", "<?xml"}, {".png", "\x89PNG"}} {

@@ -44,6 +44,9 @@ type benchStartEvent struct {
 	PointTimeS float64            `json:"point_time_s"`
 	Write      bool               `json:"write"`
 	Preserve   bool               `json:"preserve"`
+	// Compare is the kernel's disk --compare reads first: capacity,
+	// block_size, sizes and regions are then its own.
+	Compare string `json:"compare,omitempty"`
 }
 
 type benchPointEvent struct {

@@ -95,7 +95,7 @@ the kernel made for a usb: reader (before usbflash takes the interface),
 	fl.BoolVarP(&f.yes, "yes", "y", false, "with --write: do not ask for confirmation")
 	fl.BoolVar(&f.force, "force", false, "use the reader even though its kernel disk is mounted")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line: every point, then a summary")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the recommended transfer size, and errors; with --json, only the summary or error event")
 	fl.StringVar(&f.plot, "plot", "", "draw the curves to FILE.svg or FILE.png")
 	return c
 }

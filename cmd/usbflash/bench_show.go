@@ -56,8 +56,9 @@ func (a *app) benchReport(rep reporter, run *benchRun, f benchFlags) error {
 		b.WriteString(line + "\n")
 	}
 	if rec.size > 0 {
-		fmt.Fprintf(&b, "Recommended --transfer-size %s: the smallest within %.0f%% of the best %s (%s at %s)",
+		summary.recommendation = fmt.Sprintf("Recommended --transfer-size %s: the smallest within %.0f%% of the best %s (%s at %s)",
 			units.FormatSize(rec.size), cardbench.Tolerance*100, rec.from, units.FormatRate(rec.best), units.FormatSize(rec.bestSize))
+		b.WriteString(summary.recommendation)
 	}
 	if summary.Plot != "" {
 		fmt.Fprintf(&b, "\nPlot: %s", f.plot)

@@ -77,6 +77,16 @@ func TestBenchTextShowsTableChartAndAdvice(t *testing.T) {
 	}
 }
 
+// -q prints the one line a quiet user wants: the recommendation.
+func TestBenchQuietRecommends(t *testing.T) {
+	t.Parallel()
+	card := benchCard(t)
+	r := runCLI(t, benchArgs("-q", "--sizes", "4KiB,1MiB", "--skip", "align,random,roundtrip", "sim:"+card)...)
+	if r.code != exitOK || !regexp.MustCompile(`^Recommended --transfer-size (4 KiB|1 MiB): [^\n]*\n$`).MatchString(r.stdout) || r.stderr != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the recommendation alone", r.code, r.stdout, r.stderr)
+	}
+}
+
 // regionHashes hashes a card file before, inside and after [off, off+n).
 func regionHashes(t *testing.T, card string, off, n int64) [3]string {
 	t.Helper()

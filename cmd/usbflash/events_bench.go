@@ -99,4 +99,8 @@ type benchSummaryEvent struct {
 	Alignment               *cardbench.AlignResult `json:"alignment,omitempty"`  // absent with --skip align
 	RoundTrip               *cardbench.RoundTrip   `json:"round_trip,omitempty"` // absent with --skip roundtrip and for file: targets
 	Plot                    string                 `json:"plot,omitempty"`       // with --plot
+
+	recommendation string // the line -q prints
 }
+
+func (e *benchSummaryEvent) quietLine() string { return e.recommendation }

@@ -57,6 +57,11 @@ type Device struct {
 	Slot *usbms.LUNSummary // an empty slot opened with AllowNoMedium
 	File *filedev.Device   // file: targets
 
+	// InUse: a disk opened ReadOnly that the system uses (mounted, active
+	// swap, held), which a write would refuse: the refusal a write gets
+	// (KindRefused, ErrInUse, Uses), as a fact to report. nil otherwise.
+	InUse error
+
 	closer func() error
 	// created is the file this run created for the target ("" when it
 	// existed): Close removes it unless the write began (Keep), so a
@@ -307,6 +312,9 @@ func openFile(t Spec, opts Options) (*Device, error) {
 		return nil, openError(t, err)
 	}
 	d := &Device{Name: "file:" + t.Path, Dev: f, File: f, closer: f.Close}
+	if err := f.InUse(); err != nil {
+		d.InUse = &Error{Kind: KindRefused, Target: t.Raw, Msg: err.Error(), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
+	}
 	if missing {
 		d.created = t.Path
 	}

@@ -124,6 +124,9 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 	}
 	defer d.Close()
 	transfer = openedDevice(rep, d, transfer)
+	if d.InUse != nil {
+		rep.event(&noteEvent{eventHeader{Event: evNote}, inUseNote(d)}, inUseNote(d))
+	}
 	extent, err := imagedst.ExtentOf(ctx, d.Dev, d.Name, want, f.used)
 	var past *imagedst.SizeError
 	if errors.As(err, &past) {
@@ -178,6 +181,17 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 	text = append(text, "SHA-256 "+sum.SHA256)
 	rep.event(sum, strings.Join(text, "\n"))
 	return nil
+}
+
+// inUseNote says that a disk read through the kernel is in use, which
+// write refuses and read only warns of: its file systems can change while
+// they are read.
+func inUseNote(d *target.Device) string {
+	var uses []target.Use
+	if te := (*target.Error)(nil); errors.As(d.InUse, &te) {
+		uses = te.Uses
+	}
+	return fmt.Sprintf("%v: what is read may change meanwhile, and the backup be inconsistent; %s first for a consistent one", d.InUse, inUseAdvice(uses))
 }
 
 // extentNote says how --used decided how much to read ("" without it).

@@ -153,3 +153,24 @@ func TestFileAndSimAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestReadWarnsOfAMountedDisk: write refuses a mounted file: disk; read
+// takes it (through the kernel, nothing is taken from the system) and
+// says what that means for the backup.
+func TestReadWarnsOfAMountedDisk(t *testing.T) {
+	t.Parallel()
+	dev := loopDevice(t, 16<<20)
+	sh(t, "mkfs.ext4", "-q", dev)
+	mnt := t.TempDir()
+	sh(t, "mount", dev, mnt)
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	out := filepath.Join(t.TempDir(), "b.img.zst")
+	r := runCLI(t, "read", "--json", "file:"+dev, out)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	want := dev + " is in use: " + dev + " is mounted on " + mnt + ": what is read may change meanwhile, and the backup be inconsistent; unmount it first for a consistent one"
+	if e := lastEvent(t, r.stdout, "note"); e["message"] != want {
+		t.Errorf("note %q\nwant %q", e["message"], want)
+	}
+}

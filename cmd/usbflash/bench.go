@@ -12,6 +12,7 @@ import (
 
 	"usbflash/blockdev"
 	"usbflash/cardbench"
+	"usbflash/filedev"
 	"usbflash/imagesrc"
 	"usbflash/internal/outfile"
 	"usbflash/internal/units"
@@ -464,7 +465,12 @@ func restoreEvents(rep reporter, saved *cardbench.Saved) cardbench.FinishOptions
 // openKernel opens the kernel's block device at node for one path.
 func openKernel(node string, direct bool) (*cardbench.KernelDevice, error) {
 	k, err := cardbench.OpenKernel(node, direct)
-	if err != nil {
+	switch {
+	case errors.Is(err, filedev.ErrBadTarget):
+		// A path that cannot be a disk (missing, a directory): as for
+		// a file: target, the command line's to fix.
+		return nil, &codedError{exitUsage, fmt.Errorf("--compare: %w", err)}
+	case err != nil:
 		return nil, &codedError{exitDevice, fmt.Errorf("--compare: %w", err)}
 	}
 	return k, nil

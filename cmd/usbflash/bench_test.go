@@ -224,6 +224,7 @@ func TestBenchRefusesAndRejects(t *testing.T) {
 		{"skip what", []string{"--skip", "sweep"}, "", exitUsage},
 		{"compare without a kernel disk", []string{"--compare"}, "", exitUsage},
 		{"compare syntax", []string{"--compare=/dev/sdb"}, "", exitUsage},
+		{"compare with a missing file", []string{"--compare=file:/nonexistent.img"}, "", exitUsage},
 		{"compare and two targets", []string{"--compare", "sim:other.img"}, "", exitUsage},
 		{"two targets", []string{"file:other.img"}, "", exitUsage},
 		{"write not confirmed", []string{"--write", "--region", "4MiB:4MiB"}, "", exitRefused},

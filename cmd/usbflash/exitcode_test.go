@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"usbflash/flash"
-	"usbflash/target"
 
 	"usbflash/blockdev"
 	"usbflash/filedev"
+	"usbflash/flash"
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
+	"usbflash/target"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
 )

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"usbflash/target"
 
 	"usbflash/internal/flock"
+	"usbflash/target"
 )
 
 // TestWriteRefusesTheImageAsTarget: writing an image onto itself, through

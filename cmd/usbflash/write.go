@@ -8,15 +8,15 @@ import (
 	"os"
 	"strings"
 	"time"
-	"usbflash/flash"
-	"usbflash/target"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"usbflash/flash"
 	"usbflash/imagesrc"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
+	"usbflash/target"
 )
 
 // writeFlags are the options of `usbflash write`.

@@ -396,3 +396,35 @@ func TestBmaptoolCopyTakesOurMaps(t *testing.T) {
 		t.Fatalf("bmaptool copy wrote %d bytes that differ from the %d-byte image", len(got), len(img))
 	}
 }
+
+// TestCheckerRefusesUnmappedData: a map that leaves out blocks holding data
+// (the largest range dropped, as an edited map would) stops the stream at
+// the first byte it leaves out that is not zero, whatever the reads' sizes.
+func TestCheckerRefusesUnmappedData(t *testing.T) {
+	img := testImage(40, []int64{0, 1, 5, 6, 7, 20, 39}, 100)
+	full := &Map{ImageSize: int64(len(img)), BlockSize: 4096, Ranges: []Range{{0, 1, ""}, {5, 7, ""}, {20, 20, ""}, {39, 40, ""}}}
+	tests := []struct {
+		name   string
+		ranges []Range
+		want   int64 // first unmapped byte with data; -1: none
+	}{
+		{"every data block mapped", full.Ranges, -1},
+		{"largest range dropped", []Range{{0, 1, ""}, {20, 20, ""}, {39, 40, ""}}, 5 * 4096},
+		{"last range dropped", []Range{{0, 1, ""}, {5, 7, ""}, {20, 20, ""}}, 39 * 4096},
+		{"zero blocks mapped too", []Range{{0, 40, ""}}, -1},
+	}
+	for _, tt := range tests {
+		for _, read := range []int{4096, 64 << 10, 1000} {
+			m := *full
+			m.Ranges = tt.ranges
+			_, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{NewChecker(&m, bytes.NewReader(img))}, make([]byte, read))
+			var ue *UnmappedDataError
+			switch {
+			case tt.want < 0 && err != nil:
+				t.Errorf("%s, reads of %d: %v", tt.name, read, err)
+			case tt.want >= 0 && (!errors.As(err, &ue) || ue.Off != tt.want):
+				t.Errorf("%s, reads of %d: %v, want unmapped data at byte %d", tt.name, read, err, tt.want)
+			}
+		}
+	}
+}

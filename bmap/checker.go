@@ -1,6 +1,7 @@
 package bmap
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"hash"
@@ -21,8 +22,22 @@ func (e *ChecksumError) Error() string {
 		e.Range, e.Off, e.End-1, e.Type, e.Got, e.Want)
 }
 
+// UnmappedDataError is image data the map leaves out: a write with the
+// map would not send it, and the card would keep its old bytes there. A
+// map made by bmaptool maps every block the file system allocated, so an
+// unmapped block that is not zero means the map is not this image's (or
+// was edited).
+type UnmappedDataError struct {
+	Off int64 // the first byte that is not zero
+}
+
+func (e *UnmappedDataError) Error() string {
+	return fmt.Sprintf("image byte %d holds data but the block map leaves it out: the card would keep its old bytes there", e.Off)
+}
+
 // Checker passes an image stream through, hashing every mapped range and
 // comparing it with the map's checksum as the range's last byte goes by.
+// Every byte the map leaves out must be zero (*UnmappedDataError).
 //
 // Each Read fills p completely unless the stream ends or fails, and a Read
 // in which a range's checksum fails returns no bytes at all, only the
@@ -78,12 +93,19 @@ func (c *Checker) Read(p []byte) (int, error) {
 // checks every range that ends in p.
 func (c *Checker) scan(p []byte) error {
 	start, end := c.off, c.off+int64(len(p))
+	pos := start // bytes before pos are mapped or checked to be zero
 	for c.i < len(c.m.Ranges) {
 		r := c.m.Ranges[c.i]
 		ro, re := c.m.Bytes(r)
+		if ro > pos {
+			if err := zeroes(p[pos-start:min(ro, end)-start], pos); err != nil {
+				return err
+			}
+		}
 		if ro >= end {
 			return nil
 		}
+		pos = max(pos, min(re, end))
 		if c.h != nil && r.Checksum != "" {
 			if ro >= start {
 				c.h.Reset()
@@ -99,6 +121,24 @@ func (c *Checker) scan(p []byte) error {
 			}
 		}
 		c.i++
+	}
+	return zeroes(p[pos-start:], pos)
+}
+
+// zeroes says where b, at image offset off, first holds a byte that is
+// not zero (nil when none does).
+func zeroes(b []byte, off int64) error {
+	var zero [4096]byte
+	for i := 0; i < len(b); i += len(zero) {
+		chunk := b[i:min(i+len(zero), len(b))]
+		if bytes.Equal(chunk, zero[:len(chunk)]) { // vectorised
+			continue
+		}
+		for j, v := range chunk {
+			if v != 0 {
+				return &UnmappedDataError{Off: off + int64(i+j)}
+			}
+		}
 	}
 	return nil
 }

@@ -97,3 +97,19 @@ func (m *Map) first(off int64) int {
 		return end > off
 	})
 }
+
+// Extents are the image bytes the map says hold data, in order: what a
+// verify of a card written with the map compares (the rest of the card
+// kept its old bytes).
+func (m *Map) Extents() []blockdev.Extent {
+	out := make([]blockdev.Extent, 0, len(m.Ranges))
+	for _, r := range m.Ranges {
+		off, end := m.Bytes(r)
+		if k := len(out); k > 0 && out[k-1].End() == off {
+			out[k-1].Len = end - out[k-1].Off
+			continue
+		}
+		out = append(out, blockdev.Extent{Off: off, Len: end - off})
+	}
+	return out
+}

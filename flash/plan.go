@@ -48,26 +48,49 @@ func (s *session) planWrite(src *imagesrc.Source, f BlockMapChoice, many bool) (
 		s.emit(Note{Message: "Sparse write: zero 4 KiB blocks are skipped (short runs inside a transfer are written through), and those regions keep the card's old bytes"})
 		return &writePlan{sparse: true}, nil
 	}
+	if many && f.Path == "" {
+		return &writePlan{}, nil // a map beside the image is for one card
+	}
+	m, path, err := FindBlockMap(s.cfg.Image, src, f)
+	switch {
+	case err != nil:
+		return nil, err
+	case m == nil:
+		return &writePlan{}, nil
+	}
+	s.emit(BlockMapChosen{Path: path, Ranges: len(m.Ranges), MappedBytes: m.MappedBytes(), ImageSize: m.ImageSize})
+	return &writePlan{m: m, path: path}, nil
+}
+
+// FindBlockMap is the block map a write of image uses, and where it was
+// found: --bmap's, else IMAGE.bmap beside the image as bmaptool finds it,
+// unless --no-bmap; nil when there is none. A map that does not fit the
+// image is refused here when the image's size is known (and by the checker
+// at the end of the stream otherwise). verify uses it to compare what such
+// a write wrote.
+func FindBlockMap(image string, src *imagesrc.Source, f BlockMapChoice) (*bmap.Map, string, error) {
+	if f.Path != "" && f.Off {
+		return nil, "", fmt.Errorf("--bmap and --no-bmap: %w", ErrBlockMapConflict)
+	}
 	path := f.Path
-	if path == "" && !f.Off && !many {
-		path = findBlockMap(s.cfg.Image)
+	if path == "" && !f.Off {
+		path = findBlockMap(image)
 	}
 	if path == "" {
-		return &writePlan{}, nil
+		return nil, "", nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &BlockMapError{Path: path, Err: err, Unreadable: true}
+		return nil, "", &BlockMapError{Path: path, Err: err, Unreadable: true}
 	}
 	m, err := bmap.Parse(data)
 	if err == nil && src.SizeExact {
 		err = m.CheckImageSize(src.Size)
 	}
 	if err != nil {
-		return nil, &BlockMapError{Path: path, Err: err}
+		return nil, "", &BlockMapError{Path: path, Err: err}
 	}
-	s.emit(BlockMapChosen{Path: path, Ranges: len(m.Ranges), MappedBytes: m.MappedBytes(), ImageSize: m.ImageSize})
-	return &writePlan{m: m, path: path}, nil
+	return m, path, nil
 }
 
 // ErrBlockMapOneCard: a block map or --sparse writes one card at a time.
@@ -120,7 +143,8 @@ func (s checkedSource) Read(b []byte) (int, error) {
 	n, err := s.c.Read(b)
 	var ce *bmap.ChecksumError
 	var me *bmap.Error
-	if errors.As(err, &ce) || errors.As(err, &me) {
+	var ue *bmap.UnmappedDataError
+	if errors.As(err, &ce) || errors.As(err, &me) || errors.As(err, &ue) {
 		err = &ImageError{Err: err}
 	}
 	return n, err

@@ -44,6 +44,12 @@ type Config struct {
 	// the report's records (the CLI's one table). Nil records 0 and 1.
 	ExitCode func(error) int
 	Observer Observer
+	// SHA256 is the image file's SHA-256 as its publisher gives it (hex):
+	// checked as the image streams, before the first transfer is written.
+	// "" looks for it beside the image (IMAGE.sha256, SHA256SUMS, ...)
+	// unless NoSHA256.
+	SHA256   string
+	NoSHA256 bool
 	// Readers is the command's enumeration of readers; nil: Run enumerates.
 	Readers *target.Readers
 }
@@ -84,10 +90,11 @@ type Result struct {
 
 // session is the state of one Run or Watch.
 type session struct {
-	cfg    Config
-	mu     sync.Mutex // serialises the observer and guards report
-	report *Report
-	res    *Result
+	cfg      Config
+	mu       sync.Mutex // serialises the observer and guards report
+	report   *Report
+	res      *Result
+	download *download // the image file's checksum check; nil: none
 }
 
 func newSession(cfg Config) *session {
@@ -204,6 +211,9 @@ func Run(ctx context.Context, cfg Config, specs []target.Spec) (*Result, error) 
 		names[i] = t.Raw
 	}
 	s.emit(Started{Image: cfg.Image, Source: src, Targets: names, TransferSize: cfg.TransferSize, Buffers: cfg.Buffers, Lag: cfg.Lag})
+	if err := s.checkDownload(ctx); err != nil {
+		return s.res, err
+	}
 
 	cards := s.openCards(ctx, specs, src, plan)
 	defer func() {

@@ -39,6 +39,9 @@ func Watch(ctx context.Context, cfg Config, find target.Finder) (*Result, error)
 		return s.res, err
 	}
 	s.emit(Started{Image: cfg.Image, Source: src, TransferSize: cfg.TransferSize, Buffers: cfg.Buffers, Watch: true})
+	if err := s.checkDownload(ctx); err != nil {
+		return s.res, err
+	}
 	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", cfg.Image)})
 
 	sets := make(chan struct{}, max(pipeline.MaxBufferMemory/pipeline.BufferMemory(cfg.TransferSize, cfg.Buffers), 1))

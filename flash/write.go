@@ -56,7 +56,20 @@ func (s *session) writeCards(ctx context.Context, src *imagesrc.Source, plan *wr
 	}
 	prog := s.watchWrite(src, cards, group)
 	opts := pipeline.WriteOptions{TransferSize: transfer, Buffers: s.cfg.Buffers, ExpectedSize: expectedSize(src),
-		Progress: prog.stream, Sync: true, HashAlg: hash}
+		Progress: prog.stream, Sync: true, HashAlg: hash,
+		// The last moment to keep the card from booting an image that
+		// is not the one meant: the file changed, or it is not the
+		// download its publisher's checksum describes.
+		BeforeFirst: func() error {
+			if err := src.CheckUnchanged(); err != nil {
+				return err
+			}
+			if err := s.download.check(ctx); err != nil || s.download == nil {
+				return err
+			}
+			s.emit(Note{Card: names[0], Message: "The image file matches the SHA-256 in " + s.download.from})
+			return nil
+		}}
 	if len(cards) == 1 {
 		opts.Name = cards[0].d.Name
 	}
@@ -75,11 +88,6 @@ func (s *session) writeCards(ctx context.Context, src *imagesrc.Source, plan *wr
 			c.fail(r.Err) // the device's errors name it
 		}
 		c.out.Finished = finished
-	}
-	if werr == nil {
-		if err := src.CheckUnchanged(); err != nil {
-			werr = &ImageError{Err: err} // the hash is of no one image: do not verify with it
-		}
 	}
 	if werr != nil && !errors.Is(werr, fanout.ErrAllFailed) {
 		// One card: its error. Several: the stream failed (the image,

@@ -42,8 +42,11 @@ func Describe(head []byte) string {
 	case bytes.HasPrefix(head, []byte("\x7fELF")):
 		return "an ELF executable"
 	}
-	return "binary data of no known format"
+	return describeUnknown
 }
+
+// describeUnknown is what Describe says of bytes it does not recognise.
+const describeUnknown = "binary data of no known format"
 
 // describeFormat names a container the way Describe does.
 func describeFormat(f Format) string {
@@ -94,27 +97,62 @@ func article(s string) string {
 	return "a " + s
 }
 
+// namePromise is what a file name promises: a container Source decodes
+// (format), or one it recognises but does not decode (container).
+type namePromise struct {
+	format    Format
+	container string
+}
+
+// String names the promised container the way Describe does.
+func (p namePromise) String() string {
+	if p.container != "" {
+		return article(p.container)
+	}
+	return describeFormat(p.format)
+}
+
+// kept reports whether data sniffed as sn is what the name promised.
+func (p namePromise) kept(sn sniffResult) bool {
+	switch {
+	case p.container == "lz4 stream":
+		return sn.unsupported == p.container || sn.unsupported == "lz4 legacy stream"
+	case p.container != "":
+		return sn.unsupported == p.container
+	case sn.truncated:
+		return sn.truncatedAs == p.format
+	}
+	return sn.unsupported == "" && sn.format == p.format
+}
+
 // nameSuffixes maps the suffixes that promise a container to that
 // container. Compound forms (.img.xz, .raw.gz) end in one of these.
 var nameSuffixes = []struct {
-	suffix string
-	format Format
+	suffix  string
+	promise namePromise
 }{
-	{".xz", FormatXz}, {".txz", FormatXz},
-	{".gz", FormatGzip}, {".gzip", FormatGzip}, {".tgz", FormatGzip},
-	{".zst", FormatZstd}, {".zstd", FormatZstd}, {".tzst", FormatZstd},
-	{".bz2", FormatBzip2}, {".bzip2", FormatBzip2}, {".tbz2", FormatBzip2},
-	{".zip", FormatZip},
+	{".xz", namePromise{format: FormatXz}}, {".txz", namePromise{format: FormatXz}},
+	{".gz", namePromise{format: FormatGzip}}, {".gzip", namePromise{format: FormatGzip}}, {".tgz", namePromise{format: FormatGzip}},
+	{".zst", namePromise{format: FormatZstd}}, {".zstd", namePromise{format: FormatZstd}}, {".tzst", namePromise{format: FormatZstd}},
+	{".bz2", namePromise{format: FormatBzip2}}, {".bzip2", namePromise{format: FormatBzip2}}, {".tbz2", namePromise{format: FormatBzip2}},
+	{".zip", namePromise{format: FormatZip}},
+	{".lzma", namePromise{container: containerLzmaAlone}},
+	{".lz", namePromise{container: "lzip stream"}},
+	{".7z", namePromise{container: "7z archive"}},
+	{".rar", namePromise{container: "RAR archive"}},
+	{".lz4", namePromise{container: "lz4 stream"}},
+	{".lzo", namePromise{container: "lzop stream"}},
+	{".br", namePromise{container: containerBrotli}},
 }
 
 // namedFormat is the container the file name promises, if any, and the
 // suffix that promises it.
-func namedFormat(path string) (Format, string, bool) {
+func namedFormat(path string) (namePromise, string, bool) {
 	ext := strings.ToLower(filepath.Ext(path))
 	for _, s := range nameSuffixes {
 		if ext == s.suffix {
-			return s.format, filepath.Ext(path), true
+			return s.promise, filepath.Ext(path), true
 		}
 	}
-	return FormatRaw, "", false
+	return namePromise{}, "", false
 }

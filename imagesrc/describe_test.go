@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"usbflash/internal/factsonly"
 )
 
 func TestDescribe(t *testing.T) {
@@ -133,5 +136,79 @@ func TestSourceTinyArchiveSize(t *testing.T) {
 			}
 			s.Close()
 		}
+	}
+}
+
+// TestOpenMisnamedContainers: every name that promises a container, decoded
+// or not, is held to it. A file whose bytes are that container is refused
+// (if usbflash does not decode it) naming it; one whose bytes are something
+// else recognisable is refused naming both; a name promising a container
+// without a signature (brotli) or with only a structure (lzma_alone), over
+// bytes that are recognisably nothing else, is refused as that container.
+func TestOpenMisnamedContainers(t *testing.T) {
+	html := []byte("<html><head><title>404 Not Found</title></head></html>\n")
+	img := genOSImage(64<<10, 9)
+	disk := append([]byte("\xeb\x63\x90"), img...)
+	disk[510], disk[511] = 0x55, 0xaa
+	xz, err := srcXzGo(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noise := make([]byte, 4096)
+	for i := range noise {
+		noise[i] = byte(i*7919>>3) ^ byte(i>>5) | 0x80
+	}
+	noise[0] = 0xe9 // no lzma_alone properties byte
+	lzmaOdd := srcConcat([]byte{0x5d}, []byte{0x45, 0x23, 0x01, 0x00}, bytes.Repeat([]byte{0xff}, 8), []byte{0}, img[:200])
+	sevenZ := []byte("7z\xbc\xaf\x27\x1c\x00\x04rest of a 7z archive")
+	rar := []byte("Rar!\x1a\x07\x01\x00rest of a RAR archive")
+	lz4 := []byte("\x04\x22\x4d\x18rest of an lz4 frame")
+	lz4legacy := []byte("\x02\x21\x4c\x18rest of a legacy lz4 stream")
+	lzip := []byte("LZIP\x01rest of an lzip member")
+	for _, tt := range []struct {
+		name      string
+		data      []byte
+		kind      Kind
+		container string
+		want      string
+	}{
+		{"image.img.lzma", html, NotNamedFormat, containerLzmaAlone, "named .lzma but its bytes are an HTML document of 55 bytes, not a lzma (lzma_alone) stream"},
+		{"image.img.lzma", xz, NotNamedFormat, containerLzmaAlone, "named .lzma but its bytes are xz-compressed data, not a lzma (lzma_alone) stream"},
+		{"image.img.lzma", srcLzmaAlone(t, img, nil, 3<<20, true), Unsupported, containerLzmaAlone, "lzma (lzma_alone) stream"},
+		{"image.img.lzma", lzmaOdd, Unsupported, containerLzmaAlone, "named .lzma and its bytes are recognisably nothing else"},
+		{"image.img.lz", html, NotNamedFormat, "lzip stream", "named .lz but its bytes are an HTML document of 55 bytes, not a lzip stream"},
+		{"image.img.lz", lzip, Unsupported, "lzip stream", "lzip stream"},
+		{"image.7z", disk, NotNamedFormat, "7z archive", "named .7z but its bytes are a disk image (MBR boot signature), not a 7z archive"},
+		{"image.7z", sevenZ, Unsupported, "7z archive", "7z archive"},
+		{"image.rar", noise, NotNamedFormat, "RAR archive", "named .rar but its bytes are binary data of no known format, not a RAR archive"},
+		{"image.RAR", rar, Unsupported, "RAR archive", "RAR archive"},
+		{"image.img.lz4", []byte("Moved\n"), NotNamedFormat, "lz4 stream", "named .lz4 but its bytes are text of 6 bytes, not a lz4 stream"},
+		{"image.img.lz4", lz4, Unsupported, "lz4 stream", "lz4 stream"},
+		{"image.img.lz4", lz4legacy, Unsupported, "lz4 legacy stream", "lz4 legacy stream"},
+		{"image.img.br", html, NotNamedFormat, containerBrotli, "named .br but its bytes are an HTML document of 55 bytes, not a brotli stream"},
+		{"image.img.br", xz, NotNamedFormat, containerBrotli, "named .br but its bytes are xz-compressed data, not a brotli stream"},
+		{"image.img.br", noise, Unsupported, containerBrotli, "named .br and its bytes are recognisably nothing else: taken as a brotli stream"},
+		{"image.img.zst", xz, NotNamedFormat, "", "named .zst but its bytes are xz-compressed data, not zstd-compressed data"},
+		{"image.img.bz2", html, NotNamedFormat, "", "named .bz2 but its bytes are an HTML document of 55 bytes, not bzip2-compressed data"},
+		{"image.img.xz", sevenZ, NotNamedFormat, "", "named .xz but its bytes are a 7z archive of 28 bytes, not xz-compressed data"},
+	} {
+		t.Run(tt.name+"/"+Describe(tt.data), func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), tt.name)
+			if err := os.WriteFile(p, tt.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(p)
+			if s != nil {
+				s.Close()
+			}
+			var se *Error
+			if !errors.As(err, &se) || se.Kind != tt.kind || se.Container != tt.container || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v\nwant an *Error of kind %v, container %q, saying %q", err, tt.kind, tt.container, tt.want)
+			}
+			if tt.container != "" && !slices.Contains(UnsupportedContainers(), tt.container) {
+				t.Errorf("container %q is not among UnsupportedContainers", tt.container)
+			}
+			factsonly.Check(t, err.Error())
+		})
 	}
 }

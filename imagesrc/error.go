@@ -25,11 +25,19 @@ type Error struct {
 	// one the file name promises.
 	Format Format
 	// Container names a container usbflash recognises but does not decode
-	// (one of UnsupportedContainers), for Unsupported, and for NotAnImage
-	// when the archive holds one; "" otherwise.
+	// (one of UnsupportedContainers), for Unsupported, for NotAnImage when
+	// the archive holds one, and for NotNamedFormat when the file name
+	// promises one (.7z, .lzma); "" otherwise.
 	Container string
-	// Offset is how far into the compressed input the decoder had read.
-	// Decoders read ahead, so the damage is at or before this byte.
+	// Feature names what the archive uses that usbflash does not decode,
+	// for UnsupportedFeature: "the RISC-V BCJ filter (ID 0xb)", "a
+	// dictionary (ID 7)"; "" otherwise.
+	Feature string
+	// Offset is where in the compressed input the decoder found the
+	// trouble: for damage, how far it had consumed the input when the data
+	// stopped making sense, so the damage is at or before this byte (a
+	// checksum catches it only at the end of what it covers); for
+	// truncation, where the input ends; for trailing data, where it starts.
 	Offset int64
 	// Decoded is how many image bytes had been produced.
 	Decoded int64
@@ -44,8 +52,9 @@ const (
 	Damaged Kind = iota
 	// Truncated: the input ended before the archive did.
 	Truncated
-	// NotNamedFormat: the file name promises a container (.xz, .gz, .zip)
-	// and the bytes are something else, typically an error page saved
+	// NotNamedFormat: the file name promises a container (.xz, .gz, .zip,
+	// .7z, .lzma: any of the formats or UnsupportedContainers) and the
+	// bytes are something else, typically an error page saved
 	// under the image's name. Written raw it would destroy the card's
 	// partition table for nothing.
 	NotNamedFormat
@@ -72,13 +81,19 @@ const (
 	// NeedsFile: a zip was given as a stream; its directory is at the end
 	// of the file, which a stream cannot seek to.
 	NeedsFile
+	// UnsupportedFeature: the archive is of a format usbflash decodes but
+	// uses something in it usbflash does not (Feature names it): an xz
+	// filter or integrity check it lacks, a zstd frame that needs a
+	// dictionary or a larger window than it allows. The file is not
+	// damaged; the format's own tool decodes it.
+	UnsupportedFeature
 )
 
 var kindNames = [...]string{
 	Damaged: "damaged", Truncated: "truncated", NotNamedFormat: "not the named format",
 	Changed: "changed", Unreadable: "unreadable", Unsupported: "unsupported container",
 	NotAnImage: "not an image", Empty: "empty", UnsupportedEntry: "unsupported zip entry",
-	Ambiguous: "ambiguous", NeedsFile: "needs a file",
+	Ambiguous: "ambiguous", NeedsFile: "needs a file", UnsupportedFeature: "unsupported feature",
 }
 
 func (k Kind) String() string {
@@ -104,11 +119,14 @@ func (e *Error) Error() string {
 	}
 	switch e.Kind {
 	case Damaged:
-		return fmt.Sprintf("%s: corrupt data at compressed byte %d (after %s decoded): %s",
+		return fmt.Sprintf("%s: corrupt data, found at compressed byte %d (after %s decoded): %s",
 			e.Format, e.Offset, units.FormatSize(e.Decoded), cause)
 	case Truncated:
 		return fmt.Sprintf("%s: truncated: input ends at compressed byte %d (after %s decoded): %s",
 			e.Format, e.Offset, units.FormatSize(e.Decoded), cause)
+	case UnsupportedFeature:
+		return fmt.Sprintf("%s: the image uses %s, which usbflash does not decode (at compressed byte %d)",
+			e.Format, e.Feature, e.Offset)
 	}
 	return cause
 }

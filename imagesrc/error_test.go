@@ -19,7 +19,7 @@ func TestSourceErrorMessage(t *testing.T) {
 		want string
 	}{
 		{&Error{Format: FormatXz, Offset: 123456, Decoded: 4 << 20, Err: errors.New("xz: block checksum mismatch")},
-			"xz: corrupt data at compressed byte 123456 (after 4 MiB decoded): xz: block checksum mismatch"},
+			"xz: corrupt data, found at compressed byte 123456 (after 4 MiB decoded): xz: block checksum mismatch"},
 		{&Error{Kind: Truncated, Format: FormatGzip, Offset: 999, Decoded: 1536, Err: io.ErrUnexpectedEOF},
 			"gzip: truncated: input ends at compressed byte 999 (after 1.5 KiB decoded): unexpected EOF"},
 		{&Error{Kind: Unsupported, Container: "7z archive", Err: errors.New("this is a 7z archive, which usbflash does not decode")},

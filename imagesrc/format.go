@@ -2,7 +2,9 @@ package imagesrc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math"
 )
 
 // Format is the container an image arrives in. It is decided from the first
@@ -76,20 +78,23 @@ var unsupportedMagic = []struct {
 	{"Android sparse image", []byte{0x3a, 0xff, 0x26, 0xed}},
 }
 
-// The containers recognised without a leading magic.
+// The containers recognised without a leading magic: by a signature
+// further in, by their structure, or (brotli, which has neither) by the
+// file name alone.
 const (
 	containerTar       = "tar archive"
 	containerLzmaAlone = "lzma (lzma_alone) stream"
+	containerBrotli    = "brotli stream"
 )
 
 // UnsupportedContainers names every container usbflash recognises but does
 // not decode, as Error.Container names them.
 func UnsupportedContainers() []string {
-	names := make([]string, 0, len(unsupportedMagic)+2)
+	names := make([]string, 0, len(unsupportedMagic)+3)
 	for _, m := range unsupportedMagic {
 		names = append(names, m.name)
 	}
-	return append(names, containerTar, containerLzmaAlone)
+	return append(names, containerTar, containerLzmaAlone, containerBrotli)
 }
 
 // tarMagic is at offset 257 of a tar header ("ustar\x00" POSIX, "ustar  \x00" GNU).
@@ -147,16 +152,40 @@ func sniffUnsupported(head []byte) (sniffResult, bool) {
 	return sniffResult{}, false
 }
 
-// isLzmaAlone recognises the legacy .lzma header: it has no magic, so demand
-// the default properties byte, a power-of-two dictionary and an "unknown"
-// size, which together do not occur at the start of a disk image.
+// isLzmaAlone recognises the legacy .lzma header. It has no magic, so its
+// structure decides, as liblzma's own format detection does: a properties
+// byte (lc + lp*9 + pb*45) below 225; a dictionary size that encoders write
+// (2^n or 2^n + 2^(n-1) from 4 KiB, as xz writes them, or a whole number of
+// MiB from 4 MiB, as the LZMA SDK rounds larger ones); an uncompressed size
+// that is unknown (all ones) or from 1 byte to 256 GiB (xz's own limit); and
+// the range coder's first byte, which is always zero. A disk image starts
+// with boot code (a jump opcode of 0xe9 or above, or code whose next four
+// bytes make no such dictionary size) or with zeros (no dictionary at all).
 func isLzmaAlone(head []byte) bool {
-	if len(head) < 13 || head[0] != 0x5d {
+	if len(head) < lzmaAloneHeaderLen+1 || head[0] >= 9*5*5 || head[lzmaAloneHeaderLen] != 0 {
 		return false
 	}
-	dict := uint32(head[1]) | uint32(head[2])<<8 | uint32(head[3])<<16 | uint32(head[4])<<24
-	if dict < 1<<12 || dict&(dict-1) != 0 {
+	dict := binary.LittleEndian.Uint32(head[1:5])
+	size := binary.LittleEndian.Uint64(head[5:13])
+	return lzmaDictPlausible(dict) && (size == math.MaxUint64 || size > 0 && size < 1<<38)
+}
+
+// lzmaAloneHeaderLen is the properties byte, the dictionary size and the
+// uncompressed size.
+const lzmaAloneHeaderLen = 13
+
+// lzmaDictPlausible reports whether an encoder writes dict as an lzma_alone
+// dictionary size: xz rounds to 2^n or 2^n + 2^(n-1), the LZMA SDK likewise
+// below 4 MiB and to whole MiB above; neither writes less than 4 KiB, and
+// 7-Zip writes at most 3840 MiB.
+func lzmaDictPlausible(dict uint32) bool {
+	if dict < 1<<12 || dict > 0xf0000000 {
 		return false
 	}
-	return bytes.Equal(head[5:13], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	if dict >= 4<<20 && dict%(1<<20) == 0 {
+		return true
+	}
+	low := dict & -dict // the lowest set bit
+	rest := dict - low
+	return rest == 0 || rest == low<<1
 }

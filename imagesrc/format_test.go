@@ -2,8 +2,12 @@ package imagesrc
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math"
 	"slices"
 	"testing"
+
+	"github.com/ulikunitz/xz/lzma"
 )
 
 func TestSniff(t *testing.T) {
@@ -72,5 +76,76 @@ func TestSniffIgnoresExtension(t *testing.T) {
 	defer s.Close()
 	if s.Format != FormatGzip {
 		t.Errorf("format %v, want gzip", s.Format)
+	}
+}
+
+// srcLzmaAlone encodes data as a .lzma (lzma_alone) stream with the
+// independent encoder: props nil means the default lc=3 lp=0 pb=2; size
+// says whether the header states the uncompressed size (as the LZMA SDK
+// writes it) or leaves it unknown (as xz --format=lzma does).
+func srcLzmaAlone(t *testing.T, data []byte, props *lzma.Properties, dict int, size bool) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	c := lzma.WriterConfig{Properties: props, DictCap: dict}
+	if size {
+		c.Size = int64(len(data))
+	}
+	w, err := c.NewWriter(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestSniffLzmaAlone: an lzma_alone stream is recognised by its structure,
+// whatever header shape its encoder chose, and disk images are not.
+func TestSniffLzmaAlone(t *testing.T) {
+	img := genOSImage(64<<10, 4)
+	header := func(props byte, dict uint32, size uint64, first byte) []byte {
+		h := []byte{props}
+		h = binary.LittleEndian.AppendUint32(h, dict)
+		h = binary.LittleEndian.AppendUint64(h, size)
+		return append(append(h, first), img[:100]...)
+	}
+	mbr := make([]byte, 512)
+	copy(mbr, "\xfa\x31\xc0\x8e\xd8\x8e\xd0\xbc\x00\x7c") // cli; xor ax,ax; ...
+	mbr[510], mbr[511] = 0x55, 0xaa
+	unknown := uint64(math.MaxUint64)
+	for _, tc := range []struct {
+		name string
+		head []byte
+		lzma bool
+	}{
+		{"xz --format=lzma shape", srcLzmaAlone(t, img, nil, 8<<20, false), true},
+		{"size stated, as the LZMA SDK writes", srcLzmaAlone(t, img, nil, 8<<20, true), true},
+		{"3 MiB dictionary", srcLzmaAlone(t, img, nil, 3<<20, false), true},
+		{"lc=0 lp=2 pb=0", srcLzmaAlone(t, img, &lzma.Properties{LC: 0, LP: 2, PB: 0}, 1<<20, true), true},
+		{"lc=4 lp=0 pb=4", srcLzmaAlone(t, img, &lzma.Properties{LC: 4, LP: 0, PB: 4}, 64<<10, false), true},
+		{"4 KiB dictionary", header(0x5d, 4<<10, unknown, 0), true},
+		{"SDK's whole-MiB dictionary", header(0x5d, 5<<20, 123456, 0), true},
+		{"largest properties byte", header(224, 1<<16, unknown, 0), true},
+		{"properties byte 225", header(225, 1<<16, unknown, 0), false},
+		{"dictionary below 4 KiB", header(0x5d, 2<<10, unknown, 0), false},
+		{"dictionary no encoder writes", header(0x5d, 0x00012345, unknown, 0), false},
+		{"dictionary of 4 GiB", header(0x5d, 0xffffffff, unknown, 0), false},
+		{"stated size 0", header(0x5d, 8<<20, 0, 0), false},
+		{"stated size of 1 TiB", header(0x5d, 8<<20, 1<<40, 0), false},
+		{"range coder's first byte not zero", header(0x5d, 8<<20, unknown, 1), false},
+		{"header only", header(0x5d, 8<<20, unknown, 0)[:13], false},
+		{"MBR boot code", mbr, false},
+		{"zeros", make([]byte, 512), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sniff(tc.head).unsupported == containerLzmaAlone
+			if got != tc.lzma {
+				t.Errorf("sniffed as lzma_alone: %v, want %v (header % x)", got, tc.lzma, tc.head[:min(14, len(tc.head))])
+			}
+		})
 	}
 }

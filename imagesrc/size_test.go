@@ -1,11 +1,13 @@
 package imagesrc
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"io"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -168,5 +170,121 @@ func TestXzIndexReadOnce(t *testing.T) {
 	}
 	if got, err := io.ReadAll(s); err != nil || !bytes.Equal(got, img) {
 		t.Errorf("decoded %d bytes, %v", len(got), err)
+	}
+}
+
+// TestGzipSizeHintWrap: ISIZE is the size mod 4 GiB; it is a hint only
+// where the input is too small to have wrapped.
+func TestGzipSizeHintWrap(t *testing.T) {
+	const MB, MiB, GiB = 1_000_000, 1 << 20, 1 << 30
+	for _, tc := range []struct {
+		name       string
+		compressed int64
+		isize      uint32
+		want       int64 // -1: unknown
+	}{
+		{"4.25 GiB of mostly empty space in 100 MB", 100 * MB, 256 * MiB, -1},
+		{"a 1 GiB image in 400 MB", 400 * MB, 1 * GiB, -1},
+		{"3 MiB in 1 MB", 1 * MB, 3 * MiB, 3 * MiB},
+		{"3.5 GiB of zeros in 4 MB", 4 * MB, 3584 * MiB, 3584 * MiB},
+		{"5 MB: it could be 4 GiB more", 5 * MB, 20 * MiB, -1},
+		{"smaller than the input", 1 * MB, 100_000, -1},
+		{"more than deflate can expand", 1000, 2 * MiB, -1},
+	} {
+		var isize [4]byte
+		binary.LittleEndian.PutUint32(isize[:], tc.isize)
+		got, ok := gzipSizeHint(trailerReaderAt{size: tc.compressed, trailer: isize[:]}, tc.compressed)
+		if !ok {
+			got = -1
+		}
+		if got != tc.want {
+			t.Errorf("%s: hint %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// trailerReaderAt is a file of size bytes that ends in trailer.
+type trailerReaderAt struct {
+	size    int64
+	trailer []byte
+}
+
+func (r trailerReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	for i := range p {
+		pos := off + int64(i)
+		switch t := pos - (r.size - int64(len(r.trailer))); {
+		case pos >= r.size:
+			return i, io.EOF
+		case t >= 0:
+			p[i] = r.trailer[t]
+		default:
+			p[i] = 0
+		}
+	}
+	return len(p), nil
+}
+
+// TestSourceHasChecksum: whether the archive carries a checksum of the
+// image that reading verifies, from its headers.
+func TestSourceHasChecksum(t *testing.T) {
+	img := genOSImage(100_000, 15)
+	zst, err := srcZstdGo(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, err := srcGzipGo(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xzc, err := srcXzGo(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"raw", img, false},
+		{"gzip", gz, true},
+		{"xz", xzc, true},
+		{"zip", srcZip(t, zip.Deflate, "os.img", img), true},
+		{"zstd with a content checksum", zst, true},
+		{"zstd without", srcZstdRawFrame(img[:5000], 0, 0x50), false},
+		{"zstd, a frame with and one without", srcConcat(zst, srcZstdRawFrame(img[:5000], 0, 0x50)), false},
+	}
+	if _, err := exec.LookPath("xz"); err == nil {
+		cases = append(cases, struct {
+			name string
+			data []byte
+			want bool
+		}{"xz with check none", srcRunCLI(t, img, "xz", "-c", "-T1", "-C", "none"), false})
+	}
+	if _, err := exec.LookPath("bzip2"); err == nil {
+		cases = append(cases, struct {
+			name string
+			data []byte
+			want bool
+		}{"bzip2", srcRunCLI(t, img, "bzip2", "-c"), true})
+	}
+	for _, tc := range cases {
+		ways := srcWaysIn
+		if tc.name == "zip" {
+			ways = []string{"file", "seekable"}
+		}
+		for _, how := range ways {
+			s, err := srcOpen(t, tc.data, how)
+			if err != nil {
+				t.Fatalf("%s (%s): %v", tc.name, how, err)
+			}
+			want := tc.want
+			if how == "stream" && tc.name == "zstd, a frame with and one without" {
+				want = true // a stream shows its first frame only
+			}
+			if s.HasChecksum != want {
+				t.Errorf("%s (%s): HasChecksum %v, want %v", tc.name, how, s.HasChecksum, want)
+			}
+			s.Close()
+		}
 	}
 }

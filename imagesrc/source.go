@@ -11,7 +11,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"sync/atomic"
+
+	"github.com/klauspost/compress/zstd"
+
+	"usbflash/xzdec"
 )
 
 // Source is the image to write: Read yields the decoded image bytes, and the
@@ -35,10 +40,23 @@ type Source struct {
 	// decoded whole while sniffing) and reading is checked against it. When false a non-negative Size is only a hint
 	// (gzip's ISIZE trailer) for progress, and the image may differ.
 	SizeExact bool
+	// HasChecksum says the container carries a checksum of the image data
+	// that reading verifies: gzip's and zip's CRC-32, bzip2's block CRCs,
+	// xz's check unless it is "none", zstd's content checksum when its
+	// frames have one (zstd -c writes it, --no-check and some encoders do
+	// not). False for a raw image and for archives without one: then
+	// only an outside checksum (a .sha256 file) tells a damaged image from
+	// a good one. For a stream, later xz streams and zstd frames are taken
+	// to be like the first.
+	HasChecksum bool
 
-	meter   *inputMeter
-	dec     io.Reader // decoder output
-	decoded int64
+	meter *inputMeter
+	dec   io.Reader // decoder output
+	// inputPos is how far a stream decoder has consumed its input, nil
+	// when meter says it (raw, zip, parallel xz).
+	inputPos func() int64
+	zstd     zstdFrames // what the zstd frame headers say
+	decoded  int64
 	// delivered counts the bytes Read returned, for DecodedRead.
 	delivered atomic.Int64
 	head      []byte // decoded bytes read ahead for the inner sniff, served first
@@ -70,7 +88,11 @@ func Open(path string) (*Source, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open image: %w", err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is said once, here
+		}
+		return nil, fmt.Errorf("image %s: %w", path, err)
 	}
 	size := seekableSize(f)
 	var r io.Reader = f
@@ -167,6 +189,9 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string) (*Source, e
 	}
 	head = head[:n]
 	sn := sniff(head)
+	if sn == (sniffResult{format: FormatRaw}) && ra != nil && zipAfterPrefix(ra, size, head) {
+		sn.format = FormatZip // read unmetered, like the zip directory itself
+	}
 	if err := checkNamedFormat(name, head, sn); err != nil {
 		return nil, err
 	}
@@ -186,6 +211,9 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string) (*Source, e
 	// The sniffed bytes are handed back in front of the rest of the input.
 	stream := io.MultiReader(bytes.NewReader(head), in)
 
+	if err := s.readHeaders(head, ra, size); err != nil {
+		return nil, err
+	}
 	if err := s.openDecoder(stream, ra, size); err != nil {
 		s.Close()
 		return nil, err
@@ -198,6 +226,31 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string) (*Source, e
 		return nil, err
 	}
 	return s, nil
+}
+
+// readHeaders learns from the container's headers, before decoding,
+// whether it carries a checksum and whether it needs something usbflash
+// does not decode.
+func (s *Source) readHeaders(head []byte, ra io.ReaderAt, size int64) error {
+	switch s.Format {
+	case FormatGzip, FormatBzip2, FormatZip:
+		s.HasChecksum = true
+	case FormatXz:
+		// The stream header's check; openParallelXz reads every stream's.
+		s.HasChecksum = len(head) > 7 && head[7]&0x0f != 0
+	case FormatZstd:
+		if ra != nil {
+			s.zstd = scanZstd(ra, size, false)
+		} else {
+			s.zstd = scanZstd(bytes.NewReader(head), int64(len(head)), true)
+		}
+		s.HasChecksum = s.zstd.frames > 0 && s.zstd.checksum
+		if s.zstd.feature != "" {
+			return &Error{Kind: UnsupportedFeature, Format: FormatZstd, Feature: s.zstd.feature, Offset: s.zstd.featureAt,
+				Err: fmt.Errorf("zstd frame at compressed byte %d uses %s", s.zstd.featureAt, s.zstd.feature)}
+		}
+	}
+	return nil
 }
 
 // openDecoder sets s.dec for s.Format.
@@ -219,16 +272,17 @@ func (s *Source) openDecoder(stream io.Reader, ra io.ReaderAt, size int64) error
 			}
 		}
 	}
-	dec, closeFn, err := newStreamDecoder(s.Format, bufio.NewReaderSize(stream, decodeBufSize))
+	dec, err := newStreamDecoder(s.Format, bufio.NewReaderSize(stream, decodeBufSize), s.meter.reached.Load)
+	s.inputPos = dec.pos
 	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		return s.classify(err)
 	}
-	s.dec = dec
-	if closeFn != nil {
-		s.closers = append(s.closers, closeFn)
+	s.dec = dec.Reader
+	if dec.close != nil {
+		s.closers = append(s.closers, dec.close)
 	}
 	return nil
 }
@@ -339,7 +393,38 @@ func (s *Source) classify(err error) error {
 		return &Error{Kind: Unreadable, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
 			Err: fmt.Errorf("read image at byte %d: %w", s.decoded, err)}
 	}
+	if e := s.featureError(err); e != nil {
+		return e
+	}
+	if s.Format == FormatZstd {
+		// After the last frame: data that is no frame, not a cut frame.
+		switch {
+		case s.zstd.trailingAt >= 0 && (isTruncation(err) || errors.Is(err, zstd.ErrMagicMismatch)):
+			return s.sourceError(false, &atError{s.zstd.trailingAt, fmt.Errorf("%w: %w", errTrailing("frame"), zstd.ErrMagicMismatch)})
+		case errors.Is(err, zstd.ErrMagicMismatch) && s.inputPos != nil:
+			// The decoder read the four bytes that are no frame magic.
+			return s.sourceError(false, &atError{s.inputPos() - 4, fmt.Errorf("%w: %w", errTrailing("frame"), err)})
+		}
+	}
 	return s.sourceError(isTruncation(err), err)
+}
+
+// featureError is the *Error for a decoder's refusal of a feature it does
+// not decode, nil for other errors.
+func (s *Source) featureError(err error) *Error {
+	var xe *xzdec.Error
+	switch {
+	case errors.Is(err, xzdec.ErrUnsupported) && errors.As(err, &xe):
+		feature := strings.TrimPrefix(xe.Err.Error(), xzdec.ErrUnsupported.Error()+": ")
+		return &Error{Kind: UnsupportedFeature, Format: s.Format, Feature: feature, Offset: xe.Offset, Decoded: s.decoded, Err: err}
+	case errors.Is(err, zstd.ErrUnknownDictionary):
+		offset := s.meter.reached.Load()
+		if s.inputPos != nil {
+			offset = s.inputPos()
+		}
+		return &Error{Kind: UnsupportedFeature, Format: s.Format, Feature: "a dictionary", Offset: offset, Decoded: s.decoded, Err: err}
+	}
+	return nil
 }
 
 // sizeError reports decoded data that disagrees with the exact size: for an
@@ -357,9 +442,15 @@ func (s *Source) sizeError(cause error) error {
 }
 
 func (s *Source) sourceError(truncated bool, err error) *Error {
-	offset := s.meter.reached.Load()
+	offset := s.meter.reached.Load() // for truncation: where the input ended
+	if s.inputPos != nil && !truncated {
+		offset = s.inputPos()
+	}
+	var at *atError
 	if off, cause, ok := xzErrorOffset(err); ok {
 		offset, err = off, cause
+	} else if errors.As(err, &at) {
+		offset = at.offset
 	}
 	kind := Damaged
 	if truncated {
@@ -402,20 +493,25 @@ func (s *Source) Close() error {
 // are not: an HTML error page saved as image.img.xz would otherwise be
 // written raw over the card's partition table. A file that is merely
 // truncated inside the promised signature is left to the truncation check.
+// A brotli stream has no signature, and an lzma_alone header only a
+// structure that unusual encoders may stretch: a file named .br or .lzma
+// whose bytes are recognisably nothing else is refused as what its name
+// says.
 func checkNamedFormat(name string, head []byte, sn sniffResult) error {
 	want, ext, ok := namedFormat(name)
-	if !ok {
-		return nil
-	}
-	if sn.truncated && sn.truncatedAs == want || !sn.truncated && sn.unsupported == "" && sn.format == want {
+	if !ok || want.kept(sn) {
 		return nil
 	}
 	what := Describe(head)
+	if (want.container == containerBrotli || want.container == containerLzmaAlone) && what == describeUnknown {
+		return &Error{Kind: Unsupported, Container: want.container,
+			Err: fmt.Errorf("named %s and its bytes are recognisably nothing else: taken as %s, which usbflash does not decode", ext, want)}
+	}
 	if len(head) > 0 && len(head) < sniffLen {
 		what += fmt.Sprintf(" of %d bytes", len(head))
 	}
-	return &Error{Kind: NotNamedFormat, Format: want,
-		Err: fmt.Errorf("named %s but its bytes are %s, not %s", ext, what, describeFormat(want))}
+	return &Error{Kind: NotNamedFormat, Format: want.format, Container: want.container,
+		Err: fmt.Errorf("named %s but its bytes are %s, not %s", ext, what, want)}
 }
 
 // FileInfo is what stat said of the image file when it was opened, for
@@ -432,6 +528,11 @@ func (s *Source) FileInfo() (fi fs.FileInfo, ok bool) { return s.info, s.info !=
 // Read and before Close. Standard input and New have nothing to check.
 func (s *Source) CheckUnchanged() error {
 	if s.file == nil || s.info == nil {
+		return nil
+	}
+	if m := s.info.Mode(); !m.IsRegular() && m&fs.ModeDevice == 0 {
+		// A named pipe is read once and its times move as it is written
+		// to: there is nothing to compare.
 		return nil
 	}
 	changed := func(format string, a ...any) error {

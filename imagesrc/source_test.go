@@ -345,3 +345,77 @@ func TestSourceRefusesCompressedTar(t *testing.T) {
 		t.Fatalf("error %v; want a tar refusal", err)
 	}
 }
+
+// TestSourceZipAfterPrefix: a zip after a prefix (a self-extractor's
+// program) is a zip, as archive/zip and unzip read it, whether its offsets
+// count from the archive (cat stub archive.zip) or from the file (zip -A);
+// data that starts like a disk image stays raw even when a zip ends it.
+func TestSourceZipAfterPrefix(t *testing.T) {
+	img := genOSImage(200_000, 8)
+	exe := append([]byte("MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff"), bytes.Repeat([]byte("stub code "), 300)...)
+	script := []byte("#!/bin/sh\nexec unzip -o \"$0\" -d /tmp/img\n")
+	elf := append([]byte("\x7fELF\x02\x01\x01\x00"), bytes.Repeat([]byte{0x90, 0x48, 0x31, 0xc0}, 2000)...)
+	disk := append([]byte("\xeb\x63\x90"), genOSImage(64<<10, 2)...)
+	disk[510], disk[511] = 0x55, 0xaa
+	// zipAt builds a zip of img after prefix; absolute offsets as zip -A
+	// writes them when abs.
+	zipAt := func(prefix []byte, method uint16, abs bool, comment string) []byte {
+		var b bytes.Buffer
+		b.Write(prefix)
+		w := zip.NewWriter(&b)
+		if abs {
+			w.SetOffset(int64(len(prefix)))
+		}
+		f, err := w.CreateHeader(&zip.FileHeader{Name: "os.img", Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write(img)
+		w.SetComment(comment)
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !abs { // cat stub archive.zip: the offsets count from the archive
+			return srcConcat(prefix, b.Bytes()[len(prefix):])
+		}
+		return b.Bytes()
+	}
+	badLocal := zipAt(exe, zip.Store, false, "")
+	copy(badLocal[len(exe):], "PK\x07\x08") // the first local header's signature
+	for _, tc := range []struct {
+		name string
+		data []byte
+		zip  bool
+	}{
+		{"exe stub, deflate", zipAt(exe, zip.Deflate, false, ""), true},
+		{"shell script, stored", zipAt(script, zip.Store, false, ""), true},
+		{"exe stub, offsets from the file (zip -A)", zipAt(exe, zip.Deflate, true, ""), true},
+		{"ELF stub, archive comment", zipAt(elf, zip.Deflate, false, "self-extracting image"), true},
+		{"disk image ending in a zip", zipAt(disk, zip.Store, false, ""), false},
+		{"zeros, then a zip", zipAt(make([]byte, 4096), zip.Store, true, ""), false},
+		{"exe stub, zip, trailing bytes", srcConcat(zipAt(exe, zip.Store, false, ""), []byte("trailer")), false},
+		{"exe stub, zip without its first local header", badLocal, false},
+	} {
+		for _, how := range []string{"file", "seekable"} {
+			s, out, err := srcDecode(t, tc.data, how)
+			switch {
+			case err != nil:
+				t.Errorf("%s (%s): %v", tc.name, how, err)
+			case tc.zip && (s.Format != FormatZip || s.Entry != "os.img" || !bytes.Equal(out, img)):
+				t.Errorf("%s (%s): format %v entry %q, %d bytes; want the zip's image", tc.name, how, s.Format, s.Entry, len(out))
+			case !tc.zip && (s.Format != FormatRaw || !bytes.Equal(out, tc.data)):
+				t.Errorf("%s (%s): format %v, %d bytes; want it raw", tc.name, how, s.Format, len(out))
+			}
+		}
+	}
+	// Named .zip, it is what its name says.
+	p := filepath.Join(t.TempDir(), "image-sfx.zip")
+	if err := os.WriteFile(p, zipAt(exe, zip.Deflate, false, ""), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(p)
+	if err != nil {
+		t.Fatalf("Open %s: %v", p, err)
+	}
+	s.Close()
+}

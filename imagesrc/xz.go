@@ -32,6 +32,10 @@ func (s *Source) openParallelXz(ra io.ReaderAt, size int64) (bool, error) {
 		return false, nil
 	}
 	s.Size, s.SizeExact = idx.UncompressedSize, true
+	s.HasChecksum = true
+	for _, st := range idx.Streams {
+		s.HasChecksum = s.HasChecksum && st.Check != xzdec.CheckNone
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d, err := xzdec.NewParallelReaderIndex(ctx, &meteredReaderAt{ra: ra, m: s.meter}, size, idx, xzdec.Options{})
 	if err != nil {

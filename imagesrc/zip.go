@@ -1,7 +1,9 @@
 package imagesrc
 
 import (
+	"bytes"
 	"compress/bzip2"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -114,4 +116,69 @@ func isZipMetadata(f *zip.File) bool {
 		return true
 	}
 	return f.UncompressedSize64 <= zipMetadataMax && zipMetadataExt[strings.ToLower(path.Ext(base))]
+}
+
+// zipAfterPrefix reports whether a seekable input whose first bytes are no
+// container is a zip archive after a prefix: a self-extractor's program (an
+// .exe stub, a shell script, unzipsfx), which archive/zip reads past and
+// the sniffer cannot see. Only the end of the file can tell, so the whole
+// structure must agree: the end-of-central-directory record ends the file
+// exactly, the directory lies right before it, and the first entry's local
+// header is where the directory says, with offsets relative to the archive
+// (cat stub archive.zip) or to the file (zip -A). A disk image could hold a
+// zip as its last bytes, so data that starts like a disk (a boot sector
+// signature, or zeros) is never taken for a self-extractor.
+func zipAfterPrefix(ra io.ReaderAt, size int64, head []byte) bool {
+	if len(head) < sniffLen || head[510] == 0x55 && head[511] == 0xaa || len(bytes.Trim(head, "\x00")) == 0 {
+		return false
+	}
+	const eocdLen, maxComment = 22, 1<<16 - 1
+	n := min(size, eocdLen+maxComment)
+	tail := make([]byte, n)
+	if _, err := ra.ReadAt(tail, size-n); err != nil {
+		return false
+	}
+	at := func(off int64, sig string) bool {
+		if off < 0 {
+			return false
+		}
+		var b [4]byte
+		_, err := ra.ReadAt(b[:], off)
+		return err == nil && string(b[:]) == sig
+	}
+	for p := n - eocdLen; p >= 0; p-- {
+		e := tail[p:]
+		if string(e[:4]) != "PK\x05\x06" || int64(binary.LittleEndian.Uint16(e[20:])) != n-p-eocdLen {
+			continue
+		}
+		entries := uint64(binary.LittleEndian.Uint16(e[10:]))
+		cdSize := uint64(binary.LittleEndian.Uint32(e[12:]))
+		cdOff := uint64(binary.LittleEndian.Uint32(e[16:]))
+		dirEnd := size - n + p
+		if entries == 0xffff || cdSize == 0xffffffff || cdOff == 0xffffffff {
+			// Zip64: its end record, 56 bytes, then its 20-byte locator.
+			dirEnd -= 20 + 56
+			var z [56]byte
+			if !at(size-n+p-20, "PK\x06\x07") || !at(dirEnd, "PK\x06\x06") {
+				return false
+			}
+			if _, err := ra.ReadAt(z[:], dirEnd); err != nil {
+				return false
+			}
+			entries = binary.LittleEndian.Uint64(z[32:])
+			cdSize = binary.LittleEndian.Uint64(z[40:])
+			cdOff = binary.LittleEndian.Uint64(z[48:])
+		}
+		if entries == 0 || cdSize < 46 || cdSize > uint64(dirEnd) || cdOff > uint64(dirEnd)-cdSize {
+			return false
+		}
+		base := dirEnd - int64(cdSize) - int64(cdOff) // where offset 0 of the archive is
+		var cd [46]byte
+		if _, err := ra.ReadAt(cd[:], base+int64(cdOff)); err != nil || string(cd[:4]) != "PK\x01\x02" {
+			return false
+		}
+		local := int64(binary.LittleEndian.Uint32(cd[42:]))
+		return local == 0xffffffff || at(base+local, "PK\x03\x04")
+	}
+	return false
 }

@@ -35,11 +35,11 @@ type CapacityError struct {
 func (e *CapacityError) Error() string {
 	if e.Written == 0 && e.ImageSize >= 0 {
 		return fmt.Sprintf("image is %s but %s holds %s; nothing was written",
-			units.FormatSize(e.ImageSize), e.Device, units.FormatSize(e.Capacity))
+			units.FormatBytes(e.ImageSize), e.Device, units.FormatBytes(e.Capacity))
 	}
 	return fmt.Sprintf("image is larger than %s (%s): stopped at its end after writing %s, "+
 		"with the first transfer left zeroed so the card does not boot a truncated image",
-		e.Device, units.FormatSize(e.Capacity), units.FormatSize(e.Written))
+		e.Device, units.FormatBytes(e.Capacity), units.FormatBytes(e.Written))
 }
 
 // ImageSizeError says the decoded image was not as long as its container
@@ -49,16 +49,38 @@ type ImageSizeError struct {
 	Declared int64 // bytes the container promised
 	Actual   int64 // bytes decoded; for a longer image, the point where the write stopped
 	Longer   bool  // the image went on past Declared
+	// Verifying: the image was read again to verify a card, and nothing
+	// was written.
+	Verifying bool
 }
 
 func (e *ImageSizeError) Error() string {
+	const zeroed = "; the first transfer was left zeroed so the card does not boot it"
+	var msg string
 	if e.Longer {
-		return fmt.Sprintf("image goes on past the %d bytes it declared: the image file is damaged; "+
-			"the first transfer was left zeroed so the card does not boot it", e.Declared)
+		msg = fmt.Sprintf("image goes on past the %d bytes it declared: the image file is damaged", e.Declared)
+	} else {
+		msg = fmt.Sprintf("image ended after %d bytes but declared %d: the image file is truncated", e.Actual, e.Declared)
 	}
-	return fmt.Sprintf("image ended after %d bytes but declared %d: the image file is truncated; "+
-		"the first transfer was left zeroed so the card does not boot it", e.Actual, e.Declared)
+	if e.Verifying {
+		return msg
+	}
+	return msg + zeroed
 }
+
+// ImageCheckError is a check of the whole image (WriteOptions.BeforeFirst)
+// that failed once it was streamed: everything but the first transfer was
+// written, and the first transfer was left zeroed so the card does not
+// boot it.
+type ImageCheckError struct {
+	Device string
+	Err    error
+}
+
+func (e *ImageCheckError) Error() string {
+	return fmt.Sprintf("%v; the first transfer of %s was left zeroed so the card does not boot it", e.Err, e.Device)
+}
+func (e *ImageCheckError) Unwrap() error { return e.Err }
 
 // DeviceError is a failed command on the block device, naming the range of
 // blocks it covered. Err is the device's own error, so errors.As finds the
@@ -105,7 +127,7 @@ type VerifyError struct {
 func (e *VerifyError) Error() string {
 	if e.HashOnly {
 		return fmt.Sprintf("verify failed on %s: the SHA-256 of the %s read back is %s but the image's is %s",
-			e.Device, units.FormatSize(e.Size), hex.EncodeToString(e.GotHash[:8]), hex.EncodeToString(e.WantHash[:8]))
+			e.Device, units.FormatBytes(e.Size), hex.EncodeToString(e.GotHash[:8]), hex.EncodeToString(e.WantHash[:8]))
 	}
 	return fmt.Sprintf("verify failed on %s: first difference at LBA %d (byte offset %d): image has 0x%02x, "+
 		"the card has 0x%02x", e.Device, e.LBA, e.Offset, e.Want, e.Got)
@@ -139,14 +161,14 @@ func (e *CancelledError) Error() string {
 	// Err is context.Canceled or DeadlineExceeded: "cancelled" says it.
 	if e.Phase == PhaseVerify {
 		return fmt.Sprintf("verify of %s cancelled after %s (up to LBA %d)",
-			e.Device, units.FormatSize(e.Bytes), e.LBA)
+			e.Device, units.FormatBytes(e.Bytes), e.LBA)
 	}
 	if e.Bytes == 0 && e.LBA == 0 {
 		return fmt.Sprintf("write to %s cancelled before anything was written", e.Device)
 	}
 	return fmt.Sprintf("write to %s cancelled after %s (up to LBA %d); the first transfer was left "+
 		"zeroed so the card does not boot a partial image",
-		e.Device, units.FormatSize(e.Bytes), e.LBA)
+		e.Device, units.FormatBytes(e.Bytes), e.LBA)
 }
 
 func (e *CancelledError) Unwrap() error { return e.Err }

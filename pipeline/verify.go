@@ -54,7 +54,9 @@ func (o *VerifyOptions) normalize(dev blockdev.Device) error {
 // fresh decode of the image that was written. size is the image length, or
 // -1 to compare until image ends. The first difference is reported as a
 // *VerifyError naming its LBA and byte offset; padding after the image's
-// last byte is not compared.
+// last byte is not compared. image is read to its end even when size is
+// known, so that a decoder's last checks run: an error there, or image
+// bytes past size, fails the verify.
 func Verify(ctx context.Context, dev blockdev.Device, image io.Reader, size int64, opts VerifyOptions) (VerifyResult, error) {
 	if err := opts.normalize(dev); err != nil {
 		return VerifyResult{}, err
@@ -74,7 +76,7 @@ func Verify(ctx context.Context, dev blockdev.Device, image io.Reader, size int6
 			if size < 0 {
 				return 0, false, imageEnds(image, name, limit)
 			}
-			return 0, false, nil
+			return 0, false, imageEndsAt(image, pos, size)
 		}
 		if f.err != nil {
 			return 0, false, f.err
@@ -92,7 +94,7 @@ func Verify(ctx context.Context, dev blockdev.Device, image io.Reader, size int6
 		}
 		switch {
 		case err == io.EOF && size >= 0:
-			return n, false, &ImageSizeError{Declared: size, Actual: f.off + int64(n)}
+			return n, false, &ImageSizeError{Declared: size, Actual: f.off + int64(n), Verifying: true}
 		case err == io.EOF:
 			return n, false, nil
 		case err != nil:
@@ -110,6 +112,31 @@ func imageEnds(image io.Reader, name string, capacity int64) error {
 		return &CapacityError{Device: name, ImageSize: -1, Capacity: capacity, Written: capacity}
 	case err != io.EOF:
 		return fmt.Errorf("reading the image to verify against, at byte offset %d: %w", capacity, err)
+	}
+	return nil
+}
+
+// imageEndsAt checks that an image of declared size, pos bytes of which
+// were compared, ends there: it reads the rest, which the card need not
+// hold (Only skipped it), and then to the end of the image. Only there does
+// a decoder verify its last block check, index and footer (xz), or an
+// entry's CRC-32 (zip); an image whose archive fails there, or that goes on
+// past its size, does not match, however well the bytes compared.
+func imageEndsAt(image io.Reader, pos, size int64) error {
+	if rest := size - pos; rest > 0 {
+		n, err := io.CopyN(io.Discard, image, rest)
+		switch {
+		case err == io.EOF:
+			return &ImageSizeError{Declared: size, Actual: pos + n, Verifying: true}
+		case err != nil:
+			return fmt.Errorf("reading the image to verify against, at byte offset %d: %w", pos+n, err)
+		}
+	}
+	switch err := probePast(image); {
+	case isPastLimit(err):
+		return &ImageSizeError{Declared: size, Actual: size, Longer: true, Verifying: true}
+	case err != io.EOF:
+		return fmt.Errorf("reading the image to verify against, at its end (byte offset %d): %w", size, err)
 	}
 	return nil
 }

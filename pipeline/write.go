@@ -81,6 +81,13 @@ type WriteOptions struct {
 	// --sparse the parts that are not zero. WriteResult.Written then says
 	// what was written.
 	Pieces func(off int64, p []byte, into []blockdev.Extent) []blockdev.Extent
+	// BeforeFirst, when set, is called once the stream reached its end
+	// and every other transfer was written, before the held first
+	// transfer: the last moment a check of the whole image (its file
+	// unchanged, its download's checksum) can still stop the card from
+	// booting it. Its error ends the write with the first transfer left
+	// zeroed, as an *ImageCheckError.
+	BeforeFirst func() error
 }
 
 // WriteResult describes a finished write.

@@ -462,3 +462,42 @@ func TestWriteCancelledByDecoderSide(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteBeforeFirst: a check of the whole image that fails once the
+// stream ended stops the write before the held first transfer, which stays
+// zeroed; one that passes writes it last, as always.
+func TestWriteBeforeFirst(t *testing.T) {
+	img := testImage(6*testTransfer+100, 5)
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprint("fail=", fail), func(t *testing.T) {
+			rec := &recordingDevice{Device: newTestDevice(t, 2048, testBS, oldByte)}
+			checked := 0
+			check := errors.New("the image file changed while it was read")
+			_, err := Write(context.Background(), rec, bytes.NewReader(img), WriteOptions{TransferSize: testTransfer, ExpectedSize: int64(len(img)),
+				BeforeFirst: func() error {
+					checked++
+					if len(rec.writes) == 0 || rec.writes[len(rec.writes)-1].lba == 0 {
+						t.Error("BeforeFirst ran before the stream was written")
+					}
+					if fail {
+						return check
+					}
+					return nil
+				}})
+			got := devContents(t, rec)
+			var ce *ImageCheckError
+			switch {
+			case checked != 1:
+				t.Errorf("BeforeFirst ran %d times", checked)
+			case fail && (!errors.As(err, &ce) || !errors.Is(err, check)):
+				t.Errorf("err = %v, want an *ImageCheckError wrapping the check's", err)
+			case fail && !isZero(got[:testTransfer]):
+				t.Error("the first transfer was written after the check failed")
+			case fail && !bytes.Equal(got[testTransfer:len(img)], img[testTransfer:]):
+				t.Error("the rest of the image was not written")
+			case !fail && (err != nil || !bytes.Equal(got[:len(img)], img)):
+				t.Errorf("err = %v, image written %v", err, bytes.Equal(got[:len(img)], img))
+			}
+		})
+	}
+}

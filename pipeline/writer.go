@@ -152,6 +152,12 @@ func (w *writer) finish(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return w.cancelled(err)
 	}
+	if w.opts.BeforeFirst != nil {
+		if err := w.opts.BeforeFirst(); err != nil {
+			w.syncQuietly()
+			return &ImageCheckError{Device: w.name, Err: err}
+		}
+	}
 	if w.first.padded > 0 {
 		if err := w.write(0, w.r.data(w.first)); err != nil {
 			return err

@@ -336,14 +336,17 @@ func openError(t Spec, err error) error {
 		return &Error{Kind: KindRefused, Target: t.Raw, Msg: fmt.Sprintf("target %s is in use by another usbflash (or another program); nothing was written", t.Raw), Err: errors.Join(ErrBusy, err)}
 	case errors.Is(err, filedev.ErrBadTarget):
 		return &Error{Kind: KindUsage, Target: t.Raw, Msg: err.Error(), Err: err}
-	case t.Scheme == Sim && (errors.As(err, &spec) || errors.As(err, &card)):
-		// What the target asks for cannot be (its options, the card
-		// file's size): the command line's to fix.
-		return &Error{Kind: KindUsage, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
 	case t.Scheme == Sim:
-		// The card file could not be opened or read: the simulated
-		// card failed, as a real one would.
-		return &Error{Kind: KindDevice, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
+		// The simulator names the card as its spec; say it once, as typed.
+		msg := fmt.Sprintf("target %s: %s", t.Raw, strings.TrimPrefix(err.Error(), fmt.Sprintf("sim: target %q: ", t.spec)))
+		if errors.As(err, &spec) || errors.As(err, &card) {
+			// What the target asks for cannot be (its options, the card
+			// file's size): the command line's to fix.
+			return &Error{Kind: KindUsage, Target: t.Raw, Msg: msg, Err: err}
+		}
+		// The card file could not be opened or read: the simulated card
+		// failed, as a real one would.
+		return &Error{Kind: KindDevice, Target: t.Raw, Msg: msg, Err: err}
 	}
 	return &Error{Kind: KindDevice, Target: t.Raw, Msg: err.Error(), Err: err}
 }

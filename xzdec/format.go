@@ -86,10 +86,10 @@ func parseStreamFlags(b []byte, off int64) (streamFlags, error) {
 	var f streamFlags
 	copy(f[:], b)
 	if f[0] != 0 || f[1]&0xF0 != 0 {
-		return f, errAt(off, ErrUnsupported, "stream flags %#02x%02x use reserved bits", f[0], f[1])
+		return f, errAt(off, ErrUnsupported, "stream flags 0x%02x%02x (reserved bits set)", f[0], f[1])
 	}
 	if !f.check().supported() {
-		return f, errAt(off, ErrUnsupported, "check type %v", f.check())
+		return f, errAt(off, ErrUnsupported, "integrity check ID %#02x (%v)", byte(f.check()), f.check())
 	}
 	return f, nil
 }
@@ -155,25 +155,27 @@ const (
 func filterName(id uint64) string {
 	switch id {
 	case filterDelta:
-		return "delta"
+		return "delta filter"
 	case filterX86:
-		return "x86 BCJ"
+		return "x86 BCJ filter"
 	case filterPowerPC:
-		return "PowerPC BCJ"
+		return "PowerPC BCJ filter"
 	case filterIA64:
-		return "IA-64 BCJ"
+		return "IA-64 BCJ filter"
 	case filterARM:
-		return "ARM BCJ"
+		return "ARM BCJ filter"
 	case filterARMThumb:
-		return "ARM-Thumb BCJ"
+		return "ARM-Thumb BCJ filter"
 	case filterSPARC:
-		return "SPARC BCJ"
+		return "SPARC BCJ filter"
 	case filterARM64:
-		return "ARM64 BCJ"
+		return "ARM64 BCJ filter"
 	case filterLZMA2:
-		return "LZMA2"
+		return "LZMA2 filter"
 	case 0x0B:
-		return "RISC-V BCJ"
+		return "RISC-V BCJ filter"
+	case 0x4000000000000001:
+		return "LZMA1 filter"
 	}
 	return "unknown filter"
 }
@@ -203,7 +205,7 @@ func parseBlockHeader(b []byte, off int64) (blockHeader, error) {
 	}
 	flags := b[1]
 	if flags&0x3C != 0 {
-		return h, errAt(off+1, ErrUnsupported, "block flags %#02x use reserved bits", flags)
+		return h, errAt(off+1, ErrUnsupported, "block flags %#02x (reserved bits set)", flags)
 	}
 	p := 2
 	body := b[:n-4]
@@ -280,13 +282,13 @@ func checkFilter(f filterSpec, last bool, off int64) error {
 		}
 	case filterX86, filterPowerPC, filterIA64, filterARM, filterARMThumb, filterSPARC, filterARM64:
 		if len(f.props) != 0 && len(f.props) != 4 {
-			return errAt(off, ErrFormat, "bad %s filter properties", filterName(f.id))
+			return errAt(off, ErrFormat, "bad %s properties", filterName(f.id))
 		}
 	default:
-		return errAt(off, ErrUnsupported, "filter %#x (%s) is not supported", f.id, filterName(f.id))
+		return errAt(off, ErrUnsupported, "the %s (ID %#x)", filterName(f.id), f.id)
 	}
 	if last {
-		return errAt(off, ErrUnsupported, "%s filter as the last filter (only LZMA2 is supported there)", filterName(f.id))
+		return errAt(off, ErrUnsupported, "the %s as the last filter (only LZMA2 is decoded there)", filterName(f.id))
 	}
 	return nil
 }

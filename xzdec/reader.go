@@ -134,19 +134,31 @@ func (z *Reader) nextStream() error {
 			return io.EOF
 		}
 		off := z.in.offset()
-		p, err := z.in.peek(4)
+		p, err := z.in.peek(len(headerMagic))
+		if err != nil && !errors.Is(err, ErrTruncated) {
+			return err
+		}
 		if err != nil {
-			// The start of another stream's magic is a download cut short,
-			// as xz itself reports it ("Unexpected end of input").
-			if rest := z.in.buffered(); errors.Is(err, ErrTruncated) && bytes.HasPrefix(headerMagic, rest) {
-				return errAt(off, ErrTruncated, "input ends inside the header of the next stream")
-			}
-			return errAt(off, ErrFormat, "trailing garbage or stream padding not a multiple of four bytes")
+			p = z.in.buffered()
 		}
-		if binary.LittleEndian.Uint32(p) != 0 {
-			return z.startStream()
+		if len(p) >= 4 && binary.LittleEndian.Uint32(p) == 0 {
+			z.in.next(4)
+			continue
 		}
-		z.in.next(4)
+		// What follows a stream is padding or another stream; anything
+		// else is trailing data, not a stream cut short. Only the start of
+		// another stream's magic at the end of the input is a download
+		// cut short, as xz itself reports it ("Unexpected end of input").
+		if len(bytes.Trim(p, "\x00")) == 0 {
+			return errAt(off, ErrFormat, "stream padding of %d bytes, not a multiple of four", len(p))
+		}
+		if !bytes.HasPrefix(headerMagic, p) && !bytes.HasPrefix(p, headerMagic) {
+			return errAt(off, ErrFormat, "data after the end of the stream is neither stream padding nor another stream")
+		}
+		if err != nil {
+			return errAt(off+int64(len(p)), ErrTruncated, "input ends inside the header of the next stream")
+		}
+		return z.startStream()
 	}
 }
 
@@ -201,7 +213,8 @@ func (z *Reader) endStream() error {
 			return err
 		}
 		if u != r.unpadded || c != r.uncomp {
-			return errAt(off, ErrFormat, "index record %d (%d, %d) does not match block (%d, %d)", i, u, c, r.unpadded, r.uncomp)
+			return errAt(off, ErrFormat, "the index says block %d holds %d bytes (%d compressed), but it held %d (%d compressed)",
+				i+1, c, u, r.uncomp, r.unpadded)
 		}
 	}
 	off = in.offset()

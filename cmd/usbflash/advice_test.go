@@ -175,17 +175,18 @@ func mediumAdviceCases(t *testing.T) []adviceCase {
 // container imagesrc recognises but does not decode.
 func imageAdviceCases(t *testing.T) []adviceCase {
 	want := map[imagesrc.Kind]string{
-		imagesrc.Damaged:          "the file is damaged: download it again and compare its checksum",
-		imagesrc.Truncated:        "the file is incomplete: download it again and compare its checksum",
-		imagesrc.NotNamedFormat:   "download the image again: a failed download often saves an error page under the image's name",
-		imagesrc.Changed:          "write again once nothing modifies the image file",
-		imagesrc.Unreadable:       "check the disk or network share the image is on, or copy the image to a local disk, and run the command again",
-		imagesrc.Unsupported:      "extract the image first (7z x FILE)",
-		imagesrc.NotAnImage:       "decompress the outer zip first, then write the inner file",
-		imagesrc.Empty:            "download the image again and compare its checksum",
-		imagesrc.UnsupportedEntry: "extract it first (unzip or 7z), then write the extracted file",
-		imagesrc.Ambiguous:        "extract the one you want (unzip FILE NAME) and write that",
-		imagesrc.NeedsFile:        "save it to a file first, or pipe `unzip -p FILE` instead",
+		imagesrc.Damaged:            "the file is damaged: download it again and compare its checksum",
+		imagesrc.Truncated:          "the file is incomplete: download it again and compare its checksum",
+		imagesrc.NotNamedFormat:     "download the image again: a failed download often saves an error page under the image's name",
+		imagesrc.Changed:            "write again once nothing modifies the image file",
+		imagesrc.Unreadable:         "check the disk or network share the image is on, or copy the image to a local disk, and run the command again",
+		imagesrc.Unsupported:        "extract the image first (7z x FILE)",
+		imagesrc.NotAnImage:         "decompress the outer zip first, then write the inner file",
+		imagesrc.UnsupportedFeature: "the file is not damaged: decompress it with the zip program first, then write the decompressed image",
+		imagesrc.Empty:              "download the image again and compare its checksum",
+		imagesrc.UnsupportedEntry:   "extract it first (unzip or 7z), then write the extracted file",
+		imagesrc.Ambiguous:          "extract the one you want (unzip FILE NAME) and write that",
+		imagesrc.NeedsFile:          "save it to a file first, or pipe `unzip -p FILE` instead",
 	}
 	var cases []adviceCase
 	for _, k := range imagesrc.Kinds() {

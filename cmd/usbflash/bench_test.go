@@ -412,7 +412,7 @@ func TestBenchWriteAsksAtATerminal(t *testing.T) {
 			t.Errorf("answer %q: exit %d, want %d (%s)", tt.answer, code, tt.want, errOut.String())
 		}
 		// The question names the card and the region at stake.
-		if q := errOut.String(); !strings.Contains(q, "CARD43") || !strings.Contains(q, "bytes 4194304 to 8388608") || !strings.Contains(q, "4 MiB") {
+		if q := errOut.String(); !strings.Contains(q, "CARD43") || !strings.Contains(q, "bytes 4194304 to 8388608") || !strings.Contains(q, "4.19 MB") {
 			t.Errorf("question %q does not name the card and the region", q)
 		}
 		if regionHashes(t, card, 4<<20, 4<<20) != before {

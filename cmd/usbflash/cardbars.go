@@ -10,6 +10,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"usbflash/flash"
+	"usbflash/internal/units"
 	"usbflash/pipeline"
 )
 
@@ -119,14 +120,14 @@ func (b *cardBars) update(p flash.Progress) {
 func cardsLine(p flash.Progress) string {
 	parts := make([]string, len(p.Cards))
 	for i, c := range p.Cards {
-		parts[i] = fmt.Sprintf("%s: %s %s", c.Card, c.Phase, formatBytes(c.Done))
+		parts[i] = fmt.Sprintf("%s: %s %s", c.Card, c.Phase, units.FormatBytes(c.Done))
 		if c.Failed {
 			parts[i] = c.Card + ": failed"
 		}
 	}
 	line := strings.Join(parts, ", ")
 	if p.Total >= 0 {
-		line += " (of " + formatBytes(p.Total) + ")"
+		line += " (of " + units.FormatBytes(p.Total) + ")"
 	}
 	return line
 }

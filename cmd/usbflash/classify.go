@@ -31,6 +31,8 @@ func classifyDomainError(err error) int {
 		bmapErr  *flash.BlockMapError
 		imageErr *flash.ImageError
 		refusedN *flash.RefusedError
+		mismatch *imagesrc.ChecksumMismatchError
+		shaArg   *flash.ChecksumArgError
 		src      *imagesrc.Error
 		size     *pipeline.ImageSizeError
 		capacity *pipeline.CapacityError
@@ -41,7 +43,9 @@ func classifyDomainError(err error) int {
 		tooMuch  *imagedst.SizeError
 	)
 	switch {
-	case errors.As(err, &memory), errors.As(err, &report), errors.Is(err, flash.ErrReportFormat),
+	case errors.As(err, &mismatch):
+		return exitSource
+	case errors.As(err, &memory), errors.As(err, &report), errors.Is(err, flash.ErrReportFormat), errors.As(err, &shaArg),
 		errors.As(err, &plan),
 		errors.Is(err, flash.ErrBlockMapConflict), errors.Is(err, flash.ErrBlockMapOneCard):
 		return exitUsage
@@ -109,12 +113,9 @@ func explain(err error) (msg, advice string) {
 	if errors.As(err, &dev) && errors.As(dev.Err, &cmd) && cmd.Err != nil {
 		msg = strings.Replace(msg, cmd.Error(), cmd.Err.Error(), 1)
 	}
-	// Go's "context canceled" means nothing to a person who pressed
-	// Ctrl-C; the pipeline's CancelledError already says it in words.
-	var cancelled *pipeline.CancelledError
-	if errors.Is(err, context.Canceled) && !errors.As(err, &cancelled) {
-		msg = strings.ReplaceAll(msg, context.Canceled.Error(), "cancelled")
-	}
+	// Wherever Go's words for a cancelled or expired context end up in a
+	// library's text, a person reads English.
+	msg = strings.NewReplacer(context.Canceled.Error(), "cancelled", context.DeadlineExceeded.Error(), "timed out").Replace(msg)
 	return msg, hint(err)
 }
 
@@ -140,6 +141,10 @@ func hint(err error) string {
 	}
 	if h := sessionHint(err); h != "" {
 		return h
+	}
+	var compare *compareError
+	if errors.As(err, &compare) && errors.As(err, new(*pipeline.VerifyError)) {
+		return "the card holds something other than this image (another image, or an older write): write the image to it if it should hold it"
 	}
 	var (
 		restore *cardbench.RestoreError
@@ -318,6 +323,8 @@ func imageAdvice(e *imagesrc.Error) string {
 		return "extract the one you want (unzip FILE NAME) and write that"
 	case imagesrc.NeedsFile:
 		return "save it to a file first, or pipe `unzip -p FILE` instead"
+	case imagesrc.UnsupportedFeature:
+		return fmt.Sprintf("the file is not damaged: decompress it with the %s program first, then write the decompressed image", e.Format)
 	}
 	return ""
 }
@@ -346,6 +353,8 @@ func containerAdvice(container string) string {
 		return "extract the image from it first (tar -xf FILE), then write the .img"
 	case "lzma (lzma_alone) stream":
 		return "decompress it first (xz -d --format=lzma FILE)"
+	case "brotli stream":
+		return "decompress it first (brotli -d FILE)"
 	}
 	return "turn it into a raw disk image first"
 }
@@ -380,6 +389,10 @@ func sessionHint(err error) string {
 		return sessionHint(refusedN.Refused[0])
 	case errors.As(err, &memory):
 		return "use a smaller --transfer-size, fewer --buffers or a smaller --lag"
+	case errors.As(err, new(*imagesrc.ChecksumMismatchError)):
+		return "download the image again (with its checksum) and write again"
+	case errors.As(err, new(*flash.ChecksumArgError)):
+		return "give the 64 hexadecimal digits the publisher lists, or --no-sha256"
 	case errors.As(err, &report):
 		return "name a report file in a directory you can write to"
 	case errors.Is(err, flash.ErrReportFormat):

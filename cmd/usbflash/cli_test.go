@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"usbflash/pipeline"
+	"usbflash/target"
 )
 
 func TestCommandLineMistakesExit2(t *testing.T) {
@@ -327,5 +331,40 @@ func TestHelpStatesTheMemoryBound(t *testing.T) {
 		if r.code != exitOK || !strings.Contains(r.stdout, "at most 1 GiB") {
 			t.Errorf("%s --help: exit %d, does not state the memory bound:\n%s", cmd, r.code, r.stdout)
 		}
+	}
+}
+
+// TestNoChecksumIsSaid: a compressed image without a checksum of its own
+// is written, and the user is told what alone can tell it is intact.
+func TestNoChecksumIsSaid(t *testing.T) {
+	t.Parallel()
+	img := testImage(1<<20 + 99)
+	for _, crc := range []bool{false, true} {
+		var buf bytes.Buffer
+		enc, err := zstd.NewWriter(&buf, zstd.WithEncoderCRC(crc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc.Write(img)
+		enc.Close()
+		image := writeFile(t, "os.img.zst", buf.Bytes())
+		card := filepath.Join(t.TempDir(), "card.img")
+		r := runCLI(t, "write", "--yes", image, "sim:"+card+"?size=4MiB")
+		if said := strings.Contains(r.stdout, "carries no checksum of its own"); r.code != exitOK || said == crc {
+			t.Errorf("checksum %v: exit %d, note said %v\n%s", crc, r.code, said, r.stdout)
+		}
+	}
+}
+
+// TestPanicIsAnInternalError: a bug in a command exits 1 (internal) with a
+// JSON error event, never 2 (which says the user made a mistake).
+func TestPanicIsAnInternalError(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
+		watchFinder: func(context.Context) ([]target.Found, error) { panic("a bug") }}
+	code := runApp(context.Background(), a, []string{"write", writeFile(t, "os.img", testImage(1<<20)), "--watch", "--yes", "--json"})
+	if e := lastEvent(t, out.String(), "error"); code != exitInternal || e["name"] != "internal" {
+		t.Errorf("exit %d, event %v", code, e)
 	}
 }

@@ -102,3 +102,16 @@ func TestOneAdviceForUSBErrors(t *testing.T) {
 		t.Error("the end of the recovery ladder without USB advice got no hint")
 	}
 }
+
+// TestExplainSaysNoGoInternals: a context's errors reach a person in words.
+func TestExplainSaysNoGoInternals(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		fmt.Errorf("opening usb:1.4: %w", context.DeadlineExceeded),
+		fmt.Errorf("listing readers: %w: after 3 tries", context.Canceled),
+	} {
+		if msg, _ := explain(err); strings.Contains(msg, "context") {
+			t.Errorf("explain(%v) = %q", err, msg)
+		}
+	}
+}

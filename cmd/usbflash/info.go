@@ -7,11 +7,11 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"usbflash/target"
 
 	"github.com/spf13/cobra"
 
 	"usbflash/internal/units"
+	"usbflash/target"
 )
 
 // infoReport is `usbflash info --json`: the target, the USB identity when
@@ -113,14 +113,14 @@ func printInfo(w io.Writer, rep infoReport) {
 			fmt.Fprintf(tw, "medium\t%s\n", orDash(l.Error))
 			return
 		}
-		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatSize(l.Bytes), l.Bytes, l.Blocks, l.BlockSize)
+		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(l.Bytes), l.Bytes, l.Blocks, l.BlockSize)
 		fmt.Fprintf(tw, "write protected\t%v\n", l.WriteProtected)
 		fmt.Fprintf(tw, "max transfer\t%s\n", sizeOrUnknown(l.MaxTransfer))
 		fmt.Fprintf(tw, "optimal transfer\t%s\n", sizeOrUnknown(l.OptimalTransfer))
 		fmt.Fprintf(tw, "buffer memory\t%s\n", orDash(l.Memory))
 	}
 	if f := rep.File; f != nil {
-		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatSize(f.Bytes), f.Bytes, f.Blocks, f.BlockSize)
+		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(f.Bytes), f.Bytes, f.Blocks, f.BlockSize)
 		fmt.Fprintf(tw, "direct I/O\t%v\n", f.Direct)
 	}
 }
@@ -136,5 +136,5 @@ func sizeOrUnknown(n int64) string {
 	if n <= 0 {
 		return "not reported"
 	}
-	return units.FormatSize(n)
+	return units.FormatBytes(n)
 }

@@ -186,7 +186,7 @@ func printReaders(w io.Writer, readers []readerReport) {
 		for _, l := range r.LUNs {
 			medium, size := strings.TrimSpace(l.Vendor+" "+l.Product), "-"
 			if l.Medium {
-				size = units.FormatSize(l.Bytes)
+				size = units.FormatBytes(l.Bytes)
 			}
 			var notes []string
 			if l.WriteProtected {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"syscall"
@@ -34,14 +35,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // runApp runs one command line with a's streams and says how it ended.
-func runApp(ctx context.Context, a *app, args []string) int {
+func runApp(ctx context.Context, a *app, args []string) (code int) {
+	// A bug must not exit 2, which scripts read as their own mistake: it
+	// is an internal error (1), reported as one, with where it happened.
+	defer func() {
+		if r := recover(); r != nil {
+			err := fmt.Errorf("internal error: %v (please report it, with this:)\n%s", r, debug.Stack())
+			newReporter(a.stdout, a.stderr, reporterOptions{json: jsonRequested(nil, args)}).fail(err, exitInternal)
+			code = exitInternal
+		}
+	}()
 	root := newRootCommand(a)
 	root.SetArgs(args)
 	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
-	code := exitCode(err)
+	code = exitCode(err)
 	if !errorAlreadyReported(err) {
 		// Under --json every failure is an error event on stdout, even
 		// one found before the command ran (a bad flag or target).

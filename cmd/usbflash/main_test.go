@@ -211,8 +211,8 @@ func TestWriteRefusesBeforeWriting(t *testing.T) {
 	}{
 		{"write-protected", "?size=4MiB&wp=1", []string{"--yes"}, "write-protected"},
 		{"image too large", "?size=1MiB", []string{"--yes"}, "use a larger card"},
-		{"image too large, found by writing", "?size=1MiB", []string{"--yes"}, "after writing 1 mib"},
-		{"image too large, found by writing bzip2", "?size=1MiB", []string{"--yes"}, "after writing 1 mib"},
+		{"image too large, found by writing", "?size=1MiB", []string{"--yes"}, "after writing 1.05 mb"},
+		{"image too large, found by writing bzip2", "?size=1MiB", []string{"--yes"}, "after writing 1.05 mb"},
 		{"not confirmed without a terminal", "?size=4MiB", nil, "pass --yes"},
 	}
 	for _, tt := range tests {
@@ -502,7 +502,7 @@ func TestConfirmationAtATerminal(t *testing.T) {
 			t.Errorf("answer %q: exit %d, want %d (%s)", tt.answer, code, tt.want, errOut.String())
 		}
 		// The question names the card, so a person can recognise it.
-		if q := errOut.String(); !strings.Contains(q, "CARD42") || !strings.Contains(q, "1 MiB") || !strings.Contains(q, "[y/N]") {
+		if q := errOut.String(); !strings.Contains(q, "CARD42") || !strings.Contains(q, "1.05 MB") || !strings.Contains(q, "[y/N]") {
 			t.Errorf("question %q does not identify the card", q)
 		}
 		got, _ := os.ReadFile(card)

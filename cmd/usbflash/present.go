@@ -36,6 +36,7 @@ func (p *cardPresenter) Observe(e flash.Event) {
 			Image: e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
 		}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", e.Image, src.Format, describeSize(src), e.Targets[0]))
+		noChecksumNote(p.rep, src)
 	case flash.Opened:
 		p.rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: e.Card, Capacity: e.Capacity,
 			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
@@ -66,21 +67,26 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 		DecoderWaitS: ptr(res.DecoderWait.Seconds()), DeviceWaitS: ptr(res.DeviceWait.Seconds()),
 		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
 	}
+	wrote := units.FormatBytes(res.Bytes)
+	if o.SkippedWhy != "" {
+		// A block map or --sparse: say what went to the card.
+		wrote = fmt.Sprintf("%s of the %s image", units.FormatBytes(res.Bytes-o.Skipped), units.FormatBytes(res.Bytes))
+	}
 	text := []string{
-		fmt.Sprintf("Wrote %s in %s (%s), %s", formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
+		fmt.Sprintf("Wrote %s in %s (%s), %s", wrote, res.Elapsed.Round(time.Millisecond),
 			units.FormatRate(sum.Rate), plural(res.Transfers, "command")),
 		boundLine(res),
 		cpuLine(res.CPU, res.Bytes, res.Memory),
 	}
 	if o.SkippedWhy != "" {
 		sum.SkippedBytes = ptr(o.Skipped)
-		text = append(text, fmt.Sprintf("Skipped %s (%s): those regions keep the card's old bytes", units.FormatSize(o.Skipped), o.SkippedWhy))
+		text = append(text, fmt.Sprintf("Skipped %s (%s): those regions keep the card's old bytes", units.FormatBytes(o.Skipped), o.SkippedWhy))
 	}
 	if v := o.Verify; v != nil {
 		sum.Verified = true
 		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
 		sum.SHA256 = hex.EncodeToString(res.SHA256[:])
-		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s)", formatBytes(v.Bytes),
+		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s)", units.FormatBytes(v.Bytes),
 			v.Elapsed.Round(time.Millisecond), units.FormatRate(rate(v.Bytes, v.Elapsed))))
 	}
 	if o.Ejected != nil {
@@ -110,7 +116,7 @@ func presentBlockMap(rep reporter, e flash.BlockMapChosen) {
 		pct = float64(e.MappedBytes) * 100 / float64(e.ImageSize)
 	}
 	msg := fmt.Sprintf("Block map %s: %d ranges, %s of %s mapped (%.0f%%); only those are written and verified",
-		e.Path, e.Ranges, units.FormatSize(e.MappedBytes), units.FormatSize(e.ImageSize), pct)
+		e.Path, e.Ranges, units.FormatBytes(e.MappedBytes), units.FormatBytes(e.ImageSize), pct)
 	rep.event(&blockMapEvent{eventHeader: eventHeader{Event: evBlockMap},
 		BMap: e.Path, Ranges: e.Ranges, MappedBytes: e.MappedBytes, ImageSize: e.ImageSize}, msg)
 }
@@ -161,6 +167,7 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 			Image: e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			Targets: append([]string{}, e.Targets...), TransferSize: int64(e.TransferSize), Buffers: e.Buffers, Lag: e.Lag,
 		}, text)
+		noChecksumNote(p.rep, src)
 	case flash.Opened:
 		p.rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: e.Card, Capacity: e.Capacity,
 			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
@@ -252,7 +259,7 @@ func cardTable(cards []flash.Record, noVerify bool) string {
 			result = "ok (the slowest card: it set the pace)"
 		}
 		fmt.Fprintf(&b, "%-28s %-14s %9s %9.1f %-8s %s\n", c.Target, orDash(c.Serial),
-			formatBytes(c.Capacity), c.Rate/1e6, verified, result)
+			units.FormatBytes(c.Capacity), c.Rate/1e6, verified, result)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -288,4 +295,16 @@ func expectedSize(src *imagesrc.Source) int64 {
 		return src.Size
 	}
 	return -1
+}
+
+// noChecksumNote says when a compressed image carries no checksum of its
+// own (zstd without content checksums, xz with check "none"): damage in
+// it is found only where the decoder trips, if at all, so the download's
+// checksum and the verify are all there is.
+func noChecksumNote(rep reporter, src *imagesrc.Source) {
+	if src.Format == imagesrc.FormatRaw || src.HasChecksum {
+		return
+	}
+	msg := fmt.Sprintf("This %s image carries no checksum of its own: only the read-back and the publisher's SHA-256 (--sha256) can tell it is intact", src.Format)
+	rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
 }

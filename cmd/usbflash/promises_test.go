@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
@@ -336,6 +338,42 @@ func TestPromisesOnEveryPath(t *testing.T) {
 					if _, err := os.Stat(e.path(i)); err == nil && !m.watch && m.name != "read" {
 						t.Errorf("card %d was created", i)
 					}
+				}
+			},
+		},
+		{
+			name: "a download that does not match its publisher's checksum is found before the first transfer",
+			setup: func(e *promiseEnv) {
+				rawImage(e, 3<<20+99)
+				simCards(e, "size=8MiB", "size=8MiB")
+				bad := strings.Repeat("ab", 32) + "  os.img\n"
+				if err := os.WriteFile(filepath.Join(e.dir, "SHA256SUMS"), []byte(bad), 0o644); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			want: map[string]int{"one": exitSource, "many": exitSource, "report": exitSource, "watch": exitSource},
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				untouched(t, e, m, r)
+				sum := sha256.Sum256(e.img)
+				if out := r.stdout + r.stderr; !strings.Contains(out, strings.Repeat("ab", 32)) || !strings.Contains(out, hex.EncodeToString(sum[:])) {
+					t.Errorf("both sums are not shown:\n%s", out)
+				}
+			},
+		},
+		{
+			name: "a download that matches its checksum is written",
+			setup: func(e *promiseEnv) {
+				rawImage(e, 3<<20+99)
+				simCards(e, "size=8MiB", "size=8MiB")
+				sum := sha256.Sum256(e.img)
+				if err := os.WriteFile(e.image+".sha256", []byte(hex.EncodeToString(sum[:])+"\n"), 0o644); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			want: map[string]int{"one": exitOK, "many": exitOK, "report": exitOK, "watch": exitOK},
+			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
+				if !e.holds(0) || !strings.Contains(r.stdout, "matches the SHA-256 in "+e.image+".sha256") {
+					t.Errorf("card written %v; stdout:\n%s", e.holds(0), r.stdout)
 				}
 			},
 		},

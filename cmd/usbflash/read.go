@@ -168,7 +168,7 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 		PartitionTable: extent.Table,
 	}
 	text := []string{
-		fmt.Sprintf("Read %s in %s (%s), %s", formatBytes(read.Bytes), read.Elapsed.Round(time.Millisecond),
+		fmt.Sprintf("Read %s in %s (%s), %s", units.FormatBytes(read.Bytes), read.Elapsed.Round(time.Millisecond),
 			units.FormatRate(sum.Rate), plural(read.Reads, "command")),
 		fmt.Sprintf("Wrote %s (%s, %s) and its block map %s (%s of the image is not zero)", out, res.Format, units.FormatSize(res.Written), res.BMap, units.FormatSize(res.MappedBytes)),
 		readBoundLine(read),

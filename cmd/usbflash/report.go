@@ -209,10 +209,10 @@ func progressText(p progressEvent, percent bool) string {
 		}
 		return b.String()
 	}
-	fmt.Fprintf(&b, "%s: %s", p.Phase, formatBytes(p.Done))
+	fmt.Fprintf(&b, "%s: %s", p.Phase, units.FormatBytes(p.Done))
 	switch {
 	case p.Total > 0:
-		fmt.Fprintf(&b, " of %s", formatBytes(p.Total))
+		fmt.Fprintf(&b, " of %s", units.FormatBytes(p.Total))
 		if percent {
 			fmt.Fprintf(&b, " (%d%%)", p.Done*100/p.Total)
 		}
@@ -268,24 +268,6 @@ func printError(w io.Writer, err error) {
 	if hint != "" {
 		fmt.Fprintln(w, ensureSentence(hint))
 	}
-}
-
-// formatBytes prints n in decimal units: "512 B", "1.5 MB", "3.94 GB".
-func formatBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, exp := float64(n)/unit, 0
-	for v >= unit && exp < 5 {
-		v /= unit
-		exp++
-	}
-	prec := 1
-	if v < 10 {
-		prec = 2
-	}
-	return fmt.Sprintf("%.*f %cB", prec, v, "kMGTPE"[exp])
 }
 
 // lockedReporter serialises a reporter: recovery notes come from the

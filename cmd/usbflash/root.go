@@ -7,10 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"usbflash/target"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"usbflash/target"
 )
 
 // app holds what every command shares: the process's streams. Commands get

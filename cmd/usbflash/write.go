@@ -8,20 +8,22 @@ import (
 	"os"
 	"strings"
 	"time"
-	"usbflash/flash"
-	"usbflash/target"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"usbflash/flash"
 	"usbflash/imagesrc"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
+	"usbflash/target"
 )
 
 // writeFlags are the options of `usbflash write`.
 type writeFlags struct {
 	yes, force, noVerify, eject bool
+	sha256                      string
+	noSHA256                    bool
 	transferSize                string
 	buffers                     int
 	asJSON, quiet               bool
@@ -65,6 +67,8 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
 	fl.BoolVar(&f.force, "force", false, "write even though the target's disk is mounted, or the image is smaller than one transfer")
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip reading the card back after writing (and hashing the image)")
+	fl.StringVar(&f.sha256, "sha256", "", "the image file's SHA-256 as its publisher gives it: checked as it is written, before the first transfer (default: IMAGE.sha256, IMAGE.sha or SHA256SUMS beside the image, when there is one)")
+	fl.BoolVar(&f.noSHA256, "no-sha256", false, "do not look for the image's checksum beside it")
 	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
 	addTransferFlag(c, &f.transferSize, "bytes per WRITE command")
 	fl.IntVar(&f.buffers, "buffers", pipeline.DefaultBuffers, "buffers cycling between decoder and writer (at least 2)")
@@ -135,7 +139,7 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 	cfg := flash.Config{
 		Image: image, TransferSize: int(transfer), Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
-		BlockMap: f.bmap.choice(), Report: f.report, ExitCode: exitCode,
+		BlockMap: f.bmap.choice(), Report: f.report, ExitCode: exitCode, SHA256: f.sha256, NoSHA256: f.noSHA256,
 	}
 	if !f.yes {
 		cfg.Confirm = func(cards []*target.Device, src *imagesrc.Source) error { return a.confirm(cards, image, src) }
@@ -272,7 +276,7 @@ func identityLine(d *target.Device) string {
 			parts = append(parts, "card serial "+s)
 		}
 	}
-	parts = append(parts, units.FormatSize(d.Capacity()))
+	parts = append(parts, units.FormatBytes(d.Capacity()))
 	return "  " + strings.Join(parts, ", ")
 }
 
@@ -281,9 +285,9 @@ func describeSize(src *imagesrc.Source) string {
 	case src.Size < 0:
 		return "size unknown until decoded"
 	case !src.SizeExact:
-		return "about " + units.FormatSize(src.Size)
+		return "about " + units.FormatBytes(src.Size)
 	}
-	return units.FormatSize(src.Size)
+	return units.FormatBytes(src.Size)
 }
 
 // progressFunc adapts pipeline progress to the reporter. Done always

@@ -85,6 +85,28 @@ func FormatSize(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[exp])
 }
 
+// FormatBytes prints an amount of data in decimal units, as disk and card
+// sizes and USB speeds are quoted: "512 B", "1.50 MB", "33.6 MB", "3.94 GB".
+// Every size of an image, a card or what was written is said this way;
+// FormatSize is for the sizes a user gives in binary units (transfer
+// sizes, regions).
+func FormatBytes(n int64) string {
+	const unit = 1000
+	if n < unit && n > -unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, exp := float64(n)/unit, 0
+	for (v >= unit || v <= -unit) && exp < 5 {
+		v /= unit
+		exp++
+	}
+	prec := 1
+	if v < 10 && v > -10 {
+		prec = 2
+	}
+	return fmt.Sprintf("%.*f %cB", prec, v, "kMGTPE"[exp])
+}
+
 // FormatRate prints bytes per second in decimal megabytes, as disk and USB
 // speeds are usually quoted.
 func FormatRate(bytesPerSecond float64) string {

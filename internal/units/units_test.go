@@ -65,3 +65,17 @@ func TestFormatSize(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatBytes(t *testing.T) {
+	for _, tt := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"}, {999, "999 B"}, {1000, "1.00 kB"}, {1 << 20, "1.05 MB"}, {33554432, "33.6 MB"},
+		{4 << 30, "4.29 GB"}, {64 << 20, "67.1 MB"},
+	} {
+		if got := FormatBytes(tt.n); got != tt.want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}

@@ -151,6 +151,9 @@ func (o *options) set(key, val string) error {
 		return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, fault", key)
 	}
 	if err != nil {
+		if ne := (*strconv.NumError)(nil); errors.As(err, &ne) {
+			err = errors.New("want a whole number") // strconv's own words name Go, not the option
+		}
 		return fmt.Errorf("option %s=%s: %w", key, val, err)
 	}
 	return nil

@@ -303,27 +303,37 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 		benchStart(rep, d.Name, d.Dev, l, f)
 	}
 
-	if err := a.benchReads(ctx, rep, d, run, sizes, regions, plan, f, point); err != nil {
-		return stopped(err, "nothing was written")
+	var rt cardbench.RoundTripper
+	if d.LUN != nil {
+		rt = d.LUN
 	}
-	if f.write {
-		if err := a.benchWrites(ctx, rep, d, run, sizes, *plan.Region, plan, f, point); err != nil {
-			if f.preserve {
-				return err // says what became of the region
-			}
-			r := plan.Region
-			return stopped(err, fmt.Sprintf("bytes %d to %d of %s hold benchmark data now", r.Offset, r.Offset+r.Length, d.Name))
-		}
+	var since time.Time // the step under way began
+	res, err := cardbench.Measure(ctx, d.Dev, rt, cardbench.RunOptions{
+		Device: d.Name, Layout: l, Write: f.write, Region: plan.Region, Preserve: f.preserve,
+		Skip:      cardbench.Skip{Align: plan.skip["align"], Random: plan.skip["random"], RoundTrip: plan.skip["roundtrip"]},
+		PointTime: f.pointTime, RandomTime: f.randomTime, Seed: uint64(time.Now().UnixNano()),
+		Step: func(step string, total int) {
+			since = time.Now()
+			rep.progress(progressEvent{Phase: phase(step), Total: int64(total), unit: benchUnit})
+		},
+		Progress: func(step string, done, total int) {
+			rep.progress(progressEvent{Phase: phase(step), Done: int64(done), Total: int64(total),
+				ElapsedS: time.Since(since).Seconds(), unit: benchUnit})
+		},
+		Point: point,
+		// A second Ctrl-C keeps the saved bytes in a file before the
+		// process ends.
+		Saved: func(saved *cardbench.Saved) func() {
+			return a.aborts.add(func() { rep.fail(saved.Abandon(""), exitCancelled) })
+		},
+		Finish: restoreEvents(rep, plan.Region, d.Name),
+	})
+	run.points = append(run.points, res.Points...)
+	run.align, run.random, run.roundTrip = res.Align, res.Random, res.RoundTrip
+	if err != nil {
+		return err
 	}
 	return a.benchReport(rep, run, f)
-}
-
-// stopped says what a failed or cancelled run left on the card.
-func stopped(err error, card string) error {
-	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("cancelled (%s): %w", card, err)
-	}
-	return fmt.Errorf("%w (%s)", err, card)
 }
 
 // benchLayout fits the plan to an opened device.
@@ -368,95 +378,22 @@ func sweepProgress(rep reporter, ph phase, points int) func(done, total int) {
 	return report
 }
 
-// stepProgress says a measurement that is not a sweep has begun.
-func stepProgress(rep reporter, ph phase) {
-	rep.progress(progressEvent{Phase: ph, Done: 0, Total: 1, unit: benchUnit})
-}
-
-func (a *app) benchReads(ctx context.Context, rep reporter, d *target.Device, run *benchRun, sizes []int64, regions []cardbench.Region, plan benchPlan, f benchFlags, point func(cardbench.Point)) error {
-	pts, err := cardbench.Sweep(ctx, d.Dev, cardbench.SweepOptions{
-		Path: cardbench.PathDirect, Op: cardbench.OpRead, Sizes: sizes, Regions: regions,
-		PointTime: f.pointTime, Progress: sweepProgress(rep, phaseReadSweep, len(sizes)*len(regions)), Point: point,
-	})
-	run.points = append(run.points, pts...)
-	if err != nil {
-		return err
-	}
-	if !plan.skip["align"] {
-		stepProgress(rep, phaseAlignment)
-		al, err := cardbench.Alignment(ctx, d.Dev, cardbench.AlignOptions{})
-		if err != nil {
-			return err
-		}
-		run.align = &al
-	}
-	if !plan.skip["random"] {
-		stepProgress(rep, phaseRandomRead)
-		whole := cardbench.Region{Name: "whole card", Length: run.capacity}
-		rr, err := cardbench.Random(ctx, d.Dev, cardbench.OpRead, whole, cardbench.RandomSize, f.randomTime, uint64(time.Now().UnixNano()))
-		if err != nil {
-			return err
-		}
-		run.random = append(run.random, rr)
-	}
-	if d.LUN != nil && !plan.skip["roundtrip"] {
-		rt, err := cardbench.MeasureRoundTrip(ctx, d.LUN, 200, f.randomTime)
-		if err != nil {
-			return err
-		}
-		run.roundTrip = &rt
-	}
-	return nil
-}
-
-// benchWrites runs the write sweep and random writes inside region; with
-// --preserve the region is saved first and restored (and verified) after,
-// whatever happened in between, Ctrl-C included (cardbench.Saved.Finish);
-// a second Ctrl-C keeps the saved bytes in a file before the process ends.
-func (a *app) benchWrites(ctx context.Context, rep reporter, d *target.Device, run *benchRun, sizes []int64, region cardbench.Region, plan benchPlan, f benchFlags, point func(cardbench.Point)) (err error) {
-	if f.preserve {
-		stepProgress(rep, phaseSave)
-		var saved *cardbench.Saved
-		if saved, err = cardbench.Save(ctx, d.Dev, d.Name, region); err != nil {
-			return fmt.Errorf("--preserve: %w; nothing was written", err)
-		}
-		defer a.aborts.add(func() { rep.fail(saved.Abandon(""), exitCancelled) })()
-		defer func() { err = saved.Finish(ctx, d.Dev, err, restoreEvents(rep, saved)) }()
-	}
-	pts, err := cardbench.Sweep(ctx, d.Dev, cardbench.SweepOptions{
-		Path: cardbench.PathDirect, Op: cardbench.OpWrite, Sizes: sizes, Regions: []cardbench.Region{region},
-		PointTime: f.pointTime, Progress: sweepProgress(rep, phaseWriteSweep, len(sizes)), Point: point,
-	})
-	run.points = append(run.points, pts...)
-	if err != nil {
-		return err
-	}
-	if plan.skip["random"] {
-		return nil
-	}
-	stepProgress(rep, phaseRandomWrite)
-	rw, err := cardbench.Random(ctx, d.Dev, cardbench.OpWrite, region, cardbench.RandomSize, f.randomTime, uint64(time.Now().UnixNano()))
-	if err != nil {
-		return err
-	}
-	run.random = append(run.random, rw)
-	return nil
-}
-
 // restoreEvents says when a preserved region is being restored, and that
 // it was.
-func restoreEvents(rep reporter, saved *cardbench.Saved) cardbench.FinishOptions {
-	r := saved.Region
+func restoreEvents(rep reporter, region *cardbench.Region, device string) cardbench.FinishOptions {
+	if region == nil {
+		return cardbench.FinishOptions{}
+	}
+	r := *region
 	return cardbench.FinishOptions{
 		Restoring: func(cancelled bool) {
-			stepProgress(rep, phaseRestore)
 			if cancelled {
-				note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again stops the restore and saves them to a file)", r.Offset, r.Offset+r.Length, saved.Device)
+				note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again stops the restore and saves them to a file)", r.Offset, r.Offset+r.Length, device)
 				rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
 			}
 		},
 		Restored: func() {
-			msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", r.Offset, r.Offset+r.Length, saved.Device)
+			msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", r.Offset, r.Offset+r.Length, device)
 			rep.event(&benchRestoredEvent{eventHeader{Event: evRestored}, r.Offset, r.Length, true}, msg)
 		},
 	}

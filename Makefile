@@ -21,7 +21,7 @@ LDFLAGS  := -X main.stampedVersion=$(VERSION) -X main.stampedRevision=$(REVISION
 	-X main.stampedTime=$(REVTIME) -X main.stampedModified=$(MODIFIED)
 STATICCHECK := $(GO) tool staticcheck
 
-.PHONY: all deps test-deps build demo test lint fuzz bench e2e bench-e2e clean \
+.PHONY: all deps test-deps build build-static demo test lint fuzz bench e2e bench-e2e clean \
 	cross-deps cross cross-linux cross-nousb test-arm64 test-arm e2e-arm64 bench-e2e-arm64
 
 all: build
@@ -39,6 +39,11 @@ test-deps:
 
 build: deps
 	$(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/usbflash
+
+# One static binary with USB and no libusb: the pure-Go usbfs backend
+# (Linux only), no cgo. Runs on any Linux of its architecture.
+build-static:
+	CGO_ENABLED=0 $(GO) build -tags usbfs -ldflags "$(LDFLAGS)" -o bin/usbflash-static ./cmd/usbflash
 
 # The main job on the embedded default: write the demo OS image to a
 # simulated 64 MiB card, verify it by reading it back, and show the card.

@@ -283,10 +283,10 @@ func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (
 	return sd, sd.Close, nil, "sim:" + t.Path, nil
 }
 
-// openUSB is the one place a reader is opened through libusb: for a
-// write, a read, info, list and --watch alike.
-func openUSB(ctx context.Context, info libusb.Info, force bool) (*libusb.Device, error) {
-	return libusb.Open(ctx, info, libusb.OpenOptions{Force: force})
+// usbDevice is an open reader of the USB backend (backend_*.go).
+type usbDevice interface {
+	usbms.Endpoint
+	Close() error
 }
 
 // openFile opens a file: target, creating it when it does not exist (and

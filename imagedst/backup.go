@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"usbflash/blockdev"
 	"usbflash/bmap"
@@ -186,9 +187,13 @@ func (b *Backup) Run(ctx context.Context, dev blockdev.Device, o BackupOptions) 
 	if err != nil {
 		return nil, err
 	}
+	// A parallel compressor (xz, zstd) still holds the last blocks: its
+	// flush is the sink's time, or a slow compressor looks like a slow card.
+	flush := time.Now()
 	if err := b.file.Finish(); err != nil {
 		return nil, err
 	}
+	read.AddSinkTime(time.Since(flush))
 	res := &BackupResult{Read: read, Format: b.file.Format(), Written: b.file.Written(), BMap: b.out + BMapSuffix}
 	if o.Verify {
 		v, err := pipeline.VerifyHash(ctx, dev, o.Size, read.SHA256, pipeline.VerifyOptions{

@@ -3,7 +3,12 @@ package cardbench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
 
 	"usbflash/blockdev"
 	"usbflash/internal/aligned"
@@ -15,18 +20,32 @@ const MaxPreserve = 512 << 20
 // preserveChunk is the transfer Save and Restore use.
 const preserveChunk = 4 << 20
 
-// Saved is a region's content as it was before a write test.
+// RestoreTimeout bounds a restore the user's cancel did not stop: long
+// enough for the largest preserved region on a slow card.
+const RestoreTimeout = 10 * time.Minute
+
+// Saved is a region's content as it was before a write test, and the one
+// copy of it until the region is restored: Finish puts it back, and when
+// that fails, or the user aborts it (Abandon), the bytes go to a file.
 type Saved struct {
-	Region Region
-	data   []byte
+	Region    Region
+	Device    string // names the device in errors
+	BlockSize int
+	data      []byte
+
+	keepOnce sync.Once
+	file     string // Keep's file
+	fileErr  error
 }
 
-// Save reads region into memory, so Restore can put it back.
-func Save(ctx context.Context, dev blockdev.Device, region Region) (*Saved, error) {
+// Save reads region of dev (named name in errors) into memory, so Restore
+// can put it back.
+func Save(ctx context.Context, dev blockdev.Device, name string, region Region) (*Saved, error) {
 	if region.Length > MaxPreserve {
-		return nil, fmt.Errorf("region of %d bytes: at most %d can be preserved (it is kept in memory)", region.Length, int64(MaxPreserve))
+		return nil, &PlanError{Reason: PreserveOverMemory, Size: region.Length, Limit: MaxPreserve,
+			What: fmt.Sprintf("a region of %d bytes cannot be preserved: it is kept in memory, at most %d", region.Length, int64(MaxPreserve))}
 	}
-	s := &Saved{Region: region, data: aligned.Bytes(int(region.Length))}
+	s := &Saved{Region: region, Device: name, BlockSize: dev.BlockSize(), data: aligned.Bytes(int(region.Length))}
 	if err := chunks(region, func(off, start, end int64) error {
 		return dev.ReadBlocks(ctx, off/int64(dev.BlockSize()), s.data[start:end])
 	}); err != nil {
@@ -35,7 +54,7 @@ func Save(ctx context.Context, dev blockdev.Device, region Region) (*Saved, erro
 	return s, nil
 }
 
-// Bytes is the saved content, for a recovery file when Restore fails.
+// Bytes is the saved content.
 func (s *Saved) Bytes() []byte { return s.data }
 
 // Restore writes the saved content back, syncs, and reads it back to
@@ -80,6 +99,141 @@ func (s *Saved) Verify(ctx context.Context, dev blockdev.Device) error {
 	})
 }
 
+// Keep writes the saved bytes to a new file in dir (the system's
+// temporary directory when ""), once: every call returns that file. It
+// reads only memory, so it may run beside a restore under way.
+func (s *Saved) Keep(dir string) (string, error) {
+	s.keepOnce.Do(func() {
+		f, err := os.CreateTemp(dir, fmt.Sprintf("usbflash-bench-region-%d-*.img", s.Region.Offset))
+		if err != nil {
+			s.fileErr = err
+			return
+		}
+		_, err = f.Write(s.data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(f.Name())
+			s.fileErr = err
+			return
+		}
+		s.file = f.Name()
+	})
+	return s.file, s.fileErr
+}
+
+// FinishOptions tune Finish.
+type FinishOptions struct {
+	// Dir is where the saved bytes go when the region cannot be put back;
+	// "": the system's temporary directory.
+	Dir string
+	// Timeout bounds the restore; 0: RestoreTimeout.
+	Timeout time.Duration
+	// Restoring, when set, is called before the region is written back,
+	// with whether the run was cancelled.
+	Restoring func(cancelled bool)
+	// Restored, when set, is called once the region is written back and
+	// read back the same.
+	Restored func()
+}
+
+// Finish ends the write tests that began with Save, whatever they
+// returned (runErr): it restores the region. The user's cancel of ctx
+// does not stop it (a half-written region is what preserving prevents):
+// it runs without ctx's cancel, for at most o.Timeout.
+//
+// It returns runErr, noting that the region was restored; a cancel that
+// came during the restore itself is returned as one too (wrapping
+// context.Canceled), so a cancelled run never looks finished. When the
+// region cannot be put back, the saved bytes go to a file (Keep) and the
+// error is a *RestoreError, joined with runErr.
+func (s *Saved) Finish(ctx context.Context, dev blockdev.Device, runErr error, o FinishOptions) error {
+	if o.Timeout <= 0 {
+		o.Timeout = RestoreTimeout
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.Timeout)
+	defer cancel()
+	if o.Restoring != nil {
+		o.Restoring(ctx.Err() != nil)
+	}
+	if err := s.Restore(rctx, dev); err != nil {
+		file, ferr := s.Keep(o.Dir)
+		return errors.Join(runErr, &RestoreError{Region: s.Region, Device: s.Device, BlockSize: s.BlockSize, Err: err, File: file, FileErr: ferr})
+	}
+	if o.Restored != nil {
+		o.Restored()
+	}
+	switch {
+	case runErr != nil:
+		return fmt.Errorf("%w (the region was restored and verified)", runErr)
+	case ctx.Err() != nil:
+		return errCancelledRestored
+	}
+	return nil
+}
+
+// errCancelledRestored is a cancel that came while the region was being
+// restored after every measurement: the run did not finish, the region is
+// back.
+var errCancelledRestored error = cancelledRestore{}
+
+type cancelledRestore struct{}
+
+func (cancelledRestore) Error() string {
+	return "cancelled while the region was restored; it was restored and verified"
+}
+func (cancelledRestore) Unwrap() error { return context.Canceled }
+
+// Abandon is the user's second interrupt while the region may still hold
+// the write tests' data: the saved bytes go to a file (Keep), and the
+// *RestoreError says where. It touches no device, so a restore stuck in a
+// command the reader does not answer does not hold it up.
+func (s *Saved) Abandon(dir string) *RestoreError {
+	file, ferr := s.Keep(dir)
+	return &RestoreError{Region: s.Region, Device: s.Device, BlockSize: s.BlockSize, Aborted: true, File: file, FileErr: ferr}
+}
+
+// RestoreError is a preserved region that was not put back: the restore
+// failed, or the user aborted it. It says where the saved bytes are.
+type RestoreError struct {
+	Region    Region
+	Device    string
+	BlockSize int
+	// Aborted: the user stopped the restore (a second interrupt); the
+	// region may be half restored. Err is then context.Canceled.
+	Aborted bool
+	Err     error  // why the restore failed
+	File    string // the saved bytes; "" when they could not be written (FileErr)
+	FileErr error
+}
+
+func (e *RestoreError) Error() string {
+	r := e.Region
+	var b strings.Builder
+	if e.Aborted {
+		fmt.Fprintf(&b, "the restore of bytes %d to %d of %s was aborted: they may hold the benchmark's data", r.Offset, r.Offset+r.Length, e.Device)
+	} else {
+		fmt.Fprintf(&b, "bytes %d to %d of %s were not restored: %v", r.Offset, r.Offset+r.Length, e.Device, e.Err)
+	}
+	if e.File != "" {
+		fmt.Fprintf(&b, "; the saved bytes are in %s", e.File)
+	} else {
+		fmt.Fprintf(&b, "; writing the saved bytes to a file failed too: %v", e.FileErr)
+	}
+	return b.String()
+}
+
+func (e *RestoreError) Unwrap() error {
+	if e.Aborted {
+		return context.Canceled
+	}
+	return e.Err
+}
+
 // chunks calls fn for each piece of region: its byte offset on the card
 // and its [start, end) within the region.
 func chunks(region Region, fn func(off, start, end int64) error) error {
@@ -117,5 +271,5 @@ func (s *Saved) Before(end int64) *Saved {
 	n := end - s.Region.Offset
 	r := s.Region
 	r.Length = n
-	return &Saved{Region: r, data: s.data[:n]}
+	return &Saved{Region: r, Device: s.Device, BlockSize: s.BlockSize, data: s.data[:n]}
 }

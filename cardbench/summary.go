@@ -90,3 +90,37 @@ func Recommend(s Series) (size int64, best float64) {
 	}
 	return 0, 0
 }
+
+// Recommended is the transfer size a run recommends for write, and why.
+type Recommended struct {
+	Size     int64   // 0: nothing to recommend from
+	From     string  // the series it comes from (its Name)
+	Best     float64 // that series' best rate
+	BestSize int64   // the size it was reached at
+}
+
+// Recommendation picks the series the recommendation comes from, the
+// direct path's writes when they were measured (writing is what the size
+// is for), else its reads, and recommends from it (Recommend).
+func Recommendation(series []Series) Recommended {
+	var pick *Series
+	for i, s := range series {
+		if s.Path != PathDirect {
+			continue
+		}
+		if s.Op == OpWrite || pick == nil {
+			pick = &series[i]
+		}
+	}
+	if pick == nil {
+		return Recommended{}
+	}
+	size, best := Recommend(*pick)
+	r := Recommended{Size: size, Best: best, From: pick.Name()}
+	for _, x := range pick.Rates {
+		if x.Rate == best {
+			r.BestSize = x.Size
+		}
+	}
+	return r
+}

@@ -128,3 +128,29 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+// TestRecommendation: the direct path's writes when measured, else its
+// reads; the kernel's paths never.
+func TestRecommendation(t *testing.T) {
+	pt := func(path, op string, size int64, mb float64) Point {
+		return Point{Path: path, Op: op, Size: size, Region: "region", Bytes: int64(mb * 1e6), Elapsed: time.Second}
+	}
+	tests := []struct {
+		name   string
+		points []Point
+		want   Recommended
+	}{
+		{"reads only", []Point{pt(PathDirect, OpRead, 1<<20, 40), pt(PathDirect, OpRead, 4<<20, 40)},
+			Recommended{Size: 1 << 20, From: "direct", Best: 40e6, BestSize: 4 << 20}},
+		{"writes win", []Point{pt(PathDirect, OpRead, 1<<20, 40), pt(PathDirect, OpWrite, 1<<20, 10), pt(PathDirect, OpWrite, 4<<20, 20)},
+			Recommended{Size: 4 << 20, From: "direct write", Best: 20e6, BestSize: 4 << 20}},
+		{"not the kernel", []Point{pt(PathKernelBuffered, OpRead, 1<<20, 400), pt(PathDirect, OpRead, 4<<20, 40)},
+			Recommended{Size: 4 << 20, From: "direct", Best: 40e6, BestSize: 4 << 20}},
+		{"nothing direct", []Point{pt(PathKernelBuffered, OpRead, 1<<20, 400)}, Recommended{}},
+	}
+	for _, tt := range tests {
+		if got := Recommendation(Summarize(tt.points)); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -66,12 +66,20 @@ func (r Region) end() int64 { return r.Offset + r.Length }
 // than three of those the regions overlap), starting and ending on
 // multiples of align.
 func ReadRegions(capacity, length, align int64) []Region {
+	return readRegions(capacity, length, 0, align)
+}
+
+// readRegions is ReadRegions with regions that hold at least one transfer
+// of fit bytes, as much of the card as there is (past align's multiples
+// when fit is not one).
+func readRegions(capacity, length, fit, align int64) []Region {
 	if length <= 0 {
 		length = defaultRegionLength
 	}
-	length = min(length, max(capacity/3, min(capacity, MaxSize)))
+	length = max(length, fit)
+	length = min(length, max(capacity/3, min(capacity, max(MaxSize, fit))))
 	down := func(n int64) int64 { return n / align * align }
-	length = max(down(length), min(align, capacity))
+	length = max(down(length), min(align, capacity), min(fit, capacity))
 	return []Region{
 		{Name: "start", Offset: 0, Length: length},
 		{Name: "middle", Offset: down((capacity - length) / 2), Length: length},

@@ -213,7 +213,7 @@ func TestSaveRestore(t *testing.T) {
 	region := Region{Name: "stated", Offset: 3 << 20, Length: 9<<20 + 512} // not whole chunks
 	before := c.hash(t, 0, cardSize)
 	ctx := context.Background()
-	saved, err := Save(ctx, c.lun, region)
+	saved, err := Save(ctx, c.lun, "sim", region)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestSaveRestore(t *testing.T) {
 	if c.hash(t, 0, cardSize) != before {
 		t.Error("Restore did not bring the card back")
 	}
-	if _, err := Save(ctx, c.lun, Region{Length: MaxPreserve + 512}); err == nil {
+	if _, err := Save(ctx, c.lun, "sim", Region{Length: MaxPreserve + 512}); err == nil {
 		t.Error("Save accepted a region larger than MaxPreserve")
 	}
 }
@@ -238,7 +238,7 @@ func TestSaveRestore(t *testing.T) {
 func TestRestoreVerifies(t *testing.T) {
 	c := newSimCard(t, sim.Config{}, cardSize)
 	region := Region{Name: "stated", Offset: 1 << 20, Length: 1 << 20}
-	saved, err := Save(context.Background(), c.lun, region)
+	saved, err := Save(context.Background(), c.lun, "sim", region)
 	if err != nil {
 		t.Fatal(err)
 	}

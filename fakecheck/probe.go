@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"usbflash/blockdev"
@@ -78,6 +79,12 @@ type Options struct {
 	// Progress, when set, is told each step as it starts and the flush's
 	// bytes as they go.
 	Progress func(Progress)
+	// Abortable, when set, is handed abandon once the first block is
+	// saved, and its result is called when every saved block is back (or
+	// the probe gave up on them). abandon is for the user's second
+	// interrupt: it touches no device, writes the saved blocks to a file
+	// and returns the *RestoreError that says where.
+	Abortable func(abandon func() error) (done func())
 }
 
 // Progress is how far a probe got.
@@ -119,13 +126,20 @@ type RestoreError struct {
 	Err     error
 	Saved   string
 	Regions [][2]int64 // byte offset and length of each saved region
+	// Aborted: the user stopped it (a second interrupt); the blocks may
+	// hold the check's data. Err is then context.Canceled.
+	Aborted bool
 }
 
 func (e *RestoreError) Error() string {
-	if e.Saved == "" {
-		return fmt.Sprintf("putting back the blocks the check overwrote: %v", e.Err)
+	what := fmt.Sprintf("putting back the blocks the check overwrote: %v", e.Err)
+	if e.Aborted {
+		what = "putting back the blocks the check overwrote was aborted: they may hold its data"
 	}
-	return fmt.Sprintf("putting back the blocks the check overwrote: %v; they are saved at their own offsets in %s (%d regions)", e.Err, e.Saved, len(e.Regions))
+	if e.Saved == "" {
+		return what
+	}
+	return fmt.Sprintf("%s; they are saved at their own offsets in %s (%d regions)", what, e.Saved, len(e.Regions))
 }
 func (e *RestoreError) Unwrap() error { return e.Err }
 
@@ -136,6 +150,7 @@ func (e *RestoreError) Unwrap() error { return e.Err }
 func Probe(ctx context.Context, dev blockdev.Device, opts Options) (*Result, error) {
 	p := newProber(dev, opts)
 	start := time.Now()
+	defer p.done()
 	err := p.run(ctx)
 	if err == nil {
 		err = ctx.Err()
@@ -180,6 +195,28 @@ type prober struct {
 
 	windowSaved bool
 	windowData  []byte
+
+	mu        sync.Mutex // guards saved against abandon
+	abortable func()     // Options.Abortable's done, once registered
+}
+
+// done ends what Options.Abortable registered.
+func (p *prober) done() {
+	if p.abortable != nil {
+		p.abortable()
+	}
+}
+
+// abandon writes the saved blocks to a file, for a second interrupt.
+func (p *prober) abandon() error {
+	file, _ := p.saveFile()
+	re := &RestoreError{Err: context.Canceled, Saved: file, Aborted: true}
+	p.mu.Lock()
+	for _, s := range p.saved {
+		re.Regions = append(re.Regions, [2]int64{s.Region.Offset, s.Region.Length})
+	}
+	p.mu.Unlock()
+	return re
 }
 
 func newProber(dev blockdev.Device, opts Options) *prober {
@@ -246,13 +283,18 @@ func (p *prober) save(ctx context.Context, lba, count int64) error {
 	if (count == 1 && p.cover[lba]) || (p.windowSaved && lba+count <= p.window) {
 		return nil // saved already, before anything was written over it
 	}
-	s, err := cardbench.Save(ctx, p.dev, cardbench.Region{Name: "check", Offset: lba * p.bs, Length: count * p.bs})
+	s, err := cardbench.Save(ctx, p.dev, blockdev.Name(p.dev, ""), cardbench.Region{Name: "check", Offset: lba * p.bs, Length: count * p.bs})
 	p.res.Commands++
 	p.res.Read += count * p.bs
 	if err != nil {
 		return err
 	}
+	p.mu.Lock()
 	p.saved = append(p.saved, s)
+	p.mu.Unlock()
+	if p.abortable == nil && p.opt.Abortable != nil {
+		p.abortable = p.opt.Abortable(p.abandon)
+	}
 	p.res.Saved += count * p.bs
 	if count == 1 {
 		p.cover[lba] = true
@@ -728,6 +770,8 @@ func (p *prober) restore(ctx context.Context) error {
 // saveFile writes the saved blocks at their own offsets into a sparse
 // file in the temporary directory.
 func (p *prober) saveFile() (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	f, err := os.CreateTemp("", "usbflash-check-saved-*.img")
 	if err != nil {
 		return "", err

@@ -115,3 +115,38 @@ func TestProbeDestructive(t *testing.T) {
 		t.Fatalf("%+v, %v", res, err)
 	}
 }
+
+// TestProbeAbandon: the abandon handed to Options.Abortable (a second
+// interrupt) writes the saved blocks to a file, touching no device, and
+// the registration ends with the probe.
+func TestProbeAbandon(t *testing.T) {
+	d, c := wrapFake(512)
+	var abandon func() error
+	done := 0
+	_, err := Probe(context.Background(), d, Options{MaxCache: 16 * mib, Abortable: func(a func() error) func() {
+		abandon = a
+		return func() { done++ }
+	}})
+	if err != nil || abandon == nil || done != 1 {
+		t.Fatalf("err %v, registered %v, done %d times", err, abandon != nil, done)
+	}
+	var re *RestoreError
+	if err := abandon(); !errors.As(err, &re) || !re.Aborted || re.Saved == "" || !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandon: %v", err)
+	}
+	defer os.Remove(re.Saved)
+	f, err := os.Open(re.Saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, want := make([]byte, 512), make([]byte, 512)
+	r := re.Regions[0]
+	if _, err := f.ReadAt(got, r[0]); err != nil {
+		t.Fatal(err)
+	}
+	c.pattern(r[0]/512, want)
+	if !bytes.Equal(got, want) {
+		t.Fatal("the file does not hold the saved block at its own offset")
+	}
+}

@@ -130,7 +130,8 @@ type Device struct {
 	blocks    int64
 	direct    atomic.Bool // cleared if the kernel rejects an O_DIRECT transfer
 	cache     Cache
-	wp        bool // the kernel refuses writes to it
+	wp        bool  // the kernel refuses writes to it
+	inUse     error // opened read-only: how the system uses the disk, or nil
 }
 
 var (
@@ -226,6 +227,13 @@ func (d *Device) lock(readOnly bool) error {
 // turn false after opening, when the filesystem refuses a direct transfer
 // and the device falls back to buffered I/O.
 func (d *Device) Direct() bool { return d.direct.Load() }
+
+// InUse is, for a disk opened read-only, how the system uses it (mounted,
+// active swap, held: an error wrapping linuxdisk.ErrInUse, the one a
+// write's open refuses with), or nil. A read-only open does not refuse a
+// disk in use; a reader may want to say that what it reads can change
+// under it.
+func (d *Device) InUse() error { return d.inUse }
 
 // WriteProtected reports whether the kernel refuses writes to the target:
 // opening it for writing was refused though reading was not, or the block

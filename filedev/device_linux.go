@@ -61,6 +61,12 @@ func openFile(path string, opts Options) (*Device, error) {
 		d.f.Close()
 		return nil, err
 	}
+	if isBlock && opts.ReadOnly {
+		// The check a write refuses with, as a fact to report.
+		if err := checkNotInUse(path, st, opts); errors.Is(err, linuxdisk.ErrInUse) {
+			d.inUse = err
+		}
+	}
 	if err := d.size(isBlock, opts.Size); err != nil {
 		d.f.Close()
 		if !exists {

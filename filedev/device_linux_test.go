@@ -79,7 +79,8 @@ func blockDeviceNode(t *testing.T) (string, uint64) {
 
 // TestOpenBlockDeviceRefusesInUse runs the in-use check against fixtures
 // that say the device is mounted, active swap or held, and checks Open
-// refuses before opening it, naming the use.
+// refuses before opening it, naming the use, and that a read-only open
+// takes it and reports the use (InUse).
 func TestOpenBlockDeviceRefusesInUse(t *testing.T) {
 	dev, rdev := blockDeviceNode(t)
 	num := linuxdisk.DevNumber(rdev)
@@ -120,12 +121,22 @@ func TestOpenBlockDeviceRefusesInUse(t *testing.T) {
 			if err := os.WriteFile(swaps, []byte("Filename Type Size Used Priority\n"+tc.swaps), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			d, err := Open(dev, Options{sys: linuxdisk.NewSys(filepath.Join(root, "sys"), mountinfo, swaps)})
+			sys := linuxdisk.NewSys(filepath.Join(root, "sys"), mountinfo, swaps)
+			d, err := Open(dev, Options{sys: sys})
 			if err == nil {
 				d.Close()
 			}
 			if !errors.Is(err, linuxdisk.ErrInUse) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want ErrInUse naming %q", err, tc.want)
+			}
+			// A read-only open takes the disk and says how it is used.
+			d, err = Open(dev, Options{sys: sys, ReadOnly: true})
+			if err != nil {
+				t.Fatalf("read-only: %v", err)
+			}
+			defer d.Close()
+			if err := d.InUse(); !errors.Is(err, linuxdisk.ErrInUse) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("read-only: InUse() = %v, want ErrInUse naming %q", err, tc.want)
 			}
 		})
 	}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"usbflash/internal/outfile"
 )
 
 // Record is what happened to one card of a session: one row of the final
@@ -59,12 +61,13 @@ func CheckReport(path string) error {
 	if _, err := reportFormat(path); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return &ReportError{Path: path, Err: unwrapPath(err)}
+	var oe *outfile.Error
+	if err := outfile.Check(path); errors.As(err, &oe) {
+		return &ReportError{Path: path, Err: oe.Err}
+	} else if err != nil {
+		return err
 	}
-	tmp.Close()
-	return os.Remove(tmp.Name())
+	return nil
 }
 
 // ReportError is a report that could not be saved.

@@ -12,9 +12,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/klauspost/pgzip"
+
+	"usbflash/internal/outfile"
 )
 
 // Formats, chosen by the file name's extension.
@@ -52,7 +55,12 @@ type File struct {
 	counted    *countingWriter
 	buffered   *bufio.Writer
 	enc        io.WriteCloser // the compressor, or a no-op closer for raw
-	done       bool
+
+	mu       sync.Mutex
+	finished bool // the stream is complete and synced, f is closed
+	renamed  bool // the file has its real name
+	kept     bool // Abort leaves the .part file
+	gone     bool // the .part file was removed
 }
 
 // Create starts writing path (as path.part) in the format its name says,
@@ -68,9 +76,9 @@ func Create(path string, overwrite bool) (*File, error) {
 	part := path + PartSuffix
 	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, &outfile.Error{Path: part, Op: outfile.OpCreate, Err: withoutPath(err)}
 	}
-	out := &File{path: path, part: part, format: FormatOf(path), f: f, counted: &countingWriter{w: f}}
+	out := &File{path: path, part: part, format: FormatOf(path), f: f, counted: &countingWriter{w: f, path: part}}
 	// Compressors write in small pieces: gather them into large writes.
 	out.buffered = bufio.NewWriterSize(out.counted, 1<<20)
 	workers := runtime.GOMAXPROCS(0)
@@ -102,15 +110,19 @@ func (f *File) Format() string { return f.format }
 // Path is the name the file gets when complete.
 func (f *File) Path() string { return f.path }
 
+// PartPath is the name the file has until it is complete.
+func (f *File) PartPath() string { return f.part }
+
 // Written is the bytes that reached the file so far (compressed).
 func (f *File) Written() int64 { return f.counted.n }
 
-// Write takes image bytes.
+// Write takes image bytes. A failure to write the file is an
+// *outfile.Error naming it.
 func (f *File) Write(p []byte) (int, error) { return f.enc.Write(p) }
 
-// Commit finishes the compressed stream, makes it durable and gives the
-// file its real name. After a failure the .part file is removed.
-func (f *File) Commit() error {
+// Finish ends the compressed stream and makes the .part file durable; it
+// keeps its .part name until Rename.
+func (f *File) Finish() error {
 	err := f.enc.Close()
 	if err == nil {
 		err = f.buffered.Flush()
@@ -121,27 +133,77 @@ func (f *File) Commit() error {
 	if cerr := f.f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(f.part, f.path)
+	f.mu.Lock()
+	f.finished = true
+	f.mu.Unlock()
+	var oe *outfile.Error
+	if err != nil && !errors.As(err, &oe) {
+		err = &outfile.Error{Path: f.part, Op: outfile.OpWrite, Err: withoutPath(err)}
 	}
-	f.done = true
-	if err != nil {
-		os.Remove(f.part)
-		return fmt.Errorf("finishing %s: %w", f.path, err)
+	return err
+}
+
+// Rename gives a finished file its real name: only then does it look
+// complete.
+func (f *File) Rename() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone {
+		return &outfile.Error{Path: f.part, Op: outfile.OpWrite, Err: errors.New("removed before it was complete")}
 	}
+	if err := os.Rename(f.part, f.path); err != nil {
+		return &outfile.Error{Path: f.path, Op: outfile.OpWrite, Err: withoutPath(err)}
+	}
+	f.renamed = true
 	return nil
 }
 
-// Abort removes the unfinished file. It does nothing after Commit, so it
-// can be deferred.
-func (f *File) Abort() {
-	if f.done {
-		return
+// Commit finishes the file and gives it its real name. After a failure
+// the .part file is removed.
+func (f *File) Commit() error {
+	err := f.Finish()
+	if err == nil {
+		err = f.Rename()
 	}
-	f.done = true
-	f.enc.Close() // stops the compressing goroutines; the result is discarded
-	f.f.Close()
+	if err != nil {
+		f.Abort()
+	}
+	return err
+}
+
+// Keep makes Abort leave the .part file where it is.
+func (f *File) Keep() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.kept = true
+}
+
+// Abort removes the unfinished file. It does nothing after Rename or Keep,
+// so it can be deferred.
+func (f *File) Abort() {
+	f.mu.Lock()
+	finished := f.finished
+	f.mu.Unlock()
+	if !finished {
+		f.enc.Close() // stops the compressing goroutines; the result is discarded
+		f.f.Close()
+	}
+	f.Discard()
+}
+
+// Discard removes the .part file, unless the file was renamed or kept; a
+// later Rename fails. It only removes a name, so it may run beside a Write
+// under way, from another goroutine: what a second interrupt does. It
+// says whether it removed the file.
+func (f *File) Discard() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.renamed || f.kept || f.gone {
+		return false
+	}
+	f.gone = true
 	os.Remove(f.part)
+	return true
 }
 
 // WriteFile writes data to path through path.part and a rename, so path
@@ -154,18 +216,38 @@ func WriteFile(path string, data []byte) error {
 	}
 	if err != nil {
 		os.Remove(part)
+		return &outfile.Error{Path: path, Op: outfile.OpWrite, Err: withoutPath(err)}
+	}
+	return nil
+}
+
+// withoutPath drops the file name from an *os.PathError or *os.LinkError:
+// the outfile.Error names it.
+func withoutPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
 	}
 	return err
 }
 
+// countingWriter counts what reaches the file, and names it in a failure.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w    io.Writer
+	path string
+	n    int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	if err != nil {
+		err = &outfile.Error{Path: c.path, Op: outfile.OpWrite, Err: withoutPath(err)}
+	}
 	return n, err
 }
 

@@ -48,6 +48,18 @@ type ReadResult struct {
 	BoundRatio           float64
 }
 
+// AddSinkTime counts time dst spent after Read returned (a parallel
+// compressor flushing its last blocks at Close) as the sink's, in Elapsed
+// and in which side bounded the read.
+func (r *ReadResult) AddSinkTime(d time.Duration) {
+	r.SinkBusy += d
+	r.Elapsed += d
+	r.Bound, r.BoundRatio = bound(r.SinkBusy, r.DeviceBusy)
+	if r.Bound == BoundDecoder {
+		r.Bound = BoundSink
+	}
+}
+
 // Read copies the first size bytes of dev to dst: READ commands fill
 // aligned buffers on one goroutine, up to Buffers-1 ahead, while dst (a
 // compressor, a file) takes the previous ones on this one, so a backup

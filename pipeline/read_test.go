@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"usbflash/blockdev"
 )
@@ -94,4 +95,14 @@ func TestReadFailures(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// TestReadAddSinkTime: a sink's time after the read (a compressor's flush)
+// can turn which side bounded it.
+func TestReadAddSinkTime(t *testing.T) {
+	r := ReadResult{Elapsed: time.Second, DeviceBusy: 900 * time.Millisecond, SinkBusy: 300 * time.Millisecond, Bound: BoundDevice, BoundRatio: 3}
+	r.AddSinkTime(1500 * time.Millisecond)
+	if r.Bound != BoundSink || r.Elapsed != 2500*time.Millisecond || r.BoundRatio != 2 {
+		t.Errorf("after a 1.5 s flush: %+v, want the sink bound 2x over 2.5 s", r)
+	}
 }

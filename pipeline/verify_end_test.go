@@ -9,10 +9,10 @@ import (
 	"hash/crc32"
 	"io"
 	"testing"
-	"usbflash/blockdev"
 
 	"github.com/ulikunitz/xz"
 
+	"usbflash/blockdev"
 	"usbflash/imagesrc"
 )
 

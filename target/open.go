@@ -57,6 +57,11 @@ type Device struct {
 	Slot *usbms.LUNSummary // an empty slot opened with AllowNoMedium
 	File *filedev.Device   // file: targets
 
+	// InUse: a disk opened ReadOnly that the system uses (mounted, active
+	// swap, held), which a write would refuse: the refusal a write gets
+	// (KindRefused, ErrInUse, Uses), as a fact to report. nil otherwise.
+	InUse error
+
 	closer func() error
 	// created is the file this run created for the target ("" when it
 	// existed): Close removes it unless the write began (Keep), so a
@@ -237,7 +242,10 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 	for i, t := range group {
 		ds[i], errs[i] = openSlot(ctx, t, name, tr, info, release, opts)
 	}
-	if ds[0] != nil && len(group) == 1 {
+	// A card made for a read-only command (size= names it) stays: it is
+	// the card the user asked for, blank. One made for a write goes again
+	// unless the write began (Keep).
+	if ds[0] != nil && len(group) == 1 && !opts.ReadOnly {
 		ds[0].created = created
 	}
 	return ds, errs
@@ -275,10 +283,10 @@ func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (
 	return sd, sd.Close, nil, "sim:" + t.Path, nil
 }
 
-// openUSB is the one place a reader is opened through libusb: for a
-// write, a read, info, list and --watch alike.
-func openUSB(ctx context.Context, info libusb.Info, force bool) (*libusb.Device, error) {
-	return libusb.Open(ctx, info, libusb.OpenOptions{Force: force})
+// usbDevice is an open reader of the USB backend (backend_*.go).
+type usbDevice interface {
+	usbms.Endpoint
+	Close() error
 }
 
 // openFile opens a file: target, creating it when it does not exist (and
@@ -304,6 +312,9 @@ func openFile(t Spec, opts Options) (*Device, error) {
 		return nil, openError(t, err)
 	}
 	d := &Device{Name: "file:" + t.Path, Dev: f, File: f, closer: f.Close}
+	if err := f.InUse(); err != nil {
+		d.InUse = &Error{Kind: KindRefused, Target: t.Raw, Msg: err.Error(), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
+	}
 	if missing {
 		d.created = t.Path
 	}
@@ -314,6 +325,10 @@ func openFile(t Spec, opts Options) (*Device, error) {
 // every kind of target: the system uses it or another run holds it
 // (refused), the target cannot be one (usage), or the device failed.
 func openError(t Spec, err error) error {
+	var (
+		spec *sim.SpecError
+		card *sim.CardError
+	)
 	switch {
 	case errors.Is(err, linuxdisk.ErrInUse):
 		return &Error{Kind: KindRefused, Target: t.Raw, Msg: fmt.Sprintf("%v; nothing was written", err), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
@@ -323,8 +338,15 @@ func openError(t Spec, err error) error {
 		return &Error{Kind: KindUsage, Target: t.Raw, Msg: err.Error(), Err: err}
 	case t.Scheme == Sim:
 		// The simulator names the card as its spec; say it once, as typed.
-		msg := strings.TrimPrefix(err.Error(), fmt.Sprintf("sim: target %q: ", t.spec))
-		return &Error{Kind: KindUsage, Target: t.Raw, Msg: fmt.Sprintf("target %s: %s", t.Raw, msg), Err: err}
+		msg := fmt.Sprintf("target %s: %s", t.Raw, strings.TrimPrefix(err.Error(), fmt.Sprintf("sim: target %q: ", t.spec)))
+		if errors.As(err, &spec) || errors.As(err, &card) {
+			// What the target asks for cannot be (its options, the card
+			// file's size): the command line's to fix.
+			return &Error{Kind: KindUsage, Target: t.Raw, Msg: msg, Err: err}
+		}
+		// The card file could not be opened or read: the simulated card
+		// failed, as a real one would.
+		return &Error{Kind: KindDevice, Target: t.Raw, Msg: msg, Err: err}
 	}
 	return &Error{Kind: KindDevice, Target: t.Raw, Msg: err.Error(), Err: err}
 }

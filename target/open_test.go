@@ -10,6 +10,7 @@ import (
 	"usbflash/internal/flock"
 	"usbflash/internal/linuxdisk"
 	"usbflash/usbms/libusb"
+	"usbflash/usbms/sim"
 )
 
 // TestOpenErrors: the one mapping of open failures to kinds.
@@ -32,7 +33,9 @@ func TestOpenErrors(t *testing.T) {
 		{"claimed by another process", usb, &libusb.Error{Op: "claiming the mass-storage interface", Kind: libusb.ErrBusy}, KindRefused, "in use by another usbflash"},
 		{"locked", Spec{Scheme: Sim, Raw: "sim:c.img"}, flock.ErrLocked, KindRefused, "in use by another usbflash"},
 		{"other usb failure", usb, &libusb.Error{Op: "opening", Kind: libusb.ErrPermission}, KindDevice, "permission"},
-		{"sim option", Spec{Scheme: Sim, Raw: "sim:c.img?x=1"}, errors.New(`unknown option "x"`), KindUsage, "unknown option"},
+		{"sim option", Spec{Scheme: Sim, Raw: "sim:c.img?x=1"}, &sim.SpecError{Spec: "c.img?x=1", Err: errors.New(`unknown option "x"`)}, KindUsage, "unknown option"},
+		{"sim card that cannot be one", Spec{Scheme: Sim, Raw: "sim:c.img"}, &sim.CardError{Path: "c.img", Reason: sim.CardBadSize, What: "is 1000 bytes"}, KindUsage, "1000 bytes"},
+		{"sim card I/O", Spec{Scheme: Sim, Raw: "sim:c.img"}, fmt.Errorf("sim: open card: %w", syscall.EIO), KindDevice, "input/output"},
 		{"file I/O", Spec{Scheme: File, Raw: "file:c.img"}, syscall.EIO, KindDevice, "input/output"},
 	}
 	for _, tc := range tests {

@@ -8,6 +8,7 @@ package target
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -50,7 +51,7 @@ type Spec struct {
 func (t Spec) String() string { return t.Raw }
 
 // Syntax is every form a target may take, as errors and help name them.
-const Syntax = "usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN], N[/LUN] (the index from `usbflash list`), file:PATH[?size=SIZE] or sim:PATH[?options][&lun=N]"
+const Syntax = "usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN], N[/LUN] (the index from `usbflash list`), file:PATH[?size=SIZE] or sim:PATH[/LUN][?options][&lun=N]"
 
 // Parse reads the TARGET syntax of README's table, handing each scheme to
 // its own parser. Errors (KindUsage) all have one shape: the argument, what
@@ -97,9 +98,13 @@ func parseFileTarget(t *Spec, spec string) string {
 	return ""
 }
 
-// parseSimTarget reads PATH[?options] after "sim:". lun=N picks a slot, as
-// /LUN does for usb:; the other options configure the simulator and stay
-// in t.spec for sim.Open.
+// parseSimTarget reads PATH[/LUN][?options] after "sim:". lun=N picks a
+// slot, as /LUN does for usb:; the other options configure the simulator
+// and stay in t.spec for sim.Open.
+//
+// PATH/N, the name usbflash gives slot N of a simulated reader, names that
+// slot of the card PATH when PATH/N is not a file and PATH is one; without
+// luns= the reader then has N+1 slots, so the slot exists.
 func parseSimTarget(t *Spec, spec string) string {
 	t.Scheme = Sim
 	path, query, _ := strings.Cut(spec, "?")
@@ -107,13 +112,19 @@ func parseSimTarget(t *Spec, spec string) string {
 	if t.Path == "" {
 		return "sim: needs a path to the card's backing file"
 	}
+	slot := -1
+	if card, n, ok := simSlot(path); ok {
+		t.Path, slot = card, n
+	}
 	var opts []string
+	hasLUNs := false
 	for _, kv := range strings.Split(query, "&") {
 		v, isLUN := strings.CutPrefix(kv, "lun=")
 		if !isLUN {
 			if kv != "" {
 				opts = append(opts, kv)
 			}
+			hasLUNs = hasLUNs || strings.HasPrefix(kv, "luns=")
 			continue
 		}
 		n, err := strconv.ParseUint(v, 10, 8)
@@ -122,11 +133,38 @@ func parseSimTarget(t *Spec, spec string) string {
 		}
 		t.LUN = int(n)
 	}
-	t.spec = path
+	if slot >= 0 {
+		if t.LUN >= 0 && t.LUN != slot {
+			return fmt.Sprintf("/%d and lun=%d name different slots", slot, t.LUN)
+		}
+		t.LUN = slot
+		if !hasLUNs {
+			opts = append(opts, fmt.Sprintf("luns=%d", slot+1))
+		}
+	}
+	t.spec = t.Path
 	if len(opts) > 0 {
 		t.spec += "?" + strings.Join(opts, "&")
 	}
 	return ""
+}
+
+// simSlot reads PATH/N as slot N of the card PATH: N from 0 to 15, PATH a
+// file (so PATH/N is none).
+func simSlot(path string) (card string, n int, ok bool) {
+	i := strings.LastIndexByte(path, '/')
+	if i <= 0 {
+		return "", 0, false
+	}
+	lun, err := strconv.ParseUint(path[i+1:], 10, 8)
+	if err != nil || lun > 15 {
+		return "", 0, false
+	}
+	// A file at PATH means there is none at PATH/N.
+	if st, err := os.Stat(path[:i]); err != nil || st.IsDir() {
+		return "", 0, false
+	}
+	return path[:i], int(lun), true
 }
 
 // parseUSBTarget reads usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN] or

@@ -1,6 +1,8 @@
 package target
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -33,6 +35,40 @@ func TestParseTarget(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("Parse(%q) = %+v, want %+v", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestParseSimSlot: sim:PATH/N, the name usbflash prints for slot N of a
+// simulated reader, can be typed back in.
+func TestParseSimSlot(t *testing.T) {
+	dir := t.TempDir()
+	card := filepath.Join(dir, "ml.img")
+	os.WriteFile(card, make([]byte, 1<<20), 0o644)
+	os.Mkdir(filepath.Join(dir, "cards"), 0o755)
+	slotFile := filepath.Join(dir, "cards", "1")
+	os.WriteFile(slotFile, make([]byte, 1<<20), 0o644)
+	tests := []struct {
+		in   string
+		path string
+		lun  int
+		spec string
+	}{
+		{"sim:" + card + "/1", card, 1, card + "?luns=2"},
+		{"sim:" + card + "/0?speed=30MB/s", card, 0, card + "?speed=30MB/s&luns=1"},
+		{"sim:" + card + "/1?luns=4", card, 1, card + "?luns=4"},
+		{"sim:" + card + "/1?lun=1", card, 1, card + "?luns=2"},
+		{"sim:" + slotFile, slotFile, -1, slotFile},                                       // a file named 1 is a file
+		{"sim:" + dir + "/new/1?size=1MiB", dir + "/new/1", -1, dir + "/new/1?size=1MiB"}, // no card at new either
+		{"sim:" + card + "/16", card + "/16", -1, card + "/16"},                           // not a slot number
+	}
+	for _, tt := range tests {
+		got, err := Parse(tt.in)
+		if err != nil || got.Path != tt.path || got.LUN != tt.lun || got.spec != tt.spec {
+			t.Errorf("Parse(%q) = path %q, LUN %d, spec %q, %v; want %q, %d, %q", tt.in, got.Path, got.LUN, got.spec, err, tt.path, tt.lun, tt.spec)
+		}
+	}
+	if _, err := Parse("sim:" + card + "/1?lun=2"); KindOf(err) != KindUsage {
+		t.Errorf("two slots: %v, want a usage error", err)
 	}
 }
 

@@ -32,7 +32,7 @@ type Readers struct {
 }
 
 func (r *Readers) list(ctx context.Context) ([]libusb.Info, error) {
-	r.once.Do(func() { r.infos, r.err = libusb.List(ctx) })
+	r.once.Do(func() { r.infos, r.err = ListUSB(ctx) })
 	return r.infos, r.err
 }
 

@@ -27,7 +27,7 @@ type Finder func(ctx context.Context) ([]Found, error)
 // disk the system uses.
 func USBFinder(force bool) Finder {
 	return func(ctx context.Context) ([]Found, error) {
-		infos, err := libusb.List(ctx)
+		infos, err := ListUSB(ctx)
 		if err != nil {
 			return nil, err
 		}

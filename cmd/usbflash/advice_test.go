@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"usbflash/cardbench"
 	"usbflash/filedev"
+	"usbflash/imagedst"
 	"usbflash/imagesrc"
 	"usbflash/internal/factsonly"
+	"usbflash/internal/outfile"
 	"usbflash/pipeline"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
@@ -38,6 +42,8 @@ func TestAdviceTable(t *testing.T) {
 	cases = append(cases, targetAdviceCases(t)...)
 	cases = append(cases, cardAdviceCases(t)...)
 	cases = append(cases, pipelineAdviceCases()...)
+	cases = append(cases, benchAdviceCases(t)...)
+	cases = append(cases, outputAdviceCases()...)
 	for _, c := range cases {
 		t.Run(c.kind, func(t *testing.T) {
 			msg, advice := explain(c.err)
@@ -235,9 +241,12 @@ func targetAdviceCases(t *testing.T) []adviceCase {
 // card.
 func cardAdviceCases(t *testing.T) []adviceCase {
 	want := map[sim.CardReason]string{
-		sim.CardNeedsSize:   "add ?size=64MiB (or another size) to create it",
-		sim.CardWouldShrink: "drop size= or give at least 4194304",
-		sim.CardBadSize:     "use size= to set its size, a positive multiple of 512 bytes",
+		sim.CardNeedsSize:     "add ?size=64MiB (or another size) to create it",
+		sim.CardWouldShrink:   "drop size= or give at least 4194304",
+		sim.CardBadSize:       "use size= to set its size, a positive multiple of 512 bytes",
+		sim.CardShortReadOnly: "drop size= or give at most 4194304",
+		sim.CardNotAFile:      "give a file for the card, as in sim:card.img?size=64MiB",
+		sim.CardNoDirectory:   "create the directory first, or check the path",
 	}
 	var cases []adviceCase
 	for _, r := range sim.CardReasons() {
@@ -266,5 +275,56 @@ func pipelineAdviceCases() []adviceCase {
 			"check that the card is still inserted, then write again"},
 		{"pipeline/device", &pipeline.DeviceError{Device: "sim:x", Op: pipeline.OpRead, LBA: 8, Count: 8, BlockSize: 512, Err: usbms.ErrPhaseError},
 			"check that the card is inserted and the reader connected, then run the command again"},
+	}
+}
+
+// benchAdviceCases has a case for every reason a bench plan does not fit.
+func benchAdviceCases(t *testing.T) []adviceCase {
+	want := map[cardbench.PlanReason]string{
+		cardbench.SizeOverMemory:     "give --sizes of at most 1 GiB",
+		cardbench.PreserveOverMemory: "give a --region of at most 1 GiB, or leave out --preserve if its data may be lost",
+		cardbench.SizeNotBlocks:      "give --sizes in multiples of 1073741824 bytes",
+		cardbench.SizeOverCard:       "give --sizes of at most 1 GiB",
+		cardbench.SizeOverRegion:     "give smaller --sizes or a longer --region",
+		cardbench.RegionNotInCard:    "give a --region of whole blocks that ends within 1073741824 bytes",
+	}
+	var cases []adviceCase
+	for _, r := range cardbench.PlanReasons() {
+		advice, ok := want[r]
+		if !ok {
+			t.Errorf("plan reason %d has no case here: give it its advice", r)
+		}
+		e := &cardbench.PlanError{Reason: r, Size: 2 << 30, Limit: 1 << 30, What: "transfer size 2 GiB is what it is"}
+		cases = append(cases, adviceCase{fmt.Sprintf("bench plan/reason %d", r), planFlagError(e), advice})
+	}
+	return cases
+}
+
+// outputAdviceCases are the files usbflash writes (a backup, a plot, a
+// preserved region's recovery file) and the backup's own refusals.
+func outputAdviceCases() []adviceCase {
+	region := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
+	mismatch := &pipeline.VerifyError{Device: "sim:card.img", HashOnly: true, Size: 4 << 20}
+	return []adviceCase{
+		{"backup/exists", &imagedst.ExistsError{Path: "/tmp/b.img"}, "pass --force to overwrite it"},
+		{"backup/size past the card", fmt.Errorf("--size %w", &imagedst.SizeError{Device: "sim:card.img", Want: 5 << 20, Capacity: 4 << 20}),
+			"give a smaller --size, or leave it out to read the whole card"},
+		{"backup/second read differs", &imagedst.VerifyError{Out: "/tmp/b.img", Part: "/tmp/b.img.part", Err: mismatch},
+			"read the card again, with another reader or USB port if you can; if the reads still differ, the card is failing: keep /tmp/b.img.part, it may be the best copy there is"},
+		{"output/cannot create", &outfile.Error{Path: "/tmp/missing/plot.svg", Op: outfile.OpCreate, Err: syscall.ENOENT},
+			"name a file in a directory that exists and that you can write to"},
+		{"output/disk full", fmt.Errorf("writing the backup of sim:card.img at byte offset 0: %w", &outfile.Error{Path: "/tmp/b.img.part", Op: outfile.OpWrite, Err: syscall.ENOSPC}),
+			"free space on that disk, or name a file on another one"},
+		{"output/write failed", &outfile.Error{Path: "/tmp/b.img.part", Op: outfile.OpWrite, Err: syscall.EIO},
+			"check the disk the file is written to, or name a file on another one"},
+		{"preserve/restore failed", &cardbench.RestoreError{Region: region, Device: "sim:/tmp/card.img", BlockSize: 512,
+			Err: errors.New("WRITE at LBA 2048: medium error"), File: "/tmp/usbflash-bench-region-1048576-1.img"},
+			"put them back with dd if=/tmp/usbflash-bench-region-1048576-1.img of=/tmp/card.img bs=512 seek=2048 conv=notrunc,fsync"},
+		{"preserve/restore aborted", &cardbench.RestoreError{Region: region, Device: "usb:0bda:0158", BlockSize: 512, Aborted: true,
+			File: "/tmp/usbflash-bench-region-1048576-1.img"},
+			"put them back with dd if=/tmp/usbflash-bench-region-1048576-1.img of=DISK bs=512 seek=2048 conv=notrunc,fsync"},
+		{"preserve/no file either", &cardbench.RestoreError{Region: region, Device: "file:/dev/sdb", BlockSize: 512,
+			Err: errors.New("WRITE at LBA 2048: medium error"), FileErr: syscall.ENOSPC},
+			"the region's old bytes are lost: restore them from a backup if you have one"},
 	}
 }

@@ -4,18 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
-	"usbflash/target"
 
 	"github.com/spf13/cobra"
 
+	"usbflash/blockdev"
 	"usbflash/cardbench"
+	"usbflash/filedev"
 	"usbflash/imagesrc"
+	"usbflash/internal/outfile"
 	"usbflash/internal/units"
+	"usbflash/target"
 )
 
 // benchFlags are the options of `usbflash bench`.
@@ -50,9 +51,11 @@ Reading changes nothing on the card. --write also measures sequential and
 random 4 KiB writes inside --region (OFFSET:LENGTH, e.g. 1GiB:64MiB): that
 destroys the region's data, so it asks as write does (or takes --yes) and
 refuses a write-protected card and a mounted disk. With --preserve the
-region is read into memory first and written back and verified after,
-also when Ctrl-C cancels the run (press it once: the region is restored
-before usbflash exits).
+region (at most 512 MiB) is read into memory first and written back and
+verified after, also when Ctrl-C cancels the run (press it once: the
+region is restored before usbflash exits; a second Ctrl-C stops the
+restore and saves the region to a file, with the dd line that puts it
+back).
 
 --compare reads through the kernel's block device too, with O_DIRECT and
 through the page cache, at the same sizes: --compare alone finds the disk
@@ -93,7 +96,7 @@ the kernel made for a usb: reader (before usbflash takes the interface),
 	fl.BoolVarP(&f.yes, "yes", "y", false, "with --write: do not ask for confirmation")
 	fl.BoolVar(&f.force, "force", false, "use the reader even though its kernel disk is mounted")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line: every point, then a summary")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the recommended transfer size, and errors; with --json, only the summary or error event")
 	fl.StringVar(&f.plot, "plot", "", "draw the curves to FILE.svg or FILE.png")
 	return c
 }
@@ -119,9 +122,8 @@ func compareArg(args []string, f *benchFlags) (string, error) {
 
 // benchPlan is what the flags ask for, checked before anything is opened.
 type benchPlan struct {
-	sizes  []int64 // nil: the default sweep for the device's block size
-	region *cardbench.Region
-	skip   map[string]bool
+	cardbench.Plan
+	skip map[string]bool
 }
 
 func parseBenchFlags(f benchFlags) (benchPlan, error) {
@@ -140,10 +142,8 @@ func parseBenchFlags(f benchFlags) (benchPlan, error) {
 			if err != nil || n <= 0 {
 				return p, &usageError{fmt.Sprintf("--sizes: %q is not a size (e.g. 64KiB,120KiB,1MiB)", s)}
 			}
-			p.sizes = append(p.sizes, n)
+			p.Sizes = append(p.Sizes, n)
 		}
-		slices.Sort(p.sizes)
-		p.sizes = slices.Compact(p.sizes)
 	}
 	if f.region != "" {
 		off, length, ok := strings.Cut(f.region, ":")
@@ -152,10 +152,11 @@ func parseBenchFlags(f benchFlags) (benchPlan, error) {
 		if !ok || err1 != nil || err2 != nil || o < 0 || n <= 0 {
 			return p, &usageError{fmt.Sprintf("--region %q: want OFFSET:LENGTH, like 1GiB:64MiB", f.region)}
 		}
-		p.region = &cardbench.Region{Name: "region", Offset: o, Length: n}
+		p.Region = &cardbench.Region{Name: "region", Offset: o, Length: n}
 	}
+	p.Preserve = f.preserve
 	switch {
-	case f.write && p.region == nil:
+	case f.write && p.Region == nil:
 		return p, &usageError{"--write needs --region OFFSET:LENGTH: the part of the card the write tests may destroy (e.g. --region 1GiB:64MiB)"}
 	case f.preserve && !f.write:
 		return p, &usageError{"--preserve goes with --write: reading alone changes nothing"}
@@ -166,7 +167,32 @@ func parseBenchFlags(f benchFlags) (benchPlan, error) {
 	case f.compare != "" && f.compare != compareAuto && !strings.HasPrefix(f.compare, "file:"):
 		return p, &usageError{fmt.Sprintf("--compare=%s: want file:/dev/sdX, or --compare alone for the reader's kernel disk", f.compare)}
 	}
+	if err := p.Check(); err != nil {
+		return p, planFlagError(err)
+	}
+	// A plot that could not be saved must not be found out after the run.
+	if f.plot != "" {
+		if err := outfile.Check(f.plot); err != nil {
+			return p, fmt.Errorf("--plot: %w", err)
+		}
+	}
 	return p, nil
+}
+
+// planFlagError names the flag behind a plan the bench package refused.
+func planFlagError(err error) error {
+	var pe *cardbench.PlanError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	flag := "--sizes"
+	switch pe.Reason {
+	case cardbench.PreserveOverMemory:
+		flag = "--preserve --region"
+	case cardbench.RegionNotInCard:
+		flag = "--region"
+	}
+	return fmt.Errorf("%s: %w", flag, err)
 }
 
 // benchRun collects what bench measured.
@@ -197,18 +223,38 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 	}
 
 	// The kernel's disk goes away when usbflash claims the interface, so
-	// the kernel paths are measured first.
+	// the kernel paths are measured first, and the run's start describes
+	// the disk they read: the target cannot be opened yet.
+	var compared *cardbench.KernelDevice
 	if f.compare != "" {
 		node, err := compareNode(ctx, usb, t, f.compare)
 		if err != nil {
 			return err
 		}
-		for _, direct := range []bool{true, false} {
-			pts, err := a.kernelSweep(ctx, rep, node, direct, plan, f, point)
-			if err != nil {
-				return err
-			}
-			run.points = append(run.points, pts...)
+		if compared, err = openKernel(node, true); err != nil {
+			return err
+		}
+		l, err := benchLayout("file:"+node, compared, plan)
+		if err != nil {
+			compared.Close()
+			return err
+		}
+		benchStart(rep, t.Raw, compared, l, f)
+		pts, err := a.kernelSweep(ctx, rep, compared, plan, f, point)
+		compared.Close()
+		run.points = append(run.points, pts...)
+		if err != nil {
+			return err
+		}
+		buffered, err := openKernel(node, false)
+		if err != nil {
+			return err
+		}
+		pts, err = a.kernelSweep(ctx, rep, buffered, plan, f, point)
+		buffered.Close()
+		run.points = append(run.points, pts...)
+		if err != nil {
+			return err
 		}
 	}
 
@@ -219,9 +265,16 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 	}
 	defer d.Close()
 	run.target, run.capacity, run.blockSize = d.Name, d.Capacity(), d.Dev.BlockSize()
-	sizes, regions, err := benchLayout(d, plan)
+	l, err := benchLayout(d.Name, d.Dev, plan)
 	if err != nil {
 		return err
+	}
+	sizes, regions := l.Sizes, l.Regions
+	if compared != nil && (compared.BlockCount() != d.Dev.BlockCount() || compared.BlockSize() != d.Dev.BlockSize()) {
+		note := fmt.Sprintf("%s holds %s in %d-byte blocks, the compared %s %s in %d-byte blocks: the kernel paths read another medium; the direct path reads %s",
+			d.Name, units.FormatSize(d.Capacity()), d.Dev.BlockSize(), compared.String(), units.FormatSize(compared.BlockCount()*int64(compared.BlockSize())), compared.BlockSize(),
+			regionNames(regions))
+		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
 	}
 	if d.LUN != nil && d.LUN.MaxTransfer() > 0 && sizes[len(sizes)-1] > d.LUN.MaxTransfer()*int64(run.blockSize) {
 		note := fmt.Sprintf("%s takes at most %s per command: larger sizes go out as several commands", d.Name, units.FormatSize(d.LUN.MaxTransfer()*int64(run.blockSize)))
@@ -232,7 +285,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 		// written. Both take an image source: the region stands in for
 		// one (its end for the capacity check, already done above; its
 		// length for the question).
-		r := plan.region
+		r := plan.Region
 		if err := target.Check(d, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Offset + r.Length, SizeExact: true}, target.CheckOptions{Force: true}); err != nil {
 			return err
 		}
@@ -246,56 +299,64 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 			}
 		}
 	}
-	rep.event(&benchStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdBench,
-		Target: d.Name, Capacity: run.capacity, BlockSize: run.blockSize, Sizes: sizes, Regions: regions,
-		PointTimeS: f.pointTime.Seconds(), Write: f.write, Preserve: f.preserve},
-		fmt.Sprintf("Measuring %s (%s, %d-byte blocks): %d sizes from %s to %s, %s per size in each of %s",
-			d.Name, units.FormatSize(run.capacity), run.blockSize, len(sizes), units.FormatSize(sizes[0]),
-			units.FormatSize(sizes[len(sizes)-1]), f.pointTime, regionNames(regions)))
-
-	if err := a.benchReads(ctx, rep, d, run, sizes, regions, plan, f, point); err != nil {
-		return stopped(err, "nothing was written")
+	if compared == nil {
+		benchStart(rep, d.Name, d.Dev, l, f)
 	}
-	if f.write {
-		if err := a.benchWrites(ctx, rep, d, run, sizes, *plan.region, plan, f, point); err != nil {
-			if f.preserve {
-				return err // says what became of the region
-			}
-			r := plan.region
-			return stopped(err, fmt.Sprintf("bytes %d to %d of %s hold benchmark data now", r.Offset, r.Offset+r.Length, d.Name))
-		}
+
+	var rt cardbench.RoundTripper
+	if d.LUN != nil {
+		rt = d.LUN
+	}
+	var since time.Time // the step under way began
+	res, err := cardbench.Measure(ctx, d.Dev, rt, cardbench.RunOptions{
+		Device: d.Name, Layout: l, Write: f.write, Region: plan.Region, Preserve: f.preserve,
+		Skip:      cardbench.Skip{Align: plan.skip["align"], Random: plan.skip["random"], RoundTrip: plan.skip["roundtrip"]},
+		PointTime: f.pointTime, RandomTime: f.randomTime, Seed: uint64(time.Now().UnixNano()),
+		Step: func(step string, total int) {
+			since = time.Now()
+			rep.progress(progressEvent{Phase: phase(step), Total: int64(total), unit: benchUnit})
+		},
+		Progress: func(step string, done, total int) {
+			rep.progress(progressEvent{Phase: phase(step), Done: int64(done), Total: int64(total),
+				ElapsedS: time.Since(since).Seconds(), unit: benchUnit})
+		},
+		Point: point,
+		// A second Ctrl-C keeps the saved bytes in a file before the
+		// process ends.
+		Saved: func(saved *cardbench.Saved) func() {
+			return a.aborts.add(func() { rep.fail(saved.Abandon(""), exitCancelled) })
+		},
+		Finish: restoreEvents(rep, plan.Region, d.Name),
+	})
+	run.points = append(run.points, res.Points...)
+	run.align, run.random, run.roundTrip = res.Align, res.Random, res.RoundTrip
+	if err != nil {
+		return err
 	}
 	return a.benchReport(rep, run, f)
 }
 
-// stopped says what a failed or cancelled run left on the card.
-func stopped(err error, card string) error {
-	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("cancelled (%s): %w", card, err)
-	}
-	return fmt.Errorf("%w (%s)", err, card)
+// benchLayout fits the plan to an opened device.
+func benchLayout(name string, dev blockdev.Device, plan benchPlan) (cardbench.Layout, error) {
+	l, err := plan.Layout(name, dev.BlockCount()*int64(dev.BlockSize()), dev.BlockSize())
+	return l, planFlagError(err)
 }
 
-// benchLayout checks the plan against the opened device: sizes in whole
-// blocks, the region inside the card.
-func benchLayout(d *target.Device, plan benchPlan) ([]int64, []cardbench.Region, error) {
-	bs := int64(d.Dev.BlockSize())
-	sizes := plan.sizes
-	if sizes == nil {
-		sizes = cardbench.Sizes(int(bs), cardbench.MaxSize)
+// benchStart says what the run measures, before its first measurement:
+// the target's layout, or with --compare that of the kernel's disk, the
+// first one read.
+func benchStart(rep reporter, name string, dev blockdev.Device, l cardbench.Layout, f benchFlags) {
+	capacity, bs := dev.BlockCount()*int64(dev.BlockSize()), dev.BlockSize()
+	e := &benchStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdBench,
+		Target: name, Capacity: capacity, BlockSize: bs, Sizes: l.Sizes, Regions: l.Regions,
+		PointTimeS: f.pointTime.Seconds(), Write: f.write, Preserve: f.preserve}
+	what := fmt.Sprintf("%s (%s, %d-byte blocks)", name, units.FormatSize(capacity), bs)
+	if k, ok := dev.(*cardbench.KernelDevice); ok {
+		e.Compare = k.String()
+		what = fmt.Sprintf("%s, and first the kernel's %s (%s, %d-byte blocks)", name, k.String(), units.FormatSize(capacity), bs)
 	}
-	for _, n := range sizes {
-		if n%bs != 0 {
-			return nil, nil, &usageError{fmt.Sprintf("--sizes: %s is not a whole number of %s's %d-byte blocks", units.FormatSize(n), d.Name, bs)}
-		}
-	}
-	if r := plan.region; r != nil {
-		if r.Offset%bs != 0 || r.Length%bs != 0 || r.Offset+r.Length > d.Capacity() {
-			return nil, nil, &usageError{fmt.Sprintf("--region %d:%d: want whole %d-byte blocks inside the card's %d bytes", r.Offset, r.Length, bs, d.Capacity())}
-		}
-		return sizes, []cardbench.Region{*r}, nil
-	}
-	return sizes, cardbench.ReadRegions(d.Capacity(), 0, cardbench.RegionAlign), nil
+	rep.event(e, fmt.Sprintf("Measuring %s: %d sizes from %s to %s, %s per size in each of %s",
+		what, len(l.Sizes), units.FormatSize(l.Sizes[0]), units.FormatSize(l.Sizes[len(l.Sizes)-1]), f.pointTime, regionNames(l.Regions)))
 }
 
 func regionNames(rs []cardbench.Region) string {
@@ -317,138 +378,49 @@ func sweepProgress(rep reporter, ph phase, points int) func(done, total int) {
 	return report
 }
 
-// stepProgress says a measurement that is not a sweep has begun.
-func stepProgress(rep reporter, ph phase) {
-	rep.progress(progressEvent{Phase: ph, Done: 0, Total: 1, unit: benchUnit})
+// restoreEvents says when a preserved region is being restored, and that
+// it was.
+func restoreEvents(rep reporter, region *cardbench.Region, device string) cardbench.FinishOptions {
+	if region == nil {
+		return cardbench.FinishOptions{}
+	}
+	r := *region
+	return cardbench.FinishOptions{
+		Restoring: func(cancelled bool) {
+			if cancelled {
+				note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again stops the restore and saves them to a file)", r.Offset, r.Offset+r.Length, device)
+				rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+			}
+		},
+		Restored: func() {
+			msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", r.Offset, r.Offset+r.Length, device)
+			rep.event(&benchRestoredEvent{eventHeader{Event: evRestored}, r.Offset, r.Length, true}, msg)
+		},
+	}
 }
 
-func (a *app) benchReads(ctx context.Context, rep reporter, d *target.Device, run *benchRun, sizes []int64, regions []cardbench.Region, plan benchPlan, f benchFlags, point func(cardbench.Point)) error {
-	pts, err := cardbench.Sweep(ctx, d.Dev, cardbench.SweepOptions{
-		Path: cardbench.PathDirect, Op: cardbench.OpRead, Sizes: sizes, Regions: regions,
-		PointTime: f.pointTime, Progress: sweepProgress(rep, phaseReadSweep, len(sizes)*len(regions)), Point: point,
-	})
-	run.points = append(run.points, pts...)
-	if err != nil {
-		return err
-	}
-	if !plan.skip["align"] {
-		stepProgress(rep, phaseAlignment)
-		al, err := cardbench.Alignment(ctx, d.Dev, cardbench.AlignOptions{})
-		if err != nil {
-			return err
-		}
-		run.align = &al
-	}
-	if !plan.skip["random"] {
-		stepProgress(rep, phaseRandomRead)
-		whole := cardbench.Region{Name: "whole card", Length: run.capacity}
-		rr, err := cardbench.Random(ctx, d.Dev, cardbench.OpRead, whole, cardbench.RandomSize, f.randomTime, uint64(time.Now().UnixNano()))
-		if err != nil {
-			return err
-		}
-		run.random = append(run.random, rr)
-	}
-	if d.LUN != nil && !plan.skip["roundtrip"] {
-		rt, err := cardbench.MeasureRoundTrip(ctx, d.LUN, 200, f.randomTime)
-		if err != nil {
-			return err
-		}
-		run.roundTrip = &rt
-	}
-	return nil
-}
-
-// benchWrites runs the write sweep and random writes inside region; with
-// --preserve the region is saved first and restored (and verified) after,
-// whatever happened in between, Ctrl-C included.
-func (a *app) benchWrites(ctx context.Context, rep reporter, d *target.Device, run *benchRun, sizes []int64, region cardbench.Region, plan benchPlan, f benchFlags, point func(cardbench.Point)) (err error) {
-	var saved *cardbench.Saved
-	if f.preserve {
-		stepProgress(rep, phaseSave)
-		if saved, err = cardbench.Save(ctx, d.Dev, region); err != nil {
-			return fmt.Errorf("--preserve: %w; nothing was written", err)
-		}
-		defer func() { err = a.restore(ctx, rep, d, saved, err) }()
-	}
-	pts, err := cardbench.Sweep(ctx, d.Dev, cardbench.SweepOptions{
-		Path: cardbench.PathDirect, Op: cardbench.OpWrite, Sizes: sizes, Regions: []cardbench.Region{region},
-		PointTime: f.pointTime, Progress: sweepProgress(rep, phaseWriteSweep, len(sizes)), Point: point,
-	})
-	run.points = append(run.points, pts...)
-	if err != nil {
-		return err
-	}
-	if plan.skip["random"] {
-		return nil
-	}
-	stepProgress(rep, phaseRandomWrite)
-	rw, err := cardbench.Random(ctx, d.Dev, cardbench.OpWrite, region, cardbench.RandomSize, f.randomTime, uint64(time.Now().UnixNano()))
-	if err != nil {
-		return err
-	}
-	run.random = append(run.random, rw)
-	return nil
-}
-
-// restoreTimeout bounds a restore after a cancel: long enough for the
-// largest preserved region on a slow card.
-const restoreTimeout = 10 * time.Minute
-
-// restore puts the saved region back, after the measurements or their
-// failure or cancel, and says so. The user's cancel does not stop it: a
-// half-written region is what --preserve exists to prevent.
-func (a *app) restore(ctx context.Context, rep reporter, d *target.Device, saved *cardbench.Saved, runErr error) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
-	defer cancel()
-	r := saved.Region
-	if ctx.Err() != nil {
-		note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again would leave them half written)", r.Offset, r.Offset+r.Length, d.Name)
-		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
-	}
-	if err := saved.Restore(rctx, d.Dev); err != nil {
-		file, ferr := saveRecovery(saved)
-		how := fmt.Sprintf("writing the saved bytes to a file failed too (%v)", ferr)
-		if ferr == nil {
-			how = fmt.Sprintf("the saved bytes are in %s: put them back with dd if=%s of=DISK bs=%d seek=%d conv=fsync", file, file, d.Dev.BlockSize(), r.Offset/int64(d.Dev.BlockSize()))
-		}
-		return errors.Join(runErr, &codedError{exitDevice, fmt.Errorf("--preserve: %w; %s", err, how)})
-	}
-	msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", r.Offset, r.Offset+r.Length, d.Name)
-	rep.event(&benchRestoredEvent{eventHeader{Event: evRestored}, r.Offset, r.Length, true}, msg)
-	if runErr != nil {
-		return fmt.Errorf("%w (the region was restored and verified)", runErr)
-	}
-	return nil
-}
-
-// saveRecovery writes a region that could not be restored to a file.
-func saveRecovery(saved *cardbench.Saved) (string, error) {
-	f, err := os.CreateTemp("", fmt.Sprintf("usbflash-bench-region-%d-*.img", saved.Region.Offset))
-	if err != nil {
-		return "", err
-	}
-	if _, err := f.Write(saved.Bytes()); err != nil {
-		f.Close()
-		return "", err
-	}
-	return f.Name(), f.Close()
-}
-
-// kernelSweep reads the kernel's block device at node through one path.
-func (a *app) kernelSweep(ctx context.Context, rep reporter, node string, direct bool, plan benchPlan, f benchFlags, point func(cardbench.Point)) ([]cardbench.Point, error) {
+// openKernel opens the kernel's block device at node for one path.
+func openKernel(node string, direct bool) (*cardbench.KernelDevice, error) {
 	k, err := cardbench.OpenKernel(node, direct)
-	if err != nil {
+	switch {
+	case errors.Is(err, filedev.ErrBadTarget):
+		// A path that cannot be a disk (missing, a directory): as for
+		// a file: target, the command line's to fix.
+		return nil, &codedError{exitUsage, fmt.Errorf("--compare: %w", err)}
+	case err != nil:
 		return nil, &codedError{exitDevice, fmt.Errorf("--compare: %w", err)}
 	}
-	defer k.Close()
-	d := &target.Device{Name: "file:" + node, Dev: k}
-	sizes, regions, err := benchLayout(d, plan)
+	return k, nil
+}
+
+// kernelSweep reads the kernel's block device through one path.
+func (a *app) kernelSweep(ctx context.Context, rep reporter, k *cardbench.KernelDevice, plan benchPlan, f benchFlags, point func(cardbench.Point)) ([]cardbench.Point, error) {
+	l, err := benchLayout(k.String(), k, plan)
 	if err != nil {
 		return nil, err
 	}
-	pts, err := cardbench.Sweep(ctx, k, cardbench.SweepOptions{
-		Path: k.Path(), Op: cardbench.OpRead, Sizes: sizes, Regions: regions,
-		PointTime: f.pointTime, Progress: sweepProgress(rep, phase(k.Path()), len(sizes)*len(regions)), Point: point,
+	return cardbench.Sweep(ctx, k, cardbench.SweepOptions{
+		Path: k.Path(), Op: cardbench.OpRead, Sizes: l.Sizes, Regions: l.Regions,
+		PointTime: f.pointTime, Progress: sweepProgress(rep, phase(k.Path()), len(l.Sizes)*len(l.Regions)), Point: point,
 	})
-	return pts, err
 }

@@ -15,17 +15,21 @@ import (
 // transfer size; as text, or as one JSON summary after the points.
 func (a *app) benchReport(rep reporter, run *benchRun, f benchFlags) error {
 	series := cardbench.Summarize(run.points)
-	rec := recommendation(series)
+	rec := cardbench.Recommendation(series)
+	// The measurements are shown even when the plot cannot be saved; the
+	// failure follows them, with its exit code.
+	var plotErr error
 	if f.plot != "" {
-		if err := writePlot(f.plot, series, run.target); err != nil {
-			return &codedError{exitInternal, fmt.Errorf("--plot %s: %w", f.plot, err)}
-		}
+		plotErr = writePlot(f.plot, series, run.target, rec.Size)
 	}
 	summary := &benchSummaryEvent{eventHeader: eventHeader{Event: evSummary}, Command: cmdBench,
 		Target: run.target, Capacity: run.capacity, BlockSize: run.blockSize,
 		Series: series, Points: run.points, Random: randomJSON(run.random),
-		RecommendedTransferSize: rec.size, RecommendedFrom: rec.from, BestRate: rec.best, BestSize: rec.bestSize,
-		Alignment: run.align, RoundTrip: run.roundTrip, Plot: f.plot,
+		RecommendedTransferSize: rec.Size, RecommendedFrom: rec.From, BestRate: rec.Best, BestSize: rec.BestSize,
+		Alignment: run.align, RoundTrip: run.roundTrip,
+	}
+	if f.plot != "" && plotErr == nil {
+		summary.Plot = f.plot
 	}
 	var b strings.Builder
 	b.WriteString(rateTable(series))
@@ -51,47 +55,19 @@ func (a *app) benchReport(rep reporter, run *benchRun, f benchFlags) error {
 	if line := compareLine(series); line != "" {
 		b.WriteString(line + "\n")
 	}
-	if rec.size > 0 {
-		fmt.Fprintf(&b, "Recommended --transfer-size %s: the smallest within %.0f%% of the best %s (%s at %s)",
-			units.FormatSize(rec.size), cardbench.Tolerance*100, rec.from, units.FormatRate(rec.best), units.FormatSize(rec.bestSize))
+	if rec.Size > 0 {
+		summary.recommendation = fmt.Sprintf("Recommended --transfer-size %s: the smallest within %.0f%% of the best %s (%s at %s)",
+			units.FormatSize(rec.Size), cardbench.Tolerance*100, rec.From, units.FormatRate(rec.Best), units.FormatSize(rec.BestSize))
+		b.WriteString(summary.recommendation)
 	}
-	if f.plot != "" {
+	if summary.Plot != "" {
 		fmt.Fprintf(&b, "\nPlot: %s", f.plot)
 	}
 	rep.event(summary, b.String())
+	if plotErr != nil {
+		return fmt.Errorf("--plot: %w", plotErr)
+	}
 	return nil
-}
-
-// benchRecommendation is the transfer size bench recommends and why.
-type benchRecommendation struct {
-	size, bestSize int64
-	best           float64
-	from           string // the series it comes from
-}
-
-// recommendation comes from the direct path's writes when they were
-// measured (write is what the size is for), else from its reads.
-func recommendation(series []cardbench.Series) benchRecommendation {
-	var pick *cardbench.Series
-	for i, s := range series {
-		if s.Path != cardbench.PathDirect {
-			continue
-		}
-		if s.Op == cardbench.OpWrite || pick == nil {
-			pick = &series[i]
-		}
-	}
-	if pick == nil {
-		return benchRecommendation{}
-	}
-	size, best := cardbench.Recommend(*pick)
-	r := benchRecommendation{size: size, best: best, from: pick.Name()}
-	for _, x := range pick.Rates {
-		if x.Rate == best {
-			r.bestSize = x.Size
-		}
-	}
-	return r
 }
 
 // compareLine sets the direct path's best read against the kernel's.

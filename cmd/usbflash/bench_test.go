@@ -6,16 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"usbflash/target"
 
 	"usbflash/blockdev"
 	"usbflash/cardbench"
 	"usbflash/filedev"
+	"usbflash/target"
 )
 
 // benchCard is a 32 MiB card file full of a pattern, so any write shows.
@@ -73,6 +74,16 @@ func TestBenchTextShowsTableChartAndAdvice(t *testing.T) {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}
+	}
+}
+
+// -q prints the one line a quiet user wants: the recommendation.
+func TestBenchQuietRecommends(t *testing.T) {
+	t.Parallel()
+	card := benchCard(t)
+	r := runCLI(t, benchArgs("-q", "--sizes", "4KiB,1MiB", "--skip", "align,random,roundtrip", "sim:"+card)...)
+	if r.code != exitOK || !regexp.MustCompile(`^Recommended --transfer-size (4 KiB|1 MiB): [^\n]*\n$`).MatchString(r.stdout) || r.stderr != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the recommendation alone", r.code, r.stdout, r.stderr)
 	}
 }
 
@@ -152,7 +163,7 @@ func (c *cancelInPhase) Write(p []byte) (int, error) {
 
 func TestBenchPreserveRestoresWhenCancelled(t *testing.T) {
 	t.Parallel()
-	for _, phase := range []string{"write sweep", "random write"} {
+	for _, phase := range []string{"write sweep", "random write", "restore"} {
 		t.Run(phase, func(t *testing.T) {
 			card := benchCard(t)
 			before := fileHash(t, card)
@@ -206,10 +217,14 @@ func TestBenchRefusesAndRejects(t *testing.T) {
 		{"region past the card", []string{"--write", "--yes", "--region", "30MiB:4MiB"}, "", exitUsage},
 		{"region not in blocks", []string{"--write", "--yes", "--region", "100:4MiB"}, "", exitUsage},
 		{"size not in blocks", []string{"--sizes", "1000"}, "", exitUsage},
+		{"size past the card", []string{"--sizes", "64KiB,64MiB"}, "", exitUsage},
+		{"size past the region", []string{"--write", "--yes", "--region", "4MiB:1MiB", "--sizes", "2MiB"}, "", exitUsage},
 		{"plot format", []string{"--plot", "x.pdf"}, "", exitUsage},
+		{"plot in a missing directory", []string{"--plot", "/nonexistent/bench.svg"}, "", exitUsage},
 		{"skip what", []string{"--skip", "sweep"}, "", exitUsage},
 		{"compare without a kernel disk", []string{"--compare"}, "", exitUsage},
 		{"compare syntax", []string{"--compare=/dev/sdb"}, "", exitUsage},
+		{"compare with a missing file", []string{"--compare=file:/nonexistent.img"}, "", exitUsage},
 		{"compare and two targets", []string{"--compare", "sim:other.img"}, "", exitUsage},
 		{"two targets", []string{"file:other.img"}, "", exitUsage},
 		{"write not confirmed", []string{"--write", "--region", "4MiB:4MiB"}, "", exitRefused},
@@ -227,6 +242,32 @@ func TestBenchRefusesAndRejects(t *testing.T) {
 				t.Error("the card changed")
 			}
 		})
+	}
+}
+
+// What no card could run is refused before anything is opened: the
+// target here would fail otherwise.
+func TestBenchRefusesBeforeOpening(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"a size past the memory bound", []string{"--sizes", "64KiB,64GiB"}, "--sizes: transfer size 64 GiB is more than the 1 GiB one transfer may hold in memory"},
+		{"a preserved region past the memory bound", []string{"--write", "--preserve", "--yes", "--region", "0:600MiB"}, "a region of 600 MiB cannot be preserved"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, benchArgs(append(tt.args, "usb:ffff:fffe")...)...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tt.msg) {
+				t.Errorf("exit %d, want %d saying %q\n%s", r.code, exitUsage, tt.msg, r.stderr)
+			}
+		})
+	}
+	// A size the card cannot hold names the card's size.
+	card := benchCard(t)
+	if r := runCLI(t, benchArgs("--sizes", "64MiB", "sim:"+card)...); r.code != exitUsage || !strings.Contains(r.stderr, "which holds 32 MiB") {
+		t.Errorf("exit %d, want %d naming the card's 32 MiB\n%s", r.code, exitUsage, r.stderr)
 	}
 }
 
@@ -254,6 +295,43 @@ func TestBenchCompareWithAFile(t *testing.T) {
 	}
 }
 
+// With --compare, start still comes first (before the kernel's points),
+// and a kernel disk of another size than the target is noted.
+func TestBenchCompareEvents(t *testing.T) {
+	t.Parallel()
+	card := benchCard(t)
+	other := writeFile(t, "other.img", testImage(16<<20))
+	for _, tt := range []struct {
+		compare  string
+		capacity float64
+		note     bool
+	}{
+		{card, 32 << 20, false},
+		{other, 16 << 20, true},
+	} {
+		r := runCLI(t, benchArgs("--json", "--sizes", "64KiB,1MiB", "--skip", "align,random,roundtrip", "--compare=file:"+tt.compare, "sim:"+card)...)
+		if r.code != exitOK {
+			t.Fatalf("exit %d\n%s", r.code, r.stderr)
+		}
+		events := jsonEvents(t, r.stdout)
+		if e := events[0]; e["event"] != "start" || e["compare"] != "file:"+tt.compare || e["capacity"] != tt.capacity || e["target"] != "sim:"+card {
+			t.Errorf("first event %v, want start naming the compared disk", e)
+		}
+		noted := false
+		for i, e := range events {
+			if e["event"] == "start" && i > 0 {
+				t.Errorf("a second start: %v", e)
+			}
+			if e["event"] == "note" && strings.Contains(e["message"].(string), "the kernel paths read another medium") {
+				noted = strings.Contains(e["message"].(string), "holds 32 MiB in 512-byte blocks, the compared file:"+other+" 16 MiB")
+			}
+		}
+		if noted != tt.note {
+			t.Errorf("compare %s: noted %v, want %v\n%s", tt.compare, noted, tt.note, r.stdout)
+		}
+	}
+}
+
 func TestBenchPlot(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct{ ext, magic string }{{".svg", "<?xml"}, {".png", "\x89PNG"}} {
@@ -271,6 +349,52 @@ func TestBenchPlot(t *testing.T) {
 		})
 	}
 }
+
+// A plot that cannot be saved is refused before the run, naming it; one
+// that cannot be saved after the run (its directory went away meanwhile)
+// is an error with its exit code, also with -q, after the results.
+func TestBenchPlotFailures(t *testing.T) {
+	t.Parallel()
+	card := benchCard(t)
+	missing := filepath.Join(t.TempDir(), "missing", "bench.svg")
+	r := runCLI(t, benchArgs("-q", "--plot", missing, "sim:"+card)...)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--plot: cannot create "+missing+": no such file or directory") || strings.Contains(r.stderr, ".bench.svg.") {
+		t.Errorf("exit %d, want %d naming the plot\n%s", r.code, exitUsage, r.stderr)
+	}
+
+	for _, quiet := range []string{"-q", "--json"} {
+		dir := filepath.Join(t.TempDir(), "plots")
+		os.Mkdir(dir, 0o755)
+		plot := filepath.Join(dir, "bench.svg")
+		var out, errOut bytes.Buffer
+		// The question comes after the checks: the directory goes away
+		// while the user answers.
+		answer := readFunc(func(p []byte) (int, error) {
+			os.RemoveAll(dir)
+			return copy(p, "y\n"), io.EOF
+		})
+		a := &app{stdin: answer, stdout: &out, stderr: &errOut, interactive: true}
+		code := runApp(context.Background(), a, benchArgs(quiet, "--write", "--preserve", "--skip", "align,random,roundtrip",
+			"--sizes", "1MiB", "--region", "4MiB:4MiB", "--plot", plot, "sim:"+card))
+		if code != exitDevice {
+			t.Errorf("%s: exit %d, want %d\n%s", quiet, code, exitDevice, errOut.String())
+		}
+		msg := errOut.String()
+		if quiet == "--json" {
+			msg = lastEvent(t, out.String(), "error")["message"].(string)
+			if s := lastEvent(t, out.String(), "summary"); s["plot"] != nil {
+				t.Errorf("the summary names a plot that was not saved: %v", s["plot"])
+			}
+		}
+		if !strings.Contains(msg, "--plot: writing "+plot+": no such file or directory") {
+			t.Errorf("%s: %q does not say the plot was not written", quiet, msg)
+		}
+	}
+}
+
+type readFunc func([]byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }
 
 func TestBenchWriteAsksAtATerminal(t *testing.T) {
 	t.Parallel()
@@ -305,42 +429,50 @@ func (failingWrites) WriteBlocks(_ context.Context, lba int64, _ []byte) error {
 	return fmt.Errorf("WRITE at LBA %d: medium error", lba)
 }
 
-// A restore that fails leaves the saved bytes in a file and says how to
-// put them back.
+// A restore that fails leaves the saved bytes in a file, exits 5 also
+// after a cancel, and the advice's dd line puts them back.
 func TestBenchRestoreFailureKeepsTheBytes(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
-	card := benchCard(t)
-	spec, err := target.Parse("sim:" + card)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := target.Open(context.Background(), spec, target.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	region := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
-	saved, err := cardbench.Save(context.Background(), d.Dev, region)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Dev = failingWrites{d.Dev}
-	a := &app{stdout: io.Discard, stderr: io.Discard}
-	err = a.restore(context.Background(), a.reporterFor(false, true), d, saved, nil)
-	if err == nil || exitCode(err) != exitDevice {
-		t.Fatalf("restore = %v (exit %d), want a device error", err, exitCode(err))
-	}
-	m := regexp.MustCompile(`saved bytes are in (\S+): put them back with dd if=\S+ of=DISK bs=512 seek=2048 conv=fsync`).FindStringSubmatch(err.Error())
-	if m == nil {
-		t.Fatalf("restore error %q does not say where the bytes are and how to put them back", err)
-	}
-	got, err := os.ReadFile(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := os.ReadFile(card)
-	if !bytes.Equal(got, want[1<<20:2<<20]) {
-		t.Error("the recovery file does not hold the region's original bytes")
+	t.Parallel()
+	for _, runErr := range []error{nil, context.Canceled} {
+		card := benchCard(t)
+		want, _ := os.ReadFile(card)
+		spec, err := target.Parse("sim:" + card)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := target.Open(context.Background(), spec, target.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		region := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
+		saved, err := cardbench.Save(context.Background(), d.Dev, d.Name, region)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What the write tests left.
+		if err := d.Dev.WriteBlocks(context.Background(), 2048, make([]byte, 1<<20)); err != nil {
+			t.Fatal(err)
+		}
+		err = saved.Finish(context.Background(), failingWrites{d.Dev}, runErr, cardbench.FinishOptions{Dir: t.TempDir()})
+		d.Close()
+		if code := exitCode(err); code != exitDevice {
+			t.Fatalf("restore = %v (exit %d), want a device error", err, code)
+		}
+		msg, advice := explain(err)
+		m := regexp.MustCompile(`^put them back with dd if=(\S+) of=(\S+) bs=512 seek=2048 conv=notrunc,fsync$`).FindStringSubmatch(advice)
+		if m == nil || m[2] != card || !strings.Contains(msg, "the saved bytes are in "+m[1]) {
+			t.Fatalf("message %q, advice %q: does not say where the bytes are and how to put them back", msg, advice)
+		}
+		dd, err := exec.LookPath("dd")
+		if err != nil {
+			t.Skip("no dd to follow the advice with")
+		}
+		if out, err := exec.Command(dd, strings.Fields(strings.TrimPrefix(advice, "put them back with dd "))...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", advice, err, out)
+		}
+		if got, _ := os.ReadFile(card); !bytes.Equal(got, want) {
+			t.Error("following the advice does not bring the card back")
+		}
 	}
 }
 

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"usbflash/target"
 
 	"usbflash/internal/osimage"
 	"usbflash/pipeline"
+	"usbflash/target"
 )
 
 // benchImageMB is the size of the OS-like image of the benchmarks below:

@@ -5,12 +5,12 @@ import (
 	"io"
 	"strings"
 	"time"
-	"usbflash/internal/units"
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"usbflash/flash"
+	"usbflash/internal/units"
 	"usbflash/pipeline"
 )
 

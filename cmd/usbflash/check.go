@@ -28,7 +28,7 @@ const cmdCheck command = "check"
 const (
 	phaseProbe   phase = "probe"
 	phaseCache   phase = "cache"
-	phaseRestore phase = "restore"
+	phasePutBack phase = "put back" // not bench's "restore": its progress counts points
 )
 
 type checkStartEvent struct {
@@ -125,7 +125,12 @@ func (a *app) check(ctx context.Context, rep reporter, t target.Spec, maxCache i
 	rep.event(&checkStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdCheck, Target: d.Name,
 		Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), MaxCache: max(maxCache, 0), Destructive: f.destructive},
 		fmt.Sprintf("Checking %s (%s, %d-byte blocks) for a fake capacity, %s", d.Name, units.FormatBytes(d.Capacity()), d.Dev.BlockSize(), how))
-	opts := fakecheck.Options{MaxCache: maxCache, Destructive: f.destructive, Progress: checkProgress(ctx, rep, d.Name)}
+	opts := fakecheck.Options{MaxCache: maxCache, Destructive: f.destructive, Progress: checkProgress(ctx, rep, d.Name),
+		// A second Ctrl-C keeps the saved blocks in a file before the
+		// process ends.
+		Abortable: func(abandon func() error) func() {
+			return a.aborts.add(func() { rep.fail(abandon(), exitCancelled) })
+		}}
 	res, err := fakecheck.Probe(ctx, d.Dev, opts)
 	if err != nil {
 		return checkStopped(ctx, err, f.destructive)
@@ -173,9 +178,9 @@ func checkProgress(ctx context.Context, rep reporter, name string) func(fakechec
 		case "cache":
 			ph = phaseCache
 		case "restore":
-			ph = phaseRestore
+			ph = phasePutBack
 			if ctx.Err() != nil {
-				note := fmt.Sprintf("Putting back the blocks the check wrote on %s before exiting (Ctrl-C again would leave them overwritten)", name)
+				note := fmt.Sprintf("Putting back the blocks the check wrote on %s before exiting (Ctrl-C again stops that and keeps them in a file)", name)
 				rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
 			}
 		}

@@ -5,14 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"usbflash/flash"
-	"usbflash/target"
+	"syscall"
 
 	"usbflash/blockdev"
+	"usbflash/cardbench"
 	"usbflash/fakecheck"
 	"usbflash/filedev"
+	"usbflash/flash"
+	"usbflash/imagedst"
 	"usbflash/imagesrc"
+	"usbflash/internal/outfile"
+	"usbflash/internal/units"
 	"usbflash/pipeline"
+	"usbflash/target"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
 	"usbflash/usbms/sim"
@@ -34,6 +39,9 @@ func classifyDomainError(err error) int {
 		capacity *pipeline.CapacityError
 		verify   *pipeline.VerifyError
 		device   *pipeline.DeviceError
+		plan     *cardbench.PlanError
+		out      *outfile.Error
+		tooMuch  *imagedst.SizeError
 	)
 	switch {
 	case errors.As(err, new(*fakecheck.FakeError)):
@@ -41,8 +49,17 @@ func classifyDomainError(err error) int {
 	case errors.As(err, &mismatch):
 		return exitSource
 	case errors.As(err, &memory), errors.As(err, &report), errors.Is(err, flash.ErrReportFormat), errors.As(err, &shaArg),
+		errors.As(err, &plan),
 		errors.Is(err, flash.ErrBlockMapConflict), errors.Is(err, flash.ErrBlockMapOneCard):
 		return exitUsage
+	case errors.Is(err, imagedst.ErrExists), errors.As(err, &tooMuch):
+		return exitRefused
+	case errors.As(err, &out) && out.Op == outfile.OpCreate:
+		// Found before the work: a name that cannot be a file.
+		return exitUsage
+	case errors.As(err, &out):
+		// The disk an output file goes to failed, or is full.
+		return exitDevice
 	case errors.As(err, &bmapErr) && bmapErr.Unreadable:
 		return exitSource
 	case errors.As(err, &bmapErr), errors.As(err, &refusedN):
@@ -99,12 +116,6 @@ func explain(err error) (msg, advice string) {
 	if errors.As(err, &dev) && errors.As(dev.Err, &cmd) && cmd.Err != nil {
 		msg = strings.Replace(msg, cmd.Error(), cmd.Err.Error(), 1)
 	}
-	// Go's "context canceled" means nothing to a person who pressed
-	// Ctrl-C; the pipeline's CancelledError already says it in words.
-	var cancelled *pipeline.CancelledError
-	if errors.Is(err, context.Canceled) && !errors.As(err, &cancelled) {
-		msg = strings.TrimSuffix(msg, ": "+context.Canceled.Error()) + ": cancelled"
-	}
 	// Wherever Go's words for a cancelled or expired context end up in a
 	// library's text, a person reads English.
 	msg = strings.NewReplacer(context.Canceled.Error(), "cancelled", context.DeadlineExceeded.Error(), "timed out").Replace(msg)
@@ -138,15 +149,37 @@ func hint(err error) string {
 	if errors.As(err, &compare) && errors.As(err, new(*pipeline.VerifyError)) {
 		return "the card holds something other than this image (another image, or an older write): write the image to it if it should hold it"
 	}
-	var fake *fakecheck.FakeError
-	var restore *fakecheck.RestoreError
+	var (
+		fake    *fakecheck.FakeError
+		fakeRes *fakecheck.RestoreError
+		restore *cardbench.RestoreError
+		backupV *imagedst.VerifyError
+		exists  *imagedst.ExistsError
+		tooMuch *imagedst.SizeError
+		output  *outfile.Error
+		pipeV   *pipeline.VerifyError
+	)
 	switch {
 	case errors.As(err, &fake):
 		return fmt.Sprintf("the card is counterfeit: return it; to use it all the same, partition it to at most its first %d bytes", fake.Result.Usable)
-	case errors.As(err, &restore) && restore.Saved != "":
-		return fmt.Sprintf("copy each saved region back from %s to the same offset of the card (dd with seek= and skip= of the region's block), or keep the file until you do", restore.Saved)
-	case errors.As(err, &restore):
+	case errors.As(err, &fakeRes) && fakeRes.Saved != "":
+		return fmt.Sprintf("copy each saved region back from %s to the same offset of the card (dd with seek= and skip= of the region's block), or keep the file until you do", fakeRes.Saved)
+	case errors.As(err, &fakeRes):
 		return "the card may be failing: copy what matters off it"
+	case errors.As(err, &restore):
+		return restoreAdvice(restore)
+	case errors.As(err, &backupV) && errors.As(backupV.Err, &pipeV):
+		return fmt.Sprintf("read the card again, with another reader or USB port if you can; if the reads still differ, the card is failing: keep %s, it may be the best copy there is", backupV.Part)
+	case errors.As(err, &exists):
+		return "pass --force to overwrite it"
+	case errors.As(err, &tooMuch):
+		return "give a smaller --size, or leave it out to read the whole card"
+	case errors.As(err, &output) && output.Op == outfile.OpCreate:
+		return "name a file in a directory that exists and that you can write to"
+	case errors.As(err, &output) && errors.Is(output.Err, syscall.ENOSPC):
+		return "free space on that disk, or name a file on another one"
+	case errors.As(err, &output):
+		return "check the disk the file is written to, or name a file on another one"
 	case errors.As(err, &cancelled):
 		if cancelled.Phase == pipeline.PhaseWrite && (cancelled.Bytes > 0 || cancelled.LBA > 0) {
 			return "run the write again"
@@ -262,6 +295,12 @@ func cardAdvice(e *sim.CardError) string {
 		return fmt.Sprintf("drop size= or give at least %d", e.FileSize)
 	case sim.CardBadSize:
 		return fmt.Sprintf("use size= to set its size, a positive multiple of %d bytes", e.Block)
+	case sim.CardShortReadOnly:
+		return fmt.Sprintf("drop size= or give at most %d", e.FileSize)
+	case sim.CardNotAFile:
+		return "give a file for the card, as in sim:card.img?size=64MiB"
+	case sim.CardNoDirectory:
+		return "create the directory first, or check the path"
 	}
 	return ""
 }
@@ -350,8 +389,11 @@ func sessionHint(err error) string {
 		bmapErr  *flash.BlockMapError
 		memory   *flash.MemoryError
 		report   *flash.ReportError
+		plan     *cardbench.PlanError
 	)
 	switch {
+	case errors.As(err, &plan):
+		return planAdvice(plan)
 	case errors.As(err, &refusedN) && refusedN.Some():
 		return "pass --skip-refused to write the others"
 	case errors.As(err, &refusedN):
@@ -382,6 +424,40 @@ func sessionHint(err error) string {
 		return "pass --force to write it anyway"
 	case errors.Is(err, target.ErrNotFound):
 		return "run 'usbflash list'"
+	}
+	return ""
+}
+
+// restoreAdvice says how to put back a region --preserve could not.
+func restoreAdvice(e *cardbench.RestoreError) string {
+	if e.File == "" {
+		return "the region's old bytes are lost: restore them from a backup if you have one"
+	}
+	disk := "DISK"
+	if p, ok := strings.CutPrefix(e.Device, "file:"); ok {
+		disk = p
+	} else if p, ok := strings.CutPrefix(e.Device, "sim:"); ok {
+		disk = strings.TrimSuffix(p, "/0")
+	}
+	bs := int64(max(e.BlockSize, 1))
+	return fmt.Sprintf("put them back with dd if=%s of=%s bs=%d seek=%d conv=notrunc,fsync", e.File, disk, bs, e.Region.Offset/bs)
+}
+
+// planAdvice is the advice for a bench plan that does not fit, by reason.
+func planAdvice(e *cardbench.PlanError) string {
+	switch e.Reason {
+	case cardbench.SizeOverMemory:
+		return fmt.Sprintf("give --sizes of at most %s", units.FormatSize(e.Limit))
+	case cardbench.PreserveOverMemory:
+		return fmt.Sprintf("give a --region of at most %s, or leave out --preserve if its data may be lost", units.FormatSize(e.Limit))
+	case cardbench.SizeNotBlocks:
+		return fmt.Sprintf("give --sizes in multiples of %d bytes", e.Limit)
+	case cardbench.SizeOverCard:
+		return fmt.Sprintf("give --sizes of at most %s", units.FormatSize(e.Limit))
+	case cardbench.SizeOverRegion:
+		return "give smaller --sizes or a longer --region"
+	case cardbench.RegionNotInCard:
+		return fmt.Sprintf("give a --region of whole blocks that ends within %d bytes", e.Limit)
 	}
 	return ""
 }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"github.com/klauspost/compress/zstd"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"usbflash/pipeline"
+	"usbflash/target"
 )
 
 func TestCommandLineMistakesExit2(t *testing.T) {
@@ -36,6 +39,8 @@ func TestCommandLineMistakesExit2(t *testing.T) {
 		{[]string{"info", "/dev/sda"}, "write file:/dev/sda for a file or disk"},
 		{[]string{"info", "./c.img"}, "write file:./c.img for a file or disk"},
 		{[]string{"version", "extra"}, "version needs no arguments, got 1 argument"},
+		{[]string{"completion", "bash", "extra"}, "bash needs no arguments, got 1 argument; see 'usbflash completion bash --help'"},
+		{[]string{"completion", "zsh", "a", "b"}, "zsh needs no arguments, got 2 arguments"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -348,5 +353,18 @@ func TestNoChecksumIsSaid(t *testing.T) {
 		if said := strings.Contains(r.stdout, "carries no checksum of its own"); r.code != exitOK || said == crc {
 			t.Errorf("checksum %v: exit %d, note said %v\n%s", crc, r.code, said, r.stdout)
 		}
+	}
+}
+
+// TestPanicIsAnInternalError: a bug in a command exits 1 (internal) with a
+// JSON error event, never 2 (which says the user made a mistake).
+func TestPanicIsAnInternalError(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
+		watchFinder: func(context.Context) ([]target.Found, error) { panic("a bug") }}
+	code := runApp(context.Background(), a, []string{"write", writeFile(t, "os.img", testImage(1<<20)), "--watch", "--yes", "--json"})
+	if e := lastEvent(t, out.String(), "error"); code != exitInternal || e["name"] != "internal" {
+		t.Errorf("exit %d, event %v", code, e)
 	}
 }

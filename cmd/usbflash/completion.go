@@ -7,8 +7,6 @@ import (
 	"usbflash/target"
 
 	"github.com/spf13/cobra"
-
-	"usbflash/usbms/libusb"
 )
 
 // completeTarget completes a TARGET argument: the usb: targets of the
@@ -21,7 +19,7 @@ func completeTarget(c *cobra.Command, toComplete string) ([]string, cobra.ShellC
 		}
 	}
 	var out []string
-	if infos, err := libusb.List(c.Context()); err == nil {
+	if infos, err := target.ListUSB(c.Context()); err == nil {
 		for _, info := range infos {
 			if info.Supported {
 				out = append(out, target.USBName(info)+"\t"+strings.TrimSpace(info.Manufacturer+" "+info.Product))

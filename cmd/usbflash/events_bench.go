@@ -27,6 +27,7 @@ const (
 	phaseSave        phase = "save"
 	phaseWriteSweep  phase = "write sweep"
 	phaseRandomWrite phase = "random write"
+	phaseRestore     phase = "restore"
 )
 
 // benchUnit is what bench's progress counts, for the text reporter.
@@ -43,6 +44,9 @@ type benchStartEvent struct {
 	PointTimeS float64            `json:"point_time_s"`
 	Write      bool               `json:"write"`
 	Preserve   bool               `json:"preserve"`
+	// Compare is the kernel's disk --compare reads first: capacity,
+	// block_size, sizes and regions are then its own.
+	Compare string `json:"compare,omitempty"`
 }
 
 type benchPointEvent struct {
@@ -95,4 +99,8 @@ type benchSummaryEvent struct {
 	Alignment               *cardbench.AlignResult `json:"alignment,omitempty"`  // absent with --skip align
 	RoundTrip               *cardbench.RoundTrip   `json:"round_trip,omitempty"` // absent with --skip roundtrip and for file: targets
 	Plot                    string                 `json:"plot,omitempty"`       // with --plot
+
+	recommendation string // the line -q prints
 }
+
+func (e *benchSummaryEvent) quietLine() string { return e.recommendation }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"usbflash/cardbench"
 	"usbflash/flash"
 )
 
@@ -39,7 +41,7 @@ func exitCodes() []exitStatus {
 		{exitUsage, "usage", "bad command, flag, argument or target syntax"},
 		{exitRefused, "refused", "refused by a safety check: write-protected, image larger than the card, disk in use, not confirmed"},
 		{exitSource, "image", "the image could not be read or decoded (corrupt or truncated archive)"},
-		{exitDevice, "device", "the reader, the card or the USB stack failed, or the device went away"},
+		{exitDevice, "device", "the reader, the card or the USB stack failed, or the device went away; or the disk an output file goes to failed or is full"},
 		{exitVerify, "verify", "what was read back differs from the image"},
 		{exitPartial, "partial", "several cards: some were written and verified, some failed (the table and --report say which)"},
 		{exitFake, "fake", "the card holds less than it claims (check; write --check when the image does not fit in what it holds)"},
@@ -107,6 +109,7 @@ func exitCode(err error) int {
 		usage   *usageError
 		refused *refusedError
 		cards   *flash.CardsError
+		restore *cardbench.RestoreError
 	)
 	switch {
 	case err == nil:
@@ -115,6 +118,11 @@ func exitCode(err error) int {
 		return cardsExitCode(cards)
 	case errors.As(err, &coded):
 		return coded.code
+	case errors.As(err, &restore) && restore.Aborted:
+		return exitCancelled
+	case errors.As(err, &restore):
+		// Also after a cancel: the region is not what it was.
+		return exitDevice
 	case errors.Is(err, context.Canceled):
 		return exitCancelled
 	case errors.As(err, &usage):

@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
-	"usbflash/flash"
-	"usbflash/target"
 
 	"usbflash/blockdev"
+	"usbflash/cardbench"
 	"usbflash/filedev"
+	"usbflash/flash"
+	"usbflash/imagedst"
 	"usbflash/imagesrc"
+	"usbflash/internal/outfile"
 	"usbflash/pipeline"
+	"usbflash/target"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
 )
@@ -56,6 +60,17 @@ func TestExitCodeClassification(t *testing.T) {
 		{&flash.CardsError{Failed: 2, Errs: []error{&pipeline.VerifyError{}, usbms.ErrNoDevice}}, exitDevice},
 		{fmt.Errorf("WRITE: %w", usbms.ErrRecoveryFailed), exitDevice},
 		{&pipeline.CancelledError{Err: context.Canceled}, exitCancelled},
+		{&cardbench.PlanError{Reason: cardbench.SizeOverMemory}, exitUsage},
+		{&cardbench.RestoreError{Err: errors.New("medium error")}, exitDevice},
+		{errors.Join(context.Canceled, &cardbench.RestoreError{Err: errors.New("medium error")}), exitDevice}, // the region is not back
+		{&cardbench.RestoreError{Aborted: true}, exitCancelled},
+		{&imagedst.ExistsError{Path: "b.img"}, exitRefused},
+		{&imagedst.SizeError{}, exitRefused},
+		{&imagedst.VerifyError{Err: &pipeline.VerifyError{HashOnly: true}}, exitVerify},
+		{&imagedst.VerifyError{Err: &pipeline.DeviceError{Err: usbms.ErrNoDevice}}, exitDevice},
+		{&imagedst.BlockMapError{Err: &outfile.Error{Op: outfile.OpWrite, Err: syscall.ENOSPC}}, exitDevice},
+		{&outfile.Error{Op: outfile.OpCreate, Err: syscall.ENOENT}, exitUsage},
+		{fmt.Errorf("writing the backup: %w", &outfile.Error{Op: outfile.OpWrite, Err: syscall.ENOSPC}), exitDevice},
 		{errors.New("something unforeseen"), exitInternal},
 	}
 	for _, tt := range tests {

@@ -7,11 +7,11 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"usbflash/target"
 
 	"github.com/spf13/cobra"
 
 	"usbflash/internal/units"
+	"usbflash/target"
 )
 
 // infoReport is `usbflash info --json`: the target, the USB identity when

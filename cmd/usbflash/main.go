@@ -9,6 +9,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"slices"
+	"sync"
 	"syscall"
 )
 
@@ -17,8 +20,9 @@ func main() {
 	// write midway: writes to it fail with EPIPE instead, and the write
 	// finishes, syncs and reports on stderr.
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signalContext(os.Stderr)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	ctx, aborts, stop := signalContext(os.Stderr)
+	code := runApp(ctx, &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+		interactive: isTerminalReader(os.Stdin), stderrTerminal: isTerminal(os.Stderr), aborts: aborts}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
@@ -31,14 +35,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // runApp runs one command line with a's streams and says how it ended.
-func runApp(ctx context.Context, a *app, args []string) int {
+func runApp(ctx context.Context, a *app, args []string) (code int) {
+	// A bug must not exit 2, which scripts read as their own mistake: it
+	// is an internal error (1), reported as one, with where it happened.
+	defer func() {
+		if r := recover(); r != nil {
+			err := fmt.Errorf("internal error: %v (please report it, with this:)\n%s", r, debug.Stack())
+			newReporter(a.stdout, a.stderr, reporterOptions{json: jsonRequested(nil, args)}).fail(err, exitInternal)
+			code = exitInternal
+		}
+	}()
 	root := newRootCommand(a)
 	root.SetArgs(args)
 	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
-	code := exitCode(err)
+	code = exitCode(err)
 	if !errorAlreadyReported(err) {
 		// Under --json every failure is an error event on stdout, even
 		// one found before the command ran (a bad flag or target).
@@ -47,14 +60,68 @@ func runApp(ctx context.Context, a *app, args []string) int {
 	return code
 }
 
+// aborts is what a command must do before the process exits on a second
+// interrupt: keep bytes that only it holds (a region --preserve saved),
+// remove a file it left unfinished. A step runs beside the command, which
+// may be stuck in a command the reader does not answer: it touches no
+// device.
+type aborts struct {
+	mu    sync.Mutex
+	next  int
+	steps map[int]func()
+}
+
+// add registers step until the returned func is called.
+func (s *aborts) add(step func()) (remove func()) {
+	if s == nil {
+		return func() {}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.steps == nil {
+		s.steps = map[int]func(){}
+	}
+	id := s.next
+	s.next++
+	s.steps[id] = step
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.steps, id)
+	}
+}
+
+// take returns the steps registered now, newest first, and forgets them.
+func (s *aborts) take() []func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int
+	for id := range s.steps {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var out []func()
+	for i := len(ids) - 1; i >= 0; i-- {
+		out = append(out, s.steps[ids[i]])
+	}
+	s.steps = nil
+	return out
+}
+
 // signalContext cancels on the first Ctrl-C, SIGTERM or SIGHUP (a dropped
 // ssh session) so a write can finish the command in flight, sync and
-// report how far it got; a second signal exits at once.
-func signalContext(stderr io.Writer) (context.Context, func()) {
+// report how far it got. A second signal runs the command's abort steps,
+// if it registered any, and exits; a third, or a second with nothing to
+// do, exits at once.
+func signalContext(stderr io.Writer) (context.Context, *aborts, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	sig := make(chan os.Signal, 2)
+	steps := &aborts{}
+	sig := make(chan os.Signal, 3)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
+	// Held from the second signal on: the process ends in the signal's
+	// goroutine, and main must not exit with its own code meanwhile.
+	var exiting sync.Mutex
 	go func() {
 		var s os.Signal
 		select {
@@ -62,22 +129,41 @@ func signalContext(stderr io.Writer) (context.Context, func()) {
 		case <-done:
 			return
 		}
-		fmt.Fprintf(stderr, "\nusbflash: %s: stopping after the command in flight (Ctrl-C again to abort at once)\n", signalName(s))
+		fmt.Fprintf(stderr, "\nusbflash: %s: stopping after the command in flight (Ctrl-C again to abort)\n", signalName(s))
 		cancel()
 		select {
 		case <-sig:
+		case <-done:
+			return
+		}
+		exiting.Lock()
+		todo := steps.take()
+		if len(todo) == 0 {
 			fmt.Fprintln(stderr, "usbflash: aborted")
 			os.Exit(exitCancelled)
-		case <-done:
 		}
+		fmt.Fprintln(stderr, "usbflash: aborting (Ctrl-C again to abort at once)")
+		finished := make(chan struct{})
+		go func() {
+			for _, step := range todo {
+				step()
+			}
+			close(finished)
+		}()
+		select {
+		case <-finished:
+		case <-sig:
+			fmt.Fprintln(stderr, "usbflash: aborted")
+		}
+		os.Exit(exitCancelled)
 	}()
-	return ctx, func() {
+	return ctx, steps, func() {
 		signal.Stop(sig)
 		close(done)
+		exiting.Lock()
 		cancel()
 	}
 }
-
 func signalName(s os.Signal) string {
 	switch s {
 	case os.Interrupt:

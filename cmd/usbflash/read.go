@@ -5,19 +5,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
-	"usbflash/target"
 
 	"github.com/spf13/cobra"
 
-	"usbflash/bmap"
 	"usbflash/imagedst"
 	"usbflash/internal/parttable"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
+	"usbflash/target"
 )
 
 // readFlags are the options of `usbflash read`.
@@ -40,8 +37,10 @@ core, or raw for any other name. Beside it goes OUT.bmap, a bmaptool block
 map of the blocks that are not all zero (SHA-256 per range), so writing the
 backup back can skip the rest.
 
-OUT is written as OUT.part and renamed only when complete: an interrupted or
-failed read leaves no file that looks finished. An existing OUT is not
+OUT is written as OUT.part and renamed only when complete (with --verify,
+only once the second read matched): an interrupted or failed read leaves
+no file that looks finished. When the second read differs or fails, the
+first stays as OUT.part, named in the message. An existing OUT is not
 overwritten without --force. --used stops after the last partition of the
 MBR or GPT; --size reads that many bytes; otherwise the whole card is read.
 
@@ -108,12 +107,8 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 	if out == "-" || strings.HasSuffix(out, "/") {
 		return &usageError{fmt.Sprintf("OUT %q: want a file name (its extension picks the compression)", out)}
 	}
-	if !f.force {
-		for _, p := range []string{out, out + ".bmap"} {
-			if _, err := os.Lstat(p); err == nil {
-				return &refusedError{fmt.Sprintf("%s already exists: pass --force to overwrite it; nothing was read", p)}
-			}
-		}
+	if err := imagedst.CheckBackup(out, f.force); err != nil {
+		return err
 	}
 
 	// Said before the first command to the target: a reader that does not
@@ -129,57 +124,56 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 	}
 	defer d.Close()
 	transfer = openedDevice(rep, d, transfer)
-	size, table, err := readSize(ctx, d, want, f.used, rep)
+	if d.InUse != nil {
+		rep.event(&noteEvent{eventHeader{Event: evNote}, inUseNote(d)}, inUseNote(d))
+	}
+	extent, err := imagedst.ExtentOf(ctx, d.Dev, d.Name, want, f.used)
+	var past *imagedst.SizeError
+	if errors.As(err, &past) {
+		return fmt.Errorf("--size %w", err)
+	} else if err != nil {
+		return err
+	}
+	if msg := extentNote(d.Name, extent); msg != "" {
+		rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
+	}
+
+	b, err := imagedst.StartBackup(out, f.force)
 	if err != nil {
 		return err
 	}
-
-	file, err := imagedst.Create(out, f.force)
-	if errors.Is(err, imagedst.ErrExists) {
-		return &refusedError{fmt.Sprintf("%v: pass --force to overwrite it; nothing was read", err)}
-	} else if err != nil {
-		return &codedError{exitSource, fmt.Errorf("creating the backup: %w", err)}
-	}
-	defer file.Abort()
-
-	builder := bmap.NewBuilder(0)
-	res, err := pipeline.Read(ctx, d.Dev, io.MultiWriter(outputFile{file}, builder), size, pipeline.ReadOptions{
-		Name: d.Name, TransferSize: int(transfer), Buffers: f.buffers, Progress: progressFunc(rep, nil),
+	defer b.Abort()
+	// A second Ctrl-C: the card was only read, so removing the unfinished
+	// file undoes everything.
+	defer a.aborts.add(func() {
+		what := fmt.Sprintf("%s was complete", out)
+		if b.Discard() {
+			what = fmt.Sprintf("%s was removed; %s was only read", b.PartPath(), d.Name)
+		}
+		rep.fail(fmt.Errorf("%w by a second interrupt: %s", context.Canceled, what), exitCancelled)
+	})()
+	res, err := b.Run(ctx, d.Dev, imagedst.BackupOptions{
+		Name: d.Name, Size: extent.Size, Verify: f.verify, TransferSize: int(transfer), Buffers: f.buffers,
+		Progress: progressFunc(rep, nil),
 	})
 	if err != nil {
 		return err
 	}
-	if err := file.Commit(); err != nil {
-		return &codedError{exitSource, err}
-	}
-	m := builder.Map()
-	mapData, err := bmap.Marshal(m)
-	if err == nil {
-		err = imagedst.WriteFile(out+".bmap", mapData)
-	}
-	if err != nil {
-		return &codedError{exitSource, fmt.Errorf("writing the block map %s.bmap (%s itself is complete): %w", out, out, err)}
-	}
+	read := res.Read
 	sum := &readSummaryEvent{
 		eventHeader: eventHeader{Event: evSummary}, Command: cmdRead,
-		Bytes: res.Bytes, Reads: res.Reads, ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed),
-		SHA256: hex.EncodeToString(res.SHA256[:]), Out: out, Format: file.Format(), OutBytes: file.Written(),
-		BMap: out + ".bmap", MappedBytes: m.MappedBytes(), Bound: readBound(res), BoundRatio: res.BoundRatio,
-		PartitionTable: table,
+		Bytes: read.Bytes, Reads: read.Reads, ElapsedS: read.Elapsed.Seconds(), Rate: rate(read.Bytes, read.Elapsed),
+		SHA256: hex.EncodeToString(read.SHA256[:]), Out: out, Format: res.Format, OutBytes: res.Written,
+		BMap: res.BMap, MappedBytes: res.MappedBytes, Bound: readBound(read), BoundRatio: read.BoundRatio,
+		PartitionTable: extent.Table,
 	}
 	text := []string{
-		fmt.Sprintf("Read %s in %s (%s), %s", units.FormatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
-			units.FormatRate(sum.Rate), plural(res.Reads, "command")),
-		fmt.Sprintf("Wrote %s (%s, %s) and its block map %s.bmap (%s of the image is not zero)", out, file.Format(), units.FormatSize(file.Written()), out, units.FormatSize(m.MappedBytes())),
-		readBoundLine(res),
+		fmt.Sprintf("Read %s in %s (%s), %s", units.FormatBytes(read.Bytes), read.Elapsed.Round(time.Millisecond),
+			units.FormatRate(sum.Rate), plural(read.Reads, "command")),
+		fmt.Sprintf("Wrote %s (%s, %s) and its block map %s (%s of the image is not zero)", out, res.Format, units.FormatSize(res.Written), res.BMap, units.FormatSize(res.MappedBytes)),
+		readBoundLine(read),
 	}
-	if f.verify {
-		v, err := pipeline.VerifyHash(ctx, d.Dev, size, res.SHA256, pipeline.VerifyOptions{
-			Name: d.Name, TransferSize: int(transfer), Progress: progressFunc(rep, nil),
-		})
-		if err != nil {
-			return err
-		}
+	if v := res.Verify; v != nil {
 		sum.Verified = true
 		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
 		text = append(text, fmt.Sprintf("Verified: a second read of %s matches (%s)", units.FormatSize(v.Bytes), v.Elapsed.Round(time.Millisecond)))
@@ -189,52 +183,28 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 	return nil
 }
 
-// readSize decides how much of the card to read: --size, the end of the
-// last partition (--used), or everything. With --used it also names the
-// partition table it found (MBR, GPT or none).
-func readSize(ctx context.Context, d *target.Device, want int64, used bool, rep reporter) (int64, string, error) {
-	capacity := d.Capacity()
-	switch {
-	case want > capacity:
-		return 0, "", &refusedError{fmt.Sprintf("--size %s is more than %s holds (%s); nothing was read", units.FormatSize(want), d.Name, units.FormatSize(capacity))}
-	case want > 0:
-		return want, "", nil
-	case !used:
-		return capacity, "", nil
+// inUseNote says that a disk read through the kernel is in use, which
+// write refuses and read only warns of: its file systems can change while
+// they are read.
+func inUseNote(d *target.Device) string {
+	var uses []target.Use
+	if te := (*target.Error)(nil); errors.As(d.InUse, &te) {
+		uses = te.Uses
 	}
-	bs := d.Dev.BlockSize()
-	tab, err := parttable.End(func(off int64, p []byte) error {
-		return d.Dev.ReadBlocks(ctx, off/int64(bs), p)
-	}, bs, capacity)
-	if err != nil {
-		return 0, "", &codedError{exitDevice, fmt.Errorf("reading the partition table of %s: %w", d.Name, err)}
-	}
-	var msg string
-	kind := tab.Kind
-	switch tab.Kind {
-	case parttable.None:
-		kind = "none"
-		msg = fmt.Sprintf("%s has no partition table: reading the whole card", d.Name)
-		tab.End = capacity
-	case parttable.GPT:
-		msg = fmt.Sprintf("GPT: reading up to the end of the last partition, %s; the backup GPT at the end of the card is not included (sgdisk -e rebuilds it after a restore)", units.FormatSize(tab.End))
-	default:
-		msg = fmt.Sprintf("MBR: reading up to the end of the last partition, %s of %s", units.FormatSize(tab.End), units.FormatSize(capacity))
-	}
-	rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
-	return tab.End, kind, nil
+	return fmt.Sprintf("%v: what is read may change meanwhile, and the backup be inconsistent; %s first for a consistent one", d.InUse, inUseAdvice(uses))
 }
 
-// outputFile gives failures to write the backup the image error's exit
-// code: a full or failing disk is not a bug of usbflash.
-type outputFile struct{ f *imagedst.File }
-
-func (o outputFile) Write(p []byte) (int, error) {
-	n, err := o.f.Write(p)
-	if err != nil {
-		err = &codedError{exitSource, fmt.Errorf("writing %s: %w", o.f.Path(), err)}
+// extentNote says how --used decided how much to read ("" without it).
+func extentNote(name string, e imagedst.Extent) string {
+	switch e.Table {
+	case "":
+		return ""
+	case "none":
+		return fmt.Sprintf("%s has no partition table: reading the whole card", name)
+	case parttable.GPT:
+		return fmt.Sprintf("GPT: reading up to the end of the last partition, %s; the backup GPT at the end of the card is not included (sgdisk -e rebuilds it after a restore)", units.FormatSize(e.Size))
 	}
-	return n, err
+	return fmt.Sprintf("MBR: reading up to the end of the last partition, %s of %s", units.FormatSize(e.Size), units.FormatSize(e.Capacity))
 }
 
 // readBound names the side that limited a read.

@@ -143,7 +143,7 @@ func TestReadRefuses(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"existing OUT", []string{"sim:" + card, existing}, exitRefused, "pass --force"},
+		{"existing OUT", []string{"sim:" + card, existing}, exitRefused, "Pass --force to overwrite it"},
 		{"size past the card", []string{"--size", "5MiB", "sim:" + card, filepath.Join(dir, "new.img")}, exitRefused, "more than"},
 		{"size and used", []string{"--size", "1MiB", "--used", "sim:" + card, filepath.Join(dir, "new.img")}, exitUsage, "pass one"},
 		{"stdout", []string{"sim:" + card, "-"}, exitUsage, "want a file name"},
@@ -201,4 +201,78 @@ func TestReadFailureLeavesNoFile(t *testing.T) {
 		}
 		noFiles(t, dir)
 	})
+}
+
+// atPhase runs do at the first progress event of a phase.
+type atPhase struct {
+	once  sync.Once
+	phase string
+	do    func()
+}
+
+func (a *atPhase) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(`"event":"progress"`)) && bytes.Contains(p, []byte(`"phase":"`+a.phase+`"`)) {
+		a.once.Do(a.do)
+	}
+	return len(p), nil
+}
+
+// TestReadVerify: OUT appears only once the second read matched. A card
+// that reads differently the second time exits 6, with advice about the
+// card and reader, and keeps the first read as OUT.part; Ctrl-C during the
+// second read leaves nothing.
+func TestReadVerify(t *testing.T) {
+	t.Parallel()
+	t.Run("the card changes between the reads", func(t *testing.T) {
+		card := cardWith(t, holeyImage(), 4<<20)
+		orig, _ := os.ReadFile(card)
+		dir := t.TempDir()
+		out := filepath.Join(dir, "b.img")
+		change := func() {
+			f, err := os.OpenFile(card, os.O_WRONLY, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer f.Close()
+			f.WriteAt([]byte("another card"), 4096)
+		}
+		r := runCLIContext(t, context.Background(), &atPhase{phase: "verify", do: change}, "read", "--json", "--verify", "--transfer-size", "64KiB", "sim:"+card, out)
+		if r.code != exitVerify {
+			t.Fatalf("exit %d, want %d\n%s", r.code, exitVerify, r.stderr)
+		}
+		noFiles(t, dir, "b.img.part")
+		if got, _ := os.ReadFile(out + ".part"); !bytes.Equal(got, orig) {
+			t.Error("b.img.part is not the first read")
+		}
+		e := lastEvent(t, r.stdout, "error")
+		msg, advice := e["message"].(string), e["hint"].(string)
+		if !strings.Contains(msg, "b.img was not written") || !strings.Contains(msg, "differs from the first") ||
+			!strings.Contains(advice, "another reader") || strings.Contains(advice, "write the image again") {
+			t.Errorf("message %q, advice %q", msg, advice)
+		}
+	})
+	t.Run("Ctrl-C during the second read", func(t *testing.T) {
+		card := cardWith(t, holeyImage(), 16<<20)
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		r := runCLIContext(t, ctx, &atPhase{phase: "verify", do: cancel}, "read", "--json", "--verify", "--transfer-size", "256KiB",
+			"sim:"+card+"?speed=40MB/s", filepath.Join(dir, "b.img.zst"))
+		if r.code != exitCancelled {
+			t.Fatalf("exit %d, want %d\n%s", r.code, exitCancelled, r.stderr)
+		}
+		noFiles(t, dir)
+	})
+}
+
+// TestReadOutputRefused: OUT in a directory that is not there is a usage
+// error found before the card is opened, naming OUT.
+func TestReadOutputRefused(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "missing", "b.img")
+	r := runCLI(t, "read", "usb:ffff:fffe", out)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "cannot create "+out+": no such file or directory") || strings.Contains(r.stderr, ".b.img.") {
+		t.Fatalf("exit %d, want %d naming %s\n%s", r.code, exitUsage, out, r.stderr)
+	}
 }

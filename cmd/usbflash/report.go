@@ -121,9 +121,18 @@ type textReporter struct {
 	lastLine    time.Time
 }
 
-func (r *textReporter) event(_ event, text string) {
+// quietLiner is an event with the one line a person who asked for quiet
+// still wants (bench's recommendation); "" for none.
+type quietLiner interface{ quietLine() string }
+
+func (r *textReporter) event(e event, text string) {
 	r.closeBar()
-	if text == "" || r.opts.quiet {
+	if q, ok := e.(quietLiner); ok && r.opts.quiet {
+		text = q.quietLine()
+	} else if r.opts.quiet {
+		return
+	}
+	if text == "" {
 		return
 	}
 	if _, err := fmt.Fprintln(r.out, text); err != nil {

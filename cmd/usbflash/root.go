@@ -7,10 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"usbflash/target"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"usbflash/target"
 )
 
 // app holds what every command shares: the process's streams. Commands get
@@ -30,6 +31,9 @@ type app struct {
 	// lineEvery is how often progress is printed without a terminal; 0:
 	// progressLineInterval. Tests shorten it.
 	lineEvery time.Duration
+	// aborts is what a second interrupt does before the process exits;
+	// nil (run, the tests): nothing.
+	aborts *aborts
 }
 
 func newRootCommand(a *app) *cobra.Command {
@@ -45,7 +49,7 @@ Targets:
   usb:BUS.ADDR[/LUN]           a reader by bus and address
   N[/LUN]                      the Nth reader of 'usbflash list'
   file:PATH                    a file or block device, through the kernel
-  sim:PATH[?options]           the simulated reader; PATH is the card
+  sim:PATH[/LUN][?options]     the simulated reader; PATH is the card
 
 ` + exitCodeHelp(),
 		Version:       versionString(),
@@ -72,6 +76,13 @@ Targets:
 	for _, c := range append([]*cobra.Command{root}, root.Commands()...) {
 		if c.HasSubCommands() {
 			groupCommand(c)
+			if c.Name() == "completion" {
+				// cobra's shells take no arguments: a stray one is a
+				// usage error, where cobra's own check exits 1.
+				for _, shell := range c.Commands() {
+					shell.Args = exactArgs(0, "no arguments")
+				}
+			}
 		}
 		if c.Name() == "info" && c.ValidArgsFunction == nil {
 			c.ValidArgsFunction = targetArgs(false)

@@ -7,13 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 )
 
-// buildBinary builds usbflash into a temporary directory: signals and a
-// closed stdout are properties of the process, not of run.
+// buildBinary builds usbflash into a temporary directory: signals, a
+// closed stdout and resource limits are properties of the process, not of
+// run.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	// go test puts its own toolchain first on PATH.
@@ -59,7 +61,7 @@ func exitStatusOf(t *testing.T, err error) int {
 	return -1
 }
 
-func TestProcessSignals(t *testing.T) {
+func TestProcess(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	img := testImage(4 << 20)
@@ -119,4 +121,125 @@ func TestProcessSignals(t *testing.T) {
 			t.Error("the first transfer's region is not zero after an interrupted write")
 		}
 	})
+
+	t.Run("a second signal during a preserve restore keeps the bytes in a file", func(t *testing.T) {
+		card := benchCard(t)
+		orig, _ := os.ReadFile(card)
+		tmp := t.TempDir()
+		var stderr bytes.Buffer
+		// Reads are fast, writes slow: the restore of 8 MiB takes seconds.
+		cmd, lines, _ := startCommand(t, bin, []string{"TMPDIR=" + tmp}, &stderr, "bench", "--json", "--write", "--preserve", "--yes",
+			"--region", "4MiB:8MiB", "--sizes", "1MiB", "--time", "20ms", "--skip", "align,random,roundtrip",
+			"sim:"+card+"?speed=200MB/s&write-speed=2MB/s")
+		signalAt(t, cmd, lines, `"phase":"write sweep"`, syscall.SIGINT)
+		signalAt(t, cmd, lines, `Restoring bytes 4194304 to 12582912`, syscall.SIGINT)
+		var rest strings.Builder
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+		if code := exitStatusOf(t, cmd.Wait()); code != exitCancelled {
+			t.Fatalf("exit %d, want %d; stderr %q", code, exitCancelled, stderr.String())
+		}
+		e := lastEvent(t, rest.String(), "error")
+		m := regexp.MustCompile(`saved bytes are in (\S+)$`).FindStringSubmatch(e["message"].(string))
+		if m == nil || !strings.Contains(e["message"].(string), "aborted") || !strings.HasPrefix(e["hint"].(string), "put them back with dd if="+m[1]+" of="+card+" bs=512 seek=8192 conv=notrunc,fsync") {
+			t.Fatalf("error event %v: does not say where the bytes are and how to put them back", e)
+		}
+		if got, _ := os.ReadFile(m[1]); !bytes.Equal(got, orig[4<<20:12<<20]) {
+			t.Error("the file does not hold the region's bytes")
+		}
+		if !strings.HasPrefix(m[1], tmp) {
+			t.Errorf("%s is not in the temporary directory %s", m[1], tmp)
+		}
+	})
+
+	t.Run("read to a disk that takes no more", func(t *testing.T) {
+		sh, err := exec.LookPath("sh")
+		if err != nil {
+			t.Skip("no sh to set a file size limit with")
+		}
+		card := cardWith(t, testImage(4<<20), 4<<20)
+		dir := t.TempDir()
+		out := filepath.Join(dir, "b.img")
+		// ulimit -f 1024: files of at most 1 MiB (in 1 KiB units in most
+		// shells, 512-byte units in a few: either is less than the card).
+		cmd := exec.Command(sh, "-c", `ulimit -f 1024 && exec "$0" "$@"`, bin, "read", "sim:"+card, out)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if code := exitStatusOf(t, cmd.Run()); code != exitDevice {
+			t.Fatalf("exit %d, want %d\n%s", code, exitDevice, stderr.String())
+		}
+		if msg := stderr.String(); !strings.Contains(msg, "usbflash: writing the backup of sim:"+card+" at byte offset") ||
+			!strings.Contains(msg, "writing "+out+".part: file too large") ||
+			!strings.Contains(msg, "Check the disk the file is written to") {
+			t.Errorf("stderr %q does not say that the output file failed", msg)
+		}
+		noFiles(t, dir)
+	})
+
+	t.Run("a second signal during read removes OUT.part", func(t *testing.T) {
+		card := cardWith(t, holeyImage(), 16<<20)
+		dir := t.TempDir()
+		// Each READ takes 4 s: the first signal waits for the one in flight.
+		cmd := exec.Command(bin, "read", "--json", "--transfer-size", "4MiB", "sim:"+card+"?speed=1MB/s", filepath.Join(dir, "b.img.zst"))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(stdout)
+		signalAt(t, cmd, lines, `"phase":"read"`, syscall.SIGINT)
+		// Two signals sent at once may arrive as one: the second goes once
+		// the first was taken.
+		signalAt(t, cmd, bufio.NewScanner(stderr), "stopping after the command in flight", syscall.SIGINT)
+		var rest strings.Builder
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+		if code := exitStatusOf(t, cmd.Wait()); code != exitCancelled {
+			t.Fatalf("exit %d, want %d", code, exitCancelled)
+		}
+		if e := lastEvent(t, rest.String(), "error"); !strings.Contains(e["message"].(string), "b.img.zst.part was removed") {
+			t.Errorf("error event %v", e)
+		}
+		noFiles(t, dir)
+	})
+}
+
+// startCommand starts the binary with env added to its environment and
+// returns it with its stdout as lines.
+func startCommand(t *testing.T, bin string, env []string, stderr *bytes.Buffer, args ...string) (*exec.Cmd, *bufio.Scanner, func() error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, bufio.NewScanner(out), out.Close
+}
+
+// signalAt reads lines until one holds what, then sends sig.
+func signalAt(t *testing.T, cmd *exec.Cmd, lines *bufio.Scanner, what string, sig syscall.Signal) {
+	t.Helper()
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), what) {
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	cmd.Process.Kill()
+	t.Fatalf("no line with %q", what)
 }

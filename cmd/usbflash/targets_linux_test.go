@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"usbflash/internal/readonly"
 )
 
 // sh runs a command the test needs, failing the test when it fails.
@@ -119,5 +121,56 @@ func TestReadOnlyCommandsOpenReadOnly(t *testing.T) {
 		if r := runCLI(t, "verify", image, target); r.code != exitOK {
 			t.Errorf("verify %s: exit %d, stderr %q", target, r.code, r.stderr)
 		}
+	}
+}
+
+// TestFileAndSimAgree: the same card file gives the same exit code through
+// file: and sim:. One the system will not let usbflash write is a
+// write-protected card (3); one that cannot be opened at all failed as a
+// device (5); a directory is no card (2).
+func TestFileAndSimAgree(t *testing.T) {
+	t.Parallel()
+	image := writeFile(t, "os.img", testImage(2<<20))
+	notDir := writeFile(t, "not-a-dir", []byte("a file"))
+	locked := writeFile(t, "card.img", make([]byte, 4<<20))
+	readonly.File(t, locked)
+	for _, tt := range []struct {
+		name, path string
+		want       int
+		msg        string
+	}{
+		{"immutable", locked, exitRefused, "write-protected"},
+		{"under a file", filepath.Join(notDir, "card.img"), exitDevice, "not a directory"},
+		{"a directory", t.TempDir(), exitUsage, "is a directory"},
+	} {
+		for _, scheme := range []string{"file:", "sim:"} {
+			t.Run(tt.name+"/"+scheme, func(t *testing.T) {
+				r := runCLI(t, "write", "--yes", image, scheme+tt.path)
+				if r.code != tt.want || !strings.Contains(r.stderr, tt.msg) {
+					t.Errorf("exit %d, want %d saying %q\n%s", r.code, tt.want, tt.msg, r.stderr)
+				}
+			})
+		}
+	}
+}
+
+// TestReadWarnsOfAMountedDisk: write refuses a mounted file: disk; read
+// takes it (through the kernel, nothing is taken from the system) and
+// says what that means for the backup.
+func TestReadWarnsOfAMountedDisk(t *testing.T) {
+	t.Parallel()
+	dev := loopDevice(t, 16<<20)
+	sh(t, "mkfs.ext4", "-q", dev)
+	mnt := t.TempDir()
+	sh(t, "mount", dev, mnt)
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	out := filepath.Join(t.TempDir(), "b.img.zst")
+	r := runCLI(t, "read", "--json", "file:"+dev, out)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	want := dev + " is in use: " + dev + " is mounted on " + mnt + ": what is read may change meanwhile, and the backup be inconsistent; unmount it first for a consistent one"
+	if e := lastEvent(t, r.stdout, "note"); e["message"] != want {
+		t.Errorf("note %q\nwant %q", e["message"], want)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"usbflash/target"
 
 	"usbflash/internal/flock"
+	"usbflash/target"
 )
 
 // TestWriteRefusesTheImageAsTarget: writing an image onto itself, through
@@ -230,5 +230,57 @@ func TestInUseAdvice(t *testing.T) {
 	}
 	if got := hint(&target.Error{Kind: target.KindRefused, Err: target.ErrInUse}); !strings.HasPrefix(got, "close what uses it first") {
 		t.Errorf("hint without uses = %q", got)
+	}
+}
+
+// TestSimSizeMakesTheCardForEveryCommand: sim:PATH?size= makes a blank
+// card for the commands that only read, as for write (README's bench
+// example on a fresh checkout), and it stays.
+func TestSimSizeMakesTheCardForEveryCommand(t *testing.T) {
+	t.Parallel()
+	image := writeFile(t, "os.img", testImage(2<<20))
+	for _, tt := range []struct {
+		args []string // before the target; read's OUT goes after it
+		want int
+	}{
+		{benchArgs("--sizes", "64KiB", "--skip", "align,random"), exitOK},
+		{[]string{"info"}, exitOK},
+		{[]string{"read"}, exitOK},
+		{[]string{"verify", image}, exitVerify}, // blank: it reads, and differs
+	} {
+		t.Run(tt.args[0], func(t *testing.T) {
+			dir := t.TempDir()
+			card := filepath.Join(dir, "fresh.img")
+			args := append(tt.args, "sim:"+card+"?size=4MiB&speed=400MB/s")
+			if tt.args[0] == "read" {
+				args = append(args, filepath.Join(dir, "b.img"))
+			}
+			if r := runCLI(t, args...); r.code != tt.want {
+				t.Errorf("exit %d, want %d\n%s", r.code, tt.want, r.stderr)
+			}
+			if st, err := os.Stat(card); err != nil || st.Size() != 4<<20 {
+				t.Errorf("the card: %v, want 4 MiB", err)
+			}
+		})
+	}
+}
+
+// TestSimSlotNameTypesBackIn: the name usbflash gives slot 1 of a
+// simulated reader is a target that names it.
+func TestSimSlotNameTypesBackIn(t *testing.T) {
+	t.Parallel()
+	card := writeFile(t, "ml.img", make([]byte, 1<<20))
+	if err := os.WriteFile(card+".lun1", make([]byte, 2<<20), 0o644); err != nil { // slot 1's card
+		t.Fatal(err)
+	}
+	r := runCLI(t, "info", "--json", "sim:"+card+"?luns=2&lun=1")
+	var first infoReport
+	if err := json.Unmarshal([]byte(r.stdout), &first); err != nil || first.Target != "sim:"+card+"/1" {
+		t.Fatalf("info: exit %d, target %q (%v)\n%s", r.code, first.Target, err, r.stderr)
+	}
+	r = runCLI(t, "info", "--json", first.Target)
+	var again infoReport
+	if err := json.Unmarshal([]byte(r.stdout), &again); err != nil || again.Target != first.Target || again.LUN == nil || again.LUN.Bytes != 2<<20 {
+		t.Errorf("info %s: exit %d, %+v (%v)\n%s", first.Target, r.code, again, err, r.stderr)
 	}
 }

@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 	"time"
-	"usbflash/blockdev"
-	"usbflash/flash"
-	"usbflash/target"
 
 	"github.com/spf13/cobra"
 
+	"usbflash/blockdev"
+	"usbflash/flash"
 	"usbflash/imagesrc"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
+	"usbflash/target"
 )
 
 func newVerifyCommand(a *app) *cobra.Command {

@@ -8,16 +8,16 @@ import (
 	"os"
 	"strings"
 	"time"
-	"usbflash/flash"
-	"usbflash/target"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"usbflash/fakecheck"
+	"usbflash/flash"
 	"usbflash/imagesrc"
 	"usbflash/internal/units"
 	"usbflash/pipeline"
+	"usbflash/target"
 )
 
 // writeFlags are the options of `usbflash write`.

@@ -1,4 +1,4 @@
-//go:build cgo && !nousb
+//go:build cgo && !nousb && !(usbfs && linux)
 
 package libusb
 

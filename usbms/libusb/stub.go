@@ -1,4 +1,4 @@
-//go:build nousb || !cgo
+//go:build nousb || !cgo || (usbfs && linux)
 
 package libusb
 

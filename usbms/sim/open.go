@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"syscall"
 
 	"usbflash/internal/flock"
 )
@@ -15,8 +17,9 @@ import (
 //	sim:PATH[?OPTION=VALUE[&OPTION=VALUE...]]
 //
 // (the "sim:" prefix is optional). The file at PATH is the card: it is
-// opened read-write and its size is the capacity, which must be a positive
-// multiple of the block size. Options:
+// opened read-write (read-only, as a write-protected card, when the system
+// will not let this process write it) and its size is the capacity, which
+// must be a positive multiple of the block size. Options:
 //
 //	size=64MiB          create PATH, or extend it, to this size (sparse); an
 //	                    existing larger file is refused, never shrunk
@@ -56,10 +59,11 @@ import (
 // the same card, in this process or another, fails with flock.ErrLocked.
 func Open(spec string) (*Device, error) { return open(spec, false) }
 
-// OpenReadOnly is Open for a reader that never writes (verify, info): the
-// files are opened read-only and locked shared, so a card whose file the
-// user may not write can still be read, and nothing is created or
-// extended (size= must match the file, or be left out).
+// OpenReadOnly is Open for a reader that never writes (verify, info, read,
+// bench): the files are opened read-only and locked shared, so a card whose
+// file the user may not write can still be read. Nothing is written or
+// extended: size= makes a card that does not exist, blank, and must
+// otherwise be no larger than the file.
 func OpenReadOnly(spec string) (*Device, error) { return open(spec, true) }
 
 func open(spec string, readOnly bool) (*Device, error) {
@@ -74,7 +78,7 @@ func open(spec string, readOnly bool) (*Device, error) {
 		}
 		return nil, err
 	}
-	card, capacity, err := openCard(path, o.size, int64(o.block), o.wp, readOnly)
+	card, capacity, cardWP, err := openCard(path, o.size, int64(o.block), o.wp, readOnly)
 	if err != nil {
 		return fail(err)
 	}
@@ -91,18 +95,19 @@ func open(spec string, readOnly bool) (*Device, error) {
 	for k := range o.luns {
 		l := LUN{
 			BlockSize: o.block, Blocks: capacity / int64(o.block),
-			WriteProtected: o.wp, NoMedium: o.nomedium, Removable: o.removable,
+			WriteProtected: o.wp || (k == 0 && cardWP), NoMedium: o.nomedium, Removable: o.removable,
 			Vendor: o.vendor, Product: o.product, Revision: o.revision,
 			RejectModeSense: o.rejectModeSense, RejectSyncCache: o.rejectSync,
 			MaxTransferBlocks: o.maxTransfer,
 		}
 		if k == 0 {
 			l.Medium = card
-		} else if extra, size, err := openExtraLUN(fmt.Sprintf("%s.lun%d", path, k), int64(o.block), o.wp, readOnly); err != nil {
+		} else if extra, size, wp, err := openExtraLUN(fmt.Sprintf("%s.lun%d", path, k), int64(o.block), o.wp, readOnly); err != nil {
 			return fail(err)
 		} else if extra != nil {
 			closers = append(closers, extra)
 			l.Medium, l.Blocks = extra, size/int64(o.block)
+			l.WriteProtected = l.WriteProtected || wp
 		}
 		if isFake {
 			l.Medium = fakeLUN(l, fake)
@@ -111,7 +116,7 @@ func open(spec string, readOnly bool) (*Device, error) {
 	}
 	d, err := New(cfg)
 	if err != nil {
-		return fail(fmt.Errorf("sim: %s: %w", path, err))
+		return fail(&SpecError{Spec: spec, Err: err})
 	}
 	d.closers = closers
 	for _, f := range o.faults {
@@ -144,16 +149,31 @@ const (
 	// CardBadSize: the file's size is not a positive multiple of the
 	// block size.
 	CardBadSize
+	// CardShortReadOnly: the file is smaller than size=, and may not be
+	// extended (a read-only command, or a file the system will not let
+	// this process write).
+	CardShortReadOnly
+	// CardNotAFile: the path is a directory.
+	CardNotAFile
+	// CardNoDirectory: the file does not exist, and its directory does
+	// not either, so size= cannot create it.
+	CardNoDirectory
 )
 
 // CardReasons lists every CardReason, for tables keyed by them.
-func CardReasons() []CardReason { return []CardReason{CardNeedsSize, CardWouldShrink, CardBadSize} }
+func CardReasons() []CardReason {
+	return []CardReason{CardNeedsSize, CardWouldShrink, CardBadSize, CardShortReadOnly, CardNotAFile, CardNoDirectory}
+}
 
 // openCard opens (and with size > 0 creates or extends) the file behind
 // LUN 0, locks it, and returns its capacity in bytes. A write-protected
 // card is opened read-only unless it is to be created or extended; with
-// readOnly nothing is created or extended, and the lock is shared.
-func openCard(path string, size, block int64, wp, readOnly bool) (*os.File, int64, error) {
+// readOnly nothing is created or extended, and the lock is shared. A card
+// file the system will not let this process write (no permission, an
+// immutable file, a read-only file system) is opened read-only all the
+// same and is write-protected (wp): a card with its lock switch set, as a
+// file: target is.
+func openCard(path string, size, block int64, wp, readOnly bool) (f *os.File, capacity int64, protected bool, err error) {
 	flag := os.O_RDWR
 	switch {
 	case readOnly:
@@ -163,54 +183,100 @@ func openCard(path string, size, block int64, wp, readOnly bool) (*os.File, int6
 	case wp:
 		flag = os.O_RDONLY
 	}
-	f, err := os.OpenFile(path, flag, 0o644)
-	if errors.Is(err, fs.ErrNotExist) && readOnly {
-		return nil, 0, fmt.Errorf("sim: %s does not exist", path)
+	if readOnly && size > 0 {
+		// A card named with its size is made, blank, for any command:
+		// reading a blank card is a fine thing to do. It is never extended.
+		if err := createBlank(path, size); err != nil {
+			return nil, 0, false, err
+		}
+	}
+	f, err = os.OpenFile(path, flag, 0o644)
+	if err != nil && flag&os.O_RDWR != 0 && refusesWrites(err) {
+		if ro, rerr := os.OpenFile(path, os.O_RDONLY, 0); rerr == nil {
+			f, err, protected = ro, nil, true
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) && size > 0 {
+		return nil, 0, false, &CardError{Path: path, Reason: CardNoDirectory, What: fmt.Sprintf("cannot be created: directory %s does not exist", filepath.Dir(path))}
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, &CardError{Path: path, Reason: CardNeedsSize, What: "does not exist, and no size= was given to create it"}
+		return nil, 0, false, &CardError{Path: path, Reason: CardNeedsSize, What: "does not exist, and no size= was given to create it"}
+	}
+	if errors.Is(err, syscall.EISDIR) {
+		return nil, 0, false, &CardError{Path: path, Reason: CardNotAFile, What: "is a directory"}
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("sim: open card: %w", err)
+		return nil, 0, false, fmt.Errorf("sim: open card: %w", err)
 	}
 	if err := flock.Lock(f, !readOnly); err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("sim: card %w", err)
+		return nil, 0, false, fmt.Errorf("sim: card %w", err)
 	}
 	have, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("sim: size of %s: %w", path, err)
+		return nil, 0, false, fmt.Errorf("sim: size of %s: %w", path, err)
 	}
 	if size > 0 && have > size {
 		f.Close()
-		return nil, 0, &CardError{Path: path, Reason: CardWouldShrink, FileSize: have, Block: block,
+		return nil, 0, false, &CardError{Path: path, Reason: CardWouldShrink, FileSize: have, Block: block,
 			What: fmt.Sprintf("is %d bytes, larger than size=%d: refusing to shrink it", have, size)}
 	}
-	if size > have && readOnly {
+	if size > have && (readOnly || protected) {
 		f.Close()
-		return nil, 0, fmt.Errorf("sim: %s is %d bytes, smaller than size=%d, and is opened read-only", path, have, size)
+		return nil, 0, false, &CardError{Path: path, Reason: CardShortReadOnly, FileSize: have, Block: block,
+			What: fmt.Sprintf("is %d bytes, smaller than size=%d, and is opened read-only", have, size)}
 	}
 	if size > have {
 		if err := f.Truncate(size); err != nil {
 			f.Close()
-			return nil, 0, fmt.Errorf("sim: extend %s to %d bytes: %w", path, size, err)
+			return nil, 0, false, fmt.Errorf("sim: extend %s to %d bytes: %w", path, size, err)
 		}
 		have = size
 	}
 	if have <= 0 || have%block != 0 {
 		f.Close()
-		return nil, 0, &CardError{Path: path, Reason: CardBadSize, FileSize: have, Block: block,
+		return nil, 0, false, &CardError{Path: path, Reason: CardBadSize, FileSize: have, Block: block,
 			What: fmt.Sprintf("is %d bytes: a card must be a positive multiple of the %d-byte block", have, block)}
 	}
-	return f, have, nil
+	return f, have, protected, nil
+}
+
+// createBlank makes the file path of size bytes (sparse) unless it exists.
+func createBlank(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no directory: the open that follows says so
+	}
+	if err != nil {
+		return fmt.Errorf("sim: create %s: %w", path, err)
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("sim: create %s of %d bytes: %w", path, size, err)
+	}
+	return nil
+}
+
+// refusesWrites says whether err, from opening a file for writing, is the
+// system refusing to write it: no permission, an immutable file (EACCES,
+// EPERM), a read-only file system (EROFS).
+func refusesWrites(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
 }
 
 // openExtraLUN opens PATH.lunK when it exists; nil when it does not, so
 // the LUN falls back to memory.
-func openExtraLUN(path string, block int64, wp, readOnly bool) (*os.File, int64, error) {
+func openExtraLUN(path string, block int64, wp, readOnly bool) (*os.File, int64, bool, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
+		return nil, 0, false, nil
 	}
 	return openCard(path, 0, block, wp, readOnly)
 }

@@ -12,6 +12,7 @@ import (
 
 	"usbflash/internal/factsonly"
 	"usbflash/internal/flock"
+	"usbflash/internal/readonly"
 )
 
 // TestOpen parses good and bad sim: targets against real files.
@@ -242,16 +243,26 @@ func TestOpenLocks(t *testing.T) {
 	}
 }
 
-// TestOpenReadOnly: a read-only open creates, extends and writes nothing.
+// TestOpenReadOnly: a read-only open extends and writes nothing; size=
+// makes a missing card, blank, and nothing without it.
 func TestOpenReadOnly(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "card.img")
-	if _, err := OpenReadOnly(path + "?size=1MiB"); err == nil || !strings.Contains(err.Error(), "does not exist") {
-		t.Fatalf("missing card: %v, want an error", err)
+	var ce *CardError
+	if _, err := OpenReadOnly(path); !errors.As(err, &ce) || ce.Reason != CardNeedsSize {
+		t.Fatalf("missing card without size=: %v, want CardNeedsSize", err)
 	}
 	if _, err := os.Stat(path); err == nil {
-		t.Fatal("a read-only open created the card")
+		t.Fatal("a read-only open without size= created the card")
 	}
-	if err := os.WriteFile(path, make([]byte, 1<<20), 0o444); err != nil {
+	blank, err := OpenReadOnly(path + "?size=1MiB")
+	if err != nil {
+		t.Fatalf("missing card with size=: %v, want a blank card", err)
+	}
+	blank.Close()
+	if st, err := os.Stat(path); err != nil || st.Size() != 1<<20 {
+		t.Fatalf("the blank card: %v, %v; want 1 MiB", st, err)
+	}
+	if err := os.Chmod(path, 0o444); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := OpenReadOnly(path + "?size=2MiB"); err == nil || !strings.Contains(err.Error(), "read-only") {
@@ -287,11 +298,40 @@ func TestCardErrorReasons(t *testing.T) {
 		{filepath.Join(dir, "missing.img"), CardNeedsSize, 0},
 		{big + "?size=1MiB", CardWouldShrink, 2 << 20},
 		{odd, CardBadSize, 1000},
+		{dir, CardNotAFile, 0},
+		{filepath.Join(dir, "missing", "card.img") + "?size=1MiB", CardNoDirectory, 0},
 	} {
 		_, err := Open(tc.spec)
 		var ce *CardError
 		if !errors.As(err, &ce) || ce.Reason != tc.reason || ce.FileSize != tc.fileSize {
 			t.Errorf("Open(%s) = %v, want a *CardError of reason %d, file size %d", tc.spec, err, tc.reason, tc.fileSize)
 		}
+	}
+}
+
+// TestOpenUnwritableCard: a card file the system will not let this
+// process write opens read-only, as a write-protected card (file: targets
+// do the same); it is never extended. A wrong option is a *SpecError.
+func TestOpenUnwritableCard(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "card.img")
+	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readonly.File(t, path)
+	d, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v, want a write-protected card", err)
+	}
+	if !d.cfg.LUNs[0].WriteProtected {
+		t.Error("the card is not write-protected")
+	}
+	d.Close()
+	var ce *CardError
+	if _, err := Open(path + "?size=2MiB"); !errors.As(err, &ce) || ce.Reason != CardShortReadOnly {
+		t.Errorf("Open with a larger size= = %v, want CardShortReadOnly", err)
+	}
+	var se *SpecError
+	if _, err := Open(path + "?bogus=1"); !errors.As(err, &se) {
+		t.Errorf("Open with an unknown option = %v, want a *SpecError", err)
 	}
 }

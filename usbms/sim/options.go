@@ -36,12 +36,22 @@ type options struct {
 
 // parseSpec splits "sim:PATH?opts" and parses the options. The first "?"
 // starts the options, so PATH cannot contain one.
+// SpecError is a sim: target whose syntax or options are wrong: the
+// simulator cannot be what it asks for.
+type SpecError struct {
+	Spec string
+	Err  error
+}
+
+func (e *SpecError) Error() string { return fmt.Sprintf("sim: target %q: %v", e.Spec, e.Err) }
+func (e *SpecError) Unwrap() error { return e.Err }
+
 func parseSpec(spec string) (options, string, error) {
 	rest := strings.TrimPrefix(spec, "sim:")
 	path, query, _ := strings.Cut(rest, "?")
 	o := options{block: 512, luns: 1, removable: true}
 	if path == "" {
-		return o, "", fmt.Errorf("sim: target %q: want sim:PATH[?options], PATH being the card image file", spec)
+		return o, "", &SpecError{Spec: spec, Err: errors.New("want sim:PATH[?options], PATH being the card image file")}
 	}
 	if query == "" {
 		return o, path, nil
@@ -49,7 +59,7 @@ func parseSpec(spec string) (options, string, error) {
 	for _, kv := range strings.Split(query, "&") {
 		key, val, _ := strings.Cut(kv, "=")
 		if err := o.set(key, val); err != nil {
-			return o, "", fmt.Errorf("sim: target %q: %w", spec, err)
+			return o, "", &SpecError{Spec: spec, Err: err}
 		}
 	}
 	if o.au > 0 && !strings.Contains("&"+query, "&au-cost=") {
@@ -57,7 +67,7 @@ func parseSpec(spec string) (options, string, error) {
 	}
 	for _, f := range o.faults {
 		if f.LUN >= o.luns {
-			return o, "", fmt.Errorf("sim: target %q: option fault=%s: lun=%d but there are %d LUNs (luns=N)", spec, f.Kind, f.LUN, o.luns)
+			return o, "", &SpecError{Spec: spec, Err: fmt.Errorf("option fault=%s: lun=%d but there are %d LUNs (luns=N)", f.Kind, f.LUN, o.luns)}
 		}
 	}
 	return o, path, nil

@@ -1,0 +1,29 @@
+//go:build !usbfs || !linux
+
+package target
+
+import (
+	"context"
+
+	"usbflash/usbms/libusb"
+)
+
+// The USB backend: libusb (gousb, cgo) unless built with -tags usbfs on
+// Linux (backend_usbfs.go). These two functions are the only places
+// target reaches a backend.
+
+// Backend names the USB backend this build uses.
+const Backend = "libusb"
+
+// ListUSB lists the mass-storage interfaces of the USB devices.
+func ListUSB(ctx context.Context) ([]libusb.Info, error) { return libusb.List(ctx) }
+
+// openUSB is the one place a reader is opened: for a write, a read, info,
+// list and --watch alike.
+func openUSB(ctx context.Context, info libusb.Info, force bool) (usbDevice, error) {
+	d, err := libusb.Open(ctx, info, libusb.OpenOptions{Force: force})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}

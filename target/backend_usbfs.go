@@ -1,0 +1,29 @@
+//go:build usbfs && linux
+
+package target
+
+import (
+	"context"
+
+	"usbflash/usbms/libusb"
+	"usbflash/usbms/usbfs"
+)
+
+// The USB backend: usbfs, pure Go (-tags usbfs on Linux), so that a
+// CGO_ENABLED=0 build has USB. It reuses libusb's Info and Error types.
+
+// Backend names the USB backend this build uses.
+const Backend = "usbfs"
+
+// ListUSB lists the mass-storage interfaces of the USB devices.
+func ListUSB(ctx context.Context) ([]libusb.Info, error) { return usbfs.List(ctx) }
+
+// openUSB is the one place a reader is opened: for a write, a read, info,
+// list and --watch alike.
+func openUSB(ctx context.Context, info libusb.Info, force bool) (usbDevice, error) {
+	d, err := usbfs.Open(ctx, info, libusb.OpenOptions{Force: force})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}

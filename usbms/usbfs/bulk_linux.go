@@ -1,0 +1,218 @@
+//go:build linux
+
+package usbfs
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// pollSlice bounds one wait for a URB, so that a cancelled context is
+// seen within it without a goroutine or an allocation per transfer.
+const pollSlice = 100 * time.Millisecond
+
+// BulkOut sends p on the bulk-OUT endpoint as one data phase: URBs of
+// OpenOptions.OutStreamChunk bytes straight from p (usbfs memory from
+// AllocBuffers goes out without a copy; other memory is copied by the
+// kernel), up to OpenOptions.OutStreamDepth in flight. Every URB but the
+// last is whole max-size packets, so the device sees one data phase. On an
+// error the URBs still in flight are discarded and n counts the bytes the
+// device accepted before it.
+func (d *Device) BulkOut(ctx context.Context, p []byte) (int, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.fd < 0 {
+		return 0, d.closedErr("bulk OUT transfer")
+	}
+	n, err := d.transfer(ctx, d.info.BulkOut, p, len(d.urbs), false)
+	if err != nil {
+		return n, mapError(ctx, fmt.Sprintf("bulk OUT transfer of %d bytes to endpoint 0x%02x", len(p), d.info.BulkOut), d.info, err)
+	}
+	return n, nil
+}
+
+// BulkIn reads up to len(p) bytes from the bulk-IN endpoint and stops at
+// the first short packet. Where the kernel has USBFS_CAP_BULK_CONTINUATION
+// several URBs are in flight, every one but the last with SHORT_NOT_OK and
+// every one but the first with BULK_CONTINUATION, so that the kernel
+// cancels those behind a short one instead of filling them with the CSW;
+// without it, one URB at a time.
+func (d *Device) BulkIn(ctx context.Context, p []byte) (int, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.fd < 0 {
+		return 0, d.closedErr("bulk IN transfer")
+	}
+	depth := 1
+	if d.caps&capBulkContinuation != 0 {
+		depth = len(d.urbs)
+	}
+	n, err := d.transfer(ctx, d.info.BulkIn, p, depth, true)
+	if err != nil {
+		return n, mapError(ctx, fmt.Sprintf("bulk IN transfer of %d bytes from endpoint 0x%02x", len(p), d.info.BulkIn), d.info, err)
+	}
+	return n, nil
+}
+
+// pieceLen is the length of the URB that starts at p[off:]: at most
+// piece bytes, and never past the end of the usbfs mapping it lies in
+// (the kernel refuses a URB that straddles two).
+func (d *Device) pieceLen(p []byte, off int) int {
+	n := min(len(p)-off, d.piece)
+	addr := uintptr(unsafe.Pointer(&p[off]))
+	for _, r := range d.regions {
+		if lim := r.limit(addr); lim > 0 {
+			return min(n, lim)
+		}
+	}
+	return n
+}
+
+// transfer moves p through up to depth URBs in flight on endpoint ep.
+func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in bool) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if len(p) == 0 {
+		// A zero-length data phase has no packet in BOT.
+		return 0, nil
+	}
+	var (
+		done      int // bytes completed
+		off       int // bytes submitted
+		head, cnt int // ring of in-flight URBs in d.urbs
+		short     bool
+		firstErr  error
+	)
+	for (off < len(p) && !short && firstErr == nil) || cnt > 0 {
+		for cnt < depth && off < len(p) && !short && firstErr == nil {
+			u := d.urbs[(head+cnt)%len(d.urbs)]
+			n := d.pieceLen(p, off)
+			*u = urb{Type: urbTypeBulk, Endpoint: ep, Buffer: unsafe.Pointer(&p[off]), BufferLength: int32(n)}
+			if in {
+				if off+n < len(p) {
+					u.Flags |= urbShortNotOK
+				}
+				if off > 0 && depth > 1 {
+					u.Flags |= urbBulkContinuation
+				}
+			}
+			if _, err := ioctl(d.fd, ioctlSubmitURB, unsafe.Pointer(u)); err != nil {
+				u.Buffer = nil
+				firstErr = err
+				break
+			}
+			off += n
+			cnt++
+		}
+		if cnt == 0 {
+			break
+		}
+		u, err := d.reap(ctx)
+		if err != nil {
+			// Cancelled, past the deadline, or the device is gone:
+			// take back every URB before p goes back to the caller.
+			d.discardAll(head, cnt)
+			if firstErr == nil {
+				firstErr = err
+			}
+			return done, firstErr
+		}
+		want := d.urbs[head]
+		if u != want {
+			// usbfs completes one endpoint's URBs in order; a
+			// stranger is a URB of ours from an earlier discard.
+			continue
+		}
+		head = (head + 1) % len(d.urbs)
+		cnt--
+		st := unix.Errno(-u.Status)
+		u.Buffer = nil
+		if firstErr != nil || short {
+			// Draining behind an error or a short packet: the
+			// kernel cancelled these (BULK_CONTINUATION).
+			if u.Status == 0 || st == unix.EREMOTEIO {
+				done += int(u.ActualLength)
+			}
+			continue
+		}
+		done += int(u.ActualLength)
+		switch {
+		case u.Status == 0:
+			if in && int(u.ActualLength) < int(u.BufferLength) {
+				short = true
+			}
+		case in && st == unix.EREMOTEIO:
+			short = true
+		default:
+			firstErr = urbStatus(st)
+			if cnt > 0 {
+				d.discardAll(head, cnt)
+				return done, firstErr
+			}
+		}
+	}
+	return done, firstErr
+}
+
+// reap waits for one URB to complete, honouring ctx and the deadline.
+func (d *Device) reap(ctx context.Context) (*urb, error) {
+	for {
+		var got uintptr
+		_, err := ioctl(d.fd, ioctlReapURBNDelay, unsafe.Pointer(&got))
+		if err == nil {
+			for _, u := range d.urbs {
+				if uintptr(unsafe.Pointer(u)) == got {
+					return u, nil
+				}
+			}
+			continue
+		}
+		if err != unix.EAGAIN {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		wait := pollSlice
+		now := time.Now()
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, dl.Sub(now))
+		}
+		if !d.deadline.IsZero() {
+			left := d.deadline.Sub(now)
+			if left <= 0 {
+				return nil, context.DeadlineExceeded
+			}
+			wait = min(wait, left)
+		}
+		ms := int(max(wait/time.Millisecond, 1))
+		if _, err := unix.Poll(d.pfd[:], ms); err != nil && err != unix.EINTR {
+			return nil, err
+		}
+	}
+}
+
+// discardAll cancels the cnt URBs in flight from head and reaps them, so
+// the kernel no longer writes to them or their buffers.
+func (d *Device) discardAll(head, cnt int) {
+	for i := 0; i < cnt; i++ {
+		u := d.urbs[(head+i)%len(d.urbs)]
+		_, _ = ioctl(d.fd, ioctlDiscardURB, unsafe.Pointer(u))
+	}
+	for i := 0; i < cnt; i++ {
+		var got uintptr
+		if _, err := ioctl(d.fd, ioctlReapURB, unsafe.Pointer(&got)); err != nil {
+			// The device is gone: the kernel dropped the URBs
+			// and will not write to them.
+			break
+		}
+	}
+	for _, u := range d.urbs {
+		u.Buffer = nil
+	}
+}

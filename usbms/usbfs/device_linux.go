@@ -1,0 +1,465 @@
+//go:build linux
+
+package usbfs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"usbflash/internal/linuxdisk"
+	"usbflash/usbms"
+	"usbflash/usbms/libusb"
+)
+
+// Defaults of libusb.OpenOptions, as the libusb backend applies them.
+const (
+	defaultControlTimeout     = 5 * time.Second
+	defaultOutStreamChunk     = 1 << 20
+	defaultOutStreamDepth     = 4
+	defaultReenumerateTimeout = 10 * time.Second
+	// smallPiece is the URB size on kernels without
+	// USBFS_CAP_NO_PACKET_SIZE_LIM (before Linux 3.3).
+	smallPiece = 16 << 10
+	// reopenPoll is how often ResetPort looks for a re-enumerated device.
+	reopenPoll = 200 * time.Millisecond
+)
+
+func withDefaults(o libusb.OpenOptions) libusb.OpenOptions {
+	if o.ControlTimeout <= 0 {
+		o.ControlTimeout = defaultControlTimeout
+	}
+	if o.OutStreamChunk <= 0 {
+		o.OutStreamChunk = defaultOutStreamChunk
+	}
+	if o.OutStreamDepth <= 0 {
+		o.OutStreamDepth = defaultOutStreamDepth
+	}
+	if o.ReenumerateTimeout <= 0 {
+		o.ReenumerateTimeout = defaultReenumerateTimeout
+	}
+	return o
+}
+
+// Device is one claimed mass-storage interface on an open usbfs node. It
+// implements usbms.Endpoint, usbms.BufferAllocator and
+// usbms.DeadlineSetter.
+//
+// Bulk transfers share a read lock (BOT never overlaps them); the calls
+// that change the device's state take the write lock. Cancel the
+// transfers' context before calling Close from another goroutine.
+type Device struct {
+	opts libusb.OpenOptions
+	root string // sysfs USB devices directory
+	view linuxdisk.Sys
+
+	mu       sync.RWMutex
+	info     libusb.Info
+	fd       int // -1 when closed, or after a reset whose re-open failed
+	closed   bool
+	claimed  bool
+	caps     uint32
+	deadline time.Time
+	// kernelHad: a kernel driver had the interface at Open; Close
+	// hands it back, even after resets re-opened the device.
+	kernelHad bool
+	// urbs are the URB structures, allocated once; the kernel writes
+	// their status at reap time, so they must not move (heap).
+	urbs  []*urb
+	pfd   [1]unix.PollFd
+	piece int // bytes per URB
+	// regions is the memory AllocBuffers handed out and not yet freed.
+	regions       []region
+	smallZeroCopy bool
+}
+
+var (
+	_ usbms.Endpoint        = (*Device)(nil)
+	_ usbms.BufferAllocator = (*Device)(nil)
+	_ usbms.DeadlineSetter  = (*Device)(nil)
+)
+
+// List enumerates the mass-storage interfaces of the USB devices from
+// sysfs, without opening any device: the strings are sysfs's.
+func List(ctx context.Context) ([]libusb.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &libusb.Error{Op: "listing USB devices", Kind: err}
+	}
+	infos, err := listFrom(sysfsUSB)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &libusb.Error{Op: "listing USB devices", Kind: libusb.ErrNoUSBAccess, Err: errNoSysfs}
+		}
+		return nil, &libusb.Error{Op: "listing USB devices", Kind: libusb.ErrListFailed, Err: err}
+	}
+	return infos, nil
+}
+
+// KernelDisks is libusb's: the kernel's disks of the interface (sysfs).
+func KernelDisks(info libusb.Info) ([]libusb.KernelDisk, error) { return libusb.KernelDisks(info) }
+
+// Open claims the mass-storage interface info describes (from List). It
+// refuses, unless opts.Force, when the kernel's disk for that interface is
+// mounted, swapped on or held by dm/md; then it detaches the kernel driver
+// from that interface only and claims it in one ioctl
+// (USBDEVFS_DISCONNECT_CLAIM). Close gives it back (USBDEVFS_CONNECT).
+func Open(ctx context.Context, info libusb.Info, opts libusb.OpenOptions) (*Device, error) {
+	if !info.Supported {
+		reason := info.Reason
+		if reason == "" {
+			reason = "not a SCSI Bulk-Only interface"
+		}
+		return nil, newError("opening", info, nil, errors.New(reason))
+	}
+	d := &Device{opts: withDefaults(opts), root: sysfsUSB, view: linuxdisk.Host(), info: info, fd: -1}
+	d.urbs = make([]*urb, max(d.opts.OutStreamDepth, 1))
+	for i := range d.urbs {
+		d.urbs[i] = new(urb)
+	}
+	err := d.openSession(ctx, false)
+	if errors.Is(err, libusb.ErrNotFound) {
+		// Re-plugged since it was listed: same port, new address.
+		err = d.openSession(ctx, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Info describes the device as it is now.
+func (d *Device) Info() libusb.Info {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.info
+}
+
+// SetDeadline implements usbms.DeadlineSetter.
+func (d *Device) SetDeadline(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.deadline = t
+}
+
+// findDevice checks that the device at info's port is still the one
+// listed (VID:PID, serial, the interface and its endpoints) and returns
+// info with its current address. Without byPort the address must match.
+func (d *Device) findDevice(info libusb.Info, byPort bool) (libusb.Info, error) {
+	dir := filepath.Join(d.root, info.PortPath)
+	base, err := deviceBase(dir, info.PortPath)
+	if err != nil || base.VID != info.VID || base.PID != info.PID || (!byPort && base.Address != info.Address) {
+		return info, newError("looking for the device", info, libusb.ErrNotFound, nil)
+	}
+	info.Bus, info.Address = base.Bus, base.Address
+	if info.Serial != "" && base.Serial != info.Serial {
+		return info, newError("looking for the device", info, libusb.ErrDeviceChanged,
+			fmt.Errorf("the device at port %s has serial %q", info.PortPath, base.Serial))
+	}
+	infos, err := deviceInfos(d.root, info.PortPath)
+	if err != nil {
+		return info, newError("looking for the device", info, libusb.ErrNotFound, err)
+	}
+	for _, x := range infos {
+		if x.Config == info.Config && x.Interface == info.Interface && x.AltSetting == info.AltSetting &&
+			x.BulkIn == info.BulkIn && x.BulkOut == info.BulkOut {
+			if base.Config != info.Config {
+				return info, newError("checking the device's configuration", info, libusb.ErrDescriptorsChanged,
+					fmt.Errorf("configuration %d is active, not %d", base.Config, info.Config))
+			}
+			return info, nil
+		}
+	}
+	return info, newError("checking the device's descriptors", info, libusb.ErrDescriptorsChanged,
+		fmt.Errorf("no interface %d alt %d with bulk endpoints 0x%02x and 0x%02x in configuration %d",
+			info.Interface, info.AltSetting, info.BulkIn, info.BulkOut, info.Config))
+}
+
+// openSession finds the device, checks its disk is not in use (unless
+// Force), opens its node and claims the interface.
+func (d *Device) openSession(ctx context.Context, byPort bool) error {
+	if err := ctx.Err(); err != nil {
+		return newError("opening", d.info, err, nil)
+	}
+	info, err := d.findDevice(d.info, byPort)
+	if err != nil {
+		return err
+	}
+	if !d.opts.Force && info.PortPath != "" {
+		iface := fmt.Sprintf("%s:%d.%d", info.PortPath, info.Config, info.Interface)
+		if err := d.view.CheckInterface(info.String(), iface); err != nil {
+			if errors.Is(err, linuxdisk.ErrInUse) {
+				return err
+			}
+			return newError("checking whether the device's disk is in use", info, libusb.ErrInUseUnknown, err)
+		}
+	}
+	fd, err := unix.Open(info.DevNode(), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return mapError(ctx, "opening "+info.DevNode(), info, err)
+	}
+	var caps uint32
+	if _, err := ioctl(fd, ioctlGetCapabilities, unsafe.Pointer(&caps)); err != nil {
+		caps = 0
+	}
+	d.info, d.fd, d.caps = info, fd, caps
+	d.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLOUT}
+	d.piece = d.opts.OutStreamChunk
+	if caps&capNoPacketSizeLim == 0 {
+		d.piece = min(d.piece, smallPiece)
+	}
+	if err := d.claim(); err != nil {
+		unix.Close(fd)
+		d.fd = -1
+		return mapError(ctx, "claiming the mass-storage interface", info, err)
+	}
+	d.smallZeroCopy = d.probeMmap()
+	return nil
+}
+
+// driverOf names the driver bound to the interface ("" when none).
+func (d *Device) driverOf() (string, error) {
+	gd := getDriver{Interface: uint32(d.info.Interface)}
+	if _, err := ioctl(d.fd, ioctlGetDriver, unsafe.Pointer(&gd)); err != nil {
+		if err == unix.ENODATA {
+			return "", nil
+		}
+		return "", err
+	}
+	name, _, _ := bytes.Cut(gd.Driver[:], []byte{0})
+	return string(name), nil
+}
+
+// claim detaches the kernel driver from the interface (that interface
+// only) and claims it, refusing when another program holds it through
+// usbfs, then selects the alternate setting when it is not the first.
+func (d *Device) claim() error {
+	drv, err := d.driverOf()
+	if err != nil {
+		return err
+	}
+	if drv == "usbfs" {
+		return unix.EBUSY
+	}
+	if drv != "" {
+		d.kernelHad = true
+	}
+	dc := disconnectClaim{Interface: uint32(d.info.Interface), Flags: disconnectClaimExceptDriver}
+	copy(dc.Driver[:], "usbfs")
+	if _, err := ioctl(d.fd, ioctlDisconnectClaim, unsafe.Pointer(&dc)); err != nil {
+		return err
+	}
+	d.claimed = true
+	if d.info.AltSetting != 0 {
+		si := setInterface{Interface: uint32(d.info.Interface), AltSetting: uint32(d.info.AltSetting)}
+		if _, err := ioctl(d.fd, ioctlSetInterface, unsafe.Pointer(&si)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release gives the interface up and, when reattach, hands it back to
+// the kernel driver (usb-storage binds again and /dev/sdX comes back).
+func (d *Device) release(reattach bool) error {
+	if !d.claimed {
+		return nil
+	}
+	iface := uint32(d.info.Interface)
+	_, _ = ioctl(d.fd, ioctlReleaseIntf, unsafe.Pointer(&iface))
+	d.claimed = false
+	if !reattach {
+		return nil
+	}
+	arg := ioctlArg{Ifno: int32(d.info.Interface), IoctlCode: int32(ioctlConnect)}
+	if _, err := ioctl(d.fd, ioctlIoctl, unsafe.Pointer(&arg)); err != nil {
+		return newError("giving the interface back to the kernel driver", d.info, libusb.ErrReattachFailed, err)
+	}
+	return nil
+}
+
+func (d *Device) closedErr(op string) error {
+	if d.closed {
+		return newError(op, d.info, libusb.ErrClosed, nil)
+	}
+	return newError(op, d.info, libusb.ErrReenumerationLost, nil)
+}
+
+// ClassRequest sends a class-specific request to the interface
+// (bmRequestType 0xA1 in, 0x21 out; wIndex = interface number) with
+// USBDEVFS_CONTROL, bounded by the sooner of ctx's deadline and
+// OpenOptions.ControlTimeout (the ioctl cannot be cancelled).
+func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value uint16, data []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	op := fmt.Sprintf("class request 0x%02x", request)
+	if d.fd < 0 {
+		return 0, d.closedErr(op)
+	}
+	timeout, fromCtx, err := controlTimeout(ctx, d.opts.ControlTimeout, time.Now())
+	if err != nil {
+		return 0, newError(op, d.info, err, nil)
+	}
+	ct := ctrlTransfer{RequestType: 0x21, Request: request, Value: value,
+		Index: uint16(d.info.Interface), Length: uint16(len(data)),
+		Timeout: uint32(timeout / time.Millisecond)}
+	if in {
+		ct.RequestType = 0xA1
+	}
+	if len(data) > 0 {
+		ct.Data = unsafe.Pointer(&data[0])
+	}
+	n, err := ioctl(d.fd, ioctlControl, unsafe.Pointer(&ct))
+	if err != nil {
+		e := newError(op, d.info, nil, err)
+		if err == unix.ETIMEDOUT && fromCtx {
+			e.Kind = context.DeadlineExceeded
+		} else if errno, ok := err.(unix.Errno); ok {
+			e.Kind = ioctlKind(errno)
+		}
+		return 0, e
+	}
+	return n, nil
+}
+
+// controlTimeout picks the timeout for a control request: max, or what is
+// left of ctx's deadline when that is sooner (fromCtx then). usbfs reads 0
+// as "forever", so less than 1 ms left counts as passed.
+func controlTimeout(ctx context.Context, max time.Duration, now time.Time) (timeout time.Duration, fromCtx bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return max, false, nil
+	}
+	left := dl.Sub(now)
+	if left >= max {
+		return max, false, nil
+	}
+	if left < time.Millisecond {
+		return 0, true, context.DeadlineExceeded
+	}
+	return left, true, nil
+}
+
+// ClearHalt clears ENDPOINT_HALT with USBDEVFS_CLEAR_HALT, which also
+// resets the host's data toggle (usb_clear_halt -> usb_reset_endpoint),
+// unlike a CLEAR_FEATURE sent as a control transfer.
+func (d *Device) ClearHalt(ctx context.Context, in bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ep := d.info.BulkOut
+	if in {
+		ep = d.info.BulkIn
+	}
+	op := fmt.Sprintf("clearing the halt on endpoint 0x%02x", ep)
+	if d.fd < 0 {
+		return d.closedErr(op)
+	}
+	if err := ctx.Err(); err != nil {
+		return newError(op, d.info, err, nil)
+	}
+	e := uint32(ep)
+	_, err := ioctl(d.fd, ioctlClearHalt, unsafe.Pointer(&e))
+	return mapError(ctx, op, d.info, err)
+}
+
+// ResetPort resets the device (USBDEVFS_RESET) and leaves it claimed, as
+// libusb does: the interface is released first, so the kernel neither
+// unbinds nor rebinds a driver around the reset, and claimed again after.
+// When the device re-enumerates instead (the node is dead), it is found
+// again at the same port path with the same VID:PID and serial, waiting up
+// to OpenOptions.ReenumerateTimeout, and claimed again, the in-use check
+// included.
+func (d *Device) ResetPort(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	const op = "resetting the port"
+	if d.closed {
+		return d.closedErr(op)
+	}
+	if err := ctx.Err(); err != nil {
+		return newError(op, d.info, err, nil)
+	}
+	if d.fd >= 0 {
+		_ = d.release(false)
+		_, err := ioctl(d.fd, ioctlReset, nil)
+		if err == nil {
+			if cerr := d.claim(); cerr == nil {
+				return nil
+			} else if cerr != unix.ENODEV {
+				return mapError(ctx, "claiming the interface after a port reset", d.info, cerr)
+			}
+		} else if err != unix.ENODEV && err != unix.ENOENT {
+			if cerr := d.claim(); cerr != nil {
+				return mapError(ctx, op, d.info, cerr)
+			}
+			return mapError(ctx, op, d.info, err)
+		}
+		// The node is dead: the device re-enumerated.
+		unix.Close(d.fd)
+		d.fd = -1
+	}
+	return d.reopen(ctx)
+}
+
+// reopen finds the device again at its port after it re-enumerated.
+func (d *Device) reopen(ctx context.Context) error {
+	deadline := time.Now().Add(d.opts.ReenumerateTimeout)
+	had := d.kernelHad
+	for {
+		err := d.openSession(ctx, true)
+		if err == nil {
+			d.kernelHad = d.kernelHad || had
+			return nil
+		}
+		if !errors.Is(err, libusb.ErrNotFound) && !errors.Is(err, usbms.ErrNoDevice) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return newError("re-opening after a port reset", d.info, libusb.ErrReenumerationLost,
+				fmt.Errorf("not back at port %s within %v: %w", d.info.PortPath, d.opts.ReenumerateTimeout, libusb.ErrNotFound))
+		}
+		t := time.NewTimer(reopenPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return newError("waiting for the device to come back after a port reset", d.info, ctx.Err(), nil)
+		case <-t.C:
+		}
+	}
+}
+
+// Close releases the interface, hands it back to the kernel driver if one
+// had it, frees the buffers and closes the node. Calling it again does
+// nothing.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	for _, r := range d.regions {
+		r.free()
+	}
+	d.regions = nil
+	if d.fd < 0 {
+		return nil
+	}
+	err := d.release(d.kernelHad)
+	unix.Close(d.fd)
+	d.fd = -1
+	if err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+//go:build linux
+
+package usbfs
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"usbflash/internal/aligned"
+	"usbflash/usbms"
+)
+
+// mapPiece is the largest usbfs mapping asked for at once: the kernel's
+// coherent DMA memory is physically contiguous, and more than 4 MiB in one
+// piece is refused on most hosts (the page allocator's largest order). A
+// larger buffer is several mappings placed next to each other.
+const mapPiece = 4 << 20
+
+// region is one buffer AllocBuffers handed out.
+type region struct {
+	mem    []byte
+	mapped bool // usbfs memory (munmap to free); else Go memory
+}
+
+// limit is how many bytes from addr may go into one URB without crossing
+// a usbfs mapping's end; 0 when addr is not in this region.
+func (r region) limit(addr uintptr) int {
+	if !r.mapped || len(r.mem) == 0 {
+		return 0
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(r.mem)))
+	if addr < base || addr >= base+uintptr(len(r.mem)) {
+		return 0
+	}
+	off := int(addr - base)
+	return (off/mapPiece+1)*mapPiece - off
+}
+
+func (r region) free() {
+	if r.mapped && len(r.mem) > 0 {
+		_ = unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(r.mem)), uintptr(len(r.mem)))
+	}
+}
+
+// mapUsbfs maps size bytes of usbfs memory on fd at one address range:
+// a reservation, then each piece of at most mapPiece placed in it.
+func mapUsbfs(fd, size int) ([]byte, error) {
+	if size <= mapPiece {
+		m, err := unix.MmapPtr(fd, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			return nil, err
+		}
+		return unsafe.Slice((*byte)(m), size), nil
+	}
+	res, err := unix.MmapPtr(-1, 0, nil, uintptr(size), unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, err
+	}
+	for off := 0; off < size; off += mapPiece {
+		n := min(mapPiece, size-off)
+		at := unsafe.Add(res, off)
+		if _, err := unix.MmapPtr(fd, 0, at, uintptr(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED); err != nil {
+			_ = unix.MunmapPtr(res, uintptr(size))
+			return nil, err
+		}
+	}
+	return unsafe.Slice((*byte)(res), size), nil
+}
+
+// probeMmap tells whether the kernel hands out usbfs memory at all.
+func (d *Device) probeMmap() bool {
+	if d.caps&capMmap == 0 {
+		return false
+	}
+	m, err := mapUsbfs(d.fd, 4096)
+	if err != nil {
+		return false
+	}
+	region{mem: m, mapped: true}.free()
+	return true
+}
+
+// AllocBuffers implements usbms.BufferAllocator: count buffers of size
+// bytes of usbfs memory (sent without a copy), or, when the kernel refuses
+// any of it (usbfs_memory_mb bounds the total, 16 MiB by default),
+// page-aligned Go memory for all of them. The buffers outlive port
+// resets; Close frees what free was not called for.
+func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fd < 0 {
+		return nil, "", nil, d.closedErr("allocating transfer buffers")
+	}
+	regs := make([]region, 0, count)
+	kind := usbms.MemoryZeroCopy
+	if d.caps&capMmap != 0 {
+		for range count {
+			m, err := mapUsbfs(d.fd, size)
+			if err != nil {
+				for _, r := range regs {
+					r.free()
+				}
+				regs = regs[:0]
+				break
+			}
+			regs = append(regs, region{mem: m, mapped: true})
+		}
+	}
+	if len(regs) == 0 {
+		kind = usbms.MemoryPageAligned
+		for range count {
+			regs = append(regs, region{mem: aligned.Bytes(size)})
+		}
+	}
+	d.regions = append(d.regions, regs...)
+	bufs := make([][]byte, len(regs))
+	for i, r := range regs {
+		bufs[i] = r.mem
+	}
+	free := func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		kept := d.regions[:0]
+		for _, r := range d.regions {
+			if containsRegion(regs, r) {
+				r.free()
+				continue
+			}
+			kept = append(kept, r)
+		}
+		clear(d.regions[len(kept):])
+		d.regions = kept
+	}
+	return bufs, kind, free, nil
+}
+
+func containsRegion(regs []region, r region) bool {
+	for _, x := range regs {
+		if unsafe.SliceData(x.mem) == unsafe.SliceData(r.mem) {
+			return true
+		}
+	}
+	return false
+}
+
+// MemoryKind implements usbms.BufferAllocator: the kind AllocBuffers
+// gives, as the open found it (a small usbfs mapping was granted or not).
+func (d *Device) MemoryKind() string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.smallZeroCopy {
+		return usbms.MemoryZeroCopy
+	}
+	return usbms.MemoryPageAligned
+}

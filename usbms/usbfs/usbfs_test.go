@@ -1,0 +1,255 @@
+//go:build linux
+
+package usbfs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"usbflash/usbms"
+	"usbflash/usbms/libusb"
+)
+
+// The request numbers as linux/usbdevice_fs.h gives them on 64-bit and
+// 32-bit architectures of the generic ioctl encoding.
+func TestIoctlNumbers(t *testing.T) {
+	want64 := map[string]uintptr{
+		"CONTROL": 0xc0185500, "SETINTERFACE": 0x80085504, "GETDRIVER": 0x41045508,
+		"SUBMITURB": 0x8038550a, "DISCARDURB": 0x550b, "REAPURB": 0x4008550c,
+		"REAPURBNDELAY": 0x4008550d, "RELEASEINTERFACE": 0x80045510, "IOCTL": 0xc0105512,
+		"RESET": 0x5514, "CLEAR_HALT": 0x80045515, "CONNECT": 0x5517,
+		"GET_CAPABILITIES": 0x8004551a, "DISCONNECT_CLAIM": 0x8108551b,
+	}
+	want32 := map[string]uintptr{
+		"CONTROL": 0xc0105500, "SUBMITURB": 0x802c550a, "REAPURB": 0x4004550c,
+		"REAPURBNDELAY": 0x4004550d, "IOCTL": 0xc00c5512,
+	}
+	got := map[string]uintptr{
+		"CONTROL": ioctlControl, "SETINTERFACE": ioctlSetInterface, "GETDRIVER": ioctlGetDriver,
+		"SUBMITURB": ioctlSubmitURB, "DISCARDURB": ioctlDiscardURB, "REAPURB": ioctlReapURB,
+		"REAPURBNDELAY": ioctlReapURBNDelay, "RELEASEINTERFACE": ioctlReleaseIntf, "IOCTL": ioctlIoctl,
+		"RESET": ioctlReset, "CLEAR_HALT": ioctlClearHalt, "CONNECT": ioctlConnect,
+		"GET_CAPABILITIES": ioctlGetCapabilities, "DISCONNECT_CLAIM": ioctlDisconnectClaim,
+	}
+	for name, g := range got {
+		w := want64[name]
+		if unsafe.Sizeof(uintptr(0)) == 4 {
+			if w32, ok := want32[name]; ok {
+				w = w32
+			}
+		}
+		if g != w {
+			t.Errorf("USBDEVFS_%s = %#x, want %#x", name, g, w)
+		}
+	}
+}
+
+// The structs' layouts against the kernel's (pahole of usbdevice_fs.h).
+func TestStructLayouts(t *testing.T) {
+	var u urb
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		check(t, "urb", unsafe.Sizeof(u), 56)
+		check(t, "urb.buffer", unsafe.Offsetof(u.Buffer), 16)
+		check(t, "urb.actual_length", unsafe.Offsetof(u.ActualLength), 28)
+		check(t, "urb.usercontext", unsafe.Offsetof(u.UserContext), 48)
+		check(t, "ctrltransfer", unsafe.Sizeof(ctrlTransfer{}), 24)
+		check(t, "ctrltransfer.data", unsafe.Offsetof(ctrlTransfer{}.Data), 16)
+		check(t, "ioctl", unsafe.Sizeof(ioctlArg{}), 16)
+	} else {
+		check(t, "urb", unsafe.Sizeof(u), 44)
+		check(t, "urb.buffer", unsafe.Offsetof(u.Buffer), 12)
+		check(t, "ctrltransfer", unsafe.Sizeof(ctrlTransfer{}), 16)
+		check(t, "ioctl", unsafe.Sizeof(ioctlArg{}), 12)
+	}
+	check(t, "urb.status", unsafe.Offsetof(u.Status), 4)
+	check(t, "urb.flags", unsafe.Offsetof(u.Flags), 8)
+	check(t, "ctrltransfer.timeout", unsafe.Offsetof(ctrlTransfer{}.Timeout), 8)
+	check(t, "disconnect_claim", unsafe.Sizeof(disconnectClaim{}), 264)
+	check(t, "getdriver", unsafe.Sizeof(getDriver{}), 260)
+}
+
+func check(t *testing.T, what string, got, want uintptr) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s: %d, want %d", what, got, want)
+	}
+}
+
+// descBOTAndUAS is a UAS reader's configuration: interface 0 alt 0 BOT
+// (endpoints 0x81, 0x02, 512), alt 1 UAS.
+var descBOTAndUAS = []byte{
+	18, 1, 0x00, 0x02, 0, 0, 0, 64, 0xf4, 0x46, 0x01, 0, 0, 0, 1, 2, 3, 1,
+	9, 2, 55, 0, 1, 1, 0, 0x80, 50,
+	9, 4, 0, 0, 2, 8, 6, 0x50, 0,
+	7, 5, 0x81, 2, 0x00, 0x02, 0,
+	7, 5, 0x02, 2, 0x00, 0x02, 0,
+	9, 4, 0, 1, 2, 8, 6, 0x62, 0,
+	7, 5, 0x83, 2, 0x00, 0x02, 0,
+	7, 5, 0x04, 2, 0x00, 0x02, 0,
+}
+
+// fixture writes a sysfs tree: one BOT+UAS reader at 2-1.4 (descriptors
+// file), one hub, one UAS-only device at 2-3 read from its interface
+// directory (no descriptors file), and a root hub.
+func fixture(t *testing.T) string {
+	root := t.TempDir()
+	write := func(dir string, kv map[string]string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range kv {
+			if err := os.WriteFile(filepath.Join(root, dir, k), []byte(v+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dev := map[string]string{"busnum": "2", "devnum": "7", "idVendor": "46f4", "idProduct": "0001",
+		"speed": "480", "bConfigurationValue": "1", "manufacturer": "QEMU", "product": "QEMU USB HARDDRIVE",
+		"serial": "1-0000:00:04.0-1.4"}
+	write("2-1.4", dev)
+	if err := os.WriteFile(filepath.Join(root, "2-1.4", "descriptors"), descBOTAndUAS, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write("2-1.4/2-1.4:1.0", map[string]string{"bInterfaceClass": "08", "bInterfaceNumber": "00",
+		"bAlternateSetting": " 1", "bInterfaceSubClass": "06", "bInterfaceProtocol": "62"})
+	write("2-1", map[string]string{"busnum": "2", "devnum": "2", "idVendor": "0409", "idProduct": "55aa", "speed": "480"})
+	write("2-1/2-1:1.0", map[string]string{"bInterfaceClass": "09"})
+	write("usb2", map[string]string{"busnum": "2", "devnum": "1"})
+	write("2-3", map[string]string{"busnum": "2", "devnum": "3", "idVendor": "46f4", "idProduct": "0003",
+		"speed": "5000", "bConfigurationValue": "1"})
+	write("2-3/2-3:1.0", map[string]string{"bInterfaceClass": "08", "bInterfaceNumber": "00",
+		"bAlternateSetting": " 0", "bInterfaceSubClass": "06", "bInterfaceProtocol": "62"})
+	write("2-3/2-3:1.0/ep_81", map[string]string{"bEndpointAddress": "81", "type": "Bulk", "wMaxPacketSize": "0400"})
+	write("2-3/2-3:1.0/ep_02", map[string]string{"bEndpointAddress": "02", "type": "Bulk", "wMaxPacketSize": "0400"})
+	return root
+}
+
+func TestListFromSysfs(t *testing.T) {
+	infos, err := listFrom(fixture(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 2 {
+		t.Fatalf("got %d infos, want 2: %+v", len(infos), infos)
+	}
+	a := infos[0]
+	if a.PortPath != "2-1.4" || a.Bus != 2 || a.Address != 7 || len(a.Port) != 2 || a.Port[1] != 4 ||
+		a.VID != 0x46f4 || a.PID != 1 || a.Speed != libusb.SpeedHigh || a.Product != "QEMU USB HARDDRIVE" ||
+		a.Serial != "1-0000:00:04.0-1.4" || a.Config != 1 || a.Interface != 0 || a.AltSetting != 0 ||
+		!a.Supported || a.BulkIn != 0x81 || a.BulkOut != 0x02 || a.BulkInMaxPacket != 512 || a.BulkOutMaxPacket != 512 {
+		t.Errorf("BOT reader (its BOT alternate, though UAS is current): %+v", a)
+	}
+	if a.DevNode() != "/dev/bus/usb/002/007" {
+		t.Errorf("DevNode %s", a.DevNode())
+	}
+	b := infos[1]
+	if b.PortPath != "2-3" || b.Supported || b.Protocol != libusb.ProtocolUAS || b.Speed != libusb.SpeedSuper ||
+		b.BulkIn != 0x81 || b.BulkOutMaxPacket != 1024 {
+		t.Errorf("UAS-only device: %+v", b)
+	}
+}
+
+func TestParseDescriptorsBad(t *testing.T) {
+	bad := append([]byte(nil), descBOTAndUAS...)
+	bad[18+9] = 0 // a zero-length descriptor
+	if _, err := parseDescriptors(bad, 1); err == nil {
+		t.Error("zero-length descriptor accepted")
+	}
+	if _, err := parseDescriptors(descBOTAndUAS[:10], 1); err == nil {
+		t.Error("short device descriptor accepted")
+	}
+	alts, err := parseDescriptors(descBOTAndUAS, 2)
+	if err != nil || len(alts) != 0 {
+		t.Errorf("configuration 2: %v %v", alts, err)
+	}
+}
+
+func TestFindDevice(t *testing.T) {
+	root := fixture(t)
+	infos, _ := listFrom(root)
+	d := &Device{root: root}
+	info := infos[0]
+	moved := info
+	moved.Address = 9
+	if _, err := d.findDevice(moved, false); !errors.Is(err, libusb.ErrNotFound) {
+		t.Errorf("other address: %v", err)
+	}
+	if got, err := d.findDevice(moved, true); err != nil || got.Address != 7 {
+		t.Errorf("by port: %+v %v", got, err)
+	}
+	other := info
+	other.Serial = "X"
+	if _, err := d.findDevice(other, false); !errors.Is(err, libusb.ErrDeviceChanged) || !errors.Is(err, libusb.ErrNotFound) {
+		t.Errorf("other serial: %v", err)
+	}
+	eps := info
+	eps.BulkOut = 0x03
+	if _, err := d.findDevice(eps, false); !errors.Is(err, libusb.ErrDescriptorsChanged) {
+		t.Errorf("other endpoints: %v", err)
+	}
+}
+
+func TestErrorMapping(t *testing.T) {
+	ctx := context.Background()
+	info := libusb.Info{Bus: 1, Address: 5, VID: 0x46f4, PortPath: "1-1"}
+	cases := []struct {
+		err  error
+		kind error
+	}{
+		{urbStatus(unix.EPIPE), usbms.ErrStall},
+		{urbStatus(unix.ESHUTDOWN), usbms.ErrNoDevice},
+		{urbStatus(unix.ENODEV), usbms.ErrNoDevice},
+		{urbStatus(unix.EOVERFLOW), libusb.ErrOverflow},
+		{unix.ENODEV, usbms.ErrNoDevice},
+		{unix.EACCES, libusb.ErrPermission},
+		{unix.EBUSY, libusb.ErrBusy},
+		{unix.ENOMEM, libusb.ErrNoMemory},
+		{unix.ENOENT, libusb.ErrNotFound},
+		{context.DeadlineExceeded, context.DeadlineExceeded},
+	}
+	for _, c := range cases {
+		e := mapError(ctx, "op", info, c.err)
+		if !errors.Is(e, c.kind) {
+			t.Errorf("%v: %v, want kind %v", c.err, e, c.kind)
+		}
+		var le *libusb.Error
+		if !errors.As(e, &le) || le.VID != 0x46f4 || le.DevNode != "/dev/bus/usb/001/005" {
+			t.Errorf("%v: not a full *libusb.Error: %#v", c.err, e)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if e := mapError(cctx, "op", info, urbStatus(unix.ENOENT)); !errors.Is(e, context.Canceled) {
+		t.Errorf("discarded URB under a cancelled context: %v", e)
+	}
+	if e := mapError(ctx, "op", info, urbStatus(unix.EPROTO)); !errors.Is(e, unix.EPROTO) {
+		t.Errorf("protocol error: %v", e)
+	}
+}
+
+// URBs never straddle the end of a usbfs mapping, and are at most the
+// piece size otherwise.
+func TestPieceLen(t *testing.T) {
+	mem := make([]byte, 3*mapPiece)
+	d := &Device{piece: 1 << 20, regions: []region{{mem: mem, mapped: true}}}
+	if n := d.pieceLen(mem, 0); n != 1<<20 {
+		t.Errorf("start: %d", n)
+	}
+	if n := d.pieceLen(mem, mapPiece-4096); n != 4096 {
+		t.Errorf("before a mapping's end: %d", n)
+	}
+	if n := d.pieceLen(mem[:mapPiece+100], mapPiece); n != 100 {
+		t.Errorf("tail: %d", n)
+	}
+	other := make([]byte, 3<<20)
+	if n := d.pieceLen(other, 100); n != 1<<20 {
+		t.Errorf("Go memory: %d", n)
+	}
+}

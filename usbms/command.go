@@ -39,7 +39,7 @@ func (l *LUN) do(ctx context.Context, r request, where span) (int, error) {
 		case scsi.Wait:
 			if waits < maxWaits {
 				waits++
-				if serr := sleep(ctx, l.opts.RetryBackoff); serr != nil {
+				if serr := l.t.sleep(ctx, l.opts.RetryBackoff); serr != nil {
 					return 0, l.cmdError(r, where, serr)
 				}
 				continue
@@ -83,6 +83,15 @@ func needsAll(cdb []byte) bool {
 
 func (l *LUN) cmdError(r request, where span, err error) error {
 	return &CommandError{Op: opName(r.cdb), Device: l.t.opts.Name, LUN: l.lun, LBA: where.lba, Blocks: where.blocks, Err: markProtected(err)}
+}
+
+// sleep pauses between commands: on the Endpoint's clock when it has
+// one (Sleeper), else d or until ctx is done.
+func (t *Transport) sleep(ctx context.Context, d time.Duration) error {
+	if s, ok := t.ep.(Sleeper); ok {
+		return s.Sleep(ctx, d)
+	}
+	return sleep(ctx, d)
 }
 
 // sleep waits d or until ctx is done.

@@ -79,14 +79,16 @@ func (t *Transport) timedAttempt(ctx context.Context, r request) (result, error)
 		res, err := t.attempt(ctx, r)
 		ds.SetDeadline(time.Time{})
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("no answer within %v: %w", d, err)
+			err = &noAnswerError{wait: d, err: err}
 		}
 		return res, err
 	}
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	res, err := t.attempt(actx, r)
-	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+	// An Endpoint on a modelled clock ends a transfer at the deadline
+	// without the deadline having passed here.
+	if err != nil && ctx.Err() == nil && (errors.Is(actx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) {
 		err = &noAnswerError{wait: d, err: err}
 	}
 	return res, err

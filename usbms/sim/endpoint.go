@@ -82,6 +82,13 @@ func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value
 		d.bot = botState{phase: phaseCBW, haltIn: d.bot.haltIn, haltOut: d.bot.haltOut, stallAt: -1}
 		d.stats.BOTResets++
 		return 0, nil
+	case request == reqGetMaxLUN && in && value == 0 && len(data) >= 1 && d.cfg.Misbehaviour.MaxLUN == MaxLUNHang:
+		return 0, d.block(ctx, "Get Max LUN")
+	case request == reqGetMaxLUN && in && value == 0 && len(data) >= 1 && d.cfg.Misbehaviour.MaxLUN == MaxLUNError:
+		return 0, fmt.Errorf("sim: Get Max LUN: control transfer failed (not a stall)")
+	case request == reqGetMaxLUN && in && value == 0 && len(data) >= 1 && d.cfg.Misbehaviour.MaxLUN == MaxLUNReport:
+		data[0] = byte(d.cfg.Misbehaviour.MaxLUNValue)
+		return 1, nil
 	case request == reqGetMaxLUN && in && value == 0 && len(data) >= 1 && !d.cfg.StallGetMaxLUN:
 		data[0] = byte(len(d.luns) - 1)
 		return 1, nil
@@ -119,6 +126,10 @@ func (d *Device) ClearHalt(ctx context.Context, in bool) error {
 func (d *Device) ResetPort(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.backOnReset && d.gone && !d.isShut {
+		// It re-enumerates: the port reset finds it again.
+		d.gone, d.backOnReset = false, false
+	}
 	if err := d.usable(ctx, "reset port"); err != nil {
 		return err
 	}

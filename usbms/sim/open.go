@@ -41,6 +41,15 @@ import (
 //	reject-modesense=1  MODE SENSE answers 5/20/00
 //	max-transfer=N      VPD 0xB0 maximum transfer length in blocks
 //	fault=KIND[:K=V,...]  inject a fault at start; repeatable
+//	vid=, pid=, bcd=    USB identity (hex) the host's quirk table is searched by
+//	quirks=FLAGS        quirk flags given for this reader, passed to the host
+//	clock=virtual       nothing sleeps: the speed model runs on Stats.ModelTime
+//	choke=BLOCKS[:hang|stall|disconnect], residue=over|garbage|length,
+//	csw-signature=XXXX, csw-in-data=1, maxlun=hang|error|N, ignore-lun=1,
+//	sense=recovered|empty|hwerror|garbage[:count=N|every],
+//	not-ready=ASC.ASCQ[:until-start|:count=N], hang=COMMAND[,COMMAND...],
+//	mode-placeholder=1, last-sector-bug=N, capacity-off-by-one=1,
+//	write-cache=1       misbehaviours of real readers (see Misbehaviour)
 //
 // Fault kinds are stall-out, stall-in, stall-csw, bad-csw-signature,
 // bad-csw-tag, phase-error, short-in, unit-attention, not-ready,
@@ -81,6 +90,7 @@ func open(spec string, readOnly bool) (*Device, error) {
 		WriteSpeed: o.writeSpeed, Page: o.page, AllocationUnit: o.au, AUCost: o.auCost,
 		Serial: o.serial, Product: o.product,
 	}
+	o.reader.apply(&cfg)
 	for k := range o.luns {
 		l := LUN{
 			BlockSize: o.block, Blocks: capacity / int64(o.block),

@@ -31,6 +31,7 @@ type options struct {
 	rejectSync, rejectModeSense bool
 	maxTransfer                 uint32
 	faults                      []Fault
+	reader                      readerOptions
 }
 
 // parseSpec splits "sim:PATH?opts" and parses the options. The first "?"
@@ -138,7 +139,10 @@ func (o *options) set(key, val string) error {
 			o.faults = append(o.faults, f)
 		}
 	default:
-		return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, fault", key)
+		var known bool
+		if known, err = o.reader.setReader(key, val); !known {
+			return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, fault, %s", key, strings.Join(readerOptionNames, ", "))
+		}
 	}
 	if err != nil {
 		if ne := (*strconv.NumError)(nil); errors.As(err, &ne) {

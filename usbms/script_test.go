@@ -162,7 +162,7 @@ func TestLadder(t *testing.T) {
 		{name: "two CSW stalls: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", err: errFakeStall}, clearIn, step{call: "csw", err: errFakeStall}, resetSteps, cbw, dataAll, passed)},
 		{name: "wrong tag: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", tagDelta: 1}, resetSteps, cbw, dataAll, passed)},
 		{name: "12-byte CSW: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", raw: make([]byte, 12)}, resetSteps, cbw, dataAll, passed)},
-		{name: "residue past length: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", residue: 4097}, resetSteps, cbw, dataAll, passed)},
+		{name: "residue past length: clamped, as Linux does", wantN: -1, steps: seq(cbw, dataAll, step{call: "csw", residue: 4097})},
 		{name: "status 3: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", status: 3}, resetSteps, cbw, dataAll, passed)},
 		{name: "phase error: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", status: 2}, resetSteps, cbw, dataAll, passed)},
 		{name: "CBW refused: reset, retry", steps: seq(step{call: "out", err: errFakeBroken}, resetSteps, cbw, dataAll, passed)},
@@ -202,8 +202,11 @@ func TestLadder(t *testing.T) {
 			cdb := scsi.Write10(0, 8, false)
 			n, err := tr.Exec(context.Background(), 0, cdb.Bytes(), DataOut, make([]byte, 4096))
 			s.done()
-			if tt.wantN == 0 {
+			switch tt.wantN {
+			case 0:
 				tt.wantN = 4096
+			case -1:
+				tt.wantN = 0
 			}
 			if tt.wantErr == nil {
 				if err != nil || n != tt.wantN {
@@ -237,7 +240,10 @@ func TestDataInResidue(t *testing.T) {
 		want  int
 	}{
 		{"padded, residue 0", seq(cbw, step{call: "in", data: inquiry}, passed), 36},
-		{"residue says 20", seq(cbw, step{call: "in", data: inquiry}, step{call: "csw", residue: 16}), 20},
+		{"residue says 20: believed when fewer bytes came", seq(cbw, step{call: "in", data: inquiry[:30]}, step{call: "csw", residue: 16}), 20},
+		// Every byte came and the CSW still says 16 were left: Linux
+		// takes that for a lie and ignores the residue from then on.
+		{"residue 16 on a full INQUIRY: ignored", seq(cbw, step{call: "in", data: inquiry}, step{call: "csw", residue: 16}), 36},
 		{"short packet", seq(cbw, step{call: "in", data: inquiry[:8]}, passed), 8},
 		{"stall after 8: clear IN", seq(cbw, step{call: "in", n: 8, err: errFakeStall}, clearIn, step{call: "csw", residue: 28}), 8},
 	}

@@ -87,13 +87,13 @@ func (t *Transport) choked(ctx context.Context, r request, err error) error {
 		if !r.shrinkGone {
 			return nil
 		}
-		t.notify(fmt.Sprintf("the reader dropped off the bus during %s of %d bytes: resetting the USB port to find it again", opName(r.cdb), len(r.data)))
+		t.notify(fmt.Sprintf("the reader dropped off the bus during %s of %s: resetting the USB port to find it again", opName(r.cdb), sizeWords(int64(len(r.data)))))
 		if t.resetPort(ctx) != nil {
 			return nil
 		}
 		return &chokeError{err: err}
 	}
-	t.notify(fmt.Sprintf("%s of %d bytes: resetting the reader", failure(r, err), len(r.data)))
+	t.notify(fmt.Sprintf("%s (%s): resetting the reader", failure(r, err), sizeWords(int64(len(r.data)))))
 	if rerr := t.resetRecovery(ctx); rerr != nil {
 		return nil
 	}

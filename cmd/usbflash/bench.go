@@ -186,7 +186,10 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 		return err
 	}
 	run := &benchRun{target: t.Raw}
-	usb := &target.Readers{} // enumerated once, for --compare and the open alike
+	usb, err := a.newReaders() // enumerated once, for --compare and the open alike
+	if err != nil {
+		return err
+	}
 	// Points are JSON events only: a text event would end the progress
 	// bar each time, and the table says it all at the end.
 	point := func(p cardbench.Point) {
@@ -213,7 +216,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 	}
 
 	// Without --write nothing is written: the target is opened read-only.
-	d, err := target.Open(ctx, t, target.Options{Force: f.force, ReadOnly: !f.write, OnRecovery: recoveryNotes(rep), Readers: usb})
+	d, err := target.Open(ctx, t, target.Options{Force: f.force, ReadOnly: !f.write, OnNotice: noticeNotes(rep), Readers: usb})
 	if err != nil {
 		return err
 	}
@@ -225,7 +228,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 	}
 	if d.LUN != nil && d.LUN.MaxTransfer() > 0 && sizes[len(sizes)-1] > d.LUN.MaxTransfer()*int64(run.blockSize) {
 		note := fmt.Sprintf("%s takes at most %s per command: larger sizes go out as several commands", d.Name, units.FormatSize(d.LUN.MaxTransfer()*int64(run.blockSize)))
-		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+		rep.event(newNote(note), note)
 	}
 	if f.write {
 		// The same refusals and question as write, before anything is
@@ -403,7 +406,7 @@ func (a *app) restore(ctx context.Context, rep reporter, d *target.Device, saved
 	r := saved.Region
 	if ctx.Err() != nil {
 		note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again would leave them half written)", r.Offset, r.Offset+r.Length, d.Name)
-		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+		rep.event(newNote(note), note)
 	}
 	if err := saved.Restore(rctx, d.Dev); err != nil {
 		file, ferr := saveRecovery(saved)

@@ -123,7 +123,11 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 		eventHeader: eventHeader{Event: evStart}, Command: cmdRead,
 		Target: t.Raw, Out: out, Format: format, TransferSize: transfer, Buffers: f.buffers,
 	}, fmt.Sprintf("Backing %s up to %s (%s) ...", t.Raw, out, format))
-	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, Force: f.force, OnRecovery: recoveryNotes(rep)})
+	readers, err := a.newReaders()
+	if err != nil {
+		return err
+	}
+	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, Force: f.force, OnNotice: noticeNotes(rep), Readers: readers})
 	if err != nil {
 		return err
 	}
@@ -221,7 +225,7 @@ func readSize(ctx context.Context, d *target.Device, want int64, used bool, rep 
 	default:
 		msg = fmt.Sprintf("MBR: reading up to the end of the last partition, %s of %s", units.FormatSize(tab.End), units.FormatSize(capacity))
 	}
-	rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
+	rep.event(newNote(msg), msg)
 	return tab.End, kind, nil
 }
 

@@ -67,6 +67,9 @@ type Device struct {
 	// USBID is the reader's VID:PID ("0bda:0158"), also for sim:; "" for
 	// file:.
 	USBID string
+	// Sim is the simulated reader of a sim: target (its Stats, its
+	// modelled clock); nil for others.
+	Sim *sim.Device
 	// serial and bcd are a sim: reader's USB serial number and
 	// bcdDevice.
 	serial string
@@ -288,6 +291,7 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 				_, _, ds[i].serial = id.Identity()
 				_, _, ds[i].bcd = id.USBID()
 			}
+			ds[i].Sim, _ = ep.(*sim.Device)
 		}
 	}
 	if ds[0] != nil && len(group) == 1 {

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"usbflash/target"
+	"usbflash/usbms/libusb"
 )
 
 // notes returns the note events of a --json run.
@@ -147,3 +150,25 @@ func TestReadToTheEnd(t *testing.T) {
 }
 
 func card2(path, opts string) string { return "sim:" + path + "?" + opts }
+
+// TestListShowsQuirks: list's row of a reader names its quirk flags, in
+// the table and in JSON, with their sources and its bcdDevice.
+func TestListShowsQuirks(t *testing.T) {
+	t.Parallel()
+	info := libusb.Info{VID: 0x07c4, PID: 0xa4a5, BCDDevice: 0x0100, Bus: 1, Address: 4, PortPath: "1-2", Supported: true}
+	r := target.Reader{Info: info, Name: "usb:1.4", Quirks: target.ResolveQuirks(0x07c4, 0xa4a5, 0x0100, target.QuirkOverrides{Flag: "07c4:a4a5:w"}, ""),
+		KernelDisks: []libusb.KernelDisk{{LUN: 0, Node: "/dev/sdz", Size: 1 << 30}}}
+	rep := describeReader(r)
+	if rep.BCDDevice != "0100" || rep.Quirks == nil || rep.Quirks.Flags != "w" || rep.Quirks.From[0].Source != "--quirks" || rep.Quirks.From[0].Letter != "w" {
+		t.Errorf("list row %+v, quirks %+v", rep, rep.Quirks)
+	}
+	var out bytes.Buffer
+	printReaders(&out, []readerReport{rep})
+	if !strings.Contains(out.String(), "quirks w") {
+		t.Errorf("list table:\n%s", out.String())
+	}
+	b, _ := json.Marshal(rep)
+	if !strings.Contains(string(b), `"quirks":{"flags":"w","from":[{"flag":"NO_WP_DETECT","letter":"w","source":"--quirks","detail":"07c4:a4a5:w"}]}`) {
+		t.Errorf("list JSON %s", b)
+	}
+}

@@ -23,7 +23,7 @@ const (
 // no second attempt and no port reset, so a reader that hangs on an
 // optional command costs one timeout.
 func probe(cdb []byte, dir Direction, data []byte) request {
-	return request{cdb: cdb, dir: dir, data: data, maxResets: 0}
+	return request{cdb: cdb, dir: dir, data: data, maxResets: 0, probe: true}
 }
 
 // essential is a command that cannot be done without: the whole recovery

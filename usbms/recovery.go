@@ -67,7 +67,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		}
 		// Whatever state the last attempt left behind must not poison
 		// the next command.
-		if r.maxResets == 0 && !r.portReset {
+		if r.probe {
 			t.notify(fmt.Sprintf("%s: resetting the reader and going on without it", failure(r, err)))
 		}
 		_ = t.resetRecovery(ctx)

@@ -275,6 +275,7 @@ type request struct {
 	data      []byte
 	maxResets int  // Bulk-Only resets before giving up or resetting the port
 	portReset bool // a port reset is allowed as the last resort
+	probe     bool // an optional command: its failure is tolerated
 	// shrink: a smaller command might not fail as this one does (a large
 	// READ or WRITE). Its first failure that calls for recovery resets
 	// the reader and ends in a *chokeError, so that the caller sends the

@@ -18,11 +18,12 @@ import (
 // The simulated readers of TestMisbehavingReaders: a slow card on USB 2
 // (2 MB/s, 1 ms a command) on the virtual clock, so a reader that hangs
 // costs its modelled timeouts and no wall time. The image is a few MiB
-// short of the card.
+// short of the card. A reader that hangs costs one timeout (21 s) and one
+// reset (6 s settle) per step down in command size: the 2x bound holds
+// for images whose write and verify take longer than that, here 40 MiB.
 const (
-	misCard  = 32 << 20
-	misImage = 24<<20 + 4096
-	misBase  = "size=32MiB&speed=2MB/s&latency=1ms&clock=virtual"
+	misImage = 40<<20 + 4096
+	misBase  = "size=48MiB&speed=2MB/s&latency=1ms&clock=virtual"
 )
 
 // misRow is one misbehaviour of a real reader, and what the kernel does
@@ -93,6 +94,11 @@ var misRows = []misRow{
 		}
 	}},
 	{name: "fails multi-block commands touching the last 8 blocks", opts: "last-sector-bug=8", readEnd: true},
+	{name: "still resetting 5 s after a Mass Storage Reset, and hangs above 240 blocks", opts: "reset-settle=5s&choke=240", check: func(t *testing.T, d *Device) {
+		if s := d.Sim.Stats(); s.LostCBWs != 0 || s.BOTResets != 1 {
+			t.Errorf("%d CBWs lost, %d resets; want none lost after the one reset", s.LostCBWs, s.BOTResets)
+		}
+	}},
 	{name: "caches writes: flushed", opts: "write-cache=1", check: func(t *testing.T, d *Device) {
 		if n := d.Sim.Stats().Opcodes[0x35]; n != 1 {
 			t.Errorf("%d SYNCHRONIZE CACHE, want 1", n)

@@ -229,7 +229,7 @@ func TestOpenQuirkFlags(t *testing.T) {
 	// Without it, a hung MODE SENSE costs one timeout and a reset, and
 	// the card is taken as writable.
 	dev, l, got := virtualRig(t, sim.Config{LUNs: []sim.LUN{{Blocks: 64}}, Misbehaviour: sim.Misbehaviour{Hang: []sim.HangCommand{sim.HangModeSense}}}, 0)
-	if s := dev.Stats(); s.Opcodes[opModeSense6] != 1 || s.BOTResets != 1 || l.WriteProtected() || s.ModelTime > 25*time.Second || len(got.all) != 1 {
+	if s := dev.Stats(); s.Opcodes[opModeSense6] != 1 || s.BOTResets != 1 || l.WriteProtected() || s.ModelTime > 27*time.Second || len(got.all) != 1 {
 		t.Errorf("hung MODE SENSE: %d sent, %d resets, %v, notices %v", s.Opcodes[opModeSense6], s.BOTResets, s.ModelTime, got.all)
 	}
 	// Placeholder mode data: block 0 is read first, so it is not taken
@@ -342,6 +342,38 @@ func TestCommandSetAndCBW(t *testing.T) {
 	for i, n := range rec.lens {
 		if n != 32 {
 			t.Errorf("BULK32: CBW %d is %d bytes", i, n)
+		}
+	}
+}
+
+// TestResetSettle: after a Mass Storage Reset the reader is left alone for
+// 6 s, as Linux leaves it: a reader still resetting takes the command
+// that follows; without the pause it loses it, and the ladder goes on to
+// the port reset.
+func TestResetSettle(t *testing.T) {
+	cfg := sim.Config{LUNs: []sim.LUN{{Blocks: 64}}, VirtualClock: true, Misbehaviour: sim.Misbehaviour{ResetSettle: 5 * time.Second}}
+	for _, settle := range []time.Duration{0, -1} {
+		dev, err := sim.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dev.Close()
+		l, err := usbms.OpenLUN(context.Background(), usbms.NewTransport(dev, usbms.TransportOptions{ResetSettle: settle}), 0, usbms.LUNOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev.Inject(sim.Fault{Kind: sim.NeverAnswer})
+		err = l.WriteBlocks(context.Background(), 0, make([]byte, 4096))
+		s := dev.Stats()
+		switch settle {
+		case 0: // the default, Linux's 6 s
+			if err != nil || s.BOTResets != 1 || s.LostCBWs != 0 || s.PortResets != 0 {
+				t.Errorf("with the pause: %v, %d resets, %d CBWs lost, %d port resets", err, s.BOTResets, s.LostCBWs, s.PortResets)
+			}
+		default:
+			if err != nil || s.LostCBWs == 0 || s.PortResets != 1 {
+				t.Errorf("without it: %v, %d CBWs lost, %d port resets; want the port reset to bring it back", err, s.LostCBWs, s.PortResets)
+			}
 		}
 	}
 }

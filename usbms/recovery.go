@@ -170,7 +170,9 @@ func (t *Transport) tell(n Notice) {
 
 // resetRecovery is BOT 5.3.4: Mass Storage Reset, then CLEAR_FEATURE
 // (ENDPOINT_HALT) on bulk-IN and on bulk-OUT. Each step has its own timeout
-// since the command's may already be spent.
+// since the command's may already be spent. Between the reset and the
+// clears the reader is left alone for ResetSettle, as Linux's usb-storage
+// leaves it.
 func (t *Transport) resetRecovery(ctx context.Context) error {
 	step := func(what string, f func(context.Context) error) error {
 		sctx, cancel := context.WithTimeout(ctx, t.opts.ResetTimeout)
@@ -185,6 +187,11 @@ func (t *Transport) resetRecovery(ctx context.Context) error {
 		return err
 	}); err != nil {
 		return err
+	}
+	if t.opts.ResetSettle > 0 {
+		if err := t.sleep(ctx, t.opts.ResetSettle); err != nil {
+			return fmt.Errorf("after Mass Storage Reset: %w", err)
+		}
 	}
 	if err := step("clear halt on bulk-in", func(c context.Context) error { return t.ep.ClearHalt(c, true) }); err != nil {
 		return err

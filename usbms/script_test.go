@@ -101,6 +101,10 @@ func (s *script) ClearHalt(ctx context.Context, in bool) error {
 
 func (s *script) ResetPort(ctx context.Context) error { return s.next("reset").err }
 
+// Sleep takes the pauses the transport makes (after a reset) as no time:
+// a script has no clock.
+func (s *script) Sleep(context.Context, time.Duration) error { return nil }
+
 func (s *script) done() {
 	s.t.Helper()
 	if len(s.steps) > 0 {
@@ -334,8 +338,9 @@ func (d *okDevice) BulkIn(ctx context.Context, p []byte) (int, error) {
 func (d *okDevice) ClassRequest(context.Context, bool, uint8, uint16, []byte) (int, error) {
 	return 0, nil
 }
-func (d *okDevice) ClearHalt(context.Context, bool) error { return nil }
-func (d *okDevice) ResetPort(context.Context) error       { return nil }
+func (d *okDevice) ClearHalt(context.Context, bool) error      { return nil }
+func (d *okDevice) ResetPort(context.Context) error            { return nil }
+func (d *okDevice) Sleep(context.Context, time.Duration) error { return nil }
 
 // TestWriteAllocations checks the hot path reuses its CBW, CSW and CDB
 // buffers. What remains is the per-command timeout's context and timer.
@@ -370,7 +375,8 @@ type deadlineDevice struct {
 	resets   int
 }
 
-func (d *deadlineDevice) SetDeadline(t time.Time) { d.deadline = t }
+func (d *deadlineDevice) SetDeadline(t time.Time)                    { d.deadline = t }
+func (d *deadlineDevice) Sleep(context.Context, time.Duration) error { return nil }
 
 func (d *deadlineDevice) BulkOut(ctx context.Context, p []byte) (int, error) {
 	if len(p) != cbwLen {

@@ -26,6 +26,10 @@ const (
 	// DefaultMaxResets is how many Bulk-Only resets one command may cause
 	// before the port is reset.
 	DefaultMaxResets = 2
+	// DefaultResetSettle is how long a reader is left alone after a
+	// Bulk-Only Mass Storage Reset, as Linux's usb-storage leaves it:
+	// some readers are still resetting when the next command comes.
+	DefaultResetSettle = 6 * time.Second
 )
 
 // TransportOptions tunes a Transport. The zero value gives the defaults.
@@ -42,6 +46,10 @@ type TransportOptions struct {
 	// MaxResets is the number of Bulk-Only resets per command before a port
 	// reset; negative means none.
 	MaxResets int
+	// ResetSettle is the pause after a Mass Storage Reset before the
+	// halts are cleared and the next command goes; 0 means
+	// DefaultResetSettle, negative none.
+	ResetSettle time.Duration
 	// OnRecovery, when set, is told each recovery step before it is
 	// taken, in a few words ("no answer for 20s: resetting the reader
 	// (reset 1 of 2)"). It is called with the transport locked and must
@@ -158,6 +166,12 @@ func NewTransport(ep Endpoint, opts TransportOptions) *Transport {
 	}
 	if opts.MaxResets == 0 {
 		opts.MaxResets = DefaultMaxResets
+	}
+	switch {
+	case opts.ResetSettle == 0:
+		opts.ResetSettle = DefaultResetSettle
+	case opts.ResetSettle < 0:
+		opts.ResetSettle = 0
 	}
 	t := &Transport{ep: ep, opts: opts}
 	t.ignoreResidue = opts.Quirks&QuirkIgnoreResidue != 0

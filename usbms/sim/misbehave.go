@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Misbehaviour is how the simulated reader departs from the specs, as real
@@ -76,6 +77,12 @@ type Misbehaviour struct {
 	// WriteCache: the caching mode page says the write cache is on
 	// (WCE), so a host that honours it flushes with SYNCHRONIZE CACHE.
 	WriteCache bool
+
+	// ResetSettle: after a Bulk-Only Mass Storage Reset the device is
+	// still resetting for this long (on its clock): a CBW that comes
+	// sooner is lost, and its command never answered until the next
+	// reset.
+	ResetSettle time.Duration
 }
 
 // ChokeMode is what a READ or WRITE larger than Misbehaviour.ChokeBlocks
@@ -357,6 +364,28 @@ func (d *Device) readCapacityLast(l *lun) uint64 {
 		return uint64(l.cfg.Blocks)
 	}
 	return uint64(l.cfg.Blocks - 1)
+}
+
+// clockNow is the device's clock: the modelled clock when it is virtual,
+// wall time since New otherwise.
+func (d *Device) clockNow() time.Duration {
+	if d.cfg.VirtualClock {
+		return d.stats.ModelTime
+	}
+	return time.Since(d.created)
+}
+
+// startSettling begins ResetSettle after a Mass Storage Reset.
+func (d *Device) startSettling() {
+	if s := d.cfg.Misbehaviour.ResetSettle; s > 0 {
+		d.settleUntil = d.clockNow() + s
+	}
+}
+
+// losesCBW reports whether a CBW arriving now is lost because the device
+// is still resetting.
+func (d *Device) losesCBW() bool {
+	return d.cfg.Misbehaviour.ResetSettle > 0 && d.clockNow() < d.settleUntil
 }
 
 // parseHang reads inquiry,modesense,... for the hang= option.

@@ -335,3 +335,36 @@ func TestReaderOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestResetSettle: CBWs that come too soon after a Mass Storage Reset are
+// lost; after the settle time they are taken again.
+func TestResetSettle(t *testing.T) {
+	cfg := oneLUN(LUN{})
+	cfg.VirtualClock = true
+	cfg.Misbehaviour.ResetSettle = 6 * time.Second
+	h := newHost(t, cfg)
+	ctx := context.Background()
+	if _, err := h.d.ClassRequest(ctx, false, reqMassStorageReset, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	h.tag++
+	if _, err := h.d.BulkOut(tctx, buildCBW(h.tag, 0, false, 0, cdbTUR())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.d.BulkIn(tctx, make([]byte, cswLen)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("CSW of a CBW sent during the settle time: %v, want none", err)
+	}
+	h.d.ClassRequest(ctx, false, reqMassStorageReset, 0, nil)
+	h.d.Sleep(ctx, 6*time.Second)
+	if ex := h.run(0, false, 0, cdbTUR(), nil); ex.csw.status != 0 {
+		t.Fatalf("TEST UNIT READY after the settle time: status %d", ex.csw.status)
+	}
+	if n := h.d.Stats().LostCBWs; n != 1 {
+		t.Errorf("%d CBWs lost, want 1", n)
+	}
+	if _, _, err := parseSpec("sim:x?reset-settle=-1s"); err == nil || !strings.Contains(err.Error(), "duration of 0 or more") {
+		t.Errorf("reset-settle=-1s: %v", err)
+	}
+}

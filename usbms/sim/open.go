@@ -49,7 +49,8 @@ import (
 //	sense=recovered|empty|hwerror|garbage[:count=N|every],
 //	not-ready=ASC.ASCQ[:until-start|:count=N], hang=COMMAND[,COMMAND...],
 //	mode-placeholder=1, last-sector-bug=N, capacity-off-by-one=1,
-//	write-cache=1       misbehaviours of real readers (see Misbehaviour)
+//	write-cache=1, reset-settle=DURATION
+//	                    misbehaviours of real readers (see Misbehaviour)
 //
 // Fault kinds are stall-out, stall-in, stall-csw, bad-csw-signature,
 // bad-csw-tag, phase-error, short-in, unit-attention, not-ready,

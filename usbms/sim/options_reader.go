@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // readerOptions are the sim: options that give the reader a USB identity,
@@ -19,7 +20,7 @@ type readerOptions struct {
 // naming every option.
 var readerOptionNames = []string{"vid", "pid", "bcd", "quirks", "clock", "choke", "residue", "csw-signature",
 	"csw-in-data", "maxlun", "ignore-lun", "sense", "not-ready", "hang", "mode-placeholder",
-	"last-sector-bug", "capacity-off-by-one", "write-cache"}
+	"last-sector-bug", "capacity-off-by-one", "write-cache", "reset-settle"}
 
 // setReader applies one of the options above; known is false for any
 // other key.
@@ -128,6 +129,11 @@ func (r *readerOptions) setReader(key, val string) (known bool, err error) {
 		m.CapacityOffByOne, err = parseBool(val)
 	case "write-cache":
 		m.WriteCache, err = parseBool(val)
+	case "reset-settle":
+		m.ResetSettle, err = time.ParseDuration(val)
+		if err != nil || m.ResetSettle < 0 {
+			return true, fmt.Errorf("want a duration of 0 or more, like 6s")
+		}
 	default:
 		return false, nil
 	}

@@ -131,8 +131,12 @@ type Device struct {
 	// READY conditions have used, and whether the unit became ready.
 	senseUsed, notReadyUsed int
 	readyAgain              bool
-	busyUntil               time.Time // speed model: when the wire is next free
-	stats                   Stats
+	// settleUntil is when a reset device takes CBWs again, on clockNow's
+	// clock; created is when New made the device.
+	settleUntil time.Duration
+	created     time.Time
+	busyUntil   time.Time // speed model: when the wire is next free
+	stats       Stats
 }
 
 var _ usbms.Endpoint = (*Device)(nil)
@@ -156,7 +160,7 @@ func New(cfg Config) (*Device, error) {
 	if cfg.Product == "" {
 		cfg.Product = DefaultProduct
 	}
-	d := &Device{cfg: cfg, closed: make(chan struct{}), disconnectAt: -1}
+	d := &Device{cfg: cfg, closed: make(chan struct{}), disconnectAt: -1, created: time.Now()}
 	for i, l := range cfg.LUNs {
 		st, err := newLUN(i, l, cfg.Serial)
 		if err != nil {

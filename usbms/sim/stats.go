@@ -16,6 +16,7 @@ type Stats struct {
 	PortResets                  int64
 	Stalls                      int64 // times an endpoint was halted
 	Chokes                      int64 // READs and WRITEs refused for their size (Misbehaviour.ChokeBlocks)
+	LostCBWs                    int64 // CBWs lost while the device was still resetting (Misbehaviour.ResetSettle)
 	// ModelTime is the modelled clock: every command's latency, the data
 	// time of every transfer at the modelled speed, the card's page and
 	// erase-unit costs, the time the host waited for answers that never

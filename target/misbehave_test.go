@@ -99,6 +99,8 @@ var misRows = []misRow{
 			t.Errorf("%d CBWs lost, %d resets; want none lost after the one reset", s.LostCBWs, s.BOTResets)
 		}
 	}},
+	{name: "fails the first READ(10) after the card goes in", opts: "initial-read10=1"},
+	{name: "fails the first two READ(10)s, INITIAL_READ10 in the table (Feiya 090c:6000)", opts: "initial-read10=2&vid=090c&pid=6000&bcd=0100"},
 	{name: "caches writes: flushed", opts: "write-cache=1", check: func(t *testing.T, d *Device) {
 		if n := d.Sim.Stats().Opcodes[0x35]; n != 1 {
 			t.Errorf("%d SYNCHRONIZE CACHE, want 1", n)

@@ -377,3 +377,21 @@ func TestResetSettle(t *testing.T) {
 		}
 	}
 }
+
+// TestInitialRead10: a reader that fails the first READ(10)s after a card
+// goes in. The READ of block 0 at open takes the first; with
+// INITIAL_READ10 a failed READ is repeated at once, as Linux does.
+func TestInitialRead10(t *testing.T) {
+	for _, q := range []usbms.Quirks{0, usbms.QuirkInitialRead10} {
+		cfg := sim.Config{LUNs: []sim.LUN{{Blocks: 64}}, Misbehaviour: sim.Misbehaviour{InitialRead10: 2}}
+		_, l, _ := virtualRig(t, cfg, q)
+		err := l.ReadBlocks(context.Background(), 8, make([]byte, 4096))
+		if q == 0 && !scsi.IsLBAOutOfRange(err) || q != 0 && err != nil {
+			t.Errorf("quirks %v: the second READ(10): %v", q, err)
+		}
+	}
+	_, l, _ := virtualRig(t, sim.Config{LUNs: []sim.LUN{{Blocks: 64}}, Misbehaviour: sim.Misbehaviour{InitialRead10: 1}}, 0)
+	if err := l.ReadBlocks(context.Background(), 8, make([]byte, 4096)); err != nil {
+		t.Errorf("the first READ(10) failing is taken by the READ of block 0 at open: %v", err)
+	}
+}

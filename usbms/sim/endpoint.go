@@ -145,6 +145,7 @@ func (d *Device) ResetPort(ctx context.Context) error {
 	d.disconnectAt = -1
 	d.busyUntil = time.Time{}
 	d.settleUntil = 0
+	d.read10Failed = 0
 	for _, l := range d.luns {
 		ua := sensePowerOnReset()
 		l.sense, l.ejected, l.prevent, l.unitAttention = sense{}, false, false, &ua

@@ -78,6 +78,12 @@ type Misbehaviour struct {
 	// (WCE), so a host that honours it flushes with SYNCHRONIZE CACHE.
 	WriteCache bool
 
+	// InitialRead10 > 0: the first InitialRead10 READ(10)s after the
+	// device opens (or its port is reset) fail with ILLEGAL REQUEST,
+	// LBA out of range (5/21/00), as a Feiya reader fails the first READ
+	// after a card goes in.
+	InitialRead10 int
+
 	// ResetSettle: after a Bulk-Only Mass Storage Reset the device is
 	// still resetting for this long (on its clock): a CBW that comes
 	// sooner is lost, and its command never answered until the next
@@ -303,6 +309,10 @@ func (d *Device) cswSignature() uint32 {
 // whether there is one. Called from readWrite once the command is valid.
 func (d *Device) misbehaveMedia(l *lun, p plan, lba, count uint64, write bool) (plan, bool) {
 	m := &d.cfg.Misbehaviour
+	if !write && d.lastOp == opRead10 && d.read10Failed < m.InitialRead10 {
+		d.read10Failed++
+		return failed(l, senseLBAOutOfRange()), true
+	}
 	if !write {
 		l.readSeen = true
 	}

@@ -49,7 +49,7 @@ import (
 //	sense=recovered|empty|hwerror|garbage[:count=N|every],
 //	not-ready=ASC.ASCQ[:until-start|:count=N], hang=COMMAND[,COMMAND...],
 //	mode-placeholder=1, last-sector-bug=N, capacity-off-by-one=1,
-//	write-cache=1, reset-settle=DURATION
+//	write-cache=1, reset-settle=DURATION, initial-read10=N
 //	                    misbehaviours of real readers (see Misbehaviour)
 //
 // Fault kinds are stall-out, stall-in, stall-csw, bad-csw-signature,

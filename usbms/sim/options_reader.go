@@ -20,7 +20,7 @@ type readerOptions struct {
 // naming every option.
 var readerOptionNames = []string{"vid", "pid", "bcd", "quirks", "clock", "choke", "residue", "csw-signature",
 	"csw-in-data", "maxlun", "ignore-lun", "sense", "not-ready", "hang", "mode-placeholder",
-	"last-sector-bug", "capacity-off-by-one", "write-cache", "reset-settle"}
+	"last-sector-bug", "capacity-off-by-one", "write-cache", "reset-settle", "initial-read10"}
 
 // setReader applies one of the options above; known is false for any
 // other key.
@@ -129,6 +129,11 @@ func (r *readerOptions) setReader(key, val string) (known bool, err error) {
 		m.CapacityOffByOne, err = parseBool(val)
 	case "write-cache":
 		m.WriteCache, err = parseBool(val)
+	case "initial-read10":
+		m.InitialRead10, err = strconv.Atoi(val)
+		if err != nil || m.InitialRead10 < 1 {
+			return true, fmt.Errorf("want a count of 1 or more")
+		}
 	case "reset-settle":
 		m.ResetSettle, err = time.ParseDuration(val)
 		if err != nil || m.ResetSettle < 0 {

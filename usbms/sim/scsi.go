@@ -36,6 +36,7 @@ func known(op byte) bool {
 // take effect here; READ and WRITE move their data in the data phase.
 func (d *Device) execute(lunIdx int, cdb []byte) plan {
 	op := cdb[0]
+	d.lastOp = op
 	if lunIdx >= len(d.luns) {
 		return d.badLUN(op, cdb)
 	}

@@ -130,6 +130,8 @@ type Device struct {
 	// Misbehaviour state: how many commands the injected sense and NOT
 	// READY conditions have used, and whether the unit became ready.
 	senseUsed, notReadyUsed int
+	read10Failed            int
+	lastOp                  byte // the opcode being executed
 	readyAgain              bool
 	// settleUntil is when a reset device takes CBWs again, on clockNow's
 	// clock; created is when New made the device.

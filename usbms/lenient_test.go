@@ -395,3 +395,38 @@ func TestInitialRead10(t *testing.T) {
 		t.Errorf("the first READ(10) failing is taken by the READ of block 0 at open: %v", err)
 	}
 }
+
+// TestCapacityCommands: READ CAPACITY(16) first for NEEDS_CAP16 bridges;
+// a (16) that fails after (10) said 0xFFFFFFFF means 2^32 blocks, or no
+// medium for NO_READ_CAPACITY_16 readers, as Linux's sd takes them.
+func TestCapacityCommands(t *testing.T) {
+	const big = 1<<32 + 4096
+	const opRC16 = 0x9E
+	dev, l, _ := virtualRig(t, sim.Config{LUNs: []sim.LUN{{Blocks: 8192}}}, usbms.QuirkNeedsCap16)
+	if s := dev.Stats(); s.Opcodes[opRC16] != 1 || s.Opcodes[opRC10] != 0 || l.BlockCount() != 8192 {
+		t.Errorf("NEEDS_CAP16: RC16 x%d, RC10 x%d, %d blocks", s.Opcodes[opRC16], s.Opcodes[opRC10], l.BlockCount())
+	}
+	_, l, _ = virtualRig(t, sim.Config{LUNs: []sim.LUN{{Blocks: big}}, Misbehaviour: sim.Misbehaviour{Hang: []sim.HangCommand{sim.HangRC16}}}, 0)
+	if l.BlockCount() != 1<<32 {
+		t.Errorf("READ CAPACITY(16) hangs after (10) said 0xFFFFFFFF: %d blocks, want 2^32", l.BlockCount())
+	}
+	dev2, _ := sim.New(sim.Config{LUNs: []sim.LUN{{Blocks: big}}, VirtualClock: true})
+	defer dev2.Close()
+	_, err := usbms.OpenLUN(context.Background(), usbms.NewTransport(dev2, usbms.TransportOptions{Quirks: usbms.QuirkNoReadCapacity16}), 0, usbms.LUNOptions{})
+	if !usbms.IsNoMedium(err) || dev2.Stats().Opcodes[opRC16] != 0 {
+		t.Errorf("NO_READ_CAPACITY_16: %v, %d RC16", err, dev2.Stats().Opcodes[opRC16])
+	}
+}
+
+// TestSenseAfterSync: SENSE_AFTER_SYNC readers get a REQUEST SENSE right
+// after the flush.
+func TestSenseAfterSync(t *testing.T) {
+	dev, l, _ := virtualRig(t, sim.Config{LUNs: []sim.LUN{{Blocks: 64}}, Misbehaviour: sim.Misbehaviour{WriteCache: true}}, usbms.QuirkSenseAfterSync)
+	before := dev.Stats().Opcodes[opSense]
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := dev.Stats(); s.Opcodes[opSync10] != 1 || s.Opcodes[opSense] != before+1 {
+		t.Errorf("SYNCHRONIZE CACHE x%d, REQUEST SENSE x%d after it", s.Opcodes[opSync10], s.Opcodes[opSense]-before)
+	}
+}

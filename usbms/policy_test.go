@@ -103,3 +103,18 @@ func TestVPDTolerated(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockLengthZero: a READ CAPACITY that says blocks of 0 bytes means
+// 512, as Linux's sd takes it.
+func TestBlockLengthZero(t *testing.T) {
+	rc := []byte{0, 0, 0x0F, 0xFF, 0, 0, 0, 0} // last LBA 4095, block length 0
+	s := &script{t: t, steps: seq(cbw, step{call: "in", data: rc}, passed)}
+	l := &LUN{t: NewTransport(s, TransportOptions{}), opts: LUNOptions{}.withDefaults()}
+	if err := l.readCapacity(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.done()
+	if l.BlockSize() != 512 || l.BlockCount() != 4096 {
+		t.Errorf("%d blocks of %d bytes, want 4096 of 512", l.BlockCount(), l.BlockSize())
+	}
+}

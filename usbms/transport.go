@@ -56,8 +56,8 @@ type TransportOptions struct {
 	// not call back into it.
 	OnRecovery func(step string)
 	// OnNotice, when set, is told every Notice (recovery steps, and what
-	// was learned about the reader) instead of OnRecovery. The same rules
-	// hold.
+	// was learned about the reader) instead of OnRecovery. It may be
+	// called with the transport locked and must not call back into it.
 	OnNotice func(Notice)
 	// Quirks are the reader's quirk flags (package target chooses them).
 	Quirks Quirks

@@ -10,6 +10,7 @@ import (
 
 	"usbflash/imagesrc"
 	"usbflash/pipeline"
+	"usbflash/usbms"
 )
 
 // Observer is told everything a session does, in order. Observe is called
@@ -53,6 +54,9 @@ type Opened struct {
 type Note struct {
 	Card    string
 	Message string
+	// Notice is the reader's own notice the note passes on (a recovery
+	// step, commands made smaller), nil for the session's notes.
+	Notice *usbms.Notice
 }
 
 // BlockMapChosen says the write uses a block map: only what it maps is

@@ -11,6 +11,7 @@ import (
 	"usbflash/internal/units"
 	"usbflash/pipeline"
 	"usbflash/target"
+	"usbflash/usbms"
 )
 
 // DefaultLag is how many transfers a card of a many-card write may fall
@@ -270,7 +271,7 @@ func (s *session) openCards(ctx context.Context, specs []target.Spec, src *image
 	}
 	devs, errs := target.OpenAll(ctx, specs, target.Options{
 		Force: s.cfg.Force, Image: s.cfg.Image, NewFileSize: (newFile + 511) / 512 * 512, Readers: s.cfg.Readers,
-		OnRecovery: func(reader, step string) { s.emit(Note{Card: reader, Message: step}) },
+		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) },
 	})
 	cards := make([]*card, len(specs))
 	var wg sync.WaitGroup

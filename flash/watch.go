@@ -7,6 +7,7 @@ import (
 
 	"usbflash/pipeline"
 	"usbflash/target"
+	"usbflash/usbms"
 )
 
 // Watch writes the image to every card that appears in any reader find
@@ -46,8 +47,8 @@ func Watch(ctx context.Context, cfg Config, find target.Finder) (*Result, error)
 
 	sets := make(chan struct{}, max(pipeline.MaxBufferMemory/pipeline.BufferMemory(cfg.TransferSize, cfg.Buffers), 1))
 	var cards []*card
-	opts := target.WatchOptions{Options: target.Options{Force: cfg.Force, Image: cfg.Image,
-		OnRecovery: func(reader, step string) { s.emit(Note{Card: reader, Message: step}) }},
+	opts := target.WatchOptions{Options: target.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
+		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }},
 		OnNote: func(msg string) { s.emit(Note{Message: msg}) }}
 	err = target.Watch(ctx, find, opts, func(ctx context.Context, d *target.Device, err error) {
 		c := &card{d: d}

@@ -68,6 +68,19 @@ func ModeSense6(page, subpage uint8, dbd bool, alloc uint8) CDB {
 	return c
 }
 
+// ModeSense10 requests mode page page with MODE SENSE(10), which devices
+// of the ATAPI command sets (SFF-8020i, SFF-8070i) take instead of (6).
+func ModeSense10(page, subpage uint8, dbd bool, alloc uint16) CDB {
+	c := newCDB(10, OpModeSense10)
+	if dbd {
+		c.b[1] = 0x08
+	}
+	c.b[2] = page & 0x3F
+	c.b[3] = subpage
+	binary.BigEndian.PutUint16(c.b[7:9], alloc)
+	return c
+}
+
 // StartStopUnit starts (start) or stops the medium; with loej set, stopping
 // ejects it and starting loads it.
 func StartStopUnit(start, loej bool) CDB {

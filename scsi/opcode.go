@@ -8,6 +8,7 @@ const (
 	OpRequestSense         = 0x03
 	OpInquiry              = 0x12
 	OpModeSense6           = 0x1A
+	OpModeSense10          = 0x5A
 	OpStartStopUnit        = 0x1B
 	OpPreventAllowRemoval  = 0x1E
 	OpReadCapacity10       = 0x25
@@ -45,6 +46,8 @@ func OpName(op byte) string {
 		return "INQUIRY"
 	case OpModeSense6:
 		return "MODE SENSE(6)"
+	case OpModeSense10:
+		return "MODE SENSE(10)"
 	case OpStartStopUnit:
 		return "START STOP UNIT"
 	case OpPreventAllowRemoval:

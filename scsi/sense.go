@@ -171,6 +171,9 @@ const (
 	Retry
 	// Wait: the unit is getting ready; repeat after a short back-off.
 	Wait
+	// Accept: the command did what it was asked; the sense only says
+	// how (RECOVERED ERROR).
+	Accept
 )
 
 func (a Action) String() string {
@@ -179,23 +182,79 @@ func (a Action) String() string {
 		return "retry"
 	case Wait:
 		return "wait"
+	case Accept:
+		return "accept"
 	}
 	return "fail"
 }
 
-// Action classifies the condition. A UNIT ATTENTION is a one-off report of
-// an event (reset, medium change, even medium inserted: QEMU says 6/3A once
-// after a card goes in) and the repeated command tells the real state.
-// Callers that have already written to the medium must not repeat after a
-// medium change (see IsMediumSwap), since the card may be another one.
+// Action classifies the condition as Linux's SCSI layer does for a USB
+// disk. A UNIT ATTENTION is a one-off report of an event (reset, medium
+// change, even medium inserted: QEMU says 6/3A once after a card goes in)
+// and the repeated command tells the real state. RECOVERED ERROR means the
+// command succeeded. HARDWARE ERROR (sd retries it on every USB disk), a
+// MEDIUM ERROR other than an unrecovered read, a missing address mark or a
+// record not found, and a failure with empty sense data (NO SENSE) are
+// repeated. NOT READY while the unit becomes ready, formats, or is in
+// another passing state is waited out. Callers that have already written
+// to the medium must not repeat after a medium change (see IsMediumSwap),
+// since the card may be another one.
 func (e *SenseError) Action() Action {
-	switch {
-	case e.Key == UnitAttention, e.Key == AbortedCommand:
+	switch e.Key {
+	case RecoveredError:
+		return Accept
+	case UnitAttention, AbortedCommand, HardwareError, NoSense:
 		return Retry
-	case e.Key == NotReady && e.ASC == ASCNotReady && e.ASCQ == ASCQBecomingReady:
-		return Wait
+	case MediumError:
+		switch e.ASC {
+		case ASCUnrecoveredRead, ascAddressMarkNotFound, ascRecordNotFound:
+			return Fail
+		}
+		return Retry
+	case NotReady:
+		if e.ASC == ASCNotReady && passingNotReady(e.ASCQ) {
+			return Wait
+		}
 	}
 	return Fail
+}
+
+// Additional sense codes of MEDIUM ERROR that Linux does not repeat.
+const (
+	ascAddressMarkNotFound = 0x13
+	ascRecordNotFound      = 0x14
+)
+
+// passingNotReady reports whether LOGICAL UNIT NOT READY with this ASCQ is
+// a state that passes by itself: becoming ready, a format, rebuild,
+// recalculation, operation, long write or self test in progress, notify
+// required, space allocation, START STOP UNIT, sanitize or configuration
+// in progress (the states Linux waits out during I/O).
+func passingNotReady(ascq uint8) bool {
+	switch ascq {
+	case 0x01, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x11, 0x14, 0x1A, 0x1B, 0x1D:
+		return true
+	}
+	return false
+}
+
+// NeedsStart reports whether err is NOT READY of a kind a START STOP UNIT
+// (start) may end, as Linux's sd sends one for when a disk is attached:
+// any NOT READY but no medium, manual intervention required, standby,
+// unavailable and sanitize in progress.
+func NeedsStart(err error) bool {
+	return senseIs(err, func(e *SenseError) bool {
+		if e.Key != NotReady || e.ASC == ASCMediumNotPresent {
+			return false
+		}
+		if e.ASC == ASCNotReady {
+			switch e.ASCQ {
+			case 0x03, 0x0B, 0x0C, 0x1B:
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // Error says in words what the condition is, for the common ones, and

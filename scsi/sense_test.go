@@ -90,12 +90,18 @@ func TestSenseErrorClassification(t *testing.T) {
 		{UnitAttention, 0x29, 0x00, Retry, "reset", nil},
 		{DataProtect, 0x27, 0x00, Fail, "write-protected", nil},
 		{IllegalRequest, 0x21, 0x00, Fail, "out of range", IsLBAOutOfRange},
-		{MediumError, 0x0C, 0x00, Fail, "write error", IsMediumError},
+		{MediumError, 0x0C, 0x00, Retry, "write error", IsMediumError},
 		{MediumError, 0x11, 0x00, Fail, "unrecovered read error", IsMediumError},
+		{MediumError, 0x13, 0x00, Fail, "medium error", IsMediumError},
+		{MediumError, 0x14, 0x01, Fail, "medium error", IsMediumError},
+		{RecoveredError, 0x17, 0x01, Accept, "RECOVERED ERROR", nil},
+		{NoSense, 0x00, 0x00, Retry, "without sense data", nil},
+		{NotReady, 0x04, 0x1A, Wait, "not ready", nil},
+		{NotReady, 0x04, 0x03, Fail, "not ready", nil},
 		{IllegalRequest, 0x20, 0x00, Fail, "not supported", IsInvalidOpcode},
 		{IllegalRequest, 0x24, 0x00, Fail, "invalid field", IsIllegalRequest},
 		{AbortedCommand, 0x00, 0x06, Retry, "aborted", nil},
-		{HardwareError, 0x44, 0x00, Fail, "hardware error", nil},
+		{HardwareError, 0x44, 0x00, Retry, "hardware error", nil},
 		{BlankCheck, 0x00, 0x00, Fail, "BLANK CHECK", nil},
 	}
 	for _, tt := range tests {
@@ -118,6 +124,23 @@ func TestSenseErrorClassification(t *testing.T) {
 				t.Errorf("predicate false for wrapped %v", wrapped)
 			}
 		})
+	}
+}
+
+// TestNeedsStart: the NOT READY states Linux's sd sends START UNIT for.
+func TestNeedsStart(t *testing.T) {
+	for _, tt := range []struct {
+		key       SenseKey
+		asc, ascq uint8
+		want      bool
+	}{
+		{NotReady, 0x04, 0x02, true}, {NotReady, 0x04, 0x00, true}, {NotReady, 0x04, 0x01, true},
+		{NotReady, 0x3A, 0x00, false}, {NotReady, 0x04, 0x03, false}, {NotReady, 0x04, 0x0B, false},
+		{NotReady, 0x04, 0x0C, false}, {NotReady, 0x04, 0x1B, false}, {UnitAttention, 0x04, 0x02, false},
+	} {
+		if got := NeedsStart(&SenseError{Key: tt.key, ASC: tt.asc, ASCQ: tt.ascq}); got != tt.want {
+			t.Errorf("NeedsStart(%X/%02X/%02X) = %v", uint8(tt.key), tt.asc, tt.ascq, got)
+		}
 	}
 }
 

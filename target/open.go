@@ -39,6 +39,13 @@ type Options struct {
 	// OnRecovery is told each step of a reader's recovery ladder, with the
 	// name of the reader.
 	OnRecovery func(reader, step string)
+	// OnNotice, when set, is told every usbms.Notice of a reader (its
+	// recovery steps, and a transfer size lowered because the reader
+	// failed larger commands) instead of OnRecovery, with the reader's
+	// VID:PID in Notice.USBID.
+	OnNotice func(reader string, n usbms.Notice)
+	// Quirks are the user's quirk overrides (HostQuirkOverrides).
+	Quirks QuirkOverrides
 	// Readers is the command's enumeration of USB readers, shared with what
 	// else it asked; nil: enumerate for this call.
 	Readers *Readers
@@ -52,10 +59,23 @@ type Device struct {
 	Name string          // the target as messages name it once open (sim:card.img/1)
 	Dev  blockdev.Device // nil for an empty slot opened with AllowNoMedium
 
-	USB  *libusb.Info      // the reader's USB identity; nil for sim: and file:
-	LUN  *usbms.LUN        // nil for file: and for an empty slot
-	Slot *usbms.LUNSummary // an empty slot opened with AllowNoMedium
-	File *filedev.Device   // file: targets
+	USB *libusb.Info // the reader's USB identity; nil for sim: and file:
+	LUN *usbms.LUN   // nil for file: and for an empty slot
+	// Quirks are the reader's quirk flags and where each came from; nil
+	// for file:.
+	Quirks *ReaderQuirks
+	// USBID is the reader's VID:PID ("0bda:0158"), also for sim:; "" for
+	// file:.
+	USBID string
+	// Sim is the simulated reader of a sim: target (its Stats, its
+	// modelled clock); nil for others.
+	Sim *sim.Device
+	// serial and bcd are a sim: reader's USB serial number and
+	// bcdDevice.
+	serial string
+	bcd    uint16
+	Slot   *usbms.LUNSummary // an empty slot opened with AllowNoMedium
+	File   *filedev.Device   // file: targets
 
 	// InUse: a disk opened ReadOnly that the system uses (mounted, active
 	// swap, held), which a write would refuse: the refusal a write gets
@@ -68,6 +88,14 @@ type Device struct {
 	// refused write leaves nothing behind.
 	created string
 	kept    bool
+}
+
+// overrides are the quirk overrides in force: Quirks, else the Readers'.
+func (o Options) overrides(readers *Readers) QuirkOverrides {
+	if o.Quirks == (QuirkOverrides{}) && readers != nil {
+		return readers.Quirks
+	}
+	return o.Quirks
 }
 
 // Keep records that writing began: a target this run created stays.
@@ -96,10 +124,23 @@ func (d *Device) Capacity() int64 {
 	return d.Dev.BlockCount() * int64(d.Dev.BlockSize())
 }
 
-// Serial is the reader's USB serial number, "" when it has none.
+// BCDDevice is the reader's bcdDevice in hex ("0100"), a sim: reader's
+// too; "" for file:.
+func (d *Device) BCDDevice() string {
+	switch {
+	case d.USB != nil:
+		return fmt.Sprintf("%04x", d.USB.BCDDevice)
+	case d.USBID != "":
+		return fmt.Sprintf("%04x", d.bcd)
+	}
+	return ""
+}
+
+// Serial is the reader's USB serial number (a sim: reader's too), ""
+// when it has none.
 func (d *Device) Serial() string {
 	if d.USB == nil {
-		return ""
+		return d.serial
 	}
 	return d.USB.Serial
 }
@@ -223,11 +264,19 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 	if err != nil {
 		return failAll(err)
 	}
-	var onRecovery func(string)
-	if opts.OnRecovery != nil {
-		onRecovery = func(step string) { opts.OnRecovery(name, step) }
+	rq, topts := transportSetup(ep, info, opts.overrides(readers))
+	topts.Name = name
+	usbID := readerID(ep, info)
+	switch {
+	case opts.OnNotice != nil:
+		topts.OnNotice = func(n usbms.Notice) {
+			n.USBID = usbID
+			opts.OnNotice(name, n)
+		}
+	case opts.OnRecovery != nil:
+		topts.OnRecovery = func(step string) { opts.OnRecovery(name, step) }
 	}
-	tr := usbms.NewTransport(ep, usbms.TransportOptions{Name: name, OnRecovery: onRecovery})
+	tr := usbms.NewTransport(ep, topts)
 	// The reader closes with its last slot.
 	var mu sync.Mutex
 	open := len(group)
@@ -241,6 +290,14 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 	}
 	for i, t := range group {
 		ds[i], errs[i] = openSlot(ctx, t, name, tr, info, release, opts)
+		if ds[i] != nil {
+			ds[i].Quirks, ds[i].USBID = &rq, usbID
+			if id, ok := ep.(identified); ok {
+				_, _, ds[i].serial = id.Identity()
+				_, _, ds[i].bcd = id.USBID()
+			}
+			ds[i].Sim, _ = ep.(*sim.Device)
+		}
 	}
 	// A card made for a read-only command (size= names it) stays: it is
 	// the card the user asked for, blank. One made for a write goes again

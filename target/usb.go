@@ -26,6 +26,10 @@ func USBName(i libusb.Info) string {
 // KernelDiskNode). The zero value is ready; it is for one command: a
 // reader plugged in later is not seen.
 type Readers struct {
+	// Quirks are the user's quirk overrides, for the readers list
+	// describes.
+	Quirks QuirkOverrides
+
 	once  sync.Once
 	infos []libusb.Info
 	err   error
@@ -83,6 +87,8 @@ type Reader struct {
 	Slots []usbms.LUNSummary
 	// Err says why the reader could not be opened or probed.
 	Err error
+	// Quirks are the quirk flags chosen for the reader.
+	Quirks ReaderQuirks
 }
 
 // ListReaders enumerates every USB mass-storage interface and describes
@@ -94,13 +100,15 @@ func (r *Readers) ListReaders(ctx context.Context) ([]Reader, error) {
 	}
 	out := make([]Reader, 0, len(infos))
 	for i, info := range infos {
-		out = append(out, describeReader(ctx, i, info))
+		out = append(out, describeReader(ctx, i, info, r.Quirks))
 	}
 	return out, nil
 }
 
-func describeReader(ctx context.Context, index int, info libusb.Info) Reader {
+func describeReader(ctx context.Context, index int, info libusb.Info, o QuirkOverrides) Reader {
 	r := Reader{Index: index, Info: info, Name: USBName(info)}
+	rq, topts := transportSetup(nil, &info, o)
+	r.Quirks = rq
 	if !info.Supported {
 		return r
 	}
@@ -116,7 +124,8 @@ func describeReader(ctx context.Context, index int, info libusb.Info) Reader {
 		return r
 	}
 	defer dev.Close()
-	r.Slots, r.Err = usbms.ProbeLUNs(ctx, usbms.NewTransport(dev, usbms.TransportOptions{Name: r.Name}), usbms.LUNOptions{ReadyWait: 3 * time.Second})
+	topts.Name = r.Name
+	r.Slots, r.Err = usbms.ProbeLUNs(ctx, usbms.NewTransport(dev, topts), usbms.LUNOptions{ReadyWait: 3 * time.Second, SpinUpWait: 3 * time.Second})
 	return r
 }
 

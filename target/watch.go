@@ -118,6 +118,9 @@ type watchedReader struct {
 	close  func() error
 	writes sync.WaitGroup
 	slots  []slotState
+	quirks ReaderQuirks
+	usbID  string
+	serial string // a simulated reader's USB serial
 }
 
 // slotState remembers whether the card in a slot was given, so a card
@@ -165,18 +168,30 @@ func (w *watcher) scan(ctx context.Context) {
 			w.refuse(ctx, fr.Key, openError(fr.spec, err))
 			continue
 		}
-		tr := usbms.NewTransport(ep, usbms.TransportOptions{Name: fr.Name, OnRecovery: func(step string) {
-			if w.opts.OnRecovery != nil {
-				w.opts.OnRecovery(fr.Name, step)
+		rq, topts := transportSetup(ep, fr.Info, w.opts.overrides(w.opts.Readers))
+		topts.Name = fr.Name
+		usbID := readerID(ep, fr.Info)
+		switch {
+		case w.opts.OnNotice != nil:
+			topts.OnNotice = func(n usbms.Notice) {
+				n.USBID = usbID
+				w.opts.OnNotice(fr.Name, n)
 			}
-		}})
+		case w.opts.OnRecovery != nil:
+			topts.OnRecovery = func(step string) { w.opts.OnRecovery(fr.Name, step) }
+		}
+		tr := usbms.NewTransport(ep, topts)
 		maxLUN, err := tr.MaxLUN(ctx)
 		if err != nil {
 			closer()
 			w.refuse(ctx, fr.Key, &Error{Kind: KindDevice, Target: fr.Name, Msg: fmt.Sprintf("%s: asking for the number of LUNs: %v", fr.Name, err), Err: err})
 			continue
 		}
-		w.readers[fr.Key] = &watchedReader{found: fr, tr: tr, close: closer, slots: make([]slotState, maxLUN+1)}
+		wr := &watchedReader{found: fr, tr: tr, close: closer, slots: make([]slotState, maxLUN+1), quirks: rq, usbID: usbID}
+		if id, ok := ep.(identified); ok {
+			_, _, wr.serial = id.Identity()
+		}
+		w.readers[fr.Key] = wr
 	}
 	for key, r := range w.readers {
 		if !present[key] {
@@ -217,7 +232,7 @@ func (w *watcher) check(ctx context.Context, r *watchedReader, n int) {
 	if st.busy {
 		return
 	}
-	slot := usbms.ProbeLUN(ctx, r.tr, n, usbms.LUNOptions{ReadyWait: w.opts.Interval})
+	slot := usbms.ProbeLUN(ctx, r.tr, n, usbms.LUNOptions{ReadyWait: w.opts.Interval, SpinUpWait: w.opts.Interval})
 	if slot.LUN == nil {
 		if slot.NoMedium {
 			w.mu.Lock()
@@ -233,7 +248,7 @@ func (w *watcher) check(ctx context.Context, r *watchedReader, n int) {
 	if len(r.slots) > 1 {
 		name = fmt.Sprintf("%s/%d", name, n)
 	}
-	d := &Device{Name: name, Dev: slot.LUN, LUN: slot.LUN, USB: r.found.Info}
+	d := &Device{Name: name, Dev: slot.LUN, LUN: slot.LUN, USB: r.found.Info, Quirks: &r.quirks, USBID: r.usbID, serial: r.serial}
 	w.mu.Lock()
 	r.slots[n].busy = true
 	w.mu.Unlock()

@@ -49,12 +49,99 @@ func (l *LUN) transfer(ctx context.Context, write bool, lba int64, p []byte) err
 			continue
 		}
 		if err != nil {
-			return err
+			if choke := (*chokeError)(nil); errors.As(err, &choke) {
+				// The same range again, at once, in smaller commands.
+				// What the failed command moved is sent again whole: a
+				// WRITE writes the same bytes twice, a READ fills p again.
+				l.t.lowerCap(op, n*bs, choke)
+				continue
+			}
+			return l.lastBlockRefused(err, lba, n)
 		}
 		lba += n
 		p = p[n*bs:]
 	}
 	return nil
+}
+
+// capSteps are the command sizes a reader that fails large READs and
+// WRITEs is stepped down through, in bytes: Linux's 240 sectors (what it
+// sends to any USB 2 reader), MAX_SECTORS_64's 64 sectors, and one page of
+// 8 (the kernel's least).
+var capSteps = [...]int64{240 * 512, 64 * 512, 8 * 512}
+
+// nextCap is the largest of capSteps below n bytes; 0 when there is none.
+func nextCap(n int64) int64 {
+	for _, s := range capSteps {
+		if s < n {
+			return s
+		}
+	}
+	return 0
+}
+
+// lowerCap caps every later READ and WRITE of the reader below the size
+// of the command that failed, and says so once per step.
+func (t *Transport) lowerCap(op string, failed int64, choke *chokeError) {
+	next := nextCap(failed)
+	for {
+		cur := t.capBytes.Load()
+		if cur != 0 && cur <= next {
+			return // another LUN of the reader lowered it already
+		}
+		if t.capBytes.CompareAndSwap(cur, next) {
+			break
+		}
+	}
+	why := choke.err.Error()
+	var na *noAnswerError
+	switch {
+	case errors.As(choke.err, &na):
+		why = fmt.Sprintf("no answer within %v", na.wait)
+	case errors.Is(choke.err, ErrNoDevice):
+		why = "it dropped off the bus and came back after a port reset"
+	case errors.Is(choke.err, ErrPhaseError):
+		why = "phase error"
+	}
+	t.mu.Lock()
+	t.learn(0, fmt.Sprintf("%s commands of %s failed (%s): at most %s per command", op, sizeWords(failed), why, sizeWords(next)))
+	t.mu.Unlock()
+	t.tell(Notice{Kind: NoticeTransferCap, Failed: failed, Cap: next,
+		Text: fmt.Sprintf("%s fails %s commands of %s (%s): sending at most %s per command from now on", t.opts.Name, op, sizeWords(failed), why, sizeWords(next))})
+}
+
+// sizeWords is a byte count as people write a transfer size: 1 MiB,
+// 120 KiB, 512 B.
+func sizeWords(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// TransferCap is the largest READ or WRITE sent to the reader, in bytes,
+// after its quirks and its failures; 0 when nothing caps it.
+func (l *LUN) TransferCap() int64 { return l.t.capBytes.Load() }
+
+// lastBuggy is how many blocks at the end of the medium are read and
+// written one per command: every USB disk gets Linux's last_sector_bug,
+// since readers that fail a multi-block command touching them exist.
+const lastBuggy = 8
+
+// lastBlockRefused adds to err, when the command covered the last block
+// and the reader called it out of range, that the capacity it reported may
+// be one block too many (a reader that reports the count, not the last
+// address).
+func (l *LUN) lastBlockRefused(err error, lba, n int64) error {
+	var ce *CommandError
+	if lba+n != l.blocks || !scsi.IsLBAOutOfRange(err) || !errors.As(err, &ce) {
+		return err
+	}
+	ce.Err = &detailError{msg: fmt.Sprintf("%v; the reader reported %d blocks and refuses block %d, the last: %v", ce.Err, l.blocks, l.blocks-1, ErrCapacityOffByOne), err: errors.Join(ce.Err, ErrCapacityOffByOne)}
+	return err
 }
 
 // plan chooses how many of count blocks at lba the next command moves and
@@ -66,6 +153,16 @@ func (l *LUN) plan(lba, count int64) (n int64, use16 bool) {
 	}
 	if m := int64(l.limits.MaxTransfer); m > 0 {
 		limit = min(limit, m)
+	}
+	if c := l.t.capBytes.Load(); c > 0 {
+		limit = min(limit, max(c/int64(l.blockSize), 1))
+	}
+	// Nothing crosses into the last blocks, and inside them one block
+	// goes per command.
+	if first := l.blocks - lastBuggy; lba >= first {
+		limit = 1
+	} else if lba+min(count, limit) > first {
+		limit = first - lba
 	}
 	n = min(count, limit)
 	if n <= scsi.MaxBlocks10 && lba+n-1 <= scsi.MaxLBA10 {
@@ -105,19 +202,46 @@ func (l *LUN) rw(ctx context.Context, write, use16 bool, lba int64, p []byte) er
 		return &CommandError{Op: l.cdb.Name(), Device: l.t.opts.Name, LUN: l.lun, LBA: lba, Blocks: blocks,
 			Err: errors.New("LBA beyond 2^32 and the device does not support 16-byte commands")}
 	}
-	_, err := l.do(ctx, l.essential(l.cdb.Bytes(), dir, p), span{lba, blocks})
+	r := l.essential(l.cdb.Bytes(), dir, p)
+	r.shrink = nextCap(int64(len(p))) > 0
+	r.shrinkGone = int64(len(p)) > capSteps[0]
+	_, err := l.do(ctx, r, span{lba, blocks})
+	if err != nil && !write && l.t.opts.Quirks&QuirkInitialRead10 != 0 && HasSense(err) {
+		// A reader that fails a READ(10) now and then, the first one
+		// after a card goes in above all: Linux repeats it at once.
+		_, err = l.do(ctx, r, span{lba, blocks})
+	}
 	if err == nil && write {
 		l.wrote = true
 	}
 	return err
 }
 
-// Sync flushes the device's write cache with SYNCHRONIZE CACHE(10). Many
-// readers do not implement it (ILLEGAL REQUEST) or stall it; both are taken
-// as "nothing to flush".
+// WriteCache reports whether the device flushes its writes with
+// SYNCHRONIZE CACHE: its caching mode page says the write cache is on, or
+// its quirks say it caches (QuirkWriteCache, QuirkAlwaysSync).
+func (l *LUN) WriteCache() bool {
+	return l.writeCache || l.t.opts.Quirks&(QuirkWriteCache|QuirkAlwaysSync) != 0
+}
+
+// Sync flushes the device's write cache with SYNCHRONIZE CACHE(10) when
+// it has one (WriteCache), as Linux's sd does: a card reader whose mode
+// data says nothing of a cache is sent none. Readers that do not
+// implement it (ILLEGAL REQUEST) or stall it are taken as having nothing
+// to flush.
 func (l *LUN) Sync(ctx context.Context) error {
+	if !l.WriteCache() {
+		return nil
+	}
 	cdb := scsi.SynchronizeCache10(0, 0)
 	_, err := l.do(ctx, l.essential(cdb.Bytes(), NoData, nil), span{})
+	if l.t.opts.Quirks&QuirkSenseAfterSync != 0 && !errors.Is(err, ErrNoDevice) {
+		// The Kindle ejects its medium unless a command follows the
+		// flush within a second.
+		rs := scsi.RequestSense(senseLen)
+		buf := make([]byte, senseLen)
+		_, _ = l.do(ctx, probe(rs.Bytes(), DataIn, buf), span{})
+	}
 	if scsi.IsIllegalRequest(err) || (errors.Is(err, ErrStall) && !errors.Is(err, ErrNoDevice)) {
 		return nil
 	}
@@ -125,15 +249,23 @@ func (l *LUN) Sync(ctx context.Context) error {
 }
 
 // Eject allows medium removal and ejects the medium (START STOP UNIT with
-// LoEj). Readers without a lock reject PREVENT ALLOW; that is ignored.
+// LoEj). Readers without a lock reject PREVENT ALLOW; that is ignored,
+// and QuirkNotLockable readers are not sent it.
 func (l *LUN) Eject(ctx context.Context) error {
 	cdb := scsi.PreventAllowMediumRemoval(false)
-	if _, err := l.do(ctx, probe(cdb.Bytes(), NoData, nil), span{}); err != nil && !scsi.IsIllegalRequest(err) {
-		if err := unignorable(ctx, err); err != nil {
-			return err
+	if l.t.opts.Quirks&QuirkNotLockable == 0 {
+		if _, err := l.do(ctx, probe(cdb.Bytes(), NoData, nil), span{}); err != nil && !scsi.IsIllegalRequest(err) {
+			if err := unignorable(ctx, err); err != nil {
+				return err
+			}
 		}
 	}
 	cdb = scsi.StartStopUnit(false, true)
 	_, err := l.do(ctx, l.essential(cdb.Bytes(), NoData, nil), span{})
 	return err
 }
+
+// Learned returns what was found out about the reader so far (shared by
+// its LUNs): a residue switched off, a CSW signature, commands made
+// smaller.
+func (l *LUN) Learned() []Learned { return l.t.Learned() }

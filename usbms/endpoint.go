@@ -84,3 +84,11 @@ type BufferAllocator interface {
 type DeadlineSetter interface {
 	SetDeadline(t time.Time)
 }
+
+// Sleeper is an optional interface of an Endpoint whose time is modelled
+// (the simulator's clock): the pauses the host makes between commands (a
+// unit becoming ready, a reader settling after a reset) go through it, so
+// they count on the device's clock and, on a virtual clock, take no time.
+type Sleeper interface {
+	Sleep(ctx context.Context, d time.Duration) error
+}

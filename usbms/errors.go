@@ -27,6 +27,10 @@ var (
 	// ErrNotReady means the unit kept saying it is becoming ready for
 	// longer than LUNOptions.ReadyWait.
 	ErrNotReady = errors.New("still not ready")
+	// ErrCapacityOffByOne means the reader refused the last block of the
+	// capacity it reported as out of range: it may report the block count
+	// where the last address belongs (Linux's FIX_CAPACITY readers).
+	ErrCapacityOffByOne = errors.New("its capacity may be one block too many")
 )
 
 // CommandError is the error of one SCSI command on a LUN. Blocks is zero for

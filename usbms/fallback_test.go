@@ -57,11 +57,11 @@ func FuzzParseCSW(f *testing.F) {
 	f.Add(cswBytes(cswSignature, 9, 4096, 1), uint32(9), uint32(4096))
 	f.Add(cswBytes(cswSignature, 2, 0, 2), uint32(2), uint32(0))
 	f.Fuzz(func(t *testing.T, b []byte, tag, length uint32) {
-		c, err := parseCSW(b, tag, length)
+		c, err := parseCSW(b, cswCheck{tag: tag, length: length, sig: cswSignature})
 		if err != nil {
 			return
 		}
-		if c.tag != tag || c.status > statusPhase || c.residue > length || len(b) != cswLen {
+		if c.tag != tag || c.status > statusPhase || c.residue > length || len(b) != cswLen || c.sig != cswSignature {
 			t.Errorf("parseCSW accepted %X for tag %d, length %d: %+v", b, tag, length, c)
 		}
 		if n := validBytes(length, int(length), c.residue); n < 0 || n > int(length) {

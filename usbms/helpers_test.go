@@ -16,7 +16,7 @@ import (
 // short enough that NeverAnswer tests finish quickly. The timeout is a bound
 // on how long a test may take, never something a test asserts on.
 var (
-	testTransport = usbms.TransportOptions{Name: "sim", Timeout: 200 * time.Millisecond, ResetTimeout: time.Second}
+	testTransport = usbms.TransportOptions{Name: "sim", Timeout: 200 * time.Millisecond, ResetTimeout: time.Second, ResetSettle: time.Millisecond}
 	testLUN       = usbms.LUNOptions{RetryBackoff: time.Millisecond, ReadyWait: 50 * time.Millisecond}
 )
 

@@ -13,7 +13,12 @@ import (
 const (
 	DefaultReadyWait    = 10 * time.Second
 	DefaultRetryBackoff = 100 * time.Millisecond
-	DefaultRetries      = 3
+	// DefaultRetries is what Linux's sd allows a command (SD_MAX_RETRIES).
+	DefaultRetries = 5
+	// DefaultSpinUpWait and DefaultSpinUpPoll bound how long Open polls
+	// a unit it sent START UNIT to, and how often, as Linux's sd does.
+	DefaultSpinUpWait = 100 * time.Second
+	DefaultSpinUpPoll = time.Second
 )
 
 // LUNOptions tunes a LUN. The zero value gives the defaults.
@@ -24,8 +29,12 @@ type LUNOptions struct {
 	// RetryBackoff is the pause between retries on NOT READY.
 	RetryBackoff time.Duration
 	// Retries is how many times one command is repeated after a UNIT
-	// ATTENTION, ABORTED COMMAND or an incomplete transfer.
+	// ATTENTION, ABORTED COMMAND, HARDWARE ERROR, a MEDIUM ERROR that may
+	// pass, missing sense data or an incomplete transfer.
 	Retries int
+	// SpinUpWait bounds how long Open polls a unit that was NOT READY
+	// and was sent START UNIT; SpinUpPoll is the pause between polls.
+	SpinUpWait, SpinUpPoll time.Duration
 }
 
 func (o LUNOptions) withDefaults() LUNOptions {
@@ -37,6 +46,12 @@ func (o LUNOptions) withDefaults() LUNOptions {
 	}
 	if o.Retries <= 0 {
 		o.Retries = DefaultRetries
+	}
+	if o.SpinUpWait <= 0 {
+		o.SpinUpWait = DefaultSpinUpWait
+	}
+	if o.SpinUpPoll <= 0 {
+		o.SpinUpPoll = DefaultSpinUpPoll
 	}
 	return o
 }
@@ -65,6 +80,11 @@ type LUN struct {
 	blockSize int
 	blocks    int64
 	wp        bool
+	// writeCache: the caching mode page says the write cache is on.
+	writeCache bool
+	// reported is the block count READ CAPACITY gave, before a quirk
+	// corrected it.
+	reported int64
 
 	// no16 is set once the device rejects READ(16)/WRITE(16) as an
 	// unknown opcode; later commands are split into (10) variants.

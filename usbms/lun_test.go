@@ -21,7 +21,9 @@ const (
 
 func TestOpenIdentifies(t *testing.T) {
 	cfg := sim.Config{LUNs: []sim.LUN{{Blocks: 4096, Removable: true, Vendor: "QEMU", Product: "QEMU HARDDISK", Revision: "2.5+", Serial: "QM00001", MaxTransferBlocks: 2048}}}
-	r := newRig(t, cfg, testTransport)
+	opts := testTransport
+	opts.Quirks = usbms.QuirkTryVPDPages
+	r := newRig(t, cfg, opts)
 	want := scsi.InquiryData{Removable: true, Vendor: "QEMU", Product: "QEMU HARDDISK", Revision: "2.5+"}
 	got := r.lun.Inquiry()
 	got.Version = 0
@@ -35,10 +37,11 @@ func TestOpenIdentifies(t *testing.T) {
 
 func TestOpenQuirks(t *testing.T) {
 	tests := []struct {
-		name    string
-		lun     sim.LUN
-		wantErr string
-		check   func(t *testing.T, r *rig)
+		name       string
+		lun        sim.LUN
+		writeCache bool
+		wantErr    string
+		check      func(t *testing.T, r *rig)
 	}{
 		{name: "no medium", lun: sim.LUN{NoMedium: true}, wantErr: "no medium in sim LUN 0"},
 		{name: "write protected", lun: sim.LUN{Blocks: 64, WriteProtected: true}, check: func(t *testing.T, r *rig) {
@@ -56,9 +59,17 @@ func TestOpenQuirks(t *testing.T) {
 				t.Error("WriteProtected() = true for a reader that rejects MODE SENSE")
 			}
 		}},
-		{name: "SYNCHRONIZE CACHE rejected", lun: sim.LUN{Blocks: 64, RejectSyncCache: true}, check: func(t *testing.T, r *rig) {
-			if err := r.lun.Sync(context.Background()); err != nil {
-				t.Errorf("Sync() = %v, want nil for a reader without SYNCHRONIZE CACHE", err)
+		{name: "no write cache: no SYNCHRONIZE CACHE, as Linux", lun: sim.LUN{Blocks: 64}, check: func(t *testing.T, r *rig) {
+			if err := r.lun.Sync(context.Background()); err != nil || r.lun.WriteCache() {
+				t.Errorf("Sync() = %v, WriteCache() = %v; want nil, false", err, r.lun.WriteCache())
+			}
+			if n := r.dev.Stats().Opcodes[scsi.OpSynchronizeCache10]; n != 0 {
+				t.Errorf("%d SYNCHRONIZE CACHE sent, want 0", n)
+			}
+		}},
+		{name: "write cache on, SYNCHRONIZE CACHE rejected", lun: sim.LUN{Blocks: 64, RejectSyncCache: true}, writeCache: true, check: func(t *testing.T, r *rig) {
+			if err := r.lun.Sync(context.Background()); err != nil || !r.lun.WriteCache() {
+				t.Errorf("Sync() = %v, WriteCache() = %v; want nil, true for a reader without SYNCHRONIZE CACHE", err, r.lun.WriteCache())
 			}
 			if n := r.dev.Stats().Opcodes[scsi.OpSynchronizeCache10]; n != 1 {
 				t.Errorf("%d SYNCHRONIZE CACHE sent, want 1", n)
@@ -87,7 +98,7 @@ func TestOpenQuirks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dev, err := sim.New(sim.Config{LUNs: []sim.LUN{tt.lun}})
+			dev, err := sim.New(sim.Config{LUNs: []sim.LUN{tt.lun}, Misbehaviour: sim.Misbehaviour{WriteCache: tt.writeCache}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +195,9 @@ func TestCommandSelection(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := sim.Config{LUNs: []sim.LUN{{Blocks: tt.blocks, MaxTransferBlocks: tt.maxTransfer}}}
-			r := newRig(t, cfg, testTransport)
+			opts := testTransport
+			opts.Quirks = usbms.QuirkTryVPDPages // the device limit is in VPD page B0
+			r := newRig(t, cfg, opts)
 			if r.lun.BlockCount() != tt.blocks {
 				t.Fatalf("BlockCount() = %d, want %d", r.lun.BlockCount(), tt.blocks)
 			}

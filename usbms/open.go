@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"usbflash/scsi"
 )
@@ -17,10 +18,12 @@ const (
 	modeSense6Len = 192 // Linux asks 192 for page 0x3F; some readers hang on 255
 )
 
-// probe is a command whose failure Open tolerates: one reset at most and
-// no port reset, so a reader that hangs on an optional command costs little.
+// probe is a command whose failure is tolerated: one attempt, and reset
+// recovery after a failure so the next command finds the reader ready;
+// no second attempt and no port reset, so a reader that hangs on an
+// optional command costs one timeout.
 func probe(cdb []byte, dir Direction, data []byte) request {
-	return request{cdb: cdb, dir: dir, data: data, maxResets: 1}
+	return request{cdb: cdb, dir: dir, data: data, maxResets: 0, probe: true}
 }
 
 // essential is a command that cannot be done without: the whole recovery
@@ -30,14 +33,17 @@ func (l *LUN) essential(cdb []byte, dir Direction, data []byte) request {
 }
 
 // OpenLUN identifies logical unit lun of the device behind t and readies it
-// for block I/O: it waits for the medium, reads identity, VPD pages when the
-// device offers them, capacity and write protection.
+// for block I/O with the commands Linux sends a USB disk, in its order:
+// INQUIRY, TEST UNIT READY until the medium is ready (START UNIT when it
+// needs one), READ CAPACITY, a READ of block 0, and MODE SENSE for write
+// protection (and whether it caches writes). VPD pages only when the
+// quirks ask for them (QuirkTryVPDPages): Linux reads none of a USB disk.
 func OpenLUN(ctx context.Context, t *Transport, lun int, opts LUNOptions) (*LUN, error) {
 	if lun < 0 || lun > 15 {
 		return nil, fmt.Errorf("usbms: open %s LUN %d: LUN numbers run from 0 to 15", t.opts.Name, lun)
 	}
 	l := &LUN{t: t, lun: lun, opts: opts.withDefaults()}
-	steps := []func(context.Context) error{l.waitReady, l.identify, l.readVPD, l.readCapacity, l.readWriteProtect}
+	steps := []func(context.Context) error{l.identify, l.waitReady, l.readVPD, l.readCapacity, l.readBlockZero, l.readWriteProtect}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return nil, err
@@ -47,17 +53,47 @@ func OpenLUN(ctx context.Context, t *Transport, lun int, opts LUNOptions) (*LUN,
 }
 
 // waitReady issues TEST UNIT READY until the unit is ready. The retry policy
-// of do waits out "becoming ready"; an empty slot fails at once.
+// of do waits out "becoming ready"; an empty slot fails at once. A unit
+// that stays NOT READY in a way START UNIT may end gets one START STOP
+// UNIT (start), and is polled for SpinUpWait, as Linux's sd does when a
+// disk is attached.
 func (l *LUN) waitReady(ctx context.Context) error {
 	cdb := scsi.TestUnitReady()
-	_, err := l.do(ctx, l.essential(cdb.Bytes(), NoData, nil), span{})
-	if scsi.IsNoMedium(err) {
-		return &detailError{msg: fmt.Sprintf("no medium in %s LUN %d", l.t.opts.Name, l.lun), err: err}
+	started := false
+	var waited time.Duration
+	for {
+		_, err := l.do(ctx, l.essential(cdb.Bytes(), NoData, nil), span{})
+		switch {
+		case err == nil:
+			return nil
+		case scsi.IsNoMedium(err):
+			return &detailError{msg: fmt.Sprintf("no medium in %s LUN %d", l.t.opts.Name, l.lun), err: err}
+		case !scsi.NeedsStart(err):
+			return err
+		case !started:
+			started = true
+			start := scsi.StartStopUnit(true, false)
+			if _, serr := l.do(ctx, probe(start.Bytes(), NoData, nil), span{}); unignorable(ctx, serr) != nil {
+				return serr
+			}
+			continue
+		case waited >= l.opts.SpinUpWait:
+			return fmt.Errorf("%w %v after START UNIT: %w", ErrNotReady, l.opts.SpinUpWait, err)
+		}
+		if serr := l.t.sleep(ctx, l.opts.SpinUpPoll); serr != nil {
+			return serr
+		}
+		waited += l.opts.SpinUpPoll
 	}
-	return err
 }
 
 func (l *LUN) identify(ctx context.Context) error {
+	if l.t.opts.Quirks&QuirkFixInquiry != 0 {
+		// A reader that hangs or crashes on INQUIRY: Linux answers it
+		// from its table instead of asking.
+		l.inquiry = l.t.opts.Inquiry
+		return nil
+	}
 	buf := make([]byte, inquiryLen)
 	cdb := scsi.Inquiry(inquiryLen)
 	n, err := l.do(ctx, l.essential(cdb.Bytes(), DataIn, buf), span{})
@@ -78,13 +114,15 @@ func (l *LUN) identify(ctx context.Context) error {
 	return nil
 }
 
-// readVPD reads the serial number and block limits when the device lists
-// them. Many card readers reject or mishandle VPD, so every failure here is
-// tolerated except a vanished device or a cancelled ctx.
+// readVPD reads the serial number and block limits when the quirks ask for
+// VPD pages (QuirkTryVPDPages) and the device lists them. Linux asks no USB
+// disk for VPD pages, and many card readers reject or mishandle them, so
+// every failure here is tolerated except a vanished device or a cancelled
+// ctx.
 func (l *LUN) readVPD(ctx context.Context) error {
 	// Devices claiming less than SPC-2 rarely implement VPD; Linux does not
 	// ask them either.
-	if l.inquiry.Version < 4 {
+	if l.t.opts.Quirks&QuirkTryVPDPages == 0 || l.inquiry.Version < 4 {
 		return nil
 	}
 	buf := make([]byte, vpdLen)
@@ -132,25 +170,50 @@ func unignorable(ctx context.Context, err error) error {
 	return nil
 }
 
+// readCapacity asks READ CAPACITY as Linux's sd does: (10) first, (16)
+// when (10) says the capacity does not fit (or first, for
+// QuirkNeedsCap16 bridges, whose (10) wraps), with the kernel's
+// leniencies: a block length of 0 is 512, a (16) that fails after (10)
+// said 0xFFFFFFFF means 2^32 blocks (no medium for
+// QuirkNoReadCapacity16). QuirkFixCapacity and QuirkCapacityHeuristics
+// correct a capacity reported as the block count.
 func (l *LUN) readCapacity(ctx context.Context) error {
+	q := l.t.opts.Quirks
 	buf := make([]byte, readCap16Len)
-	cdb := scsi.ReadCapacity10()
-	n, err := l.do(ctx, l.essential(cdb.Bytes(), DataIn, buf[:8]), span{})
-	if err != nil {
-		return err
+	var c scsi.Capacity
+	var err error
+	have := false
+	cdb := scsi.ReadCapacity16(readCap16Len)
+	if q&QuirkNeedsCap16 != 0 {
+		if n, err16 := l.do(ctx, probe(cdb.Bytes(), DataIn, buf), span{}); err16 == nil {
+			c, err = scsi.ParseReadCapacity16(buf[:n])
+			have = err == nil
+		} else if err := unignorable(ctx, err16); err != nil {
+			return err
+		}
 	}
-	c, err := scsi.ParseReadCapacity10(buf[:n])
-	if err == nil && c.Needs16() {
-		cdb = scsi.ReadCapacity16(readCap16Len)
-		n, err = l.do(ctx, l.essential(cdb.Bytes(), DataIn, buf), span{})
+	if !have {
+		cdb = scsi.ReadCapacity10()
+		n, err := l.do(ctx, l.essential(cdb.Bytes(), DataIn, buf[:8]), span{})
 		if err != nil {
 			return err
 		}
-		c, err = scsi.ParseReadCapacity16(buf[:n])
+		c, err = scsi.ParseReadCapacity10(buf[:n])
+		if err == nil && c.Needs16() {
+			c, err = l.readCapacity16(ctx, c)
+			if err != nil {
+				return err
+			}
+			cdb = scsi.ReadCapacity16(readCap16Len)
+		}
+		if err != nil {
+			return l.cmdError(request{cdb: cdb.Bytes()}, span{}, err)
+		}
 	}
-	if err == nil {
-		err = c.Validate()
+	if c.BlockLength == 0 {
+		c.BlockLength = 512 // as Linux's sd assumes
 	}
+	err = c.Validate()
 	if err == nil && c.Blocks() > math.MaxInt64/uint64(c.BlockLength) {
 		err = fmt.Errorf("capacity of %d blocks of %d bytes is beyond 8 EiB", c.Blocks(), c.BlockLength)
 	}
@@ -158,21 +221,80 @@ func (l *LUN) readCapacity(ctx context.Context) error {
 		return l.cmdError(request{cdb: cdb.Bytes()}, span{}, err)
 	}
 	l.blockSize, l.blocks = int(c.BlockLength), int64(c.Blocks())
+	l.reported = l.blocks
+	switch {
+	case q&QuirkFixCapacity != 0 && l.blocks > 1:
+		l.blocks--
+	case q&QuirkCapacityHeuristics != 0 && q&QuirkCapacityOK == 0 && l.blocks%2 == 1 && l.blocks > 1:
+		l.blocks--
+	}
 	return nil
 }
 
-// readWriteProtect asks MODE SENSE(6) for the write-protect bit. Readers
-// that reject or stall MODE SENSE are taken as writable; a protected card
-// then fails the first WRITE with DATA PROTECT instead.
+// readCapacity16 follows a READ CAPACITY(10) that said the capacity does
+// not fit it.
+func (l *LUN) readCapacity16(ctx context.Context, c10 scsi.Capacity) (scsi.Capacity, error) {
+	if l.t.opts.Quirks&QuirkNoReadCapacity16 != 0 {
+		// Such readers mean "no medium" by it.
+		return scsi.Capacity{}, &detailError{msg: fmt.Sprintf("no medium in %s LUN %d", l.t.opts.Name, l.lun),
+			err: &scsi.SenseError{Key: scsi.NotReady, ASC: scsi.ASCMediumNotPresent}}
+	}
+	buf := make([]byte, readCap16Len)
+	cdb := scsi.ReadCapacity16(readCap16Len)
+	n, err := l.do(ctx, probe(cdb.Bytes(), DataIn, buf), span{})
+	if err != nil {
+		if err := unignorable(ctx, err); err != nil {
+			return scsi.Capacity{}, err
+		}
+		// Linux's sd takes 2^32 blocks then.
+		return scsi.Capacity{LastLBA: scsi.MaxLBA10, BlockLength: c10.BlockLength}, nil
+	}
+	return scsi.ParseReadCapacity16(buf[:n])
+}
+
+// ReportedBlocks is the block count READ CAPACITY gave, before a quirk
+// corrected it (BlockCount is what is used).
+func (l *LUN) ReportedBlocks() int64 { return l.reported }
+
+// readBlockZero reads block 0 before MODE SENSE, as Linux does for every
+// USB disk: some readers report placeholder mode data (a write-protect
+// bit among it) until the medium was accessed. Its failure changes
+// nothing.
+func (l *LUN) readBlockZero(ctx context.Context) error {
+	buf := make([]byte, l.blockSize)
+	cdb := scsi.Read10(0, 1)
+	_, err := l.do(ctx, probe(cdb.Bytes(), DataIn, buf), span{0, 1})
+	return unignorable(ctx, err)
+}
+
+// readWriteProtect asks MODE SENSE, page 3F, for the write-protect bit,
+// and looks in the same data for the caching page's write-cache bit
+// (Linux asks no USB disk for page 08 alone). MODE SENSE(6) for SCSI
+// readers, (10) for the ATAPI command set. Readers that reject or stall it
+// are taken as writable without a cache; a protected card then fails the
+// first WRITE with DATA PROTECT instead. QuirkNoWPDetect readers are not
+// asked.
 func (l *LUN) readWriteProtect(ctx context.Context) error {
+	if l.t.opts.Quirks&QuirkNoWPDetect != 0 {
+		return nil
+	}
 	buf := make([]byte, modeSense6Len)
+	ten := l.t.opts.CommandSet == SetATAPI
 	cdb := scsi.ModeSense6(0x3F, 0, false, modeSense6Len)
+	if ten {
+		cdb = scsi.ModeSense10(0x3F, 0, false, modeSense6Len)
+	}
 	n, err := l.do(ctx, probe(cdb.Bytes(), DataIn, buf), span{})
 	if err != nil {
 		return unignorable(ctx, err)
 	}
-	if h, err := scsi.ParseModeSense6(buf[:n]); err == nil {
+	if ten {
+		if h, err := scsi.ParseModeSense10(buf[:n]); err == nil {
+			l.wp = h.WriteProtected
+		}
+	} else if h, err := scsi.ParseModeSense6(buf[:n]); err == nil {
 		l.wp = h.WriteProtected
 	}
+	l.writeCache, _ = scsi.WriteCacheEnabled(buf[:n], ten)
 	return nil
 }

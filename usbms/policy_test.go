@@ -65,8 +65,9 @@ func TestSensePolicy(t *testing.T) {
 	}
 }
 
-// TestVPDTolerated checks that Open goes on without VPD pages a reader
-// rejects, and reads each listed page once.
+// TestVPDTolerated checks that Open, asked to read VPD pages
+// (QuirkTryVPDPages), goes on without pages a reader rejects, and reads
+// each listed page once.
 func TestVPDTolerated(t *testing.T) {
 	limits := make([]byte, 64)
 	limits[1], limits[3], limits[11] = 0xB0, 60, 0x80 // max transfer 128 blocks
@@ -91,7 +92,7 @@ func TestVPDTolerated(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &script{t: t, steps: tt.steps}
-			l := &LUN{t: NewTransport(s, TransportOptions{}), opts: LUNOptions{}.withDefaults(), inquiry: scsi.InquiryData{Version: 5}}
+			l := &LUN{t: NewTransport(s, TransportOptions{Quirks: QuirkTryVPDPages}), opts: LUNOptions{}.withDefaults(), inquiry: scsi.InquiryData{Version: 5}}
 			if err := l.readVPD(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -100,5 +101,20 @@ func TestVPDTolerated(t *testing.T) {
 				t.Errorf("Serial, MaxTransfer = %q, %d; want %q, %d", l.Serial(), l.MaxTransfer(), tt.serial, tt.transfer)
 			}
 		})
+	}
+}
+
+// TestBlockLengthZero: a READ CAPACITY that says blocks of 0 bytes means
+// 512, as Linux's sd takes it.
+func TestBlockLengthZero(t *testing.T) {
+	rc := []byte{0, 0, 0x0F, 0xFF, 0, 0, 0, 0} // last LBA 4095, block length 0
+	s := &script{t: t, steps: seq(cbw, step{call: "in", data: rc}, passed)}
+	l := &LUN{t: NewTransport(s, TransportOptions{}), opts: LUNOptions{}.withDefaults()}
+	if err := l.readCapacity(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.done()
+	if l.BlockSize() != 512 || l.BlockCount() != 4096 {
+		t.Errorf("%d blocks of %d bytes, want 4096 of 512", l.BlockCount(), l.BlockSize())
 	}
 }

@@ -23,6 +23,11 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		if err == nil {
 			return res, nil
 		}
+		if r.shrink && resets == 0 && !portReset && ctx.Err() == nil {
+			if cerr := t.choked(ctx, r, err); cerr != nil {
+				return result{}, cerr
+			}
+		}
 		if errors.Is(err, ErrNoDevice) {
 			return result{}, t.transportError(err)
 		}
@@ -48,6 +53,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 			t.notify(fmt.Sprintf("%s after %d resets: resetting the USB port", failure(r, err), resets))
 			perr := t.resetPort(ctx)
 			if perr == nil {
+				t.portResetDone = true
 				continue
 			}
 			if errors.Is(perr, ErrNoDevice) {
@@ -61,11 +67,45 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		}
 		// Whatever state the last attempt left behind must not poison
 		// the next command.
+		if r.probe {
+			t.notify(fmt.Sprintf("%s: resetting the reader and going on without it", failure(r, err)))
+		}
 		_ = t.resetRecovery(ctx)
 		return result{}, fmt.Errorf("%w after %d resets and %d port resets: %w",
 			ErrRecoveryFailed, resets, boolInt(portReset), err)
 	}
 }
+
+// choked ends a large READ or WRITE at its first failure when a smaller
+// command might not fail so: the device is made ready for the next
+// command (reset recovery; a port reset when it dropped off the bus and
+// may be back) and a *chokeError says to send the range again in smaller
+// commands. It returns nil when the ladder should go on as for any
+// command: a device that is gone for good, or a recovery that failed.
+func (t *Transport) choked(ctx context.Context, r request, err error) error {
+	if errors.Is(err, ErrNoDevice) {
+		if !r.shrinkGone {
+			return nil
+		}
+		t.notify(fmt.Sprintf("the reader dropped off the bus during %s of %s: resetting the USB port to find it again", opName(r.cdb), sizeWords(int64(len(r.data)))))
+		if t.resetPort(ctx) != nil {
+			return nil
+		}
+		return &chokeError{err: err}
+	}
+	t.notify(fmt.Sprintf("%s (%s): resetting the reader", failure(r, err), sizeWords(int64(len(r.data)))))
+	if rerr := t.resetRecovery(ctx); rerr != nil {
+		return nil
+	}
+	return &chokeError{err: err}
+}
+
+// chokeError is a large READ or WRITE that failed in a way a smaller one
+// might not; the device is ready for the next command.
+type chokeError struct{ err error }
+
+func (e *chokeError) Error() string { return e.err.Error() }
+func (e *chokeError) Unwrap() error { return e.err }
 
 // timedAttempt bounds one attempt by the per-command timeout. A timeout is
 // reported as such so that the final error says the device stopped
@@ -79,14 +119,16 @@ func (t *Transport) timedAttempt(ctx context.Context, r request) (result, error)
 		res, err := t.attempt(ctx, r)
 		ds.SetDeadline(time.Time{})
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("no answer within %v: %w", d, err)
+			err = &noAnswerError{wait: d, err: err}
 		}
 		return res, err
 	}
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	res, err := t.attempt(actx, r)
-	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+	// An Endpoint on a modelled clock ends a transfer at the deadline
+	// without the deadline having passed here.
+	if err != nil && ctx.Err() == nil && (errors.Is(actx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) {
 		err = &noAnswerError{wait: d, err: err}
 	}
 	return res, err
@@ -113,14 +155,24 @@ func failure(r request, err error) string {
 // notify tells the observer what recovery is about to try: a reader that
 // stopped answering costs tens of seconds, which must not pass in silence.
 func (t *Transport) notify(step string) {
-	if t.opts.OnRecovery != nil {
-		t.opts.OnRecovery(step)
+	t.tell(Notice{Kind: NoticeRecovery, Text: step})
+}
+
+// tell passes a Notice to OnNotice, or its text to OnRecovery.
+func (t *Transport) tell(n Notice) {
+	switch {
+	case t.opts.OnNotice != nil:
+		t.opts.OnNotice(n)
+	case t.opts.OnRecovery != nil:
+		t.opts.OnRecovery(n.Text)
 	}
 }
 
 // resetRecovery is BOT 5.3.4: Mass Storage Reset, then CLEAR_FEATURE
 // (ENDPOINT_HALT) on bulk-IN and on bulk-OUT. Each step has its own timeout
-// since the command's may already be spent.
+// since the command's may already be spent. Between the reset and the
+// clears the reader is left alone for ResetSettle, as Linux's usb-storage
+// leaves it.
 func (t *Transport) resetRecovery(ctx context.Context) error {
 	step := func(what string, f func(context.Context) error) error {
 		sctx, cancel := context.WithTimeout(ctx, t.opts.ResetTimeout)
@@ -135,6 +187,11 @@ func (t *Transport) resetRecovery(ctx context.Context) error {
 		return err
 	}); err != nil {
 		return err
+	}
+	if t.opts.ResetSettle > 0 {
+		if err := t.sleep(ctx, t.opts.ResetSettle); err != nil {
+			return fmt.Errorf("after Mass Storage Reset: %w", err)
+		}
 	}
 	if err := step("clear halt on bulk-in", func(c context.Context) error { return t.ep.ClearHalt(c, true) }); err != nil {
 		return err

@@ -14,8 +14,11 @@ import (
 )
 
 const (
-	faultLBA    = 1000
-	faultBlocks = 256
+	faultLBA = 1000
+	// faultBlocks is small enough (4 KiB) that no smaller command would
+	// be tried instead: the faults meet the recovery ladder itself.
+	// adapt_test.go has the larger commands.
+	faultBlocks = 8
 	opWrite10   = 0x2A
 	opRead10    = 0x28
 	opSense     = 0x03
@@ -59,7 +62,7 @@ func wantCommandError(t *testing.T, err error, op string) *usbms.CommandError {
 }
 
 // TestRecoveryFromFaults injects each fault of the simulator into one WRITE
-// or READ of 256 blocks at LBA 1000 and checks what the host did about it.
+// or READ of 8 blocks at LBA 1000 and checks what the host did about it.
 func TestRecoveryFromFaults(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -72,7 +75,7 @@ func TestRecoveryFromFaults(t *testing.T) {
 		check         func(t *testing.T, d delta, err error)
 		after         func(t *testing.T, r *rig) // optional, after check
 	}{
-		{name: "StallDataOut", fault: sim.Fault{Kind: sim.StallDataOut, AfterBytes: 4096},
+		{name: "StallDataOut", fault: sim.Fault{Kind: sim.StallDataOut, AfterBytes: 2048},
 			check: func(t *testing.T, d delta, err error) {
 				// Clear the halt, read the CSW (failed, ABORTED COMMAND),
 				// then the WRITE again; no reset needed.
@@ -80,7 +83,7 @@ func TestRecoveryFromFaults(t *testing.T) {
 					t.Errorf("err %v, %+v; want nil, 1 clear-out, 2 WRITEs, no reset", err, d)
 				}
 			}},
-		{name: "StallDataIn", fault: sim.Fault{Kind: sim.StallDataIn, AfterBytes: 4096}, read: true,
+		{name: "StallDataIn", fault: sim.Fault{Kind: sim.StallDataIn, AfterBytes: 2048}, read: true,
 			check: func(t *testing.T, d delta, err error) {
 				if err != nil || d.clearIn != 1 || d.reads != 2 || d.botResets != 0 {
 					t.Errorf("err %v, %+v; want nil, 1 clear-in, 2 READs, no reset", err, d)
@@ -106,7 +109,7 @@ func TestRecoveryFromFaults(t *testing.T) {
 			check: wantOneReset},
 		{name: "PhaseError", fault: sim.Fault{Kind: sim.PhaseError},
 			check: wantOneReset},
-		{name: "ShortDataIn", fault: sim.Fault{Kind: sim.ShortDataIn, AfterBytes: 512 * 10}, read: true,
+		{name: "ShortDataIn", fault: sim.Fault{Kind: sim.ShortDataIn, AfterBytes: 512 * 3}, read: true,
 			check: func(t *testing.T, d delta, err error) {
 				if err != nil || d.reads != 2 || d.botResets != 0 {
 					t.Errorf("err %v, %+v; want nil, the READ repeated once, no reset", err, d)
@@ -148,18 +151,25 @@ func TestRecoveryFromFaults(t *testing.T) {
 				}
 				factsonly.Check(t, err.Error())
 			}},
-		{name: "MediumError write", fault: sim.Fault{Kind: sim.MediumError, LBA: faultLBA + 100},
+		{name: "MediumError write once: repeated, as Linux's sd does", fault: sim.Fault{Kind: sim.MediumError, LBA: faultLBA + 5},
+			check: func(t *testing.T, d delta, err error) {
+				if err != nil || d.writes != 2 {
+					t.Errorf("err %v, %d WRITEs; want nil after 2", err, d.writes)
+				}
+			}},
+		{name: "MediumError write persistent", fault: sim.Fault{Kind: sim.MediumError, LBA: faultLBA + 5, Persistent: true},
 			check: func(t *testing.T, d delta, err error) {
 				wantCommandError(t, err, "WRITE(10)")
 				se, ok := scsi.AsSense(err)
-				if !ok || se.Key != scsi.MediumError || se.ASC != scsi.ASCWriteError || !se.Valid || se.Information != faultLBA+100 {
-					t.Errorf("sense = %+v, want 3/0C with INFORMATION %d", se, faultLBA+100)
+				if !ok || se.Key != scsi.MediumError || se.ASC != scsi.ASCWriteError || !se.Valid || se.Information != faultLBA+5 {
+					t.Errorf("sense = %+v, want 3/0C with INFORMATION %d", se, faultLBA+5)
 				}
-				if d.writes != 1 {
-					t.Errorf("%d WRITEs, want 1: a medium error is not retried", d.writes)
+				if d.writes != 1+usbms.DefaultRetries {
+					t.Errorf("%d WRITEs, want %d: a write error is repeated %d times", d.writes, 1+usbms.DefaultRetries, usbms.DefaultRetries)
 				}
 			}},
 		{name: "MediumError read", fault: sim.Fault{Kind: sim.MediumError, LBA: faultLBA + 7}, read: true,
+			// An unrecovered read is not repeated.
 			check: func(t *testing.T, d delta, err error) {
 				wantCommandError(t, err, "READ(10)")
 				se, ok := scsi.AsSense(err)
@@ -170,7 +180,7 @@ func TestRecoveryFromFaults(t *testing.T) {
 					t.Errorf("message %q does not say what failed", err)
 				}
 			}},
-		{name: "Disconnect", fault: sim.Fault{Kind: sim.Disconnect, AfterBytes: 64 << 10},
+		{name: "Disconnect", fault: sim.Fault{Kind: sim.Disconnect, AfterBytes: 2048},
 			check: func(t *testing.T, d delta, err error) {
 				wantCommandError(t, err, "WRITE(10)")
 				if !errors.Is(err, usbms.ErrNoDevice) || !strings.Contains(err.Error(), "disconnected") {

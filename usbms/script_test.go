@@ -101,6 +101,10 @@ func (s *script) ClearHalt(ctx context.Context, in bool) error {
 
 func (s *script) ResetPort(ctx context.Context) error { return s.next("reset").err }
 
+// Sleep takes the pauses the transport makes (after a reset) as no time:
+// a script has no clock.
+func (s *script) Sleep(context.Context, time.Duration) error { return nil }
+
 func (s *script) done() {
 	s.t.Helper()
 	if len(s.steps) > 0 {
@@ -162,7 +166,7 @@ func TestLadder(t *testing.T) {
 		{name: "two CSW stalls: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", err: errFakeStall}, clearIn, step{call: "csw", err: errFakeStall}, resetSteps, cbw, dataAll, passed)},
 		{name: "wrong tag: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", tagDelta: 1}, resetSteps, cbw, dataAll, passed)},
 		{name: "12-byte CSW: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", raw: make([]byte, 12)}, resetSteps, cbw, dataAll, passed)},
-		{name: "residue past length: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", residue: 4097}, resetSteps, cbw, dataAll, passed)},
+		{name: "residue past length: clamped, as Linux does", wantN: -1, steps: seq(cbw, dataAll, step{call: "csw", residue: 4097})},
 		{name: "status 3: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", status: 3}, resetSteps, cbw, dataAll, passed)},
 		{name: "phase error: reset, retry", steps: seq(cbw, dataAll, step{call: "csw", status: 2}, resetSteps, cbw, dataAll, passed)},
 		{name: "CBW refused: reset, retry", steps: seq(step{call: "out", err: errFakeBroken}, resetSteps, cbw, dataAll, passed)},
@@ -202,8 +206,11 @@ func TestLadder(t *testing.T) {
 			cdb := scsi.Write10(0, 8, false)
 			n, err := tr.Exec(context.Background(), 0, cdb.Bytes(), DataOut, make([]byte, 4096))
 			s.done()
-			if tt.wantN == 0 {
+			switch tt.wantN {
+			case 0:
 				tt.wantN = 4096
+			case -1:
+				tt.wantN = 0
 			}
 			if tt.wantErr == nil {
 				if err != nil || n != tt.wantN {
@@ -237,7 +244,10 @@ func TestDataInResidue(t *testing.T) {
 		want  int
 	}{
 		{"padded, residue 0", seq(cbw, step{call: "in", data: inquiry}, passed), 36},
-		{"residue says 20", seq(cbw, step{call: "in", data: inquiry}, step{call: "csw", residue: 16}), 20},
+		{"residue says 20: believed when fewer bytes came", seq(cbw, step{call: "in", data: inquiry[:30]}, step{call: "csw", residue: 16}), 20},
+		// Every byte came and the CSW still says 16 were left: Linux
+		// takes that for a lie and ignores the residue from then on.
+		{"residue 16 on a full INQUIRY: ignored", seq(cbw, step{call: "in", data: inquiry}, step{call: "csw", residue: 16}), 36},
 		{"short packet", seq(cbw, step{call: "in", data: inquiry[:8]}, passed), 8},
 		{"stall after 8: clear IN", seq(cbw, step{call: "in", n: 8, err: errFakeStall}, clearIn, step{call: "csw", residue: 28}), 8},
 	}
@@ -328,8 +338,9 @@ func (d *okDevice) BulkIn(ctx context.Context, p []byte) (int, error) {
 func (d *okDevice) ClassRequest(context.Context, bool, uint8, uint16, []byte) (int, error) {
 	return 0, nil
 }
-func (d *okDevice) ClearHalt(context.Context, bool) error { return nil }
-func (d *okDevice) ResetPort(context.Context) error       { return nil }
+func (d *okDevice) ClearHalt(context.Context, bool) error      { return nil }
+func (d *okDevice) ResetPort(context.Context) error            { return nil }
+func (d *okDevice) Sleep(context.Context, time.Duration) error { return nil }
 
 // TestWriteAllocations checks the hot path reuses its CBW, CSW and CDB
 // buffers. What remains is the per-command timeout's context and timer.
@@ -364,7 +375,8 @@ type deadlineDevice struct {
 	resets   int
 }
 
-func (d *deadlineDevice) SetDeadline(t time.Time) { d.deadline = t }
+func (d *deadlineDevice) SetDeadline(t time.Time)                    { d.deadline = t }
+func (d *deadlineDevice) Sleep(context.Context, time.Duration) error { return nil }
 
 func (d *deadlineDevice) BulkOut(ctx context.Context, p []byte) (int, error) {
 	if len(p) != cbwLen {

@@ -22,20 +22,23 @@ func (t *Transport) requestSense(ctx context.Context, r request) error {
 	for range 2 {
 		res, err := t.run(ctx, sr)
 		if err != nil {
-			return fmt.Errorf("command failed, and so did REQUEST SENSE: %w", err)
+			return fmt.Errorf("command failed, and so did REQUEST SENSE: %w", errors.Join(errNoSenseData, err))
 		}
 		if res.status == statusFailed {
-			lastErr = errors.New("command failed, and REQUEST SENSE reported failure twice")
+			lastErr = fmt.Errorf("command failed, and REQUEST SENSE reported failure twice: %w", errNoSenseData)
 			continue
 		}
 		se, err := scsi.ParseSense(t.sense[:res.n])
 		if err != nil {
-			return fmt.Errorf("command failed with unreadable sense data: %w", err)
+			return fmt.Errorf("command failed with unreadable sense data: %w", errors.Join(errNoSenseData, err))
 		}
 		return se
 	}
 	return lastErr
 }
+
+// errNoSenseData marks a failed command whose reason could not be learned.
+var errNoSenseData = errors.New("no sense data")
 
 // opName names a command by its CDB's opcode, for messages.
 func opName(cdb []byte) string {

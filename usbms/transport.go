@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"usbflash/scsi"
@@ -25,6 +26,10 @@ const (
 	// DefaultMaxResets is how many Bulk-Only resets one command may cause
 	// before the port is reset.
 	DefaultMaxResets = 2
+	// DefaultResetSettle is how long a reader is left alone after a
+	// Bulk-Only Mass Storage Reset, as Linux's usb-storage leaves it:
+	// some readers are still resetting when the next command comes.
+	DefaultResetSettle = 6 * time.Second
 )
 
 // TransportOptions tunes a Transport. The zero value gives the defaults.
@@ -41,11 +46,75 @@ type TransportOptions struct {
 	// MaxResets is the number of Bulk-Only resets per command before a port
 	// reset; negative means none.
 	MaxResets int
+	// ResetSettle is the pause after a Mass Storage Reset before the
+	// halts are cleared and the next command goes; 0 means
+	// DefaultResetSettle, negative none.
+	ResetSettle time.Duration
 	// OnRecovery, when set, is told each recovery step before it is
 	// taken, in a few words ("no answer for 20s: resetting the reader
 	// (reset 1 of 2)"). It is called with the transport locked and must
 	// not call back into it.
 	OnRecovery func(step string)
+	// OnNotice, when set, is told every Notice (recovery steps, and what
+	// was learned about the reader) instead of OnRecovery. It may be
+	// called with the transport locked and must not call back into it.
+	OnNotice func(Notice)
+	// Quirks are the reader's quirk flags (package target chooses them).
+	Quirks Quirks
+	// Inquiry is the identity a LUN reports without asking when Quirks
+	// has QuirkFixInquiry (the kernel makes it from its table and the
+	// bcdDevice); a direct-access device when left empty.
+	Inquiry scsi.InquiryData
+	// CommandSet is the interface's command set (its subclass).
+	CommandSet CommandSet
+}
+
+// CommandSet is the command set an interface's subclass names, which
+// decides how CDBs go out.
+type CommandSet uint8
+
+// Command sets over Bulk-Only Transport.
+const (
+	// SetSCSI is SCSI transparent (subclass 06) and RBC (01): CDBs go out
+	// as they are.
+	SetSCSI CommandSet = iota
+	// SetATAPI is SFF-8020i (02), QIC-157 (03) and SFF-8070i (05): CDBs
+	// padded to 12 bytes, LUN 0 only, MODE SENSE(10), as Linux drives
+	// them.
+	SetATAPI
+)
+
+// Notice is what a transport or a LUN tells its user while it works.
+type Notice struct {
+	Kind NoticeKind
+	Text string // the facts, in a few words
+	// Failed and Cap, for NoticeTransferCap: the size of the command
+	// that failed and the largest command sent from now on, in bytes.
+	Failed, Cap int64
+	// USBID is the reader's "VID:PID" when whoever passes the notice on
+	// knows it (package target does); "" otherwise.
+	USBID string
+}
+
+func (n Notice) String() string { return n.Text }
+
+// NoticeKind says what a Notice is about.
+type NoticeKind int
+
+// Kinds of Notice.
+const (
+	// NoticeRecovery is a step of the recovery ladder, about to be taken.
+	NoticeRecovery NoticeKind = iota
+	// NoticeTransferCap says the reader failed a large READ or WRITE and
+	// that smaller commands are sent from now on.
+	NoticeTransferCap
+)
+
+// Learned is something found out about a device while driving it, which
+// changes how it is driven for the rest of the session.
+type Learned struct {
+	Flag Quirks // the flag now in force; 0 when none names it
+	What string // the facts
 }
 
 // Transport runs commands over Bulk-Only Transport on one Endpoint. It is
@@ -54,11 +123,28 @@ type Transport struct {
 	ep   Endpoint
 	opts TransportOptions
 
-	mu    sync.Mutex // serialises commands; guards the fields below
-	tag   uint32
-	cbw   [cbwLen]byte
-	csw   [cswLen]byte
-	sense [senseLen]byte
+	mu  sync.Mutex // serialises commands; guards the fields below
+	tag uint32
+	cbw [cbwLen + 1]byte // one spare byte for QuirkBulk32
+	pad [16]byte         // a CDB padded to 12 bytes (SetATAPI)
+	csw [cswLen]byte
+	// sig is the CSW signature the device uses, learned from its first
+	// CSW; 0 until then.
+	sig uint32
+	// ignoreResidue: the CSW residue is disregarded (QuirkIgnoreResidue,
+	// or the device was caught lying).
+	ignoreResidue bool
+	// learned is what the transport found out about the device.
+	learned []Learned
+	// portResetDone is set when the ladder reset the port, for the UNIT
+	// ATTENTION that follows (consumePortReset).
+	portResetDone bool
+
+	// capBytes is the largest READ or WRITE sent to the device, in bytes;
+	// 0: no cap. QuirkMaxSectors64 starts it at 32 KiB; a reader that
+	// fails a large command lowers it (LUN.transfer). Shared by the LUNs.
+	capBytes atomic.Int64
+	sense    [senseLen]byte
 }
 
 // NewTransport returns a Transport that speaks BOT over ep.
@@ -81,7 +167,21 @@ func NewTransport(ep Endpoint, opts TransportOptions) *Transport {
 	if opts.MaxResets == 0 {
 		opts.MaxResets = DefaultMaxResets
 	}
-	return &Transport{ep: ep, opts: opts}
+	switch {
+	case opts.ResetSettle == 0:
+		opts.ResetSettle = DefaultResetSettle
+	case opts.ResetSettle < 0:
+		opts.ResetSettle = 0
+	}
+	t := &Transport{ep: ep, opts: opts}
+	t.ignoreResidue = opts.Quirks&QuirkIgnoreResidue != 0
+	switch {
+	case opts.Quirks&QuirkMaxSectorsMin != 0:
+		t.capBytes.Store(capSteps[len(capSteps)-1])
+	case opts.Quirks&QuirkMaxSectors64 != 0:
+		t.capBytes.Store(64 * 512)
+	}
+	return t
 }
 
 // Name returns the device name used in messages.
@@ -93,25 +193,69 @@ const (
 	reqGetMaxLUN        = 0xFE
 )
 
-// MaxLUN returns the highest LUN number of the device. Devices with a single
-// LUN may stall the request; that means 0.
+// maxLUNTimeout bounds Get Max LUN, as Linux's usb-storage does.
+const maxLUNTimeout = 10 * time.Second
+
+// MaxLUN returns the highest LUN number of the device. As Linux's
+// usb-storage, it takes a stall, a short or impossible answer, no answer
+// in time and any other failure of the request as one LUN (0), and does
+// not ask a QuirkSingleLUN reader or one of the ATAPI command set at all.
+// Only a vanished device or a cancelled ctx is an error.
 func (t *Transport) MaxLUN(ctx context.Context) (int, error) {
+	if t.opts.Quirks&QuirkSingleLUN != 0 || t.opts.CommandSet == SetATAPI {
+		return 0, nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var b [1]byte
-	ctx, cancel := context.WithTimeout(ctx, t.opts.ResetTimeout)
+	rctx, cancel := context.WithTimeout(ctx, maxLUNTimeout)
 	defer cancel()
-	n, err := t.ep.ClassRequest(ctx, true, reqGetMaxLUN, 0, b[:])
+	n, err := t.ep.ClassRequest(rctx, true, reqGetMaxLUN, 0, b[:])
 	switch {
-	case errors.Is(err, ErrStall):
-		return 0, nil
-	case err != nil:
+	case errors.Is(err, ErrNoDevice):
 		return 0, fmt.Errorf("the GET MAX LUN request: %w", t.transportError(err))
-	case n < 1 || b[0] > 15:
-		// Linux treats a missing or impossible answer as one LUN too.
+	case ctx.Err() != nil:
+		return 0, fmt.Errorf("the GET MAX LUN request: %w", ctx.Err())
+	case err != nil || n < 1 || b[0] > 15:
 		return 0, nil
 	}
 	return int(b[0]), nil
+}
+
+// consumePortReset reports whether the recovery ladder reset the port
+// since it was last asked.
+func (t *Transport) consumePortReset() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	done := t.portResetDone
+	t.portResetDone = false
+	return done
+}
+
+// Quirks returns the quirk flags the transport was given.
+func (t *Transport) Quirks() Quirks { return t.opts.Quirks }
+
+// Learned returns what was found out about the device so far.
+func (t *Transport) Learned() []Learned {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Learned(nil), t.learned...)
+}
+
+// learn records what was found out. Called with t.mu held.
+func (t *Transport) learn(flag Quirks, what string) {
+	t.learned = append(t.learned, Learned{Flag: flag, What: what})
+}
+
+// padCDB pads cdb to 12 bytes for the ATAPI command set, in the
+// transport's own buffer.
+func (t *Transport) padCDB(cdb []byte) []byte {
+	if t.opts.CommandSet != SetATAPI || len(cdb) >= 12 {
+		return cdb
+	}
+	t.pad = [16]byte{}
+	copy(t.pad[:], cdb)
+	return t.pad[:12]
 }
 
 // Reset performs Bulk-Only reset recovery: Mass Storage Reset, then clearing
@@ -145,6 +289,16 @@ type request struct {
 	data      []byte
 	maxResets int  // Bulk-Only resets before giving up or resetting the port
 	portReset bool // a port reset is allowed as the last resort
+	probe     bool // an optional command: its failure is tolerated
+	// shrink: a smaller command might not fail as this one does (a large
+	// READ or WRITE). Its first failure that calls for recovery resets
+	// the reader and ends in a *chokeError, so that the caller sends the
+	// range again in smaller commands instead of repeating this one.
+	shrink bool
+	// shrinkGone: a device that drops off the bus during it is looked
+	// for again with a port reset (it may re-enumerate), and the
+	// command, if it is back, ends in a *chokeError too.
+	shrinkGone bool
 }
 
 func (t *Transport) exec(ctx context.Context, r request) (int, error) {

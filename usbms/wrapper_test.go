@@ -39,26 +39,34 @@ func cswBytes(sig, tag, residue uint32, status byte) []byte {
 }
 
 func TestParseCSW(t *testing.T) {
-	const tag, length = 7, 4096
+	const tag, length, usbu = 7, 4096, 0x55425355
+	std := cswCheck{tag: tag, length: length, sig: cswSignature}
 	tests := []struct {
 		name  string
 		in    []byte
 		want  csw
 		valid bool
+		check cswCheck
 	}{
-		{"passed", cswBytes(cswSignature, tag, 0, 0), csw{tag: tag}, true},
-		{"failed with whole residue", cswBytes(cswSignature, tag, length, 1), csw{tag: tag, residue: length, status: 1}, true},
-		{"phase error", cswBytes(cswSignature, tag, 0, 2), csw{tag: tag, status: 2}, true},
-		{"short", cswBytes(cswSignature, tag, 0, 0)[:12], csw{}, false},
-		{"long", append(cswBytes(cswSignature, tag, 0, 0), 0), csw{}, false},
-		{"bad signature", cswBytes(cbwSignature, tag, 0, 0), csw{}, false},
-		{"bad tag", cswBytes(cswSignature, tag+1, 0, 0), csw{}, false},
-		{"status 3 not meaningful", cswBytes(cswSignature, tag, 0, 3), csw{}, false},
-		{"residue beyond length", cswBytes(cswSignature, tag, length+1, 0), csw{}, false},
+		{"passed", cswBytes(cswSignature, tag, 0, 0), csw{sig: cswSignature, tag: tag}, true, std},
+		{"failed with whole residue", cswBytes(cswSignature, tag, length, 1), csw{sig: cswSignature, tag: tag, residue: length, status: 1}, true, std},
+		{"phase error", cswBytes(cswSignature, tag, 0, 2), csw{sig: cswSignature, tag: tag, status: 2}, true, std},
+		{"short", cswBytes(cswSignature, tag, 0, 0)[:12], csw{}, false, std},
+		{"long", append(cswBytes(cswSignature, tag, 0, 0), 0), csw{}, false, std},
+		{"bad signature", cswBytes(cbwSignature, tag, 0, 0), csw{}, false, std},
+		{"bad tag", cswBytes(cswSignature, tag+1, 0, 0), csw{}, false, std},
+		{"status 3 not meaningful", cswBytes(cswSignature, tag, 0, 3), csw{}, false, std},
+		// Linux clamps a residue beyond the length instead of resetting.
+		{"residue beyond length: clamped", cswBytes(cswSignature, tag, length+18, 0), csw{sig: cswSignature, tag: tag, residue: length}, true, std},
+		{"first CSW: any signature, learned", cswBytes(usbu, tag, 0, 0), csw{sig: usbu, tag: tag}, true, cswCheck{tag: tag, length: length, sig: cswSignature, anySig: true}},
+		{"the learned signature", cswBytes(usbu, tag, 0, 0), csw{sig: usbu, tag: tag}, true, cswCheck{tag: tag, length: length, sig: usbu}},
+		{"the standard one, after learning another", cswBytes(cswSignature, tag, 0, 0), csw{sig: cswSignature, tag: tag}, true, cswCheck{tag: tag, length: length, sig: usbu}},
+		{"a third one", cswBytes(cbwSignature, tag, 0, 0), csw{}, false, cswCheck{tag: tag, length: length, sig: usbu}},
+		{"any tag for BULK_IGNORE_TAG", cswBytes(cswSignature, tag+5, 0, 0), csw{sig: cswSignature, tag: tag + 5}, true, cswCheck{tag: tag, length: length, sig: cswSignature, anyTag: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseCSW(tt.in, tag, length)
+			got, err := parseCSW(tt.in, tt.check)
 			if tt.valid != (err == nil) || (err != nil && !errors.Is(err, ErrInvalidCSW)) {
 				t.Fatalf("err = %v, want valid %v", err, tt.valid)
 			}

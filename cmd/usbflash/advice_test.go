@@ -158,7 +158,21 @@ func mediumAdviceCases(t *testing.T) []adviceCase {
 	medium := write(sim.Fault{Kind: sim.MediumError, LBA: 10, Persistent: true}, false)
 	swapped := write(sim.Fault{Kind: sim.UnitAttention}, true)
 	notReady := write(sim.Fault{Kind: sim.NotReady, Persistent: true}, false)
+	// A reader that reports the block count for the last LBA, read to the
+	// end.
+	dev, err := sim.New(sim.Config{LUNs: []sim.LUN{{Blocks: 4096}}, Misbehaviour: sim.Misbehaviour{CapacityOffByOne: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	l, err := usbms.OpenLUN(ctx, usbms.NewTransport(dev, usbms.TransportOptions{Name: "sim:card.img"}), 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	phantom := l.ReadBlocks(ctx, 4096, make([]byte, 512))
+	asRead := &pipeline.DeviceError{Device: "sim:card.img", Op: pipeline.OpRead, LBA: 4096, Count: 1, BlockSize: 512, Err: phantom}
 	return []adviceCase{
+		{"medium/capacity one block too many", asRead, capacityAdvice},
 		{"medium/no medium", noMedium, "insert a card and run the command again"},
 		{"medium/no medium, under a failed write", asWrite(noMedium), "insert a card and run the command again"},
 		{"medium/medium error", medium, "use another card"},

@@ -212,7 +212,10 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 		return err
 	}
 	run := &benchRun{target: t.Raw}
-	usb := &target.Readers{} // enumerated once, for --compare and the open alike
+	usb, err := a.newReaders() // enumerated once, for --compare and the open alike
+	if err != nil {
+		return err
+	}
 	// Points are JSON events only: a text event would end the progress
 	// bar each time, and the table says it all at the end.
 	point := func(p cardbench.Point) {
@@ -259,7 +262,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 	}
 
 	// Without --write nothing is written: the target is opened read-only.
-	d, err := target.Open(ctx, t, target.Options{Force: f.force, ReadOnly: !f.write, OnRecovery: recoveryNotes(rep), Readers: usb})
+	d, err := target.Open(ctx, t, target.Options{Force: f.force, ReadOnly: !f.write, OnNotice: noticeNotes(rep), Readers: usb})
 	if err != nil {
 		return err
 	}
@@ -274,11 +277,11 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 		note := fmt.Sprintf("%s holds %s in %d-byte blocks, the compared %s %s in %d-byte blocks: the kernel paths read another medium; the direct path reads %s",
 			d.Name, units.FormatSize(d.Capacity()), d.Dev.BlockSize(), compared.String(), units.FormatSize(compared.BlockCount()*int64(compared.BlockSize())), compared.BlockSize(),
 			regionNames(regions))
-		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+		rep.event(newNote(note), note)
 	}
 	if d.LUN != nil && d.LUN.MaxTransfer() > 0 && sizes[len(sizes)-1] > d.LUN.MaxTransfer()*int64(run.blockSize) {
 		note := fmt.Sprintf("%s takes at most %s per command: larger sizes go out as several commands", d.Name, units.FormatSize(d.LUN.MaxTransfer()*int64(run.blockSize)))
-		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+		rep.event(newNote(note), note)
 	}
 	if f.write {
 		// The same refusals and question as write, before anything is
@@ -389,7 +392,7 @@ func restoreEvents(rep reporter, region *cardbench.Region, device string) cardbe
 		Restoring: func(cancelled bool) {
 			if cancelled {
 				note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again stops the restore and saves them to a file)", r.Offset, r.Offset+r.Length, device)
-				rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+				rep.event(newNote(note), note)
 			}
 		},
 		Restored: func() {

@@ -104,7 +104,11 @@ for a card whose content does not matter; it asks first, as write does.`,
 }
 
 func (a *app) check(ctx context.Context, rep reporter, t target.Spec, maxCache int64, f checkFlags) error {
-	d, err := target.Open(ctx, t, target.Options{Force: f.force, OnRecovery: recoveryNotes(rep)})
+	readers, err := a.newReaders()
+	if err != nil {
+		return err
+	}
+	d, err := target.Open(ctx, t, target.Options{Force: f.force, OnNotice: noticeNotes(rep), Readers: readers})
 	if err != nil {
 		return err
 	}
@@ -181,7 +185,7 @@ func checkProgress(ctx context.Context, rep reporter, name string) func(fakechec
 			ph = phasePutBack
 			if ctx.Err() != nil {
 				note := fmt.Sprintf("Putting back the blocks the check wrote on %s before exiting (Ctrl-C again stops that and keeps them in a file)", name)
-				rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+				rep.event(newNote(note), note)
 			}
 		}
 		total := p.Total

@@ -245,6 +245,8 @@ func hint(err error) string {
 		return "insert the card again and write the whole image again"
 	case errors.Is(err, usbms.ErrNotReady):
 		return "take the card out and insert it again"
+	case errors.Is(err, usbms.ErrCapacityOffByOne):
+		return capacityAdvice
 	case errors.Is(err, usbms.ErrRecoveryFailed):
 		return "unplug the reader, plug it in again, and run the command again"
 	case errors.As(err, &device) && device.Op == "sync":
@@ -487,4 +489,25 @@ func factsAndAdvice(err error) string {
 		return msg
 	}
 	return msg + "; " + advice
+}
+
+// capacityAdvice is for a reader that refuses the last block it reports.
+const capacityAdvice = "if the card is one block smaller than the reader says, pass --quirks VID:PID:c (VID:PID from `usbflash list`), as Linux's usb-storage.quirks= takes it"
+
+// noticeAdvice is the advice a reader's notice carries ("" for none): a
+// reader that failed large commands is told how to start at the size
+// that works.
+func noticeAdvice(n *usbms.Notice) string {
+	if n == nil || n.Kind != usbms.NoticeTransferCap || n.Cap <= 0 {
+		return ""
+	}
+	size := units.FormatSize(n.Cap)
+	id := n.USBID
+	if id == "" {
+		id = "VID:PID"
+	}
+	if n.Cap == 64*512 {
+		return fmt.Sprintf("pass --transfer-size %s, or --quirks %s:m (as Linux's usb-storage.quirks=), to start there", strings.ReplaceAll(size, " ", ""), id)
+	}
+	return fmt.Sprintf("pass --transfer-size %s to start there", strings.ReplaceAll(size, " ", ""))
 }

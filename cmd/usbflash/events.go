@@ -106,6 +106,11 @@ type progressEvent struct {
 type noteEvent struct {
 	eventHeader
 	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"` // the advice, for a note that has some
+}
+
+func newNote(msg string) *noteEvent {
+	return &noteEvent{eventHeader: eventHeader{Event: evNote}, Message: msg}
 }
 
 type summaryEvent struct {

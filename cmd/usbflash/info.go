@@ -19,8 +19,22 @@ import (
 type infoReport struct {
 	Target string        `json:"target"`
 	USB    *readerReport `json:"usb,omitempty"`
-	LUN    *lunReport    `json:"lun,omitempty"`
-	File   *fileReport   `json:"file,omitempty"`
+	// SimReader is a sim: reader's USB identity.
+	SimReader *simReaderReport `json:"sim_reader,omitempty"`
+	LUN       *lunReport       `json:"lun,omitempty"`
+	File      *fileReport      `json:"file,omitempty"`
+	// Quirks are the reader's quirk flags, where each came from, and what
+	// was learned while opening it (usb: and sim:).
+	Quirks *quirksReport `json:"quirks,omitempty"`
+}
+
+// simReaderReport is the identity a sim: reader gives itself (vid=, pid=,
+// bcd=, serial=), which --quirks names it by.
+type simReaderReport struct {
+	VID       string `json:"vid"`
+	PID       string `json:"pid"`
+	BCDDevice string `json:"bcd_device"`
+	Serial    string `json:"serial,omitempty"`
 }
 
 type fileReport struct {
@@ -54,7 +68,11 @@ unless --force).`,
 }
 
 func (a *app) info(ctx context.Context, t target.Spec, asJSON bool) error {
-	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, AllowNoMedium: true})
+	readers, err := a.newReaders()
+	if err != nil {
+		return err
+	}
+	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, AllowNoMedium: true, Readers: readers})
 	if err != nil {
 		return err
 	}
@@ -73,6 +91,12 @@ func describeDevice(d *target.Device) infoReport {
 		r := describeIdentity(*d.USB)
 		r.LUNs = nil
 		rep.USB = &r
+	} else if d.USBID != "" {
+		vid, pid, _ := strings.Cut(d.USBID, ":")
+		rep.SimReader = &simReaderReport{VID: vid, PID: pid, BCDDevice: d.BCDDevice(), Serial: d.Serial()}
+	}
+	if d.USBID != "" {
+		rep.Quirks = reportQuirks(d.Quirks, d.LUN)
 	}
 	switch {
 	case d.LUN != nil:
@@ -101,7 +125,13 @@ func printInfo(w io.Writer, rep infoReport) {
 		fmt.Fprintf(tw, "usb serial\t%s\n", u.Serial)
 		fmt.Fprintf(tw, "bus / address / port\t%d / %d / %s\n", u.Bus, u.Address, u.Path)
 		fmt.Fprintf(tw, "speed\t%s\n", u.Speed)
+		fmt.Fprintf(tw, "bcdDevice\t%s\n", u.BCDDevice)
 	}
+	if s := rep.SimReader; s != nil {
+		fmt.Fprintf(tw, "usb id (simulated)\t%s:%s, bcdDevice %s\n", s.VID, s.PID, s.BCDDevice)
+		fmt.Fprintf(tw, "usb serial\t%s\n", orDash(s.Serial))
+	}
+	printQuirks(tw, rep.Quirks)
 	if l := rep.LUN; l != nil {
 		fmt.Fprintf(tw, "lun\t%d\n", l.LUN)
 		fmt.Fprintf(tw, "vendor\t%s\n", l.Vendor)
@@ -122,6 +152,33 @@ func printInfo(w io.Writer, rep infoReport) {
 	if f := rep.File; f != nil {
 		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(f.Bytes), f.Bytes, f.Blocks, f.BlockSize)
 		fmt.Fprintf(tw, "direct I/O\t%v\n", f.Direct)
+	}
+}
+
+// printQuirks is info's lines about a reader's quirks: the flags, one
+// line per flag with its source, what was learned, the transfer cap.
+func printQuirks(w io.Writer, q *quirksReport) {
+	if q == nil {
+		fmt.Fprintf(w, "quirks\t-\n")
+		return
+	}
+	fmt.Fprintf(w, "quirks\t%s\n", q.Flags)
+	for _, f := range q.From {
+		name := f.Flag
+		if f.Letter != "" {
+			name = f.Letter + " " + name
+		}
+		from := f.Source
+		if f.Detail != "" {
+			from += ": " + f.Detail
+		}
+		fmt.Fprintf(w, "  %s\tfrom %s\n", name, from)
+	}
+	for _, l := range q.Learned {
+		fmt.Fprintf(w, "learned\t%s\n", l)
+	}
+	if q.TransferCap > 0 {
+		fmt.Fprintf(w, "largest command\t%s\n", units.FormatSize(q.TransferCap))
 	}
 }
 

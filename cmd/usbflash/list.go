@@ -56,6 +56,75 @@ type readerReport struct {
 	Reason       string      `json:"reason,omitempty"`
 	Target       string      `json:"target"`
 	LUNs         []lunReport `json:"luns,omitempty"` // info reports its one LUN apart
+	// BCDDevice is the reader's release number (hex), which quirk
+	// tables go by.
+	BCDDevice string        `json:"bcd_device"`
+	Quirks    *quirksReport `json:"quirks,omitempty"`
+}
+
+// quirksReport is what usbflash does differently for a reader: the quirk
+// flags in force and where each came from, and what it found out about
+// the reader while driving it.
+type quirksReport struct {
+	// Flags are the flags as the kernel writes them ("mr", letters, then
+	// "+" and the names of flags without one); "-" for none.
+	Flags string            `json:"flags"`
+	From  []quirkFlagReport `json:"from,omitempty"`
+	// Learned are facts found out while driving the reader.
+	Learned []string `json:"learned,omitempty"`
+	// TransferCap is the largest READ or WRITE sent, in bytes, when the
+	// quirks or the reader's failures cap it.
+	TransferCap int64 `json:"transfer_cap_bytes,omitempty"`
+}
+
+// quirkFlagReport is one flag in force and its source: table, vendor,
+// /sys/module/usb_storage/parameters/quirks, $USBFLASH_QUIRKS,
+// "sim quirks=", --quirks or learned.
+type quirkFlagReport struct {
+	Flag   string `json:"flag"`
+	Letter string `json:"letter,omitempty"`
+	Source string `json:"source"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// sourceLearned is the source of a flag usbflash switched on itself.
+const sourceLearned = "learned"
+
+// reportQuirks describes the quirks of a reader (nil: none known) and,
+// when a LUN of it is open, what was learned; nil when there is nothing
+// to say.
+func reportQuirks(rq *target.ReaderQuirks, l *usbms.LUN) *quirksReport {
+	var flags usbms.Quirks
+	rep := &quirksReport{}
+	if rq != nil {
+		flags = rq.Flags
+		for _, f := range rq.From {
+			rep.From = append(rep.From, quirkFlagReport{Flag: f.Flag.Name(), Letter: letter(f.Flag), Source: f.Source, Detail: f.Detail})
+		}
+	}
+	if l != nil {
+		for _, x := range l.Learned() {
+			if x.Flag != 0 && flags&x.Flag == 0 {
+				flags |= x.Flag
+				rep.From = append(rep.From, quirkFlagReport{Flag: x.Flag.Name(), Letter: letter(x.Flag), Source: sourceLearned, Detail: x.What})
+				continue
+			}
+			rep.Learned = append(rep.Learned, x.What)
+		}
+		rep.TransferCap = l.TransferCap()
+	}
+	if flags == 0 && len(rep.Learned) == 0 && rep.TransferCap == 0 {
+		return nil
+	}
+	rep.Flags = flags.String()
+	return rep
+}
+
+func letter(f usbms.Quirks) string {
+	if l := f.Letter(); l != 0 {
+		return string(l)
+	}
+	return ""
 }
 
 func newListCommand(a *app) *cobra.Command {
@@ -78,7 +147,11 @@ left alone; others are asked over SCSI. list never detaches a driver.`,
 }
 
 func (a *app) list(ctx context.Context, asJSON bool) error {
-	found, err := (&target.Readers{}).ListReaders(ctx)
+	usb, err := a.newReaders()
+	if err != nil {
+		return err
+	}
+	found, err := usb.ListReaders(ctx)
 	if errors.Is(err, libusb.ErrNoUSBAccess) || errors.Is(err, libusb.ErrNoUSBSupport) {
 		// Not a failure: there is simply nothing to list here.
 		if asJSON {
@@ -112,7 +185,7 @@ func describeIdentity(info libusb.Info) readerReport {
 		Bus: info.Bus, Address: info.Address, Path: info.PortPath,
 		VID: fmt.Sprintf("%04x", info.VID), PID: fmt.Sprintf("%04x", info.PID),
 		Manufacturer: info.Manufacturer, Product: info.Product, Serial: info.Serial,
-		Speed: info.Speed.String(), Interface: info.Interface,
+		Speed: info.Speed.String(), Interface: info.Interface, BCDDevice: fmt.Sprintf("%04x", info.BCDDevice),
 		Supported: info.Supported, Reason: info.Reason, Target: target.USBName(info),
 		LUNs: []lunReport{},
 	}
@@ -123,6 +196,13 @@ func describeIdentity(info libusb.Info) readerReport {
 func describeReader(r target.Reader) readerReport {
 	rep := describeIdentity(r.Info)
 	rep.Index = r.Index
+	var open *usbms.LUN
+	for _, s := range r.Slots {
+		if s.LUN != nil && open == nil {
+			open = s.LUN
+		}
+	}
+	rep.Quirks = reportQuirks(&r.Quirks, open)
 	for _, d := range r.KernelDisks {
 		l := lunReport{
 			LUN: d.LUN, Vendor: d.Vendor, Product: d.Model, BlockSize: 512,
@@ -198,6 +278,9 @@ func printReaders(w io.Writer, readers []readerReport) {
 			notes = append(notes, l.Mounted...)
 			if l.Error != "" {
 				notes = append(notes, l.Error)
+			}
+			if q := r.Quirks; q != nil {
+				notes = append(notes, "quirks "+q.Flags)
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", head, l.LUN, medium, size, strings.Join(notes, "; "))
 		}

@@ -12,6 +12,7 @@ import (
 	"usbflash/internal/units"
 	"usbflash/pipeline"
 	"usbflash/target"
+	"usbflash/usbms"
 )
 
 // cardPresenter shows a session of one card, written without --report:
@@ -41,7 +42,7 @@ func (p *cardPresenter) Observe(e flash.Event) {
 		p.rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: e.Card, Capacity: e.Capacity,
 			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
 	case flash.Note:
-		p.rep.event(&noteEvent{eventHeader{Event: evNote}, e.Message}, e.Message)
+		p.rep.event(noteWithAdvice(e.Message, e.Notice))
 	case flash.BlockMapChosen:
 		presentBlockMap(p.rep, e)
 	case flash.Progress:
@@ -94,7 +95,7 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 		switch {
 		case errors.Is(o.EjectErr, target.ErrNotEjectable):
 			note := "--eject does nothing for a file: target"
-			p.rep.event(&noteEvent{eventHeader{Event: evNote}, note}, "")
+			p.rep.event(newNote(note), "")
 			text = append(text, "Not ejected: "+note)
 		case o.EjectErr != nil:
 			text = append(text, fmt.Sprintf("Eject failed (the image is written and synced): %v", o.EjectErr))
@@ -176,13 +177,13 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 		if e.Card != "" && !strings.Contains(msg, e.Card) {
 			msg = e.Card + ": " + msg
 		}
-		p.rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
+		p.rep.event(noteWithAdvice(msg, e.Notice))
 	case flash.WriteStarted:
 		p.bars[e.Cards[0]].done()
 		p.bars[e.Cards[0]] = newCardBars(p.rep, e.Cards)
 		if !p.watch {
 			msg := fmt.Sprintf("Writing %s with %s transfers", plural(len(e.Cards), "card"), units.FormatSize(int64(e.TransferSize)))
-			p.rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, "")
+			p.rep.event(newNote(msg), "")
 		}
 	case flash.Progress:
 		if len(e.Cards) == 0 || p.bars[e.Cards[0].Card] == nil {
@@ -233,7 +234,7 @@ func (p *sessionPresenter) finish(res *flash.Result, err error) error {
 	for _, o := range res.Cards {
 		if o.EjectErr != nil {
 			msg := fmt.Sprintf("%s: eject failed (the image is written and synced): %v", o.Target, o.EjectErr)
-			p.rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
+			p.rep.event(newNote(msg), msg)
 		}
 	}
 	return err
@@ -271,11 +272,21 @@ func boundOf(res pipeline.WriteResult) bound {
 	return boundNone
 }
 
-// recoveryNotes passes a reader's recovery steps to the user.
-func recoveryNotes(rep reporter) func(reader, step string) {
-	return func(_, step string) {
-		rep.event(&noteEvent{eventHeader{Event: evNote}, step}, step)
+// noticeNotes passes a reader's notices (recovery steps, commands made
+// smaller) to the user, each with its advice.
+func noticeNotes(rep reporter) func(reader string, n usbms.Notice) {
+	return func(_ string, n usbms.Notice) { rep.event(noteWithAdvice(n.Text, &n)) }
+}
+
+// noteWithAdvice is a note event and its text, with the advice the
+// notice has (noticeAdvice) on the next line.
+func noteWithAdvice(msg string, n *usbms.Notice) (event, string) {
+	ev := newNote(msg)
+	ev.Hint = noticeAdvice(n)
+	if ev.Hint == "" {
+		return ev, msg
 	}
+	return ev, msg + "\n" + ensureSentence(ev.Hint)
 }
 
 // openedDevice reports an opened target and fits the transfer size to it,
@@ -285,7 +296,7 @@ func openedDevice(rep reporter, d *target.Device, transfer int64) int64 {
 	rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: d.Name, Capacity: d.Capacity(),
 		BlockSize: d.Dev.BlockSize(), TransferSize: int64(fitted)}, "")
 	if note != "" {
-		rep.event(&noteEvent{eventHeader{Event: evNote}, note}, note)
+		rep.event(newNote(note), note)
 	}
 	return int64(fitted)
 }
@@ -306,5 +317,5 @@ func noChecksumNote(rep reporter, src *imagesrc.Source) {
 		return
 	}
 	msg := fmt.Sprintf("This %s image carries no checksum of its own: only the read-back and the publisher's SHA-256 (--sha256) can tell it is intact", src.Format)
-	rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
+	rep.event(newNote(msg), msg)
 }

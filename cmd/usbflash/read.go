@@ -118,14 +118,18 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 		eventHeader: eventHeader{Event: evStart}, Command: cmdRead,
 		Target: t.Raw, Out: out, Format: format, TransferSize: transfer, Buffers: f.buffers,
 	}, fmt.Sprintf("Backing %s up to %s (%s) ...", t.Raw, out, format))
-	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, Force: f.force, OnRecovery: recoveryNotes(rep)})
+	readers, err := a.newReaders()
+	if err != nil {
+		return err
+	}
+	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, Force: f.force, OnNotice: noticeNotes(rep), Readers: readers})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	transfer = openedDevice(rep, d, transfer)
 	if d.InUse != nil {
-		rep.event(&noteEvent{eventHeader{Event: evNote}, inUseNote(d)}, inUseNote(d))
+		rep.event(newNote(inUseNote(d)), inUseNote(d))
 	}
 	extent, err := imagedst.ExtentOf(ctx, d.Dev, d.Name, want, f.used)
 	var past *imagedst.SizeError
@@ -135,7 +139,7 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 		return err
 	}
 	if msg := extentNote(d.Name, extent); msg != "" {
-		rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, msg)
+		rep.event(newNote(msg), msg)
 	}
 
 	b, err := imagedst.StartBackup(out, f.force)

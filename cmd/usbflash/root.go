@@ -34,6 +34,20 @@ type app struct {
 	// aborts is what a second interrupt does before the process exits;
 	// nil (run, the tests): nothing.
 	aborts *aborts
+	// quirks is --quirks: quirk flags for readers, as the kernel's
+	// usb-storage.quirks= takes them.
+	quirks string
+}
+
+// newReaders is the command's enumeration of readers, with the quirk
+// overrides in force (the kernel's, $USBFLASH_QUIRKS, --quirks); a
+// malformed override is a usage error.
+func (a *app) newReaders() (*target.Readers, error) {
+	o, err := target.HostQuirkOverrides(a.quirks)
+	if err != nil {
+		return nil, err
+	}
+	return &target.Readers{Quirks: o}, nil
 }
 
 func newRootCommand(a *app) *cobra.Command {
@@ -57,6 +71,9 @@ Targets:
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("usbflash {{.Version}}\n")
+	root.PersistentFlags().StringVar(&a.quirks, "quirks", "",
+		"quirk flags for readers that need them, as Linux's usb-storage.quirks= takes them: "+target.QuirkSyntax+
+			" (also $"+target.QuirksEnv+" and /sys/module/usb_storage/parameters/quirks)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newListCommand(a),

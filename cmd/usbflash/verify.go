@@ -77,7 +77,11 @@ func (a *app) verify(ctx context.Context, rep reporter, image string, t target.S
 		only = m.Extents()
 		presentBlockMap(rep, flash.BlockMapChosen{Path: mapPath, Ranges: len(m.Ranges), MappedBytes: m.MappedBytes(), ImageSize: m.ImageSize})
 	}
-	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, OnRecovery: recoveryNotes(rep)})
+	readers, err := a.newReaders()
+	if err != nil {
+		return err
+	}
+	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, OnNotice: noticeNotes(rep), Readers: readers})
 	if err != nil {
 		return err
 	}

@@ -153,6 +153,10 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 	if !f.yes {
 		cfg.Confirm = func(cards []*target.Device, src *imagesrc.Source) error { return a.confirm(cards, image, src) }
 	}
+	// Enumerated once, for --all and the opens alike.
+	if cfg.Readers, err = a.newReaders(); err != nil {
+		return err
+	}
 	if f.watch {
 		if !f.yes {
 			return &usageError{"--watch writes every card that appears without asking: add --yes"}
@@ -166,7 +170,6 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 		res, err := flash.Watch(ctx, cfg, find)
 		return p.finish(res, err)
 	}
-	cfg.Readers = &target.Readers{} // enumerated once, for --all and the opens alike
 	specs, err := a.writeTargets(ctx, rep, cfg.Readers, args[1:], f)
 	if err != nil {
 		return err
@@ -197,7 +200,7 @@ func (a *app) writeTargets(ctx context.Context, rep reporter, usb *target.Reader
 		ts, skipped := target.AllWithCards(readers)
 		for _, s := range skipped {
 			msg := "leaving " + s + " alone: in use"
-			rep.event(&noteEvent{eventHeader{Event: evNote}, msg}, "usbflash: "+msg)
+			rep.event(newNote(msg), "usbflash: "+msg)
 		}
 		if len(ts) == 0 {
 			return nil, &refusedError{fmt.Sprintf("--all: none of the %d readers holds a card that is not in use; run 'usbflash list'", len(readers))}
@@ -277,6 +280,8 @@ func identityLine(d *target.Device) string {
 	var parts []string
 	if d.USB != nil {
 		parts = append(parts, strings.TrimSpace(d.USB.Manufacturer+" "+d.USB.Product), "serial "+orDash(d.USB.Serial))
+	} else if s := d.Serial(); s != "" {
+		parts = append(parts, "serial "+s)
 	}
 	if d.LUN != nil {
 		inq := d.LUN.Inquiry()

@@ -56,7 +56,10 @@ type Info struct {
 	// Unlike Address it survives a reset, so re-opening uses it.
 	PortPath string
 
-	VID, PID     uint16
+	VID, PID uint16
+	// BCDDevice is the device descriptor's bcdDevice (release number):
+	// quirk tables name readers by VID, PID and a range of it.
+	BCDDevice    uint16
 	Manufacturer string
 	Product      string
 	Serial       string
@@ -65,10 +68,10 @@ type Info struct {
 	StringsNote string
 	Speed       Speed
 
-	Config     int // bConfigurationValue
-	Interface  int // bInterfaceNumber
-	AltSetting int // bAlternateSetting
-	SubClass   uint8
+	Config     int   // bConfigurationValue
+	Interface  int   // bInterfaceNumber
+	AltSetting int   // bAlternateSetting
+	SubClass   uint8 // SubclassSCSI, or another command set (BOTSubclass)
 	Protocol   uint8 // ProtocolBOT or ProtocolUAS (or another, unsupported)
 
 	BulkIn           uint8 // endpoint address, 0x81..0x8f
@@ -151,15 +154,36 @@ func (i Info) sysfsName() string {
 	return fmt.Sprintf("%s:%d.%d", i.PortPath, i.Config, i.Interface)
 }
 
+// Command-set subclasses other than SCSI transparent that Linux drives over
+// Bulk-Only Transport.
+const (
+	SubclassRBC   = 0x01 // reduced block commands: SCSI as it is
+	Subclass8020i = 0x02 // ATAPI (SFF-8020i, MMC-2)
+	SubclassQIC   = 0x03 // QIC-157 tapes
+	Subclass8070i = 0x05 // ATAPI removable (SFF-8070i)
+)
+
+// BOTSubclass reports whether usbflash drives an interface of this
+// subclass over Bulk-Only Transport, as Linux's usb-storage does: SCSI
+// transparent (06) and RBC (01) as they are, SFF-8020i (02), QIC-157 (03)
+// and SFF-8070i (05) with CDBs padded to 12 bytes.
+func BOTSubclass(subclass uint8) bool {
+	switch subclass {
+	case SubclassSCSI, SubclassRBC, Subclass8020i, SubclassQIC, Subclass8070i:
+		return true
+	}
+	return false
+}
+
 // classify decides whether an interface with these codes is one usbflash
 // can drive, and if not, why.
 func classify(subclass, protocol uint8) (supported bool, reason string) {
 	switch {
-	case subclass == SubclassSCSI && protocol == ProtocolBOT:
+	case BOTSubclass(subclass) && protocol == ProtocolBOT:
 		return true, ""
 	case subclass == SubclassSCSI && protocol == ProtocolUAS:
 		return false, "speaks only UAS (USB Attached SCSI), which usbflash does not implement; use file:/dev/sdX through the kernel instead"
 	default:
-		return false, fmt.Sprintf("mass-storage subclass 0x%02x protocol 0x%02x is not SCSI over Bulk-Only Transport (08/06/50)", subclass, protocol)
+		return false, fmt.Sprintf("mass-storage subclass 0x%02x protocol 0x%02x is not SCSI, RBC or ATAPI over Bulk-Only Transport (08/06/50, 08/01/50, 08/02/50, 08/03/50, 08/05/50)", subclass, protocol)
 	}
 }

@@ -54,8 +54,14 @@ func TestClassify(t *testing.T) {
 		{0x06, 0x50, true, ""},
 		{0x06, 0x62, false, "only UAS"},
 		{0x06, 0x00, false, "subclass 0x06 protocol 0x00"},
-		{0x04, 0x00, false, "not SCSI over Bulk-Only"},
-		{0x02, 0x50, false, "subclass 0x02 protocol 0x50"},
+		{0x04, 0x00, false, "not SCSI, RBC or ATAPI over Bulk-Only"},
+		{0x04, 0x50, false, "subclass 0x04 protocol 0x50"}, // UFI over BOT: not driven
+		{0xFF, 0x50, false, "subclass 0xff"},
+		// As Linux's usb-storage: RBC as SCSI, ATAPI with 12-byte CDBs.
+		{0x01, 0x50, true, ""},
+		{0x02, 0x50, true, ""},
+		{0x03, 0x50, true, ""},
+		{0x05, 0x50, true, ""},
 	}
 	for _, tc := range tests {
 		ok, reason := classify(tc.sub, tc.proto)

@@ -85,12 +85,12 @@ func interfacesOf(d *gousb.DeviceDesc) []Info {
 					continue
 				}
 				ms = append(ms, alt)
-				if uint8(alt.SubClass) == SubclassSCSI && uint8(alt.Protocol) == ProtocolBOT {
+				if BOTSubclass(uint8(alt.SubClass)) && uint8(alt.Protocol) == ProtocolBOT {
 					hasBOT = true
 				}
 			}
 			for _, alt := range ms {
-				isBOT := uint8(alt.SubClass) == SubclassSCSI && uint8(alt.Protocol) == ProtocolBOT
+				isBOT := BOTSubclass(uint8(alt.SubClass)) && uint8(alt.Protocol) == ProtocolBOT
 				if hasBOT && !isBOT {
 					continue
 				}
@@ -110,6 +110,7 @@ func infoOf(d *gousb.DeviceDesc, cfg int, alt gousb.InterfaceSetting) Info {
 		PortPath:   FormatPortPath(d.Bus, d.Path),
 		VID:        uint16(d.Vendor),
 		PID:        uint16(d.Product),
+		BCDDevice:  uint16(d.Device),
 		Speed:      Speed(d.Speed),
 		Config:     cfg,
 		Interface:  alt.Number,

@@ -30,7 +30,7 @@ func bulk(addr uint8, mps int) gousb.EndpointDesc {
 
 func device(ifaces ...gousb.InterfaceDesc) *gousb.DeviceDesc {
 	return &gousb.DeviceDesc{Bus: 2, Address: 9, Path: []int{1, 4}, Speed: gousb.SpeedSuper,
-		Vendor: 0x0bda, Product: 0x9210,
+		Vendor: 0x0bda, Product: 0x9210, Device: 0x1234,
 		Configs: map[int]gousb.ConfigDesc{1: {Number: 1, Interfaces: ifaces}}}
 }
 
@@ -91,6 +91,18 @@ func TestInterfacesOf(t *testing.T) {
 			reason: "subclass 0x04",
 		},
 		{
+			name: "8070i over Bulk-Only (an old CF reader): driven as Linux does",
+			dev: device(gousb.InterfaceDesc{Number: 0, AltSettings: []gousb.InterfaceSetting{
+				setting(0, 0, 0x05, 0x50, bulk(0x81, 64), bulk(0x02, 64))}}),
+			want: []listed{{0, 0, true, 0x81, 0x02}},
+		},
+		{
+			name: "RBC over Bulk-Only",
+			dev: device(gousb.InterfaceDesc{Number: 0, AltSettings: []gousb.InterfaceSetting{
+				setting(0, 0, 0x01, 0x50, bulk(0x81, 512), bulk(0x02, 512))}}),
+			want: []listed{{0, 0, true, 0x81, 0x02}},
+		},
+		{
 			name: "not mass storage at all",
 			dev:  device(gousb.InterfaceDesc{Number: 0, AltSettings: []gousb.InterfaceSetting{{Number: 0, Class: gousb.ClassVendorSpec}}}),
 		},
@@ -101,7 +113,7 @@ func TestInterfacesOf(t *testing.T) {
 			var got []listed
 			for _, i := range infos {
 				got = append(got, listed{i.Interface, i.AltSetting, i.Supported, i.BulkIn, i.BulkOut})
-				if i.PortPath != "2-1.4" || i.VID != 0x0bda || i.PID != 0x9210 || i.Speed != SpeedSuper || i.Config != 1 {
+				if i.PortPath != "2-1.4" || i.VID != 0x0bda || i.PID != 0x9210 || i.BCDDevice != 0x1234 || i.Speed != SpeedSuper || i.Config != 1 {
 					t.Errorf("identity wrong: %+v", i)
 				}
 			}

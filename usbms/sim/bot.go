@@ -55,6 +55,9 @@ type botState struct {
 // the device's intent is reconciled with the host's (BOT 6.7, the thirteen
 // cases).
 func (d *Device) begin(c cbw) {
+	if d.cfg.Misbehaviour.IgnoreLUN {
+		c.lun = 0
+	}
 	d.stats.Commands++
 	if d.stats.Opcodes == nil {
 		d.stats.Opcodes = make(map[byte]int64)
@@ -68,9 +71,10 @@ func (d *Device) begin(c cbw) {
 	*b = botState{haltIn: b.haltIn, haltOut: b.haltOut,
 		tag: c.tag, lun: c.lun, host: int64(c.length), hostIn: c.in,
 		plan: p, status: p.status, stallAt: -1}
-	if d.takeFault(NeverAnswer, c.lun, nil) != nil {
+	if d.takeFault(NeverAnswer, c.lun, nil) != nil || d.misbehaveCommand(c) {
 		b.hung = true
 	}
+	p = b.plan
 	intends := p.dir != dirNone && p.n > 0
 	switch {
 	case b.host == 0:
@@ -88,6 +92,9 @@ func (d *Device) begin(c cbw) {
 		// Case 10 (Ho <> Di).
 		b.status = statusPhaseError
 		d.haltAndCSW(false)
+	case !intends && p.status != statusPassed && b.hostIn && d.cfg.Misbehaviour.CSWInData:
+		// A reader that sends its CSW where the data should be.
+		d.toCSW()
 	case !intends && p.status != statusPassed:
 		// The command failed before any data: halt the endpoint the host
 		// will use, so it reads the CSW instead (cases 4 and 9).

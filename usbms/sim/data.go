@@ -174,7 +174,7 @@ func (d *Device) sendCSW(ctx context.Context, p []byte) (int, error) {
 	if len(p) < cswLen {
 		return 0, fmt.Errorf("sim: bulk-in: %d-byte buffer for a %d-byte CSW: overflow", len(p), cswLen)
 	}
-	sig, tag, status := uint32(cswSignature), b.tag, b.status
+	sig, tag, status := d.cswSignature(), b.tag, b.status
 	if d.takeFault(BadCSWSignature, b.lun, nil) != nil {
 		sig ^= 0xFF
 	}
@@ -184,7 +184,7 @@ func (d *Device) sendCSW(ctx context.Context, p []byte) (int, error) {
 	if d.takeFault(PhaseError, b.lun, nil) != nil {
 		status = statusPhaseError
 	}
-	putCSW(p, sig, tag, uint32(b.residue), status)
+	putCSW(p, sig, tag, d.cswResidue(b.host, b.residue), status)
 	d.bot = botState{phase: phaseCBW, haltIn: b.haltIn, haltOut: b.haltOut, stallAt: -1}
 	return cswLen, nil
 }

@@ -36,6 +36,12 @@ func (d *Device) BulkOut(ctx context.Context, p []byte) (int, error) {
 			d.wedge()
 			return len(p), nil
 		}
+		if d.losesCBW() {
+			// Still resetting: the packet is ACKed and forgotten.
+			d.stats.LostCBWs++
+			d.bot.hung = true
+			return len(p), nil
+		}
 		d.begin(c)
 		return len(p), nil
 	case phaseDataOut:
@@ -81,7 +87,15 @@ func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value
 		// preserved: the host clears them next.
 		d.bot = botState{phase: phaseCBW, haltIn: d.bot.haltIn, haltOut: d.bot.haltOut, stallAt: -1}
 		d.stats.BOTResets++
+		d.startSettling()
 		return 0, nil
+	case request == reqGetMaxLUN && in && value == 0 && len(data) >= 1 && d.cfg.Misbehaviour.MaxLUN == MaxLUNHang:
+		return 0, d.block(ctx, "Get Max LUN")
+	case request == reqGetMaxLUN && in && value == 0 && len(data) >= 1 && d.cfg.Misbehaviour.MaxLUN == MaxLUNError:
+		return 0, fmt.Errorf("sim: Get Max LUN: control transfer failed (not a stall)")
+	case request == reqGetMaxLUN && in && value == 0 && len(data) >= 1 && d.cfg.Misbehaviour.MaxLUN == MaxLUNReport:
+		data[0] = byte(d.cfg.Misbehaviour.MaxLUNValue)
+		return 1, nil
 	case request == reqGetMaxLUN && in && value == 0 && len(data) >= 1 && !d.cfg.StallGetMaxLUN:
 		data[0] = byte(len(d.luns) - 1)
 		return 1, nil
@@ -119,6 +133,10 @@ func (d *Device) ClearHalt(ctx context.Context, in bool) error {
 func (d *Device) ResetPort(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.backOnReset && d.gone && !d.isShut {
+		// It re-enumerates: the port reset finds it again.
+		d.gone, d.backOnReset = false, false
+	}
 	if err := d.usable(ctx, "reset port"); err != nil {
 		return err
 	}
@@ -126,6 +144,8 @@ func (d *Device) ResetPort(ctx context.Context) error {
 	d.faults = nil
 	d.disconnectAt = -1
 	d.busyUntil = time.Time{}
+	d.settleUntil = 0
+	d.read10Failed = 0
 	for _, l := range d.luns {
 		ua := sensePowerOnReset()
 		l.sense, l.ejected, l.prevent, l.unitAttention = sense{}, false, false, &ua

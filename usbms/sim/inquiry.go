@@ -59,10 +59,11 @@ func pad(dst []byte, s string) {
 	copy(dst, s)
 }
 
-// modeSense6 answers MODE SENSE(6) for the caching page (0x08) and all
-// pages (0x3F): a 4-byte header whose device-specific byte carries WP, no
-// block descriptor, and a caching page with the write cache off.
-func modeSense6(l *lun, cdb []byte) plan {
+// modeSense answers MODE SENSE(6) and (10) for the caching page (0x08)
+// and all pages (0x3F): a header whose device-specific byte carries WP, no
+// block descriptor, and a caching page with the write cache off (on with
+// Misbehaviour.WriteCache).
+func (d *Device) modeSense(l *lun, cdb []byte) plan {
 	if l.cfg.RejectModeSense {
 		return failed(l, senseInvalidOpcode())
 	}
@@ -73,12 +74,27 @@ func modeSense6(l *lun, cdb []byte) plan {
 	if page != 0x08 && page != 0x3F {
 		return failed(l, senseInvalidField())
 	}
-	b := make([]byte, 4, 4+20)
-	if l.cfg.WriteProtected {
-		b[2] = 0x80
-	}
+	wp := l.cfg.WriteProtected || (d.cfg.Misbehaviour.ModePlaceholder && !l.readSeen)
 	caching := make([]byte, 20)
 	caching[0], caching[1] = 0x08, 18
+	if d.cfg.Misbehaviour.WriteCache {
+		caching[2] = 0x04 // WCE
+	}
+	if cdb[0] == opModeSense10 {
+		// An 8-byte header (SPC-4 7.5.5): MODE DATA LENGTH in bytes 0-1,
+		// WP in byte 3.
+		b := make([]byte, 8, 8+20)
+		if wp {
+			b[3] = 0x80
+		}
+		b = append(b, caching...)
+		binary.BigEndian.PutUint16(b[0:2], uint16(len(b)-2))
+		return dataIn(b, int(binary.BigEndian.Uint16(cdb[7:9])))
+	}
+	b := make([]byte, 4, 4+20)
+	if wp {
+		b[2] = 0x80
+	}
 	b = append(b, caching...)
 	b[0] = byte(len(b) - 1) // MODE DATA LENGTH excludes itself
 	return dataIn(b, int(cdb[4]))

@@ -10,6 +10,9 @@ type lun struct {
 	ejected   bool // START STOP UNIT ejected the medium; ResetPort re-detects it
 	prevent   bool // PREVENT ALLOW MEDIUM REMOVAL is in force
 	sense     sense
+	// readSeen is set by the first READ (Misbehaviour.ModePlaceholder);
+	// garbageSense makes the next REQUEST SENSE answer junk.
+	readSeen, garbageSense bool
 	// unitAttention is a UNIT ATTENTION the device raised itself (after
 	// ResetPort); injected ones live in the fault list.
 	unitAttention *sense

@@ -47,6 +47,16 @@ import (
 //	fake=wrap|drop|garbage  a fake card whose flash is only real= bytes
 //	real=SIZE           with fake=: the flash behind the claimed size
 //	fake-cache=SIZE     with fake=: keeps the last writes past real= (see Fake)
+//	vid=, pid=, bcd=    USB identity (hex) the host's quirk table is searched by
+//	quirks=FLAGS        quirk flags given for this reader, passed to the host
+//	clock=virtual       nothing sleeps: the speed model runs on Stats.ModelTime
+//	choke=BLOCKS[:hang|stall|disconnect], residue=over|garbage|length,
+//	csw-signature=XXXX, csw-in-data=1, maxlun=hang|error|N, ignore-lun=1,
+//	sense=recovered|empty|hwerror|garbage[:count=N|every],
+//	not-ready=ASC.ASCQ[:until-start|:count=N], hang=COMMAND[,COMMAND...],
+//	mode-placeholder=1, last-sector-bug=N, capacity-off-by-one=1,
+//	write-cache=1, reset-settle=DURATION, initial-read10=N
+//	                    misbehaviours of real readers (see Misbehaviour)
 //
 // Fault kinds are stall-out, stall-in, stall-csw, bad-csw-signature,
 // bad-csw-tag, phase-error, short-in, unit-attention, not-ready,
@@ -92,6 +102,7 @@ func open(spec string, readOnly bool) (*Device, error) {
 		WriteSpeed: o.writeSpeed, Page: o.page, AllocationUnit: o.au, AUCost: o.auCost,
 		Serial: o.serial, Product: o.product,
 	}
+	o.reader.apply(&cfg)
 	for k := range o.luns {
 		l := LUN{
 			BlockSize: o.block, Blocks: capacity / int64(o.block),

@@ -32,6 +32,7 @@ type options struct {
 	maxTransfer                 uint32
 	faults                      []Fault
 	fake                        fakeOptions // fake=, real=, fake-cache= (fake.go)
+	reader                      readerOptions
 }
 
 // parseSpec splits "sim:PATH?opts" and parses the options. The first "?"
@@ -153,7 +154,10 @@ func (o *options) set(key, val string) error {
 			err = o.fake.set(key, val)
 			break
 		}
-		return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, fault, %s", key, fakeOptionNames())
+		var known bool
+		if known, err = o.reader.setReader(key, val); !known {
+			return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, fault, %s, %s", key, fakeOptionNames(), strings.Join(readerOptionNames, ", "))
+		}
 	}
 	if err != nil {
 		if ne := (*strconv.NumError)(nil); errors.As(err, &ne) {

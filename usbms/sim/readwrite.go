@@ -34,6 +34,9 @@ func (d *Device) readWrite(lunIdx int, l *lun, cdb []byte) plan {
 	if count == 0 {
 		return plan{} // SBC-3: a transfer length of 0 moves nothing and is no error
 	}
+	if q, ok := d.misbehaveMedia(l, p, lba, count, write); ok {
+		return q
+	}
 	end := int64(lba + count)
 	hit := d.takeFault(MediumError, lunIdx, func(f *Fault) bool {
 		return f.LBA >= int64(lba) && f.LBA < end

@@ -8,6 +8,7 @@ const (
 	opRequestSense   = 0x03
 	opInquiry        = 0x12
 	opModeSense6     = 0x1A
+	opModeSense10    = 0x5A
 	opStartStopUnit  = 0x1B
 	opPreventAllow   = 0x1E
 	opReadCapacity10 = 0x25
@@ -23,7 +24,7 @@ const (
 // known reports whether the device implements op.
 func known(op byte) bool {
 	switch op {
-	case opTestUnitReady, opRequestSense, opInquiry, opModeSense6, opStartStopUnit,
+	case opTestUnitReady, opRequestSense, opInquiry, opModeSense6, opModeSense10, opStartStopUnit,
 		opPreventAllow, opReadCapacity10, opRead10, opWrite10, opSyncCache10,
 		opRead16, opWrite16, opServiceIn16:
 		return true
@@ -35,6 +36,7 @@ func known(op byte) bool {
 // take effect here; READ and WRITE move their data in the data phase.
 func (d *Device) execute(lunIdx int, cdb []byte) plan {
 	op := cdb[0]
+	d.lastOp = op
 	if lunIdx >= len(d.luns) {
 		return d.badLUN(op, cdb)
 	}
@@ -58,6 +60,9 @@ func (d *Device) execute(lunIdx int, cdb []byte) plan {
 		if d.takeFault(NotReady, lunIdx, nil) != nil {
 			return failed(l, senseBecomingReady())
 		}
+		if s, ok := d.notReady(cdb); ok {
+			return failed(l, s)
+		}
 	}
 	switch op {
 	case opInquiry:
@@ -67,15 +72,15 @@ func (d *Device) execute(lunIdx int, cdb []byte) plan {
 			return failed(l, senseNoMedium())
 		}
 		return plan{}
-	case opModeSense6:
-		return modeSense6(l, cdb)
+	case opModeSense6, opModeSense10:
+		return d.modeSense(l, cdb)
 	case opStartStopUnit:
 		return startStop(l, cdb)
 	case opPreventAllow:
 		l.prevent = cdb[4]&0x03 != 0
 		return plan{}
 	case opReadCapacity10, opServiceIn16:
-		return readCapacity(l, cdb)
+		return readCapacity(l, cdb, d.readCapacityLast(l))
 	case opSyncCache10:
 		return syncCache(l)
 	case opRead10, opRead16, opWrite10, opWrite16:
@@ -123,6 +128,10 @@ func (d *Device) takeUnitAttention(lunIdx int, l *lun) (sense, bool) {
 // ATTENTION (which it clears, SPC-4 5.14), in fixed format. The DESC bit
 // is ignored: fixed format is what USB readers return.
 func (d *Device) requestSense(lunIdx int, l *lun, cdb []byte) plan {
+	if l.garbageSense {
+		l.garbageSense = false
+		return dataIn(make([]byte, fixedSenseLen), int(cdb[4]))
+	}
 	s := l.sense
 	if s.key == keyNoSense {
 		if ua, ok := d.takeUnitAttention(lunIdx, l); ok {
@@ -134,14 +143,13 @@ func (d *Device) requestSense(lunIdx int, l *lun, cdb []byte) plan {
 }
 
 // readCapacity answers READ CAPACITY(10) and (16).
-func readCapacity(l *lun, cdb []byte) plan {
+func readCapacity(l *lun, cdb []byte, last uint64) plan {
 	if cdb[0] == opServiceIn16 && cdb[1]&0x1F != saReadCapacity16 {
 		return failed(l, senseInvalidField())
 	}
 	if !l.present() {
 		return failed(l, senseNoMedium())
 	}
-	last := uint64(l.cfg.Blocks - 1)
 	if cdb[0] == opReadCapacity10 {
 		b := make([]byte, 8)
 		// SBC-3 5.16.2: a last LBA that does not fit says "use (16)".

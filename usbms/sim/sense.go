@@ -5,8 +5,10 @@ import "encoding/binary"
 // Sense keys (SPC-4 table 54).
 const (
 	keyNoSense        = 0x0
+	keyRecoveredError = 0x1
 	keyNotReady       = 0x2
 	keyMediumError    = 0x3
+	keyHardwareError  = 0x4
 	keyIllegalRequest = 0x5
 	keyUnitAttention  = 0x6
 	keyDataProtect    = 0x7

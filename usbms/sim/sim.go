@@ -79,8 +79,23 @@ type Config struct {
 	// each unit it covers only in part. 0: none.
 	AllocationUnit int64
 	AUCost         time.Duration
+	// VirtualClock runs the speed model on the modelled clock alone
+	// (Stats.ModelTime): nothing sleeps, and a transfer the device never
+	// answers ends at once as if the host's deadline had passed, its wait
+	// charged to the clock. Runs that take minutes of modelled time finish
+	// in milliseconds, and their cost is still known.
+	VirtualClock bool
 	// Serial, Manufacturer and Product are the USB string descriptors.
 	Serial, Manufacturer, Product string
+	// VID, PID and BCD are idVendor, idProduct and bcdDevice of the
+	// device descriptor, which a host looks quirks up by.
+	VID, PID, BCD uint16
+	// Quirks are the quirk flags the user gives this reader (letters
+	// and names, as usbflash's --quirks takes them), passed to the host
+	// as they are: the simulator itself does not read them.
+	Quirks string
+	// Misbehaviour is how this reader departs from the specs.
+	Misbehaviour Misbehaviour
 }
 
 // Defaults for identity strings left empty.
@@ -109,8 +124,21 @@ type Device struct {
 	// device drops off the bus; negative when no Disconnect is pending.
 	disconnectAt int64
 	gone         bool
-	busyUntil    time.Time // speed model: when the wire is next free
-	stats        Stats
+	// backOnReset: the device dropped off the bus (ChokeDisconnect) and
+	// comes back when the port is reset.
+	backOnReset bool
+	// Misbehaviour state: how many commands the injected sense and NOT
+	// READY conditions have used, and whether the unit became ready.
+	senseUsed, notReadyUsed int
+	read10Failed            int
+	lastOp                  byte // the opcode being executed
+	readyAgain              bool
+	// settleUntil is when a reset device takes CBWs again, on clockNow's
+	// clock; created is when New made the device.
+	settleUntil time.Duration
+	created     time.Time
+	busyUntil   time.Time // speed model: when the wire is next free
+	stats       Stats
 }
 
 var _ usbms.Endpoint = (*Device)(nil)
@@ -134,7 +162,7 @@ func New(cfg Config) (*Device, error) {
 	if cfg.Product == "" {
 		cfg.Product = DefaultProduct
 	}
-	d := &Device{cfg: cfg, closed: make(chan struct{}), disconnectAt: -1}
+	d := &Device{cfg: cfg, closed: make(chan struct{}), disconnectAt: -1, created: time.Now()}
 	for i, l := range cfg.LUNs {
 		st, err := newLUN(i, l, cfg.Serial)
 		if err != nil {
@@ -151,6 +179,12 @@ func New(cfg Config) (*Device, error) {
 func (d *Device) Identity() (manufacturer, product, serial string) {
 	return d.cfg.Manufacturer, d.cfg.Product, d.cfg.Serial
 }
+
+// USBID returns idVendor, idProduct and bcdDevice.
+func (d *Device) USBID() (vid, pid, bcd uint16) { return d.cfg.VID, d.cfg.PID, d.cfg.BCD }
+
+// Quirks returns Config.Quirks: the quirk flags given for this reader.
+func (d *Device) Quirks() string { return d.cfg.Quirks }
 
 // Close closes the files the device opened (Open) and makes every later
 // call fail with usbms.ErrNoDevice; transfers blocked in the device return.

@@ -52,6 +52,10 @@ func (d *Device) addBusy(t time.Duration) {
 	if t <= 0 {
 		return
 	}
+	d.charge(t)
+	if d.cfg.VirtualClock {
+		return
+	}
 	start := time.Now()
 	if d.busyUntil.After(start) {
 		start = d.busyUntil

@@ -1,6 +1,9 @@
 package sim
 
-import "maps"
+import (
+	"maps"
+	"time"
+)
 
 // Stats counts what the device saw, for tests and benchmarks.
 type Stats struct {
@@ -12,6 +15,14 @@ type Stats struct {
 	ClearHaltsIn, ClearHaltsOut int64
 	PortResets                  int64
 	Stalls                      int64 // times an endpoint was halted
+	Chokes                      int64 // READs and WRITEs refused for their size (Misbehaviour.ChokeBlocks)
+	LostCBWs                    int64 // CBWs lost while the device was still resetting (Misbehaviour.ResetSettle)
+	// ModelTime is the modelled clock: every command's latency, the data
+	// time of every transfer at the modelled speed, the card's page and
+	// erase-unit costs, the time the host waited for answers that never
+	// came, and the pauses the host made through Sleep. It is what a run
+	// costs on this reader, whatever else kept the host busy.
+	ModelTime time.Duration
 	// Opcodes counts commands by CDB operation code.
 	Opcodes map[byte]int64
 	// LUNs has per-LUN block counts.

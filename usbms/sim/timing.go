@@ -33,8 +33,18 @@ func (d *Device) usable(ctx context.Context, what string) error {
 // block models a transfer the device never answers (a NAK forever): it
 // waits for ctx or Close. Called with d.mu held; releases it while waiting.
 func (d *Device) block(ctx context.Context, what string) error {
+	if deadline, ok := ctx.Deadline(); ok && d.cfg.VirtualClock && ctx.Err() == nil {
+		// The host would wait until its deadline: charge that wait to
+		// the modelled clock and end the transfer as the deadline would.
+		d.charge(time.Until(deadline))
+		return fmt.Errorf("sim: %s: no answer from the device: %w", what, context.DeadlineExceeded)
+	}
+	start := time.Now()
 	d.mu.Unlock()
-	defer d.mu.Lock()
+	defer func() {
+		d.mu.Lock()
+		d.charge(time.Since(start))
+	}()
 	select {
 	case <-ctx.Done():
 		return fmt.Errorf("sim: %s: no answer from the device: %w", what, ctx.Err())
@@ -51,6 +61,12 @@ func (d *Device) block(ctx context.Context, what string) error {
 // while sleeping so Stats and Inject are not held up.
 func (d *Device) pace(ctx context.Context, n int, what string) error {
 	speed := d.wireSpeed(d.bot.phase == phaseDataOut)
+	if speed > 0 && n > 0 {
+		d.charge(time.Duration(float64(n) / speed * float64(time.Second)))
+	}
+	if d.cfg.VirtualClock {
+		return d.usable(ctx, what)
+	}
 	if speed == 0 && d.busyUntil.IsZero() {
 		return nil
 	}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"usbflash/target"
+	"usbflash/usbms/libusb"
+)
+
+// notes returns the note events of a --json run.
+func notes(t *testing.T, stdout string) []noteEvent {
+	t.Helper()
+	var out []noteEvent
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var ev noteEvent
+		if err := json.Unmarshal([]byte(line), &ev); err == nil && ev.Event == evNote {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// TestChokingReaderNoteAndAdvice: a reader that fails large commands is
+// written and verified anyway, and the note that says so once carries the
+// flag that starts there next time.
+func TestChokingReaderNoteAndAdvice(t *testing.T) {
+	t.Parallel()
+	img := testImage(6<<20 + 1000)
+	image := writeFile(t, "os.img", img)
+	for _, tt := range []struct {
+		card, hint string
+	}{
+		{"?size=8MiB&clock=virtual&choke=240", "pass --transfer-size 120KiB to start there"},
+		{"?size=8MiB&clock=virtual&choke=64:stall&vid=1234&pid=5678", "pass --transfer-size 32KiB, or --quirks 1234:5678:m (as Linux's usb-storage.quirks=), to start there"},
+	} {
+		card := filepath.Join(t.TempDir(), "card.img")
+		r := runCLI(t, "write", "--json", "--yes", image, "sim:"+card+tt.card)
+		if r.code != exitOK {
+			t.Fatalf("%s: exit %d: %s %s", tt.card, r.code, r.stdout, r.stderr)
+		}
+		var hints []string
+		for _, n := range notes(t, r.stdout) {
+			if n.Hint != "" {
+				hints = append(hints, n.Hint)
+			}
+		}
+		if len(hints) == 0 || hints[len(hints)-1] != tt.hint {
+			t.Errorf("%s: hints %q, want the last to be %q", tt.card, hints, tt.hint)
+		}
+		got, _ := os.ReadFile(card)
+		if !bytes.Equal(got[:len(img)], img) {
+			t.Errorf("%s: the card does not hold the image", tt.card)
+		}
+		// Without --json, the advice is the line after the note.
+		r = runCLI(t, "write", "--yes", image, "sim:"+card+tt.card)
+		if r.code != exitOK || !strings.Contains(r.stdout, "commands of 1 MiB") || !strings.Contains(r.stdout, "\n"+ensureSentence(tt.hint)+"\n") {
+			t.Errorf("%s: exit %d, stdout:\n%s", tt.card, r.code, r.stdout)
+		}
+	}
+}
+
+// TestQuirksShownWithSources: info shows each flag in force and where it
+// came from: the table (by the sim's VID:PID), the environment, --quirks.
+func TestQuirksShownWithSources(t *testing.T) {
+	card := writeFile(t, "card.img", make([]byte, 4<<20))
+	datafab := "sim:" + card + "?vid=07c4&pid=a4a5&bcd=0100"
+	info := func(env string, args ...string) (infoReport, string) {
+		t.Helper()
+		t.Setenv("USBFLASH_QUIRKS", env)
+		r := runCLI(t, append([]string{"info", "--json"}, args...)...)
+		if r.code != exitOK {
+			t.Fatalf("info %v: exit %d: %s", args, r.code, r.stderr)
+		}
+		var rep infoReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		text := runCLI(t, append([]string{"info"}, args...)...).stdout
+		return rep, text
+	}
+	rep, text := info("", datafab)
+	if q := rep.Quirks; q == nil || q.Flags != "mr" || len(q.From) != 2 || q.From[0].Source != "table" ||
+		!strings.Contains(q.From[0].Detail, "Simple Tech/Datafab / CF+SM Reader") || q.TransferCap != 32<<10 {
+		t.Errorf("table: %+v", rep.Quirks)
+	}
+	if !strings.Contains(text, "m MAX_SECTORS_64") || !strings.Contains(text, "from table: 07c4:a4a5 0000-ffff") || !strings.Contains(text, "largest command") {
+		t.Errorf("info text:\n%s", text)
+	}
+	rep, _ = info("07c4:a4a5:r", datafab)
+	if q := rep.Quirks; q == nil || q.Flags != "r" || q.From[0].Source != "$USBFLASH_QUIRKS" {
+		t.Errorf("environment: %+v", rep.Quirks)
+	}
+	rep, text = info("07c4:a4a5:r", "--quirks", "07c4:a4a5:w,TRY_VPD_PAGES", datafab)
+	if q := rep.Quirks; q == nil || q.Flags != "w+TRY_VPD_PAGES" || q.From[0].Source != "--quirks" || q.From[1].Source != "--quirks" {
+		t.Errorf("--quirks: %+v", rep.Quirks)
+	}
+	if !strings.Contains(text, "from --quirks: 07c4:a4a5:w,TRY_VPD_PAGES") {
+		t.Errorf("info text:\n%s", text)
+	}
+	// Residue switched off because the reader lied is shown as learned.
+	rep, _ = info("", "sim:"+card+"?residue=length")
+	if q := rep.Quirks; q == nil || q.Flags != "r" || q.From[0].Source != "learned" || !strings.Contains(q.From[0].Detail, "INQUIRY moved all 36 bytes") {
+		t.Errorf("learned: %+v", rep.Quirks)
+	}
+	// Malformed overrides are usage errors.
+	t.Setenv("USBFLASH_QUIRKS", "")
+	if r := runCLI(t, "info", "--quirks", "07c4:a4a5", datafab); r.code != exitUsage || !strings.Contains(r.stderr, "not VID:PID:FLAGS") {
+		t.Errorf("bad --quirks: exit %d, %s", r.code, r.stderr)
+	}
+	t.Setenv("USBFLASH_QUIRKS", "zz")
+	if r := runCLI(t, "info", datafab); r.code != exitUsage || !strings.Contains(r.stderr, "USBFLASH_QUIRKS") {
+		t.Errorf("bad $USBFLASH_QUIRKS: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// TestReadToTheEnd: a whole-card backup reads the last sectors one per
+// command, which a reader with the last-sector bug needs; a reader that
+// reports one block too many fails at the end with the advice that fixes
+// it, and --quirks VID:PID:c does.
+func TestReadToTheEnd(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	card := filepath.Join(dir, "card.img")
+	content := testImage(4 << 20)
+	if err := os.WriteFile(card, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "back.img")
+	if r := runCLI(t, "read", card2(card, "last-sector-bug=8"), out); r.code != exitOK {
+		t.Fatalf("read, last-sector bug: exit %d: %s", r.code, r.stderr)
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, content) {
+		t.Error("the backup differs from the card")
+	}
+	r := runCLI(t, "read", "--force", card2(card, "capacity-off-by-one=1&vid=1234&pid=5678"), out)
+	if r.code != exitDevice || !strings.Contains(r.stderr, "the last") || !strings.Contains(r.stderr, ensureSentence(capacityAdvice)) {
+		t.Errorf("read, capacity one block too many: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runCLI(t, "read", "--force", "--quirks", "1234:5678:c", card2(card, "capacity-off-by-one=1&vid=1234&pid=5678"), out); r.code != exitOK {
+		t.Fatalf("read with --quirks 1234:5678:c: exit %d: %s", r.code, r.stderr)
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, content) {
+		t.Error("the backup with --quirks c differs from the card")
+	}
+}
+
+func card2(path, opts string) string { return "sim:" + path + "?" + opts }
+
+// TestListShowsQuirks: list's row of a reader names its quirk flags, in
+// the table and in JSON, with their sources and its bcdDevice.
+func TestListShowsQuirks(t *testing.T) {
+	t.Parallel()
+	info := libusb.Info{VID: 0x07c4, PID: 0xa4a5, BCDDevice: 0x0100, Bus: 1, Address: 4, PortPath: "1-2", Supported: true}
+	r := target.Reader{Info: info, Name: "usb:1.4", Quirks: target.ResolveQuirks(0x07c4, 0xa4a5, 0x0100, target.QuirkOverrides{Flag: "07c4:a4a5:w"}, ""),
+		KernelDisks: []libusb.KernelDisk{{LUN: 0, Node: "/dev/sdz", Size: 1 << 30}}}
+	rep := describeReader(r)
+	if rep.BCDDevice != "0100" || rep.Quirks == nil || rep.Quirks.Flags != "w" || rep.Quirks.From[0].Source != "--quirks" || rep.Quirks.From[0].Letter != "w" {
+		t.Errorf("list row %+v, quirks %+v", rep, rep.Quirks)
+	}
+	var out bytes.Buffer
+	printReaders(&out, []readerReport{rep})
+	if !strings.Contains(out.String(), "quirks w") {
+		t.Errorf("list table:\n%s", out.String())
+	}
+	b, _ := json.Marshal(rep)
+	if !strings.Contains(string(b), `"quirks":{"flags":"w","from":[{"flag":"NO_WP_DETECT","letter":"w","source":"--quirks","detail":"07c4:a4a5:w"}]}`) {
+		t.Errorf("list JSON %s", b)
+	}
+}

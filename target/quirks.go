@@ -1,0 +1,393 @@
+package target
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"usbflash/scsi"
+	"usbflash/usbms"
+	"usbflash/usbms/libusb"
+)
+
+// Where a reader's quirk flags come from, in the order they are applied:
+// a later source replaces what an earlier one set for the same reader, as
+// the kernel's usb-storage.quirks= replaces its table's flags.
+const (
+	SourceTable     = "table"                                     // the kernel's table (quirkTable)
+	SourceVendor    = "vendor"                                    // the kernel's capacity heuristics for a whole vendor
+	SourceSysfs     = "/sys/module/usb_storage/parameters/quirks" // what the user gave the kernel
+	SourceEnv       = "$" + QuirksEnv                             // the environment
+	SourceSim       = "sim quirks="                               // a sim: target's own option
+	SourceFlag      = "--quirks"                                  // the command line
+	SourceInterface = "interface"                                 // the interface's subclass
+)
+
+// QuirksEnv is the environment variable that gives quirk overrides, in
+// --quirks's syntax.
+const QuirksEnv = "USBFLASH_QUIRKS"
+
+// sysfsQuirks is where the kernel shows its usb-storage.quirks= value.
+const sysfsQuirks = "/sys/module/usb_storage/parameters/quirks"
+
+// QuirkFlag is one quirk flag in force for a reader and where it came
+// from.
+type QuirkFlag struct {
+	Flag   usbms.Quirks
+	Source string
+	// Detail says more of the source: the table entry's product, the
+	// override entry as given.
+	Detail string
+}
+
+// ReaderQuirks are the quirk flags chosen for a reader.
+type ReaderQuirks struct {
+	Flags usbms.Quirks
+	From  []QuirkFlag // one per flag in Flags, in flag order
+	// Entry is the table entry that matched (vendor / product), "" when
+	// none did.
+	Entry string
+}
+
+// Source returns where flag f came from ("" when it is not in force).
+func (q ReaderQuirks) Source(f usbms.Quirks) string {
+	for _, x := range q.From {
+		if x.Flag == f {
+			return x.Source
+		}
+	}
+	return ""
+}
+
+// QuirkOverrides are the user's quirk overrides, each in --quirks's
+// syntax, by source. The zero value has none.
+type QuirkOverrides struct {
+	Sysfs, Env, Flag string
+}
+
+// HostQuirkOverrides reads the overrides of this machine: the kernel's
+// usb-storage.quirks= (sysfs) and $USBFLASH_QUIRKS, with flag (the
+// command's --quirks) on top. A malformed $USBFLASH_QUIRKS or flag is a
+// usage error; a malformed sysfs entry is skipped, as the kernel skips it.
+func HostQuirkOverrides(flag string) (QuirkOverrides, error) {
+	o := QuirkOverrides{Env: os.Getenv(QuirksEnv), Flag: flag}
+	if b, err := os.ReadFile(sysfsQuirks); err == nil {
+		o.Sysfs = strings.TrimSpace(string(b))
+	}
+	return o, o.Check()
+}
+
+// Check reports a malformed $USBFLASH_QUIRKS or --quirks as a usage error.
+func (o QuirkOverrides) Check() error {
+	if _, err := ParseQuirkOverrides(o.Env); err != nil {
+		return usageErr(SourceEnv, fmt.Sprintf("%s=%q: %v", QuirksEnv, o.Env, err))
+	}
+	if _, err := ParseQuirkOverrides(o.Flag); err != nil {
+		return usageErr("--quirks", fmt.Sprintf("--quirks %q: %v", o.Flag, err))
+	}
+	return nil
+}
+
+// QuirkSyntax is the syntax of --quirks, for messages and help.
+const QuirkSyntax = "VID:PID[:BCDLO-BCDHI]:FLAGS[,...], FLAGS being the kernel's usb-storage.quirks= letters and/or flag names (FIX_INQUIRY); a comma item without a colon adds to the item before"
+
+// QuirkOverride is one entry of an override list.
+type QuirkOverride struct {
+	VID, PID     uint16
+	BCDLo, BCDHi uint16 // 0000-ffff when not given
+	Flags        usbms.Quirks
+	Text         string // the entry as given
+}
+
+// ParseQuirkOverrides reads a list in --quirks's syntax: comma-separated
+// entries VID:PID[:BCDLO-BCDHI]:FLAGS, as the kernel's
+// usb-storage.quirks= (VID:PID:letters) with two additions: a bcdDevice
+// range, and flag names for the flags the kernel sets only from its table
+// (0781:0002:c,FIX_INQUIRY: a comma item without a colon adds to the
+// entry before it). Letters the kernel does not know are ignored, as it
+// ignores them.
+func ParseQuirkOverrides(s string) ([]QuirkOverride, error) {
+	var out []QuirkOverride
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if !strings.Contains(item, ":") {
+			if len(out) == 0 {
+				return nil, fmt.Errorf("%q: want %s", item, QuirkSyntax)
+			}
+			if _, ok := usbms.QuirkByName(item); !ok {
+				return nil, fmt.Errorf("%q is not a quirk flag name", item)
+			}
+			last := &out[len(out)-1]
+			last.Flags |= usbms.ParseQuirks(item)
+			last.Text += "," + item
+			continue
+		}
+		e, err := parseQuirkEntry(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func parseQuirkEntry(item string) (QuirkOverride, error) {
+	bad := func(why string) (QuirkOverride, error) {
+		return QuirkOverride{}, fmt.Errorf("%q: %s; want %s", item, why, QuirkSyntax)
+	}
+	parts := strings.Split(item, ":")
+	if len(parts) < 3 || len(parts) > 4 {
+		return bad("not VID:PID:FLAGS")
+	}
+	vid, err1 := strconv.ParseUint(parts[0], 16, 16)
+	pid, err2 := strconv.ParseUint(parts[1], 16, 16)
+	if err1 != nil || err2 != nil {
+		return bad("VID and PID are 4 hexadecimal digits")
+	}
+	e := QuirkOverride{VID: uint16(vid), PID: uint16(pid), BCDHi: 0xffff, Text: item}
+	flags := parts[len(parts)-1]
+	if len(parts) == 4 {
+		lo, hi, ok := strings.Cut(parts[2], "-")
+		l, err1 := strconv.ParseUint(lo, 16, 16)
+		h, err2 := strconv.ParseUint(hi, 16, 16)
+		if !ok || err1 != nil || err2 != nil || l > h {
+			return bad("the bcdDevice range is BCDLO-BCDHI, 4 hexadecimal digits each")
+		}
+		e.BCDLo, e.BCDHi = uint16(l), uint16(h)
+	}
+	for _, tok := range strings.FieldsFunc(flags, func(r rune) bool { return r == '+' }) {
+		if _, ok := usbms.QuirkByName(tok); !ok && strings.Contains(tok, "_") {
+			return bad(fmt.Sprintf("%s is not a quirk flag name", tok))
+		}
+	}
+	e.Flags = usbms.ParseQuirks(flags)
+	return e, nil
+}
+
+// tableEntry is one line of quirkTable.
+type tableEntry struct {
+	vid, pid, lo, hi uint16
+	flags            usbms.Quirks
+	name             string // vendor / product
+}
+
+var (
+	tableOnce sync.Once
+	table     []tableEntry
+)
+
+// quirkEntries parses quirkTable once.
+func quirkEntries() []tableEntry {
+	tableOnce.Do(func() { table = parseQuirkTable(quirkTable) })
+	return table
+}
+
+// parseQuirkTable reads quirkTable's lines. A malformed line is a bug of
+// the table, caught by its test; it is skipped.
+func parseQuirkTable(text string) []tableEntry {
+	var out []tableEntry
+	for _, line := range strings.Split(text, "\n") {
+		facts, name, _ := strings.Cut(line, "#")
+		f := strings.Fields(facts)
+		if len(f) < 3 {
+			continue
+		}
+		var e tableEntry
+		var lo, hi uint64
+		ids, rng := strings.Split(f[0], ":"), strings.Split(f[1], "-")
+		if len(ids) != 2 || len(rng) != 2 {
+			continue
+		}
+		vid, err1 := strconv.ParseUint(ids[0], 16, 16)
+		pid, err2 := strconv.ParseUint(ids[1], 16, 16)
+		lo, err3 := strconv.ParseUint(rng[0], 16, 16)
+		hi, err4 := strconv.ParseUint(rng[1], 16, 16)
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+			continue
+		}
+		e.vid, e.pid, e.lo, e.hi, e.name = uint16(vid), uint16(pid), uint16(lo), uint16(hi), strings.TrimSpace(name)
+		if f[2] != "-" {
+			e.flags = usbms.ParseQuirks(f[2])
+		}
+		if len(f) > 3 && !strings.HasPrefix(f[3], "(") {
+			for _, n := range strings.Split(f[3], ",") {
+				if n == "IGNORE_TAG" {
+					n = "BULK_IGNORE_TAG"
+				}
+				if q, ok := usbms.QuirkByName(n); ok {
+					e.flags |= q
+				}
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// Vendors whose every device gets CAPACITY_HEURISTICS from the kernel
+// (unless FIX_CAPACITY or CAPACITY_OK is set): Nokia, Nikon, Pentax,
+// Motorola phones and cameras, which count their blocks.
+var heuristicVendors = map[uint16]bool{0x0421: true, 0x04b0: true, 0x0a17: true, 0x22b8: true}
+
+// ResolveQuirks chooses the quirk flags of the reader with this identity,
+// as the kernel does: the first table entry that matches VID, PID and the
+// bcdDevice range; the vendor-wide capacity heuristics; then each source
+// of overrides in turn (sysfs, environment, the sim's option, --quirks),
+// the first entry of each that matches replacing the flags that have a
+// letter and adding what it names. simQuirks is a sim: reader's quirks=
+// option ("" for others).
+func ResolveQuirks(vid, pid, bcd uint16, o QuirkOverrides, simQuirks string) ReaderQuirks {
+	var rq ReaderQuirks
+	src := map[usbms.Quirks]QuirkFlag{}
+	set := func(q usbms.Quirks, source, detail string) {
+		for _, f := range q.Each() {
+			src[f] = QuirkFlag{Flag: f, Source: source, Detail: detail}
+		}
+	}
+	for _, e := range quirkEntries() {
+		if e.vid == vid && e.pid == pid && bcd >= e.lo && bcd <= e.hi {
+			rq.Flags, rq.Entry = e.flags, e.name
+			set(e.flags, SourceTable, fmt.Sprintf("%04x:%04x %04x-%04x %s", e.vid, e.pid, e.lo, e.hi, e.name))
+			break
+		}
+	}
+	if heuristicVendors[vid] && rq.Flags&(usbms.QuirkFixCapacity|usbms.QuirkCapacityOK) == 0 {
+		rq.Flags |= usbms.QuirkCapacityHeuristics
+		set(usbms.QuirkCapacityHeuristics, SourceVendor, fmt.Sprintf("every device of vendor %04x", vid))
+	}
+	apply := func(list, source string) {
+		var entries []QuirkOverride
+		if source == SourceSysfs {
+			entries = kernelEntries(list)
+		} else {
+			entries, _ = ParseQuirkOverrides(list)
+		}
+		for _, e := range entries {
+			if e.VID == vid && e.PID == pid && bcd >= e.BCDLo && bcd <= e.BCDHi {
+				rq.Flags = rq.Flags&^usbms.QuirkLettered | e.Flags
+				set(e.Flags, source, e.Text)
+				return
+			}
+		}
+	}
+	apply(o.Sysfs, SourceSysfs)
+	apply(o.Env, SourceEnv)
+	if simQuirks != "" {
+		flags := usbms.ParseQuirks(simQuirks)
+		rq.Flags = rq.Flags&^usbms.QuirkLettered | flags
+		set(flags, SourceSim, simQuirks)
+	}
+	apply(o.Flag, SourceFlag)
+	for _, f := range rq.Flags.Each() {
+		rq.From = append(rq.From, src[f])
+	}
+	return rq
+}
+
+// kernelEntries reads the kernel's own syntax (VID:PID:letters), skipping
+// what it would skip.
+func kernelEntries(s string) []QuirkOverride {
+	var out []QuirkOverride
+	for _, item := range strings.Split(s, ",") {
+		if e, err := parseQuirkEntry(strings.TrimSpace(item)); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// readerQuirks chooses the flags of a usb: reader, adjusted to its
+// interface: GO_SLOW only at high speed, as the kernel does.
+func readerQuirks(info libusb.Info, o QuirkOverrides) ReaderQuirks {
+	rq := ResolveQuirks(info.VID, info.PID, info.BCDDevice, o, "")
+	if rq.Flags&usbms.QuirkGoSlow != 0 && info.Speed != libusb.SpeedHigh {
+		rq.Flags &^= usbms.QuirkGoSlow
+		from := rq.From[:0]
+		for _, f := range rq.From {
+			if f.Flag != usbms.QuirkGoSlow {
+				from = append(from, f)
+			}
+		}
+		rq.From = from
+	}
+	return rq
+}
+
+// commandSet is the usbms command set of an interface subclass.
+func commandSet(subclass uint8) usbms.CommandSet {
+	switch subclass {
+	case libusb.Subclass8020i, libusb.SubclassQIC, libusb.Subclass8070i:
+		return usbms.SetATAPI
+	}
+	return usbms.SetSCSI
+}
+
+// fixedInquiry is the INQUIRY data a QuirkFixInquiry reader reports
+// without being asked, as the kernel makes it: a removable direct-access
+// device, the vendor and product of the table entry (else the USB
+// strings), the bcdDevice as its revision.
+func fixedInquiry(rq ReaderQuirks, manufacturer, product string, bcd uint16) scsi.InquiryData {
+	inq := scsi.InquiryData{DeviceType: scsi.TypeDirectAccess, Removable: true, Vendor: manufacturer, Product: product}
+	if v, p, ok := strings.Cut(rq.Entry, " / "); ok {
+		inq.Vendor, inq.Product = v, p
+	}
+	inq.Vendor = clip(inq.Vendor, 8)
+	inq.Product = clip(inq.Product, 16)
+	inq.Revision = fmt.Sprintf("%04X", bcd)
+	return inq
+}
+
+// clip cuts s to n bytes, as INQUIRY's fixed fields hold it.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return strings.TrimSpace(s[:n])
+	}
+	return s
+}
+
+// identified is an Endpoint that says who it is: the simulator.
+type identified interface {
+	USBID() (vid, pid, bcd uint16)
+	Identity() (manufacturer, product, serial string)
+	Quirks() string
+}
+
+// transportSetup chooses a reader's quirk flags and the transport options
+// that follow from them and from its interface: a usb: reader by its
+// descriptors (info), a sim: reader by what it says of itself.
+func transportSetup(ep usbms.Endpoint, info *libusb.Info, o QuirkOverrides) (ReaderQuirks, usbms.TransportOptions) {
+	var rq ReaderQuirks
+	var topts usbms.TransportOptions
+	switch {
+	case info != nil:
+		rq = readerQuirks(*info, o)
+		topts.CommandSet = commandSet(info.SubClass)
+		topts.Inquiry = fixedInquiry(rq, info.Manufacturer, info.Product, info.BCDDevice)
+	default:
+		if id, ok := ep.(identified); ok {
+			vid, pid, bcd := id.USBID()
+			m, p, _ := id.Identity()
+			rq = ResolveQuirks(vid, pid, bcd, o, id.Quirks())
+			topts.Inquiry = fixedInquiry(rq, m, p, bcd)
+		}
+	}
+	topts.Quirks = rq.Flags
+	return rq, topts
+}
+
+// readerID is a reader's VID:PID, as --quirks names it.
+func readerID(ep usbms.Endpoint, info *libusb.Info) string {
+	if info != nil {
+		return fmt.Sprintf("%04x:%04x", info.VID, info.PID)
+	}
+	if id, ok := ep.(identified); ok {
+		vid, pid, _ := id.USBID()
+		return fmt.Sprintf("%04x:%04x", vid, pid)
+	}
+	return ""
+}

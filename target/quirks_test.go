@@ -1,0 +1,146 @@
+package target
+
+import (
+	"strings"
+	"testing"
+
+	"usbflash/usbms"
+	"usbflash/usbms/libusb"
+)
+
+// TestQuirkTableParses: every line of the table is an entry, and entries
+// read as the kernel's.
+func TestQuirkTableParses(t *testing.T) {
+	lines := 0
+	for _, l := range strings.Split(quirkTable, "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines++
+		}
+	}
+	entries := quirkEntries()
+	if len(entries) != lines || lines < 200 {
+		t.Fatalf("%d entries from %d lines", len(entries), lines)
+	}
+	for _, tt := range []struct {
+		vid, pid, bcd uint16
+		want          usbms.Quirks
+		entry         string
+	}{
+		{0x07c4, 0xa4a5, 0x0100, usbms.QuirkMaxSectors64 | usbms.QuirkIgnoreResidue, "Simple Tech/Datafab / CF+SM Reader"},
+		{0x07c4, 0xa400, 0x1234, usbms.QuirkFixCapacity | usbms.QuirkFixInquiry, "Datafab / KECF-USB"},
+		{0x13fe, 0x3600, 0x0100, usbms.QuirkIgnoreTag, "Kingston / DT 101 G2"},
+		{0x05e3, 0x0702, 0x0100, usbms.QuirkMaxSectors64 | usbms.QuirkIgnoreResidue | usbms.QuirkGoSlow, "Genesys Logic / USB to IDE Disk"},
+		{0x22b8, 0x6426, 0x0101, usbms.QuirkFixCapacity | usbms.QuirkFixInquiry | usbms.QuirkIgnoreTag, "Motorola / MSnc."},
+		{0x090c, 0x6000, 0x0100, usbms.QuirkInitialRead10, "Feiya / SD/SDHC Card Reader"},
+		// The bcdDevice range decides: 04ce:0002 up to 026b has IGNORE_TAG.
+		{0x04ce, 0x0002, 0x026b, usbms.QuirkFixCapacity | usbms.QuirkIgnoreTag, "ScanLogic / SL11R-IDE"},
+		{0x04ce, 0x0002, 0x026c, usbms.QuirkFixCapacity, "ScanLogic / SL11R-IDE"},
+		{0x04ce, 0x0002, 0x026d, 0, ""},
+		{0x0bda, 0x0158, 0x5888, 0, ""},
+	} {
+		rq := ResolveQuirks(tt.vid, tt.pid, tt.bcd, QuirkOverrides{}, "")
+		if rq.Flags != tt.want || rq.Entry != tt.entry {
+			t.Errorf("%04x:%04x %04x: %v (%q), want %v (%q)", tt.vid, tt.pid, tt.bcd, rq.Flags, rq.Entry, tt.want, tt.entry)
+		}
+		for _, f := range rq.From {
+			if f.Source != SourceTable || !strings.Contains(f.Detail, tt.entry) {
+				t.Errorf("%04x:%04x: %v from %q %q, want the table entry", tt.vid, tt.pid, f.Flag, f.Source, f.Detail)
+			}
+		}
+	}
+}
+
+// TestQuirkOverrides checks --quirks's syntax and the order the sources
+// are applied in, each replacing the lettered flags of the one before.
+func TestQuirkOverrides(t *testing.T) {
+	for s, want := range map[string]string{
+		"07c4:a4a5:":                        "",
+		"07c4:a4a5:mr,0bda:0158:c":          "",
+		"0781:0002:c,FIX_INQUIRY,GO_SLOW":   "",
+		"0781:0002:0000-0009:FIX_INQUIRY+c": "",
+		"0781:0002:xyz":                     "", // unknown letters are ignored, as by the kernel
+		"0781:0002":                         "not VID:PID:FLAGS",
+		"zz:0002:c":                         "hexadecimal",
+		"0781:0002:9-1:c":                   "BCDLO-BCDHI",
+		"FIX_INQUIRY":                       "want VID:PID",
+		"0781:0002:c,NO_SUCH":               "not a quirk flag name",
+		"0781:0002:NO_SUCH_FLAG":            "not a quirk flag name",
+	} {
+		_, err := ParseQuirkOverrides(s)
+		if (want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseQuirkOverrides(%q) = %v, want %q", s, err, want)
+		}
+	}
+	e, _ := ParseQuirkOverrides("0781:0002:c,FIX_INQUIRY,GO_SLOW,0bda:0158:s")
+	if len(e) != 2 || e[0].Flags != usbms.QuirkFixCapacity|usbms.QuirkFixInquiry|usbms.QuirkGoSlow || e[1].Flags != usbms.QuirkSingleLUN {
+		t.Errorf("entries %+v", e)
+	}
+
+	// Datafab 07c4:a4a5 has m and r in the table.
+	o := QuirkOverrides{Sysfs: "07c4:a4a5:r", Env: "1234:5678:c", Flag: "07c4:a4a5:0000-0200:w+FIX_INQUIRY"}
+	rq := ResolveQuirks(0x07c4, 0xa4a5, 0x0100, o, "")
+	if rq.Flags != usbms.QuirkNoWPDetect|usbms.QuirkFixInquiry {
+		t.Errorf("flags %v, want w+FIX_INQUIRY: --quirks replaces the lettered flags", rq.Flags)
+	}
+	if rq.Source(usbms.QuirkNoWPDetect) != SourceFlag || rq.Source(usbms.QuirkFixInquiry) != SourceFlag {
+		t.Errorf("sources %+v", rq.From)
+	}
+	// Out of --quirks's bcdDevice range: sysfs's r replaces the table's m and r.
+	rq = ResolveQuirks(0x07c4, 0xa4a5, 0x0300, o, "")
+	if rq.Flags != usbms.QuirkIgnoreResidue || rq.Source(usbms.QuirkIgnoreResidue) != SourceSysfs {
+		t.Errorf("flags %v from %+v, want r from sysfs", rq.Flags, rq.From)
+	}
+	// A table-only flag stays when an override replaces the letters.
+	rq = ResolveQuirks(0x13fe, 0x3600, 0x0100, QuirkOverrides{Env: "13fe:3600:m"}, "")
+	if rq.Flags != usbms.QuirkIgnoreTag|usbms.QuirkMaxSectors64 || rq.Source(usbms.QuirkIgnoreTag) != SourceTable || rq.Source(usbms.QuirkMaxSectors64) != SourceEnv {
+		t.Errorf("flags %v from %+v", rq.Flags, rq.From)
+	}
+	// A sim's quirks= sits between the environment and --quirks.
+	rq = ResolveQuirks(0x1234, 0x5678, 0, QuirkOverrides{Env: "1234:5678:c"}, "mr")
+	if rq.Flags != usbms.QuirkMaxSectors64|usbms.QuirkIgnoreResidue || rq.Source(usbms.QuirkMaxSectors64) != SourceSim {
+		t.Errorf("flags %v from %+v", rq.Flags, rq.From)
+	}
+	// The kernel's heuristics for whole vendors, unless c or o is set.
+	if rq := ResolveQuirks(0x0421, 0x1111, 0, QuirkOverrides{}, ""); rq.Flags != usbms.QuirkCapacityHeuristics || rq.Source(usbms.QuirkCapacityHeuristics) != SourceVendor {
+		t.Errorf("Nokia: %v", rq.Flags)
+	}
+	if rq := ResolveQuirks(0x0421, 0x042e, 0x0100, QuirkOverrides{}, ""); rq.Flags&usbms.QuirkCapacityHeuristics != 0 {
+		t.Errorf("Nokia 3250 (FIX_CAPACITY): %v", rq.Flags)
+	}
+	// A malformed override is a usage error; the kernel's own entries
+	// are skipped when malformed.
+	if err := (QuirkOverrides{Flag: "bad"}).Check(); KindOf(err) != KindUsage {
+		t.Errorf("Check of a bad --quirks: %v", err)
+	}
+	if err := (QuirkOverrides{Sysfs: "bad,07c4:a4a5:c"}).Check(); err != nil {
+		t.Errorf("Check of a bad sysfs entry: %v", err)
+	}
+	if rq := ResolveQuirks(0x07c4, 0xa4a5, 0, QuirkOverrides{Sysfs: "bad,07c4:a4a5:c"}, ""); rq.Flags != usbms.QuirkFixCapacity {
+		t.Errorf("sysfs after a bad entry: %v", rq.Flags)
+	}
+}
+
+// TestReaderQuirksGoSlow: GO_SLOW applies at high speed only.
+func TestReaderQuirksGoSlow(t *testing.T) {
+	info := libusb.Info{VID: 0x05e3, PID: 0x0702, BCDDevice: 0x0100, Speed: libusb.SpeedFull}
+	if rq := readerQuirks(info, QuirkOverrides{}); rq.Flags&usbms.QuirkGoSlow != 0 || len(rq.From) != 2 {
+		t.Errorf("full speed: %v %+v", rq.Flags, rq.From)
+	}
+	info.Speed = libusb.SpeedHigh
+	if rq := readerQuirks(info, QuirkOverrides{}); rq.Flags&usbms.QuirkGoSlow == 0 {
+		t.Errorf("high speed: %v", rq.Flags)
+	}
+}
+
+// TestFixedInquiry: the identity a FIX_INQUIRY reader gets.
+func TestFixedInquiry(t *testing.T) {
+	rq := ResolveQuirks(0x07c4, 0xa400, 0x0113, QuirkOverrides{}, "")
+	inq := fixedInquiry(rq, "Some Maker", "Some Reader", 0x0113)
+	if inq.Vendor != "Datafab" || inq.Product != "KECF-USB" || inq.Revision != "0113" || !inq.Removable {
+		t.Errorf("%+v", inq)
+	}
+	inq = fixedInquiry(ReaderQuirks{}, "A Very Long Maker Name", "Reader", 0x2)
+	if inq.Vendor != "A Very L" || inq.Product != "Reader" || inq.Revision != "0002" {
+		t.Errorf("%+v", inq)
+	}
+}

@@ -230,7 +230,7 @@ func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value
 	if d.s == nil {
 		return 0, d.closedErr(op)
 	}
-	timeout, fromCtx, err := controlTimeout(ctx, d.opts.ControlTimeout, time.Now())
+	timeout, fromCtx, err := ControlTimeout(ctx, d.opts.ControlTimeout, time.Now())
 	if err != nil {
 		return 0, d.stopped(op, err)
 	}
@@ -248,28 +248,6 @@ func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value
 		return n, e
 	}
 	return n, nil
-}
-
-// controlTimeout picks the timeout for a control request: max, or what is
-// left of ctx's deadline when that is sooner (fromCtx then). libusb reads a
-// timeout of 0 as "forever", so a deadline less than 1 ms away is treated as
-// already passed.
-func controlTimeout(ctx context.Context, max time.Duration, now time.Time) (timeout time.Duration, fromCtx bool, err error) {
-	if err := ctx.Err(); err != nil {
-		return 0, false, err
-	}
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return max, false, nil
-	}
-	left := dl.Sub(now)
-	if left >= max {
-		return max, false, nil
-	}
-	if left < time.Millisecond {
-		return 0, true, context.DeadlineExceeded
-	}
-	return left, true, nil
 }
 
 // Close releases the interface, hands it back to the kernel driver if one

@@ -41,7 +41,7 @@ func TestControlTimeout(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, fromCtx, err := controlTimeout(tc.ctx, max, now)
+			got, fromCtx, err := ControlTimeout(tc.ctx, max, now)
 			if got != tc.want || fromCtx != tc.fromCtx || !errors.Is(err, tc.err) {
 				t.Errorf("controlTimeout = %v, %v, %v; want %v, %v, %v", got, fromCtx, err, tc.want, tc.fromCtx, tc.err)
 			}

@@ -60,7 +60,7 @@ func List(ctx context.Context) ([]Info, error) {
 		}
 		out = append(out, infos...)
 	}
-	sortInfos(out)
+	SortInfos(out)
 	return out, nil
 }
 
@@ -189,30 +189,4 @@ func orNotFound(err error) error {
 		return ErrNotFound
 	}
 	return err
-}
-
-// sortInfos orders by bus, then port chain, then configuration, interface
-// and alternate setting: stable across runs, so `usbflash list` indexes are.
-func sortInfos(infos []Info) {
-	sort.SliceStable(infos, func(a, b int) bool {
-		x, y := infos[a], infos[b]
-		if x.Bus != y.Bus {
-			return x.Bus < y.Bus
-		}
-		for i := 0; i < len(x.Port) && i < len(y.Port); i++ {
-			if x.Port[i] != y.Port[i] {
-				return x.Port[i] < y.Port[i]
-			}
-		}
-		if len(x.Port) != len(y.Port) {
-			return len(x.Port) < len(y.Port)
-		}
-		if x.Config != y.Config {
-			return x.Config < y.Config
-		}
-		if x.Interface != y.Interface {
-			return x.Interface < y.Interface
-		}
-		return x.AltSetting < y.AltSetting
-	})
 }

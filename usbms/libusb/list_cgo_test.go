@@ -167,7 +167,7 @@ func TestSortInfos(t *testing.T) {
 		{Bus: 1, Port: []int{2, 1}, Interface: 0},
 		{Bus: 1, Port: []int{2}},
 	}
-	sortInfos(infos)
+	SortInfos(infos)
 	var got []string
 	for _, i := range infos {
 		got = append(got, FormatPortPath(i.Bus, i.Port)+":"+string(rune('0'+i.Interface)))

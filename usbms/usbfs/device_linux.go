@@ -303,7 +303,7 @@ func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value
 	if d.fd < 0 {
 		return 0, d.closedErr(op)
 	}
-	timeout, fromCtx, err := controlTimeout(ctx, d.opts.ControlTimeout, time.Now())
+	timeout, fromCtx, err := libusb.ControlTimeout(ctx, d.opts.ControlTimeout, time.Now())
 	if err != nil {
 		return 0, newError(op, d.info, err, nil)
 	}
@@ -327,27 +327,6 @@ func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value
 		return 0, e
 	}
 	return n, nil
-}
-
-// controlTimeout picks the timeout for a control request: max, or what is
-// left of ctx's deadline when that is sooner (fromCtx then). usbfs reads 0
-// as "forever", so less than 1 ms left counts as passed.
-func controlTimeout(ctx context.Context, max time.Duration, now time.Time) (timeout time.Duration, fromCtx bool, err error) {
-	if err := ctx.Err(); err != nil {
-		return 0, false, err
-	}
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return max, false, nil
-	}
-	left := dl.Sub(now)
-	if left >= max {
-		return max, false, nil
-	}
-	if left < time.Millisecond {
-		return 0, true, context.DeadlineExceeded
-	}
-	return left, true, nil
 }
 
 // ClearHalt clears ENDPOINT_HALT with USBDEVFS_CLEAR_HALT, which also

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -94,7 +93,7 @@ func listFrom(root string) ([]libusb.Info, error) {
 		}
 		out = append(out, infos...)
 	}
-	sortInfos(out)
+	libusb.SortInfos(out)
 	return out, nil
 }
 
@@ -312,32 +311,6 @@ func classify(subclass, protocol uint8) (supported bool, reason string) {
 	default:
 		return false, fmt.Sprintf("mass-storage subclass 0x%02x protocol 0x%02x is not SCSI over Bulk-Only Transport (08/06/50)", subclass, protocol)
 	}
-}
-
-// sortInfos orders by bus, port path, configuration, interface, alternate
-// setting, as libusb's List does.
-func sortInfos(infos []libusb.Info) {
-	sort.SliceStable(infos, func(a, b int) bool {
-		x, y := infos[a], infos[b]
-		if x.Bus != y.Bus {
-			return x.Bus < y.Bus
-		}
-		for i := 0; i < len(x.Port) && i < len(y.Port); i++ {
-			if x.Port[i] != y.Port[i] {
-				return x.Port[i] < y.Port[i]
-			}
-		}
-		if len(x.Port) != len(y.Port) {
-			return len(x.Port) < len(y.Port)
-		}
-		if x.Config != y.Config {
-			return x.Config < y.Config
-		}
-		if x.Interface != y.Interface {
-			return x.Interface < y.Interface
-		}
-		return x.AltSetting < y.AltSetting
-	})
 }
 
 // errNoSysfs is the cause of ErrNoUSBAccess when sysfs lists no USB.

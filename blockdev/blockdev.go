@@ -54,13 +54,34 @@ func MarkWriteProtected(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &protectedError{err}
+	return &markedError{err, ErrWriteProtected}
 }
 
-type protectedError struct{ err error }
+// markedError is err, also wrapping mark (one of the package's errors).
+type markedError struct{ err, mark error }
 
-func (e *protectedError) Error() string   { return e.err.Error() }
-func (e *protectedError) Unwrap() []error { return []error{e.err, ErrWriteProtected} }
+func (e *markedError) Error() string   { return e.err.Error() }
+func (e *markedError) Unwrap() []error { return []error{e.err, e.mark} }
+
+// ErrBadBlock is a read or write the medium itself failed for the blocks
+// it was asked for, while the device went on answering: a MEDIUM ERROR
+// sense (an unrecovered read, a write fault), or the kernel's EIO for a
+// block device. It says nothing of other blocks: a caller that must tell
+// a card with a few bad blocks from one whose end cannot be read at all
+// (a counterfeit whose flash stops short of the capacity it claims) reads
+// others. The errors that say so keep their own facts and wrap this one.
+var ErrBadBlock = errors.New("bad block")
+
+// MarkBadBlock returns err, a device's own report that the medium failed
+// the blocks of a command, marked as such: its text is err's, and
+// errors.Is finds ErrBadBlock in it beside everything err wraps. A nil err
+// stays nil.
+func MarkBadBlock(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &markedError{err, ErrBadBlock}
+}
 
 // WriteProtector is a device that knows whether its medium refuses writes
 // (a card's lock switch, a read-only LUN, a file the process may not

@@ -25,6 +25,7 @@ const (
 	fakeClaimed = 1 << 30
 	fakeReal    = 300 << 20
 	fakeReal2   = 256 << 20 // a power of two
+	fakeReal3   = 200 << 20 // unreadable past it (mode=unreadable)
 	genuineSize = 256 << 20
 )
 
@@ -47,14 +48,16 @@ func TestFakeCard(t *testing.T) {
 	if err != nil {
 		skipOrFail(t, "nbdkit is not installed (apt-get install nbdkit nbdkit-plugin-python)")
 	}
-	backing, sock := startWrapDisk(t, nbdkit, fakeClaimed, fakeReal)
-	_, sock2 := startWrapDisk(t, nbdkit, fakeClaimed, fakeReal2)
+	backing, sock := startWrapDisk(t, nbdkit, fakeClaimed, fakeReal, "wrap")
+	_, sock2 := startWrapDisk(t, nbdkit, fakeClaimed, fakeReal2, "wrap")
+	backing3, sock3 := startWrapDisk(t, nbdkit, fakeClaimed, fakeReal3, "unreadable")
 	genuine := newCard(t, genuineSize)
 
 	m := boot(t, MachineSpec{Controller: XHCI, Readers: []Reader{
 		{Serial: "FAKE1", LUNs: []LUN{{NBD: sock}}},
 		{Serial: "GOOD1", LUNs: []LUN{{Backing: genuine}}},
 		{Serial: "FAKE2", LUNs: []LUN{{NBD: sock2}}},
+		{Serial: "FAKE3", LUNs: []LUN{{NBD: sock3}}},
 	}})
 
 	// usbflash check on the fake: exit 8, a wrap at exactly 300 MiB, and
@@ -78,6 +81,19 @@ func TestFakeCard(t *testing.T) {
 		t.Errorf("check of the second fake: %+v, want a wrap at %d", fake2, fakeReal2)
 	}
 	fake2Took := r.Took
+	// A fake whose reads fail past 200 MiB (QEMU reports the disk's EIO
+	// as ABORTED COMMAND 00/06): unreadable, to the byte.
+	sum3 := fileSum(t, backing3)
+	r = usbflash(t, m, 20*time.Minute, "check", "--json", serialTarget("FAKE3"))
+	wantCode(t, r, 8, "check of the unreadable fake")
+	fake3 := checkSummaryOf(t, r)
+	if fake3.Kind != "unreadable" || fake3.UsableSize != fakeReal3 || !fake3.Restored {
+		t.Errorf("check of the unreadable fake: %+v, want unreadable past %d, restored", fake3, fakeReal3)
+	}
+	if fileSum(t, backing3) != sum3 {
+		t.Error("check changed the unreadable fake's flash")
+	}
+	fake3Took := r.Took
 
 	// write --check refuses it for an image larger than what it holds.
 	img := filepath.Join(m.Share, "img", "big.img")
@@ -118,7 +134,8 @@ func TestFakeCard(t *testing.T) {
 		serial string
 		took   time.Duration
 		usable int64
-	}{{"FAKE1", fakeTook, fake.UsableSize}, {"FAKE2", fake2Took, fake2.UsableSize}, {"GOOD1", goodTook, good.UsableSize}} {
+	}{{"FAKE1", fakeTook, fake.UsableSize}, {"FAKE2", fake2Took, fake2.UsableSize}, {"FAKE3", fake3Took, fake3.UsableSize},
+		{"GOOD1", goodTook, good.UsableSize}} {
 		dev := strings.TrimSpace(guest(t, m, "sdbyserial "+c.serial).Stdout)
 		fr, err := m.Run(fmt.Sprintf("LD_LIBRARY_PATH=/host/lib:/usr/local/lib timeout -s KILL 1200 /host/bin/f3probe --destructive --time-ops /dev/%s", dev), 21*time.Minute)
 		if err != nil {
@@ -137,8 +154,9 @@ func TestFakeCard(t *testing.T) {
 }
 
 // startWrapDisk serves a disk claiming claimed bytes whose flash, a
-// sparse file of real bytes, it returns with the server's socket.
-func startWrapDisk(t *testing.T, nbdkit string, claimed, real int64) (backing, sock string) {
+// sparse file of real bytes, it returns with the server's socket; mode is
+// wrapdisk.py's (wrap or unreadable).
+func startWrapDisk(t *testing.T, nbdkit string, claimed, real int64, mode string) (backing, sock string) {
 	t.Helper()
 	dir := t.TempDir()
 	backing = filepath.Join(dir, "flash.img")
@@ -151,7 +169,7 @@ func startWrapDisk(t *testing.T, nbdkit string, claimed, real int64) (backing, s
 	sock = filepath.Join(dir, "fake.sock")
 	plugin, _ := filepath.Abs("testdata/wrapdisk.py")
 	srv := exec.Command(nbdkit, "--foreground", "--unix", sock, "python", plugin,
-		"file="+backing, fmt.Sprintf("size=%d", claimed), fmt.Sprintf("real=%d", real))
+		"file="+backing, fmt.Sprintf("size=%d", claimed), fmt.Sprintf("real=%d", real), "mode="+mode)
 	srv.Stderr = os.Stderr
 	if err := srv.Start(); err != nil {
 		t.Fatalf("nbdkit: %v", err)

@@ -43,6 +43,8 @@ func (r *Result) Describe() string {
 		s += fmt.Sprintf("; writes from LBA %d on are lost", first)
 	case Garbage:
 		s += fmt.Sprintf("; writes from LBA %d on are lost and read back as other data", first)
+	case Unreadable:
+		s += fmt.Sprintf("; every read from LBA %d to the end fails", first)
 	}
 	if r.Cache > 0 {
 		s += fmt.Sprintf(", behind a cache that read them back until %s more were written", units.FormatBytes(r.Cache))

@@ -63,6 +63,11 @@ const (
 	Wrap    Kind = "wrap"    // writes past the usable size land on earlier blocks
 	Drop    Kind = "drop"    // writes past it are lost (reads return zeros or the old data)
 	Garbage Kind = "garbage" // writes past it are lost and reads return other data
+	// Unreadable: reads past the usable size fail (a MEDIUM ERROR, the
+	// kernel's EIO) to the card's end, while the blocks before it read:
+	// the fakes of f3's issues 86 and 228, which a probe reading its own
+	// writes back calls damaged.
+	Unreadable Kind = "unreadable"
 )
 
 // Options are a probe's choices.
@@ -152,6 +157,13 @@ func Probe(ctx context.Context, dev blockdev.Device, opts Options) (*Result, err
 	start := time.Now()
 	defer p.done()
 	err := p.run(ctx)
+	if errors.Is(err, blockdev.ErrBadBlock) && ctx.Err() == nil {
+		// A block the card could not read: a few bad blocks (the
+		// error stands), or an end that cannot be read at all.
+		if tail, terr := p.unreadableTail(ctx); terr == nil && tail {
+			err = nil
+		}
+	}
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -192,6 +204,8 @@ type prober struct {
 	chunk  []byte         // a flush or window command
 	scr    []byte         // scratch for named
 	orig   map[int64][]byte
+
+	wrote [][2]int64 // the runs of blocks written, [first, end)
 
 	windowSaved bool
 	windowData  []byte
@@ -269,6 +283,7 @@ func (p *prober) write(ctx context.Context, lba int64, b []byte) error {
 	}
 	p.res.Written += int64(len(b))
 	p.res.Commands++
+	p.wrote = append(p.wrote, [2]int64{lba, lba + int64(len(b))/p.bs})
 	if err := p.dev.WriteBlocks(ctx, lba, b); err != nil {
 		return fmt.Errorf("writing LBA %d: %w", lba, err)
 	}
@@ -783,4 +798,106 @@ func (p *prober) saveFile() (string, error) {
 		}
 	}
 	return f.Name(), f.Close()
+}
+
+// tailSamples is how many blocks past the first unreadable one must fail
+// too for the card's end to count as unreadable.
+const tailSamples = 64
+
+// unreadableTail is what run does when a read fails on a bad block: it
+// finds, by reads alone, the first block from which the card reads
+// nothing, and says whether the whole end fails from there (Kind
+// Unreadable, Usable set) or only some blocks do (false: a failing card,
+// whose error stands). Blocks the probe wrote are left out of every
+// judgement: a cache may answer for them.
+func (p *prober) unreadableTail(ctx context.Context) (bool, error) {
+	reads := func(lba int64) (bool, error) {
+		err := p.read(ctx, lba, p.buf)
+		if errors.Is(err, blockdev.ErrBadBlock) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	// The last block the probe did not write must fail.
+	hi := p.unwritten(p.n-1, -1, -1)
+	if hi < 0 {
+		return false, nil
+	}
+	if ok, err := reads(hi); ok || err != nil {
+		return false, err
+	}
+	// Bisect: lo reads (or is -1), hi does not.
+	lo := int64(-1)
+	for hi-lo > 1 {
+		mid := p.unwritten(lo+(hi-lo)/2, lo, hi)
+		if mid < 0 {
+			break // only written blocks between: the boundary is as fine as it gets
+		}
+		ok, err := reads(mid)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if lo < 0 {
+		return false, nil // nothing reads: a dead card, not a short one
+	}
+	// Every sample past hi fails too, or some bad blocks fooled the
+	// bisection.
+	for i := int64(1); i <= tailSamples; i++ {
+		x := p.unwritten(hi+i*(p.n-1-hi)/tailSamples, hi, p.n)
+		if x < 0 {
+			continue
+		}
+		if ok, err := reads(x); ok || err != nil {
+			return false, err
+		}
+	}
+	// And the card still answers at its start.
+	if ok, err := reads(lo); !ok || err != nil {
+		return false, err
+	}
+	p.res.Kind, p.res.Usable = Unreadable, hi*p.bs
+	return true, nil
+}
+
+// unwritten is the block nearest x, strictly between lo and hi, that the
+// probe never wrote (-1: none).
+func (p *prober) unwritten(x, lo, hi int64) int64 {
+	down, up := x, x
+	for down > lo {
+		r, ok := p.writtenRun(down)
+		if !ok {
+			break
+		}
+		down = r[0] - 1
+	}
+	for up < hi {
+		r, ok := p.writtenRun(up)
+		if !ok {
+			break
+		}
+		up = r[1]
+	}
+	switch {
+	case down > lo && (up >= hi || x-down <= up-x):
+		return down
+	case up < hi:
+		return up
+	}
+	return -1
+}
+
+// writtenRun is a run of blocks the probe wrote that holds lba.
+func (p *prober) writtenRun(lba int64) ([2]int64, bool) {
+	for _, r := range p.wrote {
+		if lba >= r[0] && lba < r[1] {
+			return r, true
+		}
+	}
+	return [2]int64{}, false
 }

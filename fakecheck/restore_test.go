@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 
+	"usbflash/blockdev"
 	"usbflash/usbms/sim"
 )
 
@@ -148,5 +150,67 @@ func TestProbeAbandon(t *testing.T) {
 	c.pattern(r[0]/512, want)
 	if !bytes.Equal(got, want) {
 		t.Fatal("the file does not hold the saved block at its own offset")
+	}
+}
+
+// badBlocks is a dev whose reads of some blocks fail as a card's bad
+// blocks do (blockdev.ErrBadBlock).
+type badBlocks struct {
+	*dev
+	bad map[int64]bool
+}
+
+func (b *badBlocks) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
+	for i := range int64(len(p) / b.bs) {
+		if b.bad[lba+i] {
+			return fmt.Errorf("LBA %d: unrecovered read error: %w", lba+i, blockdev.ErrBadBlock)
+		}
+	}
+	return b.dev.ReadBlocks(ctx, lba, p)
+}
+
+// TestProbeUnreadable: a card whose end cannot be read is told apart from
+// one with a few bad blocks, whose error stands, and from a destructive
+// probe's cached writes.
+func TestProbeUnreadable(t *testing.T) {
+	const blocks = 1 << 21 // 1 GiB
+	tests := []struct {
+		name        string
+		bad         []int64 // single bad blocks
+		fake        *sim.Fake
+		destructive bool
+		wantUsable  int64 // -1: the bad block's error stands
+	}{
+		{name: "the last block", bad: []int64{blocks - 1}, wantUsable: (blocks - 1) * 512},
+		// The cache flush reads it (the top 16 MiB, below the witnesses).
+		{name: "one block near the end", bad: []int64{blocks - 1000}, wantUsable: -1},
+		// The bisection's first read lands on the middle one: the end
+		// reads above it.
+		{name: "the last block and one in the middle", bad: []int64{blocks/2 - 1, blocks - 1}, wantUsable: -1},
+		{name: "destructive, behind a cache", fake: &sim.Fake{Kind: sim.FakeUnreadable, Real: 300 << 20, Cache: 8 << 20},
+			destructive: true, wantUsable: 300 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCard(512)
+			var m sim.Medium = c
+			if tt.fake != nil {
+				m = sim.NewFakeMedium(c, 512, *tt.fake)
+			}
+			d := &badBlocks{dev: &dev{m: m, bs: 512, blocks: blocks}, bad: map[int64]bool{}}
+			for _, b := range tt.bad {
+				d.bad[b] = true
+			}
+			res, err := Probe(context.Background(), d, Options{MaxCache: 16 * mib, Destructive: tt.destructive})
+			if tt.wantUsable < 0 {
+				if !errors.Is(err, blockdev.ErrBadBlock) {
+					t.Fatalf("probe: %v (kind %s), want the bad block's error", err, res.Kind)
+				}
+				return
+			}
+			if err != nil || res.Kind != Unreadable || res.Usable != tt.wantUsable {
+				t.Fatalf("probe: %s with %d usable bytes, %v; want unreadable with %d", res.Kind, res.Usable, err, tt.wantUsable)
+			}
+		})
 	}
 }

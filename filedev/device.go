@@ -254,7 +254,8 @@ func (d *Device) BlockCount() int64 { return d.blocks }
 func (d *Device) Close() error { return d.f.Close() }
 
 // ReadBlocks implements blockdev.Device. A cancelled ctx stops it before
-// the read, as it stops a LUN's next command.
+// the read, as it stops a LUN's next command. The kernel's EIO is marked
+// as a bad block (blockdev.ErrBadBlock).
 func (d *Device) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -262,10 +263,10 @@ func (d *Device) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
 	if err := d.check(lba, p); err != nil {
 		return err
 	}
-	return d.retryBuffered(func() error {
+	return badBlock(d.retryBuffered(func() error {
 		_, err := d.f.ReadAt(p, lba*int64(d.blockSize))
 		return err
-	})
+	}))
 }
 
 // WriteBlocks implements blockdev.Device. A write-protected target
@@ -297,6 +298,16 @@ func (d *Device) Sync(ctx context.Context) error { return d.f.Sync() }
 // EPERM).
 func refusesWrites(err error) bool {
 	return errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)
+}
+
+// badBlock marks the kernel's EIO for a read as a bad block: what the
+// block layer returns when the disk failed the command's blocks (a dead
+// disk returns it too, so a caller judging one block reads others).
+func badBlock(err error) error {
+	if err != nil && errors.Is(err, syscall.EIO) {
+		return blockdev.MarkBadBlock(err)
+	}
+	return err
 }
 
 // protected marks a write the kernel refused as read-only as write

@@ -197,3 +197,24 @@ func TestProtected(t *testing.T) {
 		t.Error("protected(nil) != nil")
 	}
 }
+
+// TestBadBlock: the kernel's EIO on a read is a bad block and still the
+// kernel's error; other failures are not.
+func TestBadBlock(t *testing.T) {
+	for _, tc := range []struct {
+		errno syscall.Errno
+		want  bool
+	}{
+		{syscall.EIO, true},
+		{syscall.ENODEV, false},
+		{syscall.EINVAL, false},
+	} {
+		err := badBlock(&os.PathError{Op: "read", Path: "/dev/sdb", Err: tc.errno})
+		if errors.Is(err, blockdev.ErrBadBlock) != tc.want || !errors.Is(err, tc.errno) {
+			t.Errorf("%v: err = %v, bad block %v, want %v", tc.errno, err, errors.Is(err, blockdev.ErrBadBlock), tc.want)
+		}
+	}
+	if badBlock(nil) != nil {
+		t.Error("badBlock(nil) != nil")
+	}
+}

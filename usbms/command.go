@@ -107,7 +107,7 @@ func needsAll(cdb []byte) bool {
 }
 
 func (l *LUN) cmdError(r request, where span, err error) error {
-	return &CommandError{Op: opName(r.cdb), Device: l.t.opts.Name, LUN: l.lun, LBA: where.lba, Blocks: where.blocks, Err: markProtected(err)}
+	return &CommandError{Op: opName(r.cdb), Device: l.t.opts.Name, LUN: l.lun, LBA: where.lba, Blocks: where.blocks, Err: markMedium(err)}
 }
 
 // sleep pauses between commands: on the Endpoint's clock when it has

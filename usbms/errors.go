@@ -54,19 +54,35 @@ func (e *CommandError) Error() string {
 
 func (e *CommandError) Unwrap() error { return e.Err }
 
-// markProtected marks err as write protection when its sense data says
+// markMedium marks err as write protection when its sense data says
 // the medium is write-protected (DATA PROTECT, ASC 27h: any ASCQ, hardware
 // or software protection alike), as when the lock switch moved after MODE
 // SENSE was asked or the reader would not answer MODE SENSE: it reads as
 // the sense does, errors.As still finds the *scsi.SenseError, and
 // errors.Is finds blockdev.ErrWriteProtected as in every other report of
 // write protection.
-func markProtected(err error) error {
-	if se, ok := scsi.AsSense(err); ok && se.Key == scsi.DataProtect && se.ASC == scsi.ASCWriteProtected {
+//
+// A failure of the command's blocks that the device reported, the cases
+// the kernel hands up as EIO (what f3probe and every tool on a block
+// device sees), is marked as blockdev.ErrBadBlock the same way: a MEDIUM
+// ERROR, a HARDWARE ERROR, and ABORTED COMMAND "I/O process terminated"
+// (00/06), which is what QEMU's emulated disks report when their backing
+// store fails a read or write (../shared/QEMU.md).
+func markMedium(err error) error {
+	se, ok := scsi.AsSense(err)
+	switch {
+	case !ok:
+	case se.Key == scsi.DataProtect && se.ASC == scsi.ASCWriteProtected:
 		return blockdev.MarkWriteProtected(err)
+	case se.Key == scsi.MediumError, se.Key == scsi.HardwareError,
+		se.Key == scsi.AbortedCommand && se.ASC == 0x00 && se.ASCQ == ascqIOProcessTerminated:
+		return blockdev.MarkBadBlock(err)
 	}
 	return err
 }
+
+// ascqIOProcessTerminated with ASC 00 is I/O PROCESS TERMINATED.
+const ascqIOProcessTerminated = 0x06
 
 // detailError replaces the message of err with msg, keeping err in the chain
 // for errors.Is and errors.As.

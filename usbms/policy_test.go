@@ -32,7 +32,8 @@ func TestSensePolicy(t *testing.T) {
 			cbw, passed)},
 		{name: "ABORTED COMMAND: repeat up to Retries, then fail", wantErr: func(err error) bool {
 			se, ok := scsi.AsSense(err)
-			return ok && se.Key == scsi.AbortedCommand && !errors.Is(err, blockdev.ErrWriteProtected)
+			// QEMU's failed backing store: a bad block, as the kernel's EIO.
+			return ok && se.Key == scsi.AbortedCommand && !errors.Is(err, blockdev.ErrWriteProtected) && errors.Is(err, blockdev.ErrBadBlock)
 		}, steps: seq(
 			cbw, failed, cbw, senseStep(scsi.AbortedCommand, 0, 6), passed,
 			cbw, failed, cbw, senseStep(scsi.AbortedCommand, 0, 6), passed,
@@ -43,6 +44,16 @@ func TestSensePolicy(t *testing.T) {
 			return ok && se.Key == scsi.DataProtect && errors.Is(err, blockdev.ErrWriteProtected)
 		}, steps: seq(
 			cbw, failed, cbw, senseStep(scsi.DataProtect, 0x27, 0), passed)},
+		{name: "unrecovered read error: fail at once, as a bad block", wantErr: func(err error) bool {
+			se, ok := scsi.AsSense(err)
+			return ok && se.Key == scsi.MediumError && errors.Is(err, blockdev.ErrBadBlock) && !errors.Is(err, blockdev.ErrWriteProtected)
+		}, steps: seq(
+			cbw, failed, cbw, senseStep(scsi.MediumError, 0x11, 0), passed)},
+		{name: "illegal request: not a bad block", wantErr: func(err error) bool {
+			se, ok := scsi.AsSense(err)
+			return ok && se.Key == scsi.IllegalRequest && !errors.Is(err, blockdev.ErrBadBlock)
+		}, steps: seq(
+			cbw, failed, cbw, senseStep(scsi.IllegalRequest, 0x24, 0), passed)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

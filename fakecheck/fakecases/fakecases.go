@@ -19,7 +19,7 @@ type Case struct {
 	Name    string
 	Block   int64
 	Claimed int64  // bytes
-	Kind    string // "genuine", "wrap", "drop", "garbage"
+	Kind    string // "genuine", "wrap", "drop", "garbage", "unreadable"
 	Real    int64  // bytes of flash (Claimed for a genuine card)
 	Cache   int64  // bytes
 }
@@ -53,6 +53,9 @@ func All() []Case {
 		{"garbage 256MiB of 1GiB, 64MiB cache", 512, gib, "garbage", 256 * mib, 64 * mib},
 		{"garbage 7.5GiB of 64GiB, 32MiB cache", 512, 64 * gib, "garbage", 7680 * mib, 32 * mib},
 		{"drop 100MiB of 256MiB, 8MiB cache (a probe in every flush command)", 512, 256 * mib, "drop", 100 * mib, 8 * mib},
+		{"unreadable 256MiB of 1GiB", 512, gib, "unreadable", 256 * mib, 0},
+		{"unreadable 777777 blocks of 1GiB, 16MiB cache", 512, gib, "unreadable", 777777 * 512, 16 * mib},
+		{"unreadable 31GiB of 256GiB (f3 issue 228)", 512, 256 * gib, "unreadable", 31 * gib, 0},
 		{"drop 1GiB+4KiB of 2GiB, 4096-byte blocks", 4096, 2 * gib, "drop", gib + 4*kib, 0},
 		{"wrap 100MiB of 2GiB, 4096-byte blocks, 8MiB cache", 4096, 2 * gib, "wrap", 100 * mib, 8 * mib},
 	}

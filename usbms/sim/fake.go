@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"usbflash/blockdev"
 	"usbflash/internal/units"
 )
 
@@ -26,6 +27,11 @@ const (
 	// FakeGarbage: writes past the real size are lost; reads there return
 	// bytes that change with every read.
 	FakeGarbage
+	// FakeUnreadable: writes past the real size are lost; reads there fail
+	// with an unrecovered read error, as the cards of f3's issues 86 and
+	// 228 (a probe that reads what it wrote sees a damaged card, not a
+	// fake one).
+	FakeUnreadable
 )
 
 func (k FakeKind) String() string {
@@ -36,6 +42,8 @@ func (k FakeKind) String() string {
 		return "drop"
 	case FakeGarbage:
 		return "garbage"
+	case FakeUnreadable:
+		return "unreadable"
 	}
 	return "none"
 }
@@ -97,6 +105,12 @@ func (m *fakeMedium) ReadAt(p []byte, off int64) (int, error) {
 			copy(part, c.data[in:])
 			return nil
 		}
+		if m.f.Kind == FakeUnreadable && blk*m.bs >= m.f.Real {
+			// What the device reports as a MEDIUM ERROR (readWrite plans
+			// it before the data phase); a caller of the medium itself
+			// gets the same fact.
+			return fmt.Errorf("sim: unrecovered read error at block %d: %w", blk, blockdev.ErrBadBlock)
+		}
 		return m.readBack(blk, in, part)
 	})
 }
@@ -120,6 +134,23 @@ func (m *fakeMedium) WriteAt(p []byte, off int64) (int, error) {
 		}
 		return nil
 	})
+}
+
+// firstUnreadable is the first of count blocks from lba that a read
+// fails on (-1: none): with FakeUnreadable, a block past Real that the cache
+// does not hold.
+func (m *fakeMedium) firstUnreadable(lba, count int64) int64 {
+	if m.f.Kind != FakeUnreadable {
+		return -1
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for b := max(lba, m.f.Real/m.bs); b < lba+count; b++ {
+		if _, ok := m.cached[b]; !ok {
+			return b
+		}
+	}
+	return -1
 }
 
 // readBack is what the flash (not the cache) answers for part of block
@@ -239,8 +270,10 @@ func (o *fakeOptions) set(key, val string) error {
 			o.kind = FakeDrop
 		case "garbage":
 			o.kind = FakeGarbage
+		case "unreadable":
+			o.kind = FakeUnreadable
 		default:
-			err = fmt.Errorf("want wrap, drop or garbage")
+			err = fmt.Errorf("want wrap, drop, garbage or unreadable")
 		}
 	case "real":
 		o.real, err = units.ParseSize(val)
@@ -263,7 +296,7 @@ func (o *fakeOptions) set(key, val string) error {
 func (o *fakeOptions) fake(capacity, block int64) (Fake, bool, error) {
 	switch {
 	case o.kind == FakeNone && (o.haveReal || o.haveCacheOpt):
-		return Fake{}, false, fmt.Errorf("option real= or fake-cache= needs fake=wrap, drop or garbage")
+		return Fake{}, false, fmt.Errorf("option real= or fake-cache= needs fake=wrap, drop, garbage or unreadable")
 	case o.kind == FakeNone:
 		return Fake{}, false, nil
 	case !o.haveReal:

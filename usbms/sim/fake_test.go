@@ -57,6 +57,19 @@ func TestFakeMedium(t *testing.T) {
 			t.Fatal("garbage must change with every read and not be what was written")
 		}
 	})
+	t.Run("unreadable", func(t *testing.T) {
+		m := NewFakeMedium(NewMemory(4000*512), 512, Fake{Kind: FakeUnreadable, Real: real * 512, Cache: 2 * 512}).(*fakeMedium)
+		if got := m.firstUnreadable(real-10, 10); got != -1 {
+			t.Fatalf("blocks below the real size: first unreadable %d, want none", got)
+		}
+		if got := m.firstUnreadable(real-10, 20); got != real {
+			t.Fatalf("a read across the real size fails at %d, want %d", got, real)
+		}
+		writeBlock(t, m, real, 8) // into the cache: it reads back
+		if got := m.firstUnreadable(real-10, 20); got != real+1 {
+			t.Fatalf("with block %d cached: first unreadable %d, want %d", real, got, real+1)
+		}
+	})
 	t.Run("cache", func(t *testing.T) {
 		m := NewFakeMedium(NewMemory(4000*512), 512, Fake{Kind: FakeDrop, Real: real * 512, Cache: 4 * 512})
 		writeBlock(t, m, real+1, 5)
@@ -102,7 +115,7 @@ func TestFakeOptions(t *testing.T) {
 		"fake=wrap":                         "needs real=SIZE",
 		"real=100KiB":                       "needs fake=",
 		"fake-cache=1MiB":                   "needs fake=",
-		"fake=melt&real=1KiB":               "want wrap, drop or garbage",
+		"fake=melt&real=1KiB":               "want wrap, drop, garbage or unreadable",
 		"fake=drop&real=1000":               "whole number of 512-byte blocks",
 		"fake=drop&real=2MiB":               "larger than the card",
 		"fake=drop&real=1KiB&fake-cache=-1": "fake-cache",

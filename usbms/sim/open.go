@@ -44,7 +44,7 @@ import (
 //	reject-modesense=1  MODE SENSE answers 5/20/00
 //	max-transfer=N      VPD 0xB0 maximum transfer length in blocks
 //	fault=KIND[:K=V,...]  inject a fault at start; repeatable
-//	fake=wrap|drop|garbage  a fake card whose flash is only real= bytes
+//	fake=wrap|drop|garbage|unreadable  a fake card whose flash is only real= bytes
 //	real=SIZE           with fake=: the flash behind the claimed size
 //	fake-cache=SIZE     with fake=: keeps the last writes past real= (see Fake)
 //	vid=, pid=, bcd=    USB identity (hex) the host's quirk table is searched by

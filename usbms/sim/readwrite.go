@@ -38,6 +38,14 @@ func (d *Device) readWrite(lunIdx int, l *lun, cdb []byte) plan {
 		return q
 	}
 	end := int64(lba + count)
+	if u, ok := l.medium.(interface{ firstUnreadable(lba, count int64) int64 }); ok && !write {
+		if bad := u.firstUnreadable(int64(lba), int64(count)); bad >= 0 {
+			// The blocks before it move, then the command fails.
+			p.good, p.status = (bad-int64(lba))*l.blockSize, statusFailed
+			l.sense = senseReadError(bad)
+			return p
+		}
+	}
 	hit := d.takeFault(MediumError, lunIdx, func(f *Fault) bool {
 		return f.LBA >= int64(lba) && f.LBA < end
 	})

@@ -94,6 +94,13 @@ e2e-static: build-static
 bench-e2e: build
 	$(GO) test -tags "e2e $(TAGS)" -count=1 -timeout 40m -run BenchE2E -v ./e2e/
 
+# Issue 21's slow-host table: 96 and 384 MiB against dd in one boot per
+# controller (fixed cost and steady rate apart), verify, process start.
+# BEFORE=path/to/an/earlier/usbflash adds its rows to the same boots.
+bench-slowhost: build
+	USBFLASH_E2E_BIN_BEFORE=$(BEFORE) \
+	  $(GO) test -tags "e2e $(TAGS)" -count=1 -timeout 60m -run 'TestSlowHostBench$$' -v ./e2e/
+
 # Other platforms. Linux on arm64 and armhf with the libusb backend (cgo:
 # Debian's cross compilers, the target's multiarch libusb-1.0-0-dev, linked
 # dynamically: the target needs libusb-1.0-0), and the no-USB build (sim:

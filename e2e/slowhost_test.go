@@ -1,0 +1,206 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSlowHostBench is issue 21's harness: the one-vCPU TCG guest as a
+// slow host, in one boot per controller, raw images in guest RAM. Each
+// method writes a 96 MiB and a 384 MiB image (two rounds each, means), so
+// that the fixed cost and the steady rate separate:
+//
+//	rate  = (384 - 96) MiB / (t384 - t96)
+//	fixed = t96 - 96 MiB / rate
+//
+// beside the kernel path (`dd oflag=direct` through usb-storage), the CPU
+// seconds per GiB of the 384 MiB write (the shell's `times`: the kernel's
+// USB work under dd is in no process and not counted), a write with
+// verify against the same write without, and process start: ten starts
+// of `usbflash version` against a static Go hello world and /bin/true.
+//
+// USBFLASH_E2E_BIN_BEFORE names a second usbflash binary (an earlier
+// build) measured in the same boot, for a before/after table; it runs only
+// with `make bench-slowhost` or -run SlowHost (or USBFLASH_E2E_BENCH=1).
+func TestSlowHostBench(t *testing.T) {
+	optIn(t, "SlowHost", "USBFLASH_E2E_BENCH")
+	const small, large = 96, 384
+	imgs := map[int][]byte{small: makeImage(96, small<<20), large: makeImage(384, large<<20)}
+	hello := buildHello(t)
+	before := os.Getenv("USBFLASH_E2E_BIN_BEFORE")
+	rounds := 2
+	if v, err := strconv.Atoi(os.Getenv("USBFLASH_E2E_BENCH_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+
+	type method struct {
+		name, cmd string // cmd writes $IMG to $DEV (dd) or $TGT (usbflash)
+		kernel    bool   // through the guest kernel's usb-storage
+		verify    string // the method this one is with verify, for the ratio
+	}
+	tgt := serialTarget("SLOW1")
+	methods := []method{
+		{name: "dd bs=1M oflag=direct", cmd: "dd if=$IMG of=$DEV bs=1M oflag=direct 2>/dev/null", kernel: true},
+		{name: "dd bs=4M oflag=direct", cmd: "dd if=$IMG of=$DEV bs=4M oflag=direct 2>/dev/null", kernel: true},
+	}
+	bins := []struct{ label, bin string }{{"usbflash", "usbflash"}}
+	if before != "" {
+		bins = append([]struct{ label, bin string }{{"before", "usbflash-before"}}, bins...)
+	}
+	for _, b := range bins {
+		w := b.bin + " write --yes $IMG " + tgt
+		methods = append(methods,
+			method{name: b.label + " --no-verify", cmd: w + " --no-verify"},
+			method{name: b.label + " --no-verify --transfer-size 4MiB", cmd: w + " --no-verify --transfer-size 4MiB"},
+			method{name: b.label + " (verify)", cmd: w, verify: b.label + " --no-verify"},
+		)
+	}
+
+	type result struct {
+		t   map[int]float64 // mean seconds by image MiB
+		cpu float64         // CPU s/GiB at the large size
+	}
+	var report strings.Builder
+	for _, c := range []Controller{XHCI, EHCI} {
+		t.Run(string(c), func(t *testing.T) {
+			card := newCard(t, (large+16)<<20)
+			m := boot(t, MachineSpec{Controller: c, MemMB: 768 + small + large,
+				Readers: []Reader{{Serial: "SLOW1", LUNs: []LUN{{Backing: card}}}}})
+			shipProbe(t, m, "hello", hello)
+			if before != "" {
+				shipProbe(t, m, "usbflash-before", before)
+			}
+			for mib, img := range imgs {
+				p := putImage(t, m, fmt.Sprintf("s%d.img", mib), img, "raw")
+				guest(t, m, fmt.Sprintf("cp %s /tmp/s%d.img && rm %s", p, mib, p))
+			}
+			guest(t, m, "loadmod usb-storage sd_mod")
+
+			res := map[string]*result{}
+			// The kernel's path first: usbflash takes the reader from
+			// usb-storage.
+			for _, meth := range methods {
+				r := &result{t: map[int]float64{}}
+				res[meth.name] = r
+				for _, mib := range []int{small, large} {
+					var sum float64
+					for range rounds {
+						secs, cpu := timeWrite(t, m, meth.cmd, mib, meth.kernel, tgt)
+						sum += secs
+						if mib == large {
+							r.cpu += cpu / (float64(large) / 1024) / float64(rounds)
+						}
+					}
+					r.t[mib] = sum / float64(rounds)
+					if !meth.kernel {
+						checkCard(t, card, imgs[mib])
+					}
+				}
+			}
+			startCmds := map[string]string{
+				"usbflash version": "usbflash version", "static hello world": "/host/bin/hello", "/bin/true": "/bin/true",
+			}
+			if before != "" {
+				startCmds["before: usbflash version"] = "usbflash-before version"
+			}
+			starts := processStarts(t, m, startCmds)
+
+			fmt.Fprintf(&report, "\n### %s (accel %s, %d rounds, means)\n\n", c, env.Accel.Name, rounds)
+			fmt.Fprintf(&report, "| method | %d MiB s | %d MiB s | steady MiB/s | fixed s | rate vs dd 1M | fixed vs dd 1M | CPU s/GiB (384) | with verify / without |\n|---|---|---|---|---|---|---|---|---|\n", small, large)
+			rate := func(r *result) float64 { return float64(large-small) / (r.t[large] - r.t[small]) }
+			fixed := func(r *result) float64 { return r.t[small] - float64(small)/rate(r) }
+			dd := res[methods[0].name]
+			for _, meth := range methods {
+				r := res[meth.name]
+				ratio := "-"
+				if meth.verify != "" {
+					ratio = fmt.Sprintf("%.2fx", r.t[large]/res[meth.verify].t[large])
+				}
+				fmt.Fprintf(&report, "| %s | %.2f | %.2f | %.0f | %.2f | %.2fx | %.2fx | %.2f | %s |\n", meth.name,
+					r.t[small], r.t[large], rate(r), fixed(r), rate(r)/rate(dd), fixed(r)/fixed(dd), r.cpu, ratio)
+			}
+			fmt.Fprintf(&report, "\nProcess start (mean of 10, ms):")
+			for _, name := range []string{"/bin/true", "static hello world", "usbflash version", "before: usbflash version"} {
+				if ms, ok := starts[name]; ok {
+					fmt.Fprintf(&report, " %s %.1f;", name, ms)
+				}
+			}
+			report.WriteString("\n")
+		})
+	}
+	fmt.Print(report.String())
+	t.Log(report.String())
+}
+
+// timeWrite runs one write of the mib-MiB image in the guest and returns
+// its wall seconds (guest clock) and the CPU seconds of the command.
+func timeWrite(t *testing.T, m *Machine, cmd string, mib int, kernel bool, tgt string) (float64, float64) {
+	t.Helper()
+	script := fmt.Sprintf("IMG=/tmp/s%d.img\n", mib)
+	if kernel {
+		script += "DEV=/dev/$(sdbyserial SLOW1) || exit 99\n"
+	}
+	script += "t0=$(cut -d' ' -f1 /proc/uptime)\n" + cmd + " >/tmp/out 2>&1\nrc=$?; t1=$(cut -d' ' -f1 /proc/uptime)\n" +
+		"[ $rc = 0 ] || cat /tmp/out; echo \"ELAPSED $t0 $t1\"; times; exit $rc"
+	r, err := m.Run(script, 15*time.Minute)
+	if err != nil || r.Code != 0 {
+		t.Fatalf("%s (%d MiB): %v\n%s", cmd, mib, err, r)
+	}
+	var t0, t1 float64
+	for _, l := range strings.Split(r.Stdout, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "ELAPSED" {
+			t0, _ = strconv.ParseFloat(f[1], 64)
+			t1, _ = strconv.ParseFloat(f[2], 64)
+		}
+	}
+	if t1 <= t0 {
+		t.Fatalf("%s: no elapsed time in\n%s", cmd, r)
+	}
+	return t1 - t0, childCPU(r.Stdout)
+}
+
+// processStarts runs each command ten times in the guest and returns the
+// mean milliseconds per start, by name.
+func processStarts(t *testing.T, m *Machine, cmds map[string]string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for name, cmd := range cmds {
+		script := "t0=$(cut -d' ' -f1 /proc/uptime)\nfor i in 1 2 3 4 5 6 7 8 9 10; do " + cmd +
+			" >/dev/null || exit 1; done\nt1=$(cut -d' ' -f1 /proc/uptime); echo \"ELAPSED $t0 $t1\""
+		r := guest(t, m, script)
+		for _, l := range strings.Split(r.Stdout, "\n") {
+			if f := strings.Fields(l); len(f) == 3 && f[0] == "ELAPSED" {
+				t0, _ := strconv.ParseFloat(f[1], 64)
+				t1, _ := strconv.ParseFloat(f[2], 64)
+				out[name] = (t1 - t0) * 1000 / 10
+			}
+		}
+	}
+	return out
+}
+
+// buildHello builds a static Go hello world, process start's baseline.
+func buildHello(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(src, []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello, world\") }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "hello")
+	cmd := exec.Command("go", "build", "-o", bin, src)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hello world does not build: %v\n%s", err, out)
+	}
+	return bin
+}

@@ -202,8 +202,11 @@ type prober struct {
 	window int64          // blocks
 	buf    []byte         // one block
 	chunk  []byte         // a flush or window command
-	scr    []byte         // scratch for named
-	orig   map[int64][]byte
+	// freeChunk gives chunk back to the device that allocated it (nil:
+	// ordinary memory).
+	freeChunk func()
+	scr       []byte // scratch for named
+	orig      map[int64][]byte
 
 	wrote [][2]int64 // the runs of blocks written, [first, end)
 
@@ -214,10 +217,14 @@ type prober struct {
 	abortable func()     // Options.Abortable's done, once registered
 }
 
-// done ends what Options.Abortable registered.
+// done ends what Options.Abortable registered and gives the device's
+// memory back.
 func (p *prober) done() {
 	if p.abortable != nil {
 		p.abortable()
+	}
+	if p.freeChunk != nil {
+		p.freeChunk()
 	}
 }
 
@@ -252,10 +259,21 @@ func newProber(dev blockdev.Device, opts Options) *prober {
 	w := min(max(n*bs/readGrid, windowMin), windowMax)
 	w = (w + windowMin - 1) / windowMin * windowMin / bs
 	w = max(min(w, n/4), 1)
-	return &prober{dev: dev, opt: opts, bs: bs, n: n, nonce: nonce,
+	p := &prober{dev: dev, opt: opts, bs: bs, n: n, nonce: nonce,
 		res:   &Result{BlockSize: int(bs), Claimed: n * bs, Usable: n * bs, Kind: Genuine},
 		cover: map[int64]bool{}, window: w, orig: map[int64][]byte{},
-		buf: aligned.Bytes(int(bs)), chunk: aligned.Bytes(int(chunk)), scr: make([]byte, bs)}
+		buf: aligned.Bytes(int(bs)), scr: make([]byte, bs)}
+	// The flush moves up to MaxCache twice: from the device's own memory
+	// (usbfs), as the engine's transfers do, it costs no copy.
+	if a, ok := dev.(blockdev.BufferAllocator); ok {
+		if bufs, _, free, err := a.AllocBuffers(1, int(chunk)); err == nil {
+			p.chunk, p.freeChunk = bufs[0][:chunk], free
+		}
+	}
+	if p.chunk == nil {
+		p.chunk = aligned.Bytes(int(chunk))
+	}
+	return p
 }
 
 func (p *prober) progress(step string, done, total int64) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"usbflash/blockdev"
+	"usbflash/fakecheck/fakecases"
 	"usbflash/usbms/sim"
 )
 
@@ -212,5 +213,36 @@ func TestProbeUnreadable(t *testing.T) {
 				t.Fatalf("probe: %s with %d usable bytes, %v; want unreadable with %d", res.Kind, res.Usable, err, tt.wantUsable)
 			}
 		})
+	}
+}
+
+// allocating is a dev with its own memory, as usbfs has.
+type allocating struct {
+	*dev
+	allocs, frees int
+	bufs          [][]byte
+}
+
+func (a *allocating) AllocBuffers(count, size int) ([][]byte, string, func(), error) {
+	a.allocs++
+	a.bufs = make([][]byte, count)
+	for i := range a.bufs {
+		a.bufs[i] = make([]byte, size)
+	}
+	return a.bufs, "device", func() { a.frees++ }, nil
+}
+
+// TestProbeDeviceMemory: the flush runs from the device's memory, given
+// back once when the probe ends.
+func TestProbeDeviceMemory(t *testing.T) {
+	fc := fakeCase{fakecases.Case{Name: "drop", Block: 512, Claimed: 256 * mib, Kind: "drop", Real: 100 * mib, Cache: 8 * mib}}
+	d, _ := fc.device()
+	a := &allocating{dev: d}
+	res, err := Probe(context.Background(), a, Options{MaxCache: 16 * mib})
+	if err != nil || res.Kind != Drop || res.Usable != 100*mib {
+		t.Fatalf("probe: %s with %d usable bytes, %v", res.Kind, res.Usable, err)
+	}
+	if a.allocs != 1 || a.frees != 1 {
+		t.Fatalf("AllocBuffers called %d times, its memory freed %d times; want once each", a.allocs, a.frees)
 	}
 }

@@ -33,6 +33,9 @@ func TestParseUsbmon(t *testing.T) {
 	if c.tag != 0xad || c.length != 0x8000 || !c.in || cdbKey(c.cdb) != "READ(10)" || len(c.cdb) != 10 || c.status != 1 {
 		t.Errorf("CBW: %+v (%s)", c, cdbKey(c.cdb))
 	}
+	if got := d.sequence(-3); got != "READ(10) 32768 B (status 1)" {
+		t.Errorf("sequence(-3) = %q", got)
+	}
 	if hub := tr.devs["1:001"]; hub == nil || !slices.Equal(hub.ctrl, []string{"a3 00 0000 0003 0004"}) {
 		t.Errorf("control requests of 1:001: %+v", hub)
 	}

@@ -19,8 +19,8 @@ import (
 // boot per controller, the guest kernel's usbmon records every Bulk-Only
 // command block wrapper that reaches each reader (a usb-storage and a
 // usb-bot one) while first the kernel's own usb-storage + sd flash a card
-// the way a user does with dd, and then usbflash writes (with verify),
-// reads and describes the same readers. Each trace is decoded into SCSI
+// the way a user does with dd, and then usbflash lists, writes (with
+// verify), reads and describes the same readers. Each trace is decoded into SCSI
 // commands, and every command usbflash sent must be one the kernel sent
 // the same device in that boot; SYNCHRONIZE CACHE(10) alone is tolerated
 // (usbflash sends it when the caching page says write-back, as sd does,
@@ -86,6 +86,7 @@ dd if=$D of=/dev/null bs=1M 2>/dev/null && sync && rm /tmp/kback.img`, r.serial)
 	// The usbflash path, with usb-storage unbound, so the trace holds
 	// usbflash's commands alone.
 	mon = startUsbmon(t, m, "usbflash")
+	wantCode(t, usbflash(t, m, time.Minute, "list"), 0, "list")
 	for _, r := range readers {
 		tgt := serialTarget(r.serial)
 		res := usbflash(t, m, 3*time.Minute, "write", "/tmp/u.img", tgt, "--yes")
@@ -122,7 +123,8 @@ dd if=$D of=/dev/null bs=1M 2>/dev/null && sync && rm /tmp/kback.img`, r.serial)
 		t.Logf("%s, %s reader %s (usbmon %s): SCSI commands, kernel path vs usbflash\n%s", c, r.kind, r.serial, r.dev, commandTable(k, u))
 		t.Logf("%s, %s reader %s: control requests, kernel path vs usbflash\n%s", c, r.kind, r.serial, controlTable(k, u))
 		t.Logf("%s, %s reader %s: first commands of the kernel's probe: %s", c, r.kind, r.serial, k.sequence(8))
-		t.Logf("%s, %s reader %s: first commands of usbflash's write: %s", c, r.kind, r.serial, u.sequence(8))
+		t.Logf("%s, %s reader %s: first commands of usbflash (list, then write): %s", c, r.kind, r.serial, u.sequence(8))
+		t.Logf("%s, %s reader %s: last commands of the kernel path (dd's reads, sync, unbind): %s", c, r.kind, r.serial, k.sequence(-4))
 		extra, tolerated := notSentByKernel(k, u)
 		for _, e := range tolerated {
 			t.Logf("%s %s reader: %s: tolerated", c, r.kind, e)
@@ -183,10 +185,17 @@ func notSentByKernel(k, u *devTrace) (extra, tolerated []string) {
 	return extra, tolerated
 }
 
-// sequence names the first n commands, in order.
+// sequence names the first n commands, in order; the last -n for a
+// negative n.
 func (d *devTrace) sequence(n int) string {
+	var cmds []*traceCmd
+	if n >= 0 {
+		cmds = d.cmds[:min(n, len(d.cmds))]
+	} else {
+		cmds = d.cmds[max(0, len(d.cmds)+n):]
+	}
 	var out []string
-	for _, c := range d.cmds[:min(n, len(d.cmds))] {
+	for _, c := range cmds {
 		s := cdbKey(c.cdb)
 		if c.cdb[0] == 0x28 || c.cdb[0] == 0x2A {
 			s += fmt.Sprintf(" %d B", c.length)

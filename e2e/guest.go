@@ -54,6 +54,8 @@ var guestModules = map[string]string{
 	"nls_cp437":    "",
 	"nls_ascii":    "",
 	"nls_utf8":     "",
+	// usbmon: TestTraceMatchesKernel reads the guest's USB traffic with it.
+	"usbmon": "",
 }
 
 // Arch is what differs between the guest architectures: the rest of the

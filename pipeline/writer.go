@@ -59,6 +59,9 @@ func newWriter(ctx context.Context, dev blockdev.Device, name string, src io.Rea
 	if opts.HashAlg == HashSHA256 {
 		w.fill.hash = sha256.New()
 	}
+	if opts.Digests {
+		w.fill.digests = &Digests{BlockSize: w.bs}
+	}
 	if opts.Pieces != nil {
 		w.fill.pieces = opts.Pieces
 		w.fill.chosen = make([][]blockdev.Extent, len(w.r.bufs))
@@ -89,6 +92,9 @@ func (w *writer) run(ctx context.Context) (WriteResult, error) {
 	}
 	if err == nil && w.fill.written != nil {
 		w.fill.written.Sum(w.res.WrittenSHA256[:0])
+	}
+	if err == nil && w.fill.digests != nil {
+		w.res.Digests = *w.fill.digests
 	}
 	return w.res, err
 }

@@ -53,7 +53,7 @@ type Config struct {
 	Verify       bool   // read every card back and compare
 	// VerifyHash is how: VerifyXXH3 (the default, "") or VerifySHA256.
 	VerifyHash string
-	Eject        bool   // eject each card when done
+	Eject      bool // eject each card when done
 	// Force takes disks the system uses and writes images smaller than
 	// one transfer.
 	Force bool

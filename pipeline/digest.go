@@ -40,6 +40,9 @@ type TransferDigest struct {
 type Digests struct {
 	BlockSize int
 	List      []TransferDigest
+	// Size is the image's length: what lies past it in the last block is
+	// padding, checked but not counted as image bytes verified.
+	Size int64
 }
 
 // Bytes is how many bytes of the card the digests cover.
@@ -49,6 +52,12 @@ func (d *Digests) Bytes() int64 {
 		n += int64(t.Blocks) * int64(d.BlockSize)
 	}
 	return n
+}
+
+// imageBytes is how many bytes of the image in [off, off+n) lie before
+// the image's end.
+func (d *Digests) imageBytes(off, n int64) int64 {
+	return max(min(off+n, d.Size)-off, 0)
 }
 
 // extents are the byte ranges the digests cover, merged where they touch.
@@ -100,13 +109,17 @@ func VerifyDigests(ctx context.Context, dev blockdev.Device, d Digests, opts Ver
 	if err := CheckFits(dev, name, limit, true); err != nil {
 		return VerifyResult{}, err
 	}
+	var total int64 // image bytes to verify, padding left out, as progress and Bytes count them
+	for _, e := range opts.Only {
+		total += d.imageBytes(e.Off, e.Len)
+	}
 	h := xxh3.New128()
 	var (
 		i    int   // the digest being checked
 		done int64 // its bytes hashed so far
 		bad  *VerifyError
 	)
-	res, err := readBack(ctx, dev, limit, limit, opts, func(f fill, got []byte) (int, bool, error) {
+	res, err := readBack(ctx, dev, limit, total, opts, func(f fill, got []byte) (int, bool, error) {
 		if f.err != nil {
 			return 0, false, nilIfEOF(f.err)
 		}
@@ -127,7 +140,8 @@ func VerifyDigests(ctx context.Context, dev blockdev.Device, d Digests, opts Ver
 			default:
 				h.Write(p[:take])
 				if done += take; done < size {
-					return len(got), true, nil // the range goes on in the next read
+					// The range goes on in the next read.
+					return int(d.imageBytes(f.off, int64(len(got)))), true, nil
 				}
 				sum = h.Sum128().Bytes()
 				h.Reset()
@@ -142,7 +156,7 @@ func VerifyDigests(ctx context.Context, dev blockdev.Device, d Digests, opts Ver
 			pos += take
 			p = p[take:]
 		}
-		return len(got), true, nil
+		return int(d.imageBytes(f.off, int64(len(got)))), true, nil
 	})
 	res.Method = MethodDigests
 	if bad == nil || err != bad {

@@ -80,11 +80,17 @@ func TestVerifyDigests(t *testing.T) {
 			mem := newTestDevice(t, 2048, testBS, oldByte)
 			res := writeDigests(t, mem, img, WriteOptions{ExpectedSize: int64(len(img))})
 			dev := &flakyReadDevice{Device: mem, off: tc.bad, times: -1}
-			opts := VerifyOptions{Name: "sim:card", TransferSize: tc.transfer}
+			var lastP Progress
+			opts := VerifyOptions{Name: "sim:card", TransferSize: tc.transfer, Progress: func(p Progress) { lastP = p }}
 			v, err := VerifyDigests(context.Background(), dev, res.Digests, opts)
 			if tc.bad < 0 {
-				if err != nil || v.Bytes != int64(roundUp(tc.size, testBS)) || v.Method != MethodDigests {
+				if err != nil || v.Bytes != int64(tc.size) || v.Method != MethodDigests {
 					t.Fatalf("VerifyDigests: %v, %d bytes (%s)", err, v.Bytes, v.Method)
+				}
+				// Image bytes, as a write counts them: the padding is
+				// checked but not counted.
+				if lastP.Phase != PhaseVerify || lastP.Done != int64(tc.size) || lastP.Total != int64(tc.size) {
+					t.Errorf("last progress %+v, want %d of %d bytes", lastP, tc.size, tc.size)
 				}
 				return
 			}
@@ -163,8 +169,8 @@ func TestVerifyDigestsBlockMap(t *testing.T) {
 			dev := &flakyReadDevice{Device: mem, off: tc.bad, times: -1}
 			v, err := VerifyDigests(context.Background(), dev, res.Digests, VerifyOptions{TransferSize: testTransfer})
 			if tc.want < 0 {
-				if err != nil || v.Bytes != res.Digests.Bytes() || v.Bytes >= int64(len(img)) {
-					t.Fatalf("VerifyDigests: %v, %d bytes of %d digested", err, v.Bytes, res.Digests.Bytes())
+				if err != nil || v.Bytes != extentsLen(res.Written) || v.Bytes >= int64(len(img)) {
+					t.Fatalf("VerifyDigests: %v, %d bytes of the %d written", err, v.Bytes, extentsLen(res.Written))
 				}
 				return
 			}

@@ -95,6 +95,7 @@ func (w *writer) run(ctx context.Context) (WriteResult, error) {
 	}
 	if err == nil && w.fill.digests != nil {
 		w.res.Digests = *w.fill.digests
+		w.res.Digests.Size = w.res.Bytes
 	}
 	return w.res, err
 }

@@ -28,7 +28,7 @@ import (
 // blocks from LBA, padding included, exactly as they were sent.
 type TransferDigest struct {
 	LBA    int64
-	Blocks int32
+	Blocks int32 // a command is at most one buffer: MaxBufferMemory bounds it
 	Sum    [16]byte
 }
 

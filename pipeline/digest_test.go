@@ -31,7 +31,15 @@ func writeDigests(t *testing.T, mem blockdev.Device, img []byte, opts WriteOptio
 		t.Fatalf("Write: %v", err)
 	}
 	cmds := rec.writes
-	if len(cmds) > 1 && cmds[0].lba == 0 && cmds[0].zeros && cmds[len(cmds)-1].lba == 0 {
+	if len(img) > opts.TransferSize {
+		// The first transfer was held back and written last, over the
+		// zeros written first; its digest is still the first, LBA 0's.
+		if len(cmds) < 3 || cmds[0].lba != 0 || !cmds[0].zeros || cmds[len(cmds)-1].lba != 0 {
+			t.Fatalf("commands %v: want LBA 0 zeroed first and written last", cmds)
+		}
+		if res.Digests.List[0].LBA != 0 {
+			t.Fatalf("first digest %+v, want LBA 0's", res.Digests.List[0])
+		}
 		cmds = cmds[1:] // the zeroing, overwritten by the held first transfer
 	}
 	var want []TransferDigest

@@ -454,6 +454,9 @@ func RecordOf(o *Outcome, exitCode func(error) int) Record {
 	if o.Write.SHA256 != ([32]byte{}) {
 		r.SHA256 = fmt.Sprintf("%x", o.Write.SHA256)
 	}
+	if r.Verified {
+		r.Verify = string(o.Verify.Method)
+	}
 	switch {
 	case o.Err != nil:
 		r.Error = o.Err.Error()

@@ -58,6 +58,9 @@ func TestRunVerifyHash(t *testing.T) {
 			if err != nil || !o.Verified() || o.Verify.Method != tc.method {
 				t.Fatalf("Run: %v, verified %v", err, o.Verify)
 			}
+			if r := RecordOf(o, nil); r.Verify != string(tc.method) {
+				t.Errorf("the report's record says verify %q, want %q", r.Verify, tc.method)
+			}
 			if sha := o.Write.SHA256 != ([32]byte{}); sha != (tc.hash == VerifySHA256) {
 				t.Errorf("SHA-256 computed: %v, want it only with sha256", sha)
 			}

@@ -229,7 +229,7 @@ func (p *sessionPresenter) finish(res *flash.Result, err error) error {
 	if res == nil || (len(res.Cards) == 0 && err != nil && !p.watch) {
 		return err
 	}
-	ok, sha := 0, ""
+	ok, sha, how := 0, "", ""
 	records := make([]flash.Record, len(res.Cards))
 	for i, o := range res.Cards {
 		records[i] = recordOf(o)
@@ -239,10 +239,13 @@ func (p *sessionPresenter) finish(res *flash.Result, err error) error {
 		if sha == "" {
 			sha = records[i].SHA256
 		}
+		if how == "" {
+			how = records[i].Verify
+		}
 	}
 	p.rep.event(&manySummaryEvent{
 		eventHeader: eventHeader{Event: evSummary}, Command: cmdWrite,
-		Cards: len(records), Succeeded: ok, Failed: len(records) - ok, SHA256: sha,
+		Cards: len(records), Succeeded: ok, Failed: len(records) - ok, SHA256: sha, Verify: how,
 		ElapsedS: time.Since(res.Started).Seconds(),
 	}, cardTable(records, p.f.noVerify))
 	for _, o := range res.Cards {

@@ -61,6 +61,11 @@ func newWriter(ctx context.Context, dev blockdev.Device, name string, src io.Rea
 	}
 	if opts.Digests {
 		w.fill.digests = &Digests{BlockSize: w.bs}
+		if opts.ExpectedSize > 0 {
+			// One a transfer, unless pieces split them: no regrowth on the
+			// decoding goroutine for a write of known size.
+			w.fill.digests.List = make([]TransferDigest, 0, opts.ExpectedSize/int64(opts.TransferSize)+1)
+		}
 	}
 	if opts.Pieces != nil {
 		w.fill.pieces = opts.Pieces

@@ -24,6 +24,7 @@ type Record struct {
 	Rate     float64   `json:"rate"`      // bytes/s over the card's own write
 	Bound    string    `json:"bound"`     // what set this card's pace: device, slowest
 	Verified bool      `json:"verified"`  // read back and matched
+	Verify   string    `json:"verify"`    // how it was checked (pipeline.VerifyMethod); "" unless verified
 	SHA256   string    `json:"sha256"`    // of the image written to it
 	Error    string    `json:"error"`     // "" on success
 	Code     int       `json:"exit_code"` // the exit code this card alone would give
@@ -123,7 +124,8 @@ func (s *Report) Save(path string) error {
 }
 
 var csvHeader = []string{"image", "sha256", "target", "serial", "capacity", "bytes", "rate_mbps",
-	"bound", "verified", "exit_code", "error", "started", "finished"}
+	"bound", "verified", "exit_code", "error", "started", "finished",
+	"verify"} // last: added after the others, which readers may take by position
 
 func (s *Report) writeCSV(f *os.File) error {
 	w := csv.NewWriter(f)
@@ -135,7 +137,7 @@ func (s *Report) writeCSV(f *os.File) error {
 			s.Image, s.SHA256, c.Target, c.Serial, strconv.FormatInt(c.Capacity, 10),
 			strconv.FormatInt(c.Bytes, 10), strconv.FormatFloat(c.Rate/1e6, 'f', 1, 64),
 			c.Bound, strconv.FormatBool(c.Verified), strconv.Itoa(c.Code), c.Error,
-			c.Started.UTC().Format(time.RFC3339), c.Finished.UTC().Format(time.RFC3339),
+			c.Started.UTC().Format(time.RFC3339), c.Finished.UTC().Format(time.RFC3339), c.Verify,
 		}); err != nil {
 			return err
 		}

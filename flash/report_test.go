@@ -14,7 +14,7 @@ import (
 func testReport() *Report {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	return &Report{Image: "os.img.xz", SHA256: "ab12", Started: t0, Cards: []Record{
-		{Target: "usb:46f4:0001:A", Serial: "A", Capacity: 1 << 30, Bytes: 1 << 20, Rate: 35e6, Bound: "device", Verified: true, Started: t0, Finished: t0.Add(time.Second)},
+		{Target: "usb:46f4:0001:A", Serial: "A", Capacity: 1 << 30, Bytes: 1 << 20, Rate: 35e6, Bound: "device", Verified: true, Verify: "xxh3 per transfer", Started: t0, Finished: t0.Add(time.Second)},
 		{Target: "usb:46f4:0001:B", Serial: "B", Capacity: 1 << 30, Error: "write failed at LBA 2048-4095", Code: 5, Started: t0, Finished: t0.Add(time.Second)},
 	}}
 }
@@ -46,7 +46,8 @@ func TestReportSave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 3 || rows[0][2] != "target" || rows[2][2] != "usb:46f4:0001:B" || rows[2][10] != "write failed at LBA 2048-4095" {
+	if len(rows) != 3 || rows[0][2] != "target" || rows[2][2] != "usb:46f4:0001:B" || rows[2][10] != "write failed at LBA 2048-4095" ||
+		rows[0][13] != "verify" || rows[1][13] != "xxh3 per transfer" || rows[2][13] != "" {
 		t.Errorf("CSV report: %q", rows)
 	}
 

@@ -2,6 +2,7 @@ package flash
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -21,6 +22,28 @@ import (
 // memory per card.
 const DefaultLag = 8
 
+// Config.VerifyHash values. xxh3 checks each write command's range
+// against a digest taken as it was written (32 bytes per command), so the
+// check costs about what reading costs and a mismatch names its range at
+// once. sha256 hashes the decoded image and the read-back with SHA-256, as
+// a publisher's or a comparison needs, at several times the CPU on a host
+// without SHA instructions.
+const (
+	VerifyXXH3   = "xxh3"
+	VerifySHA256 = "sha256"
+)
+
+// ErrVerifyHash: Config.VerifyHash names no known hash.
+var ErrVerifyHash = errors.New("unknown verify hash: want xxh3 or sha256")
+
+func checkVerifyHash(h string) error {
+	switch h {
+	case "", VerifyXXH3, VerifySHA256:
+		return nil
+	}
+	return fmt.Errorf("%q: %w", h, ErrVerifyHash)
+}
+
 // Config is one session's choices.
 type Config struct {
 	Image        string // a path, or "-" for standard input
@@ -28,7 +51,9 @@ type Config struct {
 	Buffers      int    // buffers cycling between decoder and writer
 	Lag          int    // several cards: transfers a card may fall behind
 	Verify       bool   // read every card back and compare
-	Eject        bool   // eject each card when done
+	// VerifyHash is how: VerifyXXH3 (the default, "") or VerifySHA256.
+	VerifyHash string
+	Eject      bool // eject each card when done
 	// Force takes disks the system uses and writes images smaller than
 	// one transfer.
 	Force bool
@@ -195,6 +220,9 @@ func (e *MemoryError) Error() string {
 // nil when every card succeeded and a *CardsError when some did not.
 func Run(ctx context.Context, cfg Config, specs []target.Spec) (*Result, error) {
 	s := newSession(cfg)
+	if err := checkVerifyHash(cfg.VerifyHash); err != nil {
+		return s.res, err
+	}
 	if err := CheckMemory(cfg.TransferSize, cfg.Buffers, cfg.Lag, len(specs)); err != nil {
 		return s.res, err
 	}
@@ -425,6 +453,9 @@ func RecordOf(o *Outcome, exitCode func(error) int) Record {
 	}
 	if o.Write.SHA256 != ([32]byte{}) {
 		r.SHA256 = fmt.Sprintf("%x", o.Write.SHA256)
+	}
+	if r.Verified {
+		r.Verify = string(o.Verify.Method)
 	}
 	switch {
 	case o.Err != nil:

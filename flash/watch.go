@@ -22,6 +22,9 @@ import (
 // *CardsError when some did not.
 func Watch(ctx context.Context, cfg Config, find target.Finder) (*Result, error) {
 	s := newSession(cfg)
+	if err := checkVerifyHash(cfg.VerifyHash); err != nil {
+		return s.res, err
+	}
 	if err := CheckMemory(cfg.TransferSize, cfg.Buffers, 0, 1); err != nil {
 		return s.res, err
 	}

@@ -357,3 +357,109 @@ func allocsPerBuffer(tb testing.TB, ts int, run func(tb testing.TB, n, ts int)) 
 	short, long := mallocs(32), mallocs(32+1024)
 	return (float64(long) - float64(short)) / 1024
 }
+
+// patternDevice reads back what pacedReader produces, at memory speed and
+// without holding it: byte o is table[o % len(table)]. Writes are dropped.
+type patternDevice struct {
+	blocks int64
+	table  []byte
+}
+
+func newPatternDevice(size int64) *patternDevice {
+	return &patternDevice{blocks: size / 512, table: newPacedReader(0, 0).table}
+}
+
+func (d *patternDevice) BlockSize() int                                   { return 512 }
+func (d *patternDevice) BlockCount() int64                                { return d.blocks }
+func (d *patternDevice) Sync(context.Context) error                       { return nil }
+func (d *patternDevice) WriteBlocks(context.Context, int64, []byte) error { return nil }
+func (d *patternDevice) ReadBlocks(_ context.Context, lba int64, p []byte) error {
+	off := lba * 512
+	for i := 0; i < len(p); {
+		i += copy(p[i:], d.table[(off+int64(i))%int64(len(d.table)):])
+	}
+	return nil
+}
+
+// BenchmarkVerify compares the read-back of a 64 MiB image checked by
+// SHA-256 (VerifyHash) and by per-transfer digests (VerifyDigests) with a
+// bare read that checks nothing, on a device as fast as memory: the cost
+// of the check alone. sha256/xxh3 is how many times longer the SHA-256
+// verify takes; xxh3/read what the digests add to reading (1.0: nothing).
+//
+//	go test -run '^$' -bench 'Verify' -count 3 ./pipeline/
+func BenchmarkVerify(b *testing.B) {
+	const size = 64 << 20
+	ctx := context.Background()
+	dev := newPatternDevice(size)
+	res, err := Write(ctx, dev, newPacedReader(size, 0), WriteOptions{ExpectedSize: size, Digests: true, HashAlg: HashSHA256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := VerifyOptions{}
+	bare := opts
+	if err := bare.normalize(dev); err != nil { // readBack takes normalized options
+		b.Fatal(err)
+	}
+	var tRead, tSHA, tXXH time.Duration
+	b.ResetTimer()
+	for range b.N {
+		tRead += timed(func() {
+			if _, err := readBack(ctx, dev, size, size, bare, func(f fill, got []byte) (int, bool, error) {
+				return len(got), f.err == nil, nilIfEOF(f.err)
+			}); err != nil {
+				b.Fatal(err)
+			}
+		})
+		tSHA += timed(func() {
+			if _, err := VerifyHash(ctx, dev, size, res.SHA256, opts); err != nil {
+				b.Fatal(err)
+			}
+		})
+		tXXH += timed(func() {
+			if _, err := VerifyDigests(ctx, dev, res.Digests, opts); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+	mbps := func(d time.Duration) float64 { return float64(size) * float64(b.N) / d.Seconds() / 1e6 }
+	b.ReportMetric(tSHA.Seconds()/tXXH.Seconds(), "sha256/xxh3")
+	b.ReportMetric(tXXH.Seconds()/tRead.Seconds(), "xxh3/read")
+	b.ReportMetric(mbps(tRead), "read_MB/s")
+	b.ReportMetric(mbps(tSHA), "sha256_MB/s")
+	b.ReportMetric(mbps(tXXH), "xxh3_MB/s")
+}
+
+// BenchmarkVerifyWrite is the write side of the same choice: the CPU a
+// 64 MiB write costs the process with no hash, with the decoded image's
+// SHA-256, and with per-transfer digests, to a device that drops what it
+// gets. The decoder is a memory copy, so the difference is the hash.
+func BenchmarkVerifyWrite(b *testing.B) {
+	const size = 64 << 20
+	ctx := context.Background()
+	variants := []struct {
+		name string
+		opts WriteOptions
+	}{
+		{"none", WriteOptions{HashAlg: HashNone}},
+		{"sha256", WriteOptions{HashAlg: HashSHA256}},
+		{"xxh3", WriteOptions{HashAlg: HashNone, Digests: true}},
+	}
+	cpu := make([]time.Duration, len(variants))
+	b.ResetTimer()
+	for range b.N {
+		for i, v := range variants {
+			v.opts.ExpectedSize = size
+			res, err := Write(ctx, &sinkDevice{blocks: size / 512}, newPacedReader(size, 0), v.opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cpu[i] += res.DecoderBusy
+		}
+	}
+	perGiB := func(d time.Duration) float64 { return d.Seconds() / float64(b.N) / (float64(size) / (1 << 30)) }
+	for i, v := range variants {
+		b.ReportMetric(perGiB(cpu[i]), v.name+"_decoder_s/GiB")
+	}
+	b.ReportMetric(cpu[1].Seconds()/cpu[2].Seconds(), "sha256/xxh3")
+}

@@ -112,19 +112,31 @@ func (e *DeviceError) Unwrap() error { return e.Err }
 
 // VerifyError says what was read back differs from the image. A byte
 // comparison names the first differing byte; a hash comparison (HashOnly)
-// only knows that something differs, and the caller locates it with Verify.
+// only knows that something differs, a digest comparison (Transfer) in
+// which write command's blocks; LocateMismatch finds the byte.
 type VerifyError struct {
 	Device    string
 	HashOnly  bool
-	LBA       int64 // block holding the first difference
-	Offset    int64 // byte offset of the first difference
+	Transfer  bool  // a digest: LBA to LBA+Blocks-1 hold the first difference
+	LBA       int64 // block holding the first difference (Transfer: the range's first)
+	Offset    int64 // byte offset of the first difference (Transfer: of the range)
 	Want, Got byte  // the image's byte and the medium's byte there
 	Size      int64 // bytes compared by a hash verify
 	WantHash  [32]byte
 	GotHash   [32]byte
+	// Transfer: the range's blocks and their xxh3-128 as written and as
+	// read back.
+	Blocks                int64
+	BlockSize             int
+	WantDigest, GotDigest [16]byte
 }
 
 func (e *VerifyError) Error() string {
+	if e.Transfer {
+		return fmt.Sprintf("verify failed on %s: the write command at LBA %d-%d (%s at byte offset %d) reads back "+
+			"different from what was written (xxh3-128 %s, written %s)", e.Device, e.LBA, e.LBA+e.Blocks-1,
+			units.FormatSize(e.Blocks*int64(e.BlockSize)), e.Offset, hex.EncodeToString(e.GotDigest[:8]), hex.EncodeToString(e.WantDigest[:8]))
+	}
 	if e.HashOnly {
 		return fmt.Sprintf("verify failed on %s: the SHA-256 of the %s read back is %s but the image's is %s",
 			e.Device, units.FormatBytes(e.Size), hex.EncodeToString(e.GotHash[:8]), hex.EncodeToString(e.WantHash[:8]))
@@ -133,13 +145,21 @@ func (e *VerifyError) Error() string {
 		"the card has 0x%02x", e.Device, e.LBA, e.Offset, e.Want, e.Got)
 }
 
-// InconsistentError says the hash of what was read back differed from the
-// image's (Err, the *VerifyError of VerifyHash), but a second, byte-by-byte
-// comparison found no difference: the reader returned different data for
-// the same blocks, so neither read can be trusted.
-type InconsistentError struct{ Err error }
+// InconsistentError says the hash or digest of what was read back differed
+// from the image's (Err, the *VerifyError of VerifyHash or VerifyDigests),
+// but a second look found no difference: the reader returned different
+// data for the same blocks, so neither read can be trusted. Reread: the
+// second look was a read of the same range matching its digest; otherwise
+// a byte-by-byte comparison with the image decoded again.
+type InconsistentError struct {
+	Err    error
+	Reread bool
+}
 
 func (e *InconsistentError) Error() string {
+	if e.Reread {
+		return e.Err.Error() + " (a second read of those blocks matched what was written: the reader returned inconsistent data)"
+	}
 	return e.Err.Error() + " (a second, byte-by-byte comparison found no difference: the reader returned inconsistent data)"
 }
 

@@ -32,6 +32,9 @@ type filler struct {
 	pieces    func(off int64, p []byte, into []blockdev.Extent) []blockdev.Extent
 	chosen    [][]blockdev.Extent // by buffer: the pieces to write, relative to it
 	written   hash.Hash           // with pieces: of the bytes written
+	// digests, when set, gets a digest of each command the writer will
+	// send for a filled buffer: the buffer whole, or its pieces.
+	digests *Digests
 
 	busy time.Duration // reading and hashing
 }
@@ -60,12 +63,31 @@ func (f *filler) produce(r *ring) {
 		padded := roundUp(n, f.blockSize)
 		clear(buf[n:padded]) // the buffer may hold an earlier transfer's bytes
 		part := f.pick(idx, off, buf[:padded], n)
+		f.digest(idx, off, buf[:padded], part)
 		f.busy += time.Since(t)
 		r.hand(fill{idx: idx, off: off, n: n, padded: padded, part: part, err: err})
 		off += int64(n)
 		if err != nil {
 			return
 		}
+	}
+}
+
+// digest records the digests of what the writer sends for a buffer (p,
+// padded to whole blocks, at image offset off): the same bytes the writer
+// passes to WriteBlocks, hashed here so the hash overlaps the device. Every
+// buffer but the last is a whole transfer, so its LBA is off / blockSize,
+// the first transfer's included, though it is written last.
+func (f *filler) digest(idx int, off int64, p []byte, part bool) {
+	if f.digests == nil {
+		return
+	}
+	if !part {
+		f.digests.record(off, p)
+		return
+	}
+	for _, e := range f.chosen[idx] {
+		f.digests.record(off+e.Off, p[e.Off:e.End()])
 	}
 }
 

@@ -41,7 +41,18 @@ type VerifyResult struct {
 	CPU        time.Duration // user and system time of the process; 0 where the OS does not say
 	Memory     string        // the kind of memory read into, as in WriteResult
 	SHA256     [32]byte      // VerifyHash: of the bytes read back
+	Method     VerifyMethod  // how the read-back was checked
 }
+
+// VerifyMethod says how a verify checked what it read back.
+type VerifyMethod string
+
+// Methods in VerifyResult.Method.
+const (
+	MethodCompare VerifyMethod = "compare"           // Verify: byte by byte with a decode of the image
+	MethodSHA256  VerifyMethod = "sha256"            // VerifyHash: the SHA-256 of everything read back
+	MethodDigests VerifyMethod = "xxh3 per transfer" // VerifyDigests: each write command's range on its own
+)
 
 func (o *VerifyOptions) normalize(dev blockdev.Device) error {
 	var err error
@@ -58,6 +69,13 @@ func (o *VerifyOptions) normalize(dev blockdev.Device) error {
 // known, so that a decoder's last checks run: an error there, or image
 // bytes past size, fails the verify.
 func Verify(ctx context.Context, dev blockdev.Device, image io.Reader, size int64, opts VerifyOptions) (VerifyResult, error) {
+	return verify(ctx, dev, image, size, opts, true)
+}
+
+// verify is Verify; toEnd=false stops reading the image once the last
+// range to compare is compared (locating a difference in one range needs
+// nothing past it).
+func verify(ctx context.Context, dev blockdev.Device, image io.Reader, size int64, opts VerifyOptions, toEnd bool) (VerifyResult, error) {
 	if err := opts.normalize(dev); err != nil {
 		return VerifyResult{}, err
 	}
@@ -71,8 +89,11 @@ func Verify(ctx context.Context, dev blockdev.Device, image io.Reader, size int6
 	}
 	img := make([]byte, opts.TransferSize) // the image side needs no alignment
 	var pos int64                          // image bytes consumed
-	return readBack(ctx, dev, limit, size, opts, func(f fill, got []byte) (int, bool, error) {
+	res, err := readBack(ctx, dev, limit, size, opts, func(f fill, got []byte) (int, bool, error) {
 		if f.err == io.EOF {
+			if !toEnd {
+				return 0, false, nil
+			}
 			if size < 0 {
 				return 0, false, imageEnds(image, name, limit)
 			}
@@ -102,6 +123,8 @@ func Verify(ctx context.Context, dev blockdev.Device, image io.Reader, size int6
 		}
 		return n, true, nil
 	})
+	res.Method = MethodCompare
+	return res, err
 }
 
 // imageEnds checks that an image of unknown length has no bytes left once
@@ -187,6 +210,7 @@ func VerifyHash(ctx context.Context, dev blockdev.Device, size int64, want [32]b
 		return res, err
 	}
 	h.Sum(res.SHA256[:0])
+	res.Method = MethodSHA256
 	if res.SHA256 != want {
 		return res, &VerifyError{Device: name, HashOnly: true, Size: size, WantHash: want, GotHash: res.SHA256}
 	}
@@ -200,25 +224,30 @@ func nilIfEOF(err error) error {
 	return err
 }
 
-// LocateMismatch turns a failed VerifyHash into the first differing LBA:
-// a hash only says that something differs, and a person fixing a card (or
-// a developer fixing a reader) needs to know where. hashErr is
-// VerifyHash's error and size and opts what it was given; open decodes the
-// image again from its start (the stream written was consumed). The card
-// is compared with it byte by byte (Verify; opts.Progress is not called,
-// as the second pass is a diagnosis of the verify, not a phase of its
-// own), and its *VerifyError names the first bad LBA and byte offset.
+// LocateMismatch turns a failed VerifyHash or VerifyDigests into the first
+// differing LBA: a hash only says that something differs, a digest in
+// which command's range, and a person fixing a card (or a developer fixing
+// a reader) needs to know where. hashErr is the verify's error and size and
+// opts what it was given; open decodes the image again from its start (the
+// stream written was consumed). The card is compared with it byte by byte
+// (opts.Progress is not called, as the second pass is a diagnosis of the
+// verify, not a phase of its own), and its *VerifyError names the first bad
+// LBA and byte offset. After VerifyHash the whole image is compared; after
+// VerifyDigests only the range it named, and the image is decoded only up
+// to that range's end.
 //
 // When the second comparison finds no difference, the card reads back
 // right now and the first read was wrong: the reader returned inconsistent
 // data, an *InconsistentError wrapping hashErr. Any other error of
 // the second pass (a read failing, a cancel) is returned as it is. An
-// error that is not a hash mismatch is returned unchanged, and open not
-// called; when the image cannot be opened again (it was standard input),
-// hashErr is returned with a note of why.
+// error that is not a hash or digest mismatch (an *InconsistentError
+// already among them) is returned unchanged, and open not called; when the
+// image cannot be opened again (it was standard input), hashErr is
+// returned with a note of why.
 func LocateMismatch(ctx context.Context, dev blockdev.Device, open func() (io.ReadCloser, error), size int64, opts VerifyOptions, hashErr error) error {
 	var ve *VerifyError
-	if !errors.As(hashErr, &ve) || !ve.HashOnly {
+	var ie *InconsistentError
+	if errors.As(hashErr, &ie) || !errors.As(hashErr, &ve) || !(ve.HashOnly || ve.Transfer) {
 		return hashErr
 	}
 	src, err := open()
@@ -227,6 +256,9 @@ func LocateMismatch(ctx context.Context, dev blockdev.Device, open func() (io.Re
 	}
 	defer src.Close()
 	opts.Progress = nil
+	if ve.Transfer {
+		return locateInRange(ctx, dev, src, size, opts, ve)
+	}
 	_, err = Verify(ctx, dev, src, size, opts)
 	if err == nil {
 		return &InconsistentError{Err: hashErr}

@@ -72,6 +72,11 @@ type WriteOptions struct {
 	HashAlg HashAlg
 	// Sync issues a Sync after the last write.
 	Sync bool
+	// Digests records an xxh3-128 digest of every write command's bytes
+	// (WriteResult.Digests) for VerifyDigests, on the decoding goroutine:
+	// a verify that costs about what reading costs, and names the first
+	// bad command's range without decoding the image again.
+	Digests bool
 	// Pieces, when set, is asked on the decoding goroutine which parts of
 	// each filled transfer but the first to write (p is the transfer's
 	// image bytes, off its image offset): it appends them to into as image
@@ -120,6 +125,9 @@ type WriteResult struct {
 	// order: VerifyOptions.Only and the hash for VerifyHash.
 	Written       []blockdev.Extent
 	WrittenSHA256 [32]byte
+	// Digests are the write commands' digests with WriteOptions.Digests
+	// (empty without), in LBA order.
+	Digests Digests
 }
 
 // Write streams src onto dev from LBA 0, one transfer per WriteBlocks call,

@@ -59,6 +59,14 @@ func newWriter(ctx context.Context, dev blockdev.Device, name string, src io.Rea
 	if opts.HashAlg == HashSHA256 {
 		w.fill.hash = sha256.New()
 	}
+	if opts.Digests {
+		w.fill.digests = &Digests{BlockSize: w.bs}
+		if opts.ExpectedSize > 0 {
+			// One a transfer, unless pieces split them: no regrowth on the
+			// decoding goroutine for a write of known size.
+			w.fill.digests.List = make([]TransferDigest, 0, opts.ExpectedSize/int64(opts.TransferSize)+1)
+		}
+	}
 	if opts.Pieces != nil {
 		w.fill.pieces = opts.Pieces
 		w.fill.chosen = make([][]blockdev.Extent, len(w.r.bufs))
@@ -89,6 +97,10 @@ func (w *writer) run(ctx context.Context) (WriteResult, error) {
 	}
 	if err == nil && w.fill.written != nil {
 		w.fill.written.Sum(w.res.WrittenSHA256[:0])
+	}
+	if err == nil && w.fill.digests != nil {
+		w.res.Digests = *w.fill.digests
+		w.res.Digests.Size = w.res.Bytes
 	}
 	return w.res, err
 }

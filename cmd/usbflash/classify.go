@@ -227,6 +227,8 @@ func hint(err error) string {
 		return "slide the card's lock switch to unlock it, or use another card"
 	case errors.As(err, &capacity):
 		return "use a larger card"
+	case errors.As(err, new(*pipeline.InconsistentError)):
+		return "the reader returned different data for the same blocks: write the image again through another reader or USB port"
 	case errors.As(err, &verify):
 		return "write the image again; if the difference stays, the card is failing or fake: use another card"
 	case errors.As(err, &src):

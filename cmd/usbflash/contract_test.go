@@ -230,6 +230,12 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 		{"write", "--json", "--yes", raw, "sim:" + card("m1") + "?size=4MiB",
 			"sim:" + card("m2") + "?size=4MiB&fault=medium-error:lba=3000,persistent"},
 		{"write", "--json", "--yes", "--no-verify", "--lag", "0", raw, "sim:" + card("m3") + "?size=4MiB", "sim:" + card("m4") + "?size=4MiB"},
+		// How the read-back is checked: SHA-256, one card and several; a
+		// card that drops what is written past 1 MiB; no such hash.
+		{"write", "--json", "--yes", "--verify-hash", "sha256", raw, "sim:" + card("s1") + "?size=4MiB"},
+		{"write", "--json", "--yes", "--verify-hash", "sha256", raw, "sim:" + card("s2") + "?size=4MiB", "sim:" + card("s3") + "?size=4MiB"},
+		{"write", "--json", "--yes", raw, "sim:" + card("s4") + "?size=16MiB&fake=drop&real=1MiB"},
+		{"write", "--json", "--yes", "--verify-hash", "md5", raw, "sim:" + card("s5")},
 		{"write", "--json", "--yes", "--skip-refused", raw, "sim:" + card("m5") + "?size=4MiB&wp=1", "sim:" + card("m6") + "?size=4MiB"},
 		// bench: every measurement, with a note (the reader's transfer
 		// limit); --write --preserve beside the kernel's paths (save,

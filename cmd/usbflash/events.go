@@ -123,7 +123,8 @@ type summaryEvent struct {
 	// The rest is write's: verify's summary has none of it.
 	BytesWritten   int64    `json:"bytes_written,omitempty"`
 	Transfers      int64    `json:"transfers,omitempty"`
-	SHA256         string   `json:"sha256,omitempty"` // absent with --no-verify: not computed
+	SHA256         string   `json:"sha256,omitempty"` // the decoded image's; only with --verify-hash sha256
+	Verify         string   `json:"verify,omitempty"` // how the read-back was checked; absent with --no-verify
 	VerifyElapsedS *float64 `json:"verify_elapsed_s,omitempty"`
 	Bound          bound    `json:"bound,omitempty"`
 	BoundRatio     float64  `json:"bound_ratio,omitempty"`

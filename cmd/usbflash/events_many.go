@@ -49,5 +49,6 @@ type manySummaryEvent struct {
 	Succeeded int     `json:"succeeded"`
 	Failed    int     `json:"failed"`
 	SHA256    string  `json:"sha256,omitempty"`
+	Verify    string  `json:"verify,omitempty"` // how the cards verified were checked
 	ElapsedS  float64 `json:"elapsed_s"`
 }

@@ -86,9 +86,12 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 	if v := o.Verify; v != nil {
 		sum.Verified = true
 		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
+		sum.Verify = string(v.Method)
+		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s), %s", units.FormatBytes(v.Bytes),
+			v.Elapsed.Round(time.Millisecond), units.FormatRate(rate(v.Bytes, v.Elapsed)), verifyHow(v.Method)))
+	}
+	if res.SHA256 != ([32]byte{}) {
 		sum.SHA256 = hex.EncodeToString(res.SHA256[:])
-		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s)", units.FormatBytes(v.Bytes),
-			v.Elapsed.Round(time.Millisecond), units.FormatRate(rate(v.Bytes, v.Elapsed))))
 	}
 	if o.Ejected != nil {
 		sum.Ejected = o.Ejected
@@ -103,11 +106,22 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 			text = append(text, "Ejected")
 		}
 	}
-	if sum.Verified {
+	if sum.SHA256 != "" {
 		text = append(text, "SHA-256 "+sum.SHA256)
 	}
 	p.rep.event(sum, strings.Join(text, "\n"))
 	return nil
+}
+
+// verifyHow says in words how a verify checked the read-back.
+func verifyHow(m pipeline.VerifyMethod) string {
+	switch m {
+	case pipeline.MethodDigests:
+		return "each write command's xxh3 digest checked"
+	case pipeline.MethodSHA256:
+		return "its SHA-256 checked against the image's"
+	}
+	return "compared with the image"
 }
 
 // presentBlockMap says which block map a write uses.
@@ -215,7 +229,7 @@ func (p *sessionPresenter) finish(res *flash.Result, err error) error {
 	if res == nil || (len(res.Cards) == 0 && err != nil && !p.watch) {
 		return err
 	}
-	ok, sha := 0, ""
+	ok, sha, how := 0, "", ""
 	records := make([]flash.Record, len(res.Cards))
 	for i, o := range res.Cards {
 		records[i] = recordOf(o)
@@ -225,10 +239,13 @@ func (p *sessionPresenter) finish(res *flash.Result, err error) error {
 		if sha == "" {
 			sha = records[i].SHA256
 		}
+		if how == "" {
+			how = records[i].Verify
+		}
 	}
 	p.rep.event(&manySummaryEvent{
 		eventHeader: eventHeader{Event: evSummary}, Command: cmdWrite,
-		Cards: len(records), Succeeded: ok, Failed: len(records) - ok, SHA256: sha,
+		Cards: len(records), Succeeded: ok, Failed: len(records) - ok, SHA256: sha, Verify: how,
 		ElapsedS: time.Since(res.Started).Seconds(),
 	}, cardTable(records, p.f.noVerify))
 	for _, o := range res.Cards {

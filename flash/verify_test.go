@@ -1,0 +1,78 @@
+package flash
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"usbflash/internal/testpattern"
+	"usbflash/pipeline"
+	"usbflash/target"
+)
+
+// TestRunVerifyHash: a write verifies by per-transfer digests unless told
+// sha256, which alone computes the image's SHA-256. A fake card that drops
+// what is written past its first MiB fails the verify either way, at the
+// first byte past it: the digests name the command's range and decoding
+// the image again up to it names the byte.
+func TestRunVerifyHash(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	img := testpattern.Bytes(3<<20+700, 7) // not whole blocks
+	image := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(image, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, hash, card string
+		method           pipeline.VerifyMethod
+		badLBA           int64 // -1: verifies
+	}{
+		{"default", "", "good.img?size=8MiB", pipeline.MethodDigests, -1},
+		{"xxh3", VerifyXXH3, "good.img?size=8MiB", pipeline.MethodDigests, -1},
+		{"sha256", VerifySHA256, "good.img?size=8MiB", pipeline.MethodSHA256, -1},
+		{"xxh3 fake card", VerifyXXH3, "fake.img?size=64MiB&fake=drop&real=1MiB", "", 1 << 20 / 512},
+		{"sha256 fake card", VerifySHA256, "fake.img?size=64MiB&fake=drop&real=1MiB", "", 1 << 20 / 512},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec, err := target.Parse("sim:" + filepath.Join(t.TempDir(), tc.card))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2,
+				Verify: true, VerifyHash: tc.hash}, []target.Spec{spec})
+			if len(res.Cards) != 1 {
+				t.Fatalf("Run: %v, %d cards", err, len(res.Cards))
+			}
+			o := res.Cards[0]
+			if tc.badLBA >= 0 {
+				var ve *pipeline.VerifyError
+				if !errors.As(err, &ve) || ve.Transfer || ve.HashOnly || ve.LBA != tc.badLBA || ve.Offset != tc.badLBA*512 || ve.Want != img[ve.Offset] {
+					t.Fatalf("Run: %v, want the first bad byte at LBA %d", err, tc.badLBA)
+				}
+				return
+			}
+			if err != nil || !o.Verified() || o.Verify.Method != tc.method {
+				t.Fatalf("Run: %v, verified %v", err, o.Verify)
+			}
+			if r := RecordOf(o, nil); r.Verify != string(tc.method) {
+				t.Errorf("the report's record says verify %q, want %q", r.Verify, tc.method)
+			}
+			if sha := o.Write.SHA256 != ([32]byte{}); sha != (tc.hash == VerifySHA256) {
+				t.Errorf("SHA-256 computed: %v, want it only with sha256", sha)
+			}
+			if digests := len(o.Write.Digests.List) > 0; digests == (tc.hash == VerifySHA256) {
+				t.Errorf("digests recorded: %v, want them only without sha256", digests)
+			}
+			if got := o.Verify.Bytes; got < int64(len(img)) {
+				t.Errorf("verified %d bytes of %d", got, len(img))
+			}
+		})
+	}
+	if _, err := Run(context.Background(), Config{Image: image, Verify: true, VerifyHash: "md5"}, nil); !errors.Is(err, ErrVerifyHash) {
+		t.Errorf("VerifyHash md5: %v", err)
+	}
+}

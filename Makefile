@@ -68,8 +68,9 @@ demo: build
 	$(BIN) info 'sim:$(DEMO_CARD)'
 
 # Every package with the build's tags; then, unless NOUSB=1, the libusb
-# backend's own tests and those that build the CLI with it (-tags libusb).
-LIBUSB_TEST_PKGS := ./usbms/libusb/ ./target/ ./cmd/usbflash/
+# backend's own tests and target's, which reaches it (-tags libusb; lint
+# vets every package with it, e2e-libusb runs the CLI built with it).
+LIBUSB_TEST_PKGS := ./usbms/libusb/ ./target/
 test: deps libusb-deps test-deps lint
 	CGO_ENABLED=$(CGO) $(GO) test -tags "$(TAGS)" -count=1 ./...
 ifneq ($(NOUSB),1)

@@ -1,14 +1,22 @@
 # usbflash: build, test, lint, fuzz, bench, e2e.
 #
-# The USB backend needs libusb-1.0's headers (cgo). `deps` installs them
-# when run as root and fails, saying what to install, when it cannot: a
-# green build means the USB backend was compiled. NOUSB=1 asks for the
-# build without it (-tags nousb: sim: and file: targets only).
+# On Linux the USB backend is usbms/usbfs, pure Go: `make build` is one
+# static CGO_ENABLED=0 binary that needs nothing on the target. LIBUSB=1
+# builds the gousb/libusb backend instead (-tags libusb, cgo: libusb-1.0's
+# headers), the backend of macOS, Windows and the BSDs, where it is the
+# default. NOUSB=1 builds without USB (-tags nousb: sim: and file: targets
+# only). `libusb-deps` installs libusb's headers when run as root and fails,
+# saying what to install, when it cannot: the libusb build, its unit tests
+# (make test runs them) and `make e2e-libusb` need them.
 
 GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+GOOS    := $(shell $(GO) env GOOS)
 BIN     := bin/usbflash
 NOUSB   ?=
-TAGS    := $(if $(filter 1,$(NOUSB)),nousb)
+LIBUSB  ?=
+TAGS    := $(if $(filter 1,$(NOUSB)),nousb,$(if $(filter 1,$(LIBUSB)),libusb))
+# cgo only for the libusb backend: off for Linux's usbfs and for nousb.
+CGO     := $(if $(filter 1,$(NOUSB)),0,$(if $(filter 1,$(LIBUSB)),1,$(if $(filter linux,$(GOOS)),0,1)))
 FUZZTIME ?= 10s
 DEMO_CARD ?= bin/demo-card.img
 # The version and revision usbflash reports, stamped here because the Go
@@ -21,15 +29,20 @@ LDFLAGS  := -X main.stampedVersion=$(VERSION) -X main.stampedRevision=$(REVISION
 	-X main.stampedTime=$(REVTIME) -X main.stampedModified=$(MODIFIED)
 STATICCHECK := $(GO) tool staticcheck
 
-.PHONY: all deps test-deps build build-static demo test lint fuzz bench e2e e2e-static bench-e2e clean \
+.PHONY: all deps libusb-deps test-deps build build-libusb demo test lint fuzz bench e2e e2e-libusb bench-e2e clean \
 	cross-deps cross cross-linux cross-nousb test-arm64 test-arm e2e-arm64 bench-e2e-arm64
 
 all: build
 
-deps:
+# What the build needs: libusb's headers when it is the libusb one.
+deps: $(if $(filter 1,$(CGO)),libusb-deps)
+
+# libusb's headers, for the libusb backend (cgo): its build, its unit tests
+# and lint, e2e-libusb. Not needed with NOUSB=1.
+libusb-deps:
 ifneq ($(NOUSB),1)
 	@.ci/apt-install --or "build without USB: make NOUSB=1 $(or $(MAKECMDGOALS),build)" \
-	  "the USB backend (usb: targets)" libusb-1.0-0-dev pkg-config
+	  "the libusb USB backend (-tags libusb)" libusb-1.0-0-dev pkg-config
 endif
 
 # What the tests compare with: bmaptool, since our block maps must work
@@ -37,15 +50,15 @@ endif
 test-deps:
 	@.ci/apt-install "the block-map tests (they prove usbflash's maps work with bmaptool)" bmap-tools
 
+# On Linux (usbfs, or NOUSB=1) a static binary: runs on any Linux of its
+# architecture with nothing else installed.
 build: deps
-	$(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/usbflash
+	CGO_ENABLED=$(CGO) $(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/usbflash
 
-# One static binary with USB and no libusb: the pure-Go usbfs backend
-# (Linux only), no cgo. Runs on any Linux of its architecture.
-# One static Linux binary with USB and no libusb: the pure-Go usbfs
-# backend (usbms/usbfs). Proven in QEMU by `make e2e-static`.
-build-static:
-	CGO_ENABLED=0 $(GO) build -tags usbfs -ldflags "$(LDFLAGS)" -o bin/usbflash-static ./cmd/usbflash
+# The libusb backend on Linux (cgo, linked to libusb-1.0): what e2e-libusb
+# runs, so the backend of macOS, Windows and the BSDs cannot rot.
+build-libusb: libusb-deps
+	CGO_ENABLED=1 $(GO) build -tags libusb -ldflags "$(LDFLAGS)" -o bin/usbflash-libusb ./cmd/usbflash
 
 # The main job on the embedded default: write the demo OS image to a
 # simulated 64 MiB card, verify it by reading it back, and show the card.
@@ -54,23 +67,35 @@ demo: build
 	$(BIN) write testdata/demo.img.xz 'sim:$(DEMO_CARD)?size=64MiB&speed=40MB/s&latency=1ms' --yes
 	$(BIN) info 'sim:$(DEMO_CARD)'
 
-test: deps test-deps lint
-	$(GO) test -tags "$(TAGS)" -count=1 ./...
+# Every package with the build's tags; then, unless NOUSB=1, the libusb
+# backend's own tests and target's, which reaches it (-tags libusb; lint
+# vets every package with it, e2e-libusb runs the CLI built with it).
+LIBUSB_TEST_PKGS := ./usbms/libusb/ ./target/
+test: deps libusb-deps test-deps lint
+	CGO_ENABLED=$(CGO) $(GO) test -tags "$(TAGS)" -count=1 ./...
+ifneq ($(NOUSB),1)
+ifneq ($(LIBUSB),1)
+	CGO_ENABLED=1 $(GO) test -tags libusb -count=1 $(LIBUSB_TEST_PKGS)
+endif
+endif
 
-# lint vets with and without the USB backend, and without cgo, for another
-# OS and for a 32-bit architecture, as make cross and make test-arm build.
-lint: deps
+# lint vets both USB backends (usbfs: Linux's default, static; libusb:
+# -tags libusb, cgo) and the build without USB, for another OS and for a
+# 32-bit architecture, as make cross and make test-arm build.
+lint: deps libusb-deps
 	@out=$$(gofmt -l .); \
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags "$(TAGS)" ./...
+	CGO_ENABLED=0 $(GO) vet -tags e2e ./...
 	$(GO) vet -tags nousb ./...
-	CGO_ENABLED=0 $(GO) vet -tags nousb ./...
 	GOOS=windows CGO_ENABLED=0 $(GO) vet -tags nousb ./...
-	GOARCH=arm CGO_ENABLED=0 $(GO) vet -tags nousb ./...
-	$(STATICCHECK) -tags "e2e $(TAGS)" ./...
+	GOOS=darwin CGO_ENABLED=0 $(GO) vet ./...
+	GOARCH=arm CGO_ENABLED=0 $(GO) vet ./...
+	CGO_ENABLED=0 $(STATICCHECK) -tags e2e ./...
 	$(STATICCHECK) -tags nousb ./...
-	CGO_ENABLED=0 $(GO) vet -tags usbfs ./...
-	CGO_ENABLED=0 $(STATICCHECK) -tags usbfs ./...
+ifneq ($(NOUSB),1)
+	CGO_ENABLED=1 $(GO) vet -tags "e2e libusb" ./...
+	CGO_ENABLED=1 $(STATICCHECK) -tags "e2e libusb" ./...
+endif
 
 # Short runs of every fuzz target (go test allows one target per run).
 fuzz: deps
@@ -82,31 +107,37 @@ fuzz: deps
 bench: deps
 	$(GO) test -tags "$(TAGS)" -run '^$$' -bench . -benchtime 1x -count 1 ./...
 
+# The whole QEMU suite with bin/usbflash (on Linux: usbfs, static).
 e2e: build
-	$(GO) test -tags "e2e $(TAGS)" -count=1 -timeout 40m -v ./e2e/
+	USBFLASH_E2E_BIN=$(CURDIR)/$(BIN) \
+	  $(GO) test -tags e2e -count=1 -timeout 40m -v ./e2e/
 
-# The static usbfs binary over the real USB path: every format written and
-# verified on xHCI and EHCI.
-e2e-static: build-static
-	USBFLASH_E2E_BIN=$(CURDIR)/bin/usbflash-static \
-	  $(GO) test -tags "e2e $(TAGS)" -count=1 -timeout 20m -run 'TestWriteFormats$$' -v ./e2e/
+# The libusb build over the real USB path, so it cannot rot: every format
+# written and verified on xHCI and EHCI, and ClearHalt recovering stalled
+# endpoints (the probe is built with -tags libusb too).
+E2E_LIBUSB_RUN := TestWriteFormats$$|TestClearHaltRecovers$$
+e2e-libusb: build-libusb
+	USBFLASH_E2E_BIN=$(CURDIR)/bin/usbflash-libusb \
+	  $(GO) test -tags e2e -count=1 -timeout 20m -run '$(E2E_LIBUSB_RUN)' -v ./e2e/
 
 bench-e2e: build
-	$(GO) test -tags "e2e $(TAGS)" -count=1 -timeout 40m -run BenchE2E -v ./e2e/
+	USBFLASH_E2E_BIN=$(CURDIR)/$(BIN) \
+	  $(GO) test -tags e2e -count=1 -timeout 40m -run BenchE2E -v ./e2e/
 
 # Issue 21's slow-host table: 96 and 384 MiB against dd in one boot per
 # controller (fixed cost and steady rate apart), verify, process start.
 # BEFORE=path/to/an/earlier/usbflash adds its rows to the same boots.
 bench-slowhost: build
-	USBFLASH_E2E_BIN_BEFORE=$(BEFORE) \
-	  $(GO) test -tags "e2e $(TAGS)" -count=1 -timeout 60m -run 'TestSlowHostBench$$' -v ./e2e/
+	USBFLASH_E2E_BIN=$(CURDIR)/$(BIN) USBFLASH_E2E_BIN_BEFORE=$(BEFORE) \
+	  $(GO) test -tags e2e -count=1 -timeout 60m -run 'TestSlowHostBench$$' -v ./e2e/
 
-# Other platforms. Linux on arm64 and armhf with the libusb backend (cgo:
-# Debian's cross compilers, the target's multiarch libusb-1.0-0-dev, linked
-# dynamically: the target needs libusb-1.0-0), and the no-USB build (sim:
-# and file: targets only) for the rest, so portability cannot rot.
-# `cross-deps` installs the compilers and libraries (root, apt-get).
-CROSS_LINUX := arm64:aarch64-linux-gnu:arm64 armhf:arm-linux-gnueabihf:arm
+# Other platforms. Linux on every architecture with the usbfs backend:
+# static CGO_ENABLED=0 binaries, no C cross compiler, nothing needed on the
+# target. The rest with the no-USB build (sim: and file: targets only), so
+# portability cannot rot: their USB backend, libusb, needs cgo and the
+# target's own C toolchain and libusb. `cross-deps` installs QEMU for the
+# arm tests (root, apt-get).
+CROSS_LINUX := amd64:amd64 arm64:arm64 armhf:arm i386:386 riscv64:riscv64
 CROSS_NOUSB := darwin/arm64 darwin/amd64 windows/amd64 freebsd/amd64
 
 cross-deps:
@@ -115,12 +146,11 @@ cross-deps:
 cross: cross-linux cross-nousb
 
 # bin/usbflash-linux-<Debian arch>; armhf is GOARM=7 (hard float).
-cross-linux: cross-deps
+cross-linux:
 	@set -e; for t in $(CROSS_LINUX); do \
-	  deb=$${t%%:*}; rest=$${t#*:}; triplet=$${rest%%:*}; goarch=$${rest#*:}; \
-	  echo "== linux/$$deb (libusb, cgo)"; \
-	  CGO_ENABLED=1 GOOS=linux GOARCH=$$goarch GOARM=7 CC=$$triplet-gcc \
-	    PKG_CONFIG_LIBDIR=/usr/lib/$$triplet/pkgconfig:/usr/share/pkgconfig \
+	  deb=$${t%%:*}; goarch=$${t#*:}; \
+	  echo "== linux/$$deb (usbfs, static)"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$goarch GOARM=7 \
 	    $(GO) build -ldflags "$(LDFLAGS)" -o bin/usbflash-linux-$$deb ./cmd/usbflash; \
 	done
 
@@ -132,24 +162,25 @@ cross-nousb:
 	done
 
 # The unit tests as arm64 (test-arm64) and 32-bit arm (test-arm: 32-bit
-# int, 4-byte alignment) programs under qemu-user emulation. No cgo: the
-# libusb backend is exercised by e2e-arm64. Every package but the CLI's and
-# the QEMU suite's (nothing to emulate there), whatever the tree holds.
+# int, 4-byte alignment) programs under qemu-user emulation, with the
+# usbfs backend's (pure Go, as make cross builds them). Every package but
+# the CLI's and the QEMU suite's (nothing to emulate there), whatever the
+# tree holds.
 EMU_TEST_PKGS = $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/)
 test-arm64: cross-deps
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) test -tags nousb -count=1 -exec qemu-aarch64-static $(EMU_TEST_PKGS)
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(EMU_TEST_PKGS)
 
 test-arm: cross-deps
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) test -tags nousb -count=1 -exec qemu-arm-static $(EMU_TEST_PKGS)
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) test -count=1 -exec qemu-arm-static $(EMU_TEST_PKGS)
 
-# The arm64 build in an arm64 guest (see e2e/README.md).
-e2e-arm64: cross-linux
+# The static arm64 build in an arm64 guest with no libusb (see e2e/README.md).
+e2e-arm64: cross-deps cross-linux
 	USBFLASH_E2E_BIN_ARM64=$(CURDIR)/bin/usbflash-linux-arm64 \
-	  $(GO) test -tags "e2e $(TAGS)" -count=1 -timeout 30m -run 'TestArm64$$' -v ./e2e/
+	  $(GO) test -tags e2e -count=1 -timeout 30m -run 'TestArm64$$' -v ./e2e/
 
-bench-e2e-arm64: cross-linux
+bench-e2e-arm64: cross-deps cross-linux
 	USBFLASH_E2E_BIN_ARM64=$(CURDIR)/bin/usbflash-linux-arm64 \
-	  $(GO) test -tags "e2e $(TAGS)" -count=1 -timeout 40m -run 'TestArm64Bench$$' -v ./e2e/
+	  $(GO) test -tags e2e -count=1 -timeout 40m -run 'TestArm64Bench$$' -v ./e2e/
 
 clean:
 	rm -rf bin

@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// TestArm64 runs the arm64 build of usbflash (cgo, Debian's cross compiler
-// and multiarch libusb) in an arm64 guest (qemu-system-aarch64 -M virt,
-// Debian's arm64 kernel, busybox-static:arm64), against the same emulated
+// TestArm64 runs the arm64 build of usbflash (make cross's: static, usbfs;
+// the guest is checked to hold no shared library at all) in an arm64 guest
+// (qemu-system-aarch64 -M virt, Debian's arm64 kernel,
+// busybox-static:arm64), against the same emulated
 // readers as the amd64 suite, in one boot: .xz and .zst write + verify,
 // multi-LUN by /LUN, a blkdebug write error naming the LBA range, and an
 // unplug mid-write. It runs when -run names it (make e2e-arm64) or with
@@ -33,6 +34,15 @@ func TestArm64(t *testing.T) {
 		t.Fatalf("the guest is not arm64: uname -m says %q", r.Stdout)
 	}
 	t.Logf("arm64 guest ready in %v", m.Booted.Round(time.Millisecond))
+	if len(e.Libs) == 0 {
+		// The static usbfs build (make cross): the guest has no libusb,
+		// nor any C library, and the binary needs none.
+		r := guest(t, m, "find / -xdev -name 'lib*.so*' 2>/dev/null; ls /host/lib 2>/dev/null; true")
+		if s := strings.TrimSpace(r.Stdout); s != "" {
+			t.Fatalf("the guest has shared libraries, the static build must not need them:\n%s", s)
+		}
+		t.Logf("static binary, no shared library in the guest (no libusb)")
+	}
 	// On the virt board (never on the PC) the first TEST UNIT READY to
 	// usb-bot's LUN 1 after boot fails with 5/25/00 (LUN not supported),
 	// what QEMU's SCSI layer says when it finds no device at a LUN; the

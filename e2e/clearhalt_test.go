@@ -14,8 +14,10 @@ import (
 	"time"
 )
 
-// TestClearHaltRecovers exercises usbms/libusb's ClearHalt (libusb_clear_halt
-// through cgo, i.e. USBDEVFS_CLEAR_HALT) on the real libusb/usbfs path:
+// TestClearHaltRecovers exercises the USB backend's ClearHalt
+// (USBDEVFS_CLEAR_HALT: usbms/usbfs's ioctl, or usbms/libusb's
+// libusb_clear_halt through cgo when the binary under test is the libusb
+// build) on the real usbfs path:
 // e2e/stallprobe, run in the guest, makes QEMU's usb-storage STALL bulk-OUT
 // (a CBW with a bad signature) and bulk-IN (a read with no command pending),
 // checks both transfers fail with usbms.ErrStall, clears both halts and
@@ -85,32 +87,41 @@ func TestClearHaltRecovers(t *testing.T) {
 	}
 }
 
-// buildProbe builds the program e2e/name the way the harness builds
-// usbflash (cgo, dynamically linked). It skips or fails like needCLI when it
-// does not build.
+// buildProbe builds the program e2e/name with the USB backend of the
+// usbflash binary under test (e2e/usbdev): libusb (-tags libusb, cgo,
+// dynamically linked) when that binary links libusb-1.0, else usbfs (static,
+// no cgo). It skips or fails like needCLI when it does not build.
 func buildProbe(t *testing.T, name string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command("go", "build", "-tags", "e2e", "-o", bin, "./e2e/"+name)
+	tags, cgo := "e2e", "CGO_ENABLED=0"
+	if _, ok := env.Libs["libusb-1.0.so.0"]; ok {
+		tags, cgo = "e2e libusb", "CGO_ENABLED=1"
+	}
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", bin, "./e2e/"+name)
 	cmd.Dir = moduleRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	cmd.Env = append(os.Environ(), cgo)
 	t0 := time.Now()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		skipOrFail(t, "e2e/%s does not build: %v\n%s", name, err, out)
 	}
-	t.Logf("built %s in %v", bin, time.Since(t0).Round(time.Millisecond))
+	t.Logf("built %s (-tags %s) in %v", bin, tags, time.Since(t0).Round(time.Millisecond))
 	return bin
 }
 
 // shipProbe puts the program bin into the machine's share as /host/bin/name
-// with any shared library of its ldd closure that usbflash's did not include
-// (the guest's LD_LIBRARY_PATH is /host/lib, so a late addition is found).
+// with (unless it is static) any shared library of its ldd closure that
+// usbflash's did not include (the guest's LD_LIBRARY_PATH is /host/lib, so a
+// late addition is found).
 func shipProbe(t *testing.T, m *Machine, name, bin string) {
 	t.Helper()
 	if err := linkOrCopy(bin, filepath.Join(m.Share, "bin", name)); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("ldd", bin).CombinedOutput()
+	if err != nil && strings.Contains(string(out), "not a dynamic executable") {
+		return // static (usbfs): nothing to ship
+	}
 	if err != nil {
 		t.Fatalf("ldd %s: %v\n%s", bin, err, out)
 	}

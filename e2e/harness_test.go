@@ -118,15 +118,11 @@ func buildUsbflash(e *Env, logf func(string, ...any)) error {
 		}
 		tempDirs = append(tempDirs, dir)
 		bin = filepath.Join(dir, "usbflash")
+		// What `make build` and `make cross` do: the default (usbfs)
+		// backend, static, no cgo, for any architecture.
 		cmd := exec.Command("go", "build", "-o", bin, "./cmd/usbflash")
 		cmd.Dir = moduleRoot()
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if !arch.native() {
-			// What `make cross` does: Debian's cross compiler and the
-			// multiarch libusb-1.0-0-dev of the target architecture.
-			cmd.Env = append(cmd.Env, "GOOS=linux", "GOARCH="+arch.Name, "CC="+arch.Triplet+"-gcc",
-				"PKG_CONFIG_LIBDIR=/usr/lib/"+arch.Triplet+"/pkgconfig:/usr/share/pkgconfig")
-		}
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch.Name)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build ./cmd/usbflash for %s: %v\n%s", arch.Name, err, out)
 		}

@@ -1,4 +1,4 @@
-//go:build !usbfs || !linux
+//go:build !linux || libusb || nousb
 
 package target
 
@@ -8,8 +8,9 @@ import (
 	"usbflash/usbms/libusb"
 )
 
-// The USB backend: libusb (gousb, cgo) unless built with -tags usbfs on
-// Linux (backend_usbfs.go). These two functions are the only places
+// The USB backend: libusb (gousb, cgo) on macOS, Windows and the BSDs, and
+// on Linux with -tags libusb (Linux's default is usbfs: backend_usbfs.go);
+// with -tags nousb its stub. These two functions are the only places
 // target reaches a backend.
 
 // Backend names the USB backend this build uses.

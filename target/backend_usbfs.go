@@ -1,4 +1,4 @@
-//go:build usbfs && linux
+//go:build linux && !libusb && !nousb
 
 package target
 
@@ -9,8 +9,9 @@ import (
 	"usbflash/usbms/usbfs"
 )
 
-// The USB backend: usbfs, pure Go (-tags usbfs on Linux), so that a
-// CGO_ENABLED=0 build has USB. It reuses libusb's Info and Error types.
+// The USB backend on Linux: usbfs, pure Go, so that every Linux build is
+// one static CGO_ENABLED=0 binary with USB (-tags libusb selects gousb
+// instead, -tags nousb none). It reuses libusb's Info and Error types.
 
 // Backend names the USB backend this build uses.
 const Backend = "usbfs"

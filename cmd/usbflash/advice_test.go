@@ -84,7 +84,7 @@ func usbAdviceCases() []adviceCase {
 		kind   error
 		advice string
 	}{
-		{"usb/no USB support", libusb.ErrNoUSBSupport, "install libusb-1.0-0-dev and rebuild (make build); sim: and file: targets still work"},
+		{"usb/no USB support", libusb.ErrNoUSBSupport, "build usbflash with a USB backend: make build (on Linux pure Go, no library needed; elsewhere cgo and libusb-1.0); sim: and file: targets still work"},
 		{"usb/no USB access", libusb.ErrNoUSBAccess, "give this container or VM USB passthrough, or run usbflash on the host; sim: and file: targets still work"},
 		{"usb/permission", libusb.ErrPermission, `run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="46f4", MODE="0660", GROUP="plugdev"`},
 		{"usb/busy", libusb.ErrBusy, "close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry"},

@@ -190,7 +190,7 @@ func hint(err error) string {
 	// The USB layer's kinds, before the layers above that wrap them: the
 	// end of the recovery ladder, a failed block command.
 	case errors.Is(err, libusb.ErrNoUSBSupport):
-		return "install libusb-1.0-0-dev and rebuild (make build); sim: and file: targets still work"
+		return "build usbflash with a USB backend: make build (on Linux pure Go, no library needed; elsewhere cgo and libusb-1.0); sim: and file: targets still work"
 	case errors.Is(err, libusb.ErrNoUSBAccess):
 		return "give this container or VM USB passthrough, or run usbflash on the host; sim: and file: targets still work"
 	case errors.Is(err, libusb.ErrPermission):

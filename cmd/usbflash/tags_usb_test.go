@@ -1,4 +1,4 @@
-//go:build !nousb
+//go:build !nousb && !libusb
 
 package main
 

@@ -1,7 +1,8 @@
 //go:build e2e
 
 // Command devbench measures the device side of usbflash alone in the e2e
-// guest: it opens the QEMU reader through usbms over the libusb backend,
+// guest: it opens the QEMU reader through usbms over the backend of the
+// build (e2e/usbdev: usbfs on Linux, libusb with -tags libusb),
 // takes transfer buffers from LUN.AllocBuffers, and writes a zero image of
 // -mib MiB with WRITE commands of each -xfer size, printing MB/s and the
 // CPU seconds (user+system, getrusage) of the process. It is the Go
@@ -21,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"usbflash/e2e/usbdev"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
 )
@@ -54,7 +56,7 @@ func main() {
 
 func run(serial string, mib int, xfers string, nbuf int) error {
 	ctx := context.Background()
-	infos, err := libusb.List(ctx)
+	infos, err := usbdev.List(ctx)
 	if err != nil {
 		return err
 	}
@@ -67,7 +69,7 @@ func run(serial string, mib int, xfers string, nbuf int) error {
 	if info.VID == 0 {
 		return fmt.Errorf("no supported 46f4:0001 with serial %q", serial)
 	}
-	dev, err := libusb.Open(ctx, info, libusb.OpenOptions{})
+	dev, err := usbdev.Open(ctx, info, libusb.OpenOptions{})
 	if err != nil {
 		return err
 	}

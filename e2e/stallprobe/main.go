@@ -2,8 +2,9 @@
 
 // Command stallprobe runs inside the e2e guest (see ../clearhalt_test.go).
 // On the real libusb/usbfs path it makes QEMU's usb-storage STALL both bulk
-// endpoints, recovers with usbms/libusb's ClearHalt (libusb_clear_halt
-// through cgo) alone, checks that a ClearHalt on an endpoint that is not
+// endpoints, recovers with the backend's ClearHalt alone (usbms/usbfs's
+// USBDEVFS_CLEAR_HALT, or with -tags libusb usbms/libusb's libusb_clear_halt
+// through cgo: e2e/usbdev), checks that a ClearHalt on an endpoint that is not
 // halted is harmless, then moves real data through usbms. (QEMU keeps no
 // halt state, so it cannot show that the endpoint would stay stuck without
 // ClearHalt: see the test's comment.)
@@ -37,6 +38,7 @@ import (
 	"sync"
 	"time"
 
+	"usbflash/e2e/usbdev"
 	"usbflash/scsi"
 	"usbflash/usbms"
 	"usbflash/usbms/libusb"
@@ -78,9 +80,9 @@ func step(f func(context.Context) error) error {
 func run(serial string, lba int64, pattern []byte, rounds int) error {
 	var info libusb.Info
 	err := step(func(ctx context.Context) error {
-		infos, err := libusb.List(ctx)
+		infos, err := usbdev.List(ctx)
 		if err != nil {
-			return fmt.Errorf("libusb.List: %w", err)
+			return fmt.Errorf("%s List: %w", usbdev.Backend, err)
 		}
 		for _, i := range infos {
 			if i.VID == 0x46f4 && i.PID == 0x0001 && i.Serial == serial && i.Supported {
@@ -88,7 +90,7 @@ func run(serial string, lba int64, pattern []byte, rounds int) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("libusb.List: no supported 46f4:0001 with serial %q among %d interfaces", serial, len(infos))
+		return fmt.Errorf("%s List: no supported 46f4:0001 with serial %q among %d interfaces", usbdev.Backend, serial, len(infos))
 	})
 	if err != nil {
 		return err
@@ -96,15 +98,15 @@ func run(serial string, lba int64, pattern []byte, rounds int) error {
 	fmt.Printf("list: %s port %s speed %v, bulk-in 0x%02x (mps %d), bulk-out 0x%02x (mps %d)\n",
 		info.String(), info.PortPath, info.Speed, info.BulkIn, info.BulkInMaxPacket, info.BulkOut, info.BulkOutMaxPacket)
 
-	var dev *libusb.Device
+	var dev *usbdev.Device
 	if err := step(func(ctx context.Context) (err error) {
-		dev, err = libusb.Open(ctx, info, libusb.OpenOptions{})
+		dev, err = usbdev.Open(ctx, info, libusb.OpenOptions{})
 		return err
 	}); err != nil {
-		return fmt.Errorf("libusb.Open: %w", err)
+		return fmt.Errorf("%s Open: %w", usbdev.Backend, err)
 	}
 	defer dev.Close()
-	fmt.Println("open: ok")
+	fmt.Printf("open: ok (%s)\n", usbdev.Backend)
 
 	var tag uint32 = 0x5a000000
 	inquiry := func(what string) error {
@@ -240,7 +242,7 @@ func cbw(tag uint32, c scsi.CDB, length uint32) []byte {
 
 // rawInquiry runs INQUIRY by hand on the endpoints, with no recovery at
 // all: any STALL left over fails it.
-func rawInquiry(ctx context.Context, dev *libusb.Device, tag uint32) error {
+func rawInquiry(ctx context.Context, dev *usbdev.Device, tag uint32) error {
 	n, err := dev.BulkOut(ctx, cbw(tag, scsi.Inquiry(36), 36))
 	if err != nil || n != 31 {
 		return fmt.Errorf("CBW: n=%d err=%v", n, err)

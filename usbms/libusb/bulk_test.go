@@ -1,4 +1,4 @@
-//go:build cgo && !nousb && !(usbfs && linux)
+//go:build cgo && !nousb && (libusb || !linux)
 
 package libusb
 

@@ -4,11 +4,13 @@
 // transfers allocated once per open, from usbfs DMA memory where it can.
 // Every C call is in libusb_cgo.go, behind the usbHandle interface.
 //
-// Two builds exist. With cgo and without the nousb tag the package talks to
-// libusb-1.0. Built with -tags nousb, or with CGO_ENABLED=0, every entry point
-// returns ErrNoUSBSupport so the rest of usbflash (sim: and file: targets)
-// still works. The types, the errors and the sysfs inspection (KernelDisks)
-// are shared by both builds.
+// Two builds exist. With cgo, without the nousb tag, and on Linux only with
+// the libusb tag (Linux's default backend is usbms/usbfs, pure Go), the
+// package talks to libusb-1.0: the backend of macOS, Windows and the BSDs.
+// Otherwise (-tags nousb, CGO_ENABLED=0, or a Linux build without -tags
+// libusb) every entry point returns ErrNoUSBSupport. The types, the errors
+// and the sysfs inspection (KernelDisks) are shared by both builds: usbfs
+// uses them too.
 //
 // Safety: List never claims anything. Open claims the interface only after it
 // has checked, on Linux, that no partition of the kernel's disk behind that

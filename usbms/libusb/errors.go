@@ -14,8 +14,9 @@ import (
 // happened; what the user can do about it is the CLI's to say, chosen by
 // kind.
 var (
-	// ErrNoUSBSupport is returned by every call of a build without libusb.
-	ErrNoUSBSupport = errors.New("this usbflash was built without USB support (libusb-1.0)")
+	// ErrNoUSBSupport is returned by every call of a build without a USB
+	// backend: -tags nousb, or libusb's without cgo.
+	ErrNoUSBSupport = errors.New("this usbflash was built without a USB backend")
 	// ErrNoUSBAccess means this process cannot reach USB at all: no
 	// /dev/bus/usb (a container or VM without USB passthrough) or libusb
 	// failed to start.

@@ -142,7 +142,7 @@ func TestErrorFormatAndUnwrap(t *testing.T) {
 }
 
 func TestNoUSBSupportMessage(t *testing.T) {
-	want := "this usbflash was built without USB support (libusb-1.0)"
+	want := "this usbflash was built without a USB backend"
 	if ErrNoUSBSupport.Error() != want {
 		t.Errorf("ErrNoUSBSupport = %q, want %q", ErrNoUSBSupport, want)
 	}

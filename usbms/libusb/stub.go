@@ -1,4 +1,4 @@
-//go:build nousb || !cgo || (usbfs && linux)
+//go:build nousb || !cgo || (linux && !libusb)
 
 package libusb
 

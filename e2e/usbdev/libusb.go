@@ -1,0 +1,23 @@
+//go:build e2e && (!linux || libusb)
+
+package usbdev
+
+import (
+	"context"
+
+	"usbflash/usbms/libusb"
+)
+
+// Backend names the USB backend of this build, as target.Backend does.
+const Backend = "libusb"
+
+// Device is an opened mass-storage interface of this build's backend.
+type Device = libusb.Device
+
+// List lists the mass-storage interfaces.
+func List(ctx context.Context) ([]libusb.Info, error) { return libusb.List(ctx) }
+
+// Open claims a mass-storage interface.
+func Open(ctx context.Context, info libusb.Info, opts libusb.OpenOptions) (*Device, error) {
+	return libusb.Open(ctx, info, opts)
+}

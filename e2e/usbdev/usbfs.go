@@ -1,0 +1,24 @@
+//go:build e2e && linux && !libusb
+
+package usbdev
+
+import (
+	"context"
+
+	"usbflash/usbms/libusb"
+	"usbflash/usbms/usbfs"
+)
+
+// Backend names the USB backend of this build, as target.Backend does.
+const Backend = "usbfs"
+
+// Device is an opened mass-storage interface of this build's backend.
+type Device = usbfs.Device
+
+// List lists the mass-storage interfaces.
+func List(ctx context.Context) ([]libusb.Info, error) { return usbfs.List(ctx) }
+
+// Open claims a mass-storage interface.
+func Open(ctx context.Context, info libusb.Info, opts libusb.OpenOptions) (*Device, error) {
+	return usbfs.Open(ctx, info, opts)
+}

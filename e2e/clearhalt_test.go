@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,6 +142,33 @@ func shipProbe(t *testing.T, m *Machine, name, bin string) {
 		}
 		t.Logf("shipped %s for %s", filepath.Base(mm[1]), name)
 	}
+	// The guest's init puts the loader where the kernel looks for it only
+	// when the libraries were there at boot (a dynamic usbflash's); with
+	// a static usbflash a dynamic probe brings its loader itself.
+	if interp := elfInterp(t, bin); interp != "" {
+		guest(t, m, fmt.Sprintf("[ -e %[1]s ] || { mkdir -p %[2]s && cp /host/lib/%[3]s %[1]s; }",
+			interp, filepath.Dir(interp), filepath.Base(interp)))
+	}
+}
+
+// elfInterp is the dynamic loader an executable names ("" for none).
+func elfInterp(t *testing.T, bin string) string {
+	t.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			b, err := io.ReadAll(prog.Open())
+			if err != nil {
+				t.Fatalf("%s: PT_INTERP: %v", bin, err)
+			}
+			return strings.TrimRight(string(b), "\x00")
+		}
+	}
+	return ""
 }
 
 // checkCardAt asserts the backing file holds data at block lba and only

@@ -147,6 +147,9 @@ func TestFakeCard(t *testing.T) {
 		// than usbflash check (which saves and restores): the comparison
 		// favours f3probe.
 		t.Logf("$ f3probe --destructive --time-ops /dev/%s\n%s", dev, fr)
+		if fr.Code == 126 || fr.Code == 127 {
+			t.Errorf("f3probe did not run in the guest (exit %d): the comparison is missing", fr.Code)
+		}
 		f3usable := f3Usable(fr.Stdout + fr.Stderr)
 		t.Logf("COMPARE %s: usbflash check %v, usable %d bytes; f3probe %v (exit %d), usable %d bytes",
 			c.serial, c.took.Round(time.Millisecond), c.usable, fr.Took.Round(time.Millisecond), fr.Code, f3usable)

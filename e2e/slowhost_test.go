@@ -15,7 +15,7 @@ import (
 
 // TestSlowHostBench is issue 21's harness: the one-vCPU TCG guest as a
 // slow host, in one boot per controller, raw images in guest RAM. Each
-// method writes a 96 MiB and a 384 MiB image (two rounds each, means), so
+// method writes a 96 MiB and a 384 MiB image (three rounds each, means), so
 // that the fixed cost and the steady rate separate:
 //
 //	rate  = (384 - 96) MiB / (t384 - t96)
@@ -36,7 +36,7 @@ func TestSlowHostBench(t *testing.T) {
 	imgs := map[int][]byte{small: makeImage(96, small<<20), large: makeImage(384, large<<20)}
 	hello := buildHello(t)
 	before := os.Getenv("USBFLASH_E2E_BIN_BEFORE")
-	rounds := 2
+	rounds := 3
 	if v, err := strconv.Atoi(os.Getenv("USBFLASH_E2E_BENCH_ROUNDS")); err == nil && v > 0 {
 		rounds = v
 	}
@@ -74,9 +74,14 @@ func TestSlowHostBench(t *testing.T) {
 			card := newCard(t, (large+16)<<20)
 			m := boot(t, MachineSpec{Controller: c, MemMB: 768 + small + large,
 				Readers: []Reader{{Serial: "SLOW1", LUNs: []LUN{{Backing: card}}}}})
+			// Copied to the guest's own memory, as its init does with
+			// usbflash: a page fault into the 9p share is a round trip to
+			// the host, which would be charged to process start.
 			shipProbe(t, m, "hello", hello)
+			guest(t, m, "cp /host/bin/hello /bin/hello")
 			if before != "" {
 				shipProbe(t, m, "usbflash-before", before)
+				guest(t, m, "mkdir -p /usr/local/lib && cp /host/lib/* /usr/local/lib/ && cp /host/bin/usbflash-before /bin/")
 			}
 			for mib, img := range imgs {
 				p := putImage(t, m, fmt.Sprintf("s%d.img", mib), img, "raw")
@@ -101,12 +106,13 @@ func TestSlowHostBench(t *testing.T) {
 					}
 					r.t[mib] = sum / float64(rounds)
 					if !meth.kernel {
-						checkCard(t, card, imgs[mib])
+						// Past the image the card holds earlier, larger writes.
+						checkPrefix(t, card, imgs[mib])
 					}
 				}
 			}
 			startCmds := map[string]string{
-				"usbflash version": "usbflash version", "static hello world": "/host/bin/hello", "/bin/true": "/bin/true",
+				"usbflash version": "usbflash version", "static hello world": "hello", "/bin/true": "/bin/true",
 			}
 			if before != "" {
 				startCmds["before: usbflash version"] = "usbflash-before version"
@@ -149,7 +155,15 @@ func timeWrite(t *testing.T, m *Machine, cmd string, mib int, kernel bool, tgt s
 		script += "DEV=/dev/$(sdbyserial SLOW1) || exit 99\n"
 	}
 	script += "t0=$(cut -d' ' -f1 /proc/uptime)\n" + cmd + " >/tmp/out 2>&1\nrc=$?; t1=$(cut -d' ' -f1 /proc/uptime)\n" +
-		"[ $rc = 0 ] || cat /tmp/out; echo \"ELAPSED $t0 $t1\"; times; exit $rc"
+		"[ $rc = 0 ] || cat /tmp/out; echo \"ELAPSED $t0 $t1\"; times\n"
+	if !kernel {
+		// usbflash hands the reader back to usb-storage when it exits, and
+		// the kernel probes it again in the background: let that finish
+		// (its /dev/sdX is back), so it is not charged to the next run,
+		// which takes the reader from the kernel as a user's run does.
+		script += "i=0; while ! sdbyserial SLOW1 >/dev/null 2>&1 && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; sleep 1\n"
+	}
+	script += "exit $rc"
 	r, err := m.Run(script, 15*time.Minute)
 	if err != nil || r.Code != 0 {
 		t.Fatalf("%s (%d MiB): %v\n%s", cmd, mib, err, r)

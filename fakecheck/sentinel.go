@@ -3,6 +3,8 @@ package fakecheck
 import (
 	"bytes"
 	"encoding/binary"
+
+	"usbflash/internal/splitmix"
 )
 
 // magic opens every block the probe writes.
@@ -24,16 +26,7 @@ func fill(p []byte, nonce uint64, lba int64) {
 
 // body fills p with splitmix64 output seeded by nonce and lba.
 func body(p []byte, nonce uint64, lba int64) {
-	seed := nonce ^ uint64(lba)*0xD1B54A32D192ED03
-	var b [8]byte
-	for i := 0; i < len(p); i += 8 {
-		seed += 0x9E3779B97F4A7C15
-		z := seed
-		z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
-		z = (z ^ z>>27) * 0x94D049BB133111EB
-		binary.LittleEndian.PutUint64(b[:], z^z>>31)
-		copy(p[i:], b[:])
-	}
+	splitmix.Fill(p, nonce^uint64(lba)*0xD1B54A32D192ED03)
 }
 
 // named says which LBA's probe block p is, in the run of nonce (ok false:

@@ -1,13 +1,13 @@
 package sim
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 
 	"usbflash/blockdev"
+	"usbflash/internal/splitmix"
 	"usbflash/internal/units"
 )
 
@@ -163,7 +163,7 @@ func (m *fakeMedium) readBack(blk, in int64, part []byte) error {
 	case m.f.Kind == FakeWrap:
 		return readFull(m.inner, part, pos%m.f.Real)
 	case m.f.Kind == FakeGarbage:
-		garbage(part, uint64(pos)^m.reads*0x9E3779B97F4A7C15)
+		splitmix.Fill(part, uint64(pos)^m.reads*0x9E3779B97F4A7C15)
 		return nil
 	}
 	clear(part)
@@ -229,19 +229,6 @@ func readFull(r io.ReaderAt, p []byte, off int64) error {
 		return nil
 	}
 	return err
-}
-
-// garbage fills p with pseudo-random bytes from seed (splitmix64).
-func garbage(p []byte, seed uint64) {
-	var b [8]byte
-	for i := 0; i < len(p); i += 8 {
-		seed += 0x9E3779B97F4A7C15
-		z := seed
-		z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
-		z = (z ^ z>>27) * 0x94D049BB133111EB
-		binary.LittleEndian.PutUint64(b[:], z^z>>31)
-		copy(p[i:], b[:])
-	}
 }
 
 // fakeOptions are the fake=, real= and fake-cache= options of a sim:

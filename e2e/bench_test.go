@@ -51,6 +51,19 @@ func childCPU(out string) float64 {
 	return 60*f(m[1]) + f(m[2]) + 60*f(m[3]) + f(m[4])
 }
 
+// elapsedOf is the seconds between the two /proc/uptime readings of a
+// script's "ELAPSED t0 t1" line (0: none).
+func elapsedOf(out string) float64 {
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "ELAPSED" {
+			t0, _ := strconv.ParseFloat(f[1], 64)
+			t1, _ := strconv.ParseFloat(f[2], 64)
+			return max(t1-t0, 0)
+		}
+	}
+	return 0
+}
+
 // buildZcprobe compiles e2e/testdata/zcprobe.c on the host.
 func buildZcprobe(t *testing.T) string {
 	t.Helper()
@@ -127,16 +140,8 @@ rc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo "ELAPSED $t0 $t1"; times; exit $rc
 					t.Errorf("%s on %s: %v\n%s", r.name, c, err, res)
 					continue
 				}
-				var t0, t1 float64
-				for _, l := range strings.Split(res.Stdout, "\n") {
-					if strings.HasPrefix(l, "ELAPSED ") {
-						f := strings.Fields(l)
-						t0, _ = strconv.ParseFloat(f[1], 64)
-						t1, _ = strconv.ParseFloat(f[2], 64)
-					}
-				}
-				if t1 > t0 {
-					r.mbps[c] = float64(len(img)) / 1e6 / (t1 - t0)
+				if secs := elapsedOf(res.Stdout); secs > 0 {
+					r.mbps[c] = float64(len(img)) / 1e6 / secs
 				}
 				if m := wroteRe.FindStringSubmatch(res.Stdout); m != nil {
 					if d, err := time.ParseDuration(m[1]); err == nil && d > 0 {

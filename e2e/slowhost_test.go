@@ -168,17 +168,11 @@ func timeWrite(t *testing.T, m *Machine, cmd string, mib int, kernel bool, tgt s
 	if err != nil || r.Code != 0 {
 		t.Fatalf("%s (%d MiB): %v\n%s", cmd, mib, err, r)
 	}
-	var t0, t1 float64
-	for _, l := range strings.Split(r.Stdout, "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "ELAPSED" {
-			t0, _ = strconv.ParseFloat(f[1], 64)
-			t1, _ = strconv.ParseFloat(f[2], 64)
-		}
-	}
-	if t1 <= t0 {
+	secs := elapsedOf(r.Stdout)
+	if secs <= 0 {
 		t.Fatalf("%s: no elapsed time in\n%s", cmd, r)
 	}
-	return t1 - t0, childCPU(r.Stdout)
+	return secs, childCPU(r.Stdout)
 }
 
 // processStarts runs each command ten times in the guest and returns the
@@ -189,14 +183,7 @@ func processStarts(t *testing.T, m *Machine, cmds map[string]string) map[string]
 	for name, cmd := range cmds {
 		script := "t0=$(cut -d' ' -f1 /proc/uptime)\nfor i in 1 2 3 4 5 6 7 8 9 10; do " + cmd +
 			" >/dev/null || exit 1; done\nt1=$(cut -d' ' -f1 /proc/uptime); echo \"ELAPSED $t0 $t1\""
-		r := guest(t, m, script)
-		for _, l := range strings.Split(r.Stdout, "\n") {
-			if f := strings.Fields(l); len(f) == 3 && f[0] == "ELAPSED" {
-				t0, _ := strconv.ParseFloat(f[1], 64)
-				t1, _ := strconv.ParseFloat(f[2], 64)
-				out[name] = (t1 - t0) * 1000 / 10
-			}
-		}
+		out[name] = elapsedOf(guest(t, m, script).Stdout) * 1000 / 10
 	}
 	return out
 }

@@ -20,10 +20,12 @@ func main() {
 	// write midway: writes to it fail with EPIPE instead, and the write
 	// finishes, syncs and reports on stderr.
 	signal.Ignore(syscall.SIGPIPE)
+	stopProfiling := startProfiling()
 	ctx, aborts, stop := signalContext(os.Stderr)
 	code := runApp(ctx, &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
 		interactive: isTerminalReader(os.Stdin), stderrTerminal: isTerminal(os.Stderr), aborts: aborts}, os.Args[1:])
 	stop()
+	stopProfiling()
 	os.Exit(code)
 }
 

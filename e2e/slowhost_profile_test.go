@@ -1,0 +1,76 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSlowHostProfile profiles usbflash's own CPU in the slow host (the
+// one-vCPU TCG guest): a build with -tags profile writes the 384 MiB image
+// of TestSlowHostBench with and without verify, and at 4 MiB transfers,
+// each run leaving a CPU profile (runtime/pprof, the guest's SIGPROF) and
+// its --json events (with their times) in $USBFLASH_E2E_PROFILE_DIR (a temporary directory
+// when unset). Opt-in: -run SlowHostProfile or USBFLASH_E2E_BENCH=1.
+func TestSlowHostProfile(t *testing.T) {
+	optIn(t, "SlowHostProfile", "USBFLASH_E2E_BENCH")
+	const mib = 384
+	img := makeImage(384, mib<<20)
+	dir := os.Getenv("USBFLASH_E2E_PROFILE_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	bin := filepath.Join(t.TempDir(), "usbflash-profile")
+	cmd := exec.Command("go", "build", "-tags", "profile", "-o", bin, "./cmd/usbflash")
+	cmd.Dir = moduleRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build with -tags profile: %v\n%s", err, out)
+	}
+	tgt := serialTarget("PROF1")
+	runs := []struct{ name, args string }{
+		{"write", "--no-verify"},
+		{"write-verify", ""},
+		{"write-4MiB", "--no-verify --transfer-size 4MiB"},
+	}
+	var summary strings.Builder
+	for _, c := range []Controller{XHCI, EHCI} {
+		t.Run(string(c), func(t *testing.T) {
+			card := newCard(t, (mib+16)<<20)
+			m := boot(t, MachineSpec{Controller: c, MemMB: 768 + mib,
+				Readers: []Reader{{Serial: "PROF1", LUNs: []LUN{{Backing: card}}}}})
+			shipProbe(t, m, "usbflash-profile", bin)
+			guest(t, m, "cp /host/bin/usbflash-profile /bin/")
+			p := putImage(t, m, "p.img", img, "raw")
+			guest(t, m, fmt.Sprintf("cp %s /tmp/p.img && rm %s", p, p))
+			guest(t, m, "loadmod usb-storage sd_mod")
+			for _, r := range runs {
+				name := fmt.Sprintf("%s-%s", c, r.name)
+				script := fmt.Sprintf("t0=$(cut -d' ' -f1 /proc/uptime)\n"+
+					"USBFLASH_CPUPROFILE=/host/%s.prof usbflash-profile write --yes --json /tmp/p.img %s %s >/tmp/out 2>&1\n"+
+					"rc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo \"ELAPSED $t0 $t1\"; times; tail -n 1 /tmp/out; cp /tmp/out /host/%s.json; exit $rc",
+					name, tgt, r.args, name)
+				res, err := m.Run(script, 10*time.Minute)
+				if err != nil || res.Code != 0 {
+					t.Fatalf("%s: %v\n%s", name, err, res)
+				}
+				line := fmt.Sprintf("%s: %.2f s, CPU %.2f s\n%s\n", name, elapsedOf(res.Stdout), childCPU(res.Stdout), res.Stdout)
+				summary.WriteString(line)
+				t.Log(line)
+				for _, ext := range []string{".prof", ".json"} {
+					if err := linkOrCopy(filepath.Join(m.Share, name+ext), filepath.Join(dir, name+ext)); err != nil {
+						t.Error(err)
+					}
+				}
+				guest(t, m, "i=0; while ! sdbyserial PROF1 >/dev/null 2>&1 && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; sleep 1")
+			}
+		})
+	}
+	fmt.Print(summary.String())
+}

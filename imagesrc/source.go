@@ -97,15 +97,22 @@ func Open(path string) (*Source, error) {
 	size := seekableSize(f)
 	var r io.Reader = f
 	var ra io.ReaderAt
+	closers := []func() error{f.Close}
 	if size >= 0 {
 		ra = f
+		if m := mapFile(f, size); m != nil {
+			ra = m
+			closers = append(closers, m.Close)
+		}
 	}
 	s, err := newSource(r, ra, size, path)
 	if err != nil {
-		f.Close()
+		for _, c := range closers {
+			c()
+		}
 		return nil, fmt.Errorf("image %s: %w", path, err)
 	}
-	s.closers = append(s.closers, f.Close)
+	s.closers = append(s.closers, closers...)
 	s.path, s.file = path, f
 	s.info, _ = f.Stat() // nil only if the descriptor broke since the size was read
 	return s, nil

@@ -1,0 +1,99 @@
+//go:build unix
+
+package imagesrc
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestMappedFileReadAt: the mapping reads what read(2) reads, at every
+// kind of offset, and a file truncated under it ends where the file now
+// ends instead of faulting the process.
+func TestMappedFileReadAt(t *testing.T) {
+	img := genOSImage(3<<20+123, 7)
+	p := filepath.Join(t.TempDir(), "os.img")
+	if err := os.WriteFile(p, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := mapFile(f, int64(len(img)))
+	if m == nil {
+		t.Fatal("a regular file was not mapped")
+	}
+	defer m.Close()
+	size := int64(len(img))
+	for _, tt := range []struct {
+		name    string
+		off     int64
+		n       int
+		want    int
+		wantEOF bool
+	}{
+		{"start", 0, 4096, 4096, false},
+		{"unaligned inside", 12345, 1 << 20, 1 << 20, false},
+		{"across the end", size - 100, 4096, 100, true},
+		{"exactly the rest", size - 4096, 4096, 4096, false},
+		{"at the end", size, 10, 0, true},
+		{"past the end", size + 1<<20, 10, 0, true},
+	} {
+		p := make([]byte, tt.n)
+		n, err := m.ReadAt(p, tt.off)
+		if n != tt.want || (err == io.EOF) != tt.wantEOF || (err != nil && err != io.EOF) {
+			t.Errorf("%s: ReadAt(%d bytes at %d) = %d, %v; want %d, EOF %v", tt.name, tt.n, tt.off, n, err, tt.want, tt.wantEOF)
+			continue
+		}
+		if n > 0 && !bytes.Equal(p[:n], img[tt.off:tt.off+int64(n)]) {
+			t.Errorf("%s: wrong bytes", tt.name)
+		}
+	}
+	if _, err := m.ReadAt(make([]byte, 1), -1); err == nil {
+		t.Error("a negative offset read")
+	}
+
+	// Truncated to 1 MiB + 10 under the mapping: what lies past the new end
+	// faults; the read stops at the new end, as read(2) does.
+	if err := os.Truncate(p, 1<<20+10); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	n, err := m.ReadAt(buf, 1<<19)
+	if n != 1<<19+10 || err != io.EOF || !bytes.Equal(buf[:n], img[1<<19:1<<20+10]) {
+		t.Errorf("after truncation: ReadAt = %d, %v; want %d bytes and EOF", n, err, 1<<19+10)
+	}
+	if n, err := m.ReadAt(buf, 2<<20); n != 0 || !errors.Is(err, io.EOF) {
+		t.Errorf("after truncation, past the new end: ReadAt = %d, %v; want 0, EOF", n, err)
+	}
+}
+
+// TestOpenMapsRegularFiles: a named regular image is read through the
+// mapping, and its Close unmaps it.
+func TestOpenMapsRegularFiles(t *testing.T) {
+	img := genOSImage(1<<20, 3)
+	p := filepath.Join(t.TempDir(), "os.img")
+	if err := os.WriteFile(p, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(s)
+	if err != nil || !bytes.Equal(got, img) {
+		t.Fatalf("read %d bytes, %v", len(got), err)
+	}
+	if len(s.closers) != 2 {
+		t.Errorf("%d closers, want the file's and the mapping's", len(s.closers))
+	}
+	if err := s.Close(); err != nil {
+		t.Error(err)
+	}
+}

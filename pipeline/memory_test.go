@@ -318,3 +318,29 @@ func TestDeviceMemoryKindWithoutAllocator(t *testing.T) {
 		t.Fatalf("err = %v, Memory = %q, want %q", err, res.Memory, MemoryAligned)
 	}
 }
+
+// TestBuffersFor: the default ring at every transfer size fits, with the
+// held first transfer, in the 16 MiB Linux grants usbfs memory by default,
+// leaving room for the commands in flight; never fewer than two buffers.
+func TestBuffersFor(t *testing.T) {
+	const usbfsDefault = 16 << 20
+	for _, tt := range []struct{ transfer, want int }{
+		{512, DefaultBuffers},
+		{1 << 20, DefaultBuffers},
+		{2 << 20, DefaultBuffers},
+		{3 << 20, 3},
+		{4 << 20, 2},
+		{8 << 20, 2},
+		{32 << 20, 2},
+		{0, DefaultBuffers},
+	} {
+		got := BuffersFor(tt.transfer)
+		if got != tt.want {
+			t.Errorf("BuffersFor(%d) = %d, want %d", tt.transfer, got, tt.want)
+		}
+		// The cycling buffers and the held first transfer.
+		if ring := (got + 1) * tt.transfer; tt.transfer <= 4<<20 && ring >= usbfsDefault {
+			t.Errorf("BuffersFor(%d): a ring of %d bytes does not fit usbfs's default %d", tt.transfer, ring, usbfsDefault)
+		}
+	}
+}

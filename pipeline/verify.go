@@ -57,7 +57,7 @@ const (
 func (o *VerifyOptions) normalize(dev blockdev.Device) error {
 	var err error
 	// One more transfer-sized buffer holds the image side of a comparison.
-	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, o.Buffers, 2, 1)
+	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, o.Buffers, func(int) int { return 2 }, 1)
 	return err
 }
 

@@ -19,6 +19,22 @@ const (
 	DefaultBuffers      = 4
 )
 
+// autoRingMemory is what BuffersFor lets the cycling buffers take: with
+// them all in usbfs memory, the held first transfer among them, and the
+// small commands in flight, it stays inside the 16 MiB that Linux grants
+// usbfs by default (usbfs_memory_mb), so that up to 4 MiB transfers every
+// cycling buffer is sent without a copy. (Four 4 MiB buffers and the two
+// extra did not fit: the kernel refused the memory and copied every
+// transfer, which made 4 MiB transfers slower than 1 MiB ones.)
+const autoRingMemory = 12 << 20
+
+// BuffersFor is the default buffer count for a transfer size:
+// DefaultBuffers up to 2 MiB transfers, fewer (at least 2) for larger
+// ones, which hold as much image each.
+func BuffersFor(transferSize int) int {
+	return max(2, min(DefaultBuffers, autoRingMemory/max(transferSize, 1)-1))
+}
+
 // MaxBufferMemory bounds what a write or verify may allocate for its
 // buffers: (Buffers + 2) * TransferSize, the two being the held first
 // transfer and the zero buffer. Past it the options are refused up front
@@ -57,7 +73,7 @@ type WriteOptions struct {
 	// what a TransferLimiter device takes.
 	TransferSize int
 	// Buffers is how many buffers cycle between filler and writer, at
-	// least 2. 0 means DefaultBuffers. Two more are allocated: the held
+	// least 2. 0 means BuffersFor(TransferSize). Two more are allocated: the held
 	// first transfer and a zero buffer.
 	Buffers int
 	// ExpectedSize is the decoded image size when the container records it
@@ -168,7 +184,7 @@ func Write(ctx context.Context, dev blockdev.Device, src io.Reader, opts WriteOp
 // sizeBuffers fills in the defaults for a transfer size and a buffer count
 // and checks them against the device; extra buffers are allocated beside
 // the ring's.
-func sizeBuffers(dev blockdev.Device, transfer, buffers, defBuffers, extra int) (int, int, error) {
+func sizeBuffers(dev blockdev.Device, transfer, buffers int, defBuffers func(transfer int) int, extra int) (int, int, error) {
 	bs := dev.BlockSize()
 	if bs <= 0 {
 		return 0, 0, fmt.Errorf("device reports block size %d", bs)
@@ -183,7 +199,7 @@ func sizeBuffers(dev blockdev.Device, transfer, buffers, defBuffers, extra int) 
 		transfer = int(l.MaxTransfer()) * bs
 	}
 	if buffers == 0 {
-		buffers = defBuffers
+		buffers = defBuffers(transfer)
 	}
 	if buffers < 2 {
 		return 0, 0, fmt.Errorf("%d buffers: want at least 2, so filling overlaps the device", buffers)
@@ -199,7 +215,7 @@ func sizeBuffers(dev blockdev.Device, transfer, buffers, defBuffers, extra int) 
 // write-protected medium, an image known not to fit.
 func (o *WriteOptions) normalize(dev blockdev.Device, name string) error {
 	var err error
-	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, o.Buffers, DefaultBuffers, 2)
+	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, o.Buffers, BuffersFor, 2)
 	if err != nil {
 		return err
 	}

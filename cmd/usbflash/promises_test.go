@@ -330,7 +330,7 @@ func TestPromisesOnEveryPath(t *testing.T) {
 		{
 			name:  "buffers past the memory bound are refused before anything is opened",
 			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB", "size=4MiB") },
-			extra: []string{"--transfer-size", "256MiB"},
+			extra: []string{"--transfer-size", "512MiB"},
 			want:  map[string]int{"one": exitUsage, "many": exitUsage, "report": exitUsage, "watch": exitUsage, "read": exitUsage},
 			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
 				for i := range m.cards {

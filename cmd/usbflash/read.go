@@ -64,7 +64,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 	fl.BoolVar(&f.force, "force", false, "overwrite OUT, and read a card whose disk is mounted")
 	fl.BoolVar(&f.verify, "verify", false, "read the card a second time and compare")
 	addTransferFlag(c, &f.transferSize, "bytes per READ command")
-	fl.IntVar(&f.buffers, "buffers", pipeline.DefaultBuffers, "buffers cycling between the card and the compressor (at least 2)")
+	fl.IntVar(&f.buffers, "buffers", 0, "buffers cycling between the card and the compressor, at least 2 (0: 4, fewer for transfers over 2 MiB)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line on stdout (start, device, note, phase, progress, summary, error)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")
 	return c
@@ -81,10 +81,10 @@ func readArgs(c *cobra.Command, args []string, toComplete string) ([]string, cob
 	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
-// sizes checks the numeric flags: the transfer size and where to stop
-// (-1: decided on the card).
-func (f readFlags) sizes() (transfer, want int64, err error) {
-	transfer, err = parseTransfer(f.transferSize, f.buffers)
+// sizes checks the numeric flags: the transfer size, the buffers (set
+// when 0) and where to stop (-1: decided on the card).
+func (f *readFlags) sizes() (transfer, want int64, err error) {
+	transfer, err = parseTransfer(f.transferSize, &f.buffers)
 	want = -1
 	switch {
 	case err != nil:

@@ -37,7 +37,8 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 		RunE: func(c *cobra.Command, args []string) error {
 			rep := a.reporterFor(asJSON, quiet)
 			return a.reported(rep, func() error {
-				transfer, err := parseTransfer(transferSize, pipeline.DefaultBuffers)
+				buffers := 2 // what a verify reads with
+				transfer, err := parseTransfer(transferSize, &buffers)
 				if err != nil {
 					return err
 				}

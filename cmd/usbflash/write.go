@@ -79,7 +79,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVar(&f.check, "check", false, "first probe each card for a fake capacity (as usbflash check): refuse one the image does not fit in")
 	fl.StringVar(&f.maxCache, "max-cache", units.FormatSize(fakecheck.DefaultMaxCache), "with --check: see through a cache up to this size (0: trust the first read-back)")
 	addTransferFlag(c, &f.transferSize, "bytes per WRITE command")
-	fl.IntVar(&f.buffers, "buffers", pipeline.DefaultBuffers, "buffers cycling between decoder and writer (at least 2)")
+	fl.IntVar(&f.buffers, "buffers", 0, "buffers cycling between decoder and writer, at least 2 (0: 4, fewer for transfers over 2 MiB)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line on stdout (start, device, phase, progress, note, summary, error)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")
 	fl.BoolVar(&f.all, "all", false, "write every reader that holds a card and is not in use (listed, then confirmed)")
@@ -98,21 +98,24 @@ func addTransferFlag(c *cobra.Command, v *string, what string) {
 	_ = c.RegisterFlagCompletionFunc("transfer-size", completeTransferSize)
 }
 
-// parseTransfer reads --transfer-size and --buffers and checks, before
-// anything is opened, that their buffers fit the memory bound.
-func parseTransfer(transferSize string, buffers int) (int64, error) {
+// parseTransfer reads --transfer-size and --buffers, sets *buffers when
+// it is 0 (the default: pipeline.BuffersFor the transfer size) and checks,
+// before anything is opened, that the buffers fit the memory bound.
+func parseTransfer(transferSize string, buffers *int) (int64, error) {
 	transfer, err := units.ParseSize(transferSize)
 	switch {
 	case err != nil:
 		return 0, &usageError{fmt.Sprintf("--transfer-size: %v", err)}
 	case transfer == 0:
 		return 0, &usageError{"--transfer-size 0: want at least one block (512 bytes)"}
-	case buffers < 2:
-		return 0, &usageError{fmt.Sprintf("--buffers %d: want at least 2, so decoding overlaps writing", buffers)}
+	case *buffers == 0:
+		*buffers = pipeline.BuffersFor(int(min(transfer, pipeline.MaxBufferMemory)))
+	case *buffers < 2:
+		return 0, &usageError{fmt.Sprintf("--buffers %d: want at least 2, so decoding overlaps writing", *buffers)}
 	}
 	// The one memory bound, as the session applies it (with its cards and
 	// lag) before anything is opened.
-	if err := flash.CheckMemory(int(min(transfer, pipeline.MaxBufferMemory+1)), buffers, 0, 1); err != nil {
+	if err := flash.CheckMemory(int(min(transfer, pipeline.MaxBufferMemory+1)), *buffers, 0, 1); err != nil {
 		return 0, err
 	}
 	return transfer, nil
@@ -136,7 +139,7 @@ func (a *app) reported(rep reporter, body func() error) error {
 // write runs `usbflash write`: one card, several, --all or --watch, all
 // through one flash session.
 func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFlags) error {
-	transfer, err := parseTransfer(f.transferSize, f.buffers)
+	transfer, err := parseTransfer(f.transferSize, &f.buffers)
 	if err != nil {
 		return err
 	}

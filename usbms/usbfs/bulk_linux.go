@@ -103,6 +103,12 @@ func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in
 			}
 			if _, err := ioctl(d.fd, ioctlSubmitURB, unsafe.Pointer(u)); err != nil {
 				u.Buffer = nil
+				if err == unix.ENOMEM && cnt > 0 {
+					// usbfs_memory_mb is spent by the URBs in flight:
+					// fewer at once for the rest of this transfer.
+					depth = cnt
+					break
+				}
 				firstErr = err
 				break
 			}

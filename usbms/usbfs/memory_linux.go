@@ -3,6 +3,11 @@
 package usbfs
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -82,10 +87,12 @@ func (d *Device) probeMmap() bool {
 }
 
 // AllocBuffers implements usbms.BufferAllocator: count buffers of size
-// bytes of usbfs memory (sent without a copy), or, when the kernel refuses
-// any of it (usbfs_memory_mb bounds the total, 16 MiB by default),
-// page-aligned Go memory for all of them. The buffers outlive port
-// resets; Close frees what free was not called for.
+// bytes, as many of them usbfs memory (sent without a copy) as the kernel
+// grants, in order, and the rest page-aligned Go memory, which the kernel
+// copies. usbfs_memory_mb bounds the total (16 MiB by default); callers
+// put the buffers that cycle first (pipeline.BuffersFor keeps them under
+// that bound), so what the bound refuses is a buffer sent once. The
+// buffers outlive port resets; Close frees what free was not called for.
 func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -93,26 +100,24 @@ func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error)
 		return nil, "", nil, d.closedErr("allocating transfer buffers")
 	}
 	regs := make([]region, 0, count)
-	kind := usbms.MemoryZeroCopy
 	if d.caps&capMmap != 0 {
-		for range count {
+		budget := mappable(usbfsLimit(sysModuleParams), d.piece)
+		for i := range count {
+			if budget >= 0 && int64(i+1)*int64(size) > budget {
+				break
+			}
 			m, err := mapUsbfs(d.fd, size)
 			if err != nil {
-				for _, r := range regs {
-					r.free()
-				}
-				regs = regs[:0]
 				break
 			}
 			regs = append(regs, region{mem: m, mapped: true})
 		}
 	}
-	if len(regs) == 0 {
-		kind = usbms.MemoryPageAligned
-		for range count {
-			regs = append(regs, region{mem: aligned.Bytes(size)})
-		}
+	mapped := len(regs)
+	for len(regs) < count {
+		regs = append(regs, region{mem: aligned.Bytes(size)})
 	}
+	kind := memoryKind(mapped, count)
 	d.regions = append(d.regions, regs...)
 	bufs := make([][]byte, len(regs))
 	for i, r := range regs {
@@ -133,6 +138,47 @@ func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error)
 		d.regions = kept
 	}
 	return bufs, kind, free, nil
+}
+
+// sysModuleParams is where the kernel shows usbcore's parameters.
+const sysModuleParams = "/sys/module/usbcore/parameters"
+
+// usbfsLimit is the kernel's bound on all usbfs memory in bytes, from
+// usbfs_memory_mb in dir: 0 for none, 16 MiB (the default) when unreadable.
+func usbfsLimit(dir string) int64 {
+	b, err := os.ReadFile(filepath.Join(dir, "usbfs_memory_mb"))
+	if err != nil {
+		return 16 << 20
+	}
+	mb, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || mb < 0 {
+		return 16 << 20
+	}
+	return mb << 20
+}
+
+// mappable is how much of the kernel's usbfs limit buffers may map (-1:
+// no bound), leaving room for what is sent from other memory: a piece of
+// piece bytes from a copied buffer, and the commands and statuses. Every
+// in-flight URB counts against the same limit, so mapping all of it
+// would leave the next command nothing.
+func mappable(limit int64, piece int) int64 {
+	if limit == 0 {
+		return -1
+	}
+	return max(limit-int64(piece)-64<<10, 0)
+}
+
+// memoryKind names the memory of count buffers of which the first mapped
+// are usbfs memory.
+func memoryKind(mapped, count int) string {
+	switch mapped {
+	case count:
+		return usbms.MemoryZeroCopy
+	case 0:
+		return usbms.MemoryPageAligned
+	}
+	return fmt.Sprintf("%s for %d of %d buffers (usbfs_memory_mb bounds it)", usbms.MemoryZeroCopy, mapped, count)
 }
 
 func containsRegion(regs []region, r region) bool {

@@ -253,3 +253,47 @@ func TestPieceLen(t *testing.T) {
 		t.Errorf("Go memory: %d", n)
 	}
 }
+
+// TestMemoryKind: a report says when usbfs_memory_mb left some buffers to
+// be copied.
+func TestMemoryKind(t *testing.T) {
+	for _, tt := range []struct {
+		mapped, count int
+		want          string
+	}{
+		{6, 6, usbms.MemoryZeroCopy},
+		{0, 6, usbms.MemoryPageAligned},
+		{3, 4, "usbfs zero-copy for 3 of 4 buffers (usbfs_memory_mb bounds it)"},
+	} {
+		if got := memoryKind(tt.mapped, tt.count); got != tt.want {
+			t.Errorf("memoryKind(%d, %d) = %q, want %q", tt.mapped, tt.count, got, tt.want)
+		}
+	}
+}
+
+// TestMappable: buffers map no more of usbfs_memory_mb than leaves room
+// for a copied piece and the commands beside them.
+func TestMappable(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		param string // usbfs_memory_mb's content, "" for none
+		want  int64
+	}{
+		{"16\n", 16<<20 - 1<<20 - 64<<10},
+		{"0\n", -1},
+		{"", 16<<20 - 1<<20 - 64<<10},
+		{"1\n", 0},
+		{"256\n", 256<<20 - 1<<20 - 64<<10},
+	} {
+		p := filepath.Join(dir, "usbfs_memory_mb")
+		os.Remove(p)
+		if tt.param != "" {
+			if err := os.WriteFile(p, []byte(tt.param), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := mappable(usbfsLimit(dir), 1<<20); got != tt.want {
+			t.Errorf("usbfs_memory_mb %q: mappable = %d, want %d", tt.param, got, tt.want)
+		}
+	}
+}

@@ -1,17 +1,23 @@
 package main
 
 import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
+	"github.com/go-analyze/charts/chartdraw"
+	"github.com/go-analyze/charts/chartdraw/drawing"
 
 	"usbflash/cardbench"
 	"usbflash/internal/units"
@@ -31,7 +37,7 @@ func TestSizeTicks(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lo, hi := float64(tt.sizes[0])/1.2, float64(tt.sizes[len(tt.sizes)-1])*1.2
-			ticks := sizeTicks{sizes: tt.sizes}.Ticks(lo, hi)
+			ticks := sizeTicks(tt.sizes, lo, hi)
 			var values []int64
 			last := math.Inf(-1)
 			for _, tick := range ticks {
@@ -57,21 +63,55 @@ func TestSizeTicks(t *testing.T) {
 	}
 }
 
-// TestPlotLayout draws a sample run to SVG and checks where its texts
-// land: all inside the image (the title and the last size label were
-// cut), the legend beside the curves rather than over them, and the
-// recommended size named.
-func TestPlotLayout(t *testing.T) {
+// TestRateTicks: round steps from zero to at least the top, labelled
+// without empty decimals.
+func TestRateTicks(t *testing.T) {
 	t.Parallel()
+	for _, tt := range []struct {
+		top  float64
+		want string
+	}{
+		{40, "0 5 10 15 20 25 30 35 40"},
+		{39.2, "0 5 10 15 20 25 30 35 40"},
+		{312, "0 50 100 150 200 250 300 350"},
+		{0.7, "0.0 0.1 0.2 0.3 0.4 0.5 0.6 0.7"},
+		{0, "0.0 0.2 0.4 0.6 0.8 1.0"},
+	} {
+		var labels []string
+		for _, tick := range rateTicks(0, tt.top) {
+			labels = append(labels, tick.Label)
+		}
+		if got := strings.Join(labels, " "); got != tt.want {
+			t.Errorf("ticks to %v: %s, want %s", tt.top, got, tt.want)
+		}
+	}
+}
+
+// samplePlotSeries is a sweep of the direct path: reads at 1 ms per
+// command at 40 MB/s, writes at 60% of that.
+func samplePlotSeries() []cardbench.Series {
 	var points []cardbench.Point
 	for _, n := range cardbench.Sizes(512, cardbench.MaxSize) {
 		for _, op := range []string{cardbench.OpRead, cardbench.OpWrite} {
-			rate := 40e6 * float64(n) / (float64(n) + 40e3) // 1 ms per command at 40 MB/s
+			rate := 40e6 * float64(n) / (float64(n) + 40e3)
+			if op == cardbench.OpWrite {
+				rate *= 0.6
+			}
 			points = append(points, cardbench.Point{Path: cardbench.PathDirect, Op: op, Size: n, Region: "start",
 				Bytes: n * 10, Elapsed: time.Duration(float64(n*10) / rate * float64(time.Second))})
 		}
 	}
-	series := cardbench.Summarize(points)
+	return cardbench.Summarize(points)
+}
+
+// TestPlotLayout draws a sample run to SVG and checks what it holds and
+// where its texts land: valid XML, all texts inside the image, the sizes
+// on a log scale (as far apart for every doubling), a curve in its color
+// for each series and the recommended size as a dashed line at its tick,
+// the legend beside the curves rather than over them, naming each.
+func TestPlotLayout(t *testing.T) {
+	t.Parallel()
+	series := samplePlotSeries()
 	path := filepath.Join(t.TempDir(), "bench.svg")
 	if err := writePlot(path, series, "sim:card.img", 2<<20); err != nil {
 		t.Fatal(err)
@@ -80,21 +120,41 @@ func TestPlotLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	size := regexp.MustCompile(`<svg width="([0-9.]+)pt" height="([0-9.]+)pt"`).FindSubmatch(svg)
-	width, _ := strconv.ParseFloat(string(size[1]), 64)
-	height, _ := strconv.ParseFloat(string(size[2]), 64)
+	for d := xml.NewDecoder(bytes.NewReader(svg)); ; {
+		if _, err := d.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("not well-formed XML: %v", err)
+		}
+	}
+	box := regexp.MustCompile(`<svg [^>]*viewBox="0 0 ([0-9]+) ([0-9]+)"`).FindSubmatch(svg)
+	if box == nil {
+		t.Fatalf("no <svg> with a viewBox:\n%.300s", svg)
+	}
+	width, _ := strconv.ParseFloat(string(box[1]), 64)
+	height, _ := strconv.ParseFloat(string(box[2]), 64)
+
+	// Texts are measured in the plot's font, as the library lays them out.
+	measure := chartdraw.SVG(1, 1)
+	measure.SetFont(chartdraw.GetDefaultFont())
+	textWidth := func(s string, px float64) float64 {
+		measure.SetFontSize(px * 72 / measure.GetDPI())
+		return float64(measure.MeasureText(s).Width())
+	}
 	type text struct {
-		x, y, size float64
-		s          string
+		x, y, size, width float64 // y is the baseline
+		s                 string
 	}
 	var texts []text
-	// The y axis' label is turned (a rotated group): left out.
-	flat := regexp.MustCompile(`(?s)<g transform="rotate\(90\)">.*?</g>`).ReplaceAll(svg, nil)
-	for _, m := range regexp.MustCompile(`<text x="([-0-9.]+)" y="([-0-9.]+)"[^>]*font-size:([0-9.]+)px">([^<]*)</text>`).FindAllSubmatch(flat, -1) {
+	for _, m := range regexp.MustCompile(`<text x="(-?[0-9]+)" y="(-?[0-9]+)" style="[^"]*font-size:([0-9.]+)px[^"]*"( transform="[^"]*")?>([^<]*)</text>`).FindAllSubmatch(svg, -1) {
+		if len(m[4]) > 0 {
+			continue // the y axis' name, turned
+		}
 		x, _ := strconv.ParseFloat(string(m[1]), 64)
 		y, _ := strconv.ParseFloat(string(m[2]), 64)
-		fs, _ := strconv.ParseFloat(string(m[3]), 64)
-		texts = append(texts, text{x, -y, fs, string(m[4])}) // y is flipped: scale(1, -1)
+		size, _ := strconv.ParseFloat(string(m[3]), 64)
+		s := string(m[5])
+		texts = append(texts, text{x, y, size, textWidth(s, size), s})
 	}
 	find := func(s string) text {
 		for _, tx := range texts {
@@ -105,18 +165,132 @@ func TestPlotLayout(t *testing.T) {
 		t.Fatalf("no text %q in the plot", s)
 		return text{}
 	}
-	style := plot.NewLegend().TextStyle
 	for _, tx := range texts {
-		style.Font.Size = vg.Length(tx.size)
-		if tx.x < 0 || tx.x+float64(style.Width(tx.s)) > width || tx.y < 0 || tx.y+tx.size > height {
+		if tx.x < 0 || tx.x+tx.width > width || tx.y-tx.size < 0 || tx.y > height {
 			t.Errorf("%q at (%.0f, %.0f) is cut at the edge of the %.0fx%.0f image", tx.s, tx.x, tx.y, width, height)
 		}
 	}
 	find("usbflash bench sim:card.img")
+	find("transfer size (log scale)")
+	if !regexp.MustCompile(`transform="rotate\([^"]*"\s*>MB/s</text>`).Match(svg) {
+		t.Error("no turned MB/s on the y axis")
+	}
+
+	// The size labels' centres, a doubling apart twice over, are as far
+	// apart each time; the recommended size's dashed line is at its tick.
+	centre := func(s string) float64 { tx := find(s); return tx.x + tx.width/2 }
+	if a, b := centre("2 KiB")-centre("512 B"), centre("8 KiB")-centre("2 KiB"); math.Abs(a-b) > 3 {
+		t.Errorf("512 B to 2 KiB is %.0f wide, 2 KiB to 8 KiB %.0f: not a log scale", a, b)
+	}
+	if a, b := centre("32 MiB")-centre("8 MiB"), centre("8 KiB")-centre("2 KiB"); math.Abs(a-b) > 3 {
+		t.Errorf("8 MiB to 32 MiB is %.0f wide, 2 KiB to 8 KiB %.0f: not a log scale", a, b)
+	}
+	paths := regexp.MustCompile(`<path( stroke-dasharray="[^"]*")? d="([^"]*)" style="[^"]*stroke:rgb\(([0-9]+),([0-9]+),([0-9]+)\)`).FindAllSubmatch(svg, -1)
+	stroked := func(c drawing.Color, dashed bool) (ds []string) {
+		for _, p := range paths {
+			if string(p[3]) == strconv.Itoa(int(c.R)) && string(p[4]) == strconv.Itoa(int(c.G)) && string(p[5]) == strconv.Itoa(int(c.B)) && (len(p[1]) > 0) == dashed {
+				ds = append(ds, string(p[2]))
+			}
+		}
+		return ds
+	}
+	for i, s := range series {
+		// The curve, with a point per size, and its sample in the legend.
+		var points int
+		for _, d := range stroked(plotColors[i], false) {
+			points = max(points, strings.Count(d, "L")+1)
+		}
+		if points != len(s.Rates) || len(stroked(plotColors[i], false)) < 2 {
+			t.Errorf("%s: no curve of %d points and a legend sample in its color", s.Name(), len(s.Rates))
+			continue
+		}
+		// Its points at their sizes' ticks, the first and the last.
+		d := stroked(plotColors[i], false)[0]
+		var first, last, y float64
+		fmt.Sscanf(d, "M %f", &first)
+		fmt.Sscanf(d[strings.LastIndex(d, "L"):], "L %f %f", &last, &y)
+		if math.Abs(first-centre("512 B")) > 2 || math.Abs(last-centre("32 MiB")) > 2 {
+			t.Errorf("%s runs from x %.0f to %.0f, want from the 512 B tick at %.0f to the 32 MiB one at %.0f", s.Name(), first, last, centre("512 B"), centre("32 MiB"))
+		}
+	}
+	dashed := stroked(recommendedColor, true)
+	var lineX float64
+	if len(dashed) == 0 {
+		t.Fatal("no dashed line for the recommended size")
+	}
+	if _, err := fmt.Sscanf(dashed[0], "M %f", &lineX); err != nil || math.Abs(lineX-centre("2 MiB")) > 2 {
+		t.Errorf("the dashed line at x %.0f (%q), want at the 2 MiB tick, %.0f", lineX, dashed, centre("2 MiB"))
+	}
+
+	// The legend is right of the last size label, which is right of the
+	// last point.
 	rightmost := find("32 MiB")
 	for _, name := range []string{"direct", "direct write", "recommended: 2 MiB"} {
-		if tx := find(name); tx.x < rightmost.x+3*rightmost.size {
-			t.Errorf("legend entry %q at x %.0f: over the curves, which end at %.0f", name, tx.x, rightmost.x)
+		if tx := find(name); tx.x < rightmost.x+rightmost.width {
+			t.Errorf("legend entry %q at x %.0f: over the curves, which end before %.0f", name, tx.x, rightmost.x+rightmost.width)
 		}
+	}
+}
+
+// TestPlotPNG: the same plot as a PNG of the plot's size, every curve
+// drawn in its color.
+func TestPlotPNG(t *testing.T) {
+	t.Parallel()
+	series := samplePlotSeries()
+	path := filepath.Join(t.TempDir(), "bench.png")
+	if err := writePlot(path, series, "sim:card.img", 2<<20); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != plotWidth || b.Dy() != plotHeight {
+		t.Fatalf("%v, want %dx%d", b, plotWidth, plotHeight)
+	}
+	count := map[drawing.Color]int{}
+	for y := 0; y < plotHeight; y++ {
+		for x := 0; x < plotWidth; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			count[drawing.Color{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 0xff}]++
+		}
+	}
+	for i, s := range series {
+		if n := count[plotColors[i]]; n < 200 {
+			t.Errorf("%s: %d pixels in its color, no curve", s.Name(), n)
+		}
+	}
+	if n := count[recommendedColor]; n < 100 {
+		t.Errorf("%d pixels in the recommended size's color, no line", n)
+	}
+}
+
+// TestPlotFormats: the extension chooses the format; another is an error,
+// and no file.
+func TestPlotFormats(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	series := samplePlotSeries()
+	for name, magic := range map[string]string{"a.SVG": "<?xml", "b.png": "\x89PNG"} {
+		if err := writePlot(filepath.Join(dir, name), series, "t", 0); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); !bytes.HasPrefix(b, []byte(magic)) {
+			t.Errorf("%s starts %q", name, b[:min(len(b), 8)])
+		}
+	}
+	if err := writePlot(filepath.Join(dir, "c.pdf"), series, "t", 0); err == nil {
+		t.Error("c.pdf: no error")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c.pdf")); err == nil {
+		t.Error("c.pdf written")
+	}
+	if err := writePlot(filepath.Join(dir, "d.svg"), nil, "t", 0); err == nil {
+		t.Error("no series: no error")
 	}
 }

@@ -100,17 +100,29 @@ func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error)
 		return nil, "", nil, d.closedErr("allocating transfer buffers")
 	}
 	regs := make([]region, 0, count)
+	var raised string
 	if d.caps&capMmap != 0 {
-		budget := mappable(usbfsLimit(sysModuleParams), d.piece)
-		for i := range count {
-			if budget >= 0 && int64(i+1)*int64(size) > budget {
+		lim := usbfsLimitOf(sysModuleParams)
+		for len(regs) < count {
+			var m []byte
+			var err error = unix.ENOMEM
+			if b := mappable(lim.bytes, d.piece); b < 0 || int64(len(regs)+1)*int64(size) <= b {
+				m, err = mapUsbfs(d.fd, size)
+			}
+			if err == nil {
+				regs = append(regs, region{mem: m, mapped: true})
+				continue
+			}
+			// Refused for the limit (this process's buffers, or
+			// everyone's usbfs memory): raise it once, by what is
+			// left to map, where we may.
+			if err != unix.ENOMEM || raised != "" || lim.bytes == 0 {
 				break
 			}
-			m, err := mapUsbfs(d.fd, size)
-			if err != nil {
+			more := int64(count-len(regs))*int64(size) + int64(d.piece) + 64<<10
+			if raised = lim.raise(more); raised == "" {
 				break
 			}
-			regs = append(regs, region{mem: m, mapped: true})
 		}
 	}
 	mapped := len(regs)
@@ -118,6 +130,9 @@ func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error)
 		regs = append(regs, region{mem: aligned.Bytes(size)})
 	}
 	kind := memoryKind(mapped, count)
+	if raised != "" {
+		kind += " (" + raised + ")"
+	}
 	d.regions = append(d.regions, regs...)
 	bufs := make([][]byte, len(regs))
 	for i, r := range regs {
@@ -143,18 +158,42 @@ func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error)
 // sysModuleParams is where the kernel shows usbcore's parameters.
 const sysModuleParams = "/sys/module/usbcore/parameters"
 
-// usbfsLimit is the kernel's bound on all usbfs memory in bytes, from
-// usbfs_memory_mb in dir: 0 for none, 16 MiB (the default) when unreadable.
-func usbfsLimit(dir string) int64 {
+// usbfsLimit is the kernel's bound on all usbfs memory, read from
+// usbfs_memory_mb in dir (where it can be raised).
+type usbfsLimit struct {
+	dir   string
+	bytes int64 // 0: none; 16 MiB, the default, when unreadable
+}
+
+func usbfsLimitOf(dir string) usbfsLimit {
+	l := usbfsLimit{dir: dir, bytes: 16 << 20}
 	b, err := os.ReadFile(filepath.Join(dir, "usbfs_memory_mb"))
 	if err != nil {
-		return 16 << 20
+		return l
 	}
-	mb, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil || mb < 0 {
-		return 16 << 20
+	if mb, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && mb >= 0 {
+		l.bytes = mb << 20
 	}
-	return mb << 20
+	return l
+}
+
+// raise lifts the limit by more bytes (whole MiB), when this process may
+// (root), and says what it did; "" when it could not. The limit is a cap
+// on what usbfs users may take, not memory set aside, and Linux's advice
+// for large transfers is to raise it; it is never lowered, nor put back
+// (another program may be relying on it by then).
+func (l *usbfsLimit) raise(more int64) string {
+	old := l.bytes
+	mb := (old + more + 1<<20 - 1) >> 20
+	if err := os.WriteFile(filepath.Join(l.dir, "usbfs_memory_mb"), []byte(strconv.FormatInt(mb, 10)), 0o644); err != nil {
+		return ""
+	}
+	now := usbfsLimitOf(l.dir).bytes
+	if now != 0 && now <= old {
+		return ""
+	}
+	l.bytes = now
+	return fmt.Sprintf("usbfs_memory_mb raised from %d to %d", old>>20, l.bytes>>20)
 }
 
 // mappable is how much of the kernel's usbfs limit buffers may map (-1:

@@ -292,8 +292,29 @@ func TestMappable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := mappable(usbfsLimit(dir), 1<<20); got != tt.want {
+		if got := mappable(usbfsLimitOf(dir).bytes, 1<<20); got != tt.want {
 			t.Errorf("usbfs_memory_mb %q: mappable = %d, want %d", tt.param, got, tt.want)
 		}
+	}
+}
+
+// TestRaiseUsbfsLimit: the limit goes up by what is asked, in whole MiB,
+// and says so; where it cannot be written (not root), nothing is said.
+func TestRaiseUsbfsLimit(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "usbfs_memory_mb")
+	if err := os.WriteFile(p, []byte("16\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := usbfsLimitOf(dir)
+	if got := l.raise(25<<20 + 1); got != "usbfs_memory_mb raised from 16 to 42" {
+		t.Errorf("raise: %q", got)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "42" || l.bytes != 42<<20 {
+		t.Errorf("after raise: file %q, limit %d", b, l.bytes)
+	}
+	ro := usbfsLimit{dir: filepath.Join(dir, "missing"), bytes: 16 << 20}
+	if got := ro.raise(1 << 20); got != "" || ro.bytes != 16<<20 {
+		t.Errorf("raise where it cannot be written: %q, limit %d", got, ro.bytes)
 	}
 }

@@ -61,10 +61,7 @@ func TestFindChecksum(t *testing.T) {
 
 func TestFileSHA256(t *testing.T) {
 	data := genOSImage(3<<20+7, 9)
-	path := filepath.Join(t.TempDir(), "os.img")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := tempImage(t, data)
 	want := sha256.Sum256(data)
 	got, err := FileSHA256(context.Background(), path)
 	if err != nil || got != hex.EncodeToString(want[:]) {

@@ -131,3 +131,14 @@ func srcSkippableFrame(payload []byte) []byte {
 
 // srcConcat joins byte slices.
 func srcConcat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// tempImage writes data to a new file os.img in a test's temporary
+// directory and returns its path.
+func tempImage(t *testing.T, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "os.img")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -14,10 +13,7 @@ import (
 // ends instead of faulting the process.
 func TestMappedFileReadAt(t *testing.T) {
 	img := genOSImage(3<<20+123, 7)
-	p := filepath.Join(t.TempDir(), "os.img")
-	if err := os.WriteFile(p, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p := tempImage(t, img)
 	f, err := os.Open(p)
 	if err != nil {
 		t.Fatal(err)
@@ -76,10 +72,7 @@ func TestMappedFileReadAt(t *testing.T) {
 // mapping, and its Close unmaps it.
 func TestOpenMapsRegularFiles(t *testing.T) {
 	img := genOSImage(1<<20, 3)
-	p := filepath.Join(t.TempDir(), "os.img")
-	if err := os.WriteFile(p, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p := tempImage(t, img)
 	s, err := Open(p)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,10 +58,7 @@ func TestCheckUnchanged(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p := filepath.Join(t.TempDir(), "os.img")
-			if err := os.WriteFile(p, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			p := tempImage(t, data)
 			s, err := Open(p)
 			if err != nil {
 				t.Fatal(err)
@@ -113,10 +109,7 @@ func TestRawImageChangedWhileRead(t *testing.T) {
 	}{
 		{"shrunk", func(p string) error { return os.Truncate(p, 100<<10) }, "ended after 102400"},
 	} {
-		p := filepath.Join(t.TempDir(), "os.img")
-		if err := os.WriteFile(p, img, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		p := tempImage(t, img)
 		s, err := Open(p)
 		if err != nil {
 			t.Fatal(err)

@@ -96,24 +96,26 @@ func TestSlowHostBench(t *testing.T) {
 			guest(t, m, "loadmod usb-storage sd_mod")
 
 			res := map[string]*result{}
-			// The kernel's path first: usbflash takes the reader from
-			// usb-storage.
 			for _, meth := range methods {
-				r := &result{t: map[int]float64{}}
-				res[meth.name] = r
-				for _, mib := range []int{small, large} {
-					var sum float64
-					for range rounds {
+				res[meth.name] = &result{t: map[int]float64{}}
+			}
+			// Round by round, every method in turn, so that the load of a
+			// shared host falls on all of them alike, not on the methods
+			// measured while it lasted. In each round the kernel's path
+			// first: usbflash takes the reader from usb-storage.
+			for range rounds {
+				for _, meth := range methods {
+					r := res[meth.name]
+					for _, mib := range []int{small, large} {
 						secs, cpu := timeWrite(t, m, meth.cmd, mib, meth.kernel, tgt)
-						sum += secs
+						r.t[mib] += secs / float64(rounds)
 						if mib == large {
 							r.cpu += cpu / (float64(large) / 1024) / float64(rounds)
 						}
-					}
-					r.t[mib] = sum / float64(rounds)
-					if !meth.kernel {
-						// Past the image the card holds earlier, larger writes.
-						checkPrefix(t, card, imgs[mib])
+						if !meth.kernel {
+							// Past the image the card holds earlier, larger writes.
+							checkPrefix(t, card, imgs[mib])
+						}
 					}
 				}
 			}

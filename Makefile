@@ -29,7 +29,7 @@ LDFLAGS  := -X main.stampedVersion=$(VERSION) -X main.stampedRevision=$(REVISION
 	-X main.stampedTime=$(REVTIME) -X main.stampedModified=$(MODIFIED)
 STATICCHECK := $(GO) tool staticcheck
 
-.PHONY: all deps libusb-deps test-deps build build-libusb demo test lint fuzz bench e2e e2e-libusb bench-e2e clean \
+.PHONY: all deps libusb-deps test-deps build build-libusb demo test lint fuzz bench e2e e2e-libusb bench-e2e profile-slowhost clean \
 	cross-deps cross cross-linux cross-nousb test-arm64 test-arm e2e-arm64 bench-e2e-arm64
 
 all: build
@@ -130,6 +130,15 @@ bench-e2e: build
 bench-slowhost: build
 	USBFLASH_E2E_BIN=$(CURDIR)/$(BIN) USBFLASH_E2E_BIN_BEFORE=$(BEFORE) \
 	  $(GO) test -tags e2e -count=1 -timeout 60m -run 'TestSlowHostBench$$' -v ./e2e/
+
+# Where the slow host's CPU goes: a -tags profile build's CPU profiles and
+# --json events in the same guest, into PROFILE_DIR (go tool pprof them
+# against a `go build -tags profile` binary of the same tree).
+PROFILE_DIR ?= $(CURDIR)/bin/profiles
+profile-slowhost:
+	mkdir -p $(PROFILE_DIR)
+	USBFLASH_E2E_PROFILE_DIR=$(PROFILE_DIR) \
+	  $(GO) test -tags e2e -count=1 -timeout 30m -run 'TestSlowHostProfile$$' -v ./e2e/
 
 # Other platforms. Linux on every architecture with the usbfs backend:
 # static CGO_ENABLED=0 binaries, no C cross compiler, nothing needed on the

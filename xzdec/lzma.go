@@ -175,10 +175,14 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 			t := &lp.low[ps]
 			// Inlined rc_bittree(&rc, l->low[pos_state], LEN_LOW_SYMBOLS).
 			sym := uint32(1)
+			pv := uint32(t[1])
 			for sym < lenLowSyms {
 				rng, code, ip = rcNorm(rng, code, in, ip)
-				rng, code, b = rcBitBL(&t[sym&(lenLowSyms-1)], rng, code)
-				sym = sym<<1 | b
+				c0 := uint32(t[(sym<<1)&(lenLowSyms-1)])
+				c1 := uint32(t[(sym<<1|1)&(lenLowSyms-1)])
+				rng, code, b = rcBitPL(&t[sym&(lenLowSyms-1)], pv, rng, code)
+				sym = sym<<1 | b&1
+				pv = c0 ^ (c0^c1)&b
 			}
 			l += int(sym - lenLowSyms)
 		} else {
@@ -187,20 +191,28 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 				t := &lp.mid[ps]
 				// Inlined rc_bittree(&rc, l->mid[pos_state], LEN_MID_SYMBOLS).
 				sym := uint32(1)
+				pv := uint32(t[1])
 				for sym < lenMidSyms {
 					rng, code, ip = rcNorm(rng, code, in, ip)
-					rng, code, b = rcBitBL(&t[sym&(lenMidSyms-1)], rng, code)
-					sym = sym<<1 | b
+					c0 := uint32(t[(sym<<1)&(lenMidSyms-1)])
+					c1 := uint32(t[(sym<<1|1)&(lenMidSyms-1)])
+					rng, code, b = rcBitPL(&t[sym&(lenMidSyms-1)], pv, rng, code)
+					sym = sym<<1 | b&1
+					pv = c0 ^ (c0^c1)&b
 				}
 				l += lenLowSyms + int(sym-lenMidSyms)
 			} else {
 				t := &lp.high
 				// Inlined rc_bittree(&rc, l->high, LEN_HIGH_SYMBOLS).
 				sym := uint32(1)
+				pv := uint32(t[1])
 				for sym < lenHighSyms {
 					rng, code, ip = rcNorm(rng, code, in, ip)
-					rng, code, b = rcBitBL(&t[sym&(lenHighSyms-1)], rng, code)
-					sym = sym<<1 | b
+					c0 := uint32(t[(sym<<1)&(lenHighSyms-1)])
+					c1 := uint32(t[(sym<<1|1)&(lenHighSyms-1)])
+					rng, code, b = rcBitPL(&t[sym&(lenHighSyms-1)], pv, rng, code)
+					sym = sym<<1 | b&1
+					pv = c0 ^ (c0^c1)&b
 				}
 				l += lenLowSyms + lenMidSyms + int(sym-lenHighSyms)
 			}
@@ -211,10 +223,14 @@ func (d *lzmaDec) run(in []byte, ip, limit int) (int, error) {
 			t := &p.distSlot[min(l-matchLenMin, distStates-1)]
 			// Inlined rc_bittree(&rc, s->lzma.dist_slot[dist_state], DIST_SLOTS).
 			slot := uint32(1)
+			pv := uint32(t[1])
 			for slot < distSlots {
 				rng, code, ip = rcNorm(rng, code, in, ip)
-				rng, code, b = rcBitBL(&t[slot&(distSlots-1)], rng, code)
-				slot = slot<<1 | b
+				c0 := uint32(t[(slot<<1)&(distSlots-1)])
+				c1 := uint32(t[(slot<<1|1)&(distSlots-1)])
+				rng, code, b = rcBitPL(&t[slot&(distSlots-1)], pv, rng, code)
+				slot = slot<<1 | b&1
+				pv = c0 ^ (c0^c1)&b
 			}
 			slot -= distSlots
 			if slot < distModelStart {

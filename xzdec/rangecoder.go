@@ -61,7 +61,10 @@ func rcBitPL(p *uint16, pv, rng, code uint32) (uint32, uint32, uint32) {
 	mask := uint32((uint64(code)-uint64(bound))>>63) - 1
 	code -= bound & mask
 	rng = bound + (rng-bound-bound)&mask
-	*p = uint16(pv + (2048-pv)>>5&^mask - pv>>5&mask)
+	// pv + (2048-pv)>>5 for a 0 bit and pv - pv>>5 for a 1 bit in one
+	// expression: an arithmetic shift of pv-2017 rounds toward minus
+	// infinity, which makes it -((2048-pv)>>5) (the LZMA SDK's trick).
+	*p = uint16(int32(pv) - (int32(pv)-int32(2017&^mask))>>5)
 	return rng, code, mask
 }
 

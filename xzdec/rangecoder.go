@@ -52,6 +52,22 @@ func rcBitBL(p *uint16, rng, code uint32) (uint32, uint32, uint32) {
 	return rng, code, mask & 1
 }
 
+// rcBitPL is rcBitBL for a probability already loaded (pv == *p), which
+// lets bit-tree loops load both children of a node before its bit is known
+// and take the next probability off the multiply's dependency chain. It
+// returns a mask that is all ones for a 1 bit.
+func rcBitPL(p *uint16, pv, rng, code uint32) (uint32, uint32, uint32) {
+	bound := (rng >> 11) * pv
+	mask := uint32((uint64(code)-uint64(bound))>>63) - 1
+	code -= bound & mask
+	rng = bound + (rng-bound-bound)&mask
+	// pv + (2048-pv)>>5 for a 0 bit and pv - pv>>5 for a 1 bit in one
+	// expression: an arithmetic shift of pv-2017 rounds toward minus
+	// infinity, which makes it -((2048-pv)>>5) (the LZMA SDK's trick).
+	*p = uint16(int32(pv) - (int32(pv)-int32(2017&^mask))>>5)
+	return rng, code, mask
+}
+
 // rcNormalize performs the range coder's final normalization of a chunk.
 func (d *lzmaDec) rcNormalize(in []byte, ip int) int {
 	if d.rng < rcTop {

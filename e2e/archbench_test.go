@@ -80,6 +80,9 @@ func benchTools(t *testing.T, e *Env, m *Machine) {
 			}
 		}
 	}
+	for _, p := range tools {
+		installLoader(t, m, p)
+	}
 }
 
 func fileExists(p string) bool {

@@ -142,9 +142,15 @@ func shipProbe(t *testing.T, m *Machine, name, bin string) {
 		}
 		t.Logf("shipped %s for %s", filepath.Base(mm[1]), name)
 	}
-	// The guest's init puts the loader where the kernel looks for it only
-	// when the libraries were there at boot (a dynamic usbflash's); with
-	// a static usbflash a dynamic probe brings its loader itself.
+	installLoader(t, m, bin)
+}
+
+// installLoader puts the dynamic loader bin names (if any) where the
+// guest's kernel looks for it, from /host/lib. The guest's init does so
+// only when the libraries were there at boot (a dynamic usbflash's); with
+// a static usbflash a dynamic probe or tool brings its loader itself.
+func installLoader(t *testing.T, m *Machine, bin string) {
+	t.Helper()
 	if interp := elfInterp(t, bin); interp != "" {
 		guest(t, m, fmt.Sprintf("[ -e %[1]s ] || { mkdir -p %[2]s && cp /host/lib/%[3]s %[1]s; }",
 			interp, filepath.Dir(interp), filepath.Base(interp)))

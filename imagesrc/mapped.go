@@ -3,6 +3,7 @@ package imagesrc
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
 )
 
@@ -52,12 +53,15 @@ func (m *mappedFile) ReadAt(p []byte, off int64) (n int, err error) {
 }
 
 // copyAt copies from the mapping at off; ok is false when a page of it
-// faulted.
+// faulted. A fault is a runtime.Error, with the faulting address where
+// the kernel reports one (not under user-mode emulation, where SIGBUS comes
+// as a nil dereference); the copy, its bounds checked before, can raise no
+// other.
 func (m *mappedFile) copyAt(p []byte, off int64) (n int, ok bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+			if _, fault := r.(runtime.Error); !fault {
 				panic(r)
 			}
 			n, ok = 0, false

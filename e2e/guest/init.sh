@@ -26,12 +26,14 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none host0 /host
 # every page fault into a file on the 9p share is a round trip to the host
 # (half a second of start-up under TCG), which would be charged to usbflash
 # in bench-e2e and not to busybox's dd.
-if [ -d /host/lib ]; then
+# A static usbflash brings none; a probe or tool shipped after boot puts
+# its libraries in /host/lib, searched after the copies.
+if ls /host/lib/* >/dev/null 2>&1; then
 	mkdir -p /lib64 /usr/local/lib
 	cp /host/lib/* /usr/local/lib/
 	for f in /usr/local/lib/*; do ln -sf "$f" /lib64/; ln -sf "$f" /lib/; done
 fi
-export LD_LIBRARY_PATH=/usr/local/lib
+export LD_LIBRARY_PATH=/usr/local/lib:/host/lib
 [ -x /host/bin/usbflash ] && cp /host/bin/usbflash /bin/usbflash
 
 # Host controllers (the emulated readers hang off them). usb-storage is not

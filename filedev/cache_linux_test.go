@@ -152,3 +152,55 @@ func residentPages(t *testing.T, path string) int {
 	}
 	return n
 }
+
+// TestCreateWithoutODirect: a new file target on a filesystem without
+// O_DIRECT (tmpfs, where Linux creates the file before it refuses the
+// flag) is created, sized and written through the page cache, and Close
+// leaves it; it was refused as "file exists" before.
+func TestCreateWithoutODirect(t *testing.T) {
+	dir := writableTmpfs(t)
+	p := filepath.Join(dir, "new.img")
+	d, err := Open(p, Options{Size: 16 * 512})
+	if err != nil {
+		t.Fatalf("a new file on tmpfs: %v", err)
+	}
+	if d.Direct() {
+		d.Close()
+		t.Skip("this kernel's tmpfs takes O_DIRECT (Linux 6.6 and later); e2e TestFileTargetOnTmpfs runs on 6.1")
+	}
+	data := testImage(512, 9)
+	if err := d.WriteBlocks(context.Background(), 3, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil || len(got) != 16*512 || string(got[3*512:4*512]) != string(data) {
+		t.Fatalf("the file after Close: %d bytes, %v", len(got), err)
+	}
+}
+
+// writableTmpfs is a new directory on a tmpfs outside /dev (where no file
+// target may be created), for a test that needs a filesystem without
+// O_DIRECT; the test is skipped where there is none (the e2e guest's /tmp
+// is one: TestFileTargetOnTmpfs).
+func writableTmpfs(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[2] != "tmpfs" || f[1] == "/dev" || strings.HasPrefix(f[1], "/dev/") {
+			continue
+		}
+		if dir, err := os.MkdirTemp(f[1], "usbflash-filedev-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	t.Skip("no writable tmpfs outside /dev")
+	return ""
+}

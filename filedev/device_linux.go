@@ -109,6 +109,11 @@ func (d *Device) open(path string, flags int) (*os.File, error) {
 		return f, nil
 	case d.cache == CacheBypass && errors.Is(err, syscall.EINVAL):
 		return nil, fmt.Errorf("the filesystem has no O_DIRECT: %w", err)
+	case errors.Is(err, syscall.EINVAL) && flags&os.O_CREATE != 0:
+		// A filesystem without O_DIRECT (tmpfs) refuses the flag only
+		// after Linux has created the file: the exclusive create this
+		// call asked for has happened, so open what it created.
+		return os.OpenFile(path, flags&^os.O_EXCL, 0o644)
 	case errors.Is(err, syscall.EINVAL):
 		return os.OpenFile(path, flags, 0o644)
 	}

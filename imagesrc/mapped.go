@@ -1,6 +1,7 @@
 package imagesrc
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -20,6 +21,10 @@ type mappedFile struct {
 	size  func() (int64, error) // the file's size now
 	unmap func() error
 }
+
+// errMappedFault is a page of the mapped image that faulted though the
+// file still reaches past it: the kernel could not read it from the disk.
+var errMappedFault = errors.New("the kernel could not read this part of the image file from its disk (an I/O error)")
 
 // ReadAt copies from the mapping. A page the file lost since it was mapped
 // (truncated by another program) is a fault the runtime turns into a
@@ -43,7 +48,9 @@ func (m *mappedFile) ReadAt(p []byte, off int64) (n int, err error) {
 			return 0, io.EOF
 		}
 		if n, ok = m.copyAt(p[:min(int64(len(p)), end-off)], off); !ok {
-			return 0, fmt.Errorf("read at byte %d: the mapped image file cannot be read", off)
+			// The caller names the file and the offset (Source's
+			// Unreadable error): say only what went wrong.
+			return 0, errMappedFault
 		}
 	}
 	if n < len(p) {

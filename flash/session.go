@@ -53,7 +53,10 @@ type Config struct {
 	Verify       bool   // read every card back and compare
 	// VerifyHash is how: VerifyXXH3 (the default, "") or VerifySHA256.
 	VerifyHash string
-	Eject      bool // eject each card when done
+	// VerifyTransferSize is the bytes per READ of the verify, lowered to
+	// what each card takes; 0: pipeline.ReadBackSize of the write's.
+	VerifyTransferSize int
+	Eject              bool // eject each card when done
 	// Force takes disks the system uses and writes images smaller than
 	// one transfer.
 	Force bool

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"usbflash/internal/testpattern"
@@ -74,5 +75,56 @@ func TestRunVerifyHash(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), Config{Image: image, Verify: true, VerifyHash: "md5"}, nil); !errors.Is(err, ErrVerifyHash) {
 		t.Errorf("VerifyHash md5: %v", err)
+	}
+}
+
+// TestRunVerifyReadSize: the read-back reads in pipeline.ReadBackSize
+// commands unless the user chose a size, which it then keeps; a reader
+// that takes the write's 1 MiB but fails larger commands is stepped down
+// during the read-back and still verifies.
+func TestRunVerifyReadSize(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	img := testpattern.Bytes(8<<20+700, 9) // 9 write commands, the last one block
+	image := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(image, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, card string
+		readSize   int    // Config.VerifyTransferSize
+		reads      int    // READ buffers filled
+		note       string // a note the session must pass on
+	}{
+		{"default", "good.img?size=16MiB", 0, 3, ""},      // 4 MiB, 4 MiB, the last block
+		{"chosen", "good.img?size=16MiB", 1 << 20, 9, ""}, // as the write
+		{"chosen smaller", "good.img?size=16MiB", 512 << 10, 17, ""},
+		{"chokes past 1 MiB", "choke.img?size=16MiB&choke=2048:stall&clock=virtual", 0, 3, "at most 120 KiB per command"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec, err := target.Parse("sim:" + filepath.Join(t.TempDir(), tc.card))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var notes []string
+			obs := ObserverFunc(func(e Event) {
+				if n, ok := e.(Note); ok {
+					notes = append(notes, n.Message)
+				}
+			})
+			res, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2,
+				Verify: true, VerifyTransferSize: tc.readSize, Observer: obs}, []target.Spec{spec})
+			if err != nil || len(res.Cards) != 1 || !res.Cards[0].Verified() {
+				t.Fatalf("Run: %v, %+v", err, res.Cards)
+			}
+			v := res.Cards[0].Verify
+			if v.Reads != tc.reads || v.Bytes != int64(len(img)) {
+				t.Errorf("verify read %d bytes in %d reads, want %d in %d", v.Bytes, v.Reads, len(img), tc.reads)
+			}
+			if tc.note != "" && !strings.Contains(strings.Join(notes, "\n"), tc.note) {
+				t.Errorf("notes %q, want one saying %q", notes, tc.note)
+			}
+		})
 	}
 }

@@ -153,6 +153,10 @@ func (s *session) markSlowest(cards []*card, results []fanout.Result) {
 func (s *session) verifyCards(ctx context.Context, plan *writePlan, cards []*card, res pipeline.WriteResult, transfer int) {
 	prog := s.watchVerify(cards, res.Bytes)
 	defer prog.stop()
+	readSize := s.cfg.VerifyTransferSize
+	if readSize == 0 {
+		readSize = pipeline.ReadBackSize(transfer, len(cards))
+	}
 	var wg sync.WaitGroup
 	for i, c := range cards {
 		if c.failed() {
@@ -161,7 +165,8 @@ func (s *session) verifyCards(ctx context.Context, plan *writePlan, cards []*car
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			want, vopts := plan.verify(res, pipeline.VerifyOptions{Name: c.d.Name, TransferSize: transfer,
+			size, _ := c.d.FitTransfer(readSize) // the write said what the card takes
+			want, vopts := plan.verify(res, pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size,
 				Progress: func(p pipeline.Progress) { prog.card(i, p) }})
 			var v pipeline.VerifyResult
 			var err error

@@ -344,3 +344,33 @@ func TestBuffersFor(t *testing.T) {
 		}
 	}
 }
+
+// TestReadBackSize: a verify reads in 4 MiB commands unless the write's
+// were larger, and several cards' read-back buffers together stay within
+// the write ring's bound, never below the write's own size.
+func TestReadBackSize(t *testing.T) {
+	for _, tt := range []struct{ transfer, cards, want int }{
+		{1 << 20, 1, 4 << 20},
+		{1 << 20, 0, 4 << 20},
+		{120 << 10, 1, 4 << 20},
+		{4 << 20, 1, 4 << 20},
+		{32 << 20, 1, 32 << 20}, // a larger write size is kept
+		{1 << 20, 2, 2 << 20},
+		{1 << 20, 3, 2 << 20},
+		{1 << 20, 4, 1 << 20},
+		{1 << 20, 64, 1 << 20}, // never below what the write used
+		{120 << 10, 64, 120 << 10},
+		{4096, 64, 64 << 10},
+	} {
+		got := ReadBackSize(tt.transfer, tt.cards)
+		if got != tt.want {
+			t.Errorf("ReadBackSize(%d, %d) = %d, want %d", tt.transfer, tt.cards, got, tt.want)
+		}
+		if got > tt.transfer && 2*got*max(tt.cards, 1) > readBackMemory {
+			t.Errorf("ReadBackSize(%d, %d) = %d: %d cards' two buffers pass %d bytes", tt.transfer, tt.cards, got, tt.cards, readBackMemory)
+		}
+		if got%4096 != 0 && got != tt.transfer {
+			t.Errorf("ReadBackSize(%d, %d) = %d: not a whole number of 4096-byte blocks", tt.transfer, tt.cards, got)
+		}
+	}
+}

@@ -116,7 +116,7 @@ func readBack(ctx context.Context, dev blockdev.Device, limit, total int64, opts
 		c.prog.update(c.bytes, true)
 	}
 	return VerifyResult{
-		Bytes: c.bytes, Reads: br.reads, Elapsed: time.Since(start), CPU: processCPU() - cpu,
+		Bytes: c.bytes, Reads: br.reads, TransferSize: opts.TransferSize, Elapsed: time.Since(start), CPU: processCPU() - cpu,
 		Memory: mem.kind, DeviceBusy: br.busy,
 	}, err
 }

@@ -126,11 +126,13 @@ type summaryEvent struct {
 	SHA256         string   `json:"sha256,omitempty"` // the decoded image's; only with --verify-hash sha256
 	Verify         string   `json:"verify,omitempty"` // how the read-back was checked; absent with --no-verify
 	VerifyElapsedS *float64 `json:"verify_elapsed_s,omitempty"`
-	Bound          bound    `json:"bound,omitempty"`
-	BoundRatio     float64  `json:"bound_ratio,omitempty"`
-	DecoderWaitS   *float64 `json:"decoder_wait_s,omitempty"`
-	DeviceWaitS    *float64 `json:"device_wait_s,omitempty"`
-	Ejected        *bool    `json:"ejected,omitempty"` // present with --eject
+	// VerifyTransferSize is the bytes per READ of the read-back.
+	VerifyTransferSize int64    `json:"verify_transfer_size,omitempty"`
+	Bound              bound    `json:"bound,omitempty"`
+	BoundRatio         float64  `json:"bound_ratio,omitempty"`
+	DecoderWaitS       *float64 `json:"decoder_wait_s,omitempty"`
+	DeviceWaitS        *float64 `json:"device_wait_s,omitempty"`
+	Ejected            *bool    `json:"ejected,omitempty"` // present with --eject
 	// SkippedBytes are the image bytes left out by a block map or
 	// --sparse: those regions keep the card's old bytes. Absent otherwise.
 	SkippedBytes *int64 `json:"skipped_bytes,omitempty"`

@@ -86,6 +86,7 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 	if v := o.Verify; v != nil {
 		sum.Verified = true
 		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
+		sum.VerifyTransferSize = int64(v.TransferSize)
 		sum.Verify = string(v.Method)
 		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s), %s", units.FormatBytes(v.Bytes),
 			v.Elapsed.Round(time.Millisecond), units.FormatRate(rate(v.Bytes, v.Elapsed)), verifyHow(v.Method)))

@@ -43,3 +43,40 @@ func TestWriteVerifyHash(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyReadSize: the read-back reads in 4 MiB commands by default,
+// in the --transfer-size given when there is one, and says which in the
+// summary; the verify command's default is the same 4 MiB.
+func TestVerifyReadSize(t *testing.T) {
+	t.Parallel()
+	image := writeFile(t, "os.img", testImage(17<<20+1234))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want float64
+	}{
+		{"default", nil, 4 << 20},
+		{"chosen", []string{"--transfer-size", "512KiB"}, 512 << 10},
+		{"chosen larger", []string{"--transfer-size", "8MiB"}, 8 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			card := "sim:" + filepath.Join(t.TempDir(), "card.img") + "?size=32MiB"
+			args := append([]string{"write", "--yes", "--json"}, tc.args...)
+			r := runCLI(t, append(args, image, card)...)
+			if r.code != exitOK {
+				t.Fatalf("write: exit %d\n%s", r.code, r.stderr)
+			}
+			if got := lastEvent(t, r.stdout, "summary")["verify_transfer_size"]; got != tc.want {
+				t.Errorf("write %v: verify_transfer_size %v, want %v", tc.args, got, tc.want)
+			}
+			r = runCLI(t, append([]string{"verify", "--json"}, append(tc.args, image, card)...)...)
+			if r.code != exitOK {
+				t.Fatalf("verify: exit %d\n%s", r.code, r.stderr)
+			}
+			if got := lastEvent(t, r.stdout, "device")["transfer_size"]; got != tc.want {
+				t.Errorf("verify %v: device transfer_size %v, want %v", tc.args, got, tc.want)
+			}
+		})
+	}
+}

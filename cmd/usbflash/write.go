@@ -27,6 +27,7 @@ type writeFlags struct {
 	sha256                      string
 	noSHA256                    bool
 	transferSize                string
+	transferChosen              bool // --transfer-size was given
 	buffers                     int
 	asJSON, quiet               bool
 	// Many cards at once (multi.go, watch.go).
@@ -63,6 +64,9 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 		RunE: func(c *cobra.Command, args []string) error {
 			rep := a.reporterFor(f.asJSON, f.quiet)
 			return a.reported(rep, func() error {
+				// A size the user chose may be what their reader needs:
+				// the read-back uses it too.
+				f.transferChosen = c.Flags().Changed("transfer-size")
 				return a.write(c.Context(), rep, args, f)
 			})
 		},
@@ -78,7 +82,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
 	fl.BoolVar(&f.check, "check", false, "first probe each card for a fake capacity (as usbflash check): refuse one the image does not fit in")
 	fl.StringVar(&f.maxCache, "max-cache", units.FormatSize(fakecheck.DefaultMaxCache), "with --check: see through a cache up to this size (0: trust the first read-back)")
-	addTransferFlag(c, &f.transferSize, "bytes per WRITE command")
+	addTransferFlag(c, &f.transferSize, pipeline.DefaultTransferSize, "bytes per WRITE command (and READ, when verifying: by default the read-back uses "+units.FormatSize(pipeline.DefaultReadBackSize)+" READs)")
 	fl.IntVar(&f.buffers, "buffers", 0, "buffers cycling between decoder and writer, at least 2 (0: 4, fewer for transfers over 2 MiB)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line on stdout (start, device, phase, progress, note, summary, error)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")
@@ -92,8 +96,8 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 }
 
 // addTransferFlag adds --transfer-size, with completion of useful values.
-func addTransferFlag(c *cobra.Command, v *string, what string) {
-	c.Flags().StringVar(v, "transfer-size", units.FormatSize(pipeline.DefaultTransferSize),
+func addTransferFlag(c *cobra.Command, v *string, def int64, what string) {
+	c.Flags().StringVar(v, "transfer-size", units.FormatSize(def),
 		what+", a multiple of the block size (e.g. 512KiB, 4MiB, 32MiB)")
 	_ = c.RegisterFlagCompletionFunc("transfer-size", completeTransferSize)
 }
@@ -152,6 +156,9 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 		Verify: !f.noVerify, VerifyHash: f.verifyHash, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
 		BlockMap: f.bmap.choice(), Report: f.report, ExitCode: exitCode, SHA256: f.sha256, NoSHA256: f.noSHA256,
 		Check: f.check,
+	}
+	if f.transferChosen {
+		cfg.VerifyTransferSize = int(transfer)
 	}
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
 		return err

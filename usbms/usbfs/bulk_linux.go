@@ -11,6 +11,50 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// urbIO is what transfer, reap and discardAll ask of the kernel: usbfs's
+// URB ioctls and a wait on the fd. It is a seam so that the loop's paths
+// (short packets, stalls, ENOMEM, cancellation, strangers), which a real
+// kernel shows only in the e2e suite, can be tested against a fake one.
+// Open sets it to usbfsIO. Its methods take what is already on the heap
+// (the urbs, d.pfd) and return the reaped address, so that calling them
+// through an interface allocates nothing.
+type urbIO interface {
+	// submit queues u (USBDEVFS_SUBMITURB).
+	submit(fd int, u *urb) error
+	// reap takes back the oldest completed URB and returns its
+	// address: USBDEVFS_REAPURB when wait, else USBDEVFS_REAPURBNDELAY.
+	reap(fd int, wait bool) (uintptr, error)
+	// discard cancels u (USBDEVFS_DISCARDURB).
+	discard(fd int, u *urb) error
+	// poll waits up to ms milliseconds for fds (poll(2)).
+	poll(fds []unix.PollFd, ms int) (int, error)
+}
+
+// usbfsIO is urbIO on the running kernel.
+type usbfsIO struct{}
+
+func (usbfsIO) submit(fd int, u *urb) error {
+	_, err := ioctl(fd, ioctlSubmitURB, unsafe.Pointer(u))
+	return err
+}
+
+func (usbfsIO) reap(fd int, wait bool) (uintptr, error) {
+	req := ioctlReapURBNDelay
+	if wait {
+		req = ioctlReapURB
+	}
+	var got uintptr
+	_, err := ioctl(fd, req, unsafe.Pointer(&got))
+	return got, err
+}
+
+func (usbfsIO) discard(fd int, u *urb) error {
+	_, err := ioctl(fd, ioctlDiscardURB, unsafe.Pointer(u))
+	return err
+}
+
+func (usbfsIO) poll(fds []unix.PollFd, ms int) (int, error) { return unix.Poll(fds, ms) }
+
 // pollSlice bounds one wait for a URB, so that a cancelled context is
 // seen within it without a goroutine or an allocation per transfer.
 const pollSlice = 100 * time.Millisecond
@@ -101,7 +145,7 @@ func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in
 					u.Flags |= urbBulkContinuation
 				}
 			}
-			if _, err := ioctl(d.fd, ioctlSubmitURB, unsafe.Pointer(u)); err != nil {
+			if err := d.io.submit(d.fd, u); err != nil {
 				u.Buffer = nil
 				if err == unix.ENOMEM && cnt > 0 {
 					// usbfs_memory_mb is spent by the URBs in flight:
@@ -168,8 +212,7 @@ func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in
 // reap waits for one URB to complete, honouring ctx and the deadline.
 func (d *Device) reap(ctx context.Context) (*urb, error) {
 	for {
-		var got uintptr
-		_, err := ioctl(d.fd, ioctlReapURBNDelay, unsafe.Pointer(&got))
+		got, err := d.io.reap(d.fd, false)
 		if err == nil {
 			for _, u := range d.urbs {
 				if uintptr(unsafe.Pointer(u)) == got {
@@ -197,7 +240,7 @@ func (d *Device) reap(ctx context.Context) (*urb, error) {
 			wait = min(wait, left)
 		}
 		ms := int(max(wait/time.Millisecond, 1))
-		if _, err := unix.Poll(d.pfd[:], ms); err != nil && err != unix.EINTR {
+		if _, err := d.io.poll(d.pfd[:], ms); err != nil && err != unix.EINTR {
 			return nil, err
 		}
 	}
@@ -208,11 +251,10 @@ func (d *Device) reap(ctx context.Context) (*urb, error) {
 func (d *Device) discardAll(head, cnt int) {
 	for i := 0; i < cnt; i++ {
 		u := d.urbs[(head+i)%len(d.urbs)]
-		_, _ = ioctl(d.fd, ioctlDiscardURB, unsafe.Pointer(u))
+		_ = d.io.discard(d.fd, u)
 	}
 	for i := 0; i < cnt; i++ {
-		var got uintptr
-		if _, err := ioctl(d.fd, ioctlReapURB, unsafe.Pointer(&got)); err != nil {
+		if _, err := d.io.reap(d.fd, true); err != nil {
 			// The device is gone: the kernel dropped the URBs
 			// and will not write to them.
 			break

@@ -74,6 +74,7 @@ type Device struct {
 	// urbs are the URB structures, allocated once; the kernel writes
 	// their status at reap time, so they must not move (heap).
 	urbs  []*urb
+	io    urbIO // the URB ioctls and poll: usbfsIO but in tests
 	pfd   [1]unix.PollFd
 	piece int // bytes per URB
 	// regions is the memory AllocBuffers handed out and not yet freed.
@@ -119,7 +120,7 @@ func Open(ctx context.Context, info libusb.Info, opts libusb.OpenOptions) (*Devi
 		}
 		return nil, newError("opening", info, nil, errors.New(reason))
 	}
-	d := &Device{opts: withDefaults(opts), root: sysfsUSB, view: linuxdisk.Host(), info: info, fd: -1}
+	d := &Device{opts: withDefaults(opts), root: sysfsUSB, view: linuxdisk.Host(), info: info, fd: -1, io: usbfsIO{}}
 	d.urbs = make([]*urb, max(d.opts.OutStreamDepth, 1))
 	for i := range d.urbs {
 		d.urbs[i] = new(urb)

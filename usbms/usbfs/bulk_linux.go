@@ -130,10 +130,11 @@ func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in
 		off       int // bytes submitted
 		head, cnt int // ring of in-flight URBs in d.urbs
 		short     bool
+		refused   bool // a continuation URB was refused: see below
 		firstErr  error
 	)
-	for (off < len(p) && !short && firstErr == nil) || cnt > 0 {
-		for cnt < depth && off < len(p) && !short && firstErr == nil {
+	for (off < len(p) && !short && !refused && firstErr == nil) || cnt > 0 {
+		for cnt < depth && off < len(p) && !short && !refused && firstErr == nil {
 			u := d.urbs[(head+cnt)%len(d.urbs)]
 			n := d.pieceLen(p, off)
 			*u = urb{Type: urbTypeBulk, Endpoint: ep, Buffer: unsafe.Pointer(&p[off]), BufferLength: int32(n)}
@@ -151,6 +152,14 @@ func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in
 					// usbfs_memory_mb is spent by the URBs in flight:
 					// fewer at once for the rest of this transfer.
 					depth = cnt
+					break
+				}
+				if err == unix.EREMOTEIO && cnt > 0 && u.Flags&urbBulkContinuation != 0 {
+					// A URB in flight ended short or failed
+					// before it was reaped, and the kernel now
+					// refuses continuations: stop submitting,
+					// and let that URB, reaped below, say which.
+					refused = true
 					break
 				}
 				firstErr = err
@@ -205,6 +214,10 @@ func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in
 				return done, firstErr
 			}
 		}
+	}
+	if refused && !short && firstErr == nil {
+		// No URB in flight explained the refusal.
+		firstErr = unix.EREMOTEIO
 	}
 	return done, firstErr
 }

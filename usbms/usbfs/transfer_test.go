@@ -183,6 +183,9 @@ func TestTransferShortIn(t *testing.T) {
 		{name: "no data", caps: capBulkContinuation, shortAt: 0},
 		{name: "in the last URB", caps: capBulkContinuation, shortAt: size - 512},
 		{name: "near the end, all done at once", caps: capBulkContinuation, shortAt: size - mib - 512, burst: true},
+		// The short URB completes before the one ahead of it is reaped:
+		// the next continuation URB is refused with EREMOTEIO.
+		{name: "inside the 2nd URB, all done at once", caps: capBulkContinuation, shortAt: mib + 4096, burst: true},
 		{name: "without BULK_CONTINUATION", shortAt: 2*mib + 4096},
 		{name: "without BULK_CONTINUATION, in the last URB", shortAt: size - 512},
 	} {
@@ -249,6 +252,8 @@ func TestTransferFails(t *testing.T) {
 		{name: "OUT, device gone", failAt: mib, failWith: unix.ESHUTDOWN, gone: true, kind: usbms.ErrNoDevice, discarded: 3},
 		{name: "IN, device gone, URBs dropped", in: true, failAt: mib, failWith: unix.ESHUTDOWN, gone: true, drop: true,
 			kind: usbms.ErrNoDevice, discarded: 4},
+		{name: "IN stall, all done at once", in: true, failAt: mib + 512, failWith: unix.EPIPE, burst: true,
+			kind: usbms.ErrStall, discarded: 2},
 		{name: "OUT stall, all done at once", failAt: 2*mib + 512, failWith: unix.EPIPE, burst: true, kind: usbms.ErrStall, discarded: 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
 )
@@ -48,9 +49,12 @@ func (m *mappedFile) ReadAt(p []byte, off int64) (n int, err error) {
 			return 0, io.EOF
 		}
 		if n, ok = m.copyAt(p[:min(int64(len(p)), end-off)], off); !ok {
-			// The caller names the file and the offset (Source's
-			// Unreadable error): say only what went wrong.
-			return 0, errMappedFault
+			// The bytes before the page that failed are good: hand
+			// them over, as read(2) does before an I/O error, so
+			// the caller names where the image became unreadable
+			// (Source's Unreadable error names the file and the
+			// offset; this says only what went wrong).
+			return m.copyBefore(p, off), errMappedFault
 		}
 	}
 	if n < len(p) {
@@ -75,6 +79,22 @@ func (m *mappedFile) copyAt(p []byte, off int64) (n int, ok bool) {
 		}
 	}()
 	return copy(p, m.data[off:]), true
+}
+
+// copyBefore copies from off up to the first page of the mapping that
+// faults, page by page: the slow path of a read that already faulted.
+func (m *mappedFile) copyBefore(p []byte, off int64) int {
+	page := int64(os.Getpagesize())
+	n := 0
+	for n < len(p) {
+		next := min((off+int64(n))/page*page+page-off, int64(len(p))) // to the next page boundary
+		k, ok := m.copyAt(p[n:next], off+int64(n))
+		n += k
+		if !ok || k < int(next)-n+k {
+			break // the faulting page, or the mapping's end
+		}
+	}
+	return n
 }
 
 // Close unmaps the file; reads after it fail (a fault, as above).

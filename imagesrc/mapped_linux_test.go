@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -86,5 +87,55 @@ func TestOpenMapsRegularFiles(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestMappedFileUnreadablePage: a page that faults though the file still
+// reaches past it (the kernel could not read it from the disk: made here
+// by a file truncated under the mapping whose size still reads as before)
+// is an error, not an early end, and a Source names the file's offset
+// with it, once.
+func TestMappedFileUnreadablePage(t *testing.T) {
+	img := genOSImage(3<<20, 5)
+	p := tempImage(t, img)
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := mapFile(f, int64(len(img)))
+	if m == nil {
+		t.Fatal("a regular file was not mapped")
+	}
+	defer m.Close()
+	if err := os.Truncate(p, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	m.size = func() (int64, error) { return int64(len(img)), nil } // what a disk error looks like
+	buf := make([]byte, 1<<20)
+	if n, err := m.ReadAt(buf, 1<<20+4096); n != 0 || !errors.Is(err, errMappedFault) {
+		t.Fatalf("ReadAt past the lost pages = %d, %v; want 0, %v", n, err, errMappedFault)
+	}
+	// A read that starts before them gets the good bytes, then the error.
+	if n, err := m.ReadAt(buf, 1<<20-8192); n != 8192 || !errors.Is(err, errMappedFault) || !bytes.Equal(buf[:n], img[1<<20-8192:1<<20]) {
+		t.Fatalf("ReadAt across the lost pages = %d, %v; want the 8192 bytes before them and %v", n, err, errMappedFault)
+	}
+	// Before the lost pages the mapping still reads.
+	if n, err := m.ReadAt(buf[:4096], 0); n != 4096 || err != nil || !bytes.Equal(buf[:4096], img[:4096]) {
+		t.Fatalf("ReadAt(0) = %d, %v", n, err)
+	}
+
+	s, err := newSource(bytes.NewReader(nil), m, int64(len(img)), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(s)
+	var ie *Error
+	if !errors.As(err, &ie) || ie.Kind != Unreadable || ie.Offset != 1<<20 {
+		t.Fatalf("reading the image: %v; want an Unreadable error at byte %d", err, 1<<20)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, errMappedFault.Error()) || strings.Count(msg, "1048576") != 1 {
+		t.Errorf("the error should say what went wrong and name the offset once: %q", msg)
 	}
 }

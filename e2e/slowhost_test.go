@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,10 +33,35 @@ import (
 // with `make bench-slowhost` or -run SlowHost (or USBFLASH_E2E_BENCH=1).
 func TestSlowHostBench(t *testing.T) {
 	optIn(t, "SlowHost", "USBFLASH_E2E_BENCH")
+	slowHostBench(t, ArchAMD64, "USBFLASH_E2E_BIN_BEFORE")
+}
+
+// TestSlowHostBenchArm64 is the same harness in the arm64 guest (virt
+// board, TCG) with the static arm64 build (USBFLASH_E2E_BIN_ARM64, make
+// cross-linux's), so that issue 21's table exists for both architectures.
+// The earlier binary is USBFLASH_E2E_BIN_BEFORE_ARM64 (an amd64 one cannot
+// run there). It runs with `make bench-slowhost-arm64`, -run
+// SlowHostBenchArm64 or USBFLASH_E2E_BENCH=1.
+//
+// Both guests' shell and dd are busybox (1.35, Debian's busybox-static of
+// the guest's architecture): its dd has oflag=direct (an mmap'ed, so page
+// aligned, buffer) and conv=fsync (fsync before close), and ash's `times`
+// prints the children's user and system time as the harness reads it.
+func TestSlowHostBenchArm64(t *testing.T) {
+	optIn(t, "SlowHostBenchArm64", "USBFLASH_E2E_BENCH")
+	slowHostBench(t, ArchARM64, "USBFLASH_E2E_BIN_BEFORE_ARM64")
+}
+
+// slowHostBench runs issue 21's harness (see TestSlowHostBench) in the
+// guest of arch, with the earlier binary named by beforeVar if it is set.
+func slowHostBench(t *testing.T, arch *Arch, beforeVar string) {
 	const small, large = 96, 384
 	imgs := map[int][]byte{small: makeImage(96, small<<20), large: makeImage(384, large<<20)}
-	hello := buildHello(t)
-	before := os.Getenv("USBFLASH_E2E_BIN_BEFORE")
+	hello := buildHello(t, arch.Name)
+	before := os.Getenv(beforeVar)
+	if before != "" {
+		checkELFArch(t, before, arch)
+	}
 	rounds := 3
 	if v, err := strconv.Atoi(os.Getenv("USBFLASH_E2E_BENCH_ROUNDS")); err == nil && v > 0 {
 		rounds = v
@@ -73,10 +99,17 @@ func TestSlowHostBench(t *testing.T) {
 		cpu float64         // CPU s/GiB at the large size
 	}
 	var report strings.Builder
+	// Both controllers on both boards: usb-ehci is a PCI device, and the
+	// virt board's PCIe host bridge takes it as the PC's PCI bus does
+	// (ehci_pci binds to it in the arm64 guest as in the amd64 one).
 	for _, c := range []Controller{XHCI, EHCI} {
 		t.Run(string(c), func(t *testing.T) {
+			e := setupArch(t, arch)
+			needBinary(t, e)
 			card := newCard(t, (large+16)<<20)
-			m := boot(t, MachineSpec{Controller: c, MemMB: 768 + small + large,
+			// The guest's 768 MiB plus the two images in its RAM (/tmp is
+			// a tmpfs), on either board.
+			m := bootEnv(t, e, MachineSpec{Controller: c, MemMB: 768 + small + large,
 				Readers: []Reader{{Serial: "SLOW1", LUNs: []LUN{{Backing: card}}}}})
 			// Copied to the guest's own memory, as its init does with
 			// usbflash: a page fault into the 9p share is a round trip to
@@ -94,7 +127,6 @@ func TestSlowHostBench(t *testing.T) {
 				guest(t, m, fmt.Sprintf("cp %s /tmp/s%d.img && rm %s", p, mib, p))
 			}
 			guest(t, m, "loadmod usb-storage sd_mod")
-
 			res := map[string]*result{}
 			for _, meth := range methods {
 				res[meth.name] = &result{t: map[int]float64{}}
@@ -127,7 +159,7 @@ func TestSlowHostBench(t *testing.T) {
 			}
 			starts := processStarts(t, m, startCmds)
 
-			fmt.Fprintf(&report, "\n### %s (accel %s, %d rounds, means)\n\n", c, env.Accel.Name, rounds)
+			fmt.Fprintf(&report, "\n### %s %s (accel %s, %d rounds, means)\n\n", arch.Name, c, e.Accel.Name, rounds)
 			fmt.Fprintf(&report, "| method | %d MiB s | %d MiB s | steady MiB/s | fixed s | rate vs dd 1M | fixed vs dd 1M | CPU s/GiB (384) | with verify / without |\n|---|---|---|---|---|---|---|---|---|\n", small, large)
 			rate := func(r *result) float64 { return float64(large-small) / (r.t[large] - r.t[small]) }
 			fixed := func(r *result) float64 { return r.t[small] - float64(small)/rate(r) }
@@ -201,8 +233,23 @@ func processStarts(t *testing.T, m *Machine, cmds map[string]string) map[string]
 	return out
 }
 
-// buildHello builds a static Go hello world, process start's baseline.
-func buildHello(t *testing.T) string {
+// checkELFArch fails unless bin is an executable for arch's CPU.
+func checkELFArch(t *testing.T, bin string, arch *Arch) {
+	t.Helper()
+	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[arch.Name]
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatalf("%s: %v", bin, err)
+	}
+	defer f.Close()
+	if f.Machine != want {
+		t.Fatalf("%s is a %v executable, the %s guest needs %v", bin, f.Machine, arch.Name, want)
+	}
+}
+
+// buildHello builds a static Go hello world for linux/goarch, process
+// start's baseline.
+func buildHello(t *testing.T, goarch string) string {
 	t.Helper()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "main.go")
@@ -212,7 +259,7 @@ func buildHello(t *testing.T) string {
 	bin := filepath.Join(dir, "hello")
 	cmd := exec.Command("go", "build", "-o", bin, src)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOOS=linux", "GOARCH="+goarch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hello world does not build: %v\n%s", err, out)
 	}

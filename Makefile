@@ -30,7 +30,8 @@ LDFLAGS  := -X main.stampedVersion=$(VERSION) -X main.stampedRevision=$(REVISION
 STATICCHECK := $(GO) tool staticcheck
 
 .PHONY: all deps libusb-deps test-deps build build-libusb demo test lint fuzz bench e2e e2e-libusb bench-e2e profile-slowhost clean \
-	cross-deps cross cross-linux cross-nousb test-arm64 test-arm e2e-arm64 bench-e2e-arm64
+	cross-deps cross cross-linux cross-nousb test-arm64 test-arm e2e-arm64 bench-e2e-arm64 bench-slowhost \
+	bench-slowhost-arm64
 
 all: build
 
@@ -190,6 +191,12 @@ e2e-arm64: cross-deps cross-linux
 bench-e2e-arm64: cross-deps cross-linux
 	USBFLASH_E2E_BIN_ARM64=$(CURDIR)/bin/usbflash-linux-arm64 \
 	  $(GO) test -tags e2e -count=1 -timeout 40m -run 'TestArm64Bench$$' -v ./e2e/
+
+# Issue 21's slow-host table in the arm64 guest, with the static arm64
+# build. BEFORE_ARM64=path/to/an/earlier/arm64/usbflash adds its rows.
+bench-slowhost-arm64: cross-deps cross-linux
+	USBFLASH_E2E_BIN_ARM64=$(CURDIR)/bin/usbflash-linux-arm64 USBFLASH_E2E_BIN_BEFORE_ARM64=$(BEFORE_ARM64) \
+	  $(GO) test -tags e2e -count=1 -timeout 60m -run 'TestSlowHostBenchArm64$$' -v ./e2e/
 
 clean:
 	rm -rf bin

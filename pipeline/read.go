@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -24,11 +25,12 @@ type ReadOptions struct {
 	// Name names the device in errors; empty: its String method, if any.
 	Name string
 	// TransferSize is the bytes per READ command, a multiple of the block
-	// size. 0 means DefaultTransferSize.
+	// size. 0 means DefaultReadSize.
 	TransferSize int
 	// Buffers is how many buffers cycle between the device and dst, at
-	// least 2. 0 means DefaultBuffers: a compressor that stalls now and
-	// then (a block boundary, a flush) does not stop the device.
+	// least 2. 0 means BuffersFor the transfer size, as a write has: a
+	// compressor that stalls now and then (a block boundary, a flush)
+	// does not stop the device while a buffer is free.
 	Buffers int
 	// Progress, when set, is called with PhaseRead at most about 4 times a
 	// second, plus at the start and the end.
@@ -68,7 +70,7 @@ func (r *ReadResult) AddSinkTime(d time.Duration) {
 // finishes and Read returns an error wrapping ctx.Err().
 func Read(ctx context.Context, dev blockdev.Device, dst io.Writer, size int64, opts ReadOptions) (ReadResult, error) {
 	if opts.Buffers == 0 {
-		opts.Buffers = DefaultBuffers
+		opts.Buffers = BuffersFor(cmp.Or(opts.TransferSize, DefaultReadSize))
 	}
 	vo := VerifyOptions{Name: opts.Name, TransferSize: opts.TransferSize, Buffers: opts.Buffers}
 	if opts.Progress != nil {

@@ -17,7 +17,7 @@ type VerifyOptions struct {
 	// Name names the device in errors; empty: its String method, if any.
 	Name string
 	// TransferSize is the bytes per READ command, a multiple of the block
-	// size. 0 means DefaultTransferSize. It is lowered to what a
+	// size. 0 means DefaultReadSize. It is lowered to what a
 	// TransferLimiter device takes.
 	TransferSize int
 	// Buffers is how many read buffers cycle, at least 2 (the next read
@@ -32,17 +32,17 @@ type VerifyOptions struct {
 	Only []blockdev.Extent
 }
 
-// DefaultReadBackSize is the bytes per READ of a verify that was given no
-// size. A READ carries nothing from the host, so a larger one costs only
-// the memory of its buffers (two: the one being read, the one being
-// checked), while every command's fixed cost (its CBW and CSW, the card's
-// latency before the first block, the host controller's scheduling) is
-// paid a quarter as often as at the 1 MiB a write defaults to. Where that
+// DefaultReadSize is the bytes per READ when a card is read (a verify, a
+// backup) and no size was given. A READ carries nothing from the host, so
+// a larger one costs only the memory of its buffers, while every
+// command's fixed cost (its CBW and CSW, the card's latency before the
+// first block, the host controller's scheduling) is paid a quarter as
+// often as at the 1 MiB a write defaults to. Where that
 // cost is large the read-back is bound by it: on an emulated EHCI reader a
 // 384 MiB read-back took 3.30 s in 1 MiB READs and 2.08 s in 4 MiB ones
 // (make profile-slowhost). A reader that fails large commands is stepped
 // down by usbms whatever the size asked.
-const DefaultReadBackSize = 4 << 20
+const DefaultReadSize = 4 << 20
 
 // readBackMemory bounds the read-back buffers of all the cards a session
 // verifies at once: like the write's ring (autoRingMemory), they then fit
@@ -50,11 +50,11 @@ const DefaultReadBackSize = 4 << 20
 const readBackMemory = autoRingMemory
 
 // ReadBackSize is the READ size for verifying cards written with
-// transfer-byte commands when the user chose none: DefaultReadBackSize,
+// transfer-byte commands when the user chose none: DefaultReadSize,
 // halved while the read-back buffers of cards cards would pass
 // readBackMemory, and never below transfer (the size the write proved).
 func ReadBackSize(transfer, cards int) int {
-	size := DefaultReadBackSize
+	size := DefaultReadSize
 	for size > transfer && 2*size*max(cards, 1) > readBackMemory {
 		size /= 2
 	}
@@ -89,7 +89,7 @@ const (
 func (o *VerifyOptions) normalize(dev blockdev.Device) error {
 	var err error
 	// One more transfer-sized buffer holds the image side of a comparison.
-	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, o.Buffers, func(int) int { return 2 }, 1)
+	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, DefaultReadSize, o.Buffers, func(int) int { return 2 }, 1)
 	return err
 }
 

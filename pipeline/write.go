@@ -184,13 +184,13 @@ func Write(ctx context.Context, dev blockdev.Device, src io.Reader, opts WriteOp
 // sizeBuffers fills in the defaults for a transfer size and a buffer count
 // and checks them against the device; extra buffers are allocated beside
 // the ring's.
-func sizeBuffers(dev blockdev.Device, transfer, buffers int, defBuffers func(transfer int) int, extra int) (int, int, error) {
+func sizeBuffers(dev blockdev.Device, transfer, defTransfer, buffers int, defBuffers func(transfer int) int, extra int) (int, int, error) {
 	bs := dev.BlockSize()
 	if bs <= 0 {
 		return 0, 0, fmt.Errorf("device reports block size %d", bs)
 	}
 	if transfer == 0 {
-		transfer = max(DefaultTransferSize/bs*bs, bs)
+		transfer = max(defTransfer/bs*bs, bs)
 	}
 	if transfer < bs || transfer%bs != 0 {
 		return 0, 0, fmt.Errorf("transfer size %d bytes is not a positive multiple of the %d-byte block size", transfer, bs)
@@ -215,7 +215,7 @@ func sizeBuffers(dev blockdev.Device, transfer, buffers int, defBuffers func(tra
 // write-protected medium, an image known not to fit.
 func (o *WriteOptions) normalize(dev blockdev.Device, name string) error {
 	var err error
-	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, o.Buffers, BuffersFor, 2)
+	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, DefaultTransferSize, o.Buffers, BuffersFor, 2)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 	fl.BoolVar(&f.used, "used", false, "stop after the last partition of the card's MBR or GPT")
 	fl.BoolVar(&f.force, "force", false, "overwrite OUT, and read a card whose disk is mounted")
 	fl.BoolVar(&f.verify, "verify", false, "read the card a second time and compare")
-	addTransferFlag(c, &f.transferSize, pipeline.DefaultTransferSize, "bytes per READ command")
+	addTransferFlag(c, &f.transferSize, pipeline.DefaultReadSize, "bytes per READ command")
 	fl.IntVar(&f.buffers, "buffers", 0, "buffers cycling between the card and the compressor, at least 2 (0: 4, fewer for transfers over 2 MiB)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line on stdout (start, device, note, phase, progress, summary, error)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")

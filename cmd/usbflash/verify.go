@@ -50,7 +50,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 			})
 		},
 	}
-	addTransferFlag(c, &transferSize, pipeline.DefaultReadBackSize, "bytes per READ command")
+	addTransferFlag(c, &transferSize, pipeline.DefaultReadSize, "bytes per READ command")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line on stdout (start, device, phase, progress, note, summary, error)")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")
 	c.Flags().StringVar(&bmapPath, "bmap", "", "compare only the ranges this bmaptool block map lists (default: IMAGE.bmap next to the image, as write finds it)")

@@ -46,7 +46,7 @@ func TestWriteVerifyHash(t *testing.T) {
 
 // TestVerifyReadSize: the read-back reads in 4 MiB commands by default,
 // in the --transfer-size given when there is one, and says which in the
-// summary; the verify command's default is the same 4 MiB.
+// summary; the verify and read commands' default is the same 4 MiB.
 func TestVerifyReadSize(t *testing.T) {
 	t.Parallel()
 	image := writeFile(t, "os.img", testImage(17<<20+1234))
@@ -76,6 +76,14 @@ func TestVerifyReadSize(t *testing.T) {
 			}
 			if got := lastEvent(t, r.stdout, "device")["transfer_size"]; got != tc.want {
 				t.Errorf("verify %v: device transfer_size %v, want %v", tc.args, got, tc.want)
+			}
+			out := filepath.Join(t.TempDir(), "backup.img")
+			r = runCLI(t, append([]string{"read", "--json", "--size", "17MiB"}, append(tc.args, card, out)...)...)
+			if r.code != exitOK {
+				t.Fatalf("read: exit %d\n%s", r.code, r.stderr)
+			}
+			if got := lastEvent(t, r.stdout, "device")["transfer_size"]; got != tc.want {
+				t.Errorf("read %v: device transfer_size %v, want %v", tc.args, got, tc.want)
 			}
 		})
 	}

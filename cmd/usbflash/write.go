@@ -82,7 +82,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
 	fl.BoolVar(&f.check, "check", false, "first probe each card for a fake capacity (as usbflash check): refuse one the image does not fit in")
 	fl.StringVar(&f.maxCache, "max-cache", units.FormatSize(fakecheck.DefaultMaxCache), "with --check: see through a cache up to this size (0: trust the first read-back)")
-	addTransferFlag(c, &f.transferSize, pipeline.DefaultTransferSize, "bytes per WRITE command (and READ, when verifying: by default the read-back uses "+units.FormatSize(pipeline.DefaultReadBackSize)+" READs)")
+	addTransferFlag(c, &f.transferSize, pipeline.DefaultTransferSize, "bytes per WRITE command (and READ, when verifying: by default the read-back uses "+units.FormatSize(pipeline.DefaultReadSize)+" READs)")
 	fl.IntVar(&f.buffers, "buffers", 0, "buffers cycling between decoder and writer, at least 2 (0: 4, fewer for transfers over 2 MiB)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line on stdout (start, device, phase, progress, note, summary, error)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")

@@ -4,7 +4,10 @@ package usbfs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -26,12 +29,17 @@ type urbIO interface {
 	reap(fd int, wait bool) (uintptr, error)
 	// discard cancels u (USBDEVFS_DISCARDURB).
 	discard(fd int, u *urb) error
-	// poll waits up to ms milliseconds for fds (poll(2)).
-	poll(fds []unix.PollFd, ms int) (int, error)
+	// reapWait is reap(fd, false) that, while no URB has completed,
+	// waits up to ms milliseconds for one; EAGAIN when none came.
+	reapWait(fd int, ms int) (uintptr, error)
 }
 
-// usbfsIO is urbIO on the running kernel.
-type usbfsIO struct{}
+// usbfsIO is urbIO on the running kernel. With a waiter it waits in Go's
+// poller; without (a kernel whose usbfs node epoll refuses) in poll(2).
+type usbfsIO struct {
+	w   *waiter
+	pfd *[1]unix.PollFd // the Device's, for poll(2)
+}
 
 func (usbfsIO) submit(fd int, u *urb) error {
 	_, err := ioctl(fd, ioctlSubmitURB, unsafe.Pointer(u))
@@ -53,7 +61,92 @@ func (usbfsIO) discard(fd int, u *urb) error {
 	return err
 }
 
-func (usbfsIO) poll(fds []unix.PollFd, ms int) (int, error) { return unix.Poll(fds, ms) }
+func (io usbfsIO) reapWait(fd int, ms int) (uintptr, error) {
+	if io.w != nil {
+		return io.w.reapWait(ms)
+	}
+	if _, err := unix.Poll(io.pfd[:], ms); err != nil && err != unix.EINTR {
+		return 0, err
+	}
+	return io.reap(fd, false)
+}
+
+// A waiter waits for completed URBs in Go's network poller instead of
+// in poll(2). A goroutine blocked in poll(2) holds an OS thread in a
+// system call: the runtime hands its processor to another thread, and
+// sysmon, seeing system calls all the time, keeps waking every few
+// microseconds. Waiting for a URB three times a command, that was 30
+// context switches and a dozen timer interrupts per command in the arm64
+// guest (where each costs several times what it does on amd64), and the
+// process's CPU per GiB was 4.8 times dd's. Parked in the poller, the
+// goroutine gives its thread back and the usbfs node's readiness
+// (POLLOUT: a completed URB waits to be reaped) wakes it.
+type waiter struct {
+	f   *os.File // a duplicate of the node, non-blocking, in the poller
+	rc  syscall.RawConn
+	try func(uintptr) bool // tryReap, bound once so that a wait allocates nothing
+	got uintptr
+	err error
+}
+
+// newWaiter registers a duplicate of the usbfs node fd with Go's poller;
+// nil when the kernel does not let epoll watch it (then poll(2) waits).
+func newWaiter(fd int) *waiter {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	// O_NONBLOCK is the open file's, shared with fd: usbfs's ioctls do
+	// not look at it (REAPURB still blocks, REAPURBNDELAY never does).
+	if err := unix.SetNonblock(dup, true); err != nil {
+		unix.Close(dup)
+		return nil
+	}
+	f := os.NewFile(uintptr(dup), "usbfs")
+	rc, err := f.SyscallConn()
+	if err != nil || f.SetDeadline(time.Time{}) != nil { // not in the poller
+		f.Close()
+		return nil
+	}
+	w := &waiter{f: f, rc: rc}
+	w.try = w.tryReap
+	return w
+}
+
+// tryReap reaps a completed URB if there is one; false (wait for the node
+// to say one completed) when there is none. The poller resets the node's
+// readiness before the first call, so a URB that completes after this
+// call's EAGAIN wakes the wait, and one that completed before it is
+// reaped here.
+func (w *waiter) tryReap(fd uintptr) bool {
+	var got uintptr
+	_, err := ioctl(int(fd), ioctlReapURBNDelay, unsafe.Pointer(&got))
+	if err == unix.EAGAIN {
+		return false
+	}
+	w.got, w.err = got, err
+	return true
+}
+
+func (w *waiter) reapWait(ms int) (uintptr, error) {
+	if err := w.f.SetWriteDeadline(time.Now().Add(time.Duration(ms) * time.Millisecond)); err != nil {
+		return 0, err
+	}
+	w.got, w.err = 0, nil
+	if err := w.rc.Write(w.try); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return 0, unix.EAGAIN
+		}
+		return 0, err
+	}
+	return w.got, w.err
+}
+
+func (w *waiter) close() {
+	if w != nil {
+		w.f.Close()
+	}
+}
 
 // pollSlice bounds one wait for a URB, so that a cancelled context is
 // seen within it without a goroutine or an allocation per transfer.
@@ -227,10 +320,8 @@ func (d *Device) reap(ctx context.Context) (*urb, error) {
 	for {
 		got, err := d.io.reap(d.fd, false)
 		if err == nil {
-			for _, u := range d.urbs {
-				if uintptr(unsafe.Pointer(u)) == got {
-					return u, nil
-				}
+			if u := d.ours(got); u != nil {
+				return u, nil
 			}
 			continue
 		}
@@ -253,10 +344,28 @@ func (d *Device) reap(ctx context.Context) (*urb, error) {
 			wait = min(wait, left)
 		}
 		ms := int(max(wait/time.Millisecond, 1))
-		if _, err := d.io.poll(d.pfd[:], ms); err != nil && err != unix.EINTR {
+		got, err = d.io.reapWait(d.fd, ms)
+		if err == nil {
+			if u := d.ours(got); u != nil {
+				return u, nil
+			}
+			continue
+		}
+		if err != unix.EAGAIN && err != unix.EINTR {
 			return nil, err
 		}
 	}
+}
+
+// ours is the URB of d.urbs at address got; nil for one that is not
+// (a URB of an earlier discard, reaped late).
+func (d *Device) ours(got uintptr) *urb {
+	for _, u := range d.urbs {
+		if uintptr(unsafe.Pointer(u)) == got {
+			return u
+		}
+	}
+	return nil
 }
 
 // discardAll cancels the cnt URBs in flight from head and reaps them, so

@@ -120,7 +120,8 @@ func Open(ctx context.Context, info libusb.Info, opts libusb.OpenOptions) (*Devi
 		}
 		return nil, newError("opening", info, nil, errors.New(reason))
 	}
-	d := &Device{opts: withDefaults(opts), root: sysfsUSB, view: linuxdisk.Host(), info: info, fd: -1, io: usbfsIO{}}
+	d := &Device{opts: withDefaults(opts), root: sysfsUSB, view: linuxdisk.Host(), info: info, fd: -1}
+	d.io = usbfsIO{pfd: &d.pfd}
 	d.urbs = make([]*urb, max(d.opts.OutStreamDepth, 1))
 	for i := range d.urbs {
 		d.urbs[i] = new(urb)
@@ -217,10 +218,10 @@ func (d *Device) openSession(ctx context.Context, byPort bool) error {
 		d.piece = min(d.piece, smallPiece)
 	}
 	if err := d.claim(); err != nil {
-		unix.Close(fd)
-		d.fd = -1
+		d.closeNode()
 		return mapError(ctx, "claiming the mass-storage interface", info, err)
 	}
+	d.io = usbfsIO{w: newWaiter(fd), pfd: &d.pfd}
 	d.smallZeroCopy = d.probeMmap()
 	return nil
 }
@@ -385,8 +386,7 @@ func (d *Device) ResetPort(ctx context.Context) error {
 			return mapError(ctx, op, d.info, err)
 		}
 		// The node is dead: the device re-enumerated.
-		unix.Close(d.fd)
-		d.fd = -1
+		d.closeNode()
 	}
 	return d.reopen(ctx)
 }
@@ -436,10 +436,19 @@ func (d *Device) Close() error {
 		return nil
 	}
 	err := d.release(d.kernelHad)
-	unix.Close(d.fd)
-	d.fd = -1
+	d.closeNode()
 	if err != nil {
 		return err
 	}
 	return nil
+}
+
+// closeNode closes the usbfs node and its waiter's duplicate.
+func (d *Device) closeNode() {
+	if io, ok := d.io.(usbfsIO); ok {
+		io.w.close()
+		d.io = usbfsIO{pfd: &d.pfd}
+	}
+	unix.Close(d.fd)
+	d.fd = -1
 }

@@ -253,6 +253,12 @@ func (f *fakeKernel) discard(_ int, u *urb) error {
 	return unix.EINVAL
 }
 
+// reapWait is poll(2) and then a reap, as usbfsIO waits without a waiter.
+func (f *fakeKernel) reapWait(fd int, ms int) (uintptr, error) {
+	f.poll(nil, ms)
+	return f.reap(fd, false)
+}
+
 func (f *fakeKernel) poll(_ []unix.PollFd, _ int) (int, error) {
 	f.polls++
 	if f.polls > 100000 {

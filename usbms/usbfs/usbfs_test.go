@@ -318,3 +318,42 @@ func TestRaiseUsbfsLimit(t *testing.T) {
 		t.Errorf("raise where it cannot be written: %q, limit %d", got, ro.bytes)
 	}
 }
+
+// TestNewWaiter: a node epoll can watch gets a waiter in Go's poller (an
+// eventfd stands in for the usbfs node, whose poll says POLLOUT when a URB
+// completed); one it cannot (a regular file) gets none, and poll(2) waits.
+// The duplicate is the waiter's own: closing it leaves fd open.
+func TestNewWaiter(t *testing.T) {
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Skipf("eventfd: %v", err)
+	}
+	defer unix.Close(efd)
+	w := newWaiter(efd)
+	if w == nil {
+		t.Fatal("no waiter for a pollable fd")
+	}
+	// Writable at once: the wait returns, and the reap in it fails as an
+	// ioctl on an eventfd does (not a usbfs node), not with a timeout.
+	if _, err := w.reapWait(1000); err == nil || err == unix.EAGAIN {
+		t.Errorf("reapWait on an eventfd: %v, want the ioctl's error", err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = w.reapWait(1000) }); n != 0 {
+		t.Errorf("a wait allocates %v times", n)
+	}
+	w.close()
+	if _, err := unix.FcntlInt(uintptr(efd), unix.F_GETFD, 0); err != nil {
+		t.Errorf("closing the waiter closed the node: %v", err)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if w := newWaiter(int(f.Fd())); w != nil {
+		w.close()
+		t.Error("a waiter for a regular file, which epoll cannot watch")
+	}
+	var nilWaiter *waiter
+	nilWaiter.close() // closeNode calls it on a Device without one
+}

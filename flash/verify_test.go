@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"usbflash/internal/testpattern"
@@ -107,10 +108,15 @@ func TestRunVerifyReadSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var notes []string
+			var (
+				mu    sync.Mutex // the session's goroutines report
+				notes []string
+			)
 			obs := ObserverFunc(func(e Event) {
 				if n, ok := e.(Note); ok {
+					mu.Lock()
 					notes = append(notes, n.Message)
+					mu.Unlock()
 				}
 			})
 			res, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2,
@@ -122,6 +128,8 @@ func TestRunVerifyReadSize(t *testing.T) {
 			if v.Reads != tc.reads || v.Bytes != int64(len(img)) {
 				t.Errorf("verify read %d bytes in %d reads, want %d in %d", v.Bytes, v.Reads, len(img), tc.reads)
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			if tc.note != "" && !strings.Contains(strings.Join(notes, "\n"), tc.note) {
 				t.Errorf("notes %q, want one saying %q", notes, tc.note)
 			}

@@ -9,22 +9,30 @@ import (
 	"testing"
 )
 
-// TestMappedFileReadAt: the mapping reads what read(2) reads, at every
-// kind of offset, and a file truncated under it ends where the file now
-// ends instead of faulting the process.
-func TestMappedFileReadAt(t *testing.T) {
-	img := genOSImage(3<<20+123, 7)
+// mappedImage writes img to a temporary file and maps it; both are
+// closed when the test ends.
+func mappedImage(t *testing.T, img []byte) (string, *mappedFile) {
+	t.Helper()
 	p := tempImage(t, img)
 	f, err := os.Open(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	m := mapFile(f, int64(len(img)))
 	if m == nil {
 		t.Fatal("a regular file was not mapped")
 	}
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
+	return p, m
+}
+
+// TestMappedFileReadAt: the mapping reads what read(2) reads, at every
+// kind of offset, and a file truncated under it ends where the file now
+// ends instead of faulting the process.
+func TestMappedFileReadAt(t *testing.T) {
+	img := genOSImage(3<<20+123, 7)
+	p, m := mappedImage(t, img)
 	size := int64(len(img))
 	for _, tt := range []struct {
 		name    string
@@ -97,17 +105,7 @@ func TestOpenMapsRegularFiles(t *testing.T) {
 // with it, once.
 func TestMappedFileUnreadablePage(t *testing.T) {
 	img := genOSImage(3<<20, 5)
-	p := tempImage(t, img)
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m := mapFile(f, int64(len(img)))
-	if m == nil {
-		t.Fatal("a regular file was not mapped")
-	}
-	defer m.Close()
+	p, m := mappedImage(t, img)
 	if err := os.Truncate(p, 1<<20); err != nil {
 		t.Fatal(err)
 	}

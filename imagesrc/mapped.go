@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 )
 
 // mappedFile reads a regular image file through a read-only mapping of
@@ -21,7 +22,18 @@ type mappedFile struct {
 	data  []byte                // the file's first size bytes, mapped read-only
 	size  func() (int64, error) // the file's size now
 	unmap func() error
+	// drop takes whole pages of data out of this process's page tables
+	// (the page cache keeps them, and a later read maps them again);
+	// nil where that cannot be done.
+	drop func(b []byte) error
+	// dropped is how far data has been dropped behind the reader.
+	dropped atomic.Int64
 }
+
+// dropChunk is how far a reader gets past the last drop before the pages
+// behind it are dropped: a multiple of every page size, and few system
+// calls per GiB.
+const dropChunk = 4 << 20
 
 // errMappedFault is a page of the mapped image that faulted though the
 // file still reaches past it: the kernel could not read it from the disk.
@@ -57,10 +69,32 @@ func (m *mappedFile) ReadAt(p []byte, off int64) (n int, err error) {
 			return m.copyBefore(p, off), errMappedFault
 		}
 	}
+	m.dropBehind(off + int64(n))
 	if n < len(p) {
 		err = io.EOF
 	}
 	return n, err
+}
+
+// dropBehind drops the mapping's pages before end once a reader has got a
+// dropChunk past the last drop. Left mapped, the pages of a whole image
+// would all be unmapped at Close, after the last write, while the user
+// waits (384 MiB took 70 ms in the amd64 TCG guest, 180-290 ms in the
+// arm64 one, and page tables grow with the image). Dropped as the reader
+// goes, the same work is done by the goroutine that fills the buffers,
+// which mostly waits for the device. A reader going back finds the
+// bytes again, through a fault; one that skips ahead drops what it
+// skipped, which costs nothing.
+func (m *mappedFile) dropBehind(end int64) {
+	if m.drop == nil {
+		return
+	}
+	from := m.dropped.Load()
+	to := end / dropChunk * dropChunk
+	if to-from < dropChunk || !m.dropped.CompareAndSwap(from, to) {
+		return
+	}
+	_ = m.drop(m.data[from:to]) // advice: pages left mapped cost only the unmapping
 }
 
 // copyAt copies from the mapping at off; ok is false when a page of it

@@ -22,6 +22,8 @@ func mapFile(f *os.File, size int64) *mappedFile {
 	// Read in order, once: more read-ahead from disks, pages dropped
 	// behind the reader. Advice only: an error changes nothing.
 	_ = unix.Madvise(data, unix.MADV_SEQUENTIAL)
+	// MADV_DONTNEED on a shared mapping of a file only unmaps: the
+	// pages stay in the page cache, and the file is not changed.
 	return &mappedFile{
 		data: data,
 		size: func() (int64, error) {
@@ -32,6 +34,7 @@ func mapFile(f *os.File, size int64) *mappedFile {
 			return fi.Size(), nil
 		},
 		unmap: func() error { return unix.Munmap(data) },
+		drop:  func(b []byte) error { return unix.Madvise(b, unix.MADV_DONTNEED) },
 	}
 }
 

@@ -146,7 +146,7 @@ func TestMappedFileUnreadablePage(t *testing.T) {
 // image's. Without the drop the whole image stays mapped (checked first,
 // so the measurement itself is known to work).
 func TestMappedFileDropsBehindReader(t *testing.T) {
-	const size = 24 << 20
+	const size = 2*dropChunk + 8<<20
 	img := genOSImage(size, 11)
 	for _, drop := range []bool{false, true} {
 		_, m := mappedImage(t, img)
@@ -198,6 +198,7 @@ func mappedRSS(t *testing.T, data []byte) int64 {
 			return n << 10
 		}
 	}
-	t.Fatalf("no mapping at %s in /proc/self/smaps", start)
+	// qemu-user (make test-arm) shows the emulator's own mappings.
+	t.Skipf("no mapping at %s in /proc/self/smaps: it does not show this process's memory", start)
 	return 0
 }

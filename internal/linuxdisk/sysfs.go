@@ -233,6 +233,13 @@ func readDisk(dir string, u usage) Disk {
 	d.InUse = append(d.InUse, usesOf(dir, name, "/dev/"+name, u, 0)...)
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
+		// A partition's directory is named after its disk (sdb1,
+		// mmcblk0p1); the disk's other entries (queue, power, holders and
+		// twenty more) are not looked into: a stat each, which in an
+		// emulated slow host is dear.
+		if !strings.HasPrefix(e.Name(), name) || !e.IsDir() {
+			continue
+		}
 		part := filepath.Join(dir, e.Name())
 		if _, err := os.Stat(filepath.Join(part, "partition")); err != nil {
 			continue

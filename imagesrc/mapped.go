@@ -32,8 +32,9 @@ type mappedFile struct {
 
 // dropChunk is how far a reader gets past the last drop before the pages
 // behind it are dropped: a multiple of every page size, and few calls,
-// each of which flushes the TLB (in the arm64 TCG guest 4 MiB drops cost
-// more CPU than they saved; 32 MiB ones saved 11% of a 384 MiB write).
+// each of which flushes the TLB (in the arm64 TCG guest 4 MiB drops made
+// a 384 MiB write slower in one of two same-boot A/Bs; 32 MiB ones made
+// it 11% faster).
 const dropChunk = 32 << 20
 
 // errMappedFault is a page of the mapped image that faulted though the
@@ -80,7 +81,7 @@ func (m *mappedFile) ReadAt(p []byte, off int64) (n int, err error) {
 // dropBehind drops the mapping's pages before end once a reader has got a
 // dropChunk past the last drop. Left mapped, the pages of a whole image
 // would all be unmapped at Close, after the last write, while the user
-// waits (384 MiB took 70 ms in the amd64 TCG guest, 180-290 ms in the
+// waits (384 MiB took 77 ms in the amd64 TCG guest, 177-285 ms in the
 // arm64 one, and page tables grow with the image). Dropped as the reader
 // goes, the same work is done by the goroutine that fills the buffers,
 // which mostly waits for the device. A reader going back finds the

@@ -164,7 +164,7 @@ func TestMappedFileDropsBehindReader(t *testing.T) {
 			t.Errorf("after reading %d MiB, %d KiB stay mapped; want at most %d KiB", size>>20, rss>>10, (dropChunk+len(buf))>>10)
 		}
 		if !drop && rss < size {
-			// qemu-user's smaps shows no page as resident.
+			// Under user-mode emulation smaps may not show them.
 			t.Skipf("without dropping, only %d KiB of the %d MiB read show as mapped: this /proc/self/smaps does not see the pages", rss>>10, size>>20)
 		}
 		if drop {

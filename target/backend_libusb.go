@@ -21,8 +21,8 @@ func ListUSB(ctx context.Context) ([]libusb.Info, error) { return libusb.List(ct
 
 // openUSB is the one place a reader is opened: for a write, a read, info,
 // list and --watch alike.
-func openUSB(ctx context.Context, info libusb.Info, force bool) (usbDevice, error) {
-	d, err := libusb.Open(ctx, info, libusb.OpenOptions{Force: force})
+func openUSB(ctx context.Context, info libusb.Info, opts libusb.OpenOptions) (usbDevice, error) {
+	d, err := libusb.Open(ctx, info, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -21,8 +21,8 @@ func ListUSB(ctx context.Context) ([]libusb.Info, error) { return usbfs.List(ctx
 
 // openUSB is the one place a reader is opened: for a write, a read, info,
 // list and --watch alike.
-func openUSB(ctx context.Context, info libusb.Info, force bool) (usbDevice, error) {
-	d, err := usbfs.Open(ctx, info, libusb.OpenOptions{Force: force})
+func openUSB(ctx context.Context, info libusb.Info, opts libusb.OpenOptions) (usbDevice, error) {
+	d, err := usbfs.Open(ctx, info, opts)
 	if err != nil {
 		return nil, err
 	}

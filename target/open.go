@@ -316,17 +316,15 @@ func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (
 		if err != nil {
 			return nil, nil, nil, "", err
 		}
-		// Before the claim, which takes the disk from under the image.
-		if err := sameFileAsImage(opts.Image, t, &info); err != nil {
-			return nil, nil, nil, "", err
-		}
-		ud, err := openUSB(ctx, info, opts.Force)
+		// The image check runs before the claim, which takes the disk
+		// from under the image, on the disks the in-use check reads.
+		ud, err := openUSB(ctx, info, libusb.OpenOptions{Force: opts.Force, CheckDisks: imageOnReader(opts.Image, t)})
 		if err != nil {
 			return nil, nil, nil, "", openError(t, err)
 		}
 		return ud, ud.Close, &info, USBName(info), nil
 	}
-	if err := sameFileAsImage(opts.Image, t, nil); err != nil {
+	if err := sameFileAsImage(opts.Image, t); err != nil {
 		return nil, nil, nil, "", err
 	}
 	open := sim.Open
@@ -349,7 +347,7 @@ type usbDevice interface {
 // openFile opens a file: target, creating it when it does not exist (and
 // removing it again when the run is refused).
 func openFile(t Spec, opts Options) (*Device, error) {
-	if err := sameFileAsImage(opts.Image, t, nil); err != nil {
+	if err := sameFileAsImage(opts.Image, t); err != nil {
 		return nil, err
 	}
 	_, statErr := os.Stat(t.Path)
@@ -383,10 +381,13 @@ func openFile(t Spec, opts Options) (*Device, error) {
 // (refused), the target cannot be one (usage), or the device failed.
 func openError(t Spec, err error) error {
 	var (
-		spec *sim.SpecError
-		card *sim.CardError
+		spec    *sim.SpecError
+		card    *sim.CardError
+		refused *Error
 	)
 	switch {
+	case errors.As(err, &refused):
+		return err // this package's own check (the image on the reader's disk), sorted already
 	case errors.Is(err, linuxdisk.ErrInUse):
 		return &Error{Kind: KindRefused, Target: t.Raw, Msg: fmt.Sprintf("%v; nothing was written", err), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
 	case errors.Is(err, flock.ErrLocked), errors.Is(err, libusb.ErrBusy):
@@ -426,14 +427,59 @@ func uses(err error) []Use {
 	return out
 }
 
-// sameFileAsImage refuses a target that is the image itself (the same
-// file through any path, hard link or symlink) or the disk the image lies
-// on (a block device, or the kernel's disk of a usb: reader, with its
-// partitions): writing would destroy the image while it is read. The image
-// "-" is standard input, which may be the target redirected.
-func sameFileAsImage(image string, t Spec, usb *libusb.Info) error {
-	if image == "" {
+// sameFileAsImage refuses a file: or sim: target that is the image itself
+// (the same file through any path, hard link or symlink) or the disk the
+// image lies on (a block device, with its partitions): writing would
+// destroy the image while it is read. A usb: reader's disks are checked by
+// imageOnReader, in the backend's open. The image "-" is standard input,
+// which may be the target redirected.
+func sameFileAsImage(image string, t Spec) error {
+	img, ok := statImage(image)
+	if !ok {
 		return nil
+	}
+	tgt, err := os.Stat(t.Path)
+	if err != nil {
+		return nil // a target that does not exist yet is no image
+	}
+	if os.SameFile(img, tgt) {
+		return refuseImage(t, fmt.Sprintf("is the image %s", image))
+	}
+	_, tgtDev, ok := linuxdisk.FileDevs(tgt)
+	if !ok || tgt.Mode()&fs.ModeDevice == 0 || tgt.Mode()&fs.ModeCharDevice != 0 {
+		return nil
+	}
+	devs := []string{tgtDev}
+	if disk, err := linuxdisk.Host().BlockDevice(tgtDev); err == nil {
+		devs = disk.Devs
+	}
+	return imageOnDevs(image, img, t, devs)
+}
+
+// imageOnReader is the check a USB backend runs on the disks the kernel
+// made from the reader t names, right before its claim takes them
+// (libusb.OpenOptions.CheckDisks, with the disks it reads for the in-use
+// check): it refuses the reader when one of them, or of their partitions,
+// holds the filesystem the image lies on.
+func imageOnReader(image string, t Spec) func([]libusb.KernelDisk) error {
+	return func(disks []libusb.KernelDisk) error {
+		img, ok := statImage(image)
+		if !ok {
+			return nil
+		}
+		var devs []string
+		for _, d := range disks {
+			devs = append(devs, d.Devs...)
+		}
+		return imageOnDevs(image, img, t, devs)
+	}
+}
+
+// statImage describes the image file ("-": standard input); false when
+// there is none to protect, or it cannot be read (its own open says so).
+func statImage(image string) (fs.FileInfo, bool) {
+	if image == "" {
+		return nil, false
 	}
 	var img fs.FileInfo
 	var err error
@@ -442,43 +488,28 @@ func sameFileAsImage(image string, t Spec, usb *libusb.Info) error {
 	} else {
 		img, err = os.Stat(image)
 	}
-	if err != nil {
-		return nil // the image's own open reports it
-	}
-	refuse := func(why string) error {
-		return &Error{Kind: KindRefused, Target: t.Raw, Err: ErrIsImage,
-			Msg: fmt.Sprintf("target %s %s: refusing to overwrite the image while reading it; nothing was written", t.Raw, why)}
-	}
-	var devs []string // the target disk and its partitions
-	if usb != nil {
-		disks, _ := libusb.KernelDisks(*usb)
-		for _, d := range disks {
-			devs = append(devs, d.Devs...)
-		}
-	} else {
-		tgt, err := os.Stat(t.Path)
-		if err != nil {
-			return nil // a target that does not exist yet is no image
-		}
-		if os.SameFile(img, tgt) {
-			return refuse(fmt.Sprintf("is the image %s", image))
-		}
-		_, tgtDev, ok := linuxdisk.FileDevs(tgt)
-		if !ok || tgt.Mode()&fs.ModeDevice == 0 || tgt.Mode()&fs.ModeCharDevice != 0 {
-			return nil
-		}
-		devs = []string{tgtDev}
-		if disk, err := linuxdisk.Host().BlockDevice(tgtDev); err == nil {
-			devs = disk.Devs
-		}
-	}
+	return img, err == nil
+}
+
+// imageOnDevs refuses target t when devs (the target disk and its
+// partitions, "major:minor") hold the filesystem the image lies on.
+func imageOnDevs(image string, img fs.FileInfo, t Spec, devs []string) error {
 	imgDev, _, ok := linuxdisk.FileDevs(img)
+	if !ok {
+		return nil
+	}
 	for _, d := range devs {
-		if ok && d == imgDev {
-			return refuse(fmt.Sprintf("holds the filesystem the image %s lies on", image))
+		if d == imgDev {
+			return refuseImage(t, fmt.Sprintf("holds the filesystem the image %s lies on", image))
 		}
 	}
 	return nil
+}
+
+// refuseImage is the refusal of a target that is, or holds, the image.
+func refuseImage(t Spec, why string) error {
+	return &Error{Kind: KindRefused, Target: t.Raw, Err: ErrIsImage,
+		Msg: fmt.Sprintf("target %s %s: refusing to overwrite the image while reading it; nothing was written", t.Raw, why)}
 }
 
 // openSlot opens the LUN t names over a transport that may serve other

@@ -118,7 +118,7 @@ func describeReader(ctx context.Context, index int, info libusb.Info, o QuirkOve
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	dev, err := openUSB(ctx, info, false)
+	dev, err := openUSB(ctx, info, libusb.OpenOptions{})
 	if err != nil {
 		r.Err = err
 		return r

@@ -17,7 +17,8 @@ type Found struct {
 	Key, Name string
 	Info      *libusb.Info // nil for simulated readers
 	spec      Spec         // the target that selects it (image checks)
-	open      func(ctx context.Context) (usbms.Endpoint, func() error, error)
+	// open opens the reader, refusing it when it is, or holds, image.
+	open func(ctx context.Context, image string) (usbms.Endpoint, func() error, error)
 }
 
 // Finder lists the readers present now.
@@ -37,11 +38,12 @@ func USBFinder(force bool) Finder {
 				continue
 			}
 			name := USBName(info)
+			spec := Spec{Scheme: USB, Raw: name, LUN: -1, index: -1}
 			out = append(out, Found{
 				Key: fmt.Sprintf("%s#%d.%d", info.PortPath, info.Bus, info.Address), Name: name, Info: &info,
-				spec: Spec{Scheme: USB, Raw: name, LUN: -1, index: -1},
-				open: func(ctx context.Context) (usbms.Endpoint, func() error, error) {
-					d, err := openUSB(ctx, info, force)
+				spec: spec,
+				open: func(ctx context.Context, image string) (usbms.Endpoint, func() error, error) {
+					d, err := openUSB(ctx, info, libusb.OpenOptions{Force: force, CheckDisks: imageOnReader(image, spec)})
 					if err != nil {
 						return nil, nil, err
 					}
@@ -57,7 +59,10 @@ func USBFinder(force bool) Finder {
 // show, so --watch can be tried and tested without hardware.
 func SimReader(spec string) Found {
 	t, _ := Parse("sim:" + spec)
-	return Found{Key: spec, Name: "sim:" + t.Path, spec: t, open: func(context.Context) (usbms.Endpoint, func() error, error) {
+	return Found{Key: spec, Name: "sim:" + t.Path, spec: t, open: func(_ context.Context, image string) (usbms.Endpoint, func() error, error) {
+		if err := sameFileAsImage(image, t); err != nil {
+			return nil, nil, err
+		}
 		d, err := sim.Open(t.spec)
 		if err != nil {
 			return nil, nil, err
@@ -159,11 +164,7 @@ func (w *watcher) scan(ctx context.Context) {
 		if _, ok := w.readers[fr.Key]; ok || w.refused[fr.Key] {
 			continue
 		}
-		if err := sameFileAsImage(w.opts.Image, fr.spec, fr.Info); err != nil {
-			w.refuse(ctx, fr.Key, err)
-			continue
-		}
-		ep, closer, err := fr.open(ctx)
+		ep, closer, err := fr.open(ctx, w.opts.Image)
 		if err != nil {
 			w.refuse(ctx, fr.Key, openError(fr.spec, err))
 			continue

@@ -168,13 +168,11 @@ func (s Sys) InterfaceDisks(iface string) ([]Disk, error) {
 	return out, nil
 }
 
-// CheckInterface refuses, with an *InUseError naming device, when a disk
-// the kernel made from iface is mounted, swapped on or held.
-func (s Sys) CheckInterface(device, iface string) error {
-	disks, err := s.InterfaceDisks(iface)
-	if err != nil {
-		return err
-	}
+// CheckDisks refuses, with an *InUseError naming device, when one of disks
+// (as InterfaceDisks read them) is mounted, swapped on or held. A USB
+// backend reads a reader's disks once before its claim, for this check and
+// for the caller's own (is the image on them?).
+func CheckDisks(device string, disks []Disk) error {
 	var uses []Use
 	for _, d := range disks {
 		uses = append(uses, d.InUse...)

@@ -227,9 +227,9 @@ func TestKernelDisks(t *testing.T) {
 			if !reflect.DeepEqual(uses, tc.wantUses) {
 				t.Errorf("uses = %q, want %q", uses, tc.wantUses)
 			}
-			err = f.view.CheckInterface("usb:46f4:0001", testIface)
+			err = CheckDisks("usb:46f4:0001", disks)
 			if (len(tc.wantUses) > 0) != errors.Is(err, ErrInUse) {
-				t.Errorf("CheckInterface = %v, want ErrInUse: %v", err, len(tc.wantUses) > 0)
+				t.Errorf("CheckDisks = %v, want ErrInUse: %v", err, len(tc.wantUses) > 0)
 			}
 			if err != nil {
 				for _, u := range tc.wantUses {
@@ -261,13 +261,13 @@ func TestKernelDiskAttributes(t *testing.T) {
 }
 
 // A mount table that cannot be read must not be taken as "nothing mounted".
-func TestCheckInterfaceFailsClosed(t *testing.T) {
+func TestInterfaceDisksFailsClosed(t *testing.T) {
 	f := newFakeSys(t)
 	f.disk("1-2:1.0", "6:0:0:0", "sdb", "8:16", "100")
 	// no mountinfo file written
-	err := f.view.CheckInterface("usb:46f4:0001", testIface)
+	_, err := f.view.InterfaceDisks(testIface)
 	if err == nil || errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "mount table") {
-		t.Fatalf("CheckInterface = %v, want an error saying the mount table could not be read", err)
+		t.Fatalf("InterfaceDisks = %v, want an error saying the mount table could not be read", err)
 	}
 }
 

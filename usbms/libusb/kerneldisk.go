@@ -1,10 +1,6 @@
 package libusb
 
-import (
-	"errors"
-
-	"usbflash/internal/linuxdisk"
-)
+import "usbflash/internal/linuxdisk"
 
 // sysView is where the kernel's view of USB devices and their disks is
 // read; the in-use check itself lives in linuxdisk, shared with file:
@@ -29,16 +25,30 @@ func KernelDisks(info Info) ([]KernelDisk, error) {
 	return hostView().InterfaceDisks(info.sysfsName())
 }
 
-// checkNotInUse refuses (with a *linuxdisk.InUseError, which matches
-// linuxdisk.ErrInUse) when any kernel disk behind info is mounted, swapped
-// on or held.
-func checkNotInUse(view sysView, info Info) error {
-	if info.PortPath == "" {
+// CheckKernelDisks is what a backend checks of the disks the kernel made
+// from info's interface, right before its claim detaches the kernel's
+// driver: unless opts.Force, it refuses (with a *linuxdisk.InUseError,
+// which matches linuxdisk.ErrInUse) when one of them is mounted, swapped on
+// or held, and a state it cannot read is an *Error of kind
+// ErrInUseUnknown; then opts.CheckDisks, when set, sees them. The disks
+// are read once for both.
+func CheckKernelDisks(view linuxdisk.Sys, info Info, opts OpenOptions) error {
+	if info.PortPath == "" || (opts.Force && opts.CheckDisks == nil) {
 		return nil
 	}
-	err := view.CheckInterface(info.String(), info.sysfsName())
-	if err == nil || errors.Is(err, linuxdisk.ErrInUse) {
-		return err
+	disks, err := view.InterfaceDisks(info.sysfsName())
+	switch {
+	case err != nil && !opts.Force:
+		return newError("checking whether the device's disk is in use", info, ErrInUseUnknown, err)
+	case err != nil:
+		disks = nil // forced past a state that cannot be read
+	case !opts.Force:
+		if err := linuxdisk.CheckDisks(info.String(), disks); err != nil {
+			return err
+		}
 	}
-	return newError("checking whether the device's disk is in use", info, ErrInUseUnknown, err)
+	if opts.CheckDisks != nil {
+		return opts.CheckDisks(disks)
+	}
+	return nil
 }

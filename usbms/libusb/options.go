@@ -7,6 +7,12 @@ type OpenOptions struct {
 	// Force skips the check that refuses to take a device whose kernel disk
 	// is mounted, swapped on or held by dm/md.
 	Force bool
+	// CheckDisks, when set, is shown the disks the kernel made from the
+	// interface right before the claim takes them from it (even with
+	// Force); an error it returns refuses the open and is returned as it
+	// is. The disks are read once for it and for the in-use check; the
+	// target layer refuses a reader whose disk holds the image this way.
+	CheckDisks func([]KernelDisk) error
 	// ControlTimeout bounds each control request (class requests); a
 	// context deadline that is sooner wins. Zero means 5 s, the kernel's
 	// own USB_CTRL_SET_TIMEOUT.

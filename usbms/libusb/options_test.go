@@ -1,6 +1,7 @@
 package libusb
 
 import (
+	"reflect"
 	"testing"
 	"time"
 )
@@ -8,11 +9,11 @@ import (
 func TestWithDefaults(t *testing.T) {
 	got := OpenOptions{}.withDefaults()
 	want := OpenOptions{ControlTimeout: 5 * time.Second, OutStreamChunk: 1 << 20, OutStreamDepth: 4, ReenumerateTimeout: 10 * time.Second}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("withDefaults = %+v, want %+v", got, want)
 	}
 	keep := OpenOptions{Force: true, ControlTimeout: time.Second, OutStreamChunk: 64 << 10, OutStreamDepth: 2, ReenumerateTimeout: time.Minute}
-	if got := keep.withDefaults(); got != keep {
+	if got := keep.withDefaults(); !reflect.DeepEqual(got, keep) {
 		t.Errorf("withDefaults changed set fields: %+v", got)
 	}
 }

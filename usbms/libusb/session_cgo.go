@@ -46,12 +46,10 @@ func openSession(ctx context.Context, info Info, opts OpenOptions, view sysView,
 	if err != nil {
 		return nil, info, err
 	}
-	// The in-use check runs on the device we actually found, right before
-	// the claim that detaches the kernel driver.
-	if !opts.Force {
-		if err := checkNotInUse(view, info); err != nil {
-			return nil, info, err
-		}
+	// The disks' checks (in use? the image on them?) run on the device we
+	// actually found, right before the claim that detaches the kernel driver.
+	if err := CheckKernelDisks(view, info, opts); err != nil {
+		return nil, info, err
 	}
 	if s.c, err = openHandle(info.Bus, info.Address); err != nil {
 		return nil, info, mapError(ctx, "opening "+info.DevNode(), info, err)

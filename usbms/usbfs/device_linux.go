@@ -194,14 +194,8 @@ func (d *Device) openSession(ctx context.Context, byPort bool) error {
 	if err != nil {
 		return err
 	}
-	if !d.opts.Force && info.PortPath != "" {
-		iface := fmt.Sprintf("%s:%d.%d", info.PortPath, info.Config, info.Interface)
-		if err := d.view.CheckInterface(info.String(), iface); err != nil {
-			if errors.Is(err, linuxdisk.ErrInUse) {
-				return err
-			}
-			return newError("checking whether the device's disk is in use", info, libusb.ErrInUseUnknown, err)
-		}
+	if err := libusb.CheckKernelDisks(d.view, info, d.opts); err != nil {
+		return err
 	}
 	fd, err := unix.Open(info.DevNode(), unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {

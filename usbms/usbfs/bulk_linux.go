@@ -315,36 +315,45 @@ func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in
 	return done, firstErr
 }
 
-// reap waits for one URB to complete, honouring ctx and the deadline.
+// reap waits for one URB to complete, honouring ctx and the deadline. A
+// URB that has completed is taken even when ctx is done or the deadline
+// has passed. reapWait tries to reap before it waits, so a URB that
+// completed already costs no wait, and one that has not costs one
+// REAPURBNDELAY before the wait and one after it.
 func (d *Device) reap(ctx context.Context) (*urb, error) {
 	for {
-		got, err := d.io.reap(d.fd, false)
-		if err == nil {
-			if u := d.ours(got); u != nil {
-				return u, nil
-			}
-			continue
-		}
-		if err != unix.EAGAIN {
-			return nil, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 		wait := pollSlice
 		now := time.Now()
 		if dl, ok := ctx.Deadline(); ok {
 			wait = min(wait, dl.Sub(now))
 		}
+		var stop error
 		if !d.deadline.IsZero() {
 			left := d.deadline.Sub(now)
 			if left <= 0 {
-				return nil, context.DeadlineExceeded
+				stop = context.DeadlineExceeded
 			}
 			wait = min(wait, left)
 		}
+		if err := ctx.Err(); err != nil {
+			stop = err
+		}
+		if stop != nil {
+			// Too late to wait; one that completed still counts.
+			got, err := d.io.reap(d.fd, false)
+			if err == nil {
+				if u := d.ours(got); u != nil {
+					return u, nil
+				}
+				continue
+			}
+			if err != unix.EAGAIN {
+				return nil, err
+			}
+			return nil, stop
+		}
 		ms := int(max(wait/time.Millisecond, 1))
-		got, err = d.io.reapWait(d.fd, ms)
+		got, err := d.io.reapWait(d.fd, ms)
 		if err == nil {
 			if u := d.ours(got); u != nil {
 				return u, nil

@@ -61,6 +61,7 @@ type fakeKernel struct {
 	maxAfterNoMem int
 	discards      int
 	polls         int
+	reaps         int // REAPURB and REAPURBNDELAY calls
 }
 
 type fakeURB struct {
@@ -216,6 +217,7 @@ func (f *fakeKernel) unplug() {
 }
 
 func (f *fakeKernel) reap(_ int, wait bool) (uintptr, error) {
+	f.reaps++
 	if f.unplugged && f.drop {
 		return 0, unix.ENODEV
 	}

@@ -400,3 +400,54 @@ func TestTransferAllocs(t *testing.T) {
 		t.Errorf("usbfsIO.reap: %v allocations, want 0", a)
 	}
 }
+
+// TestReapWhenDone: once ctx is done or the device's deadline has passed,
+// reap still takes a URB that has completed, then returns why it stops,
+// and waits for nothing.
+func TestReapWhenDone(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		stop func(cancel context.CancelFunc, d *Device)
+		want error
+	}{
+		{name: "cancelled", stop: func(c context.CancelFunc, _ *Device) { c() }, want: context.Canceled},
+		{name: "past the deadline", want: context.DeadlineExceeded,
+			stop: func(_ context.CancelFunc, d *Device) { d.deadline = time.Now().Add(-time.Second) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeKernel(t, 0x02)
+			d := fakeDevice(f, 4, mib, capBulkContinuation)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			tt.stop(cancel, d)
+			stranger := new(urb)
+			f.completed = append(f.completed, fakeURB{u: stranger}, fakeURB{u: d.urbs[1], actual: 512})
+			if u, err := d.reap(ctx); err != nil || u != d.urbs[1] {
+				t.Fatalf("reap = %p, %v; want the completed URB %p", u, err, d.urbs[1])
+			}
+			if u, err := d.reap(ctx); !errors.Is(err, tt.want) {
+				t.Errorf("reap with none completed = %p, %v; want %v", u, err, tt.want)
+			}
+			if f.polls != 0 {
+				t.Errorf("reap waited %d times after it was told to stop", f.polls)
+			}
+		})
+	}
+}
+
+// TestReapCalls: a URB that has to be waited for costs one wait and one
+// reap after it (the kernel wakes the wait when a URB completes), not a
+// reap before the wait too; a system call is dear on a slow host.
+func TestReapCalls(t *testing.T) {
+	f := newFakeKernel(t, 0x02)
+	d := fakeDevice(f, 4, mib, capBulkContinuation)
+	p := pattern(8 * mib)
+	f.start(p)
+	if n, err := d.BulkOut(context.Background(), p); err != nil || n != len(p) {
+		t.Fatalf("BulkOut: %d, %v; want %d, nil", n, err, len(p))
+	}
+	if f.polls != 8 || f.reaps != 8 {
+		t.Errorf("8 URBs, each completed by a wait: %d waits and %d reaps, want 8 and 8", f.polls, f.reaps)
+	}
+	f.checkIdle(d)
+}

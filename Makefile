@@ -31,7 +31,7 @@ STATICCHECK := $(GO) tool staticcheck
 
 .PHONY: all deps libusb-deps test-deps build build-libusb demo test lint fuzz bench e2e e2e-libusb bench-e2e profile-slowhost clean \
 	cross-deps cross cross-linux cross-nousb test-arm64 test-arm e2e-arm64 bench-e2e-arm64 bench-slowhost \
-	bench-slowhost-arm64
+	bench-slowhost-arm64 bench-slowhost-ab
 
 all: build
 
@@ -131,6 +131,18 @@ bench-e2e: build
 bench-slowhost: build
 	USBFLASH_E2E_BIN=$(CURDIR)/$(BIN) USBFLASH_E2E_BIN_BEFORE=$(BEFORE) \
 	  $(GO) test -tags e2e -count=1 -timeout 60m -run 'TestSlowHostBench$$' -v ./e2e/
+
+# Builds against each other in one slow-host boot, write by write, with
+# where each write's time went (e2e/slowhost_ab_test.go):
+# AB="before=path/to/usbflash after=bin/usbflash" (default: this tree's),
+# AB_ARCH=arm64 (then the paths are arm64 builds), AB_CONTROLLER=ehci,
+# AB_MIB=96,384, AB_FLAGS=--no-verify (--no-verify=false verifies), ROUNDS=6.
+AB_ARCH ?= amd64
+bench-slowhost-ab: build $(if $(filter arm64,$(AB_ARCH)),cross-deps cross-linux)
+	USBFLASH_E2E_BIN=$(CURDIR)/$(BIN) USBFLASH_E2E_BIN_ARM64=$(CURDIR)/bin/usbflash-linux-arm64 \
+	USBFLASH_E2E_AB="$(AB)" USBFLASH_E2E_AB_ARCH=$(AB_ARCH) USBFLASH_E2E_AB_CONTROLLER=$(AB_CONTROLLER) \
+	USBFLASH_E2E_AB_MIB=$(AB_MIB) USBFLASH_E2E_AB_FLAGS="$(AB_FLAGS)" USBFLASH_E2E_BENCH_ROUNDS=$(ROUNDS) \
+	  $(GO) test -tags e2e -count=1 -timeout 60m -run 'TestSlowHostAB$$' -v ./e2e/
 
 # Where the slow host's CPU goes: a -tags profile build's CPU profiles and
 # --json events in the same guest, into PROFILE_DIR (go tool pprof them

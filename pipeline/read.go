@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -28,7 +27,8 @@ type ReadOptions struct {
 	// size. 0 means DefaultReadSize.
 	TransferSize int
 	// Buffers is how many buffers cycle between the device and dst, at
-	// least 2. 0 means BuffersFor the transfer size, as a write has: a
+	// least 2. 0 means BuffersFor the transfer size (as the device's
+	// transfer limit leaves it), as a write has: a
 	// compressor that stalls now and then (a block boundary, a flush)
 	// does not stop the device while a buffer is free.
 	Buffers int
@@ -69,9 +69,6 @@ func (r *ReadResult) AddSinkTime(d time.Duration) {
 // *DeviceError naming the LBA; on cancellation the command in flight
 // finishes and Read returns an error wrapping ctx.Err().
 func Read(ctx context.Context, dev blockdev.Device, dst io.Writer, size int64, opts ReadOptions) (ReadResult, error) {
-	if opts.Buffers == 0 {
-		opts.Buffers = BuffersFor(cmp.Or(opts.TransferSize, DefaultReadSize))
-	}
 	vo := VerifyOptions{Name: opts.Name, TransferSize: opts.TransferSize, Buffers: opts.Buffers}
 	if opts.Progress != nil {
 		vo.Progress = func(p Progress) {
@@ -79,7 +76,10 @@ func Read(ctx context.Context, dev blockdev.Device, dst io.Writer, size int64, o
 			opts.Progress(p)
 		}
 	}
-	if err := vo.normalize(dev); err != nil {
+	// As many buffers as a write has for the transfer size the reader
+	// allows (a capped one gets more, smaller ones): dst may stall now
+	// and then, and the READs run ahead of it meanwhile.
+	if err := vo.normalizeBuffers(dev, BuffersFor); err != nil {
 		return ReadResult{}, err
 	}
 	name := blockdev.Name(dev, opts.Name)

@@ -106,3 +106,49 @@ func TestReadAddSinkTime(t *testing.T) {
 		t.Errorf("after a 1.5 s flush: %+v, want the sink bound 2x over 2.5 s", r)
 	}
 }
+
+// limitedDMADevice offers its memory and takes at most limit blocks per
+// command, as a reader that reports a small maximum transfer.
+type limitedDMADevice struct {
+	*dmaDevice
+	limit int64
+}
+
+func (d *limitedDMADevice) MaxTransfer() int64 { return d.limit }
+
+// TestReadBuffers: with no buffer count given, a backup gets as many
+// buffers as a write of the transfer size the device allows: a reader
+// capped below the default READ size gets more, smaller ones, not the
+// count of the size it cannot take.
+func TestReadBuffers(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		limit         int64 // blocks per command; 0: none
+		transfer, bfs int   // asked for
+		wantSize      int
+		wantCount     int
+	}{
+		{name: "default", wantSize: DefaultReadSize, wantCount: BuffersFor(DefaultReadSize)},
+		{name: "capped reader", limit: 240, wantSize: 240 * testBS, wantCount: BuffersFor(240 * testBS)},
+		{name: "capped reader, count asked", limit: 240, bfs: 3, wantSize: 240 * testBS, wantCount: 3},
+		{name: "size asked", transfer: 8 * testTransfer, wantSize: 8 * testTransfer, wantCount: BuffersFor(8 * testTransfer)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &limitedDMADevice{dmaDevice: newDMADevice(t), limit: tc.limit}
+			size := d.BlockCount() * int64(d.BlockSize())
+			var out bytes.Buffer
+			if _, err := Read(context.Background(), d, &out, size, ReadOptions{TransferSize: tc.transfer, Buffers: tc.bfs}); err != nil {
+				t.Fatal(err)
+			}
+			if d.count != tc.wantCount || d.size != tc.wantSize {
+				t.Errorf("asked for %d buffers of %d bytes, want %d of %d", d.count, d.size, tc.wantCount, tc.wantSize)
+			}
+			if out.Len() != int(size) {
+				t.Errorf("read %d bytes, want %d", out.Len(), size)
+			}
+		})
+	}
+	if BuffersFor(240*testBS) <= BuffersFor(DefaultReadSize) {
+		t.Fatalf("the table cannot tell the two counts apart: %d and %d", BuffersFor(240*testBS), BuffersFor(DefaultReadSize))
+	}
+}

@@ -87,9 +87,15 @@ const (
 )
 
 func (o *VerifyOptions) normalize(dev blockdev.Device) error {
+	return o.normalizeBuffers(dev, func(int) int { return 2 })
+}
+
+// normalizeBuffers is normalize with defBuffers choosing the buffer count
+// when none was asked for, from the transfer size the device allows.
+func (o *VerifyOptions) normalizeBuffers(dev blockdev.Device, defBuffers func(transfer int) int) error {
 	var err error
 	// One more transfer-sized buffer holds the image side of a comparison.
-	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, DefaultReadSize, o.Buffers, func(int) int { return 2 }, 1)
+	o.TransferSize, o.Buffers, err = sizeBuffers(dev, o.TransferSize, DefaultReadSize, o.Buffers, defBuffers, 1)
 	return err
 }
 

@@ -22,7 +22,7 @@ type readFlags struct {
 	size                string
 	used, force, verify bool
 	transferSize        string
-	buffers             int
+	buffers             int // as given: 0 lets the engine choose for the transfer size the reader allows
 	asJSON, quiet       bool
 }
 
@@ -81,26 +81,28 @@ func readArgs(c *cobra.Command, args []string, toComplete string) ([]string, cob
 	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
-// sizes checks the numeric flags: the transfer size, the buffers (set
-// when 0) and where to stop (-1: decided on the card).
-func (f *readFlags) sizes() (transfer, want int64, err error) {
-	transfer, err = parseTransfer(f.transferSize, &f.buffers)
+// sizes checks the numeric flags: the transfer size, the buffers (their
+// count for the transfer size asked, as the start event says it) and
+// where to stop (-1: decided on the card).
+func (f *readFlags) sizes() (transfer, want int64, buffers int, err error) {
+	buffers = f.buffers
+	transfer, err = parseTransfer(f.transferSize, &buffers)
 	want = -1
 	switch {
 	case err != nil:
-		return 0, 0, err
+		return 0, 0, 0, err
 	case f.size != "" && f.used:
-		return 0, 0, &usageError{"--size and --used both say where to stop: pass one"}
+		return 0, 0, 0, &usageError{"--size and --used both say where to stop: pass one"}
 	case f.size != "":
 		if want, err = units.ParseSize(f.size); err != nil || want <= 0 {
-			return 0, 0, &usageError{fmt.Sprintf("--size %q: want a positive size such as 4GiB", f.size)}
+			return 0, 0, 0, &usageError{fmt.Sprintf("--size %q: want a positive size such as 4GiB", f.size)}
 		}
 	}
-	return transfer, want, nil
+	return transfer, want, buffers, nil
 }
 
 func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out string, f readFlags) error {
-	transfer, want, err := f.sizes()
+	transfer, want, buffers, err := f.sizes()
 	if err != nil {
 		return err
 	}
@@ -116,7 +118,7 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 	format := imagedst.FormatOf(out)
 	rep.event(&readStartEvent{
 		eventHeader: eventHeader{Event: evStart}, Command: cmdRead,
-		Target: t.Raw, Out: out, Format: format, TransferSize: transfer, Buffers: f.buffers,
+		Target: t.Raw, Out: out, Format: format, TransferSize: transfer, Buffers: buffers,
 	}, fmt.Sprintf("Backing %s up to %s (%s) ...", t.Raw, out, format))
 	readers, err := a.newReaders()
 	if err != nil {
@@ -157,6 +159,8 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 		rep.fail(fmt.Errorf("%w by a second interrupt: %s", context.Canceled, what), exitCancelled)
 	})()
 	res, err := b.Run(ctx, d.Dev, imagedst.BackupOptions{
+		// f.buffers as given: with none, the engine chooses for the
+		// transfer size the reader allows (a capped reader, more).
 		Name: d.Name, Size: extent.Size, Verify: f.verify, TransferSize: int(transfer), Buffers: f.buffers,
 		Progress: progressFunc(rep, nil),
 	})

@@ -1,4 +1,4 @@
-module usbflash
+module github.com/usbflash/usbflash
 
 go 1.26.0
 

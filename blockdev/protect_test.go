@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"usbflash/blockdev"
-	"usbflash/filedev"
-	"usbflash/internal/readonly"
-	"usbflash/pipeline"
-	"usbflash/scsi"
-	"usbflash/usbms"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/filedev"
+	"github.com/usbflash/usbflash/internal/readonly"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/scsi"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // TestOneWriteProtectedError: every way a medium is found to refuse

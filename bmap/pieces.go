@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"sort"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // MinGap is the shortest gap between mapped (or non-zero) bytes that is

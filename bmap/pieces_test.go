@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 type ext = blockdev.Extent

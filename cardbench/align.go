@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/aligned"
 )
 
 // AlignOptions configure Alignment. Zero values take the defaults.

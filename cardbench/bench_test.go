@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // BenchmarkReadSweep is the goal: a read sweep of 12 sizes (32 KiB

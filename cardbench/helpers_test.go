@@ -6,8 +6,8 @@ import (
 	"io"
 	"testing"
 
-	"usbflash/usbms"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // simCard is a simulated reader with a card of known content.

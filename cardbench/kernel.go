@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"usbflash/filedev"
+	"github.com/usbflash/usbflash/filedev"
 )
 
 // PathKernelBuffered names the points of the kernel's cached path;

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/internal/testpattern"
+	"github.com/usbflash/usbflash/internal/testpattern"
 )
 
 // The buffered kernel path drops its cache before each point: Sweep finds

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"usbflash/internal/units"
-	"usbflash/pipeline"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // MaxTransferSize bounds every transfer size of a run: a sweep holds one

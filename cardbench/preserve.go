@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/aligned"
 )
 
 // MaxPreserve is the largest region Save keeps: it is held in memory.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // hookedWrites runs before on the first write, then writes (or fails).

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/aligned"
 )
 
 // RandomSize is the transfer of the random test: what SD A1/A2 classes

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // The steps of a run, in the order Measure takes them; a Progress names

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // TestMeasure: a run reads without writing; with Write it touches only its

@@ -9,8 +9,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/aligned"
 )
 
 // Sizes of the sweep.

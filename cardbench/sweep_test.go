@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 const cardSize = 64 << 20

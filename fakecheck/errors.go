@@ -3,7 +3,7 @@ package fakecheck
 import (
 	"fmt"
 
-	"usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // FakeError is a card that holds less than it claims: the facts of a

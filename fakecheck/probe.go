@@ -45,9 +45,9 @@ import (
 	"sync"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/cardbench"
-	"usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/internal/aligned"
 )
 
 // DefaultMaxCache is the largest cache a probe sees through unless told

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"usbflash/fakecheck/fakecases"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/fakecheck/fakecases"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // card is a medium whose blocks hold a pattern naming their LBA until

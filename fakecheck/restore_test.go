@@ -8,9 +8,9 @@ import (
 	"os"
 	"testing"
 
-	"usbflash/blockdev"
-	"usbflash/fakecheck/fakecases"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/fakecheck/fakecases"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // failing is a dev that cancels, or fails, after a number of writes.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 
-	"usbflash/internal/splitmix"
+	"github.com/usbflash/usbflash/internal/splitmix"
 )
 
 // magic opens every block the probe writes.

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/imagesrc"
-	"usbflash/pipeline"
-	"usbflash/usbms"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // The many-cards claims, as ratios of runs made in the same benchmark:

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/internal/aligned"
-	"usbflash/pipeline" // its CapacityError: an image too large for one card is the error a single write gives
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/pipeline" // its CapacityError: an image too large for one card is the error a single write gives
 )
 
 // Target is one card of a group.

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"unsafe"
 
-	"usbflash/internal/testpattern"
+	"github.com/usbflash/usbflash/internal/testpattern"
 
-	"usbflash/pipeline"
-	"usbflash/usbms"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 const (

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/internal/aligned"
 )
 
 // TestCacheModes: CacheBypass is O_DIRECT and stays so even when a

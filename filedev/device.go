@@ -16,9 +16,9 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"usbflash/blockdev"
-	"usbflash/internal/flock"
-	"usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/flock"
+	"github.com/usbflash/usbflash/internal/linuxdisk"
 )
 
 // fileBlockSize is the block size of a regular file target: the sector size

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/internal/linuxdisk"
 )
 
 // BypassName names how CacheBypass bypasses the page cache here.

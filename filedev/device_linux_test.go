@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"testing"
 
-	"usbflash/internal/aligned"
-	"usbflash/internal/factsonly"
-	"usbflash/internal/flock"
-	"usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/flock"
+	"github.com/usbflash/usbflash/internal/linuxdisk"
 
 	"golang.org/x/sys/unix"
 )

@@ -9,13 +9,13 @@ import (
 	"syscall"
 	"testing"
 
-	"usbflash/blockdev"
-	"usbflash/internal/readonly"
-	"usbflash/internal/testpattern"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/readonly"
+	"github.com/usbflash/usbflash/internal/testpattern"
 
-	"usbflash/internal/aligned"
-	"usbflash/internal/factsonly"
-	"usbflash/internal/flock"
+	"github.com/usbflash/usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/flock"
 )
 
 func TestDeviceOpen(t *testing.T) {

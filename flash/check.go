@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"usbflash/fakecheck"
-	"usbflash/imagesrc"
-	"usbflash/internal/units"
+	"github.com/usbflash/usbflash/fakecheck"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // checkFake probes an opened, checked card for a fake capacity (write

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"usbflash/fakecheck"
-	"usbflash/fakecheck/fakecases"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/fakecheck"
+	"github.com/usbflash/usbflash/fakecheck/fakecases"
 )
 
 // TestCheckTable: every card of the fake-card table is told right through
@@ -36,13 +36,13 @@ func TestCheckTable(t *testing.T) {
 			if err := os.WriteFile(card, before, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			spec, err := target.Parse("sim:" + card + "?" + fc.SimOptions())
+			spec, err := drive.Parse("sim:" + card + "?" + fc.SimOptions())
 			if err != nil {
 				t.Fatal(err)
 			}
 
 			// check
-			d, err := target.Open(context.Background(), spec, target.Options{})
+			d, err := drive.Open(context.Background(), spec, drive.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,7 @@ func TestCheckTable(t *testing.T) {
 						notes = append(notes, n.Message)
 						mu.Unlock()
 					}
-				})}, []target.Spec{spec})
+				})}, []drive.Spec{spec})
 			var fake *fakecheck.FakeError
 			all := strings.Join(notes, "\n")
 			switch {

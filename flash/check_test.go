@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"usbflash/fakecheck"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/fakecheck"
 )
 
 // TestRunCheck: with Config.Check every card is probed after the
@@ -25,13 +25,13 @@ func TestRunCheck(t *testing.T) {
 	if err := os.WriteFile(image, img, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var specs []target.Spec
+	var specs []drive.Spec
 	for _, s := range []string{
 		"genuine.img?size=8MiB",
 		"small.img?size=64MiB&fake=wrap&real=1MiB",
 		"large.img?size=64MiB&fake=drop&real=5MiB&fake-cache=1MiB",
 	} {
-		spec, err := target.Parse("sim:" + filepath.Join(dir, s))
+		spec, err := drive.Parse("sim:" + filepath.Join(dir, s))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"usbflash/imagesrc"
+	"github.com/usbflash/usbflash/imagesrc"
 )
 
 // ErrChecksumOfStdin: a download's checksum is of a file; standard input

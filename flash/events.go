@@ -8,9 +8,9 @@ package flash
 import (
 	"time"
 
-	"usbflash/imagesrc"
-	"usbflash/pipeline"
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // Observer is told everything a session does, in order. Observe is called

@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"usbflash/bmap"
-	"usbflash/imagesrc"
-	"usbflash/pipeline"
+	"github.com/usbflash/usbflash/bmap"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // BlockMapChoice is what the user said about block maps.

@@ -4,9 +4,9 @@ import (
 	"sync"
 	"time"
 
-	"usbflash/fanout"
-	"usbflash/imagesrc"
-	"usbflash/pipeline"
+	"github.com/usbflash/usbflash/fanout"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // progressEvery is how often progress is told while nothing else says it:

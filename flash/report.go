@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"usbflash/internal/outfile"
+	"github.com/usbflash/usbflash/internal/outfile"
 )
 
 // Record is what happened to one card of a session: one row of the final

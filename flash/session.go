@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"usbflash/imagesrc"
-	"usbflash/internal/units"
-	"usbflash/pipeline"
-	"usbflash/target"
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // DefaultLag is how many transfers a card of a many-card write may fall
@@ -66,7 +66,7 @@ type Config struct {
 	BlockMap    BlockMapChoice
 	// Confirm is asked once every card is open and checked, before the
 	// first byte; nil writes without asking (--yes).
-	Confirm func(cards []*target.Device, src *imagesrc.Source) error
+	Confirm func(cards []*drive.Device, src *imagesrc.Source) error
 	// Report, when set, is a .json or .csv file that records every card.
 	Report string
 	// ExitCode gives the exit code a card's error alone would give, for
@@ -80,7 +80,7 @@ type Config struct {
 	SHA256   string
 	NoSHA256 bool
 	// Readers is the command's enumeration of readers; nil: Run enumerates.
-	Readers *target.Readers
+	Readers *drive.Readers
 	// Check probes each card for a fake capacity after the pre-write
 	// checks (check.go), up to a cache of CheckMaxCache bytes (0: the
 	// probe's default).
@@ -150,7 +150,7 @@ func (s *session) emit(e Event) {
 
 // card is one target of a session and what became of it.
 type card struct {
-	d        *target.Device
+	d        *drive.Device
 	transfer int // what this card takes
 	out      Outcome
 }
@@ -221,7 +221,7 @@ func (e *MemoryError) Error() string {
 // safety check refuses them all (*RefusedError) unless SkipRefused; a
 // command-line mistake in any target is Run's error; otherwise Run returns
 // nil when every card succeeded and a *CardsError when some did not.
-func Run(ctx context.Context, cfg Config, specs []target.Spec) (*Result, error) {
+func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	s := newSession(cfg)
 	if err := checkVerifyHash(cfg.VerifyHash); err != nil {
 		return s.res, err
@@ -264,9 +264,9 @@ func Run(ctx context.Context, cfg Config, specs []target.Spec) (*Result, error) 
 	var refusals []error
 	for _, c := range cards {
 		switch {
-		case target.KindOf(c.out.Err) == target.KindUsage:
+		case drive.KindOf(c.out.Err) == drive.KindUsage:
 			return s.res, c.out.Err // a mistake on the command line: no card is meant
-		case target.IsRefusal(c.out.Err):
+		case drive.IsRefusal(c.out.Err):
 			refusals = append(refusals, c.out.Err)
 		case c.out.Err == nil:
 			live = append(live, c)
@@ -277,7 +277,7 @@ func Run(ctx context.Context, cfg Config, specs []target.Spec) (*Result, error) 
 		return s.res, &RefusedError{Refused: refusals, Cards: len(cards)}
 	}
 	if len(live) > 0 && cfg.Confirm != nil {
-		devs := make([]*target.Device, len(live))
+		devs := make([]*drive.Device, len(live))
 		for i, c := range live {
 			devs[i] = c.d
 		}
@@ -295,12 +295,12 @@ func Run(ctx context.Context, cfg Config, specs []target.Spec) (*Result, error) 
 }
 
 // openCards opens every target together and checks each card.
-func (s *session) openCards(ctx context.Context, specs []target.Spec, src *imagesrc.Source, plan *writePlan) []*card {
+func (s *session) openCards(ctx context.Context, specs []drive.Spec, src *imagesrc.Source, plan *writePlan) []*card {
 	newFile := max(expectedSize(src), 0)
 	if plan.m != nil && newFile == 0 {
 		newFile = plan.m.ImageSize
 	}
-	devs, errs := target.OpenAll(ctx, specs, target.Options{
+	devs, errs := drive.OpenAll(ctx, specs, drive.Options{
 		Force: s.cfg.Force, Image: s.cfg.Image, NewFileSize: (newFile + 511) / 512 * 512, Readers: s.cfg.Readers,
 		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) },
 	})
@@ -339,7 +339,7 @@ func (s *session) opened(ctx context.Context, c *card, src *imagesrc.Source) {
 	if note != "" {
 		s.emit(Note{Card: d.Name, Message: note})
 	}
-	c.fail(target.Check(d, src, target.CheckOptions{TransferSize: c.transfer, Force: s.cfg.Force}))
+	c.fail(drive.Check(d, src, drive.CheckOptions{TransferSize: c.transfer, Force: s.cfg.Force}))
 	if s.cfg.Check && !c.failed() {
 		s.checkFake(ctx, c, src)
 	}

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"usbflash/internal/testpattern"
-	"usbflash/pipeline"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/internal/testpattern"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // TestRunVerifyHash: a write verifies by per-transfer digests unless told
@@ -40,12 +40,12 @@ func TestRunVerifyHash(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			spec, err := target.Parse("sim:" + filepath.Join(t.TempDir(), tc.card))
+			spec, err := drive.Parse("sim:" + filepath.Join(t.TempDir(), tc.card))
 			if err != nil {
 				t.Fatal(err)
 			}
 			res, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2,
-				Verify: true, VerifyHash: tc.hash}, []target.Spec{spec})
+				Verify: true, VerifyHash: tc.hash}, []drive.Spec{spec})
 			if len(res.Cards) != 1 {
 				t.Fatalf("Run: %v, %d cards", err, len(res.Cards))
 			}
@@ -104,7 +104,7 @@ func TestRunVerifyReadSize(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			spec, err := target.Parse("sim:" + filepath.Join(t.TempDir(), tc.card))
+			spec, err := drive.Parse("sim:" + filepath.Join(t.TempDir(), tc.card))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func TestRunVerifyReadSize(t *testing.T) {
 				}
 			})
 			res, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2,
-				Verify: true, VerifyTransferSize: tc.readSize, Observer: obs}, []target.Spec{spec})
+				Verify: true, VerifyTransferSize: tc.readSize, Observer: obs}, []drive.Spec{spec})
 			if err != nil || len(res.Cards) != 1 || !res.Cards[0].Verified() {
 				t.Fatalf("Run: %v, %+v", err, res.Cards)
 			}

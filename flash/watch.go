@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"usbflash/pipeline"
-	"usbflash/target"
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // Watch writes the image to every card that appears in any reader find
@@ -20,7 +20,7 @@ import (
 //
 // Watch returns nil when every card succeeded (or none came), and a
 // *CardsError when some did not.
-func Watch(ctx context.Context, cfg Config, find target.Finder) (*Result, error) {
+func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) {
 	s := newSession(cfg)
 	if err := checkVerifyHash(cfg.VerifyHash); err != nil {
 		return s.res, err
@@ -50,14 +50,14 @@ func Watch(ctx context.Context, cfg Config, find target.Finder) (*Result, error)
 
 	sets := make(chan struct{}, max(pipeline.MaxBufferMemory/pipeline.BufferMemory(cfg.TransferSize, cfg.Buffers), 1))
 	var cards []*card
-	opts := target.WatchOptions{Options: target.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
+	opts := drive.WatchOptions{Options: drive.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
 		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }},
 		OnNote: func(msg string) { s.emit(Note{Message: msg}) }}
-	err = target.Watch(ctx, find, opts, func(ctx context.Context, d *target.Device, err error) {
+	err = drive.Watch(ctx, find, opts, func(ctx context.Context, d *drive.Device, err error) {
 		c := &card{d: d}
 		if err != nil {
 			c.out.Target = "reader"
-			var te *target.Error
+			var te *drive.Error
 			if errors.As(err, &te) && te.Target != "" {
 				c.out.Target = te.Target
 			}

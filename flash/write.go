@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/fanout"
-	"usbflash/imagesrc"
-	"usbflash/pipeline"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/fanout"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // writeCards writes the image to cards that are open and checked: one

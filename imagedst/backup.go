@@ -8,12 +8,12 @@ import (
 	"os"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/bmap"
-	"usbflash/internal/outfile"
-	"usbflash/internal/parttable"
-	"usbflash/internal/units"
-	"usbflash/pipeline"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/bmap"
+	"github.com/usbflash/usbflash/internal/outfile"
+	"github.com/usbflash/usbflash/internal/parttable"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // A backup copies the start of a card to an image file: as much as Extent

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"usbflash/internal/outfile"
-	"usbflash/pipeline"
+	"github.com/usbflash/usbflash/internal/outfile"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // card is an in-memory device. From read pass `changeOn` on (a pass is a

@@ -17,7 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/klauspost/pgzip"
 
-	"usbflash/internal/outfile"
+	"github.com/usbflash/usbflash/internal/outfile"
 )
 
 // Formats, chosen by the file name's extension.

@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"usbflash/imagesrc"
-	"usbflash/xzdec"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/xzdec"
 )
 
 // osLike is size bytes of text, noise and zero runs.

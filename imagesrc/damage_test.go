@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/factsonly"
 )
 
 // srcDamageInputs returns one small compressed image per format, single

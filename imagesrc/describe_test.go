@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/factsonly"
 )
 
 func TestDescribe(t *testing.T) {

@@ -1,13 +1,13 @@
 package imagesrc
 
 import (
-	"usbflash/xzdec"
+	"github.com/usbflash/usbflash/xzdec"
 
 	"errors"
 	"fmt"
 	"io"
 
-	"usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // Error reports an image that cannot be written as it is: a damaged or

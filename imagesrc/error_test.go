@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/factsonly"
 )
 
 func TestSourceErrorMessage(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/factsonly"
 )
 
 // srcXzSetFilter changes the first filter ID of an xz file's first block

@@ -12,7 +12,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
 
-	"usbflash/internal/osimage"
+	"github.com/usbflash/usbflash/internal/osimage"
 )
 
 // genOSImage is the OS-like test image shared with other packages'

@@ -10,7 +10,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // probeSize fills Size/SizeExact from what the container records about

@@ -16,7 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"usbflash/xzdec"
+	"github.com/usbflash/usbflash/xzdec"
 )
 
 // Source is the image to write: Read yields the decoded image bytes, and the

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io"
 
-	"usbflash/xzdec"
+	"github.com/usbflash/usbflash/xzdec"
 )
 
 // newXzDecoder decodes .xz on one goroutine with xzdec, which verifies every

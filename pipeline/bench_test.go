@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // The project's performance claims. Every number is a ratio of runs made in

@@ -17,7 +17,7 @@ package pipeline
 import (
 	"fmt"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // CheckFits refuses, before anything is written or read, an image of size

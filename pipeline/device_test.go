@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 func TestCheckFits(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // writeDigests writes img with digests through a recordingDevice and

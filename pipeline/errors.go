@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // The errors below state facts: what failed, on which device, at which

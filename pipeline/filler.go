@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // pastLimit is the filler's terminal error when the stream holds more than

@@ -3,8 +3,8 @@ package pipeline
 import (
 	"fmt"
 
-	"usbflash/blockdev"
-	"usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/aligned"
 )
 
 // MemoryAligned is the kind of memory the engine allocates itself when the

@@ -8,8 +8,8 @@ import (
 	"io"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/internal/units"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // PhaseRead is the phase of Read in Progress.Phase.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // failingWriter fails its Write number n (0-based).

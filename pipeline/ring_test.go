@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/internal/aligned"
 )
 
 func TestAlignedBuffersRing(t *testing.T) {

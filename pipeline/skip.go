@@ -3,7 +3,7 @@ package pipeline
 import (
 	"sort"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // addExtent appends [off, off+n) to a sorted list, merging it with the last

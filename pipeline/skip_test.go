@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"testing"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // TestWritePieces: parts of transfers that Pieces leaves out keep the

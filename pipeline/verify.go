@@ -9,7 +9,7 @@ import (
 	"io"
 	"time"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // VerifyOptions tune Verify and VerifyHash. The zero value is valid.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/ulikunitz/xz"
 
-	"usbflash/blockdev"
-	"usbflash/imagesrc"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/imagesrc"
 )
 
 // errEndCheck stands for what a decoder reports at the end of its input:

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // writeImage writes img with Write and fails the test on error.

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // Defaults for WriteOptions, from the benchmarks in bench_test.go. With

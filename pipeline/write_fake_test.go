@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/blockdev"
-	"usbflash/internal/testpattern"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/testpattern"
 )
 
 // The tests talk to devices only through blockdev.Device plus the wrappers

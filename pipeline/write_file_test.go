@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"usbflash/filedev"
+	"github.com/usbflash/usbflash/filedev"
 )
 
 // TestWriteFileDevice runs write and both verifies against a file: target.

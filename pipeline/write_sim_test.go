@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"usbflash/usbms"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // The same pipeline against the simulated USB reader: real CBWs, SCSI

@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"usbflash/blockdev"
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 // writer is the consumer side of a write and owns all device I/O; its

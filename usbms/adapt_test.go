@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	"usbflash/internal/factsonly"
-	"usbflash/usbms"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // notices collects what a transport tells.

@@ -3,7 +3,7 @@ package usbms
 import (
 	"context"
 
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // TestUnitReady sends one TEST UNIT READY and waits for its CSW: the round

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"usbflash/usbms"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 func TestTestUnitReady(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"usbflash/blockdev"
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // ReadBlocks reads len(p)/BlockSize() blocks starting at lba. The range goes

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // result is the outcome of one command that reached its CSW.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"usbflash/usbms"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // dmaWire is an Endpoint that offers its own buffers, as the libusb backend

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // span is the block range a command covers, for error messages.

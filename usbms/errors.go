@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"usbflash/blockdev"
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // Errors of the transport, matched with errors.Is.

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // TestFallbackTo10 checks that a device rejecting WRITE(16) as an unknown

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/usbms"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // Options for tests: no waiting worth the name, and a per-command timeout

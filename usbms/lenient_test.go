@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/internal/factsonly"
-	"usbflash/scsi"
-	"usbflash/usbms"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/scsi"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 const opStartStop, opModeSense6, opModeSense10, opSync10, opInquiry, opTUR, opRC10 = 0x1B, 0x1A, 0x5A, 0x35, 0x12, 0x00, 0x25

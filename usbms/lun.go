@@ -5,8 +5,8 @@ import (
 	"time"
 	"unsafe"
 
-	"usbflash/blockdev"
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // Defaults of LUNOptions.

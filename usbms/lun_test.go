@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"usbflash/blockdev"
-	"usbflash/internal/factsonly"
-	"usbflash/scsi"
-	"usbflash/usbms"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/scsi"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 const (

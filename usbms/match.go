@@ -3,7 +3,7 @@ package usbms
 import (
 	"errors"
 
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // The predicates below tell what a failed command says about the medium,

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"usbflash/internal/factsonly"
-	"usbflash/scsi"
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/scsi"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 func TestMediumPredicates(t *testing.T) {

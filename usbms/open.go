@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // Allocation lengths of the identification commands.

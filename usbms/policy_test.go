@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"usbflash/blockdev"
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // TestSensePolicy checks what one command does about each sense condition,

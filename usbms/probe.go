@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // LUNSummary is what probing found in one slot of a reader.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"usbflash/usbms"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // TestProbeLUNs: a reader with a card, an empty slot and a write-protected

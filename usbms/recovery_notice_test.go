@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // TestRecoveryTellsEachStep: a reader that stops answering costs a timeout

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // step is one scripted endpoint call and its answer.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // senseLen is the REQUEST SENSE allocation: fixed-format sense without

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"usbflash/scsi"
+	"github.com/usbflash/usbflash/scsi"
 )
 
 // Defaults of TransportOptions.
@@ -59,7 +59,7 @@ type TransportOptions struct {
 	// was learned about the reader) instead of OnRecovery. It may be
 	// called with the transport locked and must not call back into it.
 	OnNotice func(Notice)
-	// Quirks are the reader's quirk flags (package target chooses them).
+	// Quirks are the reader's quirk flags (package drive chooses them).
 	Quirks Quirks
 	// Inquiry is the identity a LUN reports without asking when Quirks
 	// has QuirkFixInquiry (the kernel makes it from its table and the
@@ -92,7 +92,7 @@ type Notice struct {
 	// that failed and the largest command sent from now on, in bytes.
 	Failed, Cap int64
 	// USBID is the reader's "VID:PID" when whoever passes the notice on
-	// knows it (package target does); "" otherwise.
+	// knows it (package drive does); "" otherwise.
 	USBID string
 }
 

@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/cardbench"
-	"usbflash/filedev"
-	"usbflash/imagedst"
-	"usbflash/imagesrc"
-	"usbflash/internal/factsonly"
-	"usbflash/internal/outfile"
-	"usbflash/pipeline"
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/filedev"
+	"github.com/usbflash/usbflash/imagedst"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/outfile"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // adviceCase is one kind of error, as it reaches the CLI, and the one

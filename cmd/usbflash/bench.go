@@ -10,13 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"usbflash/blockdev"
-	"usbflash/cardbench"
-	"usbflash/filedev"
-	"usbflash/imagesrc"
-	"usbflash/internal/outfile"
-	"usbflash/internal/units"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/filedev"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/outfile"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // benchFlags are the options of `usbflash bench`.
@@ -75,7 +75,7 @@ the kernel made for a usb: reader (before usbflash takes the interface),
 				if err != nil {
 					return err
 				}
-				t, err := target.Parse(spec)
+				t, err := drive.Parse(spec)
 				if err != nil {
 					return err
 				}
@@ -206,7 +206,7 @@ type benchRun struct {
 	roundTrip *cardbench.RoundTrip
 }
 
-func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFlags) error {
+func (a *app) bench(ctx context.Context, rep reporter, t drive.Spec, f benchFlags) error {
 	plan, err := parseBenchFlags(f)
 	if err != nil {
 		return err
@@ -262,7 +262,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 	}
 
 	// Without --write nothing is written: the target is opened read-only.
-	d, err := target.Open(ctx, t, target.Options{Force: f.force, ReadOnly: !f.write, OnNotice: noticeNotes(rep), Readers: usb})
+	d, err := drive.Open(ctx, t, drive.Options{Force: f.force, ReadOnly: !f.write, OnNotice: noticeNotes(rep), Readers: usb})
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 		// one (its end for the capacity check, already done above; its
 		// length for the question).
 		r := plan.Region
-		if err := target.Check(d, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Offset + r.Length, SizeExact: true}, target.CheckOptions{Force: true}); err != nil {
+		if err := drive.Check(d, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Offset + r.Length, SizeExact: true}, drive.CheckOptions{Force: true}); err != nil {
 			return err
 		}
 		if !f.yes {
@@ -297,7 +297,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t target.Spec, f benchFla
 			if f.preserve {
 				what += " (saved first and restored after)"
 			}
-			if err := a.confirm([]*target.Device{d}, what, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Length, SizeExact: true}); err != nil {
+			if err := a.confirm([]*drive.Device{d}, what, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Length, SizeExact: true}); err != nil {
 				return err
 			}
 		}

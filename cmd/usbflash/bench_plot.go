@@ -11,9 +11,9 @@ import (
 	"github.com/go-analyze/charts/chartdraw"
 	"github.com/go-analyze/charts/chartdraw/drawing"
 
-	"usbflash/cardbench"
-	"usbflash/internal/outfile"
-	"usbflash/internal/units"
+	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/internal/outfile"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // The plot is drawn with chartdraw (the maintained go-chart), whose

@@ -19,8 +19,8 @@ import (
 	"github.com/go-analyze/charts/chartdraw"
 	"github.com/go-analyze/charts/chartdraw/drawing"
 
-	"usbflash/cardbench"
-	"usbflash/internal/units"
+	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // TestSizeTicks: a tick at every size measured, labels that do not crowd

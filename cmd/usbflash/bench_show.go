@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"usbflash/cardbench"
-	"usbflash/internal/units"
+	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // benchReport presents the run: a table and a chart of the curves, the

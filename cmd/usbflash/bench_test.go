@@ -13,10 +13,10 @@ import (
 	"sync"
 	"testing"
 
-	"usbflash/blockdev"
-	"usbflash/cardbench"
-	"usbflash/filedev"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/filedev"
 )
 
 // benchCard is a 32 MiB card file full of a pattern, so any write shows.
@@ -436,11 +436,11 @@ func TestBenchRestoreFailureKeepsTheBytes(t *testing.T) {
 	for _, runErr := range []error{nil, context.Canceled} {
 		card := benchCard(t)
 		want, _ := os.ReadFile(card)
-		spec, err := target.Parse("sim:" + card)
+		spec, err := drive.Parse("sim:" + card)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := target.Open(context.Background(), spec, target.Options{})
+		d, err := drive.Open(context.Background(), spec, drive.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"usbflash/flash"
+	"github.com/usbflash/usbflash/flash"
 )
 
 // blockMapFlags are write's options for writing less than the whole image.

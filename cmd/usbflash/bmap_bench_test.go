@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/internal/osimage"
-	"usbflash/pipeline"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/internal/osimage"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // benchImageMB is the size of the OS-like image of the benchmarks below:
@@ -104,11 +104,11 @@ func BenchmarkReadBackup(b *testing.B) {
 // open path and engine as `read`.
 func readerTime(b *testing.B, card string, size int64) time.Duration {
 	b.Helper()
-	t, err := target.Parse(card)
+	t, err := drive.Parse(card)
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := target.Open(context.Background(), t, target.Options{ReadOnly: true})
+	d, err := drive.Open(context.Background(), t, drive.Options{ReadOnly: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"usbflash/bmap"
+	"github.com/usbflash/usbflash/bmap"
 )
 
 const mapTransfer = 64 << 10 // the transfer size of the block map tests

@@ -9,9 +9,9 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	"usbflash/flash"
-	"usbflash/internal/units"
-	"usbflash/pipeline"
+	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // cardBars shows the progress of a many-card session: on a terminal one

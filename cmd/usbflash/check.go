@@ -8,11 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"usbflash/fakecheck"
-	"usbflash/imagesrc"
-	"usbflash/internal/units"
-	"usbflash/pipeline"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/fakecheck"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // checkFlags are the options of `usbflash check`.
@@ -85,7 +85,7 @@ for a card whose content does not matter; it asks first, as write does.`,
 				if err != nil {
 					return err
 				}
-				t, err := target.Parse(args[0])
+				t, err := drive.Parse(args[0])
 				if err != nil {
 					return err
 				}
@@ -103,22 +103,22 @@ for a card whose content does not matter; it asks first, as write does.`,
 	return c
 }
 
-func (a *app) check(ctx context.Context, rep reporter, t target.Spec, maxCache int64, f checkFlags) error {
+func (a *app) check(ctx context.Context, rep reporter, t drive.Spec, maxCache int64, f checkFlags) error {
 	readers, err := a.newReaders()
 	if err != nil {
 		return err
 	}
-	d, err := target.Open(ctx, t, target.Options{Force: f.force, OnNotice: noticeNotes(rep), Readers: readers})
+	d, err := drive.Open(ctx, t, drive.Options{Force: f.force, OnNotice: noticeNotes(rep), Readers: readers})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	if err := pipeline.CheckWritable(d.Dev, d.Name); err != nil {
-		return &target.Error{Kind: target.KindRefused, Target: d.Name, Msg: err.Error(), Err: err}
+		return &drive.Error{Kind: drive.KindRefused, Target: d.Name, Msg: err.Error(), Err: err}
 	}
 	if f.destructive && !f.yes {
 		src := &imagesrc.Source{Format: imagesrc.FormatRaw, Size: d.Capacity(), SizeExact: true}
-		if err := a.confirm([]*target.Device{d}, "fake-card probe data (--destructive: nothing is restored)", src); err != nil {
+		if err := a.confirm([]*drive.Device{d}, "fake-card probe data (--destructive: nothing is restored)", src); err != nil {
 			return err
 		}
 	}

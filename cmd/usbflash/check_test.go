@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"usbflash/fakecheck/fakecases"
+	"github.com/usbflash/usbflash/fakecheck/fakecases"
 )
 
 // checkSummary is what the test reads of check's JSON summary.

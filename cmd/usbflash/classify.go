@@ -7,20 +7,20 @@ import (
 	"strings"
 	"syscall"
 
-	"usbflash/blockdev"
-	"usbflash/cardbench"
-	"usbflash/fakecheck"
-	"usbflash/filedev"
-	"usbflash/flash"
-	"usbflash/imagedst"
-	"usbflash/imagesrc"
-	"usbflash/internal/outfile"
-	"usbflash/internal/units"
-	"usbflash/pipeline"
-	"usbflash/target"
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/fakecheck"
+	"github.com/usbflash/usbflash/filedev"
+	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/imagedst"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/outfile"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // classifyDomainError sorts the pipeline's and the devices' typed errors
@@ -64,11 +64,11 @@ func classifyDomainError(err error) int {
 		return exitSource
 	case errors.As(err, &bmapErr), errors.As(err, &refusedN):
 		return exitRefused
-	case target.KindOf(err) == target.KindUsage:
+	case drive.KindOf(err) == drive.KindUsage:
 		return exitUsage
-	case target.KindOf(err) == target.KindRefused:
+	case drive.KindOf(err) == drive.KindRefused:
 		return exitRefused
-	case target.KindOf(err) == target.KindDevice:
+	case drive.KindOf(err) == drive.KindDevice:
 		return exitDevice
 	case errors.As(err, &verify):
 		return exitVerify
@@ -388,7 +388,7 @@ func sourceError(err error) error {
 // and flash packages ("" for others).
 func sessionHint(err error) string {
 	var (
-		te       *target.Error
+		te       *drive.Error
 		refusedN *flash.RefusedError
 		bmapErr  *flash.BlockMapError
 		memory   *flash.MemoryError
@@ -420,13 +420,13 @@ func sessionHint(err error) string {
 		return "pass --no-bmap to write every byte"
 	case !errors.As(err, &te):
 		return ""
-	case errors.Is(err, target.ErrInUse):
+	case errors.Is(err, drive.ErrInUse):
 		return inUseAdvice(te.Uses) + " first, or pass --force if you are sure"
-	case errors.Is(err, target.ErrBusy):
+	case errors.Is(err, drive.ErrBusy):
 		return "wait for it to finish"
-	case errors.Is(err, target.ErrTooSmallImage):
+	case errors.Is(err, drive.ErrTooSmallImage):
 		return "pass --force to write it anyway"
-	case errors.Is(err, target.ErrNotFound):
+	case errors.Is(err, drive.ErrNotFound):
 		return "run 'usbflash list'"
 	}
 	return ""
@@ -467,11 +467,11 @@ func planAdvice(e *cardbench.PlanError) string {
 }
 
 // inUseAdvice says what frees a disk the system uses in these ways.
-func inUseAdvice(uses []target.Use) string {
-	verbs := map[target.Use]string{
-		target.UseMounted: "unmount it",
-		target.UseSwap:    "swapoff it",
-		target.UseHeld:    "close the dm-crypt, LVM or RAID device that holds it",
+func inUseAdvice(uses []drive.Use) string {
+	verbs := map[drive.Use]string{
+		drive.UseMounted: "unmount it",
+		drive.UseSwap:    "swapoff it",
+		drive.UseHeld:    "close the dm-crypt, LVM or RAID device that holds it",
 	}
 	var advice []string
 	for _, u := range uses {

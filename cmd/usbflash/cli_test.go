@@ -13,8 +13,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"usbflash/pipeline"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 func TestCommandLineMistakesExit2(t *testing.T) {
@@ -362,7 +362,7 @@ func TestPanicIsAnInternalError(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
 	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
-		watchFinder: func(context.Context) ([]target.Found, error) { panic("a bug") }}
+		watchFinder: func(context.Context) ([]drive.Found, error) { panic("a bug") }}
 	code := runApp(context.Background(), a, []string{"write", writeFile(t, "os.img", testImage(1<<20)), "--watch", "--yes", "--json"})
 	if e := lastEvent(t, out.String(), "error"); code != exitInternal || e["name"] != "internal" {
 		t.Errorf("exit %d, event %v", code, e)

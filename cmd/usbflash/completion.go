@@ -1,10 +1,10 @@
 package main
 
 import (
+	"github.com/usbflash/usbflash/drive"
 	"os"
 	"path/filepath"
 	"strings"
-	"usbflash/target"
 
 	"github.com/spf13/cobra"
 )
@@ -19,10 +19,10 @@ func completeTarget(c *cobra.Command, toComplete string) ([]string, cobra.ShellC
 		}
 	}
 	var out []string
-	if infos, err := target.ListUSB(c.Context()); err == nil {
+	if infos, err := drive.ListUSB(c.Context()); err == nil {
 		for _, info := range infos {
 			if info.Supported {
-				out = append(out, target.USBName(info)+"\t"+strings.TrimSpace(info.Manufacturer+" "+info.Product))
+				out = append(out, drive.USBName(info)+"\t"+strings.TrimSpace(info.Manufacturer+" "+info.Product))
 			}
 		}
 	}

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"usbflash/pipeline"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // The JSON events of write and verify (--json), one object per line. Every

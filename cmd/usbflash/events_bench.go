@@ -1,7 +1,7 @@
 package main
 
 import (
-	"usbflash/cardbench"
+	"github.com/usbflash/usbflash/cardbench"
 )
 
 // The JSON events of bench, beside those of events.go: start and summary

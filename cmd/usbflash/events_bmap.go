@@ -1,6 +1,6 @@
 package main
 
-import "usbflash/pipeline"
+import "github.com/usbflash/usbflash/pipeline"
 
 // The JSON events of block maps (write --bmap) and of read, beside those
 // of events.go. A read has its own start and summary: it names the output

@@ -1,6 +1,6 @@
 package main
 
-import "usbflash/flash"
+import "github.com/usbflash/usbflash/flash"
 
 // The JSON events of a many-card write (several targets, --all, --watch),
 // beside those of events.go: every event that concerns one card carries

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"usbflash/cardbench"
-	"usbflash/flash"
+	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/flash"
 )
 
 // Exit codes are part of the interface: scripts and factory stations branch

@@ -8,17 +8,17 @@ import (
 	"syscall"
 	"testing"
 
-	"usbflash/blockdev"
-	"usbflash/cardbench"
-	"usbflash/filedev"
-	"usbflash/flash"
-	"usbflash/imagedst"
-	"usbflash/imagesrc"
-	"usbflash/internal/outfile"
-	"usbflash/pipeline"
-	"usbflash/target"
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/filedev"
+	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/imagedst"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/outfile"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 func TestExitCodeClassification(t *testing.T) {
@@ -47,9 +47,9 @@ func TestExitCodeClassification(t *testing.T) {
 		{&pipeline.ImageSizeError{}, exitSource},
 		{fmt.Errorf("%w: no terminal", errNotConfirmed), exitRefused},
 		{fmt.Errorf("sim:x is %w", blockdev.ErrWriteProtected), exitRefused},
-		{&target.Error{Kind: target.KindUsage}, exitUsage},
-		{&target.Error{Kind: target.KindRefused, Err: target.ErrInUse}, exitRefused},
-		{&target.Error{Kind: target.KindDevice, Err: target.ErrNotFound}, exitDevice},
+		{&drive.Error{Kind: drive.KindUsage}, exitUsage},
+		{&drive.Error{Kind: drive.KindRefused, Err: drive.ErrInUse}, exitRefused},
+		{&drive.Error{Kind: drive.KindDevice, Err: drive.ErrNotFound}, exitDevice},
 		{&flash.MemoryError{}, exitUsage},
 		{&flash.RefusedError{}, exitRefused},
 		{&flash.ImageError{Err: errors.New("open os.img: no such file")}, exitSource},

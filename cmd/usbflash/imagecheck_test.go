@@ -12,7 +12,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"usbflash/imagesrc"
+	"github.com/usbflash/usbflash/imagesrc"
 )
 
 // TestWriteRefusesWhatIsNoImage: an error page saved under the image's name

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"usbflash/internal/units"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // infoReport is `usbflash info --json`: the target, the USB identity when
@@ -56,7 +56,7 @@ reader is claimed, which detaches the kernel driver (refused while mounted,
 unless --force).`,
 		Args: exactArgs(1, "a TARGET"),
 		RunE: func(c *cobra.Command, args []string) error {
-			t, err := target.Parse(args[0])
+			t, err := drive.Parse(args[0])
 			if err != nil {
 				return err
 			}
@@ -67,12 +67,12 @@ unless --force).`,
 	return c
 }
 
-func (a *app) info(ctx context.Context, t target.Spec, asJSON bool) error {
+func (a *app) info(ctx context.Context, t drive.Spec, asJSON bool) error {
 	readers, err := a.newReaders()
 	if err != nil {
 		return err
 	}
-	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, AllowNoMedium: true, Readers: readers})
+	d, err := drive.Open(ctx, t, drive.Options{ReadOnly: true, AllowNoMedium: true, Readers: readers})
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (a *app) info(ctx context.Context, t target.Spec, asJSON bool) error {
 	return nil
 }
 
-func describeDevice(d *target.Device) infoReport {
+func describeDevice(d *drive.Device) infoReport {
 	rep := infoReport{Target: d.Name}
 	if d.USB != nil {
 		r := describeIdentity(*d.USB)

@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"usbflash/internal/units"
-	"usbflash/target"
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 // lunReport is what list and info say about one LUN. The JSON names are
@@ -93,7 +93,7 @@ const sourceLearned = "learned"
 // reportQuirks describes the quirks of a reader (nil: none known) and,
 // when a LUN of it is open, what was learned; nil when there is nothing
 // to say.
-func reportQuirks(rq *target.ReaderQuirks, l *usbms.LUN) *quirksReport {
+func reportQuirks(rq *drive.ReaderQuirks, l *usbms.LUN) *quirksReport {
 	var flags usbms.Quirks
 	rep := &quirksReport{}
 	if rq != nil {
@@ -186,14 +186,14 @@ func describeIdentity(info libusb.Info) readerReport {
 		VID: fmt.Sprintf("%04x", info.VID), PID: fmt.Sprintf("%04x", info.PID),
 		Manufacturer: info.Manufacturer, Product: info.Product, Serial: info.Serial,
 		Speed: info.Speed.String(), Interface: info.Interface, BCDDevice: fmt.Sprintf("%04x", info.BCDDevice),
-		Supported: info.Supported, Reason: info.Reason, Target: target.USBName(info),
+		Supported: info.Supported, Reason: info.Reason, Target: drive.USBName(info),
 		LUNs: []lunReport{},
 	}
 }
 
 // describeReader is list's row of a reader: from sysfs when the kernel
 // holds it, else from its probed slots.
-func describeReader(r target.Reader) readerReport {
+func describeReader(r drive.Reader) readerReport {
 	rep := describeIdentity(r.Info)
 	rep.Index = r.Index
 	var open *usbms.LUN

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"usbflash/flash"
+	"github.com/usbflash/usbflash/flash"
 )
 
 // multiCard is one simulated reader of a many-card test.

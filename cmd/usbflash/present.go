@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"usbflash/flash"
-	"usbflash/imagesrc"
-	"usbflash/internal/units"
-	"usbflash/pipeline"
-	"usbflash/target"
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // cardPresenter shows a session of one card, written without --report:
@@ -97,7 +97,7 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 	if o.Ejected != nil {
 		sum.Ejected = o.Ejected
 		switch {
-		case errors.Is(o.EjectErr, target.ErrNotEjectable):
+		case errors.Is(o.EjectErr, drive.ErrNotEjectable):
 			note := "--eject does nothing for a file: target"
 			p.rep.event(newNote(note), "")
 			text = append(text, "Not ejected: "+note)
@@ -309,7 +309,7 @@ func noteWithAdvice(msg string, n *usbms.Notice) (event, string) {
 
 // openedDevice reports an opened target and fits the transfer size to it,
 // for the commands that read (verify, read).
-func openedDevice(rep reporter, d *target.Device, transfer int64) int64 {
+func openedDevice(rep reporter, d *drive.Device, transfer int64) int64 {
 	fitted, note := d.FitTransfer(int(min(transfer, pipeline.MaxBufferMemory)))
 	rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: d.Name, Capacity: d.Capacity(),
 		BlockSize: d.Dev.BlockSize(), TransferSize: int64(fitted)}, "")

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/flash"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/flash"
 )
 
 // The promises of README, each held on every path that writes, reads or
@@ -102,11 +102,11 @@ func runMode(e *promiseEnv, m mode, ctx context.Context, stdout io.Writer, lineE
 	if !m.watch {
 		return result{runApp(ctx, a, args), out.String(), errOut.String()}
 	}
-	var readers []target.Found
+	var readers []drive.Found
 	for _, c := range e.cards[:m.cards] {
-		readers = append(readers, target.SimReader(c))
+		readers = append(readers, drive.SimReader(c))
 	}
-	a.watchFinder = func(context.Context) ([]target.Found, error) { return readers, nil }
+	a.watchFinder = func(context.Context) ([]drive.Found, error) { return readers, nil }
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
@@ -215,8 +215,8 @@ func TestPromisesOnEveryPath(t *testing.T) {
 				rawImage(e, 2<<20+99)
 				simCards(e, "size=4MiB", "size=4MiB")
 				for i := range e.cards {
-					spec, _ := target.Parse("sim:" + e.cards[i])
-					d, err := target.Open(context.Background(), spec, target.Options{})
+					spec, _ := drive.Parse("sim:" + e.cards[i])
+					d, err := drive.Open(context.Background(), spec, drive.Options{})
 					if err != nil {
 						e.t.Fatal(err)
 					}

@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"usbflash/imagedst"
-	"usbflash/internal/parttable"
-	"usbflash/internal/units"
-	"usbflash/pipeline"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/imagedst"
+	"github.com/usbflash/usbflash/internal/parttable"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // readFlags are the options of `usbflash read`.
@@ -50,7 +50,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 		RunE: func(c *cobra.Command, args []string) error {
 			rep := a.reporterFor(f.asJSON, f.quiet)
 			return a.reported(rep, func() error {
-				t, err := target.Parse(args[0])
+				t, err := drive.Parse(args[0])
 				if err != nil {
 					return err
 				}
@@ -101,7 +101,7 @@ func (f *readFlags) sizes() (transfer, want int64, buffers int, err error) {
 	return transfer, want, buffers, nil
 }
 
-func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out string, f readFlags) error {
+func (a *app) backup(ctx context.Context, rep reporter, t drive.Spec, out string, f readFlags) error {
 	transfer, want, buffers, err := f.sizes()
 	if err != nil {
 		return err
@@ -124,7 +124,7 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 	if err != nil {
 		return err
 	}
-	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, Force: f.force, OnNotice: noticeNotes(rep), Readers: readers})
+	d, err := drive.Open(ctx, t, drive.Options{ReadOnly: true, Force: f.force, OnNotice: noticeNotes(rep), Readers: readers})
 	if err != nil {
 		return err
 	}
@@ -194,9 +194,9 @@ func (a *app) backup(ctx context.Context, rep reporter, t target.Spec, out strin
 // inUseNote says that a disk read through the kernel is in use, which
 // write refuses and read only warns of: its file systems can change while
 // they are read.
-func inUseNote(d *target.Device) string {
-	var uses []target.Use
-	if te := (*target.Error)(nil); errors.As(d.InUse, &te) {
+func inUseNote(d *drive.Device) string {
+	var uses []drive.Use
+	if te := (*drive.Error)(nil); errors.As(d.InUse, &te) {
 		uses = te.Uses
 	}
 	return fmt.Sprintf("%v: what is read may change meanwhile, and the backup be inconsistent; %s first for a consistent one", d.InUse, inUseAdvice(uses))

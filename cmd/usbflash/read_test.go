@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"usbflash/bmap"
+	"github.com/usbflash/usbflash/bmap"
 )
 
 // cardWith makes a card file holding img followed by zeros up to size.

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"usbflash/target"
+	"github.com/usbflash/usbflash/drive"
 )
 
 // app holds what every command shares: the process's streams. Commands get
@@ -27,7 +27,7 @@ type app struct {
 	stderrTerminal bool
 	// watchFinder is where write --watch looks for readers; nil: USB.
 	// Tests show it simulated readers.
-	watchFinder target.Finder
+	watchFinder drive.Finder
 	// lineEvery is how often progress is printed without a terminal; 0:
 	// progressLineInterval. Tests shorten it.
 	lineEvery time.Duration
@@ -42,12 +42,12 @@ type app struct {
 // newReaders is the command's enumeration of readers, with the quirk
 // overrides in force (the kernel's, $USBFLASH_QUIRKS, --quirks); a
 // malformed override is a usage error.
-func (a *app) newReaders() (*target.Readers, error) {
-	o, err := target.HostQuirkOverrides(a.quirks)
+func (a *app) newReaders() (*drive.Readers, error) {
+	o, err := drive.HostQuirkOverrides(a.quirks)
 	if err != nil {
 		return nil, err
 	}
-	return &target.Readers{Quirks: o}, nil
+	return &drive.Readers{Quirks: o}, nil
 }
 
 func newRootCommand(a *app) *cobra.Command {
@@ -72,8 +72,8 @@ Targets:
 	}
 	root.SetVersionTemplate("usbflash {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.quirks, "quirks", "",
-		"quirk flags for readers that need them, as Linux's usb-storage.quirks= takes them: "+target.QuirkSyntax+
-			" (also $"+target.QuirksEnv+" and /sys/module/usb_storage/parameters/quirks)")
+		"quirk flags for readers that need them, as Linux's usb-storage.quirks= takes them: "+drive.QuirkSyntax+
+			" (also $"+drive.QuirksEnv+" and /sys/module/usb_storage/parameters/quirks)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newListCommand(a),

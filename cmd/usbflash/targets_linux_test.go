@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"usbflash/internal/readonly"
+	"github.com/usbflash/usbflash/internal/readonly"
 )
 
 // sh runs a command the test needs, failing the test when it fails.

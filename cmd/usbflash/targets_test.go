@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"usbflash/internal/flock"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/internal/flock"
 )
 
 // TestWriteRefusesTheImageAsTarget: writing an image onto itself, through
@@ -224,11 +224,11 @@ func TestInfoDescribesAnEmptySlot(t *testing.T) {
 // TestInUseAdvice: one piece of advice for every way a disk is used.
 func TestInUseAdvice(t *testing.T) {
 	t.Parallel()
-	err := &target.Error{Kind: target.KindRefused, Err: target.ErrInUse, Uses: []target.Use{target.UseMounted, target.UseHeld}}
+	err := &drive.Error{Kind: drive.KindRefused, Err: drive.ErrInUse, Uses: []drive.Use{drive.UseMounted, drive.UseHeld}}
 	if got, want := hint(err), "unmount it and close the dm-crypt, LVM or RAID device that holds it first, or pass --force if you are sure"; got != want {
 		t.Errorf("hint = %q, want %q", got, want)
 	}
-	if got := hint(&target.Error{Kind: target.KindRefused, Err: target.ErrInUse}); !strings.HasPrefix(got, "close what uses it first") {
+	if got := hint(&drive.Error{Kind: drive.KindRefused, Err: drive.ErrInUse}); !strings.HasPrefix(got, "close what uses it first") {
 		t.Errorf("hint without uses = %q", got)
 	}
 }

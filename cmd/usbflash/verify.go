@@ -7,12 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"usbflash/blockdev"
-	"usbflash/flash"
-	"usbflash/imagesrc"
-	"usbflash/internal/units"
-	"usbflash/pipeline"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 func newVerifyCommand(a *app) *cobra.Command {
@@ -42,7 +42,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 				if err != nil {
 					return err
 				}
-				t, err := target.Parse(args[1])
+				t, err := drive.Parse(args[1])
 				if err != nil {
 					return err
 				}
@@ -58,7 +58,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 	return c
 }
 
-func (a *app) verify(ctx context.Context, rep reporter, image string, t target.Spec, transfer int64, maps flash.BlockMapChoice) error {
+func (a *app) verify(ctx context.Context, rep reporter, image string, t drive.Spec, transfer int64, maps flash.BlockMapChoice) error {
 	src, err := imagesrc.Open(image)
 	if err != nil {
 		return sourceError(err)
@@ -82,7 +82,7 @@ func (a *app) verify(ctx context.Context, rep reporter, image string, t target.S
 	if err != nil {
 		return err
 	}
-	d, err := target.Open(ctx, t, target.Options{ReadOnly: true, OnNotice: noticeNotes(rep), Readers: readers})
+	d, err := drive.Open(ctx, t, drive.Options{ReadOnly: true, OnNotice: noticeNotes(rep), Readers: readers})
 	if err != nil {
 		return err
 	}

@@ -12,12 +12,12 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"usbflash/fakecheck"
-	"usbflash/flash"
-	"usbflash/imagesrc"
-	"usbflash/internal/units"
-	"usbflash/pipeline"
-	"usbflash/target"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/fakecheck"
+	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // writeFlags are the options of `usbflash write`.
@@ -164,7 +164,7 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 		return err
 	}
 	if !f.yes {
-		cfg.Confirm = func(cards []*target.Device, src *imagesrc.Source) error { return a.confirm(cards, image, src) }
+		cfg.Confirm = func(cards []*drive.Device, src *imagesrc.Source) error { return a.confirm(cards, image, src) }
 	}
 	// Enumerated once, for --all and the opens alike.
 	if cfg.Readers, err = a.newReaders(); err != nil {
@@ -178,7 +178,7 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 		cfg.Observer = p
 		find := a.watchFinder
 		if find == nil {
-			find = target.USBFinder(f.force)
+			find = drive.USBFinder(f.force)
 		}
 		res, err := flash.Watch(ctx, cfg, find)
 		return p.finish(res, err)
@@ -204,13 +204,13 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 
 // writeTargets parses the TARGET arguments, or with --all finds every
 // reader slot that holds a card and is not in use.
-func (a *app) writeTargets(ctx context.Context, rep reporter, usb *target.Readers, args []string, f writeFlags) ([]target.Spec, error) {
+func (a *app) writeTargets(ctx context.Context, rep reporter, usb *drive.Readers, args []string, f writeFlags) ([]drive.Spec, error) {
 	if f.all {
 		readers, err := usb.ListReaders(ctx)
 		if err != nil {
 			return nil, &codedError{exitDevice, fmt.Errorf("listing USB readers: %w", err)}
 		}
-		ts, skipped := target.AllWithCards(readers)
+		ts, skipped := drive.AllWithCards(readers)
 		for _, s := range skipped {
 			msg := "leaving " + s + " alone: in use"
 			rep.event(newNote(msg), "usbflash: "+msg)
@@ -221,13 +221,13 @@ func (a *app) writeTargets(ctx context.Context, rep reporter, usb *target.Reader
 		return ts, nil
 	}
 	seen := map[string]bool{}
-	var ts []target.Spec
+	var ts []drive.Spec
 	for _, arg := range args {
 		if seen[arg] {
 			return nil, &usageError{fmt.Sprintf("target %s is given twice", arg)}
 		}
 		seen[arg] = true
-		t, err := target.Parse(arg)
+		t, err := drive.Parse(arg)
 		if err != nil {
 			return nil, err
 		}
@@ -258,7 +258,7 @@ func writeArgs(f *writeFlags) cobra.PositionalArgs {
 // confirm asks the person at the terminal, once for every card; without
 // one it refuses, so a script never writes to a card it did not name with
 // --yes.
-func (a *app) confirm(cards []*target.Device, image string, src *imagesrc.Source) error {
+func (a *app) confirm(cards []*drive.Device, image string, src *imagesrc.Source) error {
 	what := cards[0].Name
 	if len(cards) > 1 {
 		what = fmt.Sprintf("%d cards", len(cards))
@@ -293,7 +293,7 @@ func (a *app) answeredYes() bool {
 }
 
 // identityLine is the one line that lets a person recognise a card.
-func identityLine(d *target.Device) string {
+func identityLine(d *drive.Device) string {
 	var parts []string
 	if d.USB != nil {
 		parts = append(parts, strings.TrimSpace(d.USB.Manufacturer+" "+d.USB.Product), "serial "+orDash(d.USB.Serial))

@@ -22,9 +22,9 @@ import (
 	"syscall"
 	"time"
 
-	"usbflash/e2e/usbdev"
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/e2e/usbdev"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 func main() {

@@ -38,10 +38,10 @@ import (
 	"sync"
 	"time"
 
-	"usbflash/e2e/usbdev"
-	"usbflash/scsi"
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/e2e/usbdev"
+	"github.com/usbflash/usbflash/scsi"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 func main() {

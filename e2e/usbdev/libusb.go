@@ -5,10 +5,10 @@ package usbdev
 import (
 	"context"
 
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
-// Backend names the USB backend of this build, as target.Backend does.
+// Backend names the USB backend of this build, as drive.Backend does.
 const Backend = "libusb"
 
 // Device is an opened mass-storage interface of this build's backend.

@@ -5,11 +5,11 @@ package usbdev
 import (
 	"context"
 
-	"usbflash/usbms/libusb"
-	"usbflash/usbms/usbfs"
+	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbfs"
 )
 
-// Backend names the USB backend of this build, as target.Backend does.
+// Backend names the USB backend of this build, as drive.Backend does.
 const Backend = "usbfs"
 
 // Device is an opened mass-storage interface of this build's backend.

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unsafe"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // Device is one claimed mass-storage interface. It implements usbms.Endpoint.

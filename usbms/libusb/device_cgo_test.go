@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 func TestControlTimeout(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/gousb"
 
-	"usbflash/scsi"
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/scsi"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 func cdb(c scsi.CDB) []byte { return c.Bytes() }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/gousb"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // libusbCode recovers the libusb error behind err. gousb returns its Error

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/gousb"
 
-	"usbflash/internal/factsonly"
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 func TestMapError(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // Sentinel errors, matched with errors.Is. Failing calls return an *Error

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"usbflash/internal/factsonly"
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 func TestFormatPortPath(t *testing.T) {

@@ -1,6 +1,6 @@
 package libusb
 
-import "usbflash/internal/linuxdisk"
+import "github.com/usbflash/usbflash/internal/linuxdisk"
 
 // sysView is where the kernel's view of USB devices and their disks is
 // read; the in-use check itself lives in linuxdisk, shared with file:

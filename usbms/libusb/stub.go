@@ -5,7 +5,7 @@ package libusb
 import (
 	"context"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // Device is an opened mass-storage interface. In this build (without

@@ -3,7 +3,7 @@ package sim
 import (
 	"fmt"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // phase is where the BOT state machine is: CBW, then an optional data

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // TestThirteenCases walks BOT 1.0 section 6.7: what the host announces in

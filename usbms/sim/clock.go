@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 var _ usbms.Sleeper = (*Device)(nil)

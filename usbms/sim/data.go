@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // cutByDisconnect shortens a transfer of k data bytes to what may move

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // Class-specific requests of BOT (BOT 3.1, 3.2).

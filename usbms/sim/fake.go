@@ -6,9 +6,9 @@ import (
 	"strings"
 	"sync"
 
-	"usbflash/blockdev"
-	"usbflash/internal/splitmix"
-	"usbflash/internal/units"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/splitmix"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // FakeKind is how a fake card lies about the blocks past its real flash.

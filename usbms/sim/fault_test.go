@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // TestDataFaults checks the faults that change a data phase or the sense

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // FuzzCBW feeds arbitrary bytes as a CBW, then plays a correct host for

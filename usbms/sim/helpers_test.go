@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // buildCBW encodes a Command Block Wrapper the way a host does.

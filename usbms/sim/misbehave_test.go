@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // TestVirtualClock checks that the modelled clock charges latency, data

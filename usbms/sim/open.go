@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"usbflash/internal/flock"
+	"github.com/usbflash/usbflash/internal/flock"
 )
 
 // Open builds a device from the CLI target syntax

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/internal/factsonly"
-	"usbflash/internal/flock"
-	"usbflash/internal/readonly"
+	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/flock"
+	"github.com/usbflash/usbflash/internal/readonly"
 )
 
 // TestOpen parses good and bad sim: targets against real files.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // defaultAUCost is what straddling an erase unit costs when au= is given

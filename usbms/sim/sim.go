@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // Medium is the storage behind a LUN: a file, a block device, or memory.

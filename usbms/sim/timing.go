@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"time"
 
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // usable fails a call on a device that is closed, unplugged, or whose ctx

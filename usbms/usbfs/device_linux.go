@@ -15,9 +15,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"usbflash/internal/linuxdisk"
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 // Defaults of libusb.OpenOptions, as the libusb backend applies them.

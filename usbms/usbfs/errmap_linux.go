@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 // newError builds libusb's error type, so that the CLI's classification

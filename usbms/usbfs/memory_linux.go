@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"usbflash/internal/aligned"
-	"usbflash/usbms"
+	"github.com/usbflash/usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // mapPiece is the largest usbfs mapping asked for at once: the kernel's

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 // sysfsUSB is where the kernel lists USB devices and interfaces.

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 const mib = 1 << 20

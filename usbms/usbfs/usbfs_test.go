@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 // The request numbers as linux/usbdevice_fs.h gives them on 64-bit and

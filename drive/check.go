@@ -1,13 +1,13 @@
-package target
+package drive
 
 import (
 	"errors"
 	"fmt"
 
-	"usbflash/blockdev"
-	"usbflash/imagesrc"
-	"usbflash/internal/units"
-	"usbflash/pipeline"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // CheckOptions are what the pre-write checks need besides the device and

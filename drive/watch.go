@@ -1,4 +1,4 @@
-package target
+package drive
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // Found is a reader a Finder sees. Key stays the same while the reader

@@ -1,12 +1,12 @@
 //go:build linux && !libusb && !nousb
 
-package target
+package drive
 
 import (
 	"context"
 
-	"usbflash/usbms/libusb"
-	"usbflash/usbms/usbfs"
+	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbfs"
 )
 
 // The USB backend on Linux: usbfs, pure Go, so that every Linux build is

@@ -1,4 +1,4 @@
-package target
+package drive
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"usbflash/internal/factsonly"
-	"usbflash/pipeline"
+	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // The simulated readers of TestMisbehavingReaders: a slow card on USB 2

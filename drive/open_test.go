@@ -1,4 +1,4 @@
-package target
+package drive
 
 import (
 	"errors"
@@ -7,10 +7,10 @@ import (
 	"syscall"
 	"testing"
 
-	"usbflash/internal/flock"
-	"usbflash/internal/linuxdisk"
-	"usbflash/usbms/libusb"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/internal/flock"
+	"github.com/usbflash/usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // TestOpenErrors: the one mapping of open failures to kinds.

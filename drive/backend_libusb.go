@@ -1,11 +1,11 @@
 //go:build !linux || libusb || nousb
 
-package target
+package drive
 
 import (
 	"context"
 
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 // The USB backend: libusb (gousb, cgo) on macOS, Windows and the BSDs, and

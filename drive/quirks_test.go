@@ -1,11 +1,11 @@
-package target
+package drive
 
 import (
 	"strings"
 	"testing"
 
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 // TestQuirkTableParses: every line of the table is an entry, and entries

@@ -1,4 +1,4 @@
-package target
+package drive
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"strings"
 	"sync"
 
-	"usbflash/blockdev"
-	"usbflash/filedev"
-	"usbflash/internal/flock"
-	"usbflash/internal/linuxdisk"
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
-	"usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/filedev"
+	"github.com/usbflash/usbflash/internal/flock"
+	"github.com/usbflash/usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // Options are the safety choices the user made on the command line.

@@ -1,10 +1,10 @@
-// Package target turns what a user types as a TARGET into an opened,
+// Package drive turns what a user types as a TARGET into an opened,
 // checked device: it parses the target syntax, lists readers, opens one
 // (or the slots of one reader together), watches for cards as they are
 // inserted, and runs the one set of checks every write passes before its
 // first byte (in use, locked, the image itself, write-protected, too small,
 // the image larger than the card).
-package target
+package drive
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // Scheme says which world a target lives in.

@@ -1,4 +1,4 @@
-package target
+package drive
 
 import (
 	"fmt"
@@ -7,9 +7,9 @@ import (
 	"strings"
 	"sync"
 
-	"usbflash/scsi"
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/scsi"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 // Where a reader's quirk flags come from, in the order they are applied:

@@ -1,4 +1,4 @@
-package target
+package drive
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"usbflash/usbms"
-	"usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/libusb"
 )
 
 // USBName is the name of a reader in messages and the target that selects

@@ -52,6 +52,11 @@ type Extent struct {
 	Size     int64  // bytes from the card's start
 	Capacity int64  // the card's
 	Table    string // with used: parttable.MBR, parttable.GPT or "none"; else ""
+	// Damaged, with used, is why the card's partition table could not be
+	// followed (it names places past the card, or fails its checks): the
+	// whole card is read, as for a card with no table, and Table is
+	// "none".
+	Damaged error
 }
 
 // SizeError is a size to read that the card does not have.
@@ -66,7 +71,8 @@ func (e *SizeError) Error() string {
 
 // ExtentOf decides how much of dev (named name in errors) to read: want
 // bytes (> 0), the end of the last partition of its MBR or GPT (used; the
-// whole card without a table), or the whole card.
+// whole card without a table, or with a damaged one: a backup of a card
+// whose table is wrong is worth more whole), or the whole card.
 func ExtentOf(ctx context.Context, dev blockdev.Device, name string, want int64, used bool) (Extent, error) {
 	bs := dev.BlockSize()
 	capacity := dev.BlockCount() * int64(bs)
@@ -86,6 +92,10 @@ func ExtentOf(ctx context.Context, dev blockdev.Device, name string, want int64,
 		}
 		return nil
 	}, bs, capacity)
+	if errors.Is(err, parttable.ErrDamaged) {
+		e.Table, e.Damaged = "none", err
+		return e, nil
+	}
 	if err != nil {
 		return Extent{}, fmt.Errorf("reading the partition table of %s: %w", name, err)
 	}

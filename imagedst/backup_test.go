@@ -195,3 +195,51 @@ func TestBackupDiscard(t *testing.T) {
 		}
 	}
 }
+
+// TestExtentOfDamagedTable: with used, a card whose partition table cannot
+// be followed is read whole, saying why, as a card without one is; a card
+// that fails to read its first block is an error.
+func TestExtentOfDamagedTable(t *testing.T) {
+	const size = 4 << 20
+	mbr := func(typ byte, start, count uint32) []byte {
+		d := make([]byte, size)
+		e := d[446:]
+		e[4] = typ
+		e[8], e[9], e[10], e[11] = byte(start), byte(start>>8), byte(start>>16), byte(start>>24)
+		e[12], e[13], e[14], e[15] = byte(count), byte(count>>8), byte(count>>16), byte(count>>24)
+		d[510], d[511] = 0x55, 0xAA
+		return d
+	}
+	garbage := mbr(0xEE, 1, size/512-1)
+	copy(garbage[512:], "EFI PART")
+	for i := 520; i < 1024; i++ {
+		garbage[i] = byte(i*131 + 7)
+	}
+	tests := []struct {
+		name    string
+		data    []byte
+		want    Extent
+		damaged bool
+	}{
+		{"MBR past the end", mbr(0x83, 2048, 1<<20), Extent{Size: size, Capacity: size, Table: "none"}, true},
+		{"protective MBR, no GPT", mbr(0xEE, 1, size/512-1), Extent{Size: size, Capacity: size, Table: "none"}, true},
+		{"EFI PART then garbage", garbage, Extent{Size: size, Capacity: size, Table: "none"}, true},
+		{"MBR", mbr(0x83, 2048, 2048), Extent{Size: 4096 * 512, Capacity: size, Table: "MBR"}, false},
+		{"no table", make([]byte, size), Extent{Size: size, Capacity: size, Table: "none"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ExtentOf(context.Background(), &card{data: tt.data}, "sim:c.img", -1, true)
+			if err != nil || (got.Damaged != nil) != tt.damaged {
+				t.Fatalf("ExtentOf = %+v, %v; want damaged %v", got, err, tt.damaged)
+			}
+			got.Damaged = nil
+			if got != tt.want {
+				t.Errorf("ExtentOf = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	if _, err := ExtentOf(context.Background(), &card{data: make([]byte, size), failOn: 1, failAt: 0}, "sim:c.img", -1, true); err == nil {
+		t.Error("a card whose first block fails to read gave an extent")
+	}
+}

@@ -208,6 +208,9 @@ func extentNote(name string, e imagedst.Extent) string {
 	case "":
 		return ""
 	case "none":
+		if e.Damaged != nil {
+			return fmt.Sprintf("%s: %v: reading the whole card, as for a card without one", name, e.Damaged)
+		}
 		return fmt.Sprintf("%s has no partition table: reading the whole card", name)
 	case parttable.GPT:
 		return fmt.Sprintf("GPT: reading up to the end of the last partition, %s; the backup GPT at the end of the card is not included (sgdisk -e rebuilds it after a restore)", units.FormatSize(e.Size))

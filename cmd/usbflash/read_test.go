@@ -113,6 +113,7 @@ func TestReadUsedAndSize(t *testing.T) {
 	}{
 		{"MBR", func(t *testing.T) string { return mbrCard(t, 8<<20, 3<<20) }, []string{"--used"}, 3 << 20, "MBR: reading up to the end of the last partition"},
 		{"no partition table", func(t *testing.T) string { return cardWith(t, []byte("no table here"), 2<<20) }, []string{"--used"}, 2 << 20, "no partition table: reading the whole card"},
+		{"MBR past the end", func(t *testing.T) string { return mbrCard(t, 2<<20, 3<<20) }, []string{"--used"}, 2 << 20, "damaged partition table: the MBR's partitions end at 3.15 MB, past the disk's 2.10 MB: reading the whole card"},
 		{"size", func(t *testing.T) string { return mbrCard(t, 8<<20, 3<<20) }, []string{"--size", "1000000"}, 1000000, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

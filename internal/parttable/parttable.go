@@ -7,6 +7,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // Kinds of partition table.
@@ -28,8 +31,14 @@ type Table struct {
 	End int64
 }
 
-// ErrDamaged is a partition table that names places outside the disk.
+// ErrDamaged is a partition table that names places outside the disk, or
+// a GPT whose header or entries fail their checks.
 var ErrDamaged = errors.New("damaged partition table")
+
+// maxEntriesBytes bounds the GPT partition entry array read: the usual
+// one is 16 KiB (128 entries of 128 bytes), and a damaged header must not
+// make End allocate what it claims.
+const maxEntriesBytes = 1 << 20
 
 // End reads the partition table of a disk of capacity bytes with logical
 // blocks of blockSize bytes.
@@ -67,12 +76,14 @@ func End(read ReadAt, blockSize int, capacity int64) (Table, error) {
 		return Table{Kind: None}, nil
 	}
 	if end > capacity {
-		return Table{}, fmt.Errorf("%w: the MBR's partitions end at byte %d, past the disk's %d", ErrDamaged, end, capacity)
+		return Table{}, fmt.Errorf("%w: the MBR's partitions end at %s, past the disk's %s", ErrDamaged, units.FormatBytes(end), units.FormatBytes(capacity))
 	}
 	return Table{Kind: MBR, End: end}, nil
 }
 
-// gptEnd reads the primary GPT header at LBA 1 and its partition entries.
+// gptEnd reads the primary GPT header at LBA 1 and its partition entries,
+// each checked against its CRC-32 as firmware checks them, so that bytes
+// that only start like a header are not taken for one.
 func gptEnd(read ReadAt, bs, capacity int64) (Table, error) {
 	hdr := make([]byte, bs)
 	if err := read(bs, hdr); err != nil {
@@ -81,15 +92,29 @@ func gptEnd(read ReadAt, bs, capacity int64) (Table, error) {
 	if !bytes.Equal(hdr[:8], []byte("EFI PART")) {
 		return Table{}, fmt.Errorf("%w: a protective MBR but no GPT header at LBA 1", ErrDamaged)
 	}
-	entriesLBA := int64(binary.LittleEndian.Uint64(hdr[72:]))
+	hdrSize := int64(binary.LittleEndian.Uint32(hdr[12:]))
+	if hdrSize < 92 || hdrSize > bs {
+		return Table{}, fmt.Errorf("%w: the GPT header at LBA 1 says it is %d bytes long", ErrDamaged, hdrSize)
+	}
+	check := append([]byte(nil), hdr[:hdrSize]...)
+	clear(check[16:20]) // the header's CRC is computed with its own field zeroed
+	if crc32.ChecksumIEEE(check) != binary.LittleEndian.Uint32(hdr[16:]) {
+		return Table{}, fmt.Errorf("%w: the GPT header at LBA 1 fails its CRC-32", ErrDamaged)
+	}
+	entriesLBA := binary.LittleEndian.Uint64(hdr[72:])
 	count := int64(binary.LittleEndian.Uint32(hdr[80:]))
 	size := int64(binary.LittleEndian.Uint32(hdr[84:]))
-	if size < 128 || count > 1<<16 || entriesLBA*bs+count*size > capacity {
+	blocks := uint64(capacity / bs)
+	if size < 128 || size%8 != 0 || count*size > maxEntriesBytes || entriesLBA < 2 || entriesLBA >= blocks ||
+		int64(entriesLBA)*bs+count*size > capacity {
 		return Table{}, fmt.Errorf("%w: GPT header lists %d entries of %d bytes at LBA %d", ErrDamaged, count, size, entriesLBA)
 	}
 	entries := make([]byte, (count*size+bs-1)/bs*bs)
-	if err := read(entriesLBA*bs, entries); err != nil {
+	if err := read(int64(entriesLBA)*bs, entries); err != nil {
 		return Table{}, err
+	}
+	if crc32.ChecksumIEEE(entries[:count*size]) != binary.LittleEndian.Uint32(hdr[88:]) {
+		return Table{}, fmt.Errorf("%w: the GPT partition entries at LBA %d fail their CRC-32", ErrDamaged, entriesLBA)
 	}
 	var end int64
 	for i := range count {
@@ -97,14 +122,14 @@ func gptEnd(read ReadAt, bs, capacity int64) (Table, error) {
 		if bytes.Equal(e[:16], make([]byte, 16)) {
 			continue // unused entry
 		}
-		last := int64(binary.LittleEndian.Uint64(e[40:]))
-		end = max(end, (last+1)*bs)
-	}
-	if end > capacity {
-		return Table{}, fmt.Errorf("%w: the GPT's partitions end at byte %d, past the disk's %d", ErrDamaged, end, capacity)
+		last := binary.LittleEndian.Uint64(e[40:])
+		if last >= blocks {
+			return Table{}, fmt.Errorf("%w: the GPT's partitions end past the disk's %d blocks", ErrDamaged, blocks)
+		}
+		end = max(end, int64(last+1)*bs)
 	}
 	if end == 0 { // a GPT without partitions: keep the table itself
-		end = entriesLBA*bs + int64(len(entries))
+		end = int64(entriesLBA)*bs + int64(len(entries))
 	}
 	return Table{Kind: GPT, End: end}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"testing"
 )
 
@@ -26,11 +27,12 @@ func putMBR(d []byte, parts ...part) {
 }
 
 // putGPT writes a protective MBR and a primary GPT whose used entries end
-// at the given last LBAs, with entries at LBA 2.
+// at the given last LBAs, with entries at LBA 2 and both CRC-32s right.
 func putGPT(d []byte, bs int, lasts ...uint64) {
 	putMBR(d, part{0xEE, 1, uint32(len(d)/bs - 1)})
 	h := d[bs:]
 	copy(h, "EFI PART")
+	binary.LittleEndian.PutUint32(h[12:], 92)
 	binary.LittleEndian.PutUint64(h[72:], 2)
 	binary.LittleEndian.PutUint32(h[80:], 128)
 	binary.LittleEndian.PutUint32(h[84:], 128)
@@ -39,6 +41,33 @@ func putGPT(d []byte, bs int, lasts ...uint64) {
 		e[0] = 0xAF // a type GUID that is not zero
 		binary.LittleEndian.PutUint64(e[32:], 34)
 		binary.LittleEndian.PutUint64(e[40:], last)
+	}
+	sealGPT(d, bs)
+}
+
+// sealGPT computes the CRC-32s of the GPT at LBA 1 as they are now.
+func sealGPT(d []byte, bs int) {
+	h := d[bs:]
+	lba := binary.LittleEndian.Uint64(h[72:])
+	n := binary.LittleEndian.Uint32(h[80:]) * binary.LittleEndian.Uint32(h[84:])
+	if end := lba*uint64(bs) + uint64(n); lba < uint64(len(d)/bs) && end <= uint64(len(d)) {
+		binary.LittleEndian.PutUint32(h[88:], crc32.ChecksumIEEE(d[lba*uint64(bs):end]))
+	}
+	clear(h[16:20])
+	binary.LittleEndian.PutUint32(h[16:], crc32.ChecksumIEEE(h[:92]))
+}
+
+// gptWith is a GPT with one field of its header changed, still sealed
+// (off and v: the field's offset in the header and its new value).
+func gptWith(off int, v uint64) func(d []byte) {
+	return func(d []byte) {
+		putGPT(d, 512, 2000)
+		if off == 12 || off == 80 || off == 84 {
+			binary.LittleEndian.PutUint32(d[512+off:], uint32(v))
+		} else {
+			binary.LittleEndian.PutUint64(d[512+off:], v)
+		}
+		sealGPT(d, 512)
 	}
 }
 
@@ -61,6 +90,21 @@ func TestEnd(t *testing.T) {
 		{"GPT 4K blocks", 4096, func(d []byte) { putGPT(d, 4096, 1000) }, Table{GPT, 1001 * 4096}, nil},
 		{"GPT no header", 512, func(d []byte) { putMBR(d, part{0xEE, 1, 100}) }, Table{}, ErrDamaged},
 		{"GPT past the end", 512, func(d []byte) { putGPT(d, 512, 1<<30) }, Table{}, ErrDamaged},
+		{"GPT ending at a wrapping LBA", 512, func(d []byte) { putGPT(d, 512, 1<<63) }, Table{}, ErrDamaged},
+		{"EFI PART then garbage", 512, func(d []byte) {
+			putMBR(d, part{0xEE, 1, 100})
+			copy(d[512:], "EFI PART")
+			for i := 520; i < 1024; i++ {
+				d[i] = byte(i*131 + 7)
+			}
+		}, Table{}, ErrDamaged},
+		{"GPT header CRC wrong", 512, func(d []byte) { putGPT(d, 512, 2000); d[512+16]++ }, Table{}, ErrDamaged},
+		{"GPT entries CRC wrong", 512, func(d []byte) { putGPT(d, 512, 2000); d[2*512+100]++ }, Table{}, ErrDamaged},
+		{"GPT header size too small", 512, gptWith(12, 40), Table{}, ErrDamaged},
+		{"GPT entries at a wrapping LBA", 512, gptWith(72, 1<<63), Table{}, ErrDamaged},
+		{"GPT entries past the end", 512, gptWith(72, 8<<20/512-1), Table{}, ErrDamaged},
+		{"GPT entries over the bound", 512, gptWith(80, 1<<16), Table{}, ErrDamaged},
+		{"GPT entry size not 8-aligned", 512, gptWith(84, 130), Table{}, ErrDamaged},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := disk()

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -110,18 +111,89 @@ func (s *aborts) take() []func() {
 	return out
 }
 
-// signalContext cancels on the first Ctrl-C, SIGTERM or SIGHUP (a dropped
-// ssh session) so a write can finish the command in flight, sync and
-// report how far it got. A second signal runs the command's abort steps,
+// stopWindow is how close together signals arrive that are one stop
+// request. One sender's signals come microseconds apart: GNU timeout
+// signals the child and then its process group, systemd's stop signals
+// every process of the unit's cgroup (SIGTERM, then SIGHUP with
+// SendSIGHUP=), a closing terminal sends SIGHUP to the session. Even on a
+// loaded machine their arrival is milliseconds apart at most. A person's
+// second Ctrl-C comes after seeing the first take effect, a visual
+// reaction time (about 250 ms) or more later; a double tap faster than the
+// window counts once and the stop stays graceful, and a third press
+// aborts.
+const stopWindow = 250 * time.Millisecond
+
+// stopRequests tells stop requests from the signals that carry them: a
+// signal that arrives within window of the last one that counted is part
+// of the same request. The window is measured from the request, not from
+// the last signal, so a person pressing Ctrl-C over and over still
+// reaches the next step.
+type stopRequests struct {
+	window time.Duration
+	last   time.Time
+	n      int
+}
+
+// add takes a signal that arrived at at and says whether it is a new stop
+// request.
+func (r *stopRequests) add(at time.Time) bool {
+	if r.n > 0 && at.Sub(r.last) < r.window {
+		return false
+	}
+	r.n++
+	r.last = at
+	return true
+}
+
+// requests passes on the signals of sig that are new stop requests
+// (stopRequests), each stamped with now() as it is taken, until sig is
+// closed (then the result is closed too) or done is (then it is left
+// open: a handler still waiting on it must not take that for a signal). Stamping happens here, in a goroutine that does
+// nothing else, so a handler slow to take the request (its message to a
+// stderr that blocks) does not make two signals of one sender look far
+// apart.
+func requests(sig <-chan os.Signal, done <-chan struct{}, now func() time.Time, window time.Duration) <-chan os.Signal {
+	out := make(chan os.Signal, 3)
+	go func() {
+		r := stopRequests{window: window}
+		for {
+			select {
+			case s, ok := <-sig:
+				if !ok {
+					close(out)
+					return
+				}
+				if !r.add(now()) {
+					continue
+				}
+				select {
+				case out <- s:
+				default:
+					// Three requests are waiting: the last step
+					// (exit at once) is already asked for.
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// signalContext cancels on the first stop request (Ctrl-C, SIGTERM or
+// SIGHUP, a dropped ssh session; signals within stopWindow of each other
+// are one request) so a write can finish the command in flight, sync and
+// report how far it got. A second request runs the command's abort steps,
 // if it registered any, and exits; a third, or a second with nothing to
 // do, exits at once.
 func signalContext(stderr io.Writer) (context.Context, *aborts, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	steps := &aborts{}
-	sig := make(chan os.Signal, 3)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	raw := make(chan os.Signal, 3)
+	signal.Notify(raw, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
-	// Held from the second signal on: the process ends in the signal's
+	sig := requests(raw, done, time.Now, stopWindow)
+	// Held from the second request on: the process ends in the signal's
 	// goroutine, and main must not exit with its own code meanwhile.
 	var exiting sync.Mutex
 	go func() {
@@ -160,12 +232,13 @@ func signalContext(stderr io.Writer) (context.Context, *aborts, func()) {
 		os.Exit(exitCancelled)
 	}()
 	return ctx, steps, func() {
-		signal.Stop(sig)
+		signal.Stop(raw)
 		close(done)
 		exiting.Lock()
 		cancel()
 	}
 }
+
 func signalName(s os.Signal) string {
 	switch s {
 	case os.Interrupt:

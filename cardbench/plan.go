@@ -6,6 +6,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/region"
 )
 
 // MaxTransferSize bounds every transfer size of a run: a sweep holds one
@@ -25,6 +26,10 @@ type Plan struct {
 	// holding it in memory (at most MaxPreserve).
 	Preserve bool
 }
+
+// MaxPreserve is the largest region Preserve keeps: region.Save holds it
+// in memory.
+const MaxPreserve = region.MaxSave
 
 // PlanError is a plan no device can run, or that does not fit the device
 // it was opened on. It states the facts; nothing was measured.

@@ -44,7 +44,7 @@ func Random(ctx context.Context, dev blockdev.Device, op string, region Region, 
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	first := (region.Offset + size - 1) / size * size // aligned to the transfer
-	slots = (region.end() - first) / size
+	slots = (region.End() - first) / size
 	start := time.Now()
 	for {
 		off := first + rng.Int64N(slots)*size

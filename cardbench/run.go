@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/region"
 )
 
 // The steps of a run, in the order Measure takes them; a Progress names
@@ -47,10 +48,10 @@ type RunOptions struct {
 	// Saved, when set, is told the region was saved (Preserve) and
 	// returns what to call once it no longer needs to be (the CLI
 	// registers what a second Ctrl-C must do with the saved bytes).
-	Saved func(*Saved) (done func())
+	Saved func(*region.Saved) (done func())
 	// Finish is passed to Saved.Finish (what is said while the region is
 	// restored).
-	Finish FinishOptions
+	Finish region.FinishOptions
 }
 
 // Result is what a run measured, also when it stopped early.
@@ -156,11 +157,11 @@ func (o RunOptions) reads(ctx context.Context, dev blockdev.Device, rt RoundTrip
 }
 
 func (o RunOptions) writes(ctx context.Context, dev blockdev.Device, res *Result) (err error) {
-	region := *o.Region
+	stated := *o.Region
 	if o.Preserve {
 		o.step(StepSave, 1)
-		var saved *Saved
-		if saved, err = Save(ctx, dev, o.Device, region); err != nil {
+		var saved *region.Saved
+		if saved, err = region.Save(ctx, dev, o.Device, stated); err != nil {
 			return fmt.Errorf("saving the region: %w; nothing was written", err)
 		}
 		if o.Saved != nil {
@@ -175,13 +176,13 @@ func (o RunOptions) writes(ctx context.Context, dev blockdev.Device, res *Result
 		}
 		defer func() { err = saved.Finish(ctx, dev, err, o.Finish) }()
 	}
-	pts, err := Sweep(ctx, dev, o.sweep(StepWriteSweep, OpWrite, []Region{region}))
+	pts, err := Sweep(ctx, dev, o.sweep(StepWriteSweep, OpWrite, []Region{stated}))
 	res.Points = append(res.Points, pts...)
 	if err != nil || o.Skip.Random {
 		return err
 	}
 	o.step(StepRandomWrite, 1)
-	rw, err := Random(ctx, dev, OpWrite, region, RandomSize, o.RandomTime, o.Seed+1)
+	rw, err := Random(ctx, dev, OpWrite, stated, RandomSize, o.RandomTime, o.Seed+1)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/region"
 )
 
 // Sizes of the sweep.
@@ -52,13 +53,7 @@ func Sizes(blockSize int, max int64) []int64 {
 }
 
 // Region is a byte range of the card a measurement stays in.
-type Region struct {
-	Name   string `json:"name"`
-	Offset int64  `json:"offset"`
-	Length int64  `json:"length"`
-}
-
-func (r Region) end() int64 { return r.Offset + r.Length }
+type Region = region.Region
 
 // ReadRegions returns the start, middle and end of a card of capacity
 // bytes: each a third of the card, at most length bytes (256 MiB when 0)
@@ -183,7 +178,7 @@ func measureSequential(ctx context.Context, dev blockdev.Device, o SweepOptions,
 	p := Point{Path: o.Path, Op: o.Op, Size: n, Region: r.Name}
 	start := time.Now()
 	for off := r.Offset; ; off += n {
-		if off+n > r.end() {
+		if off+n > r.End() {
 			if o.Op == OpRead || p.Commands == 0 {
 				break // reads never repeat what a cache may hold
 			}

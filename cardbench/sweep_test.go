@@ -3,11 +3,9 @@ package cardbench
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/usbms/sim"
 )
 
@@ -37,7 +35,7 @@ func TestSweepRecommendsWhatTheModelImplies(t *testing.T) {
 			c := newSimCard(t, tt.cfg, cardSize)
 			region := Region{Name: "stated", Offset: 16 << 20, Length: 16 << 20}
 			before := c.hash(t, 0, cardSize)
-			head, tail := c.hash(t, 0, region.Offset), c.hash(t, region.end(), cardSize-region.end())
+			head, tail := c.hash(t, 0, region.Offset), c.hash(t, region.End(), cardSize-region.End())
 			points, err := Sweep(context.Background(), c.lun, SweepOptions{
 				Path: PathDirect, Op: tt.op, Sizes: tt.sizes,
 				Regions: []Region{region}, PointTime: 150 * time.Millisecond,
@@ -58,10 +56,10 @@ func TestSweepRecommendsWhatTheModelImplies(t *testing.T) {
 			}
 			if tt.op == OpWrite {
 				st := c.dev.Stats().LUNs[0]
-				if st.WrittenFirst < region.Offset/512 || st.WrittenEnd > region.end()/512 || st.BlocksWritten == 0 {
-					t.Errorf("writes reached blocks [%d, %d), want inside [%d, %d)", st.WrittenFirst, st.WrittenEnd, region.Offset/512, region.end()/512)
+				if st.WrittenFirst < region.Offset/512 || st.WrittenEnd > region.End()/512 || st.BlocksWritten == 0 {
+					t.Errorf("writes reached blocks [%d, %d), want inside [%d, %d)", st.WrittenFirst, st.WrittenEnd, region.Offset/512, region.End()/512)
 				}
-				if c.hash(t, 0, region.Offset) != head || c.hash(t, region.end(), cardSize-region.end()) != tail {
+				if c.hash(t, 0, region.Offset) != head || c.hash(t, region.End(), cardSize-region.End()) != tail {
 					t.Error("the write sweep changed the card outside its region")
 				}
 			}
@@ -72,7 +70,7 @@ func TestSweepRecommendsWhatTheModelImplies(t *testing.T) {
 func TestSweepReadsEveryRegion(t *testing.T) {
 	c := newSimCard(t, sim.Config{}, cardSize)
 	regions := ReadRegions(cardSize, 8<<20, 4<<20)
-	want := []Region{{"start", 0, 8 << 20}, {"middle", 28 << 20, 8 << 20}, {"end", 56 << 20, 8 << 20}}
+	want := []Region{{Name: "start", Offset: 0, Length: 8 << 20}, {Name: "middle", Offset: 28 << 20, Length: 8 << 20}, {Name: "end", Offset: 56 << 20, Length: 8 << 20}}
 	if !slices.Equal(regions, want) {
 		t.Fatalf("ReadRegions = %+v, want %+v", regions, want)
 	}
@@ -108,13 +106,13 @@ func TestReadRegions(t *testing.T) {
 		capacity, length int64
 		want             []Region
 	}{
-		{1 << 40, 0, []Region{{"start", 0, 256 * MiB}, {"middle", (1<<39 - 128*MiB), 256 * MiB}, {"end", 1<<40 - 256*MiB, 256 * MiB}}},
-		{192 * MiB, 0, []Region{{"start", 0, 64 * MiB}, {"middle", 64 * MiB, 64 * MiB}, {"end", 128 * MiB, 64 * MiB}}},
-		{130 * MiB, 0, []Region{{"start", 0, 40 * MiB}, {"middle", 44 * MiB, 40 * MiB}, {"end", 88 * MiB, 40 * MiB}}},
+		{1 << 40, 0, []Region{{Name: "start", Offset: 0, Length: 256 * MiB}, {Name: "middle", Offset: (1<<39 - 128*MiB), Length: 256 * MiB}, {Name: "end", Offset: 1<<40 - 256*MiB, Length: 256 * MiB}}},
+		{192 * MiB, 0, []Region{{Name: "start", Offset: 0, Length: 64 * MiB}, {Name: "middle", Offset: 64 * MiB, Length: 64 * MiB}, {Name: "end", Offset: 128 * MiB, Length: 64 * MiB}}},
+		{130 * MiB, 0, []Region{{Name: "start", Offset: 0, Length: 40 * MiB}, {Name: "middle", Offset: 44 * MiB, Length: 40 * MiB}, {Name: "end", Offset: 88 * MiB, Length: 40 * MiB}}},
 		// Too small for three disjoint regions of the largest transfer.
-		{64 * MiB, 0, []Region{{"start", 0, 32 * MiB}, {"middle", 16 * MiB, 32 * MiB}, {"end", 32 * MiB, 32 * MiB}}},
-		{16 * MiB, 0, []Region{{"start", 0, 16 * MiB}, {"middle", 0, 16 * MiB}, {"end", 0, 16 * MiB}}},
-		{2 * MiB, 0, []Region{{"start", 0, 2 * MiB}, {"middle", 0, 2 * MiB}, {"end", 0, 2 * MiB}}},
+		{64 * MiB, 0, []Region{{Name: "start", Offset: 0, Length: 32 * MiB}, {Name: "middle", Offset: 16 * MiB, Length: 32 * MiB}, {Name: "end", Offset: 32 * MiB, Length: 32 * MiB}}},
+		{16 * MiB, 0, []Region{{Name: "start", Offset: 0, Length: 16 * MiB}, {Name: "middle", Offset: 0, Length: 16 * MiB}, {Name: "end", Offset: 0, Length: 16 * MiB}}},
+		{2 * MiB, 0, []Region{{Name: "start", Offset: 0, Length: 2 * MiB}, {Name: "middle", Offset: 0, Length: 2 * MiB}, {Name: "end", Offset: 0, Length: 2 * MiB}}},
 	}
 	for _, tt := range tests {
 		if got := ReadRegions(tt.capacity, tt.length, RegionAlign); !slices.Equal(got, tt.want) {
@@ -148,8 +146,8 @@ func TestRandom(t *testing.T) {
 			}
 			// 4 KiB aligned inside the region: the first slot starts at
 			// the next 4 KiB boundary, the last ends at or before its end.
-			if st.WrittenFirst < (1<<20+4096)/512 || st.WrittenEnd > region.end()/512 {
-				t.Errorf("random writes reached blocks [%d, %d), want inside [%d, %d)", st.WrittenFirst, st.WrittenEnd, (1<<20+4096)/512, region.end()/512)
+			if st.WrittenFirst < (1<<20+4096)/512 || st.WrittenEnd > region.End()/512 {
+				t.Errorf("random writes reached blocks [%d, %d), want inside [%d, %d)", st.WrittenFirst, st.WrittenEnd, (1<<20+4096)/512, region.End()/512)
 			}
 		})
 	}
@@ -207,51 +205,3 @@ func TestAlignmentFindsTheUnit(t *testing.T) {
 		})
 	}
 }
-
-func TestSaveRestore(t *testing.T) {
-	c := newSimCard(t, sim.Config{}, cardSize)
-	region := Region{Name: "stated", Offset: 3 << 20, Length: 9<<20 + 512} // not whole chunks
-	before := c.hash(t, 0, cardSize)
-	ctx := context.Background()
-	saved, err := Save(ctx, c.lun, "sim", region)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Sweep(ctx, c.lun, SweepOptions{Path: PathDirect, Op: OpWrite, Sizes: []int64{1 << 20}, Regions: []Region{region}, PointTime: time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	if c.hash(t, 0, cardSize) == before {
-		t.Fatal("the write sweep changed nothing: the test proves nothing")
-	}
-	if err := saved.Restore(ctx, c.lun); err != nil {
-		t.Fatal(err)
-	}
-	if c.hash(t, 0, cardSize) != before {
-		t.Error("Restore did not bring the card back")
-	}
-	if _, err := Save(ctx, c.lun, "sim", Region{Length: MaxPreserve + 512}); err == nil {
-		t.Error("Save accepted a region larger than MaxPreserve")
-	}
-}
-
-// A restore that reads back something else names the byte.
-func TestRestoreVerifies(t *testing.T) {
-	c := newSimCard(t, sim.Config{}, cardSize)
-	region := Region{Name: "stated", Offset: 1 << 20, Length: 1 << 20}
-	saved, err := Save(context.Background(), c.lun, "sim", region)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved.data[4096] ^= 1
-	// The card must return the saved data on read-back; a medium that drops
-	// the write is what verification is for.
-	err = saved.Restore(context.Background(), dropWrites{c.lun})
-	if err == nil || !strings.Contains(err.Error(), "byte 1052672") {
-		t.Errorf("Restore through a device that drops writes = %v, want the first differing byte named", err)
-	}
-}
-
-// dropWrites is a device whose writes vanish.
-type dropWrites struct{ blockdev.Device }
-
-func (dropWrites) WriteBlocks(context.Context, int64, []byte) error { return nil }

@@ -46,8 +46,8 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/cardbench"
 	"github.com/usbflash/usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/region"
 )
 
 // DefaultMaxCache is the largest cache a probe sees through unless told
@@ -197,7 +197,7 @@ type prober struct {
 	bs, n  int64 // block size, blocks
 	nonce  uint64
 	res    *Result
-	saved  []*cardbench.Saved
+	saved  []*region.Saved
 	cover  map[int64]bool // single blocks saved
 	window int64          // blocks
 	buf    []byte         // one block
@@ -316,7 +316,7 @@ func (p *prober) save(ctx context.Context, lba, count int64) error {
 	if (count == 1 && p.cover[lba]) || (p.windowSaved && lba+count <= p.window) {
 		return nil // saved already, before anything was written over it
 	}
-	s, err := cardbench.Save(ctx, p.dev, blockdev.Name(p.dev, ""), cardbench.Region{Name: "check", Offset: lba * p.bs, Length: count * p.bs})
+	s, err := region.Save(ctx, p.dev, blockdev.Name(p.dev, ""), region.Region{Name: "check", Offset: lba * p.bs, Length: count * p.bs})
 	p.res.Commands++
 	p.res.Read += count * p.bs
 	if err != nil {

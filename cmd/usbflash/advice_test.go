@@ -17,6 +17,7 @@ import (
 	"github.com/usbflash/usbflash/internal/factsonly"
 	"github.com/usbflash/usbflash/internal/outfile"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/region"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/libusb"
 	"github.com/usbflash/usbflash/usbms/sim"
@@ -317,7 +318,7 @@ func benchAdviceCases(t *testing.T) []adviceCase {
 // outputAdviceCases are the files usbflash writes (a backup, a plot, a
 // preserved region's recovery file) and the backup's own refusals.
 func outputAdviceCases() []adviceCase {
-	region := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
+	stated := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
 	mismatch := &pipeline.VerifyError{Device: "sim:card.img", HashOnly: true, Size: 4 << 20}
 	return []adviceCase{
 		{"backup/exists", &imagedst.ExistsError{Path: "/tmp/b.img"}, "pass --force to overwrite it"},
@@ -331,13 +332,13 @@ func outputAdviceCases() []adviceCase {
 			"free space on that disk, or name a file on another one"},
 		{"output/write failed", &outfile.Error{Path: "/tmp/b.img.part", Op: outfile.OpWrite, Err: syscall.EIO},
 			"check the disk the file is written to, or name a file on another one"},
-		{"preserve/restore failed", &cardbench.RestoreError{Region: region, Device: "sim:/tmp/card.img", BlockSize: 512,
+		{"preserve/restore failed", &region.RestoreError{Region: stated, Device: "sim:/tmp/card.img", BlockSize: 512,
 			Err: errors.New("WRITE at LBA 2048: medium error"), File: "/tmp/usbflash-bench-region-1048576-1.img"},
 			"put them back with dd if=/tmp/usbflash-bench-region-1048576-1.img of=/tmp/card.img bs=512 seek=2048 conv=notrunc,fsync"},
-		{"preserve/restore aborted", &cardbench.RestoreError{Region: region, Device: "usb:0bda:0158", BlockSize: 512, Aborted: true,
+		{"preserve/restore aborted", &region.RestoreError{Region: stated, Device: "usb:0bda:0158", BlockSize: 512, Aborted: true,
 			File: "/tmp/usbflash-bench-region-1048576-1.img"},
 			"put them back with dd if=/tmp/usbflash-bench-region-1048576-1.img of=DISK bs=512 seek=2048 conv=notrunc,fsync"},
-		{"preserve/no file either", &cardbench.RestoreError{Region: region, Device: "file:/dev/sdb", BlockSize: 512,
+		{"preserve/no file either", &region.RestoreError{Region: stated, Device: "file:/dev/sdb", BlockSize: 512,
 			Err: errors.New("WRITE at LBA 2048: medium error"), FileErr: syscall.ENOSPC},
 			"the region's old bytes are lost: restore them from a backup if you have one"},
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/internal/outfile"
 	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/region"
 )
 
 // benchFlags are the options of `usbflash bench`.
@@ -326,7 +327,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t drive.Spec, f benchFlag
 		Point: point,
 		// A second Ctrl-C keeps the saved bytes in a file before the
 		// process ends.
-		Saved: func(saved *cardbench.Saved) func() {
+		Saved: func(saved *region.Saved) func() {
 			return a.aborts.add(func() { rep.fail(saved.Abandon(""), exitCancelled) })
 		},
 		Finish: restoreEvents(rep, plan.Region, d.Name),
@@ -383,12 +384,12 @@ func sweepProgress(rep reporter, ph phase, points int) func(done, total int) {
 
 // restoreEvents says when a preserved region is being restored, and that
 // it was.
-func restoreEvents(rep reporter, region *cardbench.Region, device string) cardbench.FinishOptions {
-	if region == nil {
-		return cardbench.FinishOptions{}
+func restoreEvents(rep reporter, stated *cardbench.Region, device string) region.FinishOptions {
+	if stated == nil {
+		return region.FinishOptions{}
 	}
-	r := *region
-	return cardbench.FinishOptions{
+	r := *stated
+	return region.FinishOptions{
 		Restoring: func(cancelled bool) {
 			if cancelled {
 				note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again stops the restore and saves them to a file)", r.Offset, r.Offset+r.Length, device)

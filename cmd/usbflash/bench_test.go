@@ -17,6 +17,7 @@ import (
 	"github.com/usbflash/usbflash/cardbench"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/filedev"
+	"github.com/usbflash/usbflash/region"
 )
 
 // benchCard is a 32 MiB card file full of a pattern, so any write shows.
@@ -444,8 +445,8 @@ func TestBenchRestoreFailureKeepsTheBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		region := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
-		saved, err := cardbench.Save(context.Background(), d.Dev, d.Name, region)
+		stated := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
+		saved, err := region.Save(context.Background(), d.Dev, d.Name, stated)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -453,7 +454,7 @@ func TestBenchRestoreFailureKeepsTheBytes(t *testing.T) {
 		if err := d.Dev.WriteBlocks(context.Background(), 2048, make([]byte, 1<<20)); err != nil {
 			t.Fatal(err)
 		}
-		err = saved.Finish(context.Background(), failingWrites{d.Dev}, runErr, cardbench.FinishOptions{Dir: t.TempDir()})
+		err = saved.Finish(context.Background(), failingWrites{d.Dev}, runErr, region.FinishOptions{Dir: t.TempDir()})
 		d.Close()
 		if code := exitCode(err); code != exitDevice {
 			t.Fatalf("restore = %v (exit %d), want a device error", err, code)

@@ -18,6 +18,7 @@ import (
 	"github.com/usbflash/usbflash/internal/outfile"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/region"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/libusb"
 	"github.com/usbflash/usbflash/usbms/sim"
@@ -152,7 +153,7 @@ func hint(err error) string {
 	var (
 		fake    *fakecheck.FakeError
 		fakeRes *fakecheck.RestoreError
-		restore *cardbench.RestoreError
+		restore *region.RestoreError
 		backupV *imagedst.VerifyError
 		exists  *imagedst.ExistsError
 		tooMuch *imagedst.SizeError
@@ -433,7 +434,7 @@ func sessionHint(err error) string {
 }
 
 // restoreAdvice says how to put back a region --preserve could not.
-func restoreAdvice(e *cardbench.RestoreError) string {
+func restoreAdvice(e *region.RestoreError) string {
 	if e.File == "" {
 		return "the region's old bytes are lost: restore them from a backup if you have one"
 	}

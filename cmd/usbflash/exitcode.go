@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/usbflash/usbflash/cardbench"
 	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/region"
 )
 
 // Exit codes are part of the interface: scripts and factory stations branch
@@ -109,7 +109,7 @@ func exitCode(err error) int {
 		usage   *usageError
 		refused *refusedError
 		cards   *flash.CardsError
-		restore *cardbench.RestoreError
+		restore *region.RestoreError
 	)
 	switch {
 	case err == nil:

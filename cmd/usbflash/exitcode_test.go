@@ -17,6 +17,7 @@ import (
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/internal/outfile"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/region"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/libusb"
 )
@@ -61,9 +62,9 @@ func TestExitCodeClassification(t *testing.T) {
 		{fmt.Errorf("WRITE: %w", usbms.ErrRecoveryFailed), exitDevice},
 		{&pipeline.CancelledError{Err: context.Canceled}, exitCancelled},
 		{&cardbench.PlanError{Reason: cardbench.SizeOverMemory}, exitUsage},
-		{&cardbench.RestoreError{Err: errors.New("medium error")}, exitDevice},
-		{errors.Join(context.Canceled, &cardbench.RestoreError{Err: errors.New("medium error")}), exitDevice}, // the region is not back
-		{&cardbench.RestoreError{Aborted: true}, exitCancelled},
+		{&region.RestoreError{Err: errors.New("medium error")}, exitDevice},
+		{errors.Join(context.Canceled, &region.RestoreError{Err: errors.New("medium error")}), exitDevice}, // the region is not back
+		{&region.RestoreError{Aborted: true}, exitCancelled},
 		{&imagedst.ExistsError{Path: "b.img"}, exitRefused},
 		{&imagedst.SizeError{}, exitRefused},
 		{&imagedst.VerifyError{Err: &pipeline.VerifyError{HashOnly: true}}, exitVerify},

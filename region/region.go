@@ -1,4 +1,9 @@
-package cardbench
+// Package region saves byte ranges of a card before they are
+// overwritten and puts them back after: in memory while the work runs,
+// and in a file when they cannot be put back, so nothing is lost. The
+// benchmark's write tests (cardbench) and the fake-card probe (fakecheck)
+// both keep what they overwrite this way.
+package region
 
 import (
 	"bytes"
@@ -11,20 +16,31 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/aligned"
 )
 
-// MaxPreserve is the largest region Save keeps: it is held in memory.
-const MaxPreserve = 512 << 20
+// Region is a byte range of a card.
+type Region struct {
+	Name   string `json:"name"`
+	Offset int64  `json:"offset"`
+	Length int64  `json:"length"`
+}
 
-// preserveChunk is the transfer Save and Restore use.
-const preserveChunk = 4 << 20
+// End is the byte just past r.
+func (r Region) End() int64 { return r.Offset + r.Length }
+
+// MaxSave is the largest region Save keeps: it is held in memory.
+const MaxSave = 512 << 20
+
+// chunk is the transfer Save and Restore use.
+const chunk = 4 << 20
 
 // RestoreTimeout bounds a restore the user's cancel did not stop: long
 // enough for the largest preserved region on a slow card.
 const RestoreTimeout = 10 * time.Minute
 
-// Saved is a region's content as it was before a write test, and the one
+// Saved is a region's content as it was before it was written over, and the one
 // copy of it until the region is restored: Finish puts it back, and when
 // that fails, or the user aborts it (Abandon), the bytes go to a file.
 type Saved struct {
@@ -41,9 +57,8 @@ type Saved struct {
 // Save reads region of dev (named name in errors) into memory, so Restore
 // can put it back.
 func Save(ctx context.Context, dev blockdev.Device, name string, region Region) (*Saved, error) {
-	if region.Length > MaxPreserve {
-		return nil, &PlanError{Reason: PreserveOverMemory, Size: region.Length, Limit: MaxPreserve,
-			What: fmt.Sprintf("a region of %d bytes cannot be preserved: it is kept in memory, at most %d", region.Length, int64(MaxPreserve))}
+	if region.Length > MaxSave {
+		return nil, failure.Errorf(failure.Usage, "a region of %d bytes cannot be saved: it is kept in memory, at most %d", region.Length, int64(MaxSave))
 	}
 	s := &Saved{Region: region, Device: name, BlockSize: dev.BlockSize(), data: aligned.Bytes(int(region.Length))}
 	if err := chunks(region, func(off, start, end int64) error {
@@ -86,7 +101,7 @@ func (s *Saved) WriteBack(ctx context.Context, dev blockdev.Device) error {
 // Restore's last step.
 func (s *Saved) Verify(ctx context.Context, dev blockdev.Device) error {
 	bs := int64(dev.BlockSize())
-	back := aligned.Bytes(int(min(preserveChunk, s.Region.Length)))
+	back := aligned.Bytes(int(min(chunk, s.Region.Length)))
 	return chunks(s.Region, func(off, start, end int64) error {
 		q := back[:end-start]
 		if err := dev.ReadBlocks(ctx, off/bs, q); err != nil {
@@ -104,7 +119,7 @@ func (s *Saved) Verify(ctx context.Context, dev blockdev.Device) error {
 // reads only memory, so it may run beside a restore under way.
 func (s *Saved) Keep(dir string) (string, error) {
 	s.keepOnce.Do(func() {
-		f, err := os.CreateTemp(dir, fmt.Sprintf("usbflash-bench-region-%d-*.img", s.Region.Offset))
+		f, err := os.CreateTemp(dir, fmt.Sprintf("usbflash-region-%d-*.img", s.Region.Offset))
 		if err != nil {
 			s.fileErr = err
 			return
@@ -215,7 +230,7 @@ func (e *RestoreError) Error() string {
 	r := e.Region
 	var b strings.Builder
 	if e.Aborted {
-		fmt.Fprintf(&b, "the restore of bytes %d to %d of %s was aborted: they may hold the benchmark's data", r.Offset, r.Offset+r.Length, e.Device)
+		fmt.Fprintf(&b, "the restore of bytes %d to %d of %s was aborted: they may hold what was written over them", r.Offset, r.Offset+r.Length, e.Device)
 	} else {
 		fmt.Fprintf(&b, "bytes %d to %d of %s were not restored: %v", r.Offset, r.Offset+r.Length, e.Device, e.Err)
 	}
@@ -225,6 +240,15 @@ func (e *RestoreError) Error() string {
 		fmt.Fprintf(&b, "; writing the saved bytes to a file failed too: %v", e.FileErr)
 	}
 	return b.String()
+}
+
+// Class: a region not put back is the device's failure, unless the user
+// stopped the restore.
+func (e *RestoreError) Class() failure.Class {
+	if e.Aborted {
+		return failure.Interrupted
+	}
+	return failure.Device
 }
 
 func (e *RestoreError) Unwrap() error {
@@ -237,8 +261,8 @@ func (e *RestoreError) Unwrap() error {
 // chunks calls fn for each piece of region: its byte offset on the card
 // and its [start, end) within the region.
 func chunks(region Region, fn func(off, start, end int64) error) error {
-	for at := int64(0); at < region.Length; at += preserveChunk {
-		end := min(at+preserveChunk, region.Length)
+	for at := int64(0); at < region.Length; at += chunk {
+		end := min(at+chunk, region.Length)
 		if err := fn(region.Offset+at, at, end); err != nil {
 			return err
 		}

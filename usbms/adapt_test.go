@@ -62,23 +62,37 @@ func virtualRig(t *testing.T, cfg sim.Config, q usbms.Quirks) (*sim.Device, *usb
 // that every byte lands once and reads back.
 func TestAdaptiveTransfer(t *testing.T) {
 	const mib = 1 << 20
-	tests := []struct {
+	type row struct {
 		name    string
 		choke   int64
 		mode    sim.ChokeMode
+		residue sim.ResidueMode
 		wantCap int64 // bytes
 		steps   int   // TransferCap notices
-	}{
-		{"hangs above 240 blocks", 240, sim.ChokeHang, 240 * 512, 1},
-		{"stalls above 240 blocks", 240, sim.ChokeStall, 240 * 512, 1},
-		{"drops off the bus above 240 blocks", 240, sim.ChokeDisconnect, 240 * 512, 1},
-		{"hangs above 128 blocks", 128, sim.ChokeHang, 64 * 512, 2},
-		{"hangs above 64 blocks", 64, sim.ChokeHang, 64 * 512, 2},
-		{"stalls above 16 blocks", 16, sim.ChokeStall, 8 * 512, 3},
+	}
+	tests := []row{
+		{"hangs above 240 blocks", 240, sim.ChokeHang, sim.ResidueTrue, 240 * 512, 1},
+		{"stalls above 240 blocks", 240, sim.ChokeStall, sim.ResidueTrue, 240 * 512, 1},
+		{"drops off the bus above 240 blocks", 240, sim.ChokeDisconnect, sim.ResidueTrue, 240 * 512, 1},
+		{"hangs above 128 blocks", 128, sim.ChokeHang, sim.ResidueTrue, 64 * 512, 2},
+		{"stalls above 16 blocks", 16, sim.ChokeStall, sim.ResidueTrue, 8 * 512, 3},
+		{"drops off the bus above 16 blocks", 16, sim.ChokeDisconnect, sim.ResidueTrue, 8 * 512, 3},
+	}
+	// Every way of choking steps down the same ladder, past 240 blocks
+	// too, whether the CSW residue tells the truth or not: a reader that
+	// drops off the bus at 240 blocks is found again and sent 64.
+	for _, mode := range []sim.ChokeMode{sim.ChokeHang, sim.ChokeStall, sim.ChokeDisconnect} {
+		for _, residue := range []sim.ResidueMode{sim.ResidueTrue, sim.ResidueGarbage, sim.ResidueOver} {
+			name := "choke=64:" + mode.String()
+			if residue != sim.ResidueTrue {
+				name += "&residue=" + residue.String()
+			}
+			tests = append(tests, row{name, 64, mode, residue, 64 * 512, 2})
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := sim.Config{LUNs: []sim.LUN{{Blocks: 16 << 11}}, Misbehaviour: sim.Misbehaviour{ChokeBlocks: tt.choke, ChokeMode: tt.mode}}
+			cfg := sim.Config{LUNs: []sim.LUN{{Blocks: 16 << 11}}, Misbehaviour: sim.Misbehaviour{ChokeBlocks: tt.choke, ChokeMode: tt.mode, Residue: tt.residue}}
 			dev, l, got := virtualRig(t, cfg, 0)
 			ctx := context.Background()
 			data := pattern(4*mib, 11)

@@ -204,7 +204,6 @@ func (l *LUN) rw(ctx context.Context, write, use16 bool, lba int64, p []byte) er
 	}
 	r := l.essential(l.cdb.Bytes(), dir, p)
 	r.shrink = nextCap(int64(len(p))) > 0
-	r.shrinkGone = int64(len(p)) > capSteps[0]
 	_, err := l.do(ctx, r, span{lba, blocks})
 	if err != nil && !write && l.t.opts.Quirks&QuirkInitialRead10 != 0 && HasSense(err) {
 		// A reader that fails a READ(10) now and then, the first one

@@ -40,7 +40,7 @@ func (l *LUN) do(ctx context.Context, r request, where span) (int, error) {
 			// The reader reports the port reset the ladder made. The
 			// command goes once more, without a ladder of its own: a
 			// reader the ladder did not bring back fails for good.
-			r.maxResets, r.portReset, r.shrink, r.shrinkGone = 0, false, false, false
+			r.maxResets, r.portReset, r.shrink = 0, false, false
 			continue
 		}
 		switch action(err, l.wrote) {

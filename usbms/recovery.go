@@ -82,11 +82,13 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 // may be back) and a *chokeError says to send the range again in smaller
 // commands. It returns nil when the ladder should go on as for any
 // command: a device that is gone for good, or a recovery that failed.
+//
+// A reader that dropped off the bus is looked for again at every step
+// down, 120 KiB commands included: the port reset finds it again (both
+// backends reopen it at its port when it re-enumerated) whatever the size
+// of the command it dropped at, and the ladder is three steps long.
 func (t *Transport) choked(ctx context.Context, r request, err error) error {
 	if errors.Is(err, ErrNoDevice) {
-		if !r.shrinkGone {
-			return nil
-		}
 		t.notify(fmt.Sprintf("the reader dropped off the bus during %s of %s: resetting the USB port to find it again", opName(r.cdb), sizeWords(int64(len(r.data)))))
 		if t.resetPort(ctx) != nil {
 			return nil

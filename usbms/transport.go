@@ -292,13 +292,10 @@ type request struct {
 	probe     bool // an optional command: its failure is tolerated
 	// shrink: a smaller command might not fail as this one does (a large
 	// READ or WRITE). Its first failure that calls for recovery resets
-	// the reader and ends in a *chokeError, so that the caller sends the
-	// range again in smaller commands instead of repeating this one.
+	// the reader (a port reset, finding it again, when it dropped off the
+	// bus) and ends in a *chokeError, so that the caller sends the range
+	// again in smaller commands instead of repeating this one.
 	shrink bool
-	// shrinkGone: a device that drops off the bus during it is looked
-	// for again with a port reset (it may re-enumerate), and the
-	// command, if it is back, ends in a *chokeError too.
-	shrinkGone bool
 }
 
 func (t *Transport) exec(ctx context.Context, r request) (int, error) {

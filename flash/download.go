@@ -41,14 +41,20 @@ func (s *session) checkDownload(ctx context.Context) error {
 	case s.cfg.NoSHA256:
 		return nil
 	default:
-		found, err := imagesrc.FindChecksum(s.cfg.Image)
+		found, passed, err := imagesrc.FindChecksum(s.cfg.Image)
+		for _, p := range passed {
+			s.emit(Note{Message: p.String()})
+		}
 		if err != nil {
 			return &ImageError{Err: err}
 		}
-		if found == nil {
+		if found == nil || found.Decoded {
 			return nil
 		}
 		want, from = found.Sum, found.Path
+		if found.Signed {
+			from += " (a signed list; its signature was not checked)"
+		}
 	}
 	d := &download{image: s.cfg.Image, from: from, want: want, done: make(chan struct{})}
 	go func() {

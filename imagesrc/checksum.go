@@ -1,7 +1,6 @@
 package imagesrc
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,80 +10,209 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/usbflash/usbflash/failure"
 )
 
 // A download's checksum: publishers give the SHA-256 of the file they
 // serve, as IMAGE.sha256 beside it (Raspberry Pi OS), a SHA256SUMS list in
-// its directory (Ubuntu, Debian), or IMAGE.sha (Armbian). It is of the
-// file's bytes, compressed as they are, not of the image inside.
+// its directory (Ubuntu, Debian), or IMAGE.sha (Armbian). It is mostly of
+// the file's bytes, compressed as they are; some give the decoded image's
+// (a line for os.img beside os.img.xz), which Decoded says. Lists are read
+// as sha256sum -c reads them (sumlist.go).
 
 // ChecksumFile is a checksum found beside an image.
 type ChecksumFile struct {
-	Path string // the file it was read from
+	Path string // the list it was read from
 	Sum  string // lower-case hex
+	Line int    // its line in Path, 1-based
+	// Name is the file the line names as written in the list, "" for a
+	// sum alone on its line.
+	Name string
+	// Decoded: the line is for the decoded image (os.img beside
+	// os.img.xz), not for the file.
+	Decoded bool
+	// Signed: the list is PGP clear-signed and the sum comes from its
+	// signed text. The signature was not checked.
+	Signed bool
 }
 
-// ErrNoChecksumEntry: a checksum list beside the image names other files.
-var ErrNoChecksumEntry = errors.New("no line for the image")
+// NoChecksumLine is a checksum list beside the image that has no line
+// for it: the write goes on without it.
+type NoChecksumLine struct {
+	List  string
+	Image string // the name looked for, relative to the list's directory
+	// Elsewhere are the list's lines for files of the image's name in
+	// other directories.
+	Elsewhere []string
+}
+
+func (n NoChecksumLine) String() string {
+	s := fmt.Sprintf("%s has no line for %s", n.List, n.Image)
+	if len(n.Elsewhere) > 0 {
+		s += fmt.Sprintf(" (its lines for %s are for files in other directories)", strings.Join(n.Elsewhere, ", "))
+	}
+	return s
+}
+
+// sumListName is the list of a directory's SHA-256s, as sha256sum's
+// users name it.
+const sumListName = "SHA256SUMS"
 
 // FindChecksum looks beside image for its SHA-256 as publishers give it:
 // IMAGE.sha256, IMAGE.sha256sum, IMAGE.sha, then SHA256SUMS in its
-// directory. It returns nil when there is none (or image is "-"), and an
-// error for a file that is there but cannot be read or holds no sum for
-// image.
-func FindChecksum(image string) (*ChecksumFile, error) {
+// directory, then SHA256SUMS in the directory above (a list covering
+// arm64/ and armhf/), whose line must name DIR/IMAGE. It returns nil when
+// there is none (or image is "-"), the lists beside the image that name
+// other files only (the one above is another directory's list and is not
+// mentioned), and an error for a list that cannot be used
+// (*ChecksumListError) or gives the image two different sums
+// (*ChecksumConflictError).
+func FindChecksum(image string) (*ChecksumFile, []NoChecksumLine, error) {
 	if image == "-" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	base := filepath.Base(image)
-	candidates := []string{image + ".sha256", image + ".sha256sum", image + ".sha",
-		filepath.Join(filepath.Dir(image), "SHA256SUMS")}
-	for _, p := range candidates {
-		f, err := os.Open(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("checksum file %s: %w", p, err)
-		}
-		sum, err := checksumFor(f, base, filepath.Base(p) != "SHA256SUMS")
-		f.Close()
-		if errors.Is(err, ErrNoChecksumEntry) && filepath.Base(p) == "SHA256SUMS" {
-			continue // a list for other files in the same directory
-		}
-		if err != nil {
-			return nil, fmt.Errorf("checksum file %s: %w", p, err)
-		}
-		return &ChecksumFile{Path: p, Sum: sum}, nil
+	type candidate struct {
+		path, rel string
+		sidecar   bool // named after the image: a sum alone is the image's
+		above     bool
 	}
-	return nil, nil
+	candidates := []candidate{{image + ".sha256", base, true, false}, {image + ".sha256sum", base, true, false},
+		{image + ".sha", base, true, false}, {filepath.Join(filepath.Dir(image), sumListName), base, false, false}}
+	abs, err := filepath.Abs(image)
+	if err == nil {
+		if dir := filepath.Dir(abs); filepath.Dir(dir) != dir {
+			candidates = append(candidates, candidate{filepath.Join(filepath.Dir(image), "..", sumListName),
+				filepath.Join(filepath.Base(dir), base), false, true})
+		}
+	} else {
+		abs = ""
+	}
+	var passed []NoChecksumLine
+	for _, c := range candidates {
+		found, err := readChecksum(c.path, c.rel, abs, c.sidecar)
+		if c.above && found == nil {
+			// Another directory's list: only a line naming the image
+			// makes it the image's.
+			var le *ChecksumListError
+			var none *noLineError
+			if errors.As(err, &le) || errors.As(err, &none) {
+				continue
+			}
+		}
+		var none *noLineError
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		case errors.As(err, &none):
+			passed = append(passed, none.note)
+			continue
+		case err != nil:
+			return nil, passed, err
+		}
+		return found, passed, nil
+	}
+	return nil, passed, nil
 }
 
-// checksumFor reads sha256sum's format ("HEX  NAME", "HEX *NAME", or a
-// lone "HEX" when alone may be true) and returns name's sum.
-func checksumFor(r io.Reader, name string, alone bool) (string, error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
-		sum, err := ParseSHA256(fields[0])
-		if err != nil {
-			return "", err
-		}
-		if len(fields) == 1 && alone {
-			return sum, nil
-		}
-		if len(fields) >= 2 && filepath.Base(strings.TrimPrefix(fields[len(fields)-1], "*")) == name {
-			return sum, nil
+// noLineError is a list without a line for the image, which FindChecksum
+// passes over.
+type noLineError struct{ note NoChecksumLine }
+
+func (e *noLineError) Error() string { return e.note.String() }
+
+// readChecksum reads the list at path for the file at rel (relative to
+// the list's directory; abs is its absolute path, "" if unknown).
+func readChecksum(path, rel, abs string, sidecar bool) (*ChecksumFile, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, &ChecksumListError{List: path, Err: unwrapPath(err)}
+	}
+	defer f.Close()
+	list, err := parseSumList(f)
+	if err != nil {
+		return nil, &ChecksumListError{List: path, Err: unwrapPath(err)}
+	}
+	found := &ChecksumFile{Path: path, Signed: list.signed}
+	lines := list.forPath(rel, abs, sidecar)
+	if len(lines) == 0 {
+		// Publishers that give the decoded image's sum name the image.
+		if name, ok := decodedName(rel); ok {
+			absName, _ := decodedName(abs)
+			lines, found.Decoded = list.forPath(name, absName, false), true
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return "", err
+	if len(lines) == 0 {
+		return nil, &noLineError{NoChecksumLine{List: path, Image: rel, Elsewhere: list.elsewhere(rel)}}
 	}
-	return "", fmt.Errorf("%w %s", ErrNoChecksumEntry, name)
+	ln, err := agreed(path, rel, lines)
+	if err != nil {
+		return nil, err
+	}
+	found.Sum, found.Line, found.Name = ln.sum, ln.no, ln.name
+	return found, nil
 }
+
+// unwrapPath drops an *os.PathError's repetition of the path, which the
+// list's error says once.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// decodedName is the name of the image a compressed file decodes to
+// (os.img for os.img.xz): a stream's, whose name is its file's without
+// the suffix. A zip's member has its own name, a tarball is no image.
+func decodedName(name string) (string, bool) {
+	p, ext, ok := namedFormat(name)
+	switch {
+	case !ok || p.container != "":
+		return "", false
+	case p.format == FormatXz && ext != ".txz", p.format == FormatGzip && ext != ".tgz",
+		p.format == FormatZstd && ext != ".tzst", p.format == FormatBzip2 && ext != ".tbz2":
+		return strings.TrimSuffix(name, ext), true
+	}
+	return "", false
+}
+
+// ChecksumListError is a checksum list beside the image that cannot be
+// used: unreadable, or no checksum list at all (an error page saved under
+// its name).
+type ChecksumListError struct {
+	List string
+	Err  error
+}
+
+func (e *ChecksumListError) Error() string {
+	return fmt.Sprintf("checksum list %s: %v", e.List, e.Err)
+}
+func (e *ChecksumListError) Unwrap() error { return e.Err }
+
+// Class is Image: the image cannot be trusted as its publisher meant.
+func (e *ChecksumListError) Class() failure.Class { return failure.Image }
+
+// ChecksumConflictError is a list that gives the image two different
+// SHA-256s: which one the publisher meant cannot be told.
+type ChecksumConflictError struct {
+	List, Image           string
+	First, Second         int // line numbers
+	FirstText, SecondText string
+}
+
+func (e *ChecksumConflictError) Error() string {
+	return fmt.Sprintf("%s gives %s two different SHA-256s: line %d %s and line %d %s",
+		e.List, e.Image, e.First, printable(e.FirstText), e.Second, printable(e.SecondText))
+}
+
+// Class is Image: the image cannot be trusted as its publisher meant.
+func (e *ChecksumConflictError) Class() failure.Class { return failure.Image }
 
 // ParseSHA256 checks that s is a SHA-256 in hex and returns it in lower
 // case.
@@ -129,6 +257,9 @@ type ChecksumMismatchError struct {
 	Want  string
 	Got   string
 }
+
+// Class is Image: the file is not the one its publisher describes.
+func (e *ChecksumMismatchError) Class() failure.Class { return failure.Image }
 
 func (e *ChecksumMismatchError) Error() string {
 	return fmt.Sprintf("%s has SHA-256 %s, but %s says %s", e.Image, e.Got, e.From, e.Want)

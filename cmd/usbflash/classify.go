@@ -409,6 +409,8 @@ func sessionHint(err error) string {
 		return "download the image again (with its checksum) and write again"
 	case errors.As(err, new(*flash.ChecksumArgError)):
 		return "give the 64 hexadecimal digits the publisher lists, or --no-sha256"
+	case errors.As(err, new(*imagesrc.ChecksumListError)), errors.As(err, new(*imagesrc.ChecksumConflictError)):
+		return "download the checksum list again, or give the sum the publisher lists with --sha256, or pass --no-sha256 to write without it"
 	case errors.As(err, &report):
 		return "name a report file in a directory you can write to"
 	case errors.Is(err, flash.ErrReportFormat):

@@ -167,15 +167,6 @@ func (p *writePlan) options(o pipeline.WriteOptions) pipeline.WriteOptions {
 	return o
 }
 
-// verify limits the read-back to what was written, against its hash.
-func (p *writePlan) verify(res pipeline.WriteResult, o pipeline.VerifyOptions) ([32]byte, pipeline.VerifyOptions) {
-	if res.Written == nil {
-		return res.SHA256, o
-	}
-	o.Only = res.Written
-	return res.WrittenSHA256, o
-}
-
 // skipped is how many image bytes the write left out ("" reason when it
 // left out none): those regions keep the card's old bytes.
 func (p *writePlan) skipped(res pipeline.WriteResult) (int64, string) {

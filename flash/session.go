@@ -2,7 +2,6 @@ package flash
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -22,28 +21,6 @@ import (
 // memory per card.
 const DefaultLag = 8
 
-// Config.VerifyHash values. xxh3 checks each write command's range
-// against a digest taken as it was written (32 bytes per command), so the
-// check costs about what reading costs and a mismatch names its range at
-// once. sha256 hashes the decoded image and the read-back with SHA-256, as
-// a publisher's or a comparison needs, at several times the CPU on a host
-// without SHA instructions.
-const (
-	VerifyXXH3   = "xxh3"
-	VerifySHA256 = "sha256"
-)
-
-// ErrVerifyHash: Config.VerifyHash names no known hash.
-var ErrVerifyHash = errors.New("unknown verify hash: want xxh3 or sha256")
-
-func checkVerifyHash(h string) error {
-	switch h {
-	case "", VerifyXXH3, VerifySHA256:
-		return nil
-	}
-	return fmt.Errorf("%q: %w", h, ErrVerifyHash)
-}
-
 // Config is one session's choices.
 type Config struct {
 	Image        string // a path, or "-" for standard input
@@ -51,8 +28,9 @@ type Config struct {
 	Buffers      int    // buffers cycling between decoder and writer
 	Lag          int    // several cards: transfers a card may fall behind
 	Verify       bool   // read every card back and compare
-	// VerifyHash is how: VerifyXXH3 (the default, "") or VerifySHA256.
-	VerifyHash string
+	// VerifyMethod is how: pipeline.MethodDigests (the zero value) or
+	// pipeline.MethodSHA256.
+	VerifyMethod pipeline.VerifyMethod
 	// VerifyTransferSize is the bytes per READ of the verify, lowered to
 	// what each card takes; 0: pipeline.ReadBackSize of the write's.
 	VerifyTransferSize int
@@ -223,7 +201,7 @@ func (e *MemoryError) Error() string {
 // nil when every card succeeded and a *CardsError when some did not.
 func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	s := newSession(cfg)
-	if err := checkVerifyHash(cfg.VerifyHash); err != nil {
+	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
 		return s.res, err
 	}
 	if err := CheckMemory(cfg.TransferSize, cfg.Buffers, cfg.Lag, len(specs)); err != nil {
@@ -458,7 +436,7 @@ func RecordOf(o *Outcome, exitCode func(error) int) Record {
 		r.SHA256 = fmt.Sprintf("%x", o.Write.SHA256)
 	}
 	if r.Verified {
-		r.Verify = string(o.Verify.Method)
+		r.Verify = o.Verify.Method.Report()
 	}
 	switch {
 	case o.Err != nil:

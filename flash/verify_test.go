@@ -28,15 +28,14 @@ func TestRunVerifyHash(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name, hash, card string
-		method           pipeline.VerifyMethod
-		badLBA           int64 // -1: verifies
+		name, card string
+		method     pipeline.VerifyMethod
+		badLBA     int64 // -1: verifies
 	}{
-		{"default", "", "good.img?size=8MiB", pipeline.MethodDigests, -1},
-		{"xxh3", VerifyXXH3, "good.img?size=8MiB", pipeline.MethodDigests, -1},
-		{"sha256", VerifySHA256, "good.img?size=8MiB", pipeline.MethodSHA256, -1},
-		{"xxh3 fake card", VerifyXXH3, "fake.img?size=64MiB&fake=drop&real=1MiB", "", 1 << 20 / 512},
-		{"sha256 fake card", VerifySHA256, "fake.img?size=64MiB&fake=drop&real=1MiB", "", 1 << 20 / 512},
+		{"default", "good.img?size=8MiB", pipeline.MethodDigests, -1},
+		{"sha256", "good.img?size=8MiB", pipeline.MethodSHA256, -1},
+		{"xxh3 fake card", "fake.img?size=64MiB&fake=drop&real=1MiB", pipeline.MethodDigests, 1 << 20 / 512},
+		{"sha256 fake card", "fake.img?size=64MiB&fake=drop&real=1MiB", pipeline.MethodSHA256, 1 << 20 / 512},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -45,7 +44,7 @@ func TestRunVerifyHash(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2,
-				Verify: true, VerifyHash: tc.hash}, []drive.Spec{spec})
+				Verify: true, VerifyMethod: tc.method}, []drive.Spec{spec})
 			if len(res.Cards) != 1 {
 				t.Fatalf("Run: %v, %d cards", err, len(res.Cards))
 			}
@@ -60,13 +59,13 @@ func TestRunVerifyHash(t *testing.T) {
 			if err != nil || !o.Verified() || o.Verify.Method != tc.method {
 				t.Fatalf("Run: %v, verified %v", err, o.Verify)
 			}
-			if r := RecordOf(o, nil); r.Verify != string(tc.method) {
-				t.Errorf("the report's record says verify %q, want %q", r.Verify, tc.method)
+			if r := RecordOf(o, nil); r.Verify != tc.method.Report() {
+				t.Errorf("the report's record says verify %q, want %q", r.Verify, tc.method.Report())
 			}
-			if sha := o.Write.SHA256 != ([32]byte{}); sha != (tc.hash == VerifySHA256) {
+			if sha := o.Write.SHA256 != ([32]byte{}); sha != (tc.method == pipeline.MethodSHA256) {
 				t.Errorf("SHA-256 computed: %v, want it only with sha256", sha)
 			}
-			if digests := len(o.Write.Digests.List) > 0; digests == (tc.hash == VerifySHA256) {
+			if digests := len(o.Write.Digests.List) > 0; digests == (tc.method == pipeline.MethodSHA256) {
 				t.Errorf("digests recorded: %v, want them only without sha256", digests)
 			}
 			if got := o.Verify.Bytes; got < int64(len(img)) {
@@ -74,8 +73,9 @@ func TestRunVerifyHash(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Run(context.Background(), Config{Image: image, Verify: true, VerifyHash: "md5"}, nil); !errors.Is(err, ErrVerifyHash) {
-		t.Errorf("VerifyHash md5: %v", err)
+	var me *pipeline.MethodError
+	if _, err := Run(context.Background(), Config{Image: image, Verify: true, VerifyMethod: pipeline.MethodCompare}, nil); !errors.As(err, &me) {
+		t.Errorf("a write checked by compare: %v, want a *pipeline.MethodError", err)
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 // *CardsError when some did not.
 func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) {
 	s := newSession(cfg)
-	if err := checkVerifyHash(cfg.VerifyHash); err != nil {
+	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
 		return s.res, err
 	}
 	if err := CheckMemory(cfg.TransferSize, cfg.Buffers, 0, 1); err != nil {

@@ -48,19 +48,9 @@ func (s *session) writeCards(ctx context.Context, src *imagesrc.Source, plan *wr
 		}
 		group, dev = g, g
 	}
-	// The image's SHA-256 only when asked for: a slow CPU (an embedded
-	// host, an emulator) hashes at a few tens of MB/s. The digests cost a
-	// tenth of that and are all a verify needs.
-	hash, digests := pipeline.HashNone, false
-	switch {
-	case s.cfg.Verify && s.cfg.VerifyHash == VerifySHA256:
-		hash = pipeline.HashSHA256
-	case s.cfg.Verify:
-		digests = true
-	}
 	prog := s.watchWrite(src, cards, group)
 	opts := pipeline.WriteOptions{TransferSize: transfer, Buffers: s.cfg.Buffers, ExpectedSize: expectedSize(src),
-		Progress: prog.stream, Sync: true, HashAlg: hash, Digests: digests,
+		Progress: prog.stream, Sync: true, HashAlg: pipeline.HashNone,
 		// The last moment to keep the card from booting an image that
 		// is not the one meant: the file changed, or it is not the
 		// download its publisher's checksum describes.
@@ -76,6 +66,9 @@ func (s *session) writeCards(ctx context.Context, src *imagesrc.Source, plan *wr
 		}}
 	if len(cards) == 1 {
 		opts.Name = cards[0].d.Name
+	}
+	if s.cfg.Verify {
+		opts = s.cfg.VerifyMethod.Record(opts)
 	}
 	res, werr := pipeline.Write(ctx, dev, plan.source(src), plan.options(opts))
 	prog.stop()
@@ -113,7 +106,7 @@ func (s *session) writeCards(ctx context.Context, src *imagesrc.Source, plan *wr
 		}
 	}
 	if s.cfg.Verify {
-		s.verifyCards(ctx, plan, cards, res, transfer)
+		s.verifyCards(ctx, cards, res, transfer)
 	}
 	if s.cfg.Eject {
 		for _, c := range cards {
@@ -147,15 +140,21 @@ func (s *session) markSlowest(cards []*card, results []fanout.Result) {
 	}
 }
 
-// verifyCards reads every written card back at once, each against the
-// write's digests (or the image's SHA-256); a mismatch is located by
-// decoding the image again (up to the bad range, with digests).
-func (s *session) verifyCards(ctx context.Context, plan *writePlan, cards []*card, res pipeline.WriteResult, transfer int) {
+// verifyCards reads every written card back at once, each by the
+// session's verify method; a mismatch is located by decoding the image
+// again (up to the bad range, with digests).
+func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.WriteResult, transfer int) {
 	prog := s.watchVerify(cards, res.Bytes)
 	defer prog.stop()
 	readSize := s.cfg.VerifyTransferSize
 	if readSize == 0 {
 		readSize = pipeline.ReadBackSize(transfer, len(cards))
+	}
+	// Standard input was read once: a mismatch stays as the verify found
+	// it (a digest mismatch still names its range).
+	var reopen func() (io.ReadCloser, error)
+	if s.cfg.Image != "-" {
+		reopen = func() (io.ReadCloser, error) { return imagesrc.Open(s.cfg.Image) }
 	}
 	var wg sync.WaitGroup
 	for i, c := range cards {
@@ -166,17 +165,10 @@ func (s *session) verifyCards(ctx context.Context, plan *writePlan, cards []*car
 		go func() {
 			defer wg.Done()
 			size, _ := c.d.FitTransfer(readSize) // the write said what the card takes
-			want, vopts := plan.verify(res, pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size,
-				Progress: func(p pipeline.Progress) { prog.card(i, p) }})
-			var v pipeline.VerifyResult
-			var err error
-			if s.cfg.VerifyHash == VerifySHA256 {
-				v, err = pipeline.VerifyHash(ctx, c.d.Dev, res.Bytes, want, vopts)
-			} else {
-				v, err = pipeline.VerifyDigests(ctx, c.d.Dev, res.Digests, vopts)
-			}
+			v, err := pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, res, pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size,
+				Progress: func(p pipeline.Progress) { prog.card(i, p) }}, reopen)
 			if err != nil {
-				c.fail(s.locateMismatch(ctx, c, res.Bytes, vopts, err))
+				c.fail(err)
 				prog.failed(i)
 				return
 			}
@@ -185,15 +177,4 @@ func (s *session) verifyCards(ctx context.Context, plan *writePlan, cards []*car
 		}()
 	}
 	wg.Wait()
-}
-
-// locateMismatch turns a hash or digest mismatch into the first differing
-// LBA by comparing the card with a fresh decode of the image (not possible
-// for standard input, read once: a digest mismatch still names its range).
-func (s *session) locateMismatch(ctx context.Context, c *card, size int64, opts pipeline.VerifyOptions, hashErr error) error {
-	if s.cfg.Image == "-" {
-		return hashErr
-	}
-	open := func() (io.ReadCloser, error) { return imagesrc.Open(s.cfg.Image) }
-	return pipeline.LocateMismatch(ctx, c.d.Dev, open, size, opts, hashErr)
 }

@@ -76,16 +76,6 @@ type VerifyResult struct {
 	Method       VerifyMethod  // how the read-back was checked
 }
 
-// VerifyMethod says how a verify checked what it read back.
-type VerifyMethod string
-
-// Methods in VerifyResult.Method.
-const (
-	MethodCompare VerifyMethod = "compare"           // Verify: byte by byte with a decode of the image
-	MethodSHA256  VerifyMethod = "sha256"            // VerifyHash: the SHA-256 of everything read back
-	MethodDigests VerifyMethod = "xxh3 per transfer" // VerifyDigests: each write command's range on its own
-)
-
 func (o *VerifyOptions) normalize(dev blockdev.Device) error {
 	return o.normalizeBuffers(dev, func(int) int { return 2 })
 }

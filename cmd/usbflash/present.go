@@ -87,9 +87,9 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 		sum.Verified = true
 		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
 		sum.VerifyTransferSize = int64(v.TransferSize)
-		sum.Verify = string(v.Method)
+		sum.Verify = v.Method.Report()
 		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s), %s", units.FormatBytes(v.Bytes),
-			v.Elapsed.Round(time.Millisecond), units.FormatRate(rate(v.Bytes, v.Elapsed)), verifyHow(v.Method)))
+			v.Elapsed.Round(time.Millisecond), units.FormatRate(rate(v.Bytes, v.Elapsed)), v.Method.Describe()))
 	}
 	if res.SHA256 != ([32]byte{}) {
 		sum.SHA256 = hex.EncodeToString(res.SHA256[:])
@@ -112,17 +112,6 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 	}
 	p.rep.event(sum, strings.Join(text, "\n"))
 	return nil
-}
-
-// verifyHow says in words how a verify checked the read-back.
-func verifyHow(m pipeline.VerifyMethod) string {
-	switch m {
-	case pipeline.MethodDigests:
-		return "each write command's xxh3 digest checked"
-	case pipeline.MethodSHA256:
-		return "its SHA-256 checked against the image's"
-	}
-	return "compared with the image"
 }
 
 // presentBlockMap says which block map a write uses.

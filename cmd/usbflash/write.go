@@ -23,7 +23,8 @@ import (
 // writeFlags are the options of `usbflash write`.
 type writeFlags struct {
 	yes, force, noVerify, eject bool
-	verifyHash                  string // xxh3 or sha256
+	verifyHash                  string // a pipeline.VerifyMethod's name
+	verifyMethod                pipeline.VerifyMethod
 	sha256                      string
 	noSHA256                    bool
 	transferSize                string
@@ -75,8 +76,8 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
 	fl.BoolVar(&f.force, "force", false, "write even though the target's disk is mounted, or the image is smaller than one transfer")
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip reading the card back after writing (and hashing the image)")
-	fl.StringVar(&f.verifyHash, "verify-hash", flash.VerifyXXH3, "how the read-back is checked: xxh3 (a digest of each write command, about the cost of reading) or sha256 (the decoded image's SHA-256 on both sides, printed, for those who publish or compare it)")
-	_ = c.RegisterFlagCompletionFunc("verify-hash", cobra.FixedCompletions([]string{flash.VerifyXXH3, flash.VerifySHA256}, cobra.ShellCompDirectiveNoFileComp))
+	fl.StringVar(&f.verifyHash, "verify-hash", pipeline.MethodDigests.String(), "how the read-back is checked: xxh3 (a digest of each write command, about the cost of reading) or sha256 (the decoded image's SHA-256 on both sides, printed, for those who publish or compare it)")
+	_ = c.RegisterFlagCompletionFunc("verify-hash", cobra.FixedCompletions(verifyMethodNames(), cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&f.sha256, "sha256", "", "the image file's SHA-256 as its publisher gives it: checked as it is written, before the first transfer (default: IMAGE.sha256, IMAGE.sha or SHA256SUMS beside the image, when there is one)")
 	fl.BoolVar(&f.noSHA256, "no-sha256", false, "do not look for the image's checksum beside it")
 	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
@@ -153,7 +154,7 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 	image := args[0]
 	cfg := flash.Config{
 		Image: image, TransferSize: int(transfer), Buffers: f.buffers, Lag: f.lag,
-		Verify: !f.noVerify, VerifyHash: f.verifyHash, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
+		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
 		BlockMap: f.bmap.choice(), Report: f.report, ExitCode: exitCode, SHA256: f.sha256, NoSHA256: f.noSHA256,
 		Check: f.check,
 	}
@@ -236,9 +237,21 @@ func (a *app) writeTargets(ctx context.Context, rep reporter, usb *drive.Readers
 	return ts, nil
 }
 
-// writeArgs is IMAGE and at least one TARGET, or IMAGE alone with --all.
+// verifyMethodNames are the names --verify-hash takes.
+func verifyMethodNames() []string {
+	var names []string
+	for _, m := range pipeline.WriteMethods() {
+		names = append(names, m.String())
+	}
+	return names
+}
+
+// writeArgs is IMAGE and at least one TARGET, or IMAGE alone with --all;
+// it parses --verify-hash, once.
 func writeArgs(f *writeFlags) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
+		m, methodErr := pipeline.ParseVerifyMethod(f.verifyHash)
+		f.verifyMethod = m
 		switch {
 		case (f.all || f.watch) && len(args) != 1:
 			return &usageError{fmt.Sprintf("write --all and --watch take only the IMAGE (got %d arguments): they find the readers themselves", len(args))}
@@ -246,8 +259,8 @@ func writeArgs(f *writeFlags) cobra.PositionalArgs {
 			return &usageError{"--all and --watch are two ways to choose the readers: give one"}
 		case !f.all && !f.watch && len(args) < 2:
 			return &usageError{fmt.Sprintf("write needs IMAGE and at least one TARGET (got %d argument(s)); see 'usbflash write --help'", len(args))}
-		case f.verifyHash != flash.VerifyXXH3 && f.verifyHash != flash.VerifySHA256:
-			return &usageError{fmt.Sprintf("--verify-hash %s: want %s or %s", f.verifyHash, flash.VerifyXXH3, flash.VerifySHA256)}
+		case methodErr != nil:
+			return &usageError{fmt.Sprintf("--verify-hash %s: want %s", f.verifyHash, strings.Join(verifyMethodNames(), " or "))}
 		case f.noVerify && c.Flags().Changed("verify-hash"):
 			return &usageError{"--no-verify reads nothing back: --verify-hash has nothing to check"}
 		}

@@ -15,7 +15,7 @@ import (
 // /dev/sdX while usb-storage is bound (found from sysfs on xHCI, named
 // with --compare=file: on EHCI), a read-only sweep, and --write --preserve
 // on a region. Every run must leave the card's backing file as it was.
-// The text output of each run is logged: README's sweep comes from it.
+// The text output of each run is logged: docs/usage.md's sweep comes from it.
 func TestBenchCommand(t *testing.T) {
 	for _, c := range []Controller{EHCI, XHCI} {
 		t.Run(string(c), func(t *testing.T) {

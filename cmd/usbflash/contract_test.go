@@ -1,25 +1,28 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/usbflash/usbflash/cmd/usbflash/internal/eventsdoc"
 )
 
-// readmeSection returns the lines of README.md from the heading to the
-// next heading of the same or a higher level.
-func readmeSection(t *testing.T, heading string) []string {
+// docSection returns the lines of a Markdown file (relative to the
+// repository's root) from the heading to the next heading of the same or a
+// higher level.
+func docSection(t *testing.T, file, heading string) []string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(filepath.Join("..", "..", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +39,7 @@ func readmeSection(t *testing.T, heading string) []string {
 		}
 		return lines[i+1:]
 	}
-	t.Fatalf("README.md has no %q", heading)
+	t.Fatalf("%s has no %q", file, heading)
 	return nil
 }
 
@@ -59,10 +62,19 @@ func tableRows(lines []string) [][]string {
 	return rows
 }
 
-func TestExitCodeTableMatchesREADME(t *testing.T) {
+// TestREADME holds README's exit-code table and its two set-up commands to
+// the code, the Makefile and CI.
+func TestREADME(t *testing.T) {
 	t.Parallel()
+	t.Run("exit codes", readmeExitCodes)
+	t.Run("two commands", readmeTwoCommands)
+}
+
+// readmeExitCodes: README's table is exitCodes(), both ways, and --help
+// prints it.
+func readmeExitCodes(t *testing.T) {
 	var readme []exitStatus
-	for _, row := range tableRows(readmeSection(t, "## Exit codes")) {
+	for _, row := range tableRows(docSection(t, "README.md", "## Exit codes")) {
 		code, err := strconv.Atoi(row[0])
 		if err != nil || len(row) != 3 {
 			t.Fatalf("README exit-code row %q: want code | name | meaning", row)
@@ -116,66 +128,34 @@ func schemaDefs(raw map[string]any) map[string]map[string]any {
 	return out
 }
 
-func TestREADMEEventTableMatchesSchema(t *testing.T) {
+// TestEventsDocMatchesSchema holds docs/events.md to what go generate
+// makes of the schema, and the schema's error event to the exit codes.
+func TestEventsDocMatchesSchema(t *testing.T) {
 	t.Parallel()
+	schema, err := os.ReadFile("events.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := eventsdoc.Render(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../../docs/events.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("docs/events.md is not what events.schema.json and eventsdoc/events.md.tmpl make: run go generate ./cmd/usbflash")
+	}
 	_, raw := eventSchema(t)
 	defs := schemaDefs(raw)
-	// A many-card write has its own start and summary (defs start_many,
-	// summary_many); its README table names them by their event.
-	many := func(event string) string {
-		if event == "start" || event == "summary" {
-			return event + "_many"
+	// Every event the schema defines has its fields in the reference.
+	for name, props := range defs {
+		if _, ok := props["event"]; !ok {
+			continue
 		}
-		return event
-	}
-	// So has bench, and its progress.
-	bench := func(event string) string {
-		if event == "start" || event == "summary" || event == "progress" {
-			return event + "_bench"
-		}
-		return event
-	}
-	for _, tc := range []struct {
-		heading string
-		rows    int
-		def     func(string) string
-	}{
-		{"### JSON events (`--json`)", 7, func(e string) string { return e }},
-		{"### JSON events of a many-card write", 4, many},
-		{"### JSON events of `bench`", 5, bench},
-		{"### JSON events of `check`", 2, func(e string) string { return e + "_check" }},
-		{"### JSON events of block maps and backups", 3, func(e string) string {
-			if e == "start" || e == "summary" {
-				return e + "_read"
-			}
-			return e
-		}},
-	} {
-		rows := tableRows(readmeSection(t, tc.heading))
-		if len(rows) != tc.rows {
-			t.Fatalf("README's table under %q has %d rows, want %d", tc.heading, len(rows), tc.rows)
-		}
-		for _, row := range rows {
-			name := tc.def(strings.Trim(row[0], "`"))
-			props, ok := defs[name]
-			if !ok {
-				t.Errorf("README lists event %q, the schema does not", name)
-				continue
-			}
-			var readme, schema []string
-			for _, f := range strings.Split(row[1], ",") {
-				readme = append(readme, strings.Trim(strings.TrimSpace(f), "`"))
-			}
-			for p := range props {
-				if p != "event" && p != "time" {
-					schema = append(schema, p)
-				}
-			}
-			sort.Strings(readme)
-			sort.Strings(schema)
-			if !reflect.DeepEqual(readme, schema) {
-				t.Errorf("event %s: README lists %v, the schema %v", name, readme, schema)
-			}
+		if !bytes.Contains(got, []byte("#### `"+name+"`\n")) && !bytes.Contains(got, []byte("(schema: `"+name+"`)\n")) {
+			t.Errorf("docs/events.md has no fields of event %s: add {{fields %q}} to events.md.tmpl", name, name)
 		}
 	}
 	// The error event's codes and names are the exit-code table's.
@@ -294,5 +274,41 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("no run emitted a %s event", name)
 		}
+	}
+}
+
+// readmeTwoCommands: README's set-up gives the two commands a fresh
+// machine needs, the main job on sim: and the tests; both are make
+// targets, and CI runs the test command as README gives it.
+func readmeTwoCommands(t *testing.T) {
+	var cmds []string
+	in := false
+	for _, l := range docSection(t, "README.md", "## Set-up and the two commands") {
+		switch {
+		case strings.HasPrefix(l, "```"):
+			in = !in
+		case in:
+			cmd, _, _ := strings.Cut(l, "#")
+			cmds = append(cmds, strings.TrimSpace(cmd))
+		}
+	}
+	if want := []string{"make demo", "make test"}; !slices.Equal(cmds, want) {
+		t.Fatalf("README's set-up gives %q, want %q", cmds, want)
+	}
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cmds {
+		if !regexp.MustCompile(`(?m)^` + strings.TrimPrefix(c, "make ") + `:`).Match(makefile) {
+			t.Errorf("the Makefile has no target for README's %q", c)
+		}
+	}
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^` + cmds[1] + `$`).Match(ci) {
+		t.Errorf(".ci/run does not run README's test command %q", cmds[1])
 	}
 }

@@ -7,6 +7,9 @@ import (
 // The JSON events of write and verify (--json), one object per line. Every
 // event has "event" and "time"; events.schema.json holds the exact
 // contract, and a test checks every event the commands emit against it.
+// docs/events.md, the reference, is generated from the schema:
+
+//go:generate go run ./internal/eventsdoc/gen events.schema.json ../../docs/events.md
 
 // eventName is the "event" field.
 type eventName string

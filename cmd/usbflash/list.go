@@ -18,7 +18,7 @@ import (
 )
 
 // lunReport is what list and info say about one LUN. The JSON names are
-// part of the interface for scripts (README documents them).
+// part of the interface for scripts.
 type lunReport struct {
 	LUN             int      `json:"lun"`
 	Vendor          string   `json:"vendor"`

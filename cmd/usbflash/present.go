@@ -16,7 +16,7 @@ import (
 )
 
 // cardPresenter shows a session of one card, written without --report:
-// the single-card contract of README (start, device, phase, progress,
+// the single-card contract of docs/events.md (start, device, phase, progress,
 // note, summary events; the summary lines).
 type cardPresenter struct {
 	rep     reporter

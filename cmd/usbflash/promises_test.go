@@ -18,7 +18,7 @@ import (
 	"github.com/usbflash/usbflash/flash"
 )
 
-// The promises of README, each held on every path that writes, reads or
+// The safety promises of README, each held on every path that writes, reads or
 // measures a card: one target, several, one with --report, --watch, and
 // read and bench --write where a promise applies to them. Every path runs
 // through the same packages (target opens and checks, flash writes), so a

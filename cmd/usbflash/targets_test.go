@@ -234,7 +234,7 @@ func TestInUseAdvice(t *testing.T) {
 }
 
 // TestSimSizeMakesTheCardForEveryCommand: sim:PATH?size= makes a blank
-// card for the commands that only read, as for write (README's bench
+// card for the commands that only read, as for write (docs/usage.md's bench
 // example on a fresh checkout), and it stays.
 func TestSimSizeMakesTheCardForEveryCommand(t *testing.T) {
 	t.Parallel()

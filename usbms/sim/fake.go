@@ -278,20 +278,30 @@ func (o *fakeOptions) set(key, val string) error {
 	return err
 }
 
+// check finds the fake options' contradictions that need no card: an
+// option without the others it needs, a real size that is no whole number
+// of blocks or passes size= (0: the card file's size, known later).
+func (o *fakeOptions) check(size, block int64) error {
+	switch {
+	case o.kind == FakeNone && (o.haveReal || o.haveCacheOpt):
+		return fmt.Errorf("option real= or fake-cache= needs fake=wrap, drop, garbage or unreadable")
+	case o.kind == FakeNone:
+		return nil
+	case !o.haveReal:
+		return fmt.Errorf("option fake=%s needs real=SIZE, the flash behind the claimed capacity", o.kind)
+	case o.real%block != 0:
+		return fmt.Errorf("option real=%d: want a whole number of %d-byte blocks", o.real, block)
+	case size > 0 && o.real > size:
+		return fmt.Errorf("option real=%d: larger than the card's %d bytes", o.real, size)
+	}
+	return nil
+}
+
 // fake checks the fake options against the card's capacity and block
 // size and says what they make of it (ok false: a genuine card).
 func (o *fakeOptions) fake(capacity, block int64) (Fake, bool, error) {
-	switch {
-	case o.kind == FakeNone && (o.haveReal || o.haveCacheOpt):
-		return Fake{}, false, fmt.Errorf("option real= or fake-cache= needs fake=wrap, drop, garbage or unreadable")
-	case o.kind == FakeNone:
-		return Fake{}, false, nil
-	case !o.haveReal:
-		return Fake{}, false, fmt.Errorf("option fake=%s needs real=SIZE, the flash behind the claimed capacity", o.kind)
-	case o.real%block != 0:
-		return Fake{}, false, fmt.Errorf("option real=%d: want a whole number of %d-byte blocks", o.real, block)
-	case o.real > capacity:
-		return Fake{}, false, fmt.Errorf("option real=%d: larger than the card's %d bytes", o.real, capacity)
+	if err := o.check(capacity, block); err != nil || o.kind == FakeNone {
+		return Fake{}, false, err
 	}
 	return Fake{Kind: o.kind, Real: o.real, Cache: o.cache}, true, nil
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,6 +112,8 @@ func TestFakeOptions(t *testing.T) {
 	if st, _ := os.Stat(path); st.Size() != 1<<20 {
 		t.Fatalf("file size %d, want the claimed 1 MiB", st.Size())
 	}
+	// Every mistake is the target's (*SpecError: a usage error in every
+	// command), found before a card file is made.
 	for opts, want := range map[string]string{
 		"fake=wrap":                         "needs real=SIZE",
 		"real=100KiB":                       "needs fake=",
@@ -121,9 +124,15 @@ func TestFakeOptions(t *testing.T) {
 		"fake=drop&real=1KiB&fake-cache=-1": "fake-cache",
 		"color=red":                         "fake-cache",
 	} {
-		_, err := Open("sim:" + path + "?" + opts)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: error %v, want it to say %q", opts, err, want)
+		for _, card := range []string{path + "?", filepath.Join(dir, "new.img") + "?size=1MiB&"} {
+			_, err := Open("sim:" + card + opts)
+			var spec *SpecError
+			if !errors.As(err, &spec) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s%s: error %v, want a *SpecError that says %q", card, opts, err, want)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, "new.img")); err == nil {
+			t.Fatalf("%s: a card file was made for a target that cannot be one", opts)
 		}
 	}
 }

@@ -95,7 +95,7 @@ func open(spec string, readOnly bool) (*Device, error) {
 	closers = append(closers, card)
 	fake, isFake, err := o.fake.fake(capacity, int64(o.block))
 	if err != nil {
-		return fail(fmt.Errorf("sim: target %q: %w", spec, err))
+		return fail(&SpecError{Spec: spec, Err: err}) // real= past the card file's size
 	}
 	cfg := Config{
 		StallGetMaxLUN: o.stallMaxLUN, Speed: o.speed, Latency: o.latency,

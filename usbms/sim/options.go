@@ -66,6 +66,9 @@ func parseSpec(spec string) (options, string, error) {
 	if o.au > 0 && !strings.Contains("&"+query, "&au-cost=") {
 		o.auCost = defaultAUCost
 	}
+	if err := o.fake.check(o.size, int64(o.block)); err != nil {
+		return o, "", &SpecError{Spec: spec, Err: err}
+	}
 	for _, f := range o.faults {
 		if f.LUN >= o.luns {
 			return o, "", &SpecError{Spec: spec, Err: fmt.Errorf("option fault=%s: lun=%d but there are %d LUNs (luns=N)", f.Kind, f.LUN, o.luns)}

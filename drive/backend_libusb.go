@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // The USB backend: libusb (gousb, cgo) on macOS, Windows and the BSDs, and
@@ -17,11 +18,11 @@ import (
 const Backend = "libusb"
 
 // ListUSB lists the mass-storage interfaces of the USB devices.
-func ListUSB(ctx context.Context) ([]libusb.Info, error) { return libusb.List(ctx) }
+func ListUSB(ctx context.Context) ([]usbdev.Info, error) { return libusb.List(ctx) }
 
 // openUSB is the one place a reader is opened: for a write, a read, info,
 // list and --watch alike.
-func openUSB(ctx context.Context, info libusb.Info, opts libusb.OpenOptions) (usbDevice, error) {
+func openUSB(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions) (usbDevice, error) {
 	d, err := libusb.Open(ctx, info, opts)
 	if err != nil {
 		return nil, err

@@ -15,8 +15,8 @@ import (
 	"github.com/usbflash/usbflash/internal/flock"
 	"github.com/usbflash/usbflash/internal/linuxdisk"
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
 	"github.com/usbflash/usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // Options are the safety choices the user made on the command line.
@@ -59,7 +59,7 @@ type Device struct {
 	Name string          // the target as messages name it once open (sim:card.img/1)
 	Dev  blockdev.Device // nil for an empty slot opened with AllowNoMedium
 
-	USB *libusb.Info // the reader's USB identity; nil for sim: and file:
+	USB *usbdev.Info // the reader's USB identity; nil for sim: and file:
 	LUN *usbms.LUN   // nil for file: and for an empty slot
 	// Quirks are the reader's quirk flags and where each came from; nil
 	// for file:.
@@ -310,7 +310,7 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 
 // openEndpoint opens the reader a usb: or sim: target names, after
 // checking that it is not the disk the image lies on.
-func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (usbms.Endpoint, func() error, *libusb.Info, string, error) {
+func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (usbms.Endpoint, func() error, *usbdev.Info, string, error) {
 	if t.Scheme == USB {
 		info, err := readers.find(ctx, t)
 		if err != nil {
@@ -318,7 +318,7 @@ func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (
 		}
 		// The image check runs before the claim, which takes the disk
 		// from under the image, on the disks the in-use check reads.
-		ud, err := openUSB(ctx, info, libusb.OpenOptions{Force: opts.Force, CheckDisks: imageOnReader(opts.Image, t)})
+		ud, err := openUSB(ctx, info, usbdev.OpenOptions{Force: opts.Force, CheckDisks: imageOnReader(opts.Image, t)})
 		if err != nil {
 			return nil, nil, nil, "", openError(t, err)
 		}
@@ -390,7 +390,7 @@ func openError(t Spec, err error) error {
 		return err // this package's own check (the image on the reader's disk), sorted already
 	case errors.Is(err, linuxdisk.ErrInUse):
 		return &Error{Kind: KindRefused, Target: t.Raw, Msg: fmt.Sprintf("%v; nothing was written", err), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
-	case errors.Is(err, flock.ErrLocked), errors.Is(err, libusb.ErrBusy):
+	case errors.Is(err, flock.ErrLocked), errors.Is(err, usbdev.ErrBusy):
 		return &Error{Kind: KindRefused, Target: t.Raw, Msg: fmt.Sprintf("target %s is in use by another usbflash (or another program); nothing was written", t.Raw), Err: errors.Join(ErrBusy, err)}
 	case errors.Is(err, filedev.ErrBadTarget):
 		return &Error{Kind: KindUsage, Target: t.Raw, Msg: err.Error(), Err: err}
@@ -458,11 +458,11 @@ func sameFileAsImage(image string, t Spec) error {
 
 // imageOnReader is the check a USB backend runs on the disks the kernel
 // made from the reader t names, right before its claim takes them
-// (libusb.OpenOptions.CheckDisks, with the disks it reads for the in-use
+// (usbdev.OpenOptions.CheckDisks, with the disks it reads for the in-use
 // check): it refuses the reader when one of them, or of their partitions,
 // holds the filesystem the image lies on.
-func imageOnReader(image string, t Spec) func([]libusb.KernelDisk) error {
-	return func(disks []libusb.KernelDisk) error {
+func imageOnReader(image string, t Spec) func([]usbdev.KernelDisk) error {
+	return func(disks []usbdev.KernelDisk) error {
 		img, ok := statImage(image)
 		if !ok {
 			return nil
@@ -516,7 +516,7 @@ func refuseImage(t Spec, why string) error {
 // LUNs of the same reader too; closeEP is called when the device closes or
 // fails to open. A reader with several LUNs and no /LUN in the target is
 // accepted only when exactly one slot has a card.
-func openSlot(ctx context.Context, t Spec, name string, tr *usbms.Transport, info *libusb.Info, closeEP func() error, opts Options) (*Device, error) {
+func openSlot(ctx context.Context, t Spec, name string, tr *usbms.Transport, info *usbdev.Info, closeEP func() error, opts Options) (*Device, error) {
 	fail := func(err error) (*Device, error) {
 		closeEP()
 		return nil, err

@@ -9,8 +9,8 @@ import (
 
 	"github.com/usbflash/usbflash/internal/flock"
 	"github.com/usbflash/usbflash/internal/linuxdisk"
-	"github.com/usbflash/usbflash/usbms/libusb"
 	"github.com/usbflash/usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // TestOpenErrors: the one mapping of open failures to kinds.
@@ -30,9 +30,9 @@ func TestOpenErrors(t *testing.T) {
 			{Kind: linuxdisk.Held, Node: "/dev/dm-0", Of: "/dev/sdx3"}}}, KindRefused,
 			"/dev/sdx1 is mounted on /a; /dev/sdx2 is mounted on /b; /dev/sdx3 is held by dm-0"},
 		{"exclusive open refused", Spec{Scheme: File, Raw: "file:/dev/sdx"}, fmt.Errorf("file target /dev/sdx: the kernel refused an exclusive open (%w): %w", syscall.EBUSY, linuxdisk.ErrInUse), KindRefused, "exclusive open"},
-		{"claimed by another process", usb, &libusb.Error{Op: "claiming the mass-storage interface", Kind: libusb.ErrBusy}, KindRefused, "in use by another usbflash"},
+		{"claimed by another process", usb, &usbdev.Error{Op: "claiming the mass-storage interface", Kind: usbdev.ErrBusy}, KindRefused, "in use by another usbflash"},
 		{"locked", Spec{Scheme: Sim, Raw: "sim:c.img"}, flock.ErrLocked, KindRefused, "in use by another usbflash"},
-		{"other usb failure", usb, &libusb.Error{Op: "opening", Kind: libusb.ErrPermission}, KindDevice, "permission"},
+		{"other usb failure", usb, &usbdev.Error{Op: "opening", Kind: usbdev.ErrPermission}, KindDevice, "permission"},
 		{"sim option", Spec{Scheme: Sim, Raw: "sim:c.img?x=1"}, &sim.SpecError{Spec: "c.img?x=1", Err: errors.New(`unknown option "x"`)}, KindUsage, "unknown option"},
 		{"sim card that cannot be one", Spec{Scheme: Sim, Raw: "sim:c.img"}, &sim.CardError{Path: "c.img", Reason: sim.CardBadSize, What: "is 1000 bytes"}, KindUsage, "1000 bytes"},
 		{"sim card I/O", Spec{Scheme: Sim, Raw: "sim:c.img"}, fmt.Errorf("sim: open card: %w", syscall.EIO), KindDevice, "input/output"},

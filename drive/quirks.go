@@ -9,7 +9,7 @@ import (
 
 	"github.com/usbflash/usbflash/scsi"
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // Where a reader's quirk flags come from, in the order they are applied:
@@ -303,9 +303,9 @@ func kernelEntries(s string) []QuirkOverride {
 
 // readerQuirks chooses the flags of a usb: reader, adjusted to its
 // interface: GO_SLOW only at high speed, as the kernel does.
-func readerQuirks(info libusb.Info, o QuirkOverrides) ReaderQuirks {
+func readerQuirks(info usbdev.Info, o QuirkOverrides) ReaderQuirks {
 	rq := ResolveQuirks(info.VID, info.PID, info.BCDDevice, o, "")
-	if rq.Flags&usbms.QuirkGoSlow != 0 && info.Speed != libusb.SpeedHigh {
+	if rq.Flags&usbms.QuirkGoSlow != 0 && info.Speed != usbdev.SpeedHigh {
 		rq.Flags &^= usbms.QuirkGoSlow
 		from := rq.From[:0]
 		for _, f := range rq.From {
@@ -321,7 +321,7 @@ func readerQuirks(info libusb.Info, o QuirkOverrides) ReaderQuirks {
 // commandSet is the usbms command set of an interface subclass.
 func commandSet(subclass uint8) usbms.CommandSet {
 	switch subclass {
-	case libusb.Subclass8020i, libusb.SubclassQIC, libusb.Subclass8070i:
+	case usbdev.Subclass8020i, usbdev.SubclassQIC, usbdev.Subclass8070i:
 		return usbms.SetATAPI
 	}
 	return usbms.SetSCSI
@@ -360,7 +360,7 @@ type identified interface {
 // transportSetup chooses a reader's quirk flags and the transport options
 // that follow from them and from its interface: a usb: reader by its
 // descriptors (info), a sim: reader by what it says of itself.
-func transportSetup(ep usbms.Endpoint, info *libusb.Info, o QuirkOverrides) (ReaderQuirks, usbms.TransportOptions) {
+func transportSetup(ep usbms.Endpoint, info *usbdev.Info, o QuirkOverrides) (ReaderQuirks, usbms.TransportOptions) {
 	var rq ReaderQuirks
 	var topts usbms.TransportOptions
 	switch {
@@ -381,7 +381,7 @@ func transportSetup(ep usbms.Endpoint, info *libusb.Info, o QuirkOverrides) (Rea
 }
 
 // readerID is a reader's VID:PID, as --quirks names it.
-func readerID(ep usbms.Endpoint, info *libusb.Info) string {
+func readerID(ep usbms.Endpoint, info *usbdev.Info) string {
 	if info != nil {
 		return fmt.Sprintf("%04x:%04x", info.VID, info.PID)
 	}

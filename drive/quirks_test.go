@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // TestQuirkTableParses: every line of the table is an entry, and entries
@@ -122,11 +122,11 @@ func TestQuirkOverrides(t *testing.T) {
 
 // TestReaderQuirksGoSlow: GO_SLOW applies at high speed only.
 func TestReaderQuirksGoSlow(t *testing.T) {
-	info := libusb.Info{VID: 0x05e3, PID: 0x0702, BCDDevice: 0x0100, Speed: libusb.SpeedFull}
+	info := usbdev.Info{VID: 0x05e3, PID: 0x0702, BCDDevice: 0x0100, Speed: usbdev.SpeedFull}
 	if rq := readerQuirks(info, QuirkOverrides{}); rq.Flags&usbms.QuirkGoSlow != 0 || len(rq.From) != 2 {
 		t.Errorf("full speed: %v %+v", rq.Flags, rq.From)
 	}
-	info.Speed = libusb.SpeedHigh
+	info.Speed = usbdev.SpeedHigh
 	if rq := readerQuirks(info, QuirkOverrides{}); rq.Flags&usbms.QuirkGoSlow == 0 {
 		t.Errorf("high speed: %v", rq.Flags)
 	}

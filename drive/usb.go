@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // USBName is the name of a reader in messages and the target that selects
 // it: by serial when it has one (stable across ports), else by bus and
 // address.
-func USBName(i libusb.Info) string {
+func USBName(i usbdev.Info) string {
 	if i.Serial != "" {
 		return fmt.Sprintf("usb:%04x:%04x:%s", i.VID, i.PID, i.Serial)
 	}
@@ -31,22 +31,22 @@ type Readers struct {
 	Quirks QuirkOverrides
 
 	once  sync.Once
-	infos []libusb.Info
+	infos []usbdev.Info
 	err   error
 }
 
-func (r *Readers) list(ctx context.Context) ([]libusb.Info, error) {
+func (r *Readers) list(ctx context.Context) ([]usbdev.Info, error) {
 	r.once.Do(func() { r.infos, r.err = ListUSB(ctx) })
 	return r.infos, r.err
 }
 
 // find finds the one supported reader the target selects.
-func (r *Readers) find(ctx context.Context, t Spec) (libusb.Info, error) {
+func (r *Readers) find(ctx context.Context, t Spec) (usbdev.Info, error) {
 	infos, err := r.list(ctx)
 	if err != nil {
-		return libusb.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
+		return usbdev.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
 	}
-	var match []libusb.Info
+	var match []usbdev.Info
 	for i, info := range infos {
 		switch {
 		case t.index >= 0 && i != t.index,
@@ -59,16 +59,16 @@ func (r *Readers) find(ctx context.Context, t Spec) (libusb.Info, error) {
 	}
 	switch {
 	case len(match) == 0:
-		return libusb.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Err: ErrNotFound,
+		return usbdev.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Err: ErrNotFound,
 			Msg: fmt.Sprintf("target %s: no such reader is attached (%d mass-storage interface(s) found)", t.Raw, len(infos))}
 	case len(match) > 1:
 		var names []string
 		for _, m := range match {
 			names = append(names, USBName(m))
 		}
-		return libusb.Info{}, usageErr(t.Raw, fmt.Sprintf("target %s matches %d readers (%s): add the serial (usb:VID:PID:SERIAL) or use usb:BUS.ADDR", t.Raw, len(match), strings.Join(names, ", ")))
+		return usbdev.Info{}, usageErr(t.Raw, fmt.Sprintf("target %s matches %d readers (%s): add the serial (usb:VID:PID:SERIAL) or use usb:BUS.ADDR", t.Raw, len(match), strings.Join(names, ", ")))
 	case !match[0].Supported:
-		return libusb.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Err: ErrUnsupported,
+		return usbdev.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Err: ErrUnsupported,
 			Msg: fmt.Sprintf("target %s (%s): not supported: %s", t.Raw, match[0], match[0].Reason)}
 	}
 	return match[0], nil
@@ -77,11 +77,11 @@ func (r *Readers) find(ctx context.Context, t Spec) (libusb.Info, error) {
 // Reader is one USB mass-storage interface as `usbflash list` shows it.
 type Reader struct {
 	Index int // in the order of `usbflash list`: the N of an N target
-	Info  libusb.Info
+	Info  usbdev.Info
 	Name  string // the usb: target that selects it
 	// KernelDisks describe a reader the kernel holds, from sysfs: list
 	// never pulls a disk away from the system.
-	KernelDisks []libusb.KernelDisk
+	KernelDisks []usbdev.KernelDisk
 	// Slots describe a reader the kernel does not hold: every LUN probed.
 	// Their LUNs are closed: read their identity, not their blocks.
 	Slots []usbms.LUNSummary
@@ -105,20 +105,20 @@ func (r *Readers) ListReaders(ctx context.Context) ([]Reader, error) {
 	return out, nil
 }
 
-func describeReader(ctx context.Context, index int, info libusb.Info, o QuirkOverrides) Reader {
+func describeReader(ctx context.Context, index int, info usbdev.Info, o QuirkOverrides) Reader {
 	r := Reader{Index: index, Info: info, Name: USBName(info)}
 	rq, topts := transportSetup(nil, &info, o)
 	r.Quirks = rq
 	if !info.Supported {
 		return r
 	}
-	if disks, err := libusb.KernelDisks(info); err == nil && len(disks) > 0 {
+	if disks, err := usbdev.KernelDisks(info); err == nil && len(disks) > 0 {
 		r.KernelDisks = disks
 		return r
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	dev, err := openUSB(ctx, info, libusb.OpenOptions{})
+	dev, err := openUSB(ctx, info, usbdev.OpenOptions{})
 	if err != nil {
 		r.Err = err
 		return r
@@ -182,11 +182,11 @@ func (r *Readers) KernelDiskNode(ctx context.Context, t Spec) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	disks, err := libusb.KernelDisks(info)
+	disks, err := usbdev.KernelDisks(info)
 	if err != nil {
 		return "", &Error{Kind: KindDevice, Target: t.Raw, Msg: fmt.Sprintf("--compare: %s: %v", t.Raw, err), Err: err}
 	}
-	var match []libusb.KernelDisk
+	var match []usbdev.KernelDisk
 	for _, d := range disks {
 		if t.LUN < 0 || d.LUN == t.LUN {
 			match = append(match, d)

@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
 	"github.com/usbflash/usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // Found is a reader a Finder sees. Key stays the same while the reader
 // stays plugged in.
 type Found struct {
 	Key, Name string
-	Info      *libusb.Info // nil for simulated readers
+	Info      *usbdev.Info // nil for simulated readers
 	spec      Spec         // the target that selects it (image checks)
 	// open opens the reader, refusing it when it is, or holds, image.
 	open func(ctx context.Context, image string) (usbms.Endpoint, func() error, error)
@@ -43,7 +43,7 @@ func USBFinder(force bool) Finder {
 				Key: fmt.Sprintf("%s#%d.%d", info.PortPath, info.Bus, info.Address), Name: name, Info: &info,
 				spec: spec,
 				open: func(ctx context.Context, image string) (usbms.Endpoint, func() error, error) {
-					d, err := openUSB(ctx, info, libusb.OpenOptions{Force: force, CheckDisks: imageOnReader(image, spec)})
+					d, err := openUSB(ctx, info, usbdev.OpenOptions{Force: force, CheckDisks: imageOnReader(image, spec)})
 					if err != nil {
 						return nil, nil, err
 					}

@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // Endpoint is what Bulk-Only Transport needs from USB and nothing more: the
@@ -45,7 +47,8 @@ var (
 	// ErrStall means the endpoint answered with a STALL handshake.
 	ErrStall = errors.New("endpoint stalled")
 	// ErrNoDevice means the device is gone (unplugged or re-enumerated).
-	ErrNoDevice = errors.New("device disconnected")
+	// It is the USB vocabulary's (usbdev), as os.ErrNotExist is fs's.
+	ErrNoDevice = usbdev.ErrNoDevice
 )
 
 // Memory kinds, as AllocBuffers names them.

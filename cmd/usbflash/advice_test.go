@@ -19,8 +19,8 @@ import (
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/region"
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
 	"github.com/usbflash/usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // adviceCase is one kind of error, as it reaches the CLI, and the one
@@ -77,7 +77,7 @@ func TestAdviceTable(t *testing.T) {
 // under the layers that wrap it: the USB kind's advice wins.
 func usbAdviceCases() []adviceCase {
 	usbErr := func(kind error) error {
-		return &libusb.Error{Op: "bulk OUT transfer of 1048576 bytes", Device: `46f4:0001 "QEMU USB HARDDRIVE" (bus 1 address 5, port 1-2)`,
+		return &usbdev.Error{Op: "bulk OUT transfer of 1048576 bytes", Device: `46f4:0001 "QEMU USB HARDDRIVE" (bus 1 address 5, port 1-2)`,
 			Kind: kind, Err: errors.New("libusb: some failure [code -99]"), VID: 0x46f4, Port: "1-2", DevNode: "/dev/bus/usb/001/005"}
 	}
 	kinds := []struct {
@@ -85,26 +85,26 @@ func usbAdviceCases() []adviceCase {
 		kind   error
 		advice string
 	}{
-		{"usb/no USB support", libusb.ErrNoUSBSupport, "build usbflash with a USB backend: make build (on Linux pure Go, no library needed; elsewhere cgo and libusb-1.0); sim: and file: targets still work"},
-		{"usb/no USB access", libusb.ErrNoUSBAccess, "give this container or VM USB passthrough, or run usbflash on the host; sim: and file: targets still work"},
-		{"usb/permission", libusb.ErrPermission, `run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="46f4", MODE="0660", GROUP="plugdev"`},
-		{"usb/busy", libusb.ErrBusy, "close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry"},
-		{"usb/not found", libusb.ErrNotFound, "it was unplugged or re-enumerated; run `usbflash list` again"},
-		{"usb/device changed", libusb.ErrDeviceChanged, "run `usbflash list` again and choose the reader you mean"},
-		{"usb/descriptors changed", libusb.ErrDescriptorsChanged, "run `usbflash list` again"},
-		{"usb/re-enumeration lost", libusb.ErrReenumerationLost, "unplug the reader and plug it in again"},
-		{"usb/no memory", libusb.ErrNoMemory, "use a smaller --transfer-size or fewer --buffers, or raise the limit in /sys/module/usbcore/parameters/usbfs_memory_mb (16 MiB by default)"},
-		{"usb/overflow", libusb.ErrOverflow, "its state is unknown: unplug the reader, plug it in again, and run the command again"},
-		{"usb/list failed", libusb.ErrListFailed, "check that /sys/bus/usb and /dev/bus/usb are readable"},
-		{"usb/reattach failed", libusb.ErrReattachFailed, "unplug and replug the reader to get its /dev/sdX node back"},
-		{"usb/in-use check failed", libusb.ErrInUseUnknown, "pass --force to skip this check if you are sure nothing uses the disk"},
-		{"usb/closed", libusb.ErrClosed, "usbflash used a device it had closed, which is a bug: please report it"},
+		{"usb/no USB support", usbdev.ErrNoUSBSupport, "build usbflash with a USB backend: make build (on Linux pure Go, no library needed; elsewhere cgo and libusb-1.0); sim: and file: targets still work"},
+		{"usb/no USB access", usbdev.ErrNoUSBAccess, "give this container or VM USB passthrough, or run usbflash on the host; sim: and file: targets still work"},
+		{"usb/permission", usbdev.ErrPermission, `run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="46f4", MODE="0660", GROUP="plugdev"`},
+		{"usb/busy", usbdev.ErrBusy, "close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry"},
+		{"usb/not found", usbdev.ErrNotFound, "it was unplugged or re-enumerated; run `usbflash list` again"},
+		{"usb/device changed", usbdev.ErrDeviceChanged, "run `usbflash list` again and choose the reader you mean"},
+		{"usb/descriptors changed", usbdev.ErrDescriptorsChanged, "run `usbflash list` again"},
+		{"usb/re-enumeration lost", usbdev.ErrReenumerationLost, "unplug the reader and plug it in again"},
+		{"usb/no memory", usbdev.ErrNoMemory, "use a smaller --transfer-size or fewer --buffers, or raise the limit in /sys/module/usbcore/parameters/usbfs_memory_mb (16 MiB by default)"},
+		{"usb/overflow", usbdev.ErrOverflow, "its state is unknown: unplug the reader, plug it in again, and run the command again"},
+		{"usb/list failed", usbdev.ErrListFailed, "check that /sys/bus/usb and /dev/bus/usb are readable"},
+		{"usb/reattach failed", usbdev.ErrReattachFailed, "unplug and replug the reader to get its /dev/sdX node back"},
+		{"usb/in-use check failed", usbdev.ErrInUseUnknown, "pass --force to skip this check if you are sure nothing uses the disk"},
+		{"usb/closed", usbdev.ErrClosed, "usbflash used a device it had closed, which is a bug: please report it"},
 		{"usb/gone", usbms.ErrNoDevice, "reconnect the reader and run the command again"},
 	}
 	var cases []adviceCase
 	for _, k := range kinds {
 		cases = append(cases, adviceCase{k.name, usbErr(k.kind), k.advice})
-		if k.kind == libusb.ErrNoUSBSupport || k.kind == libusb.ErrNoUSBAccess {
+		if k.kind == usbdev.ErrNoUSBSupport || k.kind == usbdev.ErrNoUSBAccess {
 			cases = append(cases, adviceCase{k.name + ", bare", fmt.Errorf("listing USB devices: %w", k.kind), k.advice})
 			continue
 		}

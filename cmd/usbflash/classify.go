@@ -20,8 +20,8 @@ import (
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/region"
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
 	"github.com/usbflash/usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // classifyDomainError sorts the pipeline's and the devices' typed errors
@@ -86,14 +86,14 @@ func classifyDomainError(err error) int {
 	}
 	var (
 		command *usbms.CommandError
-		usbErr  *libusb.Error
+		usbErr  *usbdev.Error
 	)
 	switch {
 	case usbms.HasSense(err), errors.As(err, &command), errors.As(err, &usbErr),
 		errors.Is(err, usbms.ErrNoDevice), errors.Is(err, usbms.ErrStall),
 		errors.Is(err, usbms.ErrInvalidCSW), errors.Is(err, usbms.ErrPhaseError),
 		errors.Is(err, usbms.ErrRecoveryFailed),
-		errors.Is(err, libusb.ErrNoUSBSupport), errors.Is(err, libusb.ErrNoUSBAccess):
+		errors.Is(err, usbdev.ErrNoUSBSupport), errors.Is(err, usbdev.ErrNoUSBAccess):
 		// The reader, the card or the USB stack: not our bug.
 		return exitDevice
 	}
@@ -137,7 +137,7 @@ func hint(err error) string {
 		target    *filedev.TargetError
 		card      *sim.CardError
 		device    *pipeline.DeviceError
-		usbErr    *libusb.Error
+		usbErr    *usbdev.Error
 	)
 	var cards *flash.CardsError
 	if errors.As(err, &cards) {
@@ -190,37 +190,37 @@ func hint(err error) string {
 		return ""
 	// The USB layer's kinds, before the layers above that wrap them: the
 	// end of the recovery ladder, a failed block command.
-	case errors.Is(err, libusb.ErrNoUSBSupport):
+	case errors.Is(err, usbdev.ErrNoUSBSupport):
 		return "build usbflash with a USB backend: make build (on Linux pure Go, no library needed; elsewhere cgo and libusb-1.0); sim: and file: targets still work"
-	case errors.Is(err, libusb.ErrNoUSBAccess):
+	case errors.Is(err, usbdev.ErrNoUSBAccess):
 		return "give this container or VM USB passthrough, or run usbflash on the host; sim: and file: targets still work"
-	case errors.Is(err, libusb.ErrPermission):
+	case errors.Is(err, usbdev.ErrPermission):
 		vid := uint16(0)
 		if errors.As(err, &usbErr) {
 			vid = usbErr.VID
 		}
 		return fmt.Sprintf(`run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="%04x", MODE="0660", GROUP="plugdev"`, vid)
-	case errors.Is(err, libusb.ErrBusy):
+	case errors.Is(err, usbdev.ErrBusy):
 		return "close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry"
-	case errors.Is(err, libusb.ErrNoMemory):
+	case errors.Is(err, usbdev.ErrNoMemory):
 		return "use a smaller --transfer-size or fewer --buffers, or raise the limit in /sys/module/usbcore/parameters/usbfs_memory_mb (16 MiB by default)"
-	case errors.Is(err, libusb.ErrOverflow):
+	case errors.Is(err, usbdev.ErrOverflow):
 		return "its state is unknown: unplug the reader, plug it in again, and run the command again"
-	case errors.Is(err, libusb.ErrDeviceChanged):
+	case errors.Is(err, usbdev.ErrDeviceChanged):
 		return "run `usbflash list` again and choose the reader you mean"
-	case errors.Is(err, libusb.ErrDescriptorsChanged):
+	case errors.Is(err, usbdev.ErrDescriptorsChanged):
 		return "run `usbflash list` again"
-	case errors.Is(err, libusb.ErrNotFound):
+	case errors.Is(err, usbdev.ErrNotFound):
 		return "it was unplugged or re-enumerated; run `usbflash list` again"
-	case errors.Is(err, libusb.ErrReenumerationLost):
+	case errors.Is(err, usbdev.ErrReenumerationLost):
 		return "unplug the reader and plug it in again"
-	case errors.Is(err, libusb.ErrListFailed):
+	case errors.Is(err, usbdev.ErrListFailed):
 		return "check that /sys/bus/usb and /dev/bus/usb are readable"
-	case errors.Is(err, libusb.ErrReattachFailed):
+	case errors.Is(err, usbdev.ErrReattachFailed):
 		return "unplug and replug the reader to get its /dev/sdX node back"
-	case errors.Is(err, libusb.ErrInUseUnknown):
+	case errors.Is(err, usbdev.ErrInUseUnknown):
 		return "pass --force to skip this check if you are sure nothing uses the disk"
-	case errors.Is(err, libusb.ErrClosed):
+	case errors.Is(err, usbdev.ErrClosed):
 		return "usbflash used a device it had closed, which is a bug: please report it"
 	case errors.Is(err, errNotConfirmed):
 		return "pass --yes to write without being asked"

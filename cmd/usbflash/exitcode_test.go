@@ -19,7 +19,7 @@ import (
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/region"
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 func TestExitCodeClassification(t *testing.T) {
@@ -31,16 +31,16 @@ func TestExitCodeClassification(t *testing.T) {
 		{nil, exitOK},
 		{&usageError{"x"}, exitUsage},
 		{&refusedError{"x"}, exitRefused},
-		{fmt.Errorf("open: %w", &libusb.Error{Op: "open", Kind: libusb.ErrPermission}), exitDevice},
+		{fmt.Errorf("open: %w", &usbdev.Error{Op: "open", Kind: usbdev.ErrPermission}), exitDevice},
 		{fmt.Errorf("read: %w", usbms.ErrNoDevice), exitDevice},
 		{&usbms.CommandError{Op: "WRITE(10)", Err: errors.New("timeout")}, exitDevice},
 		{&imagesrc.Error{Err: errors.New("bad")}, exitSource},
 		{&imagesrc.Error{Kind: imagesrc.Unsupported, Container: "7z archive", Err: errors.New("a 7z archive")}, exitSource},
 		{sourceError(errors.New("open image: no such file")), exitSource},
 		{&codedError{exitUsage, &filedev.TargetError{Path: "/tmp", Reason: filedev.WrongType, What: "is a directory"}}, exitUsage},
-		{fmt.Errorf("WRITE: %w", &libusb.Error{Op: "bulk OUT transfer", Kind: libusb.ErrNoMemory}), exitDevice},
-		{fmt.Errorf("WRITE: %w", &libusb.Error{Op: "re-opening", Kind: libusb.ErrReenumerationLost}), exitDevice},
-		{fmt.Errorf("list: %w", libusb.ErrNoUSBSupport), exitDevice},
+		{fmt.Errorf("WRITE: %w", &usbdev.Error{Op: "bulk OUT transfer", Kind: usbdev.ErrNoMemory}), exitDevice},
+		{fmt.Errorf("WRITE: %w", &usbdev.Error{Op: "re-opening", Kind: usbdev.ErrReenumerationLost}), exitDevice},
+		{fmt.Errorf("list: %w", usbdev.ErrNoUSBSupport), exitDevice},
 		{&usbms.CommandError{Op: "TEST UNIT READY", Device: "sim:x", Err: fmt.Errorf("%w after 5s", usbms.ErrNotReady)}, exitDevice},
 		{&pipeline.VerifyError{}, exitVerify},
 		{&pipeline.CapacityError{}, exitRefused},
@@ -95,7 +95,7 @@ func TestExplainCancelledInWords(t *testing.T) {
 func TestOneAdviceForUSBErrors(t *testing.T) {
 	t.Parallel()
 	noMem := fmt.Errorf("%w: %w", usbms.ErrRecoveryFailed,
-		&libusb.Error{Op: "bulk OUT transfer", Kind: libusb.ErrNoMemory})
+		&usbdev.Error{Op: "bulk OUT transfer", Kind: usbdev.ErrNoMemory})
 	if msg, h := explain(noMem); !strings.Contains(h, "usbfs_memory_mb") || strings.Contains(msg, "--transfer-size") {
 		t.Errorf("explain = %q, %q; want the usbfs advice once, in the hint", msg, h)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // lunReport is what list and info say about one LUN. The JSON names are
@@ -152,7 +152,7 @@ func (a *app) list(ctx context.Context, asJSON bool) error {
 		return err
 	}
 	found, err := usb.ListReaders(ctx)
-	if errors.Is(err, libusb.ErrNoUSBAccess) || errors.Is(err, libusb.ErrNoUSBSupport) {
+	if errors.Is(err, usbdev.ErrNoUSBAccess) || errors.Is(err, usbdev.ErrNoUSBSupport) {
 		// Not a failure: there is simply nothing to list here.
 		if asJSON {
 			return json.NewEncoder(a.stdout).Encode(map[string]any{"devices": []any{}, "note": factsAndAdvice(err)})
@@ -180,7 +180,7 @@ func (a *app) list(ctx context.Context, asJSON bool) error {
 
 // describeIdentity is what USB itself says of a reader, without asking it
 // anything over SCSI.
-func describeIdentity(info libusb.Info) readerReport {
+func describeIdentity(info usbdev.Info) readerReport {
 	return readerReport{
 		Bus: info.Bus, Address: info.Address, Path: info.PortPath,
 		VID: fmt.Sprintf("%04x", info.VID), PID: fmt.Sprintf("%04x", info.PID),

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // notes returns the note events of a --json run.
@@ -155,9 +155,9 @@ func card2(path, opts string) string { return "sim:" + path + "?" + opts }
 // the table and in JSON, with their sources and its bcdDevice.
 func TestListShowsQuirks(t *testing.T) {
 	t.Parallel()
-	info := libusb.Info{VID: 0x07c4, PID: 0xa4a5, BCDDevice: 0x0100, Bus: 1, Address: 4, PortPath: "1-2", Supported: true}
+	info := usbdev.Info{VID: 0x07c4, PID: 0xa4a5, BCDDevice: 0x0100, Bus: 1, Address: 4, PortPath: "1-2", Supported: true}
 	r := drive.Reader{Info: info, Name: "usb:1.4", Quirks: drive.ResolveQuirks(0x07c4, 0xa4a5, 0x0100, drive.QuirkOverrides{Flag: "07c4:a4a5:w"}, ""),
-		KernelDisks: []libusb.KernelDisk{{LUN: 0, Node: "/dev/sdz", Size: 1 << 30}}}
+		KernelDisks: []usbdev.KernelDisk{{LUN: 0, Node: "/dev/sdz", Size: 1 << 30}}}
 	rep := describeReader(r)
 	if rep.BCDDevice != "0100" || rep.Quirks == nil || rep.Quirks.Flags != "w" || rep.Quirks.From[0].Source != "--quirks" || rep.Quirks.From[0].Letter != "w" {
 		t.Errorf("list row %+v, quirks %+v", rep, rep.Quirks)

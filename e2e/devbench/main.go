@@ -2,7 +2,7 @@
 
 // Command devbench measures the device side of usbflash alone in the e2e
 // guest: it opens the QEMU reader through usbms over the backend of the
-// build (e2e/usbdev: usbfs on Linux, libusb with -tags libusb),
+// build (e2e/usbbackend: usbfs on Linux, libusb with -tags libusb),
 // takes transfer buffers from LUN.AllocBuffers, and writes a zero image of
 // -mib MiB with WRITE commands of each -xfer size, printing MB/s and the
 // CPU seconds (user+system, getrusage) of the process. It is the Go
@@ -22,9 +22,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/usbflash/usbflash/e2e/usbdev"
+	"github.com/usbflash/usbflash/e2e/usbbackend"
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 func main() {
@@ -56,11 +56,11 @@ func main() {
 
 func run(serial string, mib int, xfers string, nbuf int) error {
 	ctx := context.Background()
-	infos, err := usbdev.List(ctx)
+	infos, err := usbbackend.List(ctx)
 	if err != nil {
 		return err
 	}
-	var info libusb.Info
+	var info usbdev.Info
 	for _, i := range infos {
 		if i.VID == 0x46f4 && i.PID == 0x0001 && i.Serial == serial && i.Supported {
 			info = i
@@ -69,7 +69,7 @@ func run(serial string, mib int, xfers string, nbuf int) error {
 	if info.VID == 0 {
 		return fmt.Errorf("no supported 46f4:0001 with serial %q", serial)
 	}
-	dev, err := usbdev.Open(ctx, info, libusb.OpenOptions{})
+	dev, err := usbbackend.Open(ctx, info, usbdev.OpenOptions{})
 	if err != nil {
 		return err
 	}

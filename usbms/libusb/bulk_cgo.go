@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 	"unsafe"
+
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // usbHandle is every libusb call the backend makes on an open device beyond
@@ -87,7 +89,7 @@ type bulkPath struct {
 }
 
 // newBulkPath allocates the transfers and the small buffer of one open.
-func newBulkPath(h usbHandle, info Info, opts OpenOptions) (*bulkPath, error) {
+func newBulkPath(h usbHandle, info usbdev.Info, opts usbdev.OpenOptions) (*bulkPath, error) {
 	mp := info.BulkOutMaxPacket
 	if mp <= 0 {
 		mp = 512

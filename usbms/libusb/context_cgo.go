@@ -10,6 +10,8 @@ import (
 	"runtime"
 
 	"github.com/google/gousb"
+
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // usbfsRoot is where Linux puts the device nodes libusb opens.
@@ -28,9 +30,9 @@ func checkUSBFS(goos, root string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %s does not exist", ErrNoUSBAccess, root)
+		return fmt.Errorf("%w: %s does not exist", usbdev.ErrNoUSBAccess, root)
 	default:
-		return fmt.Errorf("%w: cannot read %s: %v", ErrNoUSBAccess, root, err)
+		return fmt.Errorf("%w: cannot read %s: %v", usbdev.ErrNoUSBAccess, root, err)
 	}
 }
 
@@ -44,7 +46,7 @@ func newContext() (uc *gousb.Context, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			uc = nil
-			err = fmt.Errorf("%w: libusb could not start (%v)", ErrNoUSBAccess, r)
+			err = fmt.Errorf("%w: libusb could not start (%v)", usbdev.ErrNoUSBAccess, r)
 		}
 	}()
 	return gousb.NewContext(), nil

@@ -10,7 +10,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/usbflash/usbflash/internal/linuxdisk"
 	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // Device is one claimed mass-storage interface. It implements usbms.Endpoint.
@@ -21,11 +23,11 @@ import (
 // the transfers' context before calling Close from another goroutine: bulk
 // transfers have no timeout of their own.
 type Device struct {
-	opts OpenOptions
-	view sysView
+	opts usbdev.OpenOptions
+	view linuxdisk.Sys
 
 	mu     sync.RWMutex
-	info   Info
+	info   usbdev.Info
 	s      *session // nil when closed, or after a reset whose re-open failed
 	closed bool
 	// regions is the memory AllocBuffers handed out and not yet freed.
@@ -57,18 +59,18 @@ func (d *Device) SetDeadline(t time.Time) {
 // interface is mounted, swapped on or held by dm/md; then it selects the
 // configuration if needed and claims the interface, detaching the kernel
 // driver (usb-storage) from that interface only. Close gives it back.
-func Open(ctx context.Context, info Info, opts OpenOptions) (*Device, error) {
+func Open(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions) (*Device, error) {
 	if !info.Supported {
 		reason := info.Reason
 		if reason == "" {
 			reason = "not a SCSI Bulk-Only interface"
 		}
-		return nil, newError("opening", info, nil, errors.New(reason))
+		return nil, usbdev.NewError("opening", info, nil, errors.New(reason))
 	}
-	opts = opts.withDefaults()
-	view := hostView()
+	opts = opts.WithDefaults()
+	view := linuxdisk.Host()
 	s, cur, err := openSession(ctx, info, opts, view, false)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, usbdev.ErrNotFound) {
 		// Re-plugged since it was listed: same port, new address.
 		s, cur, err = openSession(ctx, info, opts, view, true)
 	}
@@ -80,7 +82,7 @@ func Open(ctx context.Context, info Info, opts OpenOptions) (*Device, error) {
 
 // Info describes the device as it is now (its address changes when a reset
 // made it re-enumerate).
-func (d *Device) Info() Info {
+func (d *Device) Info() usbdev.Info {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return d.info
@@ -90,14 +92,14 @@ func (d *Device) Info() Info {
 // re-open it) return.
 func (d *Device) closedErr(op string) error {
 	if d.closed {
-		return newError(op, d.info, ErrClosed, nil)
+		return usbdev.NewError(op, d.info, usbdev.ErrClosed, nil)
 	}
-	return newError(op, d.info, ErrReenumerationLost, nil)
+	return usbdev.NewError(op, d.info, usbdev.ErrReenumerationLost, nil)
 }
 
 // stopped reports a call that did not start because ctx was already done.
 func (d *Device) stopped(op string, ctxErr error) error {
-	return newError(op, d.info, ctxErr, nil)
+	return usbdev.NewError(op, d.info, ctxErr, nil)
 }
 
 // BulkOut sends p on the bulk-OUT endpoint as one data phase. Memory from
@@ -163,16 +165,16 @@ func (d *Device) AllocBuffers(count, size int) ([][]byte, string, func(), error)
 	}
 	regs, zeroCopy, err := allocRegions(d.s.h, count, size, d.s.bulk.piece)
 	if err != nil {
-		return nil, "", nil, newError("allocating transfer buffers", d.info, nil, err)
+		return nil, "", nil, usbdev.NewError("allocating transfer buffers", d.info, nil, err)
 	}
 	d.regions = append(d.regions, regs...)
 	bufs := make([][]byte, len(regs))
 	for i, r := range regs {
 		bufs[i] = r.mem
 	}
-	kind := kindPageAligned
+	kind := usbms.MemoryPageAligned
 	if zeroCopy {
-		kind = kindZeroCopy
+		kind = usbms.MemoryZeroCopy
 	}
 	h := d.s.h
 	free := func() {
@@ -190,9 +192,9 @@ func (d *Device) MemoryKind() string {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.s != nil && d.s.bulk.smallZeroCopy {
-		return kindZeroCopy
+		return usbms.MemoryZeroCopy
 	}
-	return kindPageAligned
+	return usbms.MemoryPageAligned
 }
 
 // dropRegions frees those of regs still in have and returns have without
@@ -230,7 +232,7 @@ func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value
 	if d.s == nil {
 		return 0, d.closedErr(op)
 	}
-	timeout, fromCtx, err := ControlTimeout(ctx, d.opts.ControlTimeout, time.Now())
+	timeout, fromCtx, err := usbdev.ControlTimeout(ctx, d.opts.ControlTimeout, time.Now())
 	if err != nil {
 		return 0, d.stopped(op, err)
 	}
@@ -241,7 +243,7 @@ func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value
 	n, err := d.s.h.control(rType, request, value, uint16(d.info.Interface), data, timeout)
 	if err != nil {
 		e := mapError(ctx, op, d.info, err)
-		var me *Error
+		var me *usbdev.Error
 		if fromCtx && errors.As(e, &me) && me.Kind == nil && isTimeout(err) {
 			me.Kind = context.DeadlineExceeded
 		}
@@ -272,7 +274,7 @@ func (d *Device) Close() error {
 	err := d.s.close(d.info)
 	d.s = nil
 	if err != nil {
-		return newError("closing", d.info, nil, err)
+		return usbdev.NewError("closing", d.info, nil, err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 func TestControlTimeout(t *testing.T) {
@@ -41,7 +42,7 @@ func TestControlTimeout(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, fromCtx, err := ControlTimeout(tc.ctx, max, now)
+			got, fromCtx, err := usbdev.ControlTimeout(tc.ctx, max, now)
 			if got != tc.want || fromCtx != tc.fromCtx || !errors.Is(err, tc.err) {
 				t.Errorf("controlTimeout = %v, %v, %v; want %v, %v, %v", got, fromCtx, err, tc.want, tc.fromCtx, tc.err)
 			}
@@ -64,8 +65,8 @@ func TestCheckUSBFS(t *testing.T) {
 		if (err != nil) != tc.wantErr {
 			t.Errorf("checkUSBFS(%s, %s) = %v, want error: %v", tc.goos, tc.root, err, tc.wantErr)
 		}
-		if err != nil && (!errors.Is(err, ErrNoUSBAccess) || !strings.Contains(err.Error(), "does not exist")) {
-			t.Errorf("checkUSBFS error %q: want ErrNoUSBAccess saying the directory does not exist", err)
+		if err != nil && (!errors.Is(err, usbdev.ErrNoUSBAccess) || !strings.Contains(err.Error(), "does not exist")) {
+			t.Errorf("checkUSBFS error %q: want usbdev.ErrNoUSBAccess saying the directory does not exist", err)
 		}
 	}
 }
@@ -75,8 +76,8 @@ func TestCheckUSBFS(t *testing.T) {
 func TestListOnThisMachine(t *testing.T) {
 	infos, err := List(context.Background())
 	if _, statErr := os.Stat(usbfsRoot); statErr != nil {
-		if !errors.Is(err, ErrNoUSBAccess) {
-			t.Fatalf("List without %s = %v, %v; want ErrNoUSBAccess", usbfsRoot, infos, err)
+		if !errors.Is(err, usbdev.ErrNoUSBAccess) {
+			t.Fatalf("List without %s = %v, %v; want usbdev.ErrNoUSBAccess", usbfsRoot, infos, err)
 		}
 		return
 	}
@@ -94,16 +95,16 @@ func TestListCancelled(t *testing.T) {
 }
 
 func TestOpenUnsupported(t *testing.T) {
-	info := Info{Bus: 1, Address: 2, PortPath: "1-1", VID: 0x46f4, PID: 3, Protocol: ProtocolUAS,
+	info := usbdev.Info{Bus: 1, Address: 2, PortPath: "1-1", VID: 0x46f4, PID: 3, Protocol: usbdev.ProtocolUAS,
 		Reason: "speaks only UAS"}
-	_, err := Open(context.Background(), info, OpenOptions{})
+	_, err := Open(context.Background(), info, usbdev.OpenOptions{})
 	if err == nil || !strings.Contains(err.Error(), "only UAS") {
 		t.Fatalf("Open(UAS) = %v, want the reason", err)
 	}
 }
 
 func TestClosedDevice(t *testing.T) {
-	d := &Device{info: testInfo, closed: true}
+	d := &Device{info: fakeInfo, closed: true}
 	ctx := context.Background()
 	calls := map[string]error{}
 	_, calls["BulkOut"] = d.BulkOut(ctx, make([]byte, 31))
@@ -112,16 +113,16 @@ func TestClosedDevice(t *testing.T) {
 	calls["ClearHalt"] = d.ClearHalt(ctx, true)
 	calls["ResetPort"] = d.ResetPort(ctx)
 	for name, err := range calls {
-		if !errors.Is(err, ErrClosed) {
-			t.Errorf("%s on a closed device = %v, want ErrClosed", name, err)
+		if !errors.Is(err, usbdev.ErrClosed) {
+			t.Errorf("%s on a closed device = %v, want usbdev.ErrClosed", name, err)
 		}
 	}
 	if err := d.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
 	}
 	// A device whose re-open after a reset failed reports it as gone.
-	lost := &Device{info: testInfo}
-	if _, err := lost.BulkIn(ctx, make([]byte, 13)); !errors.Is(err, usbms.ErrNoDevice) || !errors.Is(err, ErrReenumerationLost) {
-		t.Errorf("BulkIn after failed re-open = %v, want ErrNoDevice (ErrReenumerationLost)", err)
+	lost := &Device{info: fakeInfo}
+	if _, err := lost.BulkIn(ctx, make([]byte, 13)); !errors.Is(err, usbms.ErrNoDevice) || !errors.Is(err, usbdev.ErrReenumerationLost) {
+		t.Errorf("BulkIn after failed re-open = %v, want ErrNoDevice (usbdev.ErrReenumerationLost)", err)
 	}
 }

@@ -12,13 +12,14 @@ import (
 
 	"github.com/usbflash/usbflash/scsi"
 	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 func cdb(c scsi.CDB) []byte { return c.Bytes() }
 
 // fakeDevice is a Device whose libusb is the fake.
 func fakeDevice(t *testing.T, f *fakeHandle) *Device {
-	opts := OpenOptions{}.withDefaults()
+	opts := usbdev.OpenOptions{}.WithDefaults()
 	return &Device{opts: opts, info: fakeInfo, s: &session{h: f, bulk: newFakePath(t, f)}}
 }
 

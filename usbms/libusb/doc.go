@@ -8,9 +8,9 @@
 // the libusb tag (Linux's default backend is usbms/usbfs, pure Go), the
 // package talks to libusb-1.0: the backend of macOS, Windows and the BSDs.
 // Otherwise (-tags nousb, CGO_ENABLED=0, or a Linux build without -tags
-// libusb) every entry point returns ErrNoUSBSupport. The types, the errors
-// and the sysfs inspection (KernelDisks) are shared by both builds: usbfs
-// uses them too.
+// libusb) every entry point returns usbdev.ErrNoUSBSupport. Its vocabulary
+// (Info, OpenOptions, *usbdev.Error and its kinds, the kernel disks'
+// in-use check) is usbms/usbdev's, shared with usbms/usbfs.
 //
 // Safety: List never claims anything. Open claims the interface only after it
 // has checked, on Linux, that no partition of the kernel's disk behind that

@@ -11,6 +11,7 @@ import (
 	"github.com/google/gousb"
 
 	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // libusbCode recovers the libusb error behind err. gousb returns its Error
@@ -41,15 +42,15 @@ var codeRE = regexp.MustCompile(`\[code (-\d+)\]`)
 
 // mapError builds the *Error a failed call returns: the sentinel the BOT
 // layer and the CLI match on, and the facts about the device.
-func mapError(ctx context.Context, op string, info Info, err error) error {
+func mapError(ctx context.Context, op string, info usbdev.Info, err error) error {
 	if err == nil {
 		return nil
 	}
-	var already *Error
+	var already *usbdev.Error
 	if errors.As(err, &already) {
 		return err
 	}
-	e := newError(op, info, nil, err)
+	e := usbdev.NewError(op, info, nil, err)
 	ge, ts, ok := libusbCode(err)
 	if !ok {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -70,15 +71,15 @@ func mapError(ctx context.Context, op string, info Info, err error) error {
 			e.Kind = ctxErr
 		}
 	case ge == gousb.ErrorAccess:
-		e.Kind = ErrPermission
+		e.Kind = usbdev.ErrPermission
 	case ge == gousb.ErrorBusy:
-		e.Kind = ErrBusy
+		e.Kind = usbdev.ErrBusy
 	case ge == gousb.ErrorNoMem:
-		e.Kind = ErrNoMemory
+		e.Kind = usbdev.ErrNoMemory
 	case ge == gousb.ErrorNotFound:
-		e.Kind = ErrNotFound
+		e.Kind = usbdev.ErrNotFound
 	case ts == gousb.TransferOverflow || ge == gousb.ErrorOverflow:
-		e.Kind = ErrOverflow
+		e.Kind = usbdev.ErrOverflow
 	}
 	return e
 }

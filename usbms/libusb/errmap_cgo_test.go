@@ -13,10 +13,11 @@ import (
 
 	"github.com/usbflash/usbflash/internal/factsonly"
 	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 func TestMapError(t *testing.T) {
-	info := Info{Bus: 1, Address: 5, PortPath: "1-2", VID: 0x46f4, PID: 0x0001}
+	info := usbdev.Info{Bus: 1, Address: 5, PortPath: "1-2", VID: 0x46f4, PID: 0x0001}
 	live := context.Background()
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -38,15 +39,15 @@ func TestMapError(t *testing.T) {
 		{"deadline", expired, gousb.TransferCancelled, context.DeadlineExceeded, "deadline"},
 		{"libusb timeout past deadline", expired, gousb.ErrorTimeout, context.DeadlineExceeded, "timeout"},
 		{"stall wins over a late cancel", cancelled, gousb.TransferStall, usbms.ErrStall, "stalled"},
-		{"access", live, gousb.ErrorAccess, ErrPermission, "no permission to open the USB device"},
-		{"busy", live, gousb.ErrorBusy, ErrBusy, "device busy: another program (or the kernel driver) holds it"},
+		{"access", live, gousb.ErrorAccess, usbdev.ErrPermission, "no permission to open the USB device"},
+		{"busy", live, gousb.ErrorBusy, usbdev.ErrBusy, "device busy: another program (or the kernel driver) holds it"},
 		{"claim failure wrapped by gousb with %v", live,
-			fmt.Errorf("failed to claim interface 0 on vid=46f4,pid=0001,bus=1,addr=5,config=1: %v", gousb.ErrorBusy), ErrBusy, "device busy"},
+			fmt.Errorf("failed to claim interface 0 on vid=46f4,pid=0001,bus=1,addr=5,config=1: %v", gousb.ErrorBusy), usbdev.ErrBusy, "device busy"},
 		{"set config failure wrapped by gousb with %v", live,
-			fmt.Errorf("failed to set active config 1 for the device x: %v", gousb.ErrorAccess), ErrPermission, "no permission"},
-		{"usbfs memory", live, gousb.ErrorNoMem, ErrNoMemory, "usbfs_memory_mb"},
-		{"not found", live, gousb.ErrorNotFound, ErrNotFound, "device not found"},
-		{"overflow", live, gousb.TransferOverflow, ErrOverflow, "more data"},
+			fmt.Errorf("failed to set active config 1 for the device x: %v", gousb.ErrorAccess), usbdev.ErrPermission, "no permission"},
+		{"usbfs memory", live, gousb.ErrorNoMem, usbdev.ErrNoMemory, "usbfs_memory_mb"},
+		{"not found", live, gousb.ErrorNotFound, usbdev.ErrNotFound, "device not found"},
+		{"overflow", live, gousb.TransferOverflow, usbdev.ErrOverflow, "more data"},
 		{"unknown error kept", live, errors.New("weird"), nil, "weird"},
 	}
 	for _, tc := range tests {
@@ -69,7 +70,7 @@ func TestMapError(t *testing.T) {
 				t.Errorf("message %q should name the operation and the device", msg)
 			}
 			factsonly.Check(t, msg)
-			var e *Error
+			var e *usbdev.Error
 			if !errors.As(err, &e) || e.VID != info.VID || e.Port != info.PortPath || e.DevNode != "/dev/bus/usb/001/005" {
 				t.Errorf("error %#v does not carry the device's VID, port and node", e)
 			}

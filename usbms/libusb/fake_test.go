@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/google/gousb"
+
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // fakeHandle stands in for libusb (usbHandle) and for a Bulk-Only device
@@ -48,7 +50,7 @@ const (
 	fakeOut = 0x02
 )
 
-var fakeInfo = Info{Bus: 1, Address: 7, PortPath: "1-2", VID: 0x46f4, PID: 0x0001, Supported: true,
+var fakeInfo = usbdev.Info{Bus: 1, Address: 7, PortPath: "1-2", VID: 0x46f4, PID: 0x0001, Supported: true,
 	Config: 1, BulkIn: fakeIn, BulkOut: fakeOut, BulkOutMaxPacket: 512}
 
 func newFakeHandle(devMem int) *fakeHandle {
@@ -178,7 +180,7 @@ func (f *fakeHandle) device(ep uint8, buf []byte) (int, error) {
 // newFakePath opens a bulkPath on f with the default options.
 func newFakePath(t *testing.T, f *fakeHandle) *bulkPath {
 	t.Helper()
-	b, err := newBulkPath(f, fakeInfo, OpenOptions{}.withDefaults())
+	b, err := newBulkPath(f, fakeInfo, usbdev.OpenOptions{}.WithDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/google/gousb"
+
+	"github.com/usbflash/usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // stringsTimeout bounds each string-descriptor read during List, so one
@@ -22,9 +25,9 @@ const stringsTimeout = time.Second
 // subclasses) with the reason. It claims nothing; devices are opened only
 // to read string descriptors when sysfs does not have them. No devices is an
 // empty list and a nil error; no USB access at all is ErrNoUSBAccess.
-func List(ctx context.Context) ([]Info, error) {
+func List(ctx context.Context) ([]usbdev.Info, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &Error{Op: "listing USB devices", Kind: err}
+		return nil, &usbdev.Error{Op: "listing USB devices", Kind: err}
 	}
 	uc, err := newContext()
 	if err != nil {
@@ -39,16 +42,16 @@ func List(ctx context.Context) ([]Info, error) {
 		return false
 	})
 	if err != nil && len(descs) == 0 {
-		return nil, &Error{Op: "listing USB devices", Kind: ErrListFailed, Err: err}
+		return nil, &usbdev.Error{Op: "listing USB devices", Kind: usbdev.ErrListFailed, Err: err}
 	}
 	// Otherwise err is about one device whose descriptors could not be
 	// read: it cannot be used, and the others are still listed.
 
-	view := hostView()
-	out := []Info{}
+	view := linuxdisk.Host()
+	out := []usbdev.Info{}
 	for _, d := range descs {
 		if err := ctx.Err(); err != nil {
-			return nil, &Error{Op: "listing USB devices", Kind: err}
+			return nil, &usbdev.Error{Op: "listing USB devices", Kind: err}
 		}
 		infos := interfacesOf(d)
 		if len(infos) == 0 {
@@ -60,7 +63,7 @@ func List(ctx context.Context) ([]Info, error) {
 		}
 		out = append(out, infos...)
 	}
-	SortInfos(out)
+	usbdev.SortInfos(out)
 	return out, nil
 }
 
@@ -69,8 +72,8 @@ func List(ctx context.Context) ([]Info, error) {
 // alternate setting speaks BOT, those settings are listed (a UAS alternate
 // next to them is what USB3 readers usually offer, and is skipped); if none
 // does, every mass-storage setting is listed as unsupported, with why.
-func interfacesOf(d *gousb.DeviceDesc) []Info {
-	var out []Info
+func interfacesOf(d *gousb.DeviceDesc) []usbdev.Info {
+	var out []usbdev.Info
 	cfgNums := make([]int, 0, len(d.Configs))
 	for n := range d.Configs {
 		cfgNums = append(cfgNums, n)
@@ -85,12 +88,12 @@ func interfacesOf(d *gousb.DeviceDesc) []Info {
 					continue
 				}
 				ms = append(ms, alt)
-				if BOTSubclass(uint8(alt.SubClass)) && uint8(alt.Protocol) == ProtocolBOT {
+				if usbdev.BOTSubclass(uint8(alt.SubClass)) && uint8(alt.Protocol) == usbdev.ProtocolBOT {
 					hasBOT = true
 				}
 			}
 			for _, alt := range ms {
-				isBOT := BOTSubclass(uint8(alt.SubClass)) && uint8(alt.Protocol) == ProtocolBOT
+				isBOT := usbdev.BOTSubclass(uint8(alt.SubClass)) && uint8(alt.Protocol) == usbdev.ProtocolBOT
 				if hasBOT && !isBOT {
 					continue
 				}
@@ -102,23 +105,23 @@ func interfacesOf(d *gousb.DeviceDesc) []Info {
 }
 
 // infoOf fills an Info for one alternate setting.
-func infoOf(d *gousb.DeviceDesc, cfg int, alt gousb.InterfaceSetting) Info {
-	info := Info{
+func infoOf(d *gousb.DeviceDesc, cfg int, alt gousb.InterfaceSetting) usbdev.Info {
+	info := usbdev.Info{
 		Bus:        d.Bus,
 		Address:    d.Address,
 		Port:       append([]int(nil), d.Path...),
-		PortPath:   FormatPortPath(d.Bus, d.Path),
+		PortPath:   usbdev.FormatPortPath(d.Bus, d.Path),
 		VID:        uint16(d.Vendor),
 		PID:        uint16(d.Product),
 		BCDDevice:  uint16(d.Device),
-		Speed:      Speed(d.Speed),
+		Speed:      usbdev.Speed(d.Speed),
 		Config:     cfg,
 		Interface:  alt.Number,
 		AltSetting: alt.Alternate,
 		SubClass:   uint8(alt.SubClass),
 		Protocol:   uint8(alt.Protocol),
 	}
-	info.Supported, info.Reason = classify(info.SubClass, info.Protocol)
+	info.Supported, info.Reason = usbdev.Classify(info.SubClass, info.Protocol)
 	// Lowest-numbered bulk endpoint of each direction: BOT has exactly
 	// one of each; map order must not decide.
 	for _, ep := range alt.Endpoints {
@@ -144,8 +147,8 @@ func infoOf(d *gousb.DeviceDesc, cfg int, alt gousb.InterfaceSetting) Info {
 // kernel has them (no permission needed), else by opening the device, which
 // claims nothing. Failure is not fatal: the strings stay empty and note says
 // why.
-func deviceStrings(uc *gousb.Context, view sysView, d *gousb.DeviceDesc) (m, p, s, note string) {
-	port := FormatPortPath(d.Bus, d.Path)
+func deviceStrings(uc *gousb.Context, view linuxdisk.Sys, d *gousb.DeviceDesc) (m, p, s, note string) {
+	port := usbdev.FormatPortPath(d.Bus, d.Path)
 	var okM, okP, okS bool
 	m, okM = view.USBString(port, "manufacturer")
 	p, okP = view.USBString(port, "product")
@@ -160,7 +163,7 @@ func deviceStrings(uc *gousb.Context, view sysView, d *gousb.DeviceDesc) (m, p, 
 		defer dev.Close()
 	}
 	if len(devs) == 0 {
-		info := Info{Bus: d.Bus, Address: d.Address, VID: uint16(d.Vendor)}
+		info := usbdev.Info{Bus: d.Bus, Address: d.Address, VID: uint16(d.Vendor)}
 		if ge, _, ok := libusbCode(orNotFound(err)); ok && ge == gousb.ErrorAccess {
 			return "", "", "", fmt.Sprintf("strings unavailable: no permission to open %s", info.DevNode())
 		}
@@ -186,7 +189,7 @@ func deviceStrings(uc *gousb.Context, view sysView, d *gousb.DeviceDesc) (m, p, 
 // orNotFound turns "nothing opened and no error" into an error to report.
 func orNotFound(err error) error {
 	if err == nil {
-		return ErrNotFound
+		return usbdev.ErrNotFound
 	}
 	return err
 }

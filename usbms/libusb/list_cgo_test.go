@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/gousb"
+
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 func setting(num, alt int, sub, proto uint8, eps ...gousb.EndpointDesc) gousb.InterfaceSetting {
@@ -113,7 +115,7 @@ func TestInterfacesOf(t *testing.T) {
 			var got []listed
 			for _, i := range infos {
 				got = append(got, listed{i.Interface, i.AltSetting, i.Supported, i.BulkIn, i.BulkOut})
-				if i.PortPath != "2-1.4" || i.VID != 0x0bda || i.PID != 0x9210 || i.BCDDevice != 0x1234 || i.Speed != SpeedSuper || i.Config != 1 {
+				if i.PortPath != "2-1.4" || i.VID != 0x0bda || i.PID != 0x9210 || i.BCDDevice != 0x1234 || i.Speed != usbdev.SpeedSuper || i.Config != 1 {
 					t.Errorf("identity wrong: %+v", i)
 				}
 			}
@@ -134,18 +136,18 @@ func TestCheckLayout(t *testing.T) {
 	// index past the end of Interfaces and panic.
 	gap := device(gousb.InterfaceDesc{Number: 2, AltSettings: []gousb.InterfaceSetting{
 		setting(2, 0, 0x06, 0x50, bulk(0x81, 512), bulk(0x02, 512))}})
-	base := Info{Config: 1, Interface: 0, AltSetting: 0, BulkIn: 0x81, BulkOut: 0x02}
+	base := usbdev.Info{Config: 1, Interface: 0, AltSetting: 0, BulkIn: 0x81, BulkOut: 0x02}
 	tests := []struct {
 		name    string
 		dev     *gousb.DeviceDesc
-		mod     func(*Info)
+		mod     func(*usbdev.Info)
 		wantErr string
 	}{
-		{"matches", good, func(*Info) {}, ""},
-		{"other config", good, func(i *Info) { i.Config = 2 }, "no configuration 2"},
-		{"other alt", good, func(i *Info) { i.AltSetting = 1 }, "no alternate setting 1"},
-		{"endpoint gone", good, func(i *Info) { i.BulkIn = 0x83 }, "no bulk endpoints"},
-		{"non-contiguous numbering", gap, func(i *Info) { i.Interface = 2 }, "non-contiguous"},
+		{"matches", good, func(*usbdev.Info) {}, ""},
+		{"other config", good, func(i *usbdev.Info) { i.Config = 2 }, "no configuration 2"},
+		{"other alt", good, func(i *usbdev.Info) { i.AltSetting = 1 }, "no alternate setting 1"},
+		{"endpoint gone", good, func(i *usbdev.Info) { i.BulkIn = 0x83 }, "no bulk endpoints"},
+		{"non-contiguous numbering", gap, func(i *usbdev.Info) { i.Interface = 2 }, "non-contiguous"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,17 +162,17 @@ func TestCheckLayout(t *testing.T) {
 }
 
 func TestSortInfos(t *testing.T) {
-	infos := []Info{
+	infos := []usbdev.Info{
 		{Bus: 2, Port: []int{1}},
 		{Bus: 1, Port: []int{10}},
 		{Bus: 1, Port: []int{2, 1}, Interface: 1},
 		{Bus: 1, Port: []int{2, 1}, Interface: 0},
 		{Bus: 1, Port: []int{2}},
 	}
-	SortInfos(infos)
+	usbdev.SortInfos(infos)
 	var got []string
 	for _, i := range infos {
-		got = append(got, FormatPortPath(i.Bus, i.Port)+":"+string(rune('0'+i.Interface)))
+		got = append(got, usbdev.FormatPortPath(i.Bus, i.Port)+":"+string(rune('0'+i.Interface)))
 	}
 	want := []string{"1-2:0", "1-2.1:0", "1-2.1:1", "1-10:0", "2-1:0"}
 	if !reflect.DeepEqual(got, want) {

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/google/gousb"
+
+	"github.com/usbflash/usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // ClearHalt clears ENDPOINT_HALT on the bulk-IN (in) or bulk-OUT endpoint
@@ -113,25 +116,25 @@ func (d *Device) ResetPort(ctx context.Context) error {
 const reopenPoll = 200 * time.Millisecond
 
 // reopen finds the device again at its port after it re-enumerated.
-func reopen(ctx context.Context, info Info, opts OpenOptions, view sysView) (*session, Info, error) {
+func reopen(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions, view linuxdisk.Sys) (*session, usbdev.Info, error) {
 	deadline := time.Now().Add(opts.ReenumerateTimeout)
 	for {
 		s, cur, err := openSession(ctx, info, opts, view, true)
 		if err == nil {
 			return s, cur, nil
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, usbdev.ErrNotFound) {
 			return nil, info, err
 		}
 		if time.Now().After(deadline) {
-			return nil, info, newError("re-opening after a port reset", info, ErrReenumerationLost,
-				fmt.Errorf("not back at port %s within %v: %w", info.PortPath, opts.ReenumerateTimeout, ErrNotFound))
+			return nil, info, usbdev.NewError("re-opening after a port reset", info, usbdev.ErrReenumerationLost,
+				fmt.Errorf("not back at port %s within %v: %w", info.PortPath, opts.ReenumerateTimeout, usbdev.ErrNotFound))
 		}
 		t := time.NewTimer(reopenPoll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, info, newError("waiting for the device to come back after a port reset", info, ctx.Err(), nil)
+			return nil, info, usbdev.NewError("waiting for the device to come back after a port reset", info, ctx.Err(), nil)
 		case <-t.C:
 		}
 	}

@@ -7,6 +7,9 @@ import (
 	"fmt"
 
 	"github.com/google/gousb"
+
+	"github.com/usbflash/usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // session is one open of the device: everything a reset with re-enumeration
@@ -29,9 +32,9 @@ type session struct {
 // lets the device have a new address (it re-enumerated); the port path,
 // VID:PID and serial must still match. It returns info updated with the
 // device's current address.
-func openSession(ctx context.Context, info Info, opts OpenOptions, view sysView, byPort bool) (*session, Info, error) {
+func openSession(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions, view linuxdisk.Sys, byPort bool) (*session, usbdev.Info, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, info, newError("opening", info, err, nil)
+		return nil, info, usbdev.NewError("opening", info, err, nil)
 	}
 	s := &session{}
 	uc, err := newContext()
@@ -48,7 +51,7 @@ func openSession(ctx context.Context, info Info, opts OpenOptions, view sysView,
 	}
 	// The disks' checks (in use? the image on them?) run on the device we
 	// actually found, right before the claim that detaches the kernel driver.
-	if err := CheckKernelDisks(view, info, opts); err != nil {
+	if err := usbdev.CheckKernelDisks(view, info, opts); err != nil {
 		return nil, info, err
 	}
 	if s.c, err = openHandle(info.Bus, info.Address); err != nil {
@@ -67,11 +70,11 @@ func openSession(ctx context.Context, info Info, opts OpenOptions, view sysView,
 // address and the number of alternate settings of its interface. VID:PID
 // must match, and the serial too when info has one, so a different reader
 // plugged into the same port is not mistaken for this one.
-func findDevice(uc *gousb.Context, view sysView, info Info, byPort bool) (Info, int, error) {
+func findDevice(uc *gousb.Context, view linuxdisk.Sys, info usbdev.Info, byPort bool) (usbdev.Info, int, error) {
 	found := false
 	devs, err := uc.OpenDevices(func(d *gousb.DeviceDesc) bool {
 		if found || uint16(d.Vendor) != info.VID || uint16(d.Product) != info.PID ||
-			FormatPortPath(d.Bus, d.Path) != info.PortPath {
+			usbdev.FormatPortPath(d.Bus, d.Path) != info.PortPath {
 			return false
 		}
 		if !byPort && d.Address != info.Address {
@@ -84,7 +87,7 @@ func findDevice(uc *gousb.Context, view sysView, info Info, byPort bool) (Info, 
 		if found && err != nil {
 			return info, 0, mapError(context.Background(), "opening "+info.DevNode(), info, err)
 		}
-		return info, 0, newError("looking for the device", info, ErrNotFound, nil)
+		return info, 0, usbdev.NewError("looking for the device", info, usbdev.ErrNotFound, nil)
 	}
 	dev := devs[0]
 	defer dev.Close()
@@ -98,12 +101,12 @@ func findDevice(uc *gousb.Context, view sysView, info Info, byPort bool) (Info, 
 			serial, _ = dev.SerialNumber()
 		}
 		if serial != info.Serial {
-			return info, 0, newError("looking for the device", info, ErrDeviceChanged,
+			return info, 0, usbdev.NewError("looking for the device", info, usbdev.ErrDeviceChanged,
 				fmt.Errorf("the device at port %s has serial %q", info.PortPath, serial))
 		}
 	}
 	if err := checkLayout(dev.Desc, info); err != nil {
-		return info, 0, newError("checking the device's descriptors", info, ErrDescriptorsChanged, err)
+		return info, 0, usbdev.NewError("checking the device's descriptors", info, usbdev.ErrDescriptorsChanged, err)
 	}
 	return info, len(dev.Desc.Configs[info.Config].Interfaces[info.Interface].AltSettings), nil
 }
@@ -113,7 +116,7 @@ func findDevice(uc *gousb.Context, view sysView, info Info, byPort bool) (Info, 
 // can claim the interface: Config.Interface (config.go) indexes
 // Desc.Interfaces by interface number, which is only right when interfaces
 // are numbered like their positions, and would panic past the end.
-func checkLayout(d *gousb.DeviceDesc, info Info) error {
+func checkLayout(d *gousb.DeviceDesc, info usbdev.Info) error {
 	cfg, ok := d.Configs[info.Config]
 	if !ok {
 		return fmt.Errorf("no configuration %d", info.Config)
@@ -138,7 +141,7 @@ func checkLayout(d *gousb.DeviceDesc, info Info) error {
 // claim claims the interface, detaching the kernel driver from this
 // interface only (libusb's auto-detach for this handle: gousb's would detach
 // every interface of the configuration), and allocates the transfers.
-func (s *session) claim(info Info, alts int, opts OpenOptions) error {
+func (s *session) claim(info usbdev.Info, alts int, opts usbdev.OpenOptions) error {
 	active, err := s.c.kernelDriverActive(info.Interface)
 	if err != nil {
 		return err
@@ -158,7 +161,7 @@ func (s *session) claim(info Info, alts int, opts OpenOptions) error {
 // release gives up the interface and, when a kernel driver had it, hands
 // it back. With auto-detach left on, libusb would re-attach silently and
 // ignore failures (op_release_interface); doing it here reports them.
-func (s *session) release(info Info) error {
+func (s *session) release(info usbdev.Info) error {
 	if s.bulk != nil {
 		s.bulk.close()
 		s.bulk = nil
@@ -173,14 +176,14 @@ func (s *session) release(info Info) error {
 		return nil
 	}
 	if err := s.c.attachKernelDriver(info.Interface); err != nil {
-		return newError("giving the interface back to the kernel driver", info, ErrReattachFailed, err)
+		return usbdev.NewError("giving the interface back to the kernel driver", info, usbdev.ErrReattachFailed, err)
 	}
 	return nil
 }
 
 // close releases the interface and closes the device and its context; it
 // is safe on a half-built session and after the device vanished.
-func (s *session) close(info Info) error {
+func (s *session) close(info usbdev.Info) error {
 	if s.c.h == nil {
 		return nil
 	}

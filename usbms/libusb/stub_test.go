@@ -6,14 +6,16 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 func TestStubSaysHowToGetUSB(t *testing.T) {
 	ctx := context.Background()
-	if _, err := List(ctx); !errors.Is(err, ErrNoUSBSupport) {
+	if _, err := List(ctx); !errors.Is(err, usbdev.ErrNoUSBSupport) {
 		t.Errorf("List = %v", err)
 	}
-	if _, err := Open(ctx, Info{}, OpenOptions{}); !errors.Is(err, ErrNoUSBSupport) {
+	if _, err := Open(ctx, usbdev.Info{}, usbdev.OpenOptions{}); !errors.Is(err, usbdev.ErrNoUSBSupport) {
 		t.Errorf("Open = %v", err)
 	}
 	d := &Device{}
@@ -24,8 +26,8 @@ func TestStubSaysHowToGetUSB(t *testing.T) {
 	errs["ClearHalt"] = d.ClearHalt(ctx, true)
 	errs["ResetPort"] = d.ResetPort(ctx)
 	for name, err := range errs {
-		if !errors.Is(err, ErrNoUSBSupport) {
-			t.Errorf("%s = %v, want ErrNoUSBSupport", name, err)
+		if !errors.Is(err, usbdev.ErrNoUSBSupport) {
+			t.Errorf("%s = %v, want usbdev.ErrNoUSBSupport", name, err)
 		}
 	}
 	if err := d.Close(); err != nil {

@@ -17,37 +17,16 @@ import (
 
 	"github.com/usbflash/usbflash/internal/linuxdisk"
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
-// Defaults of libusb.OpenOptions, as the libusb backend applies them.
 const (
-	defaultControlTimeout     = 5 * time.Second
-	defaultOutStreamChunk     = 1 << 20
-	defaultOutStreamDepth     = 4
-	defaultReenumerateTimeout = 10 * time.Second
 	// smallPiece is the URB size on kernels without
 	// USBFS_CAP_NO_PACKET_SIZE_LIM (before Linux 3.3).
 	smallPiece = 16 << 10
 	// reopenPoll is how often ResetPort looks for a re-enumerated device.
 	reopenPoll = 200 * time.Millisecond
 )
-
-func withDefaults(o libusb.OpenOptions) libusb.OpenOptions {
-	if o.ControlTimeout <= 0 {
-		o.ControlTimeout = defaultControlTimeout
-	}
-	if o.OutStreamChunk <= 0 {
-		o.OutStreamChunk = defaultOutStreamChunk
-	}
-	if o.OutStreamDepth <= 0 {
-		o.OutStreamDepth = defaultOutStreamDepth
-	}
-	if o.ReenumerateTimeout <= 0 {
-		o.ReenumerateTimeout = defaultReenumerateTimeout
-	}
-	return o
-}
 
 // Device is one claimed mass-storage interface on an open usbfs node. It
 // implements usbms.Endpoint, usbms.BufferAllocator and
@@ -57,12 +36,12 @@ func withDefaults(o libusb.OpenOptions) libusb.OpenOptions {
 // that change the device's state take the write lock. Cancel the
 // transfers' context before calling Close from another goroutine.
 type Device struct {
-	opts libusb.OpenOptions
+	opts usbdev.OpenOptions
 	root string // sysfs USB devices directory
 	view linuxdisk.Sys
 
 	mu       sync.RWMutex
-	info     libusb.Info
+	info     usbdev.Info
 	fd       int // -1 when closed, or after a reset whose re-open failed
 	closed   bool
 	claimed  bool
@@ -90,44 +69,44 @@ var (
 
 // List enumerates the mass-storage interfaces of the USB devices from
 // sysfs, without opening any device: the strings are sysfs's.
-func List(ctx context.Context) ([]libusb.Info, error) {
+func List(ctx context.Context) ([]usbdev.Info, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &libusb.Error{Op: "listing USB devices", Kind: err}
+		return nil, &usbdev.Error{Op: "listing USB devices", Kind: err}
 	}
 	infos, err := listFrom(sysfsUSB)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, &libusb.Error{Op: "listing USB devices", Kind: libusb.ErrNoUSBAccess, Err: errNoSysfs}
+			return nil, &usbdev.Error{Op: "listing USB devices", Kind: usbdev.ErrNoUSBAccess, Err: errNoSysfs}
 		}
-		return nil, &libusb.Error{Op: "listing USB devices", Kind: libusb.ErrListFailed, Err: err}
+		return nil, &usbdev.Error{Op: "listing USB devices", Kind: usbdev.ErrListFailed, Err: err}
 	}
 	return infos, nil
 }
 
 // KernelDisks is libusb's: the kernel's disks of the interface (sysfs).
-func KernelDisks(info libusb.Info) ([]libusb.KernelDisk, error) { return libusb.KernelDisks(info) }
+func KernelDisks(info usbdev.Info) ([]usbdev.KernelDisk, error) { return usbdev.KernelDisks(info) }
 
 // Open claims the mass-storage interface info describes (from List). It
 // refuses, unless opts.Force, when the kernel's disk for that interface is
 // mounted, swapped on or held by dm/md; then it detaches the kernel driver
 // from that interface only and claims it in one ioctl
 // (USBDEVFS_DISCONNECT_CLAIM). Close gives it back (USBDEVFS_CONNECT).
-func Open(ctx context.Context, info libusb.Info, opts libusb.OpenOptions) (*Device, error) {
+func Open(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions) (*Device, error) {
 	if !info.Supported {
 		reason := info.Reason
 		if reason == "" {
 			reason = "not a SCSI Bulk-Only interface"
 		}
-		return nil, newError("opening", info, nil, errors.New(reason))
+		return nil, usbdev.NewError("opening", info, nil, errors.New(reason))
 	}
-	d := &Device{opts: withDefaults(opts), root: sysfsUSB, view: linuxdisk.Host(), info: info, fd: -1}
+	d := &Device{opts: opts.WithDefaults(), root: sysfsUSB, view: linuxdisk.Host(), info: info, fd: -1}
 	d.io = usbfsIO{pfd: &d.pfd}
 	d.urbs = make([]*urb, max(d.opts.OutStreamDepth, 1))
 	for i := range d.urbs {
 		d.urbs[i] = new(urb)
 	}
 	err := d.openSession(ctx, false)
-	if errors.Is(err, libusb.ErrNotFound) {
+	if errors.Is(err, usbdev.ErrNotFound) {
 		// Re-plugged since it was listed: same port, new address.
 		err = d.openSession(ctx, true)
 	}
@@ -138,7 +117,7 @@ func Open(ctx context.Context, info libusb.Info, opts libusb.OpenOptions) (*Devi
 }
 
 // Info describes the device as it is now.
-func (d *Device) Info() libusb.Info {
+func (d *Device) Info() usbdev.Info {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return d.info
@@ -154,32 +133,32 @@ func (d *Device) SetDeadline(t time.Time) {
 // findDevice checks that the device at info's port is still the one
 // listed (VID:PID, serial, the interface and its endpoints) and returns
 // info with its current address. Without byPort the address must match.
-func (d *Device) findDevice(info libusb.Info, byPort bool) (libusb.Info, error) {
+func (d *Device) findDevice(info usbdev.Info, byPort bool) (usbdev.Info, error) {
 	dir := filepath.Join(d.root, info.PortPath)
 	base, err := deviceBase(dir, info.PortPath)
 	if err != nil || base.VID != info.VID || base.PID != info.PID || (!byPort && base.Address != info.Address) {
-		return info, newError("looking for the device", info, libusb.ErrNotFound, nil)
+		return info, usbdev.NewError("looking for the device", info, usbdev.ErrNotFound, nil)
 	}
 	info.Bus, info.Address = base.Bus, base.Address
 	if info.Serial != "" && base.Serial != info.Serial {
-		return info, newError("looking for the device", info, libusb.ErrDeviceChanged,
+		return info, usbdev.NewError("looking for the device", info, usbdev.ErrDeviceChanged,
 			fmt.Errorf("the device at port %s has serial %q", info.PortPath, base.Serial))
 	}
 	infos, err := deviceInfos(d.root, info.PortPath)
 	if err != nil {
-		return info, newError("looking for the device", info, libusb.ErrNotFound, err)
+		return info, usbdev.NewError("looking for the device", info, usbdev.ErrNotFound, err)
 	}
 	for _, x := range infos {
 		if x.Config == info.Config && x.Interface == info.Interface && x.AltSetting == info.AltSetting &&
 			x.BulkIn == info.BulkIn && x.BulkOut == info.BulkOut {
 			if base.Config != info.Config {
-				return info, newError("checking the device's configuration", info, libusb.ErrDescriptorsChanged,
+				return info, usbdev.NewError("checking the device's configuration", info, usbdev.ErrDescriptorsChanged,
 					fmt.Errorf("configuration %d is active, not %d", base.Config, info.Config))
 			}
 			return info, nil
 		}
 	}
-	return info, newError("checking the device's descriptors", info, libusb.ErrDescriptorsChanged,
+	return info, usbdev.NewError("checking the device's descriptors", info, usbdev.ErrDescriptorsChanged,
 		fmt.Errorf("no interface %d alt %d with bulk endpoints 0x%02x and 0x%02x in configuration %d",
 			info.Interface, info.AltSetting, info.BulkIn, info.BulkOut, info.Config))
 }
@@ -188,13 +167,13 @@ func (d *Device) findDevice(info libusb.Info, byPort bool) (libusb.Info, error) 
 // Force), opens its node and claims the interface.
 func (d *Device) openSession(ctx context.Context, byPort bool) error {
 	if err := ctx.Err(); err != nil {
-		return newError("opening", d.info, err, nil)
+		return usbdev.NewError("opening", d.info, err, nil)
 	}
 	info, err := d.findDevice(d.info, byPort)
 	if err != nil {
 		return err
 	}
-	if err := libusb.CheckKernelDisks(d.view, info, d.opts); err != nil {
+	if err := usbdev.CheckKernelDisks(d.view, info, d.opts); err != nil {
 		return err
 	}
 	fd, err := unix.Open(info.DevNode(), unix.O_RDWR|unix.O_CLOEXEC, 0)
@@ -276,16 +255,16 @@ func (d *Device) release(reattach bool) error {
 	}
 	arg := ioctlArg{Ifno: int32(d.info.Interface), IoctlCode: int32(ioctlConnect)}
 	if _, err := ioctl(d.fd, ioctlIoctl, unsafe.Pointer(&arg)); err != nil {
-		return newError("giving the interface back to the kernel driver", d.info, libusb.ErrReattachFailed, err)
+		return usbdev.NewError("giving the interface back to the kernel driver", d.info, usbdev.ErrReattachFailed, err)
 	}
 	return nil
 }
 
 func (d *Device) closedErr(op string) error {
 	if d.closed {
-		return newError(op, d.info, libusb.ErrClosed, nil)
+		return usbdev.NewError(op, d.info, usbdev.ErrClosed, nil)
 	}
-	return newError(op, d.info, libusb.ErrReenumerationLost, nil)
+	return usbdev.NewError(op, d.info, usbdev.ErrReenumerationLost, nil)
 }
 
 // ClassRequest sends a class-specific request to the interface
@@ -299,9 +278,9 @@ func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value
 	if d.fd < 0 {
 		return 0, d.closedErr(op)
 	}
-	timeout, fromCtx, err := libusb.ControlTimeout(ctx, d.opts.ControlTimeout, time.Now())
+	timeout, fromCtx, err := usbdev.ControlTimeout(ctx, d.opts.ControlTimeout, time.Now())
 	if err != nil {
-		return 0, newError(op, d.info, err, nil)
+		return 0, usbdev.NewError(op, d.info, err, nil)
 	}
 	ct := ctrlTransfer{RequestType: 0x21, Request: request, Value: value,
 		Index: uint16(d.info.Interface), Length: uint16(len(data)),
@@ -314,7 +293,7 @@ func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value
 	}
 	n, err := ioctl(d.fd, ioctlControl, unsafe.Pointer(&ct))
 	if err != nil {
-		e := newError(op, d.info, nil, err)
+		e := usbdev.NewError(op, d.info, nil, err)
 		if err == unix.ETIMEDOUT && fromCtx {
 			e.Kind = context.DeadlineExceeded
 		} else if errno, ok := err.(unix.Errno); ok {
@@ -340,7 +319,7 @@ func (d *Device) ClearHalt(ctx context.Context, in bool) error {
 		return d.closedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
-		return newError(op, d.info, err, nil)
+		return usbdev.NewError(op, d.info, err, nil)
 	}
 	e := uint32(ep)
 	_, err := ioctl(d.fd, ioctlClearHalt, unsafe.Pointer(&e))
@@ -362,7 +341,7 @@ func (d *Device) ResetPort(ctx context.Context) error {
 		return d.closedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
-		return newError(op, d.info, err, nil)
+		return usbdev.NewError(op, d.info, err, nil)
 	}
 	if d.fd >= 0 {
 		_ = d.release(false)
@@ -395,18 +374,18 @@ func (d *Device) reopen(ctx context.Context) error {
 			d.kernelHad = d.kernelHad || had
 			return nil
 		}
-		if !errors.Is(err, libusb.ErrNotFound) && !errors.Is(err, usbms.ErrNoDevice) {
+		if !errors.Is(err, usbdev.ErrNotFound) && !errors.Is(err, usbms.ErrNoDevice) {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return newError("re-opening after a port reset", d.info, libusb.ErrReenumerationLost,
-				fmt.Errorf("not back at port %s within %v: %w", d.info.PortPath, d.opts.ReenumerateTimeout, libusb.ErrNotFound))
+			return usbdev.NewError("re-opening after a port reset", d.info, usbdev.ErrReenumerationLost,
+				fmt.Errorf("not back at port %s within %v: %w", d.info.PortPath, d.opts.ReenumerateTimeout, usbdev.ErrNotFound))
 		}
 		t := time.NewTimer(reopenPoll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return newError("waiting for the device to come back after a port reset", d.info, ctx.Err(), nil)
+			return usbdev.NewError("waiting for the device to come back after a port reset", d.info, ctx.Err(), nil)
 		case <-t.C:
 		}
 	}

@@ -3,9 +3,9 @@
 // builds as one static binary (CGO_ENABLED=0) with no libusb. It is the
 // Linux default; -tags libusb selects usbms/libusb instead.
 //
-// It offers the surface of usbms/libusb and reuses its types: List returns
-// libusb.Info values, Open takes libusb.OpenOptions, and errors are
-// *libusb.Error with libusb's kinds (those files of usbms/libusb are pure
-// Go and build without cgo). Only Linux has usbfs: elsewhere the package
-// is empty.
+// It offers the surface of usbms/libusb in the vocabulary both share
+// (usbms/usbdev): List returns usbdev.Info values, Open takes
+// usbdev.OpenOptions, and errors are *usbdev.Error of usbdev's kinds, so
+// the CLI's classification and advice apply to both alike. Only Linux has
+// usbfs: elsewhere the package is empty.
 package usbfs

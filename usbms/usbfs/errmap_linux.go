@@ -9,19 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
-
-// newError builds libusb's error type, so that the CLI's classification
-// and advice apply to both backends alike.
-func newError(op string, info libusb.Info, kind, err error) *libusb.Error {
-	e := &libusb.Error{Op: op, Device: info.String(), Kind: kind, Err: err,
-		VID: info.VID, Port: info.PortPath}
-	if info.Bus != 0 || info.Address != 0 {
-		e.DevNode = info.DevNode()
-	}
-	return e
-}
 
 // ioctlKind maps the errno of a failed ioctl or open to an error kind.
 func ioctlKind(errno unix.Errno) error {
@@ -31,15 +20,15 @@ func ioctlKind(errno unix.Errno) error {
 	case unix.ENODEV, unix.ESHUTDOWN:
 		return usbms.ErrNoDevice
 	case unix.EACCES, unix.EPERM:
-		return libusb.ErrPermission
+		return usbdev.ErrPermission
 	case unix.EBUSY:
-		return libusb.ErrBusy
+		return usbdev.ErrBusy
 	case unix.ENOMEM:
-		return libusb.ErrNoMemory
+		return usbdev.ErrNoMemory
 	case unix.ENOENT:
-		return libusb.ErrNotFound
+		return usbdev.ErrNotFound
 	case unix.EOVERFLOW:
-		return libusb.ErrOverflow
+		return usbdev.ErrOverflow
 	}
 	return nil
 }
@@ -54,7 +43,7 @@ func urbKind(ctx context.Context, status unix.Errno) error {
 	case unix.ENODEV, unix.ESHUTDOWN:
 		return usbms.ErrNoDevice
 	case unix.EOVERFLOW:
-		return libusb.ErrOverflow
+		return usbdev.ErrOverflow
 	case unix.ENOENT, unix.ECONNRESET, unix.ETIMEDOUT:
 		return ctx.Err()
 	}
@@ -62,19 +51,19 @@ func urbKind(ctx context.Context, status unix.Errno) error {
 }
 
 // mapError wraps err (an errno from an ioctl, a URB status, or a context
-// error) as a *libusb.Error with its kind.
-func mapError(ctx context.Context, op string, info libusb.Info, err error) error {
+// error) as a *usbdev.Error with its kind.
+func mapError(ctx context.Context, op string, info usbdev.Info, err error) error {
 	if err == nil {
 		return nil
 	}
-	var already *libusb.Error
+	var already *usbdev.Error
 	if errors.As(err, &already) {
 		return err
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return newError(op, info, err, nil)
+		return usbdev.NewError(op, info, err, nil)
 	}
-	e := newError(op, info, nil, err)
+	e := usbdev.NewError(op, info, nil, err)
 	var st urbStatus
 	var errno unix.Errno
 	switch {

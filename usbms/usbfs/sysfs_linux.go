@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // sysfsUSB is where the kernel lists USB devices and interfaces.
@@ -50,20 +50,20 @@ func attrDec(dir, name string) (int, error) {
 }
 
 // speedOf maps sysfs's speed (Mbit/s) to libusb's Speed.
-func speedOf(s string) libusb.Speed {
+func speedOf(s string) usbdev.Speed {
 	switch strings.TrimSpace(s) {
 	case "1.5":
-		return libusb.SpeedLow
+		return usbdev.SpeedLow
 	case "12":
-		return libusb.SpeedFull
+		return usbdev.SpeedFull
 	case "480":
-		return libusb.SpeedHigh
+		return usbdev.SpeedHigh
 	case "5000":
-		return libusb.SpeedSuper
+		return usbdev.SpeedSuper
 	case "10000", "20000":
-		return libusb.SpeedSuperPlus
+		return usbdev.SpeedSuperPlus
 	}
-	return libusb.SpeedUnknown
+	return usbdev.SpeedUnknown
 }
 
 // isDeviceDir tells a device's directory name (2-1.4) from an interface's
@@ -74,12 +74,12 @@ func isDeviceDir(name string) bool {
 
 // listFrom enumerates the mass-storage interfaces of the devices under
 // root (a /sys/bus/usb/devices tree), sorted like libusb.List's.
-func listFrom(root string) ([]libusb.Info, error) {
+func listFrom(root string) ([]usbdev.Info, error) {
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return nil, err
 	}
-	out := []libusb.Info{}
+	out := []usbdev.Info{}
 	for _, e := range ents {
 		if !isDeviceDir(e.Name()) {
 			continue
@@ -93,7 +93,7 @@ func listFrom(root string) ([]libusb.Info, error) {
 		}
 		out = append(out, infos...)
 	}
-	libusb.SortInfos(out)
+	usbdev.SortInfos(out)
 	return out, nil
 }
 
@@ -103,7 +103,7 @@ func listFrom(root string) ([]libusb.Info, error) {
 // (UAS readers have one besides UAS) gives that one only, as libusb's List
 // does; from the interface directories (the current alternate setting)
 // when the descriptors cannot be read.
-func deviceInfos(root, name string) ([]libusb.Info, error) {
+func deviceInfos(root, name string) ([]usbdev.Info, error) {
 	dir := filepath.Join(root, name)
 	base, err := deviceBase(dir, name)
 	if err != nil {
@@ -118,7 +118,7 @@ func deviceInfos(root, name string) ([]libusb.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []libusb.Info
+	var out []usbdev.Info
 	for _, e := range ents {
 		if !strings.HasPrefix(e.Name(), name+":") {
 			continue
@@ -133,19 +133,19 @@ func deviceInfos(root, name string) ([]libusb.Info, error) {
 }
 
 // infosFromAlts turns the mass-storage alternate settings into Infos.
-func infosFromAlts(base libusb.Info, alts []altSetting) []libusb.Info {
+func infosFromAlts(base usbdev.Info, alts []altSetting) []usbdev.Info {
 	hasBOT := map[int]bool{}
 	for _, a := range alts {
-		if a.Class == libusb.ClassMassStorage && a.SubClass == libusb.SubclassSCSI && a.Protocol == libusb.ProtocolBOT {
+		if a.Class == usbdev.ClassMassStorage && usbdev.BOTSubclass(a.SubClass) && a.Protocol == usbdev.ProtocolBOT {
 			hasBOT[a.Interface] = true
 		}
 	}
-	var out []libusb.Info
+	var out []usbdev.Info
 	for _, a := range alts {
-		if a.Class != libusb.ClassMassStorage {
+		if a.Class != usbdev.ClassMassStorage {
 			continue
 		}
-		isBOT := a.SubClass == libusb.SubclassSCSI && a.Protocol == libusb.ProtocolBOT
+		isBOT := usbdev.BOTSubclass(a.SubClass) && a.Protocol == usbdev.ProtocolBOT
 		if hasBOT[a.Interface] && !isBOT {
 			continue
 		}
@@ -153,7 +153,7 @@ func infosFromAlts(base libusb.Info, alts []altSetting) []libusb.Info {
 		info.Port = append([]int(nil), base.Port...)
 		info.Config, info.Interface, info.AltSetting = a.Config, a.Interface, a.Alt
 		info.SubClass, info.Protocol = a.SubClass, a.Protocol
-		info.Supported, info.Reason = classify(a.SubClass, a.Protocol)
+		info.Supported, info.Reason = usbdev.Classify(a.SubClass, a.Protocol)
 		for _, ep := range a.Endpoints {
 			if ep.Attrs&3 != 2 {
 				continue
@@ -176,9 +176,9 @@ func infosFromAlts(base libusb.Info, alts []altSetting) []libusb.Info {
 }
 
 // deviceBase reads what a device's interfaces share.
-func deviceBase(dir, name string) (libusb.Info, error) {
-	var info libusb.Info
-	bus, port, err := libusb.ParsePortPath(name)
+func deviceBase(dir, name string) (usbdev.Info, error) {
+	var info usbdev.Info
+	bus, port, err := usbdev.ParsePortPath(name)
 	if err != nil {
 		return info, err
 	}
@@ -215,12 +215,12 @@ func deviceBase(dir, name string) (libusb.Info, error) {
 
 // interfaceInfo reads one interface directory (2-1.4:1.0); ok is false
 // when it is not mass storage.
-func interfaceInfo(dir string, base libusb.Info) (libusb.Info, bool, error) {
+func interfaceInfo(dir string, base usbdev.Info) (usbdev.Info, bool, error) {
 	class, err := attrHex(dir, "bInterfaceClass")
 	if err != nil {
 		return base, false, err
 	}
-	if class != libusb.ClassMassStorage {
+	if class != usbdev.ClassMassStorage {
 		return base, false, nil
 	}
 	info := base
@@ -251,7 +251,7 @@ func interfaceInfo(dir string, base libusb.Info) (libusb.Info, bool, error) {
 			}
 		}
 	}
-	info.Supported, info.Reason = classify(info.SubClass, info.Protocol)
+	info.Supported, info.Reason = usbdev.Classify(info.SubClass, info.Protocol)
 	if err := readEndpoints(dir, &info); err != nil {
 		return info, false, err
 	}
@@ -264,7 +264,7 @@ func interfaceInfo(dir string, base libusb.Info) (libusb.Info, bool, error) {
 
 // readEndpoints fills the bulk endpoints from the interface's ep_XX
 // directories (the lowest address of each direction, as libusb's List).
-func readEndpoints(dir string, info *libusb.Info) error {
+func readEndpoints(dir string, info *usbdev.Info) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -299,18 +299,6 @@ func readEndpoints(dir string, info *libusb.Info) error {
 		}
 	}
 	return nil
-}
-
-// classify is libusb's: which mass-storage interfaces usbflash speaks to.
-func classify(subclass, protocol uint8) (supported bool, reason string) {
-	switch {
-	case subclass == libusb.SubclassSCSI && protocol == libusb.ProtocolBOT:
-		return true, ""
-	case subclass == libusb.SubclassSCSI && protocol == libusb.ProtocolUAS:
-		return false, "speaks only UAS (USB Attached SCSI), which usbflash does not implement; use file:/dev/sdX through the kernel instead"
-	default:
-		return false, fmt.Sprintf("mass-storage subclass 0x%02x protocol 0x%02x is not SCSI over Bulk-Only Transport (08/06/50)", subclass, protocol)
-	}
 }
 
 // errNoSysfs is the cause of ErrNoUSBAccess when sysfs lists no USB.

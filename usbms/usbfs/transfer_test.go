@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 const mib = 1 << 20
@@ -155,12 +155,12 @@ func TestTransferNoMemory(t *testing.T) {
 		p := make([]byte, 4*mib)
 		f.start(p)
 		n, err := d.BulkOut(context.Background(), p)
-		if n != 0 || !errors.Is(err, libusb.ErrNoMemory) {
-			t.Errorf("BulkOut: %d, %v; want 0 and %v", n, err, libusb.ErrNoMemory)
+		if n != 0 || !errors.Is(err, usbdev.ErrNoMemory) {
+			t.Errorf("BulkOut: %d, %v; want 0 and %v", n, err, usbdev.ErrNoMemory)
 		}
-		var le *libusb.Error
+		var le *usbdev.Error
 		if !errors.As(err, &le) || le.DevNode != "/dev/bus/usb/001/005" {
-			t.Errorf("not the device's *libusb.Error: %#v", err)
+			t.Errorf("not the device's *usbdev.Error: %#v", err)
 		}
 		f.checkIdle(d)
 	})

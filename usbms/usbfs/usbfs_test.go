@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // The request numbers as linux/usbdevice_fs.h gives them on 64-bit and
@@ -141,7 +141,7 @@ func TestListFromSysfs(t *testing.T) {
 	}
 	a := infos[0]
 	if a.PortPath != "2-1.4" || a.Bus != 2 || a.Address != 7 || len(a.Port) != 2 || a.Port[1] != 4 ||
-		a.VID != 0x46f4 || a.PID != 1 || a.Speed != libusb.SpeedHigh || a.Product != "QEMU USB HARDDRIVE" ||
+		a.VID != 0x46f4 || a.PID != 1 || a.Speed != usbdev.SpeedHigh || a.Product != "QEMU USB HARDDRIVE" ||
 		a.Serial != "1-0000:00:04.0-1.4" || a.Config != 1 || a.Interface != 0 || a.AltSetting != 0 ||
 		!a.Supported || a.BulkIn != 0x81 || a.BulkOut != 0x02 || a.BulkInMaxPacket != 512 || a.BulkOutMaxPacket != 512 {
 		t.Errorf("BOT reader (its BOT alternate, though UAS is current): %+v", a)
@@ -150,7 +150,7 @@ func TestListFromSysfs(t *testing.T) {
 		t.Errorf("DevNode %s", a.DevNode())
 	}
 	b := infos[1]
-	if b.PortPath != "2-3" || b.Supported || b.Protocol != libusb.ProtocolUAS || b.Speed != libusb.SpeedSuper ||
+	if b.PortPath != "2-3" || b.Supported || b.Protocol != usbdev.ProtocolUAS || b.Speed != usbdev.SpeedSuper ||
 		b.BulkIn != 0x81 || b.BulkOutMaxPacket != 1024 {
 		t.Errorf("UAS-only device: %+v", b)
 	}
@@ -178,7 +178,7 @@ func TestFindDevice(t *testing.T) {
 	info := infos[0]
 	moved := info
 	moved.Address = 9
-	if _, err := d.findDevice(moved, false); !errors.Is(err, libusb.ErrNotFound) {
+	if _, err := d.findDevice(moved, false); !errors.Is(err, usbdev.ErrNotFound) {
 		t.Errorf("other address: %v", err)
 	}
 	if got, err := d.findDevice(moved, true); err != nil || got.Address != 7 {
@@ -186,19 +186,19 @@ func TestFindDevice(t *testing.T) {
 	}
 	other := info
 	other.Serial = "X"
-	if _, err := d.findDevice(other, false); !errors.Is(err, libusb.ErrDeviceChanged) || !errors.Is(err, libusb.ErrNotFound) {
+	if _, err := d.findDevice(other, false); !errors.Is(err, usbdev.ErrDeviceChanged) || !errors.Is(err, usbdev.ErrNotFound) {
 		t.Errorf("other serial: %v", err)
 	}
 	eps := info
 	eps.BulkOut = 0x03
-	if _, err := d.findDevice(eps, false); !errors.Is(err, libusb.ErrDescriptorsChanged) {
+	if _, err := d.findDevice(eps, false); !errors.Is(err, usbdev.ErrDescriptorsChanged) {
 		t.Errorf("other endpoints: %v", err)
 	}
 }
 
 func TestErrorMapping(t *testing.T) {
 	ctx := context.Background()
-	info := libusb.Info{Bus: 1, Address: 5, VID: 0x46f4, PortPath: "1-1"}
+	info := usbdev.Info{Bus: 1, Address: 5, VID: 0x46f4, PortPath: "1-1"}
 	cases := []struct {
 		err  error
 		kind error
@@ -206,12 +206,12 @@ func TestErrorMapping(t *testing.T) {
 		{urbStatus(unix.EPIPE), usbms.ErrStall},
 		{urbStatus(unix.ESHUTDOWN), usbms.ErrNoDevice},
 		{urbStatus(unix.ENODEV), usbms.ErrNoDevice},
-		{urbStatus(unix.EOVERFLOW), libusb.ErrOverflow},
+		{urbStatus(unix.EOVERFLOW), usbdev.ErrOverflow},
 		{unix.ENODEV, usbms.ErrNoDevice},
-		{unix.EACCES, libusb.ErrPermission},
-		{unix.EBUSY, libusb.ErrBusy},
-		{unix.ENOMEM, libusb.ErrNoMemory},
-		{unix.ENOENT, libusb.ErrNotFound},
+		{unix.EACCES, usbdev.ErrPermission},
+		{unix.EBUSY, usbdev.ErrBusy},
+		{unix.ENOMEM, usbdev.ErrNoMemory},
+		{unix.ENOENT, usbdev.ErrNotFound},
 		{context.DeadlineExceeded, context.DeadlineExceeded},
 	}
 	for _, c := range cases {
@@ -219,9 +219,9 @@ func TestErrorMapping(t *testing.T) {
 		if !errors.Is(e, c.kind) {
 			t.Errorf("%v: %v, want kind %v", c.err, e, c.kind)
 		}
-		var le *libusb.Error
+		var le *usbdev.Error
 		if !errors.As(e, &le) || le.VID != 0x46f4 || le.DevNode != "/dev/bus/usb/001/005" {
-			t.Errorf("%v: not a full *libusb.Error: %#v", c.err, e)
+			t.Errorf("%v: not a full *usbdev.Error: %#v", c.err, e)
 		}
 	}
 	cctx, cancel := context.WithCancel(ctx)

@@ -1,4 +1,4 @@
-package libusb
+package usbdev
 
 import (
 	"reflect"
@@ -7,13 +7,13 @@ import (
 )
 
 func TestWithDefaults(t *testing.T) {
-	got := OpenOptions{}.withDefaults()
+	got := OpenOptions{}.WithDefaults()
 	want := OpenOptions{ControlTimeout: 5 * time.Second, OutStreamChunk: 1 << 20, OutStreamDepth: 4, ReenumerateTimeout: 10 * time.Second}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("withDefaults = %+v, want %+v", got, want)
+		t.Errorf("WithDefaults = %+v, want %+v", got, want)
 	}
 	keep := OpenOptions{Force: true, ControlTimeout: time.Second, OutStreamChunk: 64 << 10, OutStreamDepth: 2, ReenumerateTimeout: time.Minute}
-	if got := keep.withDefaults(); !reflect.DeepEqual(got, keep) {
-		t.Errorf("withDefaults changed set fields: %+v", got)
+	if got := keep.WithDefaults(); !reflect.DeepEqual(got, keep) {
+		t.Errorf("WithDefaults changed set fields: %+v", got)
 	}
 }

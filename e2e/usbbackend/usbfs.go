@@ -1,11 +1,11 @@
 //go:build e2e && linux && !libusb
 
-package usbdev
+package usbbackend
 
 import (
 	"context"
 
-	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 	"github.com/usbflash/usbflash/usbms/usbfs"
 )
 
@@ -16,9 +16,9 @@ const Backend = "usbfs"
 type Device = usbfs.Device
 
 // List lists the mass-storage interfaces.
-func List(ctx context.Context) ([]libusb.Info, error) { return usbfs.List(ctx) }
+func List(ctx context.Context) ([]usbdev.Info, error) { return usbfs.List(ctx) }
 
 // Open claims a mass-storage interface.
-func Open(ctx context.Context, info libusb.Info, opts libusb.OpenOptions) (*Device, error) {
+func Open(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions) (*Device, error) {
 	return usbfs.Open(ctx, info, opts)
 }

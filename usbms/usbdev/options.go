@@ -1,4 +1,4 @@
-package libusb
+package usbdev
 
 import "time"
 
@@ -39,8 +39,8 @@ const (
 	defaultReenumerateTimeout = 10 * time.Second
 )
 
-// withDefaults fills the zero fields.
-func (o OpenOptions) withDefaults() OpenOptions {
+// WithDefaults fills the zero fields, as both backends read them.
+func (o OpenOptions) WithDefaults() OpenOptions {
 	if o.ControlTimeout <= 0 {
 		o.ControlTimeout = defaultControlTimeout
 	}
@@ -55,9 +55,3 @@ func (o OpenOptions) withDefaults() OpenOptions {
 	}
 	return o
 }
-
-// Memory kinds, as AllocBuffers names them.
-const (
-	kindZeroCopy    = "usbfs zero-copy"
-	kindPageAligned = "page-aligned"
-)

@@ -1,13 +1,6 @@
-package libusb
+package usbdev
 
 import "github.com/usbflash/usbflash/internal/linuxdisk"
-
-// sysView is where the kernel's view of USB devices and their disks is
-// read; the in-use check itself lives in linuxdisk, shared with file:
-// targets.
-type sysView = linuxdisk.Sys
-
-func hostView() sysView { return linuxdisk.Host() }
 
 // KernelDisk is a block device the kernel's usb-storage (or uas) driver
 // made from a USB interface. `usbflash list` shows these so the user can
@@ -22,7 +15,7 @@ func KernelDisks(info Info) ([]KernelDisk, error) {
 	if info.PortPath == "" {
 		return nil, nil
 	}
-	return hostView().InterfaceDisks(info.sysfsName())
+	return linuxdisk.Host().InterfaceDisks(info.SysfsName())
 }
 
 // CheckKernelDisks is what a backend checks of the disks the kernel made
@@ -36,10 +29,10 @@ func CheckKernelDisks(view linuxdisk.Sys, info Info, opts OpenOptions) error {
 	if info.PortPath == "" || (opts.Force && opts.CheckDisks == nil) {
 		return nil
 	}
-	disks, err := view.InterfaceDisks(info.sysfsName())
+	disks, err := view.InterfaceDisks(info.SysfsName())
 	switch {
 	case err != nil && !opts.Force:
-		return newError("checking whether the device's disk is in use", info, ErrInUseUnknown, err)
+		return NewError("checking whether the device's disk is in use", info, ErrInUseUnknown, err)
 	case err != nil:
 		disks = nil // forced past a state that cannot be read
 	case !opts.Force:

@@ -1,12 +1,10 @@
-package libusb
+package usbdev
 
 import (
 	"context"
 	"sort"
 	"time"
 )
-
-// What both USB backends (this cgo one and usbms/usbfs) share.
 
 // SortInfos orders by bus, then port chain, then configuration, interface
 // and alternate setting: stable across runs, so `usbflash list` indexes are.

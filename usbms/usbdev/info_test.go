@@ -1,4 +1,4 @@
-package libusb
+package usbdev
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/factsonly"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 func TestFormatPortPath(t *testing.T) {
@@ -64,9 +63,9 @@ func TestClassify(t *testing.T) {
 		{0x05, 0x50, true, ""},
 	}
 	for _, tc := range tests {
-		ok, reason := classify(tc.sub, tc.proto)
+		ok, reason := Classify(tc.sub, tc.proto)
 		if ok != tc.supported || !strings.Contains(reason, tc.reason) {
-			t.Errorf("classify(%#x, %#x) = %v, %q; want %v, containing %q", tc.sub, tc.proto, ok, reason, tc.supported, tc.reason)
+			t.Errorf("Classify(%#x, %#x) = %v, %q; want %v, containing %q", tc.sub, tc.proto, ok, reason, tc.supported, tc.reason)
 		}
 	}
 }
@@ -80,8 +79,8 @@ func TestInfoNames(t *testing.T) {
 	if got, want := info.String(), `46f4:0001 "QEMU USB HARDDRIVE" serial 1-0000:00:04.0-1 (bus 1 address 5, port 1-2.3, config 1 interface 0 alt 0)`; got != want {
 		t.Errorf("String = %q\nwant     %q", got, want)
 	}
-	if got, want := info.sysfsName(), "1-2.3:1.0"; got != want {
-		t.Errorf("sysfsName = %q, want %q", got, want)
+	if got, want := info.SysfsName(), "1-2.3:1.0"; got != want {
+		t.Errorf("SysfsName = %q, want %q", got, want)
 	}
 }
 
@@ -156,16 +155,16 @@ func TestKindsStateFacts(t *testing.T) {
 		ErrDeviceChanged, ErrDescriptorsChanged, ErrReenumerationLost, ErrNoMemory, ErrOverflow,
 		ErrListFailed, ErrReattachFailed, ErrInUseUnknown, ErrClosed}
 	for _, k := range kinds {
-		e := newError("opening", info, k, errors.New("libusb: some failure [code -99]"))
+		e := NewError("opening", info, k, errors.New("libusb: some failure [code -99]"))
 		factsonly.Check(t, k.Error(), e.Error())
 		if !errors.Is(e, k) {
 			t.Errorf("errors.Is(%v, %v) = false", e, k)
 		}
 	}
-	if !errors.Is(ErrDeviceChanged, ErrNotFound) || !errors.Is(ErrReenumerationLost, usbms.ErrNoDevice) {
+	if !errors.Is(ErrDeviceChanged, ErrNotFound) || !errors.Is(ErrReenumerationLost, ErrNoDevice) {
 		t.Error("a narrow kind does not match its broad one")
 	}
-	if e := newError("x", info, nil, nil); e.VID != 0x46f4 || e.Port != "1-2" || e.DevNode != "/dev/bus/usb/001/005" {
-		t.Errorf("newError facts = %+v", e)
+	if e := NewError("x", info, nil, nil); e.VID != 0x46f4 || e.Port != "1-2" || e.DevNode != "/dev/bus/usb/001/005" {
+		t.Errorf("NewError facts = %+v", e)
 	}
 }

@@ -1,4 +1,4 @@
-package libusb
+package usbdev
 
 import (
 	"errors"

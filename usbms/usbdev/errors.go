@@ -1,16 +1,14 @@
-package libusb
+package usbdev
 
 import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/usbflash/usbflash/usbms"
 )
 
-// Sentinel errors, matched with errors.Is. Failing calls return an *Error
-// that wraps one of these (or usbms.ErrStall / usbms.ErrNoDevice /
-// a context error) together with libusb's own error. They state what
+// Sentinel errors, matched with errors.Is. A backend's failing calls
+// return an *Error that wraps one of these (or usbms.ErrStall, or a
+// context error) together with the system's own error. They state what
 // happened; what the user can do about it is the CLI's to say, chosen by
 // kind.
 var (
@@ -38,8 +36,8 @@ var (
 	ErrDescriptorsChanged = errors.New("the device's descriptors changed since it was listed")
 	// ErrReenumerationLost means the device did not come back at its port
 	// after a port reset made it re-enumerate, so it cannot be used any
-	// more. It matches usbms.ErrNoDevice too.
-	ErrReenumerationLost error = &kindError{"the device did not come back after a port reset", usbms.ErrNoDevice}
+	// more. It matches ErrNoDevice too.
+	ErrReenumerationLost error = &kindError{"the device did not come back after a port reset", ErrNoDevice}
 	// ErrNoMemory means the kernel refused memory for transfers: on Linux,
 	// usbfs bounds the memory of all transfers in flight
 	// (/sys/module/usbcore/parameters/usbfs_memory_mb, 16 MiB by default).
@@ -57,6 +55,9 @@ var (
 	ErrInUseUnknown = errors.New("cannot tell whether the device's disk is in use")
 	// ErrClosed means the Device was closed.
 	ErrClosed = errors.New("device closed")
+	// ErrNoDevice means the device is gone (unplugged or re-enumerated).
+	// usbms's endpoint seam reports it under the same name.
+	ErrNoDevice = errors.New("device disconnected")
 )
 
 // kindError is a sentinel that also matches a broader one.
@@ -75,15 +76,16 @@ type Error struct {
 	Op     string // what was attempted, e.g. "bulk OUT transfer of 31 bytes"
 	Device string // Info.String() of the device
 	Kind   error  // a sentinel (this package's, usbms's, or a context error); may be nil
-	Err    error  // the underlying libusb/gousb error, or the facts of the failure; may be nil
+	Err    error  // the backend's underlying error (errno, libusb code), or the facts of the failure; may be nil
 
 	VID     uint16 // the device's vendor ID (a udev rule names it); 0 when unknown
 	Port    string // the device's port path, e.g. "1-2.3"; "" when unknown
 	DevNode string // the usbfs node, e.g. /dev/bus/usb/001/005; "" when unknown
 }
 
-// newError is an *Error about the device info describes.
-func newError(op string, info Info, kind, err error) *Error {
+// NewError is an *Error about the device info describes, with the facts
+// of it that advice needs.
+func NewError(op string, info Info, kind, err error) *Error {
 	e := &Error{Op: op, Device: info.String(), Kind: kind, Err: err,
 		VID: info.VID, Port: info.PortPath}
 	if info.Bus != 0 || info.Address != 0 {

@@ -1,4 +1,4 @@
-package libusb
+package usbdev
 
 import (
 	"fmt"
@@ -149,8 +149,8 @@ func (i Info) String() string {
 	return b.String()
 }
 
-// sysfsName is the Linux sysfs name of this interface: "1-2.3:1.0".
-func (i Info) sysfsName() string {
+// SysfsName is the Linux sysfs name of this interface: "1-2.3:1.0".
+func (i Info) SysfsName() string {
 	return fmt.Sprintf("%s:%d.%d", i.PortPath, i.Config, i.Interface)
 }
 
@@ -175,9 +175,9 @@ func BOTSubclass(subclass uint8) bool {
 	return false
 }
 
-// classify decides whether an interface with these codes is one usbflash
-// can drive, and if not, why.
-func classify(subclass, protocol uint8) (supported bool, reason string) {
+// Classify decides whether an interface with these codes is one usbflash
+// can drive, and if not, why: both backends list interfaces by it.
+func Classify(subclass, protocol uint8) (supported bool, reason string) {
 	switch {
 	case BOTSubclass(subclass) && protocol == ProtocolBOT:
 		return true, ""

@@ -1,11 +1,12 @@
 //go:build e2e && (!linux || libusb)
 
-package usbdev
+package usbbackend
 
 import (
 	"context"
 
 	"github.com/usbflash/usbflash/usbms/libusb"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // Backend names the USB backend of this build, as drive.Backend does.
@@ -15,9 +16,9 @@ const Backend = "libusb"
 type Device = libusb.Device
 
 // List lists the mass-storage interfaces.
-func List(ctx context.Context) ([]libusb.Info, error) { return libusb.List(ctx) }
+func List(ctx context.Context) ([]usbdev.Info, error) { return libusb.List(ctx) }
 
 // Open claims a mass-storage interface.
-func Open(ctx context.Context, info libusb.Info, opts libusb.OpenOptions) (*Device, error) {
+func Open(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions) (*Device, error) {
 	return libusb.Open(ctx, info, opts)
 }

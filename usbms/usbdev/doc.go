@@ -1,0 +1,8 @@
+// Package usbdev is the USB vocabulary both backends share (usbms/usbfs,
+// pure Go over Linux usbfs, and usbms/libusb, cgo): a mass-storage
+// interface's identity (Info), its speed and class codes, the options of
+// an open, the kinds of error a backend reports (*Error and its
+// sentinels), and the kernel's disks made from an interface with the
+// in-use check a backend makes before its claim. It has no I/O of its own
+// beyond reading sysfs and the mount table.
+package usbdev

@@ -20,7 +20,9 @@ func (e *FakeError) Error() string {
 	msg := fmt.Sprintf("%s is fake: %s", e.Name, e.Result.Describe())
 	switch {
 	case e.Need > 0:
-		msg += fmt.Sprintf("; the image needs %s: nothing was written", units.FormatBytes(e.Need))
+		// Next to what the card holds: in bytes when they round alike.
+		need, _, _ := units.FormatBytesPair(e.Need, e.Result.Usable)
+		msg += fmt.Sprintf("; the image needs %s: nothing was written", need)
 	case e.Need < 0:
 		msg += "; the image's size is not known before it is written, so it may not fit: nothing was written"
 	}
@@ -35,7 +37,11 @@ func (r *Result) Describe() string {
 	}
 	bs := int64(r.BlockSize)
 	first := r.Usable / bs
-	s := fmt.Sprintf("it claims %s but holds %s (%d bytes, LBA 0 to %d)", units.FormatBytes(r.Claimed), units.FormatBytes(r.Usable), r.Usable, first-1)
+	claimed, usable, exact := units.FormatBytesPair(r.Claimed, r.Usable)
+	s := fmt.Sprintf("it claims %s but holds %s (%d bytes, LBA 0 to %d)", claimed, usable, r.Usable, first-1)
+	if exact {
+		s = fmt.Sprintf("it claims %s but holds %s (LBA 0 to %d)", claimed, usable, first-1)
+	}
 	switch r.Kind {
 	case Wrap:
 		s += fmt.Sprintf("; a write to LBA %d lands on LBA %d: writes past it wrap around onto the start", first, r.WrapsTo)

@@ -34,8 +34,8 @@ type CapacityError struct {
 
 func (e *CapacityError) Error() string {
 	if e.Written == 0 && e.ImageSize >= 0 {
-		return fmt.Sprintf("image is %s but %s holds %s; nothing was written",
-			units.FormatBytes(e.ImageSize), e.Device, units.FormatBytes(e.Capacity))
+		image, capacity, _ := units.FormatBytesPair(e.ImageSize, e.Capacity)
+		return fmt.Sprintf("image is %s but %s holds %s; nothing was written", image, e.Device, capacity)
 	}
 	return fmt.Sprintf("image is larger than %s (%s): stopped at its end after writing %s, "+
 		"with the first transfer left zeroed so the card does not boot a truncated image",
@@ -171,7 +171,7 @@ func (e *InconsistentError) Unwrap() error { return e.Err }
 // zeroed.
 type CancelledError struct {
 	Device string
-	Phase  Phase // PhaseWrite or PhaseVerify
+	Phase  Phase // PhaseWrite, PhaseVerify or PhaseRead
 	Bytes  int64 // image bytes written (first transfer excluded) or verified
 	LBA    int64 // first block not written or verified
 	Err    error
@@ -179,9 +179,10 @@ type CancelledError struct {
 
 func (e *CancelledError) Error() string {
 	// Err is context.Canceled or DeadlineExceeded: "cancelled" says it.
-	if e.Phase == PhaseVerify {
-		return fmt.Sprintf("verify of %s cancelled after %s (up to LBA %d)",
-			e.Device, units.FormatBytes(e.Bytes), e.LBA)
+	switch e.Phase {
+	case PhaseVerify, PhaseRead:
+		return fmt.Sprintf("%s of %s cancelled after %s (up to LBA %d)",
+			e.Phase, e.Device, units.FormatBytes(e.Bytes), e.LBA)
 	}
 	if e.Bytes == 0 && e.LBA == 0 {
 		return fmt.Sprintf("write to %s cancelled before anything was written", e.Device)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/internal/units"
 )
 
 // PhaseRead is the phase of Read in Progress.Phase.
@@ -109,7 +108,9 @@ func Read(ctx context.Context, dev blockdev.Device, dst io.Writer, size int64, o
 	}
 	var ce *CancelledError
 	if errors.As(err, &ce) {
-		return res, fmt.Errorf("read of %s cancelled after %s (up to LBA %d): %w", name, units.FormatSize(ce.Bytes), ce.LBA, ce.Err)
+		read := *ce
+		read.Phase = PhaseRead
+		return res, &read
 	}
 	if err == nil {
 		h.Sum(res.SHA256[:0])

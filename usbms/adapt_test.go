@@ -162,3 +162,31 @@ func TestChokeOnSmallCommand(t *testing.T) {
 		t.Errorf("%d transfer-cap notices, want 3 (240, 64, 8 blocks)", n)
 	}
 }
+
+// TestChokeNoticeSizes: the notices of a command that choked give its size
+// as every transfer size is given (units.FormatSize), whole KiB or not.
+func TestChokeNoticeSizes(t *testing.T) {
+	tests := []struct {
+		name   string
+		mode   sim.ChokeMode
+		blocks int
+		want   string
+	}{
+		{"drops off the bus, 503 blocks", sim.ChokeDisconnect, 503, "the reader dropped off the bus during WRITE(10) of 251.5 KiB: resetting the USB port to find it again"},
+		{"drops off the bus, 2048 blocks", sim.ChokeDisconnect, 2048, "the reader dropped off the bus during WRITE(10) of 1 MiB: resetting the USB port to find it again"},
+		{"stalls, 503 blocks", sim.ChokeStall, 503, "WRITE(10) failed (251.5 KiB): resetting the reader"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := sim.Config{LUNs: []sim.LUN{{Blocks: 8192}}, Misbehaviour: sim.Misbehaviour{ChokeBlocks: 240, ChokeMode: tt.mode}}
+			_, l, got := virtualRig(t, cfg, 0)
+			if err := l.WriteBlocks(context.Background(), 0, pattern(tt.blocks*512, 5)); err != nil {
+				t.Fatalf("WriteBlocks: %v", err)
+			}
+			rec := got.of(usbms.NoticeRecovery)
+			if len(rec) == 0 || rec[0].Text != tt.want {
+				t.Errorf("recovery notices %+v, want the first %q", rec, tt.want)
+			}
+		})
+	}
+}

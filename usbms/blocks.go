@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/scsi"
 )
 
@@ -104,22 +105,10 @@ func (t *Transport) lowerCap(op string, failed int64, choke *chokeError) {
 		why = "phase error"
 	}
 	t.mu.Lock()
-	t.learn(0, fmt.Sprintf("%s commands of %s failed (%s): at most %s per command", op, sizeWords(failed), why, sizeWords(next)))
+	t.learn(0, fmt.Sprintf("%s commands of %s failed (%s): at most %s per command", op, units.FormatSize(failed), why, units.FormatSize(next)))
 	t.mu.Unlock()
 	t.tell(Notice{Kind: NoticeTransferCap, Failed: failed, Cap: next,
-		Text: fmt.Sprintf("%s fails %s commands of %s (%s): sending at most %s per command from now on", t.opts.Name, op, sizeWords(failed), why, sizeWords(next))})
-}
-
-// sizeWords is a byte count as people write a transfer size: 1 MiB,
-// 120 KiB, 512 B.
-func sizeWords(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
+		Text: fmt.Sprintf("%s fails %s commands of %s (%s): sending at most %s per command from now on", t.opts.Name, op, units.FormatSize(failed), why, units.FormatSize(next))})
 }
 
 // TransferCap is the largest READ or WRITE sent to the reader, in bytes,

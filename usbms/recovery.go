@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // run executes a command with the recovery ladder of BOT 5.3.4 and Linux's
@@ -71,10 +74,48 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 			t.notify(fmt.Sprintf("%s: resetting the reader and going on without it", failure(r, err)))
 		}
 		_ = t.resetRecovery(ctx)
-		return result{}, fmt.Errorf("%w after %d resets and %d port resets: %w",
-			ErrRecoveryFailed, resets, boolInt(portReset), err)
+		return result{}, &recoveryError{op: opName(r.cdb), resets: resets, portReset: portReset, err: err}
 	}
 }
+
+// recoveryError is a command that failed through the whole recovery
+// ladder. It says what happened as the user saw it (no answer for so
+// long, and what was tried), not the transfer step deep inside the
+// attempt that gave up.
+type recoveryError struct {
+	op        string
+	resets    int
+	portReset bool
+	err       error // the last attempt's
+}
+
+func (e *recoveryError) Error() string {
+	var tried []string
+	switch e.resets {
+	case 0:
+	case 1:
+		tried = append(tried, "a reset")
+	default:
+		tried = append(tried, fmt.Sprintf("%d resets", e.resets))
+	}
+	if e.portReset {
+		tried = append(tried, "a USB port reset")
+	}
+	var na *noAnswerError
+	if errors.As(e.err, &na) {
+		msg := fmt.Sprintf("%v: no answer to %s within %v", ErrRecoveryFailed, e.op, na.wait)
+		if len(tried) > 0 {
+			msg += ", nor after " + strings.Join(tried, " and ")
+		}
+		return msg
+	}
+	if len(tried) == 0 {
+		return fmt.Sprintf("%v: %v", ErrRecoveryFailed, e.err)
+	}
+	return fmt.Sprintf("%v after %s: %v", ErrRecoveryFailed, strings.Join(tried, " and "), e.err)
+}
+
+func (e *recoveryError) Unwrap() []error { return []error{ErrRecoveryFailed, e.err} }
 
 // choked ends a large READ or WRITE at its first failure when a smaller
 // command might not fail so: the device is made ready for the next
@@ -89,13 +130,13 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 // of the command it dropped at, and the ladder is three steps long.
 func (t *Transport) choked(ctx context.Context, r request, err error) error {
 	if errors.Is(err, ErrNoDevice) {
-		t.notify(fmt.Sprintf("the reader dropped off the bus during %s of %s: resetting the USB port to find it again", opName(r.cdb), sizeWords(int64(len(r.data)))))
+		t.notify(fmt.Sprintf("the reader dropped off the bus during %s of %s: resetting the USB port to find it again", opName(r.cdb), units.FormatSize(int64(len(r.data)))))
 		if t.resetPort(ctx) != nil {
 			return nil
 		}
 		return &chokeError{err: err}
 	}
-	t.notify(fmt.Sprintf("%s (%s): resetting the reader", failure(r, err), sizeWords(int64(len(r.data)))))
+	t.notify(fmt.Sprintf("%s (%s): resetting the reader", failure(r, err), units.FormatSize(int64(len(r.data)))))
 	if rerr := t.resetRecovery(ctx); rerr != nil {
 		return nil
 	}
@@ -142,7 +183,10 @@ type noAnswerError struct {
 	err  error
 }
 
-func (e *noAnswerError) Error() string { return fmt.Sprintf("no answer within %v: %v", e.wait, e.err) }
+// Error says how long the device was waited for; which step of the
+// attempt was waiting (the CSW, a data phase) is the transport's detail,
+// reachable with errors.Is and errors.As.
+func (e *noAnswerError) Error() string { return fmt.Sprintf("no answer within %v", e.wait) }
 func (e *noAnswerError) Unwrap() error { return e.err }
 
 // failure says in a few words why an attempt failed, for recovery notices.
@@ -208,11 +252,4 @@ func (t *Transport) resetPort(ctx context.Context) error {
 		return fmt.Errorf("port reset: %w", err)
 	}
 	return nil
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -2,9 +2,12 @@ package usbms_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/sim"
 )
 
@@ -43,6 +46,35 @@ func TestRecoveryTellsEachStep(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("recovery notices %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRecoveryFailedSaysWhatHappened: a command the reader never answers,
+// through the whole ladder, is told as the user saw it: no answer for so
+// long, and what was tried; not the transfer step that was waiting.
+func TestRecoveryFailedSaysWhatHappened(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  sim.Config
+		run  func(ctx context.Context, l *usbms.LUN) error
+		want string
+	}{
+		{"SYNCHRONIZE CACHE never answered", sim.Config{LUNs: []sim.LUN{{Blocks: 8192}},
+			Misbehaviour: sim.Misbehaviour{Hang: []sim.HangCommand{sim.HangSync}, WriteCache: true}},
+			func(ctx context.Context, l *usbms.LUN) error { return l.Sync(ctx) },
+			"the reader did not recover: no answer to SYNCHRONIZE CACHE(10) within 20s, nor after 2 resets and a USB port reset"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, l, _ := virtualRig(t, tt.cfg, 0)
+			err := tt.run(context.Background(), l)
+			if !errors.Is(err, usbms.ErrRecoveryFailed) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err = %v, want the end of the recovery ladder after a timeout", err)
+			}
+			if got := err.Error(); !strings.HasSuffix(got, ": "+tt.want) {
+				t.Errorf("err = %q\nwant it to end %q", got, tt.want)
 			}
 		})
 	}

@@ -403,7 +403,7 @@ func TestDeadlineSetter(t *testing.T) {
 		wantResets int
 	}{
 		{"the deadline bounds the command and is cleared after", false, "", 0},
-		{"a transfer past the deadline is no answer, then reset recovery", true, "no answer within 1m0s", 2},
+		{"a transfer past the deadline is no answer, then reset recovery", true, "no answer to WRITE(10) within 1m0s", 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

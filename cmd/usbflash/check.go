@@ -158,7 +158,8 @@ func (a *app) check(ctx context.Context, rep reporter, t drive.Spec, maxCache in
 func parseMaxCache(s string) (int64, error) {
 	n, err := units.ParseSize(s)
 	if err != nil || n < 0 {
-		return 0, &usageError{fmt.Sprintf("--max-cache %q: want a size, like 1GiB (0: trust the first read-back)", s)}
+		return 0, &usageError{fmt.Sprintf("--max-cache: %v; want 0 (trust the first read-back) or a size such as 1GiB, "+
+			"any up to 8 EiB (one larger than the card sees through all of it)", err)}
 	}
 	if n == 0 {
 		return -1, nil

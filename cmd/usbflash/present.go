@@ -4,8 +4,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/flash"
@@ -266,10 +268,32 @@ func cardTable(cards []flash.Record, noVerify bool) string {
 		case c.Bound == flash.BoundSlowest:
 			result = "ok (the slowest card: it set the pace)"
 		}
-		fmt.Fprintf(&b, "%-28s %-14s %9s %9.1f %-8s %s\n", c.Target, orDash(c.Serial),
-			units.FormatBytes(c.Capacity), c.Rate/1e6, verified, result)
+		fmt.Fprintf(&b, "%-28s %-14s %9s %9.1f %-8s %s\n", tableCell(c.Target), tableCell(orDash(c.Serial)),
+			units.FormatBytes(c.Capacity), c.Rate/1e6, verified, tableCell(result))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// tableCell makes s one line of printable text: a cell holding a newline
+// (an error joined from two, garbage a reader sent) or another control
+// character (a serial number of raw bytes) breaks the columns of every
+// line after it. Lines are joined with "; ", control characters shown
+// escaped.
+func tableCell(s string) string {
+	var b strings.Builder
+	for _, line := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		for _, r := range line {
+			if unicode.IsPrint(r) {
+				b.WriteRune(r)
+			} else {
+				b.WriteString(strings.Trim(strconv.QuoteRune(r), "'"))
+			}
+		}
+	}
+	return b.String()
 }
 
 func boundOf(res pipeline.WriteResult) bound {

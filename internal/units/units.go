@@ -49,7 +49,7 @@ func ParseSize(s string) (int64, error) {
 		}
 		return int64(f * float64(suf.mult)), nil
 	}
-	return 0, fmt.Errorf("size %q: unknown unit %q (use B, KiB, MiB, GiB, KB, MB, GB)", s, unit)
+	return 0, fmt.Errorf("size %q: unknown unit %q (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s, unit)
 }
 
 // ParseRate reads a transfer rate in bytes per second such as "30MB/s",
@@ -105,6 +105,19 @@ func FormatBytes(n int64) string {
 		prec = 2
 	}
 	return fmt.Sprintf("%.*f %cB", prec, v, "kMGTPE"[exp])
+}
+
+// FormatBytesPair prints two amounts a message sets side by side ("image
+// is A but the card holds B", "claims A but holds B") as FormatBytes
+// does, unless they differ and would print the same: then both as exact
+// byte counts ("33554456 bytes", "33554432 bytes"), and exact says so,
+// since "33.6 MB but holds 33.6 MB" states no fact.
+func FormatBytesPair(a, b int64) (sa, sb string, exact bool) {
+	sa, sb = FormatBytes(a), FormatBytes(b)
+	if a == b || sa != sb {
+		return sa, sb, false
+	}
+	return fmt.Sprintf("%d bytes", a), fmt.Sprintf("%d bytes", b), true
 }
 
 // FormatRate prints bytes per second in decimal megabytes, as disk and USB

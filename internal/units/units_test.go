@@ -79,3 +79,23 @@ func TestFormatBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatBytesPair(t *testing.T) {
+	for _, tt := range []struct {
+		a, b   int64
+		sa, sb string
+		exact  bool
+	}{
+		{33554456, 33554432, "33554456 bytes", "33554432 bytes", true}, // 24 bytes short
+		{100000256, 99999744, "100000256 bytes", "99999744 bytes", true},
+		{8 << 30, 8 << 30, "8.59 GB", "8.59 GB", false}, // the same amount: no need
+		{8e9, 16e9, "8.00 GB", "16.0 GB", false},
+		{999, 1000, "999 B", "1.00 kB", false},
+		{1001, 1002, "1001 bytes", "1002 bytes", true},
+	} {
+		sa, sb, exact := FormatBytesPair(tt.a, tt.b)
+		if sa != tt.sa || sb != tt.sb || exact != tt.exact {
+			t.Errorf("FormatBytesPair(%d, %d) = %q, %q, %v; want %q, %q, %v", tt.a, tt.b, sa, sb, exact, tt.sa, tt.sb, tt.exact)
+		}
+	}
+}

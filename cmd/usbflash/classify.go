@@ -71,7 +71,7 @@ func classifyDomainError(err error) int {
 		return exitRefused
 	case drive.KindOf(err) == drive.KindDevice:
 		return exitDevice
-	case errors.As(err, &verify):
+	case errors.As(err, &verify), errors.As(err, new(*flash.SmallerCardError)):
 		return exitVerify
 	case errors.As(err, &capacity):
 		// Also when the size was only found out by writing to the end

@@ -7,10 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/flash"
-	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
 )
@@ -37,8 +35,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 		RunE: func(c *cobra.Command, args []string) error {
 			rep := a.reporterFor(asJSON, quiet)
 			return a.reported(rep, func() error {
-				buffers := 2 // what a verify reads with
-				transfer, err := parseTransfer(transferSize, &buffers)
+				transfer, err := transferFlag(c, transferSize)
 				if err != nil {
 					return err
 				}
@@ -46,7 +43,12 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 				if err != nil {
 					return err
 				}
-				return a.verify(c.Context(), rep, args[0], t, transfer, flash.BlockMapChoice{Path: bmapPath, Off: noBmap})
+				readers, err := a.newReaders()
+				if err != nil {
+					return err
+				}
+				return a.verify(c.Context(), rep, flash.VerifyConfig{Image: args[0], TransferSize: transfer,
+					BlockMap: flash.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers}, t)
 			})
 		},
 	}
@@ -58,42 +60,10 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 	return c
 }
 
-func (a *app) verify(ctx context.Context, rep reporter, image string, t drive.Spec, transfer int64, maps flash.BlockMapChoice) error {
-	src, err := imagesrc.Open(image)
-	if err != nil {
-		return sourceError(err)
-	}
-	defer src.Close()
-	rep.event(&startEvent{
-		eventHeader: eventHeader{Event: evStart}, Command: cmdVerify,
-		Image: image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
-		CompressedSize: src.CompressedSize, Target: t.Raw, TransferSize: transfer,
-	}, fmt.Sprintf("Comparing %s (%s, %s) with %s ...", image, src.Format, describeSize(src), t.Raw))
-	m, mapPath, err := flash.FindBlockMap(image, src, maps)
-	if err != nil {
-		return err
-	}
-	var only []blockdev.Extent
-	if m != nil {
-		only = m.Extents()
-		presentBlockMap(rep, flash.BlockMapChosen{Path: mapPath, Ranges: len(m.Ranges), MappedBytes: m.MappedBytes(), ImageSize: m.ImageSize})
-	}
-	readers, err := a.newReaders()
-	if err != nil {
-		return err
-	}
-	d, err := drive.Open(ctx, t, drive.Options{ReadOnly: true, OnNotice: noticeNotes(rep), Readers: readers})
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	transfer = openedDevice(rep, d, transfer)
-	if err := pipeline.CheckFits(d.Dev, d.Name, src.Size, src.SizeExact); err != nil {
-		return &codedError{exitVerify, fmt.Errorf("%w: it cannot match", err)}
-	}
-	res, err := pipeline.Verify(ctx, d.Dev, src, expectedSize(src), pipeline.VerifyOptions{
-		Name: d.Name, TransferSize: int(transfer), Progress: progressFunc(rep, nil), Only: only,
-	})
+// verify runs a verify session and presents it.
+func (a *app) verify(ctx context.Context, rep reporter, cfg flash.VerifyConfig, t drive.Spec) error {
+	cfg.Observer = flash.ObserverFunc(func(e flash.Event) { presentRead(rep, cmdVerify, e) })
+	res, err := flash.Verify(ctx, cfg, t)
 	if err != nil {
 		return &compareError{err}
 	}
@@ -101,10 +71,33 @@ func (a *app) verify(ctx context.Context, rep reporter, image string, t drive.Sp
 		eventHeader: eventHeader{Event: evSummary}, Command: cmdVerify,
 		Bytes: res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed), Verified: true,
 		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
-	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", d.Name, image, units.FormatBytes(res.Bytes),
+	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", res.Card, cfg.Image, units.FormatBytes(res.Bytes),
 		res.Elapsed.Round(time.Millisecond), units.FormatRate(rate(res.Bytes, res.Elapsed)),
 		cpuLine(res.CPU, res.Bytes, res.Memory)))
 	return nil
+}
+
+// presentRead shows the events of a session that reads one card (verify,
+// read) as the single-card contract has them.
+func presentRead(rep reporter, cmd command, e flash.Event) {
+	switch e := e.(type) {
+	case flash.Started:
+		src := e.Source
+		rep.event(&startEvent{
+			eventHeader: eventHeader{Event: evStart}, Command: cmd,
+			Image: e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
+			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize),
+		}, fmt.Sprintf("Comparing %s (%s, %s) with %s ...", e.Image, src.Format, describeSize(src), e.Targets[0]))
+	case flash.BlockMapChosen:
+		presentBlockMap(rep, e)
+	case flash.Opened:
+		rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: e.Card, Capacity: e.Capacity,
+			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
+	case flash.Note:
+		rep.event(noteWithAdvice(e.Message, e.Notice))
+	case flash.Progress:
+		rep.progress(progressOf(e))
+	}
 }
 
 // compareError is a verify command's failure: a difference means the card

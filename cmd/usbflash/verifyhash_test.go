@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,5 +87,31 @@ func TestVerifyReadSize(t *testing.T) {
 				t.Errorf("read %v: device transfer_size %v, want %v", tc.args, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestVerifySmallerCard: a card smaller than the image does not match it,
+// with one message and exit 6 whatever the image's format, and nothing
+// said about writing: verify writes nothing.
+func TestVerifySmallerCard(t *testing.T) {
+	t.Parallel()
+	img := testImage(3 << 20)
+	dir := t.TempDir()
+	card := writeFile(t, "card.img", img[:2<<20])
+	raw := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(raw, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"os.img", "os.img.gz", "os.img.xz"} {
+		image := filepath.Join(dir, name)
+		if name != "os.img" {
+			if r := runCLI(t, "read", "sim:"+writeFile(t, "src.img", img), image); r.code != exitOK {
+				t.Fatalf("making %s: exit %d: %s", name, r.code, r.stderr)
+			}
+		}
+		r := runCLI(t, "verify", image, "sim:"+card)
+		if r.code != exitVerify || !strings.Contains(r.stderr, "holds 2.10 MB, less than the image") || strings.Contains(r.stderr, "writ") {
+			t.Errorf("verify %s: exit %d, want %d\n%s", name, r.code, exitVerify, r.stderr)
+		}
 	}
 }

@@ -126,6 +126,26 @@ func parseTransfer(transferSize string, buffers *int) (int64, error) {
 	return transfer, nil
 }
 
+// transferFlag is --transfer-size as the user gave it: 0 when they did
+// not, for the engine to choose (its default depends on the command and
+// on the card).
+func transferFlag(c *cobra.Command, value string) (int, error) {
+	if !c.Flags().Changed("transfer-size") {
+		return 0, nil
+	}
+	transfer, err := units.ParseSize(value)
+	switch {
+	case err != nil:
+		return 0, &usageError{fmt.Sprintf("--transfer-size: %v", err)}
+	case transfer == 0:
+		return 0, &usageError{"--transfer-size 0: want at least one block (512 bytes)"}
+	case transfer > pipeline.MaxBufferMemory:
+		// More than any buffer may be: said as the engine says it.
+		transfer = pipeline.MaxBufferMemory + 1
+	}
+	return int(transfer), nil
+}
+
 func (a *app) reporterFor(asJSON, quiet bool) reporter {
 	return &lockedReporter{r: newReporter(a.stdout, a.stderr, reporterOptions{json: asJSON, quiet: quiet, terminal: a.stderrTerminal, lineEvery: a.lineEvery})}
 }

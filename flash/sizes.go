@@ -1,0 +1,47 @@
+package flash
+
+import (
+	"fmt"
+
+	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/pipeline"
+)
+
+// The settings a session's errors may be about (*failure.SettingError):
+// the caller names them in its own words (the CLI, by its flags).
+const (
+	SettingTransferSize failure.Setting = "transfer size"
+	SettingBuffers      failure.Setting = "buffers"
+	SettingLag          failure.Setting = "lag"
+	SettingSHA256       failure.Setting = "sha256"
+	SettingBlockMap     failure.Setting = "block map"
+	SettingSize         failure.Setting = "size"
+)
+
+// checkSizes refuses, before anything is opened, sizes no card can make
+// work: a negative transfer size or lag, fewer than 2 buffers (0 is the
+// engine's default), or buffers that would pass
+// pipeline.MaxBufferMemory at the transfer size asked (a card that takes
+// less only lowers it).
+func checkSizes(transfer, buffers, lag, cards int) error {
+	switch {
+	case transfer < 0:
+		return &failure.SettingError{Setting: SettingTransferSize, Err: fmt.Errorf("%d bytes is not a size", transfer)}
+	case buffers != 0 && buffers < 2:
+		return &failure.SettingError{Setting: SettingBuffers, Err: fmt.Errorf("%d is fewer than 2, the fewest with which filling overlaps the device", buffers)}
+	case lag < 0:
+		return &failure.SettingError{Setting: SettingLag, Err: fmt.Errorf("%d is less than 0 (lockstep)", lag)}
+	}
+	return CheckMemory(transfer, buffersFor(transfer, buffers), lag, cards)
+}
+
+// buffersFor is the buffer count of transfers of transfer bytes: the one
+// asked, else the engine's default for that size (pipeline.BuffersFor),
+// so that a card that takes less than was asked gets the count its size
+// calls for.
+func buffersFor(transfer, asked int) int {
+	if asked != 0 {
+		return asked
+	}
+	return pipeline.BuffersFor(transfer)
+}

@@ -8,7 +8,6 @@ package region
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -52,6 +51,13 @@ type Saved struct {
 	keepOnce sync.Once
 	file     string // Keep's file
 	fileErr  error
+
+	// One of Finish and Abandon speaks for the region: a restore verified
+	// before the user's abort is a restored region (Abandon has nothing
+	// to keep), an abort that came first is the outcome Finish returns.
+	mu        sync.Mutex
+	restored  bool
+	abandoned bool
 }
 
 // Save reads region of dev (named name in errors) into memory, so Restore
@@ -177,7 +183,20 @@ func (s *Saved) Finish(ctx context.Context, dev blockdev.Device, runErr error, o
 	}
 	if err := s.Restore(rctx, dev); err != nil {
 		file, ferr := s.Keep(o.Dir)
-		return errors.Join(runErr, &RestoreError{Region: s.Region, Device: s.Device, BlockSize: s.BlockSize, Err: err, File: file, FileErr: ferr})
+		re := &RestoreError{Region: s.Region, Device: s.Device, BlockSize: s.BlockSize, Err: err, File: file, FileErr: ferr}
+		if runErr == nil {
+			return re
+		}
+		return fmt.Errorf("%w; %w", runErr, re) // one line, both causes
+	}
+	s.mu.Lock()
+	abandoned := s.abandoned
+	s.restored = !abandoned
+	s.mu.Unlock()
+	if abandoned {
+		// The user aborted the restore before it was verified, and was
+		// told so: that is what became of the region.
+		return s.abandonError(o.Dir)
 	}
 	if o.Restored != nil {
 		o.Restored()
@@ -206,8 +225,21 @@ func (cancelledRestore) Unwrap() error { return context.Canceled }
 // Abandon is the user's second interrupt while the region may still hold
 // the write tests' data: the saved bytes go to a file (Keep), and the
 // *RestoreError says where. It touches no device, so a restore stuck in a
-// command the reader does not answer does not hold it up.
+// command the reader does not answer does not hold it up. It returns nil,
+// keeping nothing, when Finish already put the region back and verified
+// it; once it returned an error, Finish returns that error too.
 func (s *Saved) Abandon(dir string) *RestoreError {
+	s.mu.Lock()
+	restored := s.restored
+	s.abandoned = !restored
+	s.mu.Unlock()
+	if restored {
+		return nil
+	}
+	return s.abandonError(dir)
+}
+
+func (s *Saved) abandonError(dir string) *RestoreError {
 	file, ferr := s.Keep(dir)
 	return &RestoreError{Region: s.Region, Device: s.Device, BlockSize: s.BlockSize, Aborted: true, File: file, FileErr: ferr}
 }

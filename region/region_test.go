@@ -130,40 +130,76 @@ func (b *blockingWrites) WriteBlocks(ctx context.Context, lba int64, p []byte) e
 	return b.Device.WriteBlocks(ctx, lba, p)
 }
 
-// TestAbandon: the second interrupt during a restore that does not move
-// keeps the saved bytes in a file at once, and both it and a restore that
-// fails afterwards name the same file.
+// TestAbandon: the second interrupt during a restore keeps the saved
+// bytes in a file at once, and Finish then says the same thing (the same
+// file, no "restored"), whether the restore it let go on fails or comes
+// through; after a verified restore it keeps nothing. One of them speaks
+// for the region.
 func TestAbandon(t *testing.T) {
-	c := newSimCard(t, cardSize)
-	region := Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
-	saved, err := Save(context.Background(), c.lun, "sim:card.img", region)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name        string
+		failWrites  bool
+		afterFinish bool // the interrupt comes once Finish returned
+		wantAborted bool // Finish returns the abort itself
+	}{
+		{"during a restore that then fails", true, false, false},
+		{"during a restore that then comes through", false, false, true},
+		{"after the restore was verified", false, true, false},
 	}
-	dev := &blockingWrites{Device: &hookedWrites{Device: c.lun, fail: true}, started: make(chan struct{}), release: make(chan struct{})}
-	dir := t.TempDir()
-	done := make(chan error, 1)
-	go func() { done <- saved.Finish(context.Background(), dev, nil, FinishOptions{Dir: dir}) }()
-	<-dev.started
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newSimCard(t, cardSize)
+			region := Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
+			saved, err := Save(context.Background(), c.lun, "sim:card.img", region)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev := &blockingWrites{Device: &hookedWrites{Device: c.lun, fail: tt.failWrites}, started: make(chan struct{}), release: make(chan struct{})}
+			dir := t.TempDir()
+			restored := false
+			done := make(chan error, 1)
+			go func() {
+				done <- saved.Finish(context.Background(), dev, nil, FinishOptions{Dir: dir, Restored: func() { restored = true }})
+			}()
+			<-dev.started
+			if tt.afterFinish {
+				close(dev.release)
+				if err := <-done; err != nil || !restored {
+					t.Fatalf("Finish = %v, restored %v; want a verified restore", err, restored)
+				}
+				if e := saved.Abandon(dir); e != nil {
+					t.Errorf("Abandon after a verified restore = %v, want nil", e)
+				}
+				if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+					t.Errorf("%d files in %s, want none: the region is back", len(entries), dir)
+				}
+				return
+			}
 
-	abandoned := saved.Abandon(dir)
-	if !abandoned.Aborted || !errors.Is(abandoned, context.Canceled) || abandoned.File == "" {
-		t.Fatalf("Abandon = %+v, want an aborted restore with a file", abandoned)
-	}
-	if got, _ := os.ReadFile(abandoned.File); !bytes.Equal(got, saved.Bytes()) {
-		t.Error("the file does not hold the saved bytes")
-	}
-	if msg := abandoned.Error(); !strings.Contains(msg, "aborted") || !strings.Contains(msg, abandoned.File) {
-		t.Errorf("message %q", msg)
-	}
+			abandoned := saved.Abandon(dir)
+			if abandoned == nil || !abandoned.Aborted || !errors.Is(abandoned, context.Canceled) || abandoned.File == "" {
+				t.Fatalf("Abandon = %+v, want an aborted restore with a file", abandoned)
+			}
+			if got, _ := os.ReadFile(abandoned.File); !bytes.Equal(got, saved.Bytes()) {
+				t.Error("the file does not hold the saved bytes")
+			}
+			if msg := abandoned.Error(); !strings.Contains(msg, "aborted") || !strings.Contains(msg, abandoned.File) {
+				t.Errorf("message %q", msg)
+			}
 
-	close(dev.release)
-	var re *RestoreError
-	if err := <-done; !errors.As(err, &re) || re.File != abandoned.File {
-		t.Errorf("the failed restore = %v, want the file %s", err, abandoned.File)
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Errorf("%d files in %s, want 1", len(entries), dir)
+			close(dev.release)
+			var re *RestoreError
+			err = <-done
+			if !errors.As(err, &re) || re.File != abandoned.File || re.Aborted != tt.wantAborted {
+				t.Errorf("Finish after the abort = %v, want the file %s (aborted %v)", err, abandoned.File, tt.wantAborted)
+			}
+			if restored {
+				t.Error("Finish said the region was restored after the user was told the restore was aborted")
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("%d files in %s, want 1", len(entries), dir)
+			}
+		})
 	}
 }
 

@@ -328,7 +328,13 @@ func (a *app) bench(ctx context.Context, rep reporter, t drive.Spec, f benchFlag
 		// A second Ctrl-C keeps the saved bytes in a file before the
 		// process ends.
 		Saved: func(saved *region.Saved) func() {
-			return a.aborts.add(func() { rep.fail(saved.Abandon(""), exitCancelled) })
+			return a.aborts.add(func() {
+				// nil: the region was restored and verified first, and
+				// the run says so itself.
+				if err := saved.Abandon(""); err != nil {
+					rep.fail(err, exitCancelled)
+				}
+			})
 		},
 		Finish: restoreEvents(rep, plan.Region, d.Name),
 	})

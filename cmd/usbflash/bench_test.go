@@ -430,50 +430,72 @@ func (failingWrites) WriteBlocks(_ context.Context, lba int64, _ []byte) error {
 	return fmt.Errorf("WRITE at LBA %d: medium error", lba)
 }
 
-// A restore that fails leaves the saved bytes in a file, exits 5 also
-// after a cancel, and the advice's dd line puts them back.
+// A restore that fails, or that a second Ctrl-C aborts, leaves the saved
+// bytes in a file and says so once (exit 5, or 130 when aborted), and the
+// last line printed is a command that puts them back, pasted as it is into
+// a shell, also when the paths hold a space.
 func TestBenchRestoreFailureKeepsTheBytes(t *testing.T) {
 	t.Parallel()
-	for _, runErr := range []error{nil, context.Canceled} {
-		card := benchCard(t)
-		want, _ := os.ReadFile(card)
-		spec, err := drive.Parse("sim:" + card)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := drive.Open(context.Background(), spec, drive.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		stated := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
-		saved, err := region.Save(context.Background(), d.Dev, d.Name, stated)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// What the write tests left.
-		if err := d.Dev.WriteBlocks(context.Background(), 2048, make([]byte, 1<<20)); err != nil {
-			t.Fatal(err)
-		}
-		err = saved.Finish(context.Background(), failingWrites{d.Dev}, runErr, region.FinishOptions{Dir: t.TempDir()})
-		d.Close()
-		if code := exitCode(err); code != exitDevice {
-			t.Fatalf("restore = %v (exit %d), want a device error", err, code)
-		}
-		msg, advice := explain(err)
-		m := regexp.MustCompile(`^put them back with dd if=(\S+) of=(\S+) bs=512 seek=2048 conv=notrunc,fsync$`).FindStringSubmatch(advice)
-		if m == nil || m[2] != card || !strings.Contains(msg, "the saved bytes are in "+m[1]) {
-			t.Fatalf("message %q, advice %q: does not say where the bytes are and how to put them back", msg, advice)
-		}
-		dd, err := exec.LookPath("dd")
-		if err != nil {
-			t.Skip("no dd to follow the advice with")
-		}
-		if out, err := exec.Command(dd, strings.Fields(strings.TrimPrefix(advice, "put them back with dd "))...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", advice, err, out)
-		}
-		if got, _ := os.ReadFile(card); !bytes.Equal(got, want) {
-			t.Error("following the advice does not bring the card back")
-		}
+	for _, tt := range []struct {
+		name   string
+		runErr error // what the write tests returned
+		abort  bool  // a second Ctrl-C during the restore
+		want   int
+	}{
+		{"the restore fails", nil, false, exitDevice},
+		{"the restore fails after a cancel", context.Canceled, false, exitDevice},
+		{"the restore is aborted", context.Canceled, true, exitCancelled},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "my cards")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			card := filepath.Join(dir, "card.img")
+			want := testImage(32 << 20)
+			if err := os.WriteFile(card, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			spec, err := drive.Parse("sim:" + card)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := drive.Open(context.Background(), spec, drive.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stated := cardbench.Region{Name: "region", Offset: 1 << 20, Length: 1 << 20}
+			saved, err := region.Save(context.Background(), d.Dev, d.Name, stated)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What the write tests left.
+			if err := d.Dev.WriteBlocks(context.Background(), 2048, make([]byte, 1<<20)); err != nil {
+				t.Fatal(err)
+			}
+			if tt.abort {
+				err = saved.Abandon(dir)
+			} else {
+				err = saved.Finish(context.Background(), failingWrites{d.Dev}, tt.runErr, region.FinishOptions{Dir: dir})
+			}
+			d.Close()
+			if code := exitCode(err); code != tt.want {
+				t.Fatalf("restore = %v (exit %d), want %d", err, code, tt.want)
+			}
+			var out bytes.Buffer
+			printError(&out, err)
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			paste := strings.TrimSpace(lines[len(lines)-1])
+			if len(lines) != 3 || !strings.HasPrefix(paste, "dd if=") || !strings.Contains(lines[0], "the saved bytes are in "+dir) {
+				t.Fatalf("printed %q: want the facts, the advice, and the command on a line of its own", out.String())
+			}
+			if out, err := exec.Command("sh", "-c", paste).CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", paste, err, out)
+			}
+			if got, _ := os.ReadFile(card); !bytes.Equal(got, want) {
+				t.Errorf("%s does not bring the card back", paste)
+			}
+		})
 	}
 }
 

@@ -447,7 +447,24 @@ func restoreAdvice(e *region.RestoreError) string {
 		disk = strings.TrimSuffix(p, "/0")
 	}
 	bs := int64(max(e.BlockSize, 1))
-	return fmt.Sprintf("put them back with dd if=%s of=%s bs=%d seek=%d conv=notrunc,fsync", e.File, disk, bs, e.Region.Offset/bs)
+	// The command on a line of its own, last: it works pasted whole.
+	return fmt.Sprintf("put them back with this command:\n  dd if=%s of=%s bs=%d seek=%d conv=notrunc,fsync",
+		shellWord(e.File), shellWord(disk), bs, e.Region.Offset/bs)
+}
+
+// shellWord is s as one word of a POSIX shell command: as it is when it
+// holds only what paths usually hold, else in single quotes.
+func shellWord(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:=@%", r)) {
+			plain = false
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // planAdvice is the advice for a bench plan that does not fit, by reason.

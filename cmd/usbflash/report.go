@@ -275,6 +275,9 @@ func printError(w io.Writer, err error) {
 type lockedReporter struct {
 	mu sync.Mutex
 	r  reporter
+	// failed: a command ends once. An abort step (a second Ctrl-C) and
+	// the command itself may both report how it ended; the first is told.
+	failed bool
 }
 
 func (l *lockedReporter) event(e event, text string) {
@@ -292,5 +295,9 @@ func (l *lockedReporter) progress(p progressEvent) {
 func (l *lockedReporter) fail(err error, code int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failed {
+		return
+	}
+	l.failed = true
 	l.r.fail(err, code)
 }

@@ -118,8 +118,14 @@ func TestProcess(t *testing.T) {
 		}
 		e := lastEvent(t, rest.String(), "error")
 		m := regexp.MustCompile(`saved bytes are in (\S+)$`).FindStringSubmatch(e["message"].(string))
-		if m == nil || !strings.Contains(e["message"].(string), "aborted") || !strings.HasPrefix(e["hint"].(string), "put them back with dd if="+m[1]+" of="+card+" bs=512 seek=8192 conv=notrunc,fsync") {
+		if m == nil || !strings.Contains(e["message"].(string), "aborted") || !strings.HasSuffix(e["hint"].(string), "\n  dd if="+m[1]+" of="+card+" bs=512 seek=8192 conv=notrunc,fsync") {
 			t.Fatalf("error event %v: does not say where the bytes are and how to put them back", e)
+		}
+		// One statement: the abort, never also "restored".
+		for _, ev := range jsonEvents(t, rest.String()) {
+			if ev["event"] == "restored" || ev["event"] == "error" && ev["message"] != e["message"] {
+				t.Errorf("%v beside the abort's error", ev)
+			}
 		}
 		if got, _ := os.ReadFile(m[1]); !bytes.Equal(got, orig[4<<20:12<<20]) {
 			t.Error("the file does not hold the region's bytes")

@@ -2,88 +2,162 @@ package flash
 
 import (
 	"context"
-	"errors"
+	"sync"
 
 	"github.com/usbflash/usbflash/imagesrc"
 )
 
-// ErrChecksumOfStdin: a download's checksum is of a file; standard input
-// is read once, by the decoder.
-var ErrChecksumOfStdin = errors.New("--sha256 checks an image file, not standard input")
-
-// download checks the image file against its publisher's SHA-256. The
-// file is hashed on its own goroutine while the cards are opened and
-// written (it is the compressed file, a fraction of the image, and mostly
-// in the page cache by then); each write waits for the answer before its
-// first transfer.
+// download checks the image against its publisher's SHA-256 before the
+// first transfer is written. Publishers give the sum of the file they
+// serve (os.img.xz) or of the image in it (os.img), and the user cannot
+// always tell which: the file's is compared first and, when it does not
+// match a compressed image, the decoded image's.
+//
+// A file is hashed from the descriptor the write reads, on its own
+// goroutine while the cards are opened and written (it is the compressed
+// file, a fraction of the image, and mostly in the page cache by then); a
+// stream (standard input, a pipe) is hashed as the decoder reads it, once.
 type download struct {
-	image, from, want string
+	want, from string
+	// decodedOnly: the sum is the decoded image's (a list's line for
+	// os.img beside os.img.xz).
+	decodedOnly bool
 
-	done chan struct{}
-	got  string
-	err  error
+	// file is the input's sum, for a file hashed on its own goroutine
+	// (done closes when it is known); a stream's is taken at the end.
+	done    chan struct{}
+	file    string
+	fileErr error
+
+	mu      sync.Mutex // the decoded image's sum, once computed
+	decoded string
 }
 
-// checkDownload finds the checksum (Config.SHA256, or a file beside the
-// image), says which, and starts hashing the image file.
-func (s *session) checkDownload(ctx context.Context) error {
-	want, from := s.cfg.SHA256, "--sha256"
+// findDownload is the sum the image is checked against (Config.SHA256, or
+// a list beside the image), nil for none, and what the lists beside the
+// image that have no line for it say, for the session to pass on once.
+func findDownload(cfg Config) (*download, []string, error) {
 	switch {
-	case want != "":
-		sum, err := imagesrc.ParseSHA256(want)
+	case cfg.SHA256 != "":
+		sum, err := imagesrc.ParseSHA256(cfg.SHA256)
 		if err != nil {
-			return &ChecksumArgError{Err: err}
+			return nil, nil, &ChecksumArgError{Err: err}
 		}
-		if s.cfg.Image == "-" {
-			return &ChecksumArgError{Err: ErrChecksumOfStdin}
+		return &download{want: sum, from: "--sha256"}, nil, nil
+	case cfg.NoSHA256:
+		return nil, nil, nil
+	}
+	found, passed, err := imagesrc.FindChecksum(cfg.Image)
+	notes := make([]string, len(passed))
+	for i, p := range passed {
+		notes[i] = p.String()
+	}
+	if err != nil {
+		return nil, notes, &ImageError{Err: err}
+	}
+	if found == nil {
+		return nil, notes, nil
+	}
+	d := &download{want: found.Sum, from: found.Path, decodedOnly: found.Decoded}
+	if found.Decoded {
+		d.from += " (its line for " + found.Name + ", the decoded image)"
+	}
+	if found.Signed {
+		notes = append(notes, found.Path+" is PGP signed; its signature was not checked")
+	}
+	return d, notes, nil
+}
+
+// startDownload says what the image is checked against and, for a file,
+// starts hashing it; a stream is hashed as it is read. src is the session's
+// image, open until the session ends.
+func (s *session) startDownload(ctx context.Context, d *download, src *imagesrc.Source) {
+	s.download = d
+	if d == nil {
+		return
+	}
+	if !src.Stream() && !d.decodedOnly {
+		d.done = make(chan struct{})
+		go func() {
+			defer close(d.done)
+			d.file, d.fileErr = src.InputSHA256(ctx)
+		}()
+	}
+	s.emit(Note{Message: "Checking " + imageName(s.cfg.Image) + " against the SHA-256 in " + d.from + " as it is written"})
+}
+
+// check compares the image with the sum, once src was read to its end,
+// and says which of the image file and the decoded image matched; nil
+// when there is nothing to check.
+func (s *session) checkDownload(ctx context.Context, src *imagesrc.Source) (string, error) {
+	d := s.download
+	if d == nil {
+		return "", nil
+	}
+	var file string
+	if !d.decodedOnly {
+		var err error
+		if file, err = d.fileSum(ctx, src); err != nil {
+			return "", &ImageError{Err: err}
 		}
-		want = sum
-	case s.cfg.NoSHA256:
-		return nil
-	default:
-		found, passed, err := imagesrc.FindChecksum(s.cfg.Image)
-		for _, p := range passed {
-			s.emit(Note{Message: p.String()})
-		}
-		if err != nil {
-			return &ImageError{Err: err}
-		}
-		if found == nil || found.Decoded {
-			return nil
-		}
-		want, from = found.Sum, found.Path
-		if found.Signed {
-			from += " (a signed list; its signature was not checked)"
+		if file == d.want {
+			return "The image file matches the SHA-256 in " + d.from, nil
 		}
 	}
-	d := &download{image: s.cfg.Image, from: from, want: want, done: make(chan struct{})}
-	go func() {
-		defer close(d.done)
-		d.got, d.err = imagesrc.FileSHA256(ctx, d.image)
-	}()
-	s.download = d
-	s.emit(Note{Message: "Checking " + s.cfg.Image + " against the SHA-256 in " + from + " as it is written"})
-	return nil
+	mismatch := &imagesrc.ChecksumMismatchError{Image: imageName(s.cfg.Image), From: d.from, Want: d.want, Got: file}
+	if src.Format == imagesrc.FormatRaw {
+		return "", mismatch // the file is the image
+	}
+	if !d.decodedOnly && !src.Stream() {
+		s.emit(Note{Message: "The image file's SHA-256 is not the one in " + d.from + ": decoding it again to compare the image's"})
+	}
+	decoded, err := d.decodedSum(ctx, src)
+	if err != nil {
+		return "", &ImageError{Err: err}
+	}
+	if decoded == d.want {
+		return "The decoded image matches the SHA-256 in " + d.from + " (a sum of the image, not of the " + src.Format.String() + " file)", nil
+	}
+	mismatch.GotDecoded = decoded
+	return "", mismatch
 }
 
-// check waits for the file's hash and compares it; nil when there is
-// nothing to check.
-func (d *download) check(ctx context.Context) error {
-	if d == nil {
-		return nil
+// imageName is the image as a message names it.
+func imageName(path string) string {
+	if path == "-" {
+		return "standard input"
+	}
+	return path
+}
+
+// fileSum is the input's SHA-256: a file's from its goroutine, a stream's
+// from what was read.
+func (d *download) fileSum(ctx context.Context, src *imagesrc.Source) (string, error) {
+	if d.done == nil {
+		return src.InputSHA256(ctx)
 	}
 	select {
 	case <-d.done:
 	case <-ctx.Done():
-		return ctx.Err()
+		return "", ctx.Err()
 	}
-	switch {
-	case d.err != nil:
-		return &ImageError{Err: d.err}
-	case d.got != d.want:
-		return &imagesrc.ChecksumMismatchError{Image: d.image, From: d.from, Want: d.want, Got: d.got}
+	return d.file, d.fileErr
+}
+
+// decodedSum is the decoded image's SHA-256, computed once for all the
+// cards of a session.
+func (d *download) decodedSum(ctx context.Context, src *imagesrc.Source) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.decoded != "" {
+		return d.decoded, nil
 	}
-	return nil
+	sum, err := src.DecodedSHA256(ctx)
+	if err != nil {
+		return "", err
+	}
+	d.decoded = sum
+	return sum, nil
 }
 
 // ChecksumArgError is a --sha256 that cannot be used.

@@ -149,8 +149,10 @@ type ImageError struct{ Err error }
 func (e *ImageError) Error() string { return e.Err.Error() }
 func (e *ImageError) Unwrap() error { return e.Err }
 
-func openImage(path string) (*imagesrc.Source, error) {
-	src, err := imagesrc.Open(path)
+// openImage opens the image; a stream is hashed as it is read when there
+// is a download to check (it cannot be read again).
+func openImage(path string, d *download) (*imagesrc.Source, error) {
+	src, err := imagesrc.OpenWith(path, imagesrc.Options{HashStream: d != nil})
 	if err != nil {
 		return nil, &ImageError{Err: err}
 	}
@@ -212,7 +214,10 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 			return s.res, err
 		}
 	}
-	src, err := openImage(cfg.Image)
+	// The checksum is found before the image is opened (a stream is
+	// hashed from its first byte) and its trouble said after.
+	dl, dlNotes, dlErr := findDownload(cfg)
+	src, err := openImage(cfg.Image, dl)
 	if err != nil {
 		return s.res, err
 	}
@@ -226,9 +231,13 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 		names[i] = t.Raw
 	}
 	s.emit(Started{Image: cfg.Image, Source: src, Targets: names, TransferSize: cfg.TransferSize, Buffers: cfg.Buffers, Lag: cfg.Lag})
-	if err := s.checkDownload(ctx); err != nil {
-		return s.res, err
+	for _, n := range dlNotes {
+		s.emit(Note{Message: n})
 	}
+	if dlErr != nil {
+		return s.res, dlErr
+	}
+	s.startDownload(ctx, dl, src)
 
 	cards := s.openCards(ctx, specs, src, plan)
 	defer func() {

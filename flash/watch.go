@@ -33,19 +33,25 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 			return s.res, err
 		}
 	}
-	// The image must open now, not at the first card.
-	src, err := openImage(cfg.Image)
+	// The image must open now, not at the first card; it stays open for
+	// its checksum, hashed once for every card.
+	dl, dlNotes, dlErr := findDownload(cfg)
+	src, err := openImage(cfg.Image, dl)
 	if err != nil {
 		return s.res, err
 	}
-	src.Close()
+	defer src.Close()
 	if _, err := s.planWrite(src, cfg.BlockMap, true); err != nil {
 		return s.res, err
 	}
 	s.emit(Started{Image: cfg.Image, Source: src, TransferSize: cfg.TransferSize, Buffers: cfg.Buffers, Watch: true})
-	if err := s.checkDownload(ctx); err != nil {
-		return s.res, err
+	for _, n := range dlNotes {
+		s.emit(Note{Message: n})
 	}
+	if dlErr != nil {
+		return s.res, dlErr
+	}
+	s.startDownload(ctx, dl, src)
 	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", cfg.Image)})
 
 	sets := make(chan struct{}, max(pipeline.MaxBufferMemory/pipeline.BufferMemory(cfg.TransferSize, cfg.Buffers), 1))
@@ -93,7 +99,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 // writeOne writes one card --watch found: its own decode, the checks, the
 // write.
 func (s *session) writeOne(ctx context.Context, c *card) {
-	src, err := openImage(s.cfg.Image)
+	src, err := openImage(s.cfg.Image, s.download)
 	if err != nil {
 		c.out.Target = c.d.Name
 		c.fail(err)

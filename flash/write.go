@@ -58,11 +58,11 @@ func (s *session) writeCards(ctx context.Context, src *imagesrc.Source, plan *wr
 			if err := src.CheckUnchanged(); err != nil {
 				return err
 			}
-			if err := s.download.check(ctx); err != nil || s.download == nil {
-				return err
+			matched, err := s.checkDownload(ctx, src)
+			if matched != "" {
+				s.emit(Note{Card: names[0], Message: matched})
 			}
-			s.emit(Note{Card: names[0], Message: "The image file matches the SHA-256 in " + s.download.from})
-			return nil
+			return err
 		}}
 	if len(cards) == 1 {
 		opts.Name = cards[0].d.Name

@@ -1,12 +1,10 @@
 package imagesrc
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -224,43 +222,30 @@ func ParseSHA256(s string) (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// FileSHA256 hashes the file at path, as sha256sum does, stopping early
-// when ctx is done.
-func FileSHA256(ctx context.Context, path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	buf := make([]byte, 1<<20)
-	for {
-		if err := ctx.Err(); err != nil {
-			return "", err
-		}
-		n, err := f.Read(buf)
-		h.Write(buf[:n])
-		if err == io.EOF {
-			return hex.EncodeToString(h.Sum(nil)), nil
-		}
-		if err != nil {
-			return "", err
-		}
-	}
-}
-
 // ChecksumMismatchError: the image file is not the file its publisher's
-// checksum describes (a damaged or incomplete download, or another file).
+// checksum describes (a damaged or incomplete download, or another file),
+// nor, when that was compared too, is the image it decodes to the one the
+// checksum describes.
 type ChecksumMismatchError struct {
 	Image string
-	From  string // where the expected sum came from: --sha256 or a file
+	From  string // where the expected sum came from: the caller's, or a list
 	Want  string
-	Got   string
+	Got   string // the file's; "" when only the decoded image's was compared
+	// GotDecoded is the decoded image's, "" when it was not compared (a
+	// raw image is its own decoded image).
+	GotDecoded string
 }
 
 // Class is Image: the file is not the one its publisher describes.
 func (e *ChecksumMismatchError) Class() failure.Class { return failure.Image }
 
 func (e *ChecksumMismatchError) Error() string {
+	switch {
+	case e.Got == "":
+		return fmt.Sprintf("%s decodes to an image with SHA-256 %s, but %s says %s", e.Image, e.GotDecoded, e.From, e.Want)
+	case e.GotDecoded != "":
+		return fmt.Sprintf("%s has SHA-256 %s and decodes to an image with SHA-256 %s, but %s says %s",
+			e.Image, e.Got, e.GotDecoded, e.From, e.Want)
+	}
 	return fmt.Sprintf("%s has SHA-256 %s, but %s says %s", e.Image, e.Got, e.From, e.Want)
 }

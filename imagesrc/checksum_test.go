@@ -2,7 +2,6 @@ package imagesrc
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -437,20 +436,5 @@ func TestChecksumFormats(t *testing.T) {
 	})
 	if got, passed, err := FindChecksum("-"); got != nil || passed != nil || err != nil {
 		t.Errorf("standard input: %v, %v, %v", got, passed, err)
-	}
-}
-
-func TestFileSHA256(t *testing.T) {
-	data := genOSImage(3<<20+7, 9)
-	path := tempImage(t, data)
-	want := sha256.Sum256(data)
-	got, err := FileSHA256(context.Background(), path)
-	if err != nil || got != hex.EncodeToString(want[:]) {
-		t.Errorf("FileSHA256 = %s, %v", got, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := FileSHA256(ctx, path); err == nil {
-		t.Error("a cancelled hash succeeded")
 	}
 }

@@ -68,6 +68,8 @@ type Source struct {
 	path string
 	file *os.File // nil for standard input and New
 	info fs.FileInfo
+
+	sums sums // the input's and the decoded image's SHA-256 (sums.go)
 }
 
 // decodeBufSize is the read-ahead between the input and a decoder. Large
@@ -78,13 +80,25 @@ const decodeBufSize = 256 << 10
 // errSourceClosed is returned by Read after Close.
 var errSourceClosed = errors.New("pipeline: read from closed source")
 
+// Options are how OpenWith reads the image.
+type Options struct {
+	// HashStream hashes a stream (standard input or a path that is a
+	// pipe: read once) with SHA-256 as it is read, and the decoded image
+	// as it is delivered, for InputSHA256 and DecodedSHA256. A file needs
+	// nothing: it is read again from its open descriptor.
+	HashStream bool
+}
+
 // Open opens the image at path, or standard input when path is "-",
 // and sniffs its format from the first bytes. Every check that can fail early
 // happens here: an unsupported container, a zip with no or several images, a
 // truncated or damaged header (as *SourceError).
-func Open(path string) (*Source, error) {
+func Open(path string) (*Source, error) { return OpenWith(path, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(path string, opts Options) (*Source, error) {
 	if path == "-" {
-		return openStdin()
+		return openStdin(opts)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -105,6 +119,7 @@ func Open(path string) (*Source, error) {
 			closers = append(closers, m.Close)
 		}
 	}
+	tee := streamTee(&r, size, opts)
 	s, err := newSource(r, ra, size, path)
 	if err != nil {
 		for _, c := range closers {
@@ -112,6 +127,7 @@ func Open(path string) (*Source, error) {
 		}
 		return nil, fmt.Errorf("image %s: %w", path, err)
 	}
+	s.sums.set(s, f, size, tee)
 	s.closers = append(s.closers, closers...)
 	s.path, s.file = path, f
 	s.info, _ = f.Stat() // nil only if the descriptor broke since the size was read
@@ -120,7 +136,7 @@ func Open(path string) (*Source, error) {
 
 // openStdin reads standard input; when it is redirected from a regular file
 // it is as good as a named file, sizes included. It is never closed.
-func openStdin() (*Source, error) {
+func openStdin(opts Options) (*Source, error) {
 	size := int64(-1)
 	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode().IsRegular() {
 		if pos, err := os.Stdin.Seek(0, io.SeekCurrent); err == nil && pos == 0 {
@@ -131,10 +147,13 @@ func openStdin() (*Source, error) {
 	if size >= 0 {
 		ra = os.Stdin
 	}
-	s, err := newSource(os.Stdin, ra, size, "")
+	var r io.Reader = os.Stdin
+	tee := streamTee(&r, size, opts)
+	s, err := newSource(r, ra, size, "")
 	if err != nil {
 		return nil, fmt.Errorf("image on standard input: %w", err)
 	}
+	s.sums.set(s, os.Stdin, size, tee)
 	if fi, err := os.Stdin.Stat(); err == nil && (fi.Mode().IsRegular() || fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0) {
 		s.info = fi
 	}
@@ -341,6 +360,7 @@ func (s *Source) Read(p []byte) (int, error) {
 		n := copy(p, s.head)
 		s.head = s.head[n:]
 		s.delivered.Add(int64(n))
+		s.sums.decoded(p[:n])
 		return n, nil
 	}
 	if s.err != nil {
@@ -348,6 +368,7 @@ func (s *Source) Read(p []byte) (int, error) {
 	}
 	n, err := s.readDecoded(p)
 	s.delivered.Add(int64(n))
+	s.sums.decoded(p[:n])
 	return n, err
 }
 

@@ -78,7 +78,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip reading the card back after writing (and hashing the image)")
 	fl.StringVar(&f.verifyHash, "verify-hash", pipeline.MethodDigests.String(), "how the read-back is checked: xxh3 (a digest of each write command, about the cost of reading) or sha256 (the decoded image's SHA-256 on both sides, printed, for those who publish or compare it)")
 	_ = c.RegisterFlagCompletionFunc("verify-hash", cobra.FixedCompletions(verifyMethodNames(), cobra.ShellCompDirectiveNoFileComp))
-	fl.StringVar(&f.sha256, "sha256", "", "the image file's SHA-256 as its publisher gives it: checked as it is written, before the first transfer (default: IMAGE.sha256, IMAGE.sha or SHA256SUMS beside the image, when there is one)")
+	fl.StringVar(&f.sha256, "sha256", "", "the SHA-256 its publisher gives for the image file or for the image in it: checked as it is written (standard input and pipes too), before the first transfer (default: IMAGE.sha256, IMAGE.sha or SHA256SUMS beside the image, when there is one)")
 	fl.BoolVar(&f.noSHA256, "no-sha256", false, "do not look for the image's checksum beside it")
 	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
 	fl.BoolVar(&f.check, "check", false, "first probe each card for a fake capacity (as usbflash check): refuse one the image does not fit in")

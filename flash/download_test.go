@@ -1,0 +1,282 @@
+package flash
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/testfifo"
+	"github.com/usbflash/usbflash/internal/testpattern"
+)
+
+func hexSum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// xzBytes is data as the xz command compresses it.
+func xzBytes(t *testing.T, data []byte) []byte {
+	t.Helper()
+	cmd := exec.Command("xz", "-c", "-T1")
+	cmd.Stdin = bytes.NewReader(data)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("xz: %v", err)
+	}
+	return out
+}
+
+// downloadCase is a write checked against a publisher's SHA-256: the
+// image, how it reaches the write, the sum, and what must come of it.
+type downloadCase struct {
+	name    string
+	input   string // "file", "fifo", "devfd" (a pipe as bash's <(...) gives it), "stdin", "stdin-file"
+	xz      bool   // the image as os.img.xz, else raw os.img
+	sha256  func(file, img []byte) string
+	lists   map[string]func(file, img []byte) string // written beside the image
+	matched string                                   // the note saying what matched; "" for a mismatch
+}
+
+func fileSum(file, _ []byte) string { return hexSum(file) }
+func imageSum(_, img []byte) string { return hexSum(img) }
+func noSum(_, _ []byte) string      { return strings.Repeat("0", 64) }
+
+// checkDownloadOutcome checks a write's outcome: the card holds the image
+// and the note says what matched, or the write failed as a download that
+// is not the publisher's (an image error naming both of its sums) with
+// the card's first transfer left zeroed.
+func checkDownloadOutcome(t *testing.T, tc downloadCase, card string, img, file []byte, notes []string, err error) {
+	t.Helper()
+	got, rerr := os.ReadFile(card)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if tc.matched != "" {
+		if err != nil {
+			t.Fatalf("write: %v\nnotes:\n%s", err, strings.Join(notes, "\n"))
+		}
+		if !bytes.Equal(got[:len(img)], img) {
+			t.Error("the card does not hold the image")
+		}
+		if !strings.Contains(strings.Join(notes, "\n"), tc.matched) {
+			t.Errorf("notes:\n%s\nwant one saying %q", strings.Join(notes, "\n"), tc.matched)
+		}
+		return
+	}
+	if failure.Of(err) != failure.Image || !strings.Contains(fmt.Sprint(err), "SHA-256 "+hexSum(file)) {
+		t.Fatalf("write: %v (class %v), want an image error naming the file's SHA-256", err, failure.Of(err))
+	}
+	if tc.xz && !strings.Contains(err.Error(), "decodes to an image with SHA-256 "+hexSum(img)) {
+		t.Errorf("write: %v, want the decoded image's SHA-256 too", err)
+	}
+	if !bytes.Equal(got[:512], make([]byte, 512)) || !bytes.Equal(got[1<<20:len(img)], img[1<<20:]) {
+		t.Error("the card is not the image with its first transfer zeroed")
+	}
+}
+
+// The helper process of TestRunDownloadStreams: a write of standard
+// input to the card this names.
+const stdinHelperEnv = "USBFLASH_TEST_STDIN_CARD"
+
+// TestRunDownloadStreams (issue 31 items 5, 5b and 5c): a stream (a FIFO,
+// a pipe as <(...) names it, standard input as curl | usbflash gives it)
+// is hashed as it is read, once, with the publisher's sum on the command
+// line or in a sidecar beside the FIFO; a sum of the decoded image matches
+// too, for a file as for a stream, before the first transfer is written;
+// a download matching neither leaves the card unbootable. Standard input
+// is the process's: those writes run in a child process of this test.
+func TestRunDownloadStreams(t *testing.T) {
+	if card := os.Getenv(stdinHelperEnv); card != "" {
+		stdinHelper(card)
+		return
+	}
+	t.Parallel()
+	img := testpattern.Bytes(3<<20+700, 11)
+	compressed := xzBytes(t, img)
+	const fileMatched, imageMatched = "The image file matches the SHA-256 in", "The decoded image matches the SHA-256 in"
+	sidecar := func(line func(f, i []byte) string) map[string]func(f, i []byte) string {
+		return map[string]func(f, i []byte) string{"os.img.xz.sha256": line}
+	}
+	for _, tc := range []downloadCase{
+		{name: "a FIFO, the file's sum", input: "fifo", xz: true, sha256: fileSum, matched: fileMatched},
+		{name: "<(...), the file's sum", input: "devfd", xz: true, sha256: fileSum, matched: fileMatched},
+		{name: "a FIFO, its sidecar", input: "fifo", xz: true,
+			lists: sidecar(func(f, _ []byte) string { return hexSum(f) + "  os.img.xz\n" }), matched: fileMatched},
+		{name: "a FIFO, the decoded image's sum", input: "fifo", xz: true, sha256: imageSum, matched: imageMatched},
+		{name: "<(...), the decoded image's sum", input: "devfd", xz: true, sha256: imageSum, matched: imageMatched},
+		{name: "a file, the decoded image's sum", input: "file", xz: true, sha256: imageSum, matched: imageMatched},
+		{name: "a file, a sidecar with the decoded image's sum", input: "file", xz: true,
+			lists: sidecar(func(_, i []byte) string { return hexSum(i) + "\n" }), matched: imageMatched},
+		{name: "a file, SHA256SUMS with a line for os.img", input: "file", xz: true,
+			lists:   map[string]func(f, i []byte) string{"SHA256SUMS": func(_, i []byte) string { return hexSum(i) + "  os.img\n" }},
+			matched: imageMatched},
+		{name: "a file, the file's sum", input: "file", xz: true, sha256: fileSum, matched: fileMatched},
+		{name: "a raw FIFO", input: "fifo", sha256: fileSum, matched: fileMatched},
+		{name: "a FIFO, neither sum", input: "fifo", xz: true, sha256: noSum},
+		{name: "<(...), neither sum", input: "devfd", xz: true, sha256: noSum},
+		{name: "a file, neither sum", input: "file", xz: true, sha256: noSum},
+		{name: "a raw FIFO, another sum", input: "fifo", sha256: noSum},
+		{name: "standard input, the file's sum", input: "stdin", xz: true, sha256: fileSum, matched: fileMatched},
+		{name: "standard input, the decoded image's sum", input: "stdin", xz: true, sha256: imageSum, matched: imageMatched},
+		{name: "standard input, neither", input: "stdin", xz: true, sha256: noSum},
+		{name: "standard input, raw", input: "stdin", sha256: fileSum, matched: fileMatched},
+		{name: "standard input from a file, the file's sum", input: "stdin-file", xz: true, sha256: fileSum, matched: fileMatched},
+		{name: "standard input from a file, the decoded image's sum", input: "stdin-file", xz: true, sha256: imageSum, matched: imageMatched},
+		{name: "standard input from a file, neither", input: "stdin-file", xz: true, sha256: noSum},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			file, name := img, "os.img"
+			if tc.xz {
+				file, name = compressed, "os.img.xz"
+			}
+			dir := t.TempDir()
+			for list, body := range tc.lists {
+				if err := os.WriteFile(filepath.Join(dir, list), []byte(body(file, img)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			card := filepath.Join(dir, "card.img")
+			sum := ""
+			if tc.sha256 != nil {
+				sum = tc.sha256(file, img)
+			}
+			var notes []string
+			var err error
+			if strings.HasPrefix(tc.input, "stdin") {
+				notes, err = writeStdin(t, tc.input, filepath.Join(dir, name), file, card, sum)
+			} else {
+				notes, err = writeStream(t, streamImage(t, tc.input, filepath.Join(dir, name), file), card, sum)
+			}
+			checkDownloadOutcome(t, tc, card, img, file, notes, err)
+			var mismatch *imagesrc.ChecksumMismatchError
+			if errors.As(err, &mismatch) && tc.xz && (mismatch.Got != hexSum(file) || mismatch.GotDecoded != hexSum(img)) {
+				t.Errorf("mismatch %+v", mismatch)
+			}
+		})
+	}
+}
+
+// writeStream writes the image to a new 8 MiB card and returns the notes.
+func writeStream(t *testing.T, image, card, sum string) ([]string, error) {
+	t.Helper()
+	spec, err := drive.Parse("sim:" + card + "?size=8MiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &noteLog{}
+	_, err = Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2, SHA256: sum, Observer: log},
+		[]drive.Spec{spec})
+	return log.all(), err
+}
+
+// noteLog keeps the notes of a session, whose goroutines report.
+type noteLog struct {
+	mu    sync.Mutex
+	notes []string
+}
+
+func (l *noteLog) Observe(e Event) {
+	if n, ok := e.(Note); ok {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.notes = append(l.notes, n.Message)
+	}
+}
+
+func (l *noteLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.notes
+}
+
+// writeStdin writes data as standard input of a child process, through a
+// pipe or (stdin-file) redirected from a file at path; the error keeps
+// only the class and the text of the child's.
+func writeStdin(t *testing.T, input, path string, data []byte, card, sum string) ([]string, error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunDownloadStreams$")
+	cmd.Env = append(os.Environ(), stdinHelperEnv+"="+card, "USBFLASH_TEST_STDIN_SHA256="+sum)
+	cmd.Stdin = bytes.NewReader(data) // through a pipe
+	if input == "stdin-file" {
+		f, err := os.Open(streamImage(t, "file", path, data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stdin = f
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	last := lines[len(lines)-1]
+	switch {
+	case strings.HasPrefix(last, "error: image: "):
+		return lines, failure.Errorf(failure.Image, "%s", strings.TrimPrefix(last, "error: image: "))
+	case strings.HasPrefix(last, "error: "):
+		return lines, errors.New(last)
+	}
+	return lines, nil
+}
+
+// streamImage gives the image's bytes the way input says: a file at
+// path, a FIFO at path fed by a goroutine, or a pipe's /dev/fd path.
+func streamImage(t *testing.T, input, path string, data []byte) string {
+	t.Helper()
+	switch input {
+	case "file":
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	case "fifo":
+		testfifo.Make(t, path, data)
+		return path
+	case "devfd":
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer w.Close()
+			w.Write(data)
+		}()
+		t.Cleanup(func() { r.Close() })
+		return fmt.Sprintf("/dev/fd/%d", r.Fd())
+	}
+	t.Fatalf("unknown input %q", input)
+	return ""
+}
+
+// stdinHelper writes standard input to the card and prints the notes
+// and, last, "error: CLASS: TEXT" when the write failed.
+func stdinHelper(card string) {
+	spec, err := drive.Parse("sim:" + card + "?size=8MiB")
+	if err == nil {
+		_, err = Run(context.Background(), Config{Image: "-", TransferSize: 1 << 20, Buffers: 2,
+			SHA256: os.Getenv("USBFLASH_TEST_STDIN_SHA256"),
+			Observer: ObserverFunc(func(e Event) {
+				if n, ok := e.(Note); ok {
+					fmt.Println(n.Message)
+				}
+			})}, []drive.Spec{spec})
+	}
+	if err != nil {
+		fmt.Printf("error: %v: %v\n", failure.Of(err), err)
+	}
+	os.Exit(0)
+}

@@ -201,6 +201,11 @@ func deviceBase(dir, name string) (usbdev.Info, error) {
 		return info, err
 	}
 	info.VID, info.PID = uint16(vid), uint16(pid)
+	// The quirk table names readers by a range of bcdDevice; a kernel too
+	// old to show it leaves it 0, which the ranges starting at 0000 match.
+	if bcd, err := attrHex(dir, "bcdDevice"); err == nil {
+		info.BCDDevice = uint16(bcd)
+	}
 	if s, ok := attr(dir, "speed"); ok {
 		info.Speed = speedOf(s)
 	}

@@ -96,7 +96,8 @@ var descBOTAndUAS = []byte{
 
 // fixture writes a sysfs tree: one BOT+UAS reader at 2-1.4 (descriptors
 // file), one hub, one UAS-only device at 2-3 read from its interface
-// directory (no descriptors file), and a root hub.
+// directory (no descriptors file), an ATAPI reader over Bulk-Only at 2-5
+// and a root hub.
 func fixture(t *testing.T) string {
 	root := t.TempDir()
 	write := func(dir string, kv map[string]string) {
@@ -110,7 +111,7 @@ func fixture(t *testing.T) string {
 			}
 		}
 	}
-	dev := map[string]string{"busnum": "2", "devnum": "7", "idVendor": "46f4", "idProduct": "0001",
+	dev := map[string]string{"busnum": "2", "devnum": "7", "idVendor": "46f4", "idProduct": "0001", "bcdDevice": "0133",
 		"speed": "480", "bConfigurationValue": "1", "manufacturer": "QEMU", "product": "QEMU USB HARDDRIVE",
 		"serial": "1-0000:00:04.0-1.4"}
 	write("2-1.4", dev)
@@ -128,6 +129,13 @@ func fixture(t *testing.T) string {
 		"bAlternateSetting": " 0", "bInterfaceSubClass": "06", "bInterfaceProtocol": "62"})
 	write("2-3/2-3:1.0/ep_81", map[string]string{"bEndpointAddress": "81", "type": "Bulk", "wMaxPacketSize": "0400"})
 	write("2-3/2-3:1.0/ep_02", map[string]string{"bEndpointAddress": "02", "type": "Bulk", "wMaxPacketSize": "0400"})
+	// An ATAPI (SFF-8070i) reader over Bulk-Only at 2-5, as Linux drives it.
+	write("2-5", map[string]string{"busnum": "2", "devnum": "5", "idVendor": "059b", "idProduct": "0001",
+		"speed": "12", "bConfigurationValue": "1"})
+	write("2-5/2-5:1.0", map[string]string{"bInterfaceClass": "08", "bInterfaceNumber": "00",
+		"bAlternateSetting": " 0", "bInterfaceSubClass": "05", "bInterfaceProtocol": "50"})
+	write("2-5/2-5:1.0/ep_81", map[string]string{"bEndpointAddress": "81", "type": "Bulk", "wMaxPacketSize": "0040"})
+	write("2-5/2-5:1.0/ep_02", map[string]string{"bEndpointAddress": "02", "type": "Bulk", "wMaxPacketSize": "0040"})
 	return root
 }
 
@@ -136,12 +144,12 @@ func TestListFromSysfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(infos) != 2 {
-		t.Fatalf("got %d infos, want 2: %+v", len(infos), infos)
+	if len(infos) != 3 {
+		t.Fatalf("got %d infos, want 3: %+v", len(infos), infos)
 	}
 	a := infos[0]
 	if a.PortPath != "2-1.4" || a.Bus != 2 || a.Address != 7 || len(a.Port) != 2 || a.Port[1] != 4 ||
-		a.VID != 0x46f4 || a.PID != 1 || a.Speed != usbdev.SpeedHigh || a.Product != "QEMU USB HARDDRIVE" ||
+		a.VID != 0x46f4 || a.PID != 1 || a.BCDDevice != 0x0133 || a.Speed != usbdev.SpeedHigh || a.Product != "QEMU USB HARDDRIVE" ||
 		a.Serial != "1-0000:00:04.0-1.4" || a.Config != 1 || a.Interface != 0 || a.AltSetting != 0 ||
 		!a.Supported || a.BulkIn != 0x81 || a.BulkOut != 0x02 || a.BulkInMaxPacket != 512 || a.BulkOutMaxPacket != 512 {
 		t.Errorf("BOT reader (its BOT alternate, though UAS is current): %+v", a)
@@ -153,6 +161,10 @@ func TestListFromSysfs(t *testing.T) {
 	if b.PortPath != "2-3" || b.Supported || b.Protocol != usbdev.ProtocolUAS || b.Speed != usbdev.SpeedSuper ||
 		b.BulkIn != 0x81 || b.BulkOutMaxPacket != 1024 {
 		t.Errorf("UAS-only device: %+v", b)
+	}
+	if c := infos[2]; c.PortPath != "2-5" || !c.Supported || c.SubClass != usbdev.Subclass8070i || c.BCDDevice != 0 ||
+		c.BulkIn != 0x81 || c.BulkOut != 0x02 {
+		t.Errorf("ATAPI reader over Bulk-Only (no bcdDevice shown): %+v", c)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/factsonly"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // The simulated readers of TestMisbehavingReaders: a slow card on USB 2
@@ -141,7 +142,7 @@ func misRun(t *testing.T, row misRow, img []byte) (time.Duration, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Open(ctx, spec, Options{Quirks: QuirkOverrides{Flag: row.quirks}})
+	d, err := Open(ctx, spec, Options{Quirks: usbms.QuirkOverrides{Setting: row.quirks}})
 	if err != nil {
 		return 0, err
 	}

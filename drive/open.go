@@ -44,8 +44,8 @@ type Options struct {
 	// failed larger commands) instead of OnRecovery, with the reader's
 	// VID:PID in Notice.USBID.
 	OnNotice func(reader string, n usbms.Notice)
-	// Quirks are the user's quirk overrides (HostQuirkOverrides).
-	Quirks QuirkOverrides
+	// Quirks are the user's quirk overrides (usbms.HostQuirkOverrides).
+	Quirks usbms.QuirkOverrides
 	// Readers is the command's enumeration of USB readers, shared with what
 	// else it asked; nil: enumerate for this call.
 	Readers *Readers
@@ -63,7 +63,7 @@ type Device struct {
 	LUN *usbms.LUN   // nil for file: and for an empty slot
 	// Quirks are the reader's quirk flags and where each came from; nil
 	// for file:.
-	Quirks *ReaderQuirks
+	Quirks *usbms.ReaderQuirks
 	// USBID is the reader's VID:PID ("0bda:0158"), also for sim:; "" for
 	// file:.
 	USBID string
@@ -91,8 +91,8 @@ type Device struct {
 }
 
 // overrides are the quirk overrides in force: Quirks, else the Readers'.
-func (o Options) overrides(readers *Readers) QuirkOverrides {
-	if o.Quirks == (QuirkOverrides{}) && readers != nil {
+func (o Options) overrides(readers *Readers) usbms.QuirkOverrides {
+	if o.Quirks == (usbms.QuirkOverrides{}) && readers != nil {
 		return readers.Quirks
 	}
 	return o.Quirks
@@ -264,9 +264,9 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 	if err != nil {
 		return failAll(err)
 	}
-	rq, topts := transportSetup(ep, info, opts.overrides(readers))
+	rq, topts := usbms.ReaderSetup(ep, info, opts.overrides(readers))
 	topts.Name = name
-	usbID := readerID(ep, info)
+	usbID := usbms.ReaderID(ep, info)
 	switch {
 	case opts.OnNotice != nil:
 		topts.OnNotice = func(n usbms.Notice) {
@@ -292,7 +292,7 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 		ds[i], errs[i] = openSlot(ctx, t, name, tr, info, release, opts)
 		if ds[i] != nil {
 			ds[i].Quirks, ds[i].USBID = &rq, usbID
-			if id, ok := ep.(identified); ok {
+			if id, ok := ep.(usbms.Identified); ok {
 				_, _, ds[i].serial = id.Identity()
 				_, _, ds[i].bcd = id.USBID()
 			}

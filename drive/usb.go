@@ -28,7 +28,7 @@ func USBName(i usbdev.Info) string {
 type Readers struct {
 	// Quirks are the user's quirk overrides, for the readers list
 	// describes.
-	Quirks QuirkOverrides
+	Quirks usbms.QuirkOverrides
 
 	once  sync.Once
 	infos []usbdev.Info
@@ -88,7 +88,7 @@ type Reader struct {
 	// Err says why the reader could not be opened or probed.
 	Err error
 	// Quirks are the quirk flags chosen for the reader.
-	Quirks ReaderQuirks
+	Quirks usbms.ReaderQuirks
 }
 
 // ListReaders enumerates every USB mass-storage interface and describes
@@ -105,9 +105,9 @@ func (r *Readers) ListReaders(ctx context.Context) ([]Reader, error) {
 	return out, nil
 }
 
-func describeReader(ctx context.Context, index int, info usbdev.Info, o QuirkOverrides) Reader {
+func describeReader(ctx context.Context, index int, info usbdev.Info, o usbms.QuirkOverrides) Reader {
 	r := Reader{Index: index, Info: info, Name: USBName(info)}
-	rq, topts := transportSetup(nil, &info, o)
+	rq, topts := usbms.ReaderSetup(nil, &info, o)
 	r.Quirks = rq
 	if !info.Supported {
 		return r

@@ -123,7 +123,7 @@ type watchedReader struct {
 	close  func() error
 	writes sync.WaitGroup
 	slots  []slotState
-	quirks ReaderQuirks
+	quirks usbms.ReaderQuirks
 	usbID  string
 	serial string // a simulated reader's USB serial
 }
@@ -169,9 +169,9 @@ func (w *watcher) scan(ctx context.Context) {
 			w.refuse(ctx, fr.Key, openError(fr.spec, err))
 			continue
 		}
-		rq, topts := transportSetup(ep, fr.Info, w.opts.overrides(w.opts.Readers))
+		rq, topts := usbms.ReaderSetup(ep, fr.Info, w.opts.overrides(w.opts.Readers))
 		topts.Name = fr.Name
-		usbID := readerID(ep, fr.Info)
+		usbID := usbms.ReaderID(ep, fr.Info)
 		switch {
 		case w.opts.OnNotice != nil:
 			topts.OnNotice = func(n usbms.Notice) {
@@ -189,7 +189,7 @@ func (w *watcher) scan(ctx context.Context) {
 			continue
 		}
 		wr := &watchedReader{found: fr, tr: tr, close: closer, slots: make([]slotState, maxLUN+1), quirks: rq, usbID: usbID}
-		if id, ok := ep.(identified); ok {
+		if id, ok := ep.(usbms.Identified); ok {
 			_, _, wr.serial = id.Identity()
 		}
 		w.readers[fr.Key] = wr

@@ -9,8 +9,8 @@ import (
 // Quirks are flags that adapt the transport and its LUNs to a reader that
 // departs from the specs. They are Linux usb-storage's US_FL_ flags, with
 // the kernel's names and, where it has one, its usb-storage.quirks=
-// letter, so a reader fixed for Linux is fixed the same way here; package
-// target chooses them for a reader (its quirk table, the user's
+// letter, so a reader fixed for Linux is fixed the same way here;
+// ReaderSetup chooses them for a reader (the quirk table, the user's
 // overrides). Flags that concern no Bulk-Only writer are carried so that
 // a table or an override naming them is understood, and do nothing.
 type Quirks uint64

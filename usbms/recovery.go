@@ -43,7 +43,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		var rerr error
 		if resets < r.maxResets {
 			resets++
-			t.notify(fmt.Sprintf("%s: resetting the reader (reset %d of %d)", failure(r, err), resets, r.maxResets))
+			t.notify(fmt.Sprintf("%s: resetting the reader (reset %d of %d)", whyFailed(r, err), resets, r.maxResets))
 			if rerr = t.resetRecovery(ctx); rerr == nil {
 				continue
 			}
@@ -53,7 +53,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		}
 		if r.portReset && !portReset {
 			portReset = true
-			t.notify(fmt.Sprintf("%s after %d resets: resetting the USB port", failure(r, err), resets))
+			t.notify(fmt.Sprintf("%s after %d resets: resetting the USB port", whyFailed(r, err), resets))
 			perr := t.resetPort(ctx)
 			if perr == nil {
 				t.portResetDone = true
@@ -71,7 +71,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		// Whatever state the last attempt left behind must not poison
 		// the next command.
 		if r.probe {
-			t.notify(fmt.Sprintf("%s: resetting the reader and going on without it", failure(r, err)))
+			t.notify(fmt.Sprintf("%s: resetting the reader and going on without it", whyFailed(r, err)))
 		}
 		_ = t.resetRecovery(ctx)
 		return result{}, &recoveryError{op: opName(r.cdb), resets: resets, portReset: portReset, err: err}
@@ -136,7 +136,7 @@ func (t *Transport) choked(ctx context.Context, r request, err error) error {
 		}
 		return &chokeError{err: err}
 	}
-	t.notify(fmt.Sprintf("%s (%s): resetting the reader", failure(r, err), units.FormatSize(int64(len(r.data)))))
+	t.notify(fmt.Sprintf("%s (%s): resetting the reader", whyFailed(r, err), units.FormatSize(int64(len(r.data)))))
 	if rerr := t.resetRecovery(ctx); rerr != nil {
 		return nil
 	}
@@ -189,8 +189,8 @@ type noAnswerError struct {
 func (e *noAnswerError) Error() string { return fmt.Sprintf("no answer within %v", e.wait) }
 func (e *noAnswerError) Unwrap() error { return e.err }
 
-// failure says in a few words why an attempt failed, for recovery notices.
-func failure(r request, err error) string {
+// whyFailed says in a few words why an attempt failed, for recovery notices.
+func whyFailed(r request, err error) string {
 	var na *noAnswerError
 	if errors.As(err, &na) {
 		return fmt.Sprintf("no answer to %s for %v", opName(r.cdb), na.wait)

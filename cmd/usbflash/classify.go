@@ -10,6 +10,7 @@ import (
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/cardbench"
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/fakecheck"
 	"github.com/usbflash/usbflash/filedev"
 	"github.com/usbflash/usbflash/flash"
@@ -51,7 +52,8 @@ func classifyDomainError(err error) int {
 		return exitSource
 	case errors.As(err, &memory), errors.As(err, &report), errors.Is(err, flash.ErrReportFormat), errors.As(err, &shaArg),
 		errors.As(err, &plan),
-		errors.Is(err, flash.ErrBlockMapConflict), errors.Is(err, flash.ErrBlockMapOneCard):
+		errors.Is(err, flash.ErrBlockMapConflict), errors.Is(err, flash.ErrBlockMapOneCard),
+		failure.Of(err) == failure.Usage:
 		return exitUsage
 	case errors.Is(err, imagedst.ErrExists), errors.As(err, &tooMuch):
 		return exitRefused
@@ -100,6 +102,16 @@ func classifyDomainError(err error) int {
 	return exitInternal
 }
 
+// settingFlag is the flag that gives a library's setting; "" for one no
+// flag gives.
+func settingFlag(s failure.Setting) string {
+	switch s {
+	case usbms.SettingQuirks:
+		return "--quirks"
+	}
+	return ""
+}
+
 // errNotConfirmed is a write nobody confirmed.
 var errNotConfirmed = errors.New("not confirmed")
 
@@ -116,6 +128,14 @@ func explain(err error) (msg, advice string) {
 	)
 	if errors.As(err, &dev) && errors.As(dev.Err, &cmd) && cmd.Err != nil {
 		msg = strings.Replace(msg, cmd.Error(), cmd.Err.Error(), 1)
+	}
+	// A library names the setting it could not work with; a person reads
+	// the flag that gave it.
+	var setting *failure.SettingError
+	if errors.As(err, &setting) {
+		if flag := settingFlag(setting.Setting); flag != "" {
+			msg = strings.Replace(msg, setting.Error(), flag+" "+setting.Err.Error(), 1)
+		}
 	}
 	// Wherever Go's words for a cancelled or expired context end up in a
 	// library's text, a person reads English.

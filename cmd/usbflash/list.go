@@ -93,13 +93,13 @@ const sourceLearned = "learned"
 // reportQuirks describes the quirks of a reader (nil: none known) and,
 // when a LUN of it is open, what was learned; nil when there is nothing
 // to say.
-func reportQuirks(rq *drive.ReaderQuirks, l *usbms.LUN) *quirksReport {
+func reportQuirks(rq *usbms.ReaderQuirks, l *usbms.LUN) *quirksReport {
 	var flags usbms.Quirks
 	rep := &quirksReport{}
 	if rq != nil {
 		flags = rq.Flags
 		for _, f := range rq.From {
-			rep.From = append(rep.From, quirkFlagReport{Flag: f.Flag.Name(), Letter: letter(f.Flag), Source: f.Source, Detail: f.Detail})
+			rep.From = append(rep.From, quirkFlagReport{Flag: f.Flag.Name(), Letter: letter(f.Flag), Source: quirkSource(f.Source), Detail: f.Detail})
 		}
 	}
 	if l != nil {
@@ -118,6 +118,15 @@ func reportQuirks(rq *drive.ReaderQuirks, l *usbms.LUN) *quirksReport {
 	}
 	rep.Flags = flags.String()
 	return rep
+}
+
+// quirkSource names where a flag came from; the caller's own list is
+// this command's --quirks.
+func quirkSource(s usbms.QuirkSource) string {
+	if s == usbms.QuirkSourceSetting {
+		return "--quirks"
+	}
+	return string(s)
 }
 
 func letter(f usbms.Quirks) string {

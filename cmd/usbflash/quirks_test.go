@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
@@ -156,7 +157,7 @@ func card2(path, opts string) string { return "sim:" + path + "?" + opts }
 func TestListShowsQuirks(t *testing.T) {
 	t.Parallel()
 	info := usbdev.Info{VID: 0x07c4, PID: 0xa4a5, BCDDevice: 0x0100, Bus: 1, Address: 4, PortPath: "1-2", Supported: true}
-	r := drive.Reader{Info: info, Name: "usb:1.4", Quirks: drive.ResolveQuirks(0x07c4, 0xa4a5, 0x0100, drive.QuirkOverrides{Flag: "07c4:a4a5:w"}, ""),
+	r := drive.Reader{Info: info, Name: "usb:1.4", Quirks: usbms.ResolveQuirks(0x07c4, 0xa4a5, 0x0100, usbms.QuirkOverrides{Setting: "07c4:a4a5:w"}, ""),
 		KernelDisks: []usbdev.KernelDisk{{LUN: 0, Node: "/dev/sdz", Size: 1 << 30}}}
 	rep := describeReader(r)
 	if rep.BCDDevice != "0100" || rep.Quirks == nil || rep.Quirks.Flags != "w" || rep.Quirks.From[0].Source != "--quirks" || rep.Quirks.From[0].Letter != "w" {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // app holds what every command shares: the process's streams. Commands get
@@ -43,7 +44,7 @@ type app struct {
 // overrides in force (the kernel's, $USBFLASH_QUIRKS, --quirks); a
 // malformed override is a usage error.
 func (a *app) newReaders() (*drive.Readers, error) {
-	o, err := drive.HostQuirkOverrides(a.quirks)
+	o, err := usbms.HostQuirkOverrides(a.quirks)
 	if err != nil {
 		return nil, err
 	}
@@ -72,8 +73,8 @@ Targets:
 	}
 	root.SetVersionTemplate("usbflash {{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.quirks, "quirks", "",
-		"quirk flags for readers that need them, as Linux's usb-storage.quirks= takes them: "+drive.QuirkSyntax+
-			" (also $"+drive.QuirksEnv+" and /sys/module/usb_storage/parameters/quirks)")
+		"quirk flags for readers that need them, as Linux's usb-storage.quirks= takes them: "+usbms.QuirkSyntax+
+			" (also $"+usbms.QuirksEnv+" and /sys/module/usb_storage/parameters/quirks)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newListCommand(a),

@@ -1,4 +1,4 @@
-package drive
+package usbms
 
 // quirkTable is the quirk table as data: the entries of Linux's
 // usb-storage table (unusual_devs.h) that concern a Bulk-Only writer,

@@ -1,10 +1,10 @@
-package drive
+package usbms
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
@@ -17,24 +17,24 @@ func TestQuirkTableParses(t *testing.T) {
 			lines++
 		}
 	}
-	entries := quirkEntries()
+	entries := quirkEntries
 	if len(entries) != lines || lines < 200 {
 		t.Fatalf("%d entries from %d lines", len(entries), lines)
 	}
 	for _, tt := range []struct {
 		vid, pid, bcd uint16
-		want          usbms.Quirks
+		want          Quirks
 		entry         string
 	}{
-		{0x07c4, 0xa4a5, 0x0100, usbms.QuirkMaxSectors64 | usbms.QuirkIgnoreResidue, "Simple Tech/Datafab / CF+SM Reader"},
-		{0x07c4, 0xa400, 0x1234, usbms.QuirkFixCapacity | usbms.QuirkFixInquiry, "Datafab / KECF-USB"},
-		{0x13fe, 0x3600, 0x0100, usbms.QuirkIgnoreTag, "Kingston / DT 101 G2"},
-		{0x05e3, 0x0702, 0x0100, usbms.QuirkMaxSectors64 | usbms.QuirkIgnoreResidue | usbms.QuirkGoSlow, "Genesys Logic / USB to IDE Disk"},
-		{0x22b8, 0x6426, 0x0101, usbms.QuirkFixCapacity | usbms.QuirkFixInquiry | usbms.QuirkIgnoreTag, "Motorola / MSnc."},
-		{0x090c, 0x6000, 0x0100, usbms.QuirkInitialRead10, "Feiya / SD/SDHC Card Reader"},
+		{0x07c4, 0xa4a5, 0x0100, QuirkMaxSectors64 | QuirkIgnoreResidue, "Simple Tech/Datafab / CF+SM Reader"},
+		{0x07c4, 0xa400, 0x1234, QuirkFixCapacity | QuirkFixInquiry, "Datafab / KECF-USB"},
+		{0x13fe, 0x3600, 0x0100, QuirkIgnoreTag, "Kingston / DT 101 G2"},
+		{0x05e3, 0x0702, 0x0100, QuirkMaxSectors64 | QuirkIgnoreResidue | QuirkGoSlow, "Genesys Logic / USB to IDE Disk"},
+		{0x22b8, 0x6426, 0x0101, QuirkFixCapacity | QuirkFixInquiry | QuirkIgnoreTag, "Motorola / MSnc."},
+		{0x090c, 0x6000, 0x0100, QuirkInitialRead10, "Feiya / SD/SDHC Card Reader"},
 		// The bcdDevice range decides: 04ce:0002 up to 026b has IGNORE_TAG.
-		{0x04ce, 0x0002, 0x026b, usbms.QuirkFixCapacity | usbms.QuirkIgnoreTag, "ScanLogic / SL11R-IDE"},
-		{0x04ce, 0x0002, 0x026c, usbms.QuirkFixCapacity, "ScanLogic / SL11R-IDE"},
+		{0x04ce, 0x0002, 0x026b, QuirkFixCapacity | QuirkIgnoreTag, "ScanLogic / SL11R-IDE"},
+		{0x04ce, 0x0002, 0x026c, QuirkFixCapacity, "ScanLogic / SL11R-IDE"},
 		{0x04ce, 0x0002, 0x026d, 0, ""},
 		{0x0bda, 0x0158, 0x5888, 0, ""},
 	} {
@@ -43,14 +43,14 @@ func TestQuirkTableParses(t *testing.T) {
 			t.Errorf("%04x:%04x %04x: %v (%q), want %v (%q)", tt.vid, tt.pid, tt.bcd, rq.Flags, rq.Entry, tt.want, tt.entry)
 		}
 		for _, f := range rq.From {
-			if f.Source != SourceTable || !strings.Contains(f.Detail, tt.entry) {
+			if f.Source != QuirkSourceTable || !strings.Contains(f.Detail, tt.entry) {
 				t.Errorf("%04x:%04x: %v from %q %q, want the table entry", tt.vid, tt.pid, f.Flag, f.Source, f.Detail)
 			}
 		}
 	}
 }
 
-// TestQuirkOverrides checks --quirks's syntax and the order the sources
+// TestQuirkOverrides checks the overrides' syntax and the order the sources
 // are applied in, each replacing the lettered flags of the one before.
 func TestQuirkOverrides(t *testing.T) {
 	for s, want := range map[string]string{
@@ -72,50 +72,53 @@ func TestQuirkOverrides(t *testing.T) {
 		}
 	}
 	e, _ := ParseQuirkOverrides("0781:0002:c,FIX_INQUIRY,GO_SLOW,0bda:0158:s")
-	if len(e) != 2 || e[0].Flags != usbms.QuirkFixCapacity|usbms.QuirkFixInquiry|usbms.QuirkGoSlow || e[1].Flags != usbms.QuirkSingleLUN {
+	if len(e) != 2 || e[0].Flags != QuirkFixCapacity|QuirkFixInquiry|QuirkGoSlow || e[1].Flags != QuirkSingleLUN {
 		t.Errorf("entries %+v", e)
 	}
 
 	// Datafab 07c4:a4a5 has m and r in the table.
-	o := QuirkOverrides{Sysfs: "07c4:a4a5:r", Env: "1234:5678:c", Flag: "07c4:a4a5:0000-0200:w+FIX_INQUIRY"}
+	o := QuirkOverrides{Sysfs: "07c4:a4a5:r", Env: "1234:5678:c", Setting: "07c4:a4a5:0000-0200:w+FIX_INQUIRY"}
 	rq := ResolveQuirks(0x07c4, 0xa4a5, 0x0100, o, "")
-	if rq.Flags != usbms.QuirkNoWPDetect|usbms.QuirkFixInquiry {
-		t.Errorf("flags %v, want w+FIX_INQUIRY: --quirks replaces the lettered flags", rq.Flags)
+	if rq.Flags != QuirkNoWPDetect|QuirkFixInquiry {
+		t.Errorf("flags %v, want w+FIX_INQUIRY: the setting replaces the lettered flags", rq.Flags)
 	}
-	if rq.Source(usbms.QuirkNoWPDetect) != SourceFlag || rq.Source(usbms.QuirkFixInquiry) != SourceFlag {
+	if rq.Source(QuirkNoWPDetect) != QuirkSourceSetting || rq.Source(QuirkFixInquiry) != QuirkSourceSetting {
 		t.Errorf("sources %+v", rq.From)
 	}
-	// Out of --quirks's bcdDevice range: sysfs's r replaces the table's m and r.
+	// Out of the setting's bcdDevice range: sysfs's r replaces the table's m and r.
 	rq = ResolveQuirks(0x07c4, 0xa4a5, 0x0300, o, "")
-	if rq.Flags != usbms.QuirkIgnoreResidue || rq.Source(usbms.QuirkIgnoreResidue) != SourceSysfs {
+	if rq.Flags != QuirkIgnoreResidue || rq.Source(QuirkIgnoreResidue) != QuirkSourceSysfs {
 		t.Errorf("flags %v from %+v, want r from sysfs", rq.Flags, rq.From)
 	}
 	// A table-only flag stays when an override replaces the letters.
 	rq = ResolveQuirks(0x13fe, 0x3600, 0x0100, QuirkOverrides{Env: "13fe:3600:m"}, "")
-	if rq.Flags != usbms.QuirkIgnoreTag|usbms.QuirkMaxSectors64 || rq.Source(usbms.QuirkIgnoreTag) != SourceTable || rq.Source(usbms.QuirkMaxSectors64) != SourceEnv {
+	if rq.Flags != QuirkIgnoreTag|QuirkMaxSectors64 || rq.Source(QuirkIgnoreTag) != QuirkSourceTable || rq.Source(QuirkMaxSectors64) != QuirkSourceEnv {
 		t.Errorf("flags %v from %+v", rq.Flags, rq.From)
 	}
-	// A sim's quirks= sits between the environment and --quirks.
+	// A sim's quirks= sits between the environment and the setting.
 	rq = ResolveQuirks(0x1234, 0x5678, 0, QuirkOverrides{Env: "1234:5678:c"}, "mr")
-	if rq.Flags != usbms.QuirkMaxSectors64|usbms.QuirkIgnoreResidue || rq.Source(usbms.QuirkMaxSectors64) != SourceSim {
+	if rq.Flags != QuirkMaxSectors64|QuirkIgnoreResidue || rq.Source(QuirkMaxSectors64) != QuirkSourceSim {
 		t.Errorf("flags %v from %+v", rq.Flags, rq.From)
 	}
 	// The kernel's heuristics for whole vendors, unless c or o is set.
-	if rq := ResolveQuirks(0x0421, 0x1111, 0, QuirkOverrides{}, ""); rq.Flags != usbms.QuirkCapacityHeuristics || rq.Source(usbms.QuirkCapacityHeuristics) != SourceVendor {
+	if rq := ResolveQuirks(0x0421, 0x1111, 0, QuirkOverrides{}, ""); rq.Flags != QuirkCapacityHeuristics || rq.Source(QuirkCapacityHeuristics) != QuirkSourceVendor {
 		t.Errorf("Nokia: %v", rq.Flags)
 	}
-	if rq := ResolveQuirks(0x0421, 0x042e, 0x0100, QuirkOverrides{}, ""); rq.Flags&usbms.QuirkCapacityHeuristics != 0 {
+	if rq := ResolveQuirks(0x0421, 0x042e, 0x0100, QuirkOverrides{}, ""); rq.Flags&QuirkCapacityHeuristics != 0 {
 		t.Errorf("Nokia 3250 (FIX_CAPACITY): %v", rq.Flags)
 	}
 	// A malformed override is a usage error; the kernel's own entries
 	// are skipped when malformed.
-	if err := (QuirkOverrides{Flag: "bad"}).Check(); KindOf(err) != KindUsage {
-		t.Errorf("Check of a bad --quirks: %v", err)
+	if err := (QuirkOverrides{Setting: "bad"}).Check(); failure.SettingOf(err) != SettingQuirks || failure.Of(err) != failure.Usage {
+		t.Errorf("Check of a bad setting: %v, want a usage error about %s", err, SettingQuirks)
+	}
+	if err := (QuirkOverrides{Env: "bad"}).Check(); failure.Of(err) != failure.Usage || failure.SettingOf(err) != "" || !strings.Contains(err.Error(), QuirksEnv) {
+		t.Errorf("Check of a bad $%s: %v, want a usage error naming it", QuirksEnv, err)
 	}
 	if err := (QuirkOverrides{Sysfs: "bad,07c4:a4a5:c"}).Check(); err != nil {
 		t.Errorf("Check of a bad sysfs entry: %v", err)
 	}
-	if rq := ResolveQuirks(0x07c4, 0xa4a5, 0, QuirkOverrides{Sysfs: "bad,07c4:a4a5:c"}, ""); rq.Flags != usbms.QuirkFixCapacity {
+	if rq := ResolveQuirks(0x07c4, 0xa4a5, 0, QuirkOverrides{Sysfs: "bad,07c4:a4a5:c"}, ""); rq.Flags != QuirkFixCapacity {
 		t.Errorf("sysfs after a bad entry: %v", rq.Flags)
 	}
 }
@@ -123,11 +126,11 @@ func TestQuirkOverrides(t *testing.T) {
 // TestReaderQuirksGoSlow: GO_SLOW applies at high speed only.
 func TestReaderQuirksGoSlow(t *testing.T) {
 	info := usbdev.Info{VID: 0x05e3, PID: 0x0702, BCDDevice: 0x0100, Speed: usbdev.SpeedFull}
-	if rq := readerQuirks(info, QuirkOverrides{}); rq.Flags&usbms.QuirkGoSlow != 0 || len(rq.From) != 2 {
+	if rq := readerQuirks(info, QuirkOverrides{}); rq.Flags&QuirkGoSlow != 0 || len(rq.From) != 2 {
 		t.Errorf("full speed: %v %+v", rq.Flags, rq.From)
 	}
 	info.Speed = usbdev.SpeedHigh
-	if rq := readerQuirks(info, QuirkOverrides{}); rq.Flags&usbms.QuirkGoSlow == 0 {
+	if rq := readerQuirks(info, QuirkOverrides{}); rq.Flags&QuirkGoSlow == 0 {
 		t.Errorf("high speed: %v", rq.Flags)
 	}
 }

@@ -1,32 +1,44 @@
-package drive
+package usbms
 
 import (
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/scsi"
-	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
-// Where a reader's quirk flags come from, in the order they are applied:
-// a later source replaces what an earlier one set for the same reader, as
-// the kernel's usb-storage.quirks= replaces its table's flags.
+// This file chooses a reader's quirk flags as Linux's usb-storage does
+// (its table, unusual_devs.h, is quirktable.go), from the reader's USB
+// identity and the overrides the user gave, and the transport options
+// that follow from them.
+
+// QuirkSource is where a reader's quirk flags come from. The sources are
+// applied in the order below: a later one replaces what an earlier one
+// set for the same reader, as the kernel's usb-storage.quirks= replaces
+// its table's flags.
+type QuirkSource string
+
+// The sources.
 const (
-	SourceTable     = "table"                                     // the kernel's table (quirkTable)
-	SourceVendor    = "vendor"                                    // the kernel's capacity heuristics for a whole vendor
-	SourceSysfs     = "/sys/module/usb_storage/parameters/quirks" // what the user gave the kernel
-	SourceEnv       = "$" + QuirksEnv                             // the environment
-	SourceSim       = "sim quirks="                               // a sim: target's own option
-	SourceFlag      = "--quirks"                                  // the command line
-	SourceInterface = "interface"                                 // the interface's subclass
+	QuirkSourceTable   QuirkSource = "table"                                     // the kernel's table (quirkTable)
+	QuirkSourceVendor  QuirkSource = "vendor"                                    // the kernel's capacity heuristics for a whole vendor
+	QuirkSourceSysfs   QuirkSource = "/sys/module/usb_storage/parameters/quirks" // what the user gave the kernel
+	QuirkSourceEnv     QuirkSource = "$" + QuirksEnv                             // the environment
+	QuirkSourceSim     QuirkSource = "sim quirks="                               // a sim: target's own option
+	QuirkSourceSetting QuirkSource = "setting"                                   // the caller's own list (SettingQuirks; the CLI's flag)
 )
 
+// SettingQuirks is the setting that carries the caller's own quirk
+// overrides (QuirkOverrides.Setting): an error about it is a
+// *failure.SettingError naming it.
+const SettingQuirks failure.Setting = "quirks"
+
 // QuirksEnv is the environment variable that gives quirk overrides, in
-// --quirks's syntax.
+// the syntax of QuirkSyntax.
 const QuirksEnv = "USBFLASH_QUIRKS"
 
 // sysfsQuirks is where the kernel shows its usb-storage.quirks= value.
@@ -35,8 +47,8 @@ const sysfsQuirks = "/sys/module/usb_storage/parameters/quirks"
 // QuirkFlag is one quirk flag in force for a reader and where it came
 // from.
 type QuirkFlag struct {
-	Flag   usbms.Quirks
-	Source string
+	Flag   Quirks
+	Source QuirkSource
 	// Detail says more of the source: the table entry's product, the
 	// override entry as given.
 	Detail string
@@ -44,7 +56,7 @@ type QuirkFlag struct {
 
 // ReaderQuirks are the quirk flags chosen for a reader.
 type ReaderQuirks struct {
-	Flags usbms.Quirks
+	Flags Quirks
 	From  []QuirkFlag // one per flag in Flags, in flag order
 	// Entry is the table entry that matched (vendor / product), "" when
 	// none did.
@@ -52,7 +64,7 @@ type ReaderQuirks struct {
 }
 
 // Source returns where flag f came from ("" when it is not in force).
-func (q ReaderQuirks) Source(f usbms.Quirks) string {
+func (q ReaderQuirks) Source(f Quirks) QuirkSource {
 	for _, x := range q.From {
 		if x.Flag == f {
 			return x.Source
@@ -61,47 +73,51 @@ func (q ReaderQuirks) Source(f usbms.Quirks) string {
 	return ""
 }
 
-// QuirkOverrides are the user's quirk overrides, each in --quirks's
-// syntax, by source. The zero value has none.
+// QuirkOverrides are the user's quirk overrides, each in QuirkSyntax, by
+// source. The zero value has none.
 type QuirkOverrides struct {
-	Sysfs, Env, Flag string
+	Sysfs, Env string
+	// Setting is the caller's own list (SettingQuirks), applied last.
+	Setting string
 }
 
 // HostQuirkOverrides reads the overrides of this machine: the kernel's
-// usb-storage.quirks= (sysfs) and $USBFLASH_QUIRKS, with flag (the
-// command's --quirks) on top. A malformed $USBFLASH_QUIRKS or flag is a
+// usb-storage.quirks= (sysfs) and $USBFLASH_QUIRKS, with setting (the
+// caller's own list) on top. A malformed $USBFLASH_QUIRKS or setting is a
 // usage error; a malformed sysfs entry is skipped, as the kernel skips it.
-func HostQuirkOverrides(flag string) (QuirkOverrides, error) {
-	o := QuirkOverrides{Env: os.Getenv(QuirksEnv), Flag: flag}
+func HostQuirkOverrides(setting string) (QuirkOverrides, error) {
+	o := QuirkOverrides{Env: os.Getenv(QuirksEnv), Setting: setting}
 	if b, err := os.ReadFile(sysfsQuirks); err == nil {
 		o.Sysfs = strings.TrimSpace(string(b))
 	}
 	return o, o.Check()
 }
 
-// Check reports a malformed $USBFLASH_QUIRKS or --quirks as a usage error.
+// Check reports a malformed $USBFLASH_QUIRKS as a usage error and a
+// malformed setting as a *failure.SettingError of SettingQuirks.
 func (o QuirkOverrides) Check() error {
 	if _, err := ParseQuirkOverrides(o.Env); err != nil {
-		return usageErr(SourceEnv, fmt.Sprintf("%s=%q: %v", QuirksEnv, o.Env, err))
+		return failure.Errorf(failure.Usage, "%s=%q: %w", QuirksEnv, o.Env, err)
 	}
-	if _, err := ParseQuirkOverrides(o.Flag); err != nil {
-		return usageErr("--quirks", fmt.Sprintf("--quirks %q: %v", o.Flag, err))
+	if _, err := ParseQuirkOverrides(o.Setting); err != nil {
+		return &failure.SettingError{Setting: SettingQuirks, Err: fmt.Errorf("%q: %w", o.Setting, err)}
 	}
 	return nil
 }
 
-// QuirkSyntax is the syntax of --quirks, for messages and help.
+// QuirkSyntax is the syntax of a list of quirk overrides, for messages
+// and help.
 const QuirkSyntax = "VID:PID[:BCDLO-BCDHI]:FLAGS[,...], FLAGS being the kernel's usb-storage.quirks= letters and/or flag names (FIX_INQUIRY); a comma item without a colon adds to the item before"
 
 // QuirkOverride is one entry of an override list.
 type QuirkOverride struct {
 	VID, PID     uint16
 	BCDLo, BCDHi uint16 // 0000-ffff when not given
-	Flags        usbms.Quirks
+	Flags        Quirks
 	Text         string // the entry as given
 }
 
-// ParseQuirkOverrides reads a list in --quirks's syntax: comma-separated
+// ParseQuirkOverrides reads a list in QuirkSyntax: comma-separated
 // entries VID:PID[:BCDLO-BCDHI]:FLAGS, as the kernel's
 // usb-storage.quirks= (VID:PID:letters) with two additions: a bcdDevice
 // range, and flag names for the flags the kernel sets only from its table
@@ -119,11 +135,11 @@ func ParseQuirkOverrides(s string) ([]QuirkOverride, error) {
 			if len(out) == 0 {
 				return nil, fmt.Errorf("%q: want %s", item, QuirkSyntax)
 			}
-			if _, ok := usbms.QuirkByName(item); !ok {
+			if _, ok := QuirkByName(item); !ok {
 				return nil, fmt.Errorf("%q is not a quirk flag name", item)
 			}
 			last := &out[len(out)-1]
-			last.Flags |= usbms.ParseQuirks(item)
+			last.Flags |= ParseQuirks(item)
 			last.Text += "," + item
 			continue
 		}
@@ -161,31 +177,24 @@ func parseQuirkEntry(item string) (QuirkOverride, error) {
 		e.BCDLo, e.BCDHi = uint16(l), uint16(h)
 	}
 	for _, tok := range strings.FieldsFunc(flags, func(r rune) bool { return r == '+' }) {
-		if _, ok := usbms.QuirkByName(tok); !ok && strings.Contains(tok, "_") {
+		if _, ok := QuirkByName(tok); !ok && strings.Contains(tok, "_") {
 			return bad(fmt.Sprintf("%s is not a quirk flag name", tok))
 		}
 	}
-	e.Flags = usbms.ParseQuirks(flags)
+	e.Flags = ParseQuirks(flags)
 	return e, nil
 }
 
 // tableEntry is one line of quirkTable.
 type tableEntry struct {
 	vid, pid, lo, hi uint16
-	flags            usbms.Quirks
+	flags            Quirks
 	name             string // vendor / product
 }
 
-var (
-	tableOnce sync.Once
-	table     []tableEntry
-)
-
-// quirkEntries parses quirkTable once.
-func quirkEntries() []tableEntry {
-	tableOnce.Do(func() { table = parseQuirkTable(quirkTable) })
-	return table
-}
+// quirkEntries is quirkTable parsed, once, when the program starts; it
+// is never changed.
+var quirkEntries = parseQuirkTable(quirkTable)
 
 // parseQuirkTable reads quirkTable's lines. A malformed line is a bug of
 // the table, caught by its test; it is skipped.
@@ -212,14 +221,14 @@ func parseQuirkTable(text string) []tableEntry {
 		}
 		e.vid, e.pid, e.lo, e.hi, e.name = uint16(vid), uint16(pid), uint16(lo), uint16(hi), strings.TrimSpace(name)
 		if f[2] != "-" {
-			e.flags = usbms.ParseQuirks(f[2])
+			e.flags = ParseQuirks(f[2])
 		}
 		if len(f) > 3 && !strings.HasPrefix(f[3], "(") {
 			for _, n := range strings.Split(f[3], ",") {
 				if n == "IGNORE_TAG" {
 					n = "BULK_IGNORE_TAG"
 				}
-				if q, ok := usbms.QuirkByName(n); ok {
+				if q, ok := QuirkByName(n); ok {
 					e.flags |= q
 				}
 			}
@@ -237,52 +246,53 @@ var heuristicVendors = map[uint16]bool{0x0421: true, 0x04b0: true, 0x0a17: true,
 // ResolveQuirks chooses the quirk flags of the reader with this identity,
 // as the kernel does: the first table entry that matches VID, PID and the
 // bcdDevice range; the vendor-wide capacity heuristics; then each source
-// of overrides in turn (sysfs, environment, the sim's option, --quirks),
+// of overrides in turn (sysfs, environment, the sim's option, the
+// caller's setting),
 // the first entry of each that matches replacing the flags that have a
 // letter and adding what it names. simQuirks is a sim: reader's quirks=
 // option ("" for others).
 func ResolveQuirks(vid, pid, bcd uint16, o QuirkOverrides, simQuirks string) ReaderQuirks {
 	var rq ReaderQuirks
-	src := map[usbms.Quirks]QuirkFlag{}
-	set := func(q usbms.Quirks, source, detail string) {
+	src := map[Quirks]QuirkFlag{}
+	set := func(q Quirks, source QuirkSource, detail string) {
 		for _, f := range q.Each() {
 			src[f] = QuirkFlag{Flag: f, Source: source, Detail: detail}
 		}
 	}
-	for _, e := range quirkEntries() {
+	for _, e := range quirkEntries {
 		if e.vid == vid && e.pid == pid && bcd >= e.lo && bcd <= e.hi {
 			rq.Flags, rq.Entry = e.flags, e.name
-			set(e.flags, SourceTable, fmt.Sprintf("%04x:%04x %04x-%04x %s", e.vid, e.pid, e.lo, e.hi, e.name))
+			set(e.flags, QuirkSourceTable, fmt.Sprintf("%04x:%04x %04x-%04x %s", e.vid, e.pid, e.lo, e.hi, e.name))
 			break
 		}
 	}
-	if heuristicVendors[vid] && rq.Flags&(usbms.QuirkFixCapacity|usbms.QuirkCapacityOK) == 0 {
-		rq.Flags |= usbms.QuirkCapacityHeuristics
-		set(usbms.QuirkCapacityHeuristics, SourceVendor, fmt.Sprintf("every device of vendor %04x", vid))
+	if heuristicVendors[vid] && rq.Flags&(QuirkFixCapacity|QuirkCapacityOK) == 0 {
+		rq.Flags |= QuirkCapacityHeuristics
+		set(QuirkCapacityHeuristics, QuirkSourceVendor, fmt.Sprintf("every device of vendor %04x", vid))
 	}
-	apply := func(list, source string) {
+	apply := func(list string, source QuirkSource) {
 		var entries []QuirkOverride
-		if source == SourceSysfs {
+		if source == QuirkSourceSysfs {
 			entries = kernelEntries(list)
 		} else {
 			entries, _ = ParseQuirkOverrides(list)
 		}
 		for _, e := range entries {
 			if e.VID == vid && e.PID == pid && bcd >= e.BCDLo && bcd <= e.BCDHi {
-				rq.Flags = rq.Flags&^usbms.QuirkLettered | e.Flags
+				rq.Flags = rq.Flags&^QuirkLettered | e.Flags
 				set(e.Flags, source, e.Text)
 				return
 			}
 		}
 	}
-	apply(o.Sysfs, SourceSysfs)
-	apply(o.Env, SourceEnv)
+	apply(o.Sysfs, QuirkSourceSysfs)
+	apply(o.Env, QuirkSourceEnv)
 	if simQuirks != "" {
-		flags := usbms.ParseQuirks(simQuirks)
-		rq.Flags = rq.Flags&^usbms.QuirkLettered | flags
-		set(flags, SourceSim, simQuirks)
+		flags := ParseQuirks(simQuirks)
+		rq.Flags = rq.Flags&^QuirkLettered | flags
+		set(flags, QuirkSourceSim, simQuirks)
 	}
-	apply(o.Flag, SourceFlag)
+	apply(o.Setting, QuirkSourceSetting)
 	for _, f := range rq.Flags.Each() {
 		rq.From = append(rq.From, src[f])
 	}
@@ -301,15 +311,15 @@ func kernelEntries(s string) []QuirkOverride {
 	return out
 }
 
-// readerQuirks chooses the flags of a usb: reader, adjusted to its
+// readerQuirks chooses the flags of a real reader, adjusted to its
 // interface: GO_SLOW only at high speed, as the kernel does.
 func readerQuirks(info usbdev.Info, o QuirkOverrides) ReaderQuirks {
 	rq := ResolveQuirks(info.VID, info.PID, info.BCDDevice, o, "")
-	if rq.Flags&usbms.QuirkGoSlow != 0 && info.Speed != usbdev.SpeedHigh {
-		rq.Flags &^= usbms.QuirkGoSlow
+	if rq.Flags&QuirkGoSlow != 0 && info.Speed != usbdev.SpeedHigh {
+		rq.Flags &^= QuirkGoSlow
 		from := rq.From[:0]
 		for _, f := range rq.From {
-			if f.Flag != usbms.QuirkGoSlow {
+			if f.Flag != QuirkGoSlow {
 				from = append(from, f)
 			}
 		}
@@ -319,12 +329,12 @@ func readerQuirks(info usbdev.Info, o QuirkOverrides) ReaderQuirks {
 }
 
 // commandSet is the usbms command set of an interface subclass.
-func commandSet(subclass uint8) usbms.CommandSet {
+func commandSet(subclass uint8) CommandSet {
 	switch subclass {
 	case usbdev.Subclass8020i, usbdev.SubclassQIC, usbdev.Subclass8070i:
-		return usbms.SetATAPI
+		return SetATAPI
 	}
-	return usbms.SetSCSI
+	return SetSCSI
 }
 
 // fixedInquiry is the INQUIRY data a QuirkFixInquiry reader reports
@@ -350,26 +360,28 @@ func clip(s string, n int) string {
 	return s
 }
 
-// identified is an Endpoint that says who it is: the simulator.
-type identified interface {
+// Identified is an Endpoint that says who it is, as a real reader's
+// descriptors do: the simulator.
+type Identified interface {
 	USBID() (vid, pid, bcd uint16)
 	Identity() (manufacturer, product, serial string)
 	Quirks() string
 }
 
-// transportSetup chooses a reader's quirk flags and the transport options
-// that follow from them and from its interface: a usb: reader by its
-// descriptors (info), a sim: reader by what it says of itself.
-func transportSetup(ep usbms.Endpoint, info *usbdev.Info, o QuirkOverrides) (ReaderQuirks, usbms.TransportOptions) {
+// ReaderSetup chooses a reader's quirk flags and the transport options
+// that follow from them and from its interface: a real reader by its
+// descriptors (info), a simulated one (info nil) by what its Endpoint
+// says of itself.
+func ReaderSetup(ep Endpoint, info *usbdev.Info, o QuirkOverrides) (ReaderQuirks, TransportOptions) {
 	var rq ReaderQuirks
-	var topts usbms.TransportOptions
+	var topts TransportOptions
 	switch {
 	case info != nil:
 		rq = readerQuirks(*info, o)
 		topts.CommandSet = commandSet(info.SubClass)
 		topts.Inquiry = fixedInquiry(rq, info.Manufacturer, info.Product, info.BCDDevice)
 	default:
-		if id, ok := ep.(identified); ok {
+		if id, ok := ep.(Identified); ok {
 			vid, pid, bcd := id.USBID()
 			m, p, _ := id.Identity()
 			rq = ResolveQuirks(vid, pid, bcd, o, id.Quirks())
@@ -380,12 +392,13 @@ func transportSetup(ep usbms.Endpoint, info *usbdev.Info, o QuirkOverrides) (Rea
 	return rq, topts
 }
 
-// readerID is a reader's VID:PID, as --quirks names it.
-func readerID(ep usbms.Endpoint, info *usbdev.Info) string {
+// ReaderID is a reader's VID:PID, as an override names it; "" when
+// neither info nor ep says.
+func ReaderID(ep Endpoint, info *usbdev.Info) string {
 	if info != nil {
 		return fmt.Sprintf("%04x:%04x", info.VID, info.PID)
 	}
-	if id, ok := ep.(identified); ok {
+	if id, ok := ep.(Identified); ok {
 		vid, pid, _ := id.USBID()
 		return fmt.Sprintf("%04x:%04x", vid, pid)
 	}

@@ -29,13 +29,22 @@ func Check(d *Device, src *imagesrc.Source, opts CheckOptions) error {
 	if err := checkImageSize(src, opts.TransferSize, opts.Force); err != nil {
 		return err
 	}
-	if err := pipeline.CheckWritable(d.Dev, d.Name); err != nil {
-		return &Error{Kind: KindRefused, Target: d.Name, Msg: err.Error(), Err: err}
+	if err := CheckWritable(d); err != nil {
+		return err
 	}
 	// Only a size the container vouches for refuses: gzip's size trailer
 	// of a damaged file can claim anything. An image whose size is found
 	// by writing stops at the end of the card (pipeline.CapacityError).
 	return pipeline.CheckFits(d.Dev, d.Name, src.Size, src.SizeExact)
+}
+
+// CheckWritable refuses a write-protected medium: the one pre-write check
+// of a command that writes no image (check, restore).
+func CheckWritable(d *Device) error {
+	if err := pipeline.CheckWritable(d.Dev, d.Name); err != nil {
+		return &Error{Kind: KindRefused, Target: d.Name, Msg: err.Error(), Err: err}
+	}
+	return nil
 }
 
 // checkImageSize refuses an image smaller than one transfer: no OS image

@@ -3,6 +3,7 @@ package fakecheck
 import (
 	"fmt"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/units"
 )
 
@@ -29,11 +30,23 @@ func (e *FakeError) Error() string {
 	return msg
 }
 
+// Class is Fake.
+func (e *FakeError) Class() failure.Class { return failure.Fake }
+
 // Describe says what the probe found, in words: the claim, what holds,
 // what happens past it, and the cache that hid it.
 func (r *Result) Describe() string {
 	if !r.Fake() {
-		return fmt.Sprintf("all %s hold what is written", units.FormatBytes(r.Claimed))
+		// Only what was proven: the blocks probed, not every block; and a
+		// cache that holds all a card lacks answers every read until the
+		// card loses power, which no probe within one power cycle sees.
+		s := fmt.Sprintf("every block probed across its %s held what was written", units.FormatBytes(r.Claimed))
+		if r.CacheChecked > 0 {
+			s += fmt.Sprintf(", also after %s more were written to push a cache out; a card whose cache is as large as the part it lacks would pass too, until it loses power", units.FormatBytes(r.CacheChecked))
+		} else {
+			s += ", read back at once (no cache was pushed out)"
+		}
+		return s
 	}
 	bs := int64(r.BlockSize)
 	first := r.Usable / bs

@@ -40,12 +40,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/aligned"
 	"github.com/usbflash/usbflash/region"
 )
@@ -90,13 +90,31 @@ type Options struct {
 	// interrupt: it touches no device, writes the saved blocks to a file
 	// and returns the *RestoreError that says where.
 	Abortable func(abandon func() error) (done func())
+	// Target names the card, as the user named it, in the list of saved
+	// blocks a restore that failed leaves (RestoreError).
+	Target string
+	// SaveDir is where that list and the saved blocks go; "": the
+	// system's temporary directory.
+	SaveDir string
 }
 
 // Progress is how far a probe got.
 type Progress struct {
-	Step        string // "save", "probe", "cache", "refine", "restore"
-	Done, Total int64  // bytes of the step, when it counts them (the cache flush)
+	Step        Step
+	Done, Total int64 // bytes of the step, when it counts them (the cache flush)
 }
+
+// Step is a probe's step.
+type Step string
+
+// The steps, in order.
+const (
+	StepSave    Step = "save"    // the blocks it will write are saved
+	StepProbe   Step = "probe"   // probe blocks written and read back
+	StepCache   Step = "cache"   // the card's own content rewritten to push a cache out
+	StepRefine  Step = "refine"  // the first bad block narrowed down
+	StepRestore Step = "restore" // the saved blocks put back
+)
 
 // Result is what a probe found.
 type Result struct {
@@ -124,16 +142,21 @@ type Result struct {
 // Fake says whether the card lies about its capacity.
 func (r *Result) Fake() bool { return r.Kind != Genuine }
 
-// RestoreError is a restore that failed: some blocks the probe overwrote
-// may not hold their old content. Saved names a file holding them at
-// their own offsets ("" when it could not be written either).
+// RestoreError is a restore that failed, or that the user stopped: some
+// blocks the probe overwrote may not hold their old content. Kept names
+// the files that hold them (region.List.Keep: "" when they could not be
+// written either, FileErr), from which region.Load and Restore put them
+// back.
 type RestoreError struct {
 	Err     error
-	Saved   string
-	Regions [][2]int64 // byte offset and length of each saved region
+	Kept    region.Kept
+	FileErr error
 	// Aborted: the user stopped it (a second interrupt); the blocks may
 	// hold the check's data. Err is then context.Canceled.
 	Aborted bool
+	// Target is the card as the user named it, for the command that puts
+	// the blocks back.
+	Target string
 }
 
 func (e *RestoreError) Error() string {
@@ -141,12 +164,21 @@ func (e *RestoreError) Error() string {
 	if e.Aborted {
 		what = "putting back the blocks the check overwrote was aborted: they may hold its data"
 	}
-	if e.Saved == "" {
-		return what
+	if e.Kept.Path == "" {
+		return fmt.Sprintf("%s; writing them to a file failed too: %v", what, e.FileErr)
 	}
-	return fmt.Sprintf("%s; they are saved at their own offsets in %s (%d regions)", what, e.Saved, len(e.Regions))
+	return fmt.Sprintf("%s; they are saved in %s, their %d regions listed in %s", what, e.Kept.Data, e.Kept.Regions, e.Kept.Path)
 }
 func (e *RestoreError) Unwrap() error { return e.Err }
+
+// Class: blocks not put back are the device's failure, unless the user
+// stopped putting them back.
+func (e *RestoreError) Class() failure.Class {
+	if e.Aborted {
+		return failure.Interrupted
+	}
+	return failure.Device
+}
 
 // Probe finds out whether dev holds what it claims. It writes blocks
 // (saving them first unless opts.Destructive) and puts them back at the
@@ -164,13 +196,15 @@ func Probe(ctx context.Context, dev blockdev.Device, opts Options) (*Result, err
 			err = nil
 		}
 	}
-	if err == nil {
-		err = ctx.Err()
-	}
 	if !opts.Destructive {
 		if rerr := p.restore(ctx); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
+	}
+	if err == nil {
+		// Also a cancel while the blocks were put back: the user asked
+		// to stop, and the probe did not finish as asked.
+		err = ctx.Err()
 	}
 	p.res.Elapsed = time.Since(start)
 	if err != nil {
@@ -230,14 +264,8 @@ func (p *prober) done() {
 
 // abandon writes the saved blocks to a file, for a second interrupt.
 func (p *prober) abandon() error {
-	file, _ := p.saveFile()
-	re := &RestoreError{Err: context.Canceled, Saved: file, Aborted: true}
-	p.mu.Lock()
-	for _, s := range p.saved {
-		re.Regions = append(re.Regions, [2]int64{s.Region.Offset, s.Region.Length})
-	}
-	p.mu.Unlock()
-	return re
+	kept, err := p.keep()
+	return &RestoreError{Err: context.Canceled, Kept: kept, FileErr: err, Aborted: true, Target: p.opt.Target}
 }
 
 func newProber(dev blockdev.Device, opts Options) *prober {
@@ -276,20 +304,22 @@ func newProber(dev blockdev.Device, opts Options) *prober {
 	return p
 }
 
-func (p *prober) progress(step string, done, total int64) {
+func (p *prober) progress(step Step, done, total int64) {
 	if p.opt.Progress != nil {
 		p.opt.Progress(Progress{Step: step, Done: done, Total: total})
 	}
 }
 
-// read and write count what the probe does.
+// read and write count what the probe does. A cancel stops the probe
+// between commands: one cut short in flight costs the reader a reset
+// recovery, seconds long, and the card is as well put back either way.
 func (p *prober) read(ctx context.Context, lba int64, b []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err // stop between commands, whatever the device does
 	}
 	p.res.Read += int64(len(b))
 	p.res.Commands++
-	if err := p.dev.ReadBlocks(ctx, lba, b); err != nil {
+	if err := p.dev.ReadBlocks(context.WithoutCancel(ctx), lba, b); err != nil {
 		return fmt.Errorf("reading LBA %d: %w", lba, err)
 	}
 	return nil
@@ -302,7 +332,7 @@ func (p *prober) write(ctx context.Context, lba int64, b []byte) error {
 	p.res.Written += int64(len(b))
 	p.res.Commands++
 	p.wrote = append(p.wrote, [2]int64{lba, lba + int64(len(b))/p.bs})
-	if err := p.dev.WriteBlocks(ctx, lba, b); err != nil {
+	if err := p.dev.WriteBlocks(context.WithoutCancel(ctx), lba, b); err != nil {
 		return fmt.Errorf("writing LBA %d: %w", lba, err)
 	}
 	return nil
@@ -316,7 +346,10 @@ func (p *prober) save(ctx context.Context, lba, count int64) error {
 	if (count == 1 && p.cover[lba]) || (p.windowSaved && lba+count <= p.window) {
 		return nil // saved already, before anything was written over it
 	}
-	s, err := region.Save(ctx, p.dev, blockdev.Name(p.dev, ""), region.Region{Name: "check", Offset: lba * p.bs, Length: count * p.bs})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s, err := region.Save(context.WithoutCancel(ctx), p.dev, blockdev.Name(p.dev, ""), region.Region{Name: "check", Offset: lba * p.bs, Length: count * p.bs})
 	p.res.Commands++
 	p.res.Read += count * p.bs
 	if err != nil {
@@ -380,7 +413,7 @@ func (p *prober) run(ctx context.Context) error {
 			grid = append(grid, w+i*span/k)
 		}
 	}
-	p.progress("save", 0, 0)
+	p.progress(StepSave, 0, 0)
 	if err := p.save(ctx, 0, w); err != nil {
 		return err
 	}
@@ -394,7 +427,7 @@ func (p *prober) run(ctx context.Context) error {
 			return err
 		}
 	}
-	p.progress("probe", 0, 0)
+	p.progress(StepProbe, 0, 0)
 	for i := range wit {
 		if err := p.writeProbe(ctx, n-1-i); err != nil {
 			return err
@@ -557,7 +590,7 @@ func (p *prober) flushCache(ctx context.Context, wit int64, grid []int64, after 
 	}
 	// The flush cannot rewrite more than the card has above the window.
 	limit := min(p.opt.MaxCache, (p.n-wit-p.window)*p.bs)
-	p.progress("cache", 0, limit)
+	p.progress(StepCache, 0, limit)
 	i := int64(0)
 	witness := func() (bool, error) {
 		if i >= wit {
@@ -579,7 +612,7 @@ func (p *prober) flushCache(ctx context.Context, wit int64, grid []int64, after 
 	var done int64
 	err = p.flush(ctx, p.n-wit, p.window, p.opt.MaxCache+after, grid, func(total int64) (bool, error) {
 		done = total
-		p.progress("cache", min(total, limit), limit)
+		p.progress(StepCache, min(total, limit), limit)
 		if total < next || total > p.opt.MaxCache+after {
 			return false, nil
 		}
@@ -648,7 +681,7 @@ func (p *prober) rewrite(ctx context.Context, from, to int64) error {
 // and hi (bad) with rounds of probes, each flushed through the cache when
 // there is one (bound >= 0), and records what it found.
 func (p *prober) refine(ctx context.Context, lo, hi int64, kind verdict, bound int64) error {
-	p.progress("refine", 0, 0)
+	p.progress(StepRefine, 0, 0)
 	for hi-lo > 1 {
 		var (
 			bad   = int64(-1)
@@ -767,7 +800,7 @@ func (p *prober) restore(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
 	defer cancel()
-	p.progress("restore", 0, 0)
+	p.progress(StepRestore, 0, 0)
 	err := func() error {
 		for _, s := range slices.Backward(p.saved) {
 			if err := s.WriteBack(rctx, p.dev); err != nil {
@@ -792,30 +825,19 @@ func (p *prober) restore(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	re := &RestoreError{Err: err}
-	for _, s := range p.saved {
-		re.Regions = append(re.Regions, [2]int64{s.Region.Offset, s.Region.Length})
-	}
-	re.Saved, _ = p.saveFile()
-	return re
+	kept, kerr := p.keep()
+	return &RestoreError{Err: err, Kept: kept, FileErr: kerr, Target: p.opt.Target}
 }
 
-// saveFile writes the saved blocks at their own offsets into a sparse
-// file in the temporary directory.
-func (p *prober) saveFile() (string, error) {
+// keep writes the saved blocks, in the order they go back, to a data file
+// and a list of regions beside it (region.List.Keep) in Options.SaveDir.
+func (p *prober) keep() (region.Kept, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	f, err := os.CreateTemp("", "usbflash-check-saved-*.img")
-	if err != nil {
-		return "", err
-	}
-	for _, s := range p.saved {
-		if _, err := f.WriteAt(s.Bytes(), s.Region.Offset); err != nil {
-			f.Close()
-			return "", err
-		}
-	}
-	return f.Name(), f.Close()
+	l := &region.List{Card: region.Card{Target: p.opt.Target, Capacity: p.n * p.bs, BlockSize: int(p.bs), Holds: p.res.Usable},
+		Saved: slices.Clone(p.saved)}
+	p.mu.Unlock()
+	slices.Reverse(l.Saved)
+	return l.Keep(p.opt.SaveDir, "usbflash-check-saved-*")
 }
 
 // tailSamples is how many blocks past the first unreadable one must fail

@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/fakecheck/fakecases"
+	"github.com/usbflash/usbflash/region"
 	"github.com/usbflash/usbflash/usbms/sim"
 )
 
@@ -72,13 +73,36 @@ func TestProbeCancelRestores(t *testing.T) {
 	}
 }
 
+// TestProbeCancelWhilePuttingBack: a cancel that comes while the blocks
+// are put back, after a probe that found its verdict, still puts every
+// block back and makes the probe a cancelled one.
+func TestProbeCancelWhilePuttingBack(t *testing.T) {
+	d, c := wrapFake(512)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := Probe(ctx, d, Options{MaxCache: 16 * mib, Progress: func(p Progress) {
+		if p.Step == StepRestore {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) || failure.Of(err) != failure.Interrupted {
+		t.Fatalf("probe: %v, want it cancelled", err)
+	}
+	if !res.Restored || !res.Verified {
+		t.Fatalf("restored %v verified %v", res.Restored, res.Verified)
+	}
+	if bad := c.changed(100 * mib / 512); len(bad) > 0 {
+		t.Fatalf("%d blocks changed, e.g. LBA %d", len(bad), bad[0])
+	}
+}
+
 // TestProbeErrorRestores: a device error mid-probe ends it with that
 // error, and every block it wrote is put back.
 func TestProbeErrorRestores(t *testing.T) {
 	d, c := wrapFake(512)
 	boom := errors.New("medium error")
 	f := &failing{dev: d, after: 300, fail: boom, failOn: "read"}
-	res, err := Probe(context.Background(), f, Options{MaxCache: 16 * mib})
+	res, err := Probe(context.Background(), f, Options{MaxCache: 16 * mib, SaveDir: t.TempDir(), Target: "sim:card.img"})
 	// The reads fail from then on, so the read-back of the restore fails
 	// too: both are said, and the saved blocks are kept in a file.
 	var re *RestoreError
@@ -91,20 +115,29 @@ func TestProbeErrorRestores(t *testing.T) {
 	if bad := c.changed(100 * mib / 512); len(bad) > 0 {
 		t.Fatalf("%d blocks changed, e.g. LBA %d", len(bad), bad[0])
 	}
-	if re.Saved == "" {
-		t.Fatal("no file holds the saved blocks")
+	savedHolds(t, re, c, 100*mib/512)
+}
+
+// savedHolds: the list a RestoreError names holds, for every saved block
+// below limit, what the card held before the probe.
+func savedHolds(t *testing.T, re *RestoreError, c *card, limit int64) {
+	t.Helper()
+	if re.Kept.Path == "" {
+		t.Fatalf("no file holds the saved blocks: %v", re.FileErr)
 	}
-	defer os.Remove(re.Saved)
-	saved, err := os.ReadFile(re.Saved)
+	l, err := region.Load(re.Kept.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(l.Saved) != re.Kept.Regions || l.Card.Target != re.Target {
+		t.Fatalf("the list holds %d regions of %q, the error says %d of %q", len(l.Saved), l.Card.Target, re.Kept.Regions, re.Target)
+	}
 	want := make([]byte, 512)
-	for _, r := range re.Regions {
-		for off := r[0]; off < r[0]+r[1]; off += 512 {
+	for _, s := range l.Saved {
+		for off := s.Region.Offset; off < s.Region.End(); off += 512 {
 			c.pattern(off/512, want)
-			if off/512 < 100*mib/512 && !bytes.Equal(saved[off:off+512], want) {
-				t.Fatalf("the saved file's block at LBA %d is not what the card held", off/512)
+			if at := off - s.Region.Offset; off/512 < limit && !bytes.Equal(s.Bytes()[at:at+512], want) {
+				t.Fatalf("the saved block at LBA %d is not what the card held", off/512)
 			}
 		}
 	}
@@ -126,7 +159,7 @@ func TestProbeAbandon(t *testing.T) {
 	d, c := wrapFake(512)
 	var abandon func() error
 	done := 0
-	_, err := Probe(context.Background(), d, Options{MaxCache: 16 * mib, Abortable: func(a func() error) func() {
+	_, err := Probe(context.Background(), d, Options{MaxCache: 16 * mib, SaveDir: t.TempDir(), Abortable: func(a func() error) func() {
 		abandon = a
 		return func() { done++ }
 	}})
@@ -134,24 +167,10 @@ func TestProbeAbandon(t *testing.T) {
 		t.Fatalf("err %v, registered %v, done %d times", err, abandon != nil, done)
 	}
 	var re *RestoreError
-	if err := abandon(); !errors.As(err, &re) || !re.Aborted || re.Saved == "" || !errors.Is(err, context.Canceled) {
+	if err := abandon(); !errors.As(err, &re) || !re.Aborted || !errors.Is(err, context.Canceled) || failure.Of(err) != failure.Interrupted {
 		t.Fatalf("abandon: %v", err)
 	}
-	defer os.Remove(re.Saved)
-	f, err := os.Open(re.Saved)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got, want := make([]byte, 512), make([]byte, 512)
-	r := re.Regions[0]
-	if _, err := f.ReadAt(got, r[0]); err != nil {
-		t.Fatal(err)
-	}
-	c.pattern(r[0]/512, want)
-	if !bytes.Equal(got, want) {
-		t.Fatal("the file does not hold the saved block at its own offset")
-	}
+	savedHolds(t, re, c, 100*mib/512)
 }
 
 // badBlocks is a dev whose reads of some blocks fail as a card's bad

@@ -25,7 +25,7 @@ func (s *session) checkFake(ctx context.Context, c *card, src *imagesrc.Source) 
 	need := src.Size
 	switch {
 	case !res.Fake():
-		s.emit(Note{Card: name, Message: fmt.Sprintf("%s is genuine: %s (checked in %s)", name, res.Describe(), res.Elapsed.Round(1e6))})
+		s.emit(Note{Card: name, Message: fmt.Sprintf("%s shows no fake capacity: %s (checked in %s)", name, res.Describe(), res.Elapsed.Round(1e6))})
 	case !src.SizeExact:
 		c.fail(&fakecheck.FakeError{Name: name, Result: res, Need: -1})
 	case need > res.Usable:

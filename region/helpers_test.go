@@ -45,11 +45,14 @@ func newSimCard(t *testing.T, size int64) *simCard {
 	return &simCard{lun: lun, mem: mem}
 }
 
-// overwrite writes a byte other than the card's over r, as the work that
-// saved it does.
-func (c *simCard) overwrite(t *testing.T, r Region) {
+// overwrite writes a byte the card does not hold over r, as the work
+// that saved it does.
+func (c *simCard) overwrite(t *testing.T, r Region) { c.overwriteWith(t, r, 0xEE) }
+
+// overwriteWith fills r with b.
+func (c *simCard) overwriteWith(t *testing.T, r Region, b byte) {
 	t.Helper()
-	if err := c.lun.WriteBlocks(context.Background(), r.Offset/512, bytes.Repeat([]byte{0xEE}, int(r.Length))); err != nil {
+	if err := c.lun.WriteBlocks(context.Background(), r.Offset/512, bytes.Repeat([]byte{b}, int(r.Length))); err != nil {
 		t.Fatal(err)
 	}
 }

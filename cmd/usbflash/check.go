@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,9 +9,7 @@ import (
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/fakecheck"
-	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/internal/units"
-	"github.com/usbflash/usbflash/pipeline"
 )
 
 // checkFlags are the options of `usbflash check`.
@@ -108,49 +105,19 @@ func (a *app) check(ctx context.Context, rep reporter, t drive.Spec, maxCache in
 	if err != nil {
 		return err
 	}
-	d, err := drive.Open(ctx, t, drive.Options{Force: f.force, OnNotice: noticeNotes(rep), Readers: readers})
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := pipeline.CheckWritable(d.Dev, d.Name); err != nil {
-		return &drive.Error{Kind: drive.KindRefused, Target: d.Name, Msg: err.Error(), Err: err}
-	}
-	if f.destructive && !f.yes {
-		src := &imagesrc.Source{Format: imagesrc.FormatRaw, Size: d.Capacity(), SizeExact: true}
-		if err := a.confirm([]*drive.Device{d}, "fake-card probe data (--destructive: nothing is restored)", src); err != nil {
-			return err
-		}
-	}
-	how := "each block saved first and put back after"
-	if f.destructive {
-		how = "nothing saved (--destructive)"
-	}
-	rep.event(&checkStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdCheck, Target: d.Name,
-		Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), MaxCache: max(maxCache, 0), Destructive: f.destructive},
-		fmt.Sprintf("Checking %s (%s, %d-byte blocks) for a fake capacity, %s", d.Name, units.FormatBytes(d.Capacity()), d.Dev.BlockSize(), how))
-	opts := fakecheck.Options{MaxCache: maxCache, Destructive: f.destructive, Progress: checkProgress(ctx, rep, d.Name),
+	cfg := fakecheck.Config{Target: t, Readers: readers, Force: f.force, MaxCache: maxCache, Destructive: f.destructive,
 		// A second Ctrl-C keeps the saved blocks in a file before the
 		// process ends.
 		Abortable: func(abandon func() error) func() {
 			return a.aborts.add(func() { rep.fail(abandon(), exitCancelled) })
 		}}
-	res, err := fakecheck.Probe(ctx, d.Dev, opts)
-	if err != nil {
-		return checkStopped(ctx, err, f.destructive)
+	if !f.yes {
+		cfg.Confirm = func(d *drive.Device) error {
+			return a.confirmOverwrite([]*drive.Device{d}, "fake-card probe data (--destructive: nothing is restored)")
+		}
 	}
-	summary := &checkSummaryEvent{eventHeader: eventHeader{Event: evSummary}, Command: cmdCheck, Target: d.Name,
-		Capacity: res.Claimed, UsableSize: res.Usable, Fake: res.Fake(), Kind: string(res.Kind),
-		Cache: res.Cache, CacheChecked: res.CacheChecked, Written: res.Written, Read: res.Read,
-		Commands: res.Commands, ElapsedS: res.Elapsed.Seconds(), Restored: res.Restored && res.Verified}
-	if res.Kind == fakecheck.Wrap {
-		summary.WrapsTo = &res.WrapsTo
-	}
-	rep.event(summary, checkText(d.Name, res, f.destructive))
-	if res.Fake() {
-		return &fakecheck.FakeError{Name: d.Name, Result: res}
-	}
-	return nil
+	_, err = fakecheck.Run(ctx, cfg, &checkPresenter{rep: rep})
+	return err
 }
 
 // parseMaxCache reads --max-cache as fakecheck.Options.MaxCache takes it:
@@ -167,68 +134,80 @@ func parseMaxCache(s string) (int64, error) {
 	return n, nil
 }
 
-// checkProgress shows the probe's steps, and the cache flush in bytes.
-func checkProgress(ctx context.Context, rep reporter, name string) func(fakecheck.Progress) {
-	start := time.Now()
-	var last time.Time
-	var lastStep string
-	return func(p fakecheck.Progress) {
-		// The flush reports every command: a few times a second is enough.
-		if p.Step == lastStep && p.Done < p.Total && time.Since(last) < 200*time.Millisecond {
-			return
+// checkPresenter shows a check: the start line, the steps as progress
+// (the cache flush in bytes), the verdict.
+type checkPresenter struct {
+	rep      reporter
+	last     time.Time
+	lastStep fakecheck.Step
+}
+
+func (p *checkPresenter) Observe(e fakecheck.Event) {
+	switch e := e.(type) {
+	case fakecheck.Note:
+		p.rep.event(noteWithAdvice(e.Notice.Text, &e.Notice))
+	case fakecheck.Started:
+		how := "each block saved first and put back after"
+		if e.Destructive {
+			how = "nothing saved (--destructive)"
 		}
-		last, lastStep = time.Now(), p.Step
-		ph := phaseProbe
-		switch p.Step {
-		case "cache":
-			ph = phaseCache
-		case "restore":
-			ph = phasePutBack
-			if ctx.Err() != nil {
-				note := fmt.Sprintf("Putting back the blocks the check wrote on %s before exiting (Ctrl-C again stops that and keeps them in a file)", name)
-				rep.event(newNote(note), note)
-			}
+		p.rep.event(&checkStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdCheck, Target: e.Card,
+			Capacity: e.Capacity, BlockSize: e.BlockSize, MaxCache: e.MaxCache, Destructive: e.Destructive},
+			fmt.Sprintf("Checking %s (%s, %d-byte blocks) for a fake capacity, %s", e.Card, units.FormatBytes(e.Capacity), e.BlockSize, how))
+	case fakecheck.PuttingBack:
+		note := fmt.Sprintf("Putting back the blocks the check wrote on %s before exiting (Ctrl-C again stops that and keeps them in a file)", e.Card)
+		p.rep.event(newNote(note), note)
+	case fakecheck.Stepped:
+		p.progress(e)
+	case fakecheck.Finished:
+		res := e.Result
+		summary := &checkSummaryEvent{eventHeader: eventHeader{Event: evSummary}, Command: cmdCheck, Target: e.Card,
+			Capacity: res.Claimed, UsableSize: res.Usable, Fake: res.Fake(), Kind: string(res.Kind),
+			Cache: res.Cache, CacheChecked: res.CacheChecked, Written: res.Written, Read: res.Read,
+			Commands: res.Commands, ElapsedS: res.Elapsed.Seconds(), Restored: res.Restored && res.Verified}
+		if res.Kind == fakecheck.Wrap {
+			summary.WrapsTo = &res.WrapsTo
 		}
-		total := p.Total
-		if total == 0 {
-			total = -1
-		}
-		rep.progress(progressEvent{Phase: ph, Done: p.Done, Total: total, ElapsedS: time.Since(start).Seconds()})
+		p.rep.event(summary, checkText(e.Card, res))
 	}
 }
 
+// progress shows the probe's steps, and the cache flush in bytes.
+func (p *checkPresenter) progress(e fakecheck.Stepped) {
+	// The flush reports every command: a few times a second is enough.
+	if e.Step == p.lastStep && e.Done < e.Total && time.Since(p.last) < 200*time.Millisecond {
+		return
+	}
+	p.last, p.lastStep = time.Now(), e.Step
+	ph := phaseProbe
+	switch e.Step {
+	case fakecheck.StepCache:
+		ph = phaseCache
+	case fakecheck.StepRestore:
+		ph = phasePutBack
+	}
+	total := e.Total
+	if total == 0 {
+		total = -1
+	}
+	p.rep.progress(progressEvent{Phase: ph, Done: e.Done, Total: total, ElapsedS: e.Elapsed.Seconds()})
+}
+
 // checkText is the verdict as a person reads it.
-func checkText(name string, res *fakecheck.Result, destructive bool) string {
+func checkText(name string, res *fakecheck.Result) string {
 	var verdict string
 	if res.Fake() {
 		verdict = fmt.Sprintf("%s is FAKE: %s.\nUsable size: %d bytes (%s)", name, res.Describe(), res.Usable, units.FormatBytes(res.Usable))
 	} else {
-		verdict = fmt.Sprintf("%s is genuine: %s", name, res.Describe())
-		if res.CacheChecked > 0 {
-			verdict += fmt.Sprintf(" (no cache up to %s hides a lie)", units.FormatBytes(res.CacheChecked))
-		}
+		verdict = fmt.Sprintf("%s shows no fake capacity: %s", name, res.Describe())
 	}
 	did := fmt.Sprintf("Probe: %d commands, %s written, %s read in %s", res.Commands, units.FormatBytes(res.Written),
 		units.FormatBytes(res.Read), res.Elapsed.Round(time.Millisecond))
-	if !destructive {
+	if res.Saved > 0 {
 		did += "; every block it wrote was put back and read back the same"
 		if res.Fake() {
 			did += " (up to the usable size: past it the card keeps nothing)"
 		}
 	}
 	return verdict + "\n" + did
-}
-
-// checkStopped says what a failed or cancelled probe left on the card.
-func checkStopped(ctx context.Context, err error, destructive bool) error {
-	var re *fakecheck.RestoreError
-	switch {
-	case errors.As(err, &re):
-		return &codedError{exitDevice, err}
-	case destructive:
-		return err
-	case ctx.Err() != nil:
-		return fmt.Errorf("check cancelled (every block it wrote was put back and read back the same): %w", ctx.Err())
-	}
-	return fmt.Errorf("%w (every block the check wrote was put back and read back the same)", err)
 }

@@ -48,6 +48,10 @@ func classifyDomainError(err error) int {
 	switch {
 	case errors.As(err, new(*fakecheck.FakeError)):
 		return exitFake
+	case errors.As(err, new(*region.CardMismatchError)):
+		return exitRefused
+	case errors.As(err, new(*region.ListError)):
+		return exitUsage
 	case errors.As(err, &mismatch):
 		return exitSource
 	case errors.As(err, &memory), errors.As(err, &report), errors.Is(err, flash.ErrReportFormat), errors.As(err, &shaArg),
@@ -183,8 +187,8 @@ func hint(err error) string {
 	switch {
 	case errors.As(err, &fake):
 		return fmt.Sprintf("the card is counterfeit: return it; to use it all the same, partition it to at most its first %d bytes", fake.Result.Usable)
-	case errors.As(err, &fakeRes) && fakeRes.Saved != "":
-		return fmt.Sprintf("copy each saved region back from %s to the same offset of the card (dd with seek= and skip= of the region's block), or keep the file until you do", fakeRes.Saved)
+	case errors.As(err, &fakeRes) && fakeRes.Kept.Path != "":
+		return fmt.Sprintf("put them back with: usbflash restore %s %s (keep both files until you do)", shellWord(fakeRes.Kept.Path), shellWord(fakeRes.Target))
 	case errors.As(err, &fakeRes):
 		return "the card may be failing: copy what matters off it"
 	case errors.As(err, &restore):

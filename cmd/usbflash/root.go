@@ -85,6 +85,7 @@ Targets:
 		newVersionCommand(a),
 		newBenchCommand(a),
 		newCheckCommand(a),
+		newRestoreCommand(a),
 	)
 	// Set before the completion command is made: it keeps the stream.
 	root.SetIn(a.stdin)

@@ -135,6 +135,43 @@ func TestProcess(t *testing.T) {
 		}
 	})
 
+	t.Run("a second signal while check puts blocks back leaves one command that puts them back", func(t *testing.T) {
+		// Half pattern, half zeros: zero regions must go back too (dd
+		// conv=sparse skips them).
+		card := writeFile(t, "card.img", append(testImage(32<<20), make([]byte, 32<<20)...))
+		orig, _ := os.ReadFile(card)
+		tmp := t.TempDir()
+		target := "sim:" + card + "?write-speed=4MB/s&latency=2ms"
+		var stderr bytes.Buffer
+		cmd, lines, _ := startCommand(t, bin, []string{"TMPDIR=" + tmp}, &stderr, "check", "--json", "--max-cache", "4MiB", target)
+		signalAt(t, cmd, lines, `"phase":"cache"`, syscall.SIGINT)
+		secondRequestAt(t, cmd, lines, `Putting back the blocks the check wrote`, syscall.SIGINT)
+		var rest strings.Builder
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+		if code := exitStatusOf(t, cmd.Wait()); code != exitCancelled {
+			t.Fatalf("exit %d, want %d; stderr %q", code, exitCancelled, stderr.String())
+		}
+		e := lastEvent(t, rest.String(), "error")
+		list := regexp.MustCompile(`regions listed in (\S+\.regions)$`).FindStringSubmatch(e["message"].(string))
+		run := regexp.MustCompile(`^put them back with: (usbflash restore .*) \(keep both files until you do\)$`).FindStringSubmatch(e["hint"].(string))
+		if list == nil || run == nil || !strings.HasPrefix(list[1], tmp) || !strings.Contains(run[1], list[1]) {
+			t.Fatalf("error event %v: does not name the list in %s and the command that puts the blocks back", e, tmp)
+		}
+		if got, _ := os.ReadFile(card); bytes.Equal(got, orig) {
+			t.Fatal("the card holds what it held: the test proves nothing")
+		}
+		// The command as printed, through a shell.
+		out, err := exec.Command("sh", "-c", bin+strings.TrimPrefix(run[1], "usbflash")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", run[1], err, out)
+		}
+		if got, _ := os.ReadFile(card); !bytes.Equal(got, orig) {
+			t.Errorf("after %s the card does not hold what it held before the check\n%s", run[1], out)
+		}
+	})
+
 	t.Run("read to a disk that takes no more", func(t *testing.T) {
 		sh, err := exec.LookPath("sh")
 		if err != nil {

@@ -292,26 +292,32 @@ func writeArgs(f *writeFlags) cobra.PositionalArgs {
 // one it refuses, so a script never writes to a card it did not name with
 // --yes.
 func (a *app) confirm(cards []*drive.Device, image string, src *imagesrc.Source) error {
-	what := cards[0].Name
+	return a.confirmOverwrite(cards, fmt.Sprintf("%s (%s, %s)", image, src.Format, describeSize(src)))
+}
+
+// confirmOverwrite asks the person at the terminal whether to write what
+// (in words) over cards.
+func (a *app) confirmOverwrite(cards []*drive.Device, what string) error {
+	target := cards[0].Name
 	if len(cards) > 1 {
-		what = fmt.Sprintf("%d cards", len(cards))
+		target = fmt.Sprintf("%d cards", len(cards))
 	}
 	if !a.interactive {
-		return fmt.Errorf("%w: no terminal to ask whether to overwrite %s", errNotConfirmed, what)
+		return fmt.Errorf("%w: no terminal to ask whether to overwrite %s", errNotConfirmed, target)
 	}
 	var b strings.Builder
 	for _, d := range cards {
 		fmt.Fprintf(&b, "Target: %s\n%s\n", d.Name, identityLine(d))
 	}
 	if len(cards) == 1 {
-		fmt.Fprintf(a.stderr, "%sWrite %s (%s, %s) to it? ALL DATA ON IT WILL BE LOST. [y/N] ", b.String(), image, src.Format, describeSize(src))
+		fmt.Fprintf(a.stderr, "%sWrite %s to it? ALL DATA ON IT WILL BE LOST. [y/N] ", b.String(), what)
 	} else {
-		fmt.Fprintf(a.stderr, "%sWrite %s (%s, %s) to these %d cards? ALL DATA ON THEM WILL BE LOST. [y/N] ", b.String(), image, src.Format, describeSize(src), len(cards))
+		fmt.Fprintf(a.stderr, "%sWrite %s to these %d cards? ALL DATA ON THEM WILL BE LOST. [y/N] ", b.String(), what, len(cards))
 	}
 	if a.answeredYes() {
 		return nil
 	}
-	return &refusedError{fmt.Sprintf("not confirmed: nothing was written to %s", what)}
+	return &refusedError{fmt.Sprintf("not confirmed: nothing was written to %s", target)}
 }
 
 // answeredYes reads one line from the person at the terminal: only y or

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/region"
+)
+
+// newRestoreCommand is `usbflash restore`: the one command that puts back
+// the blocks a check could not (region.List). A list rather than dd lines:
+// the regions are hundreds, some of them zeros (which dd conv=sparse skips
+// and a plain dd of the whole span overwrites everything between), a usb:
+// card has no disk path dd could name, and the list records the card so a
+// card of another size is refused and the result read back.
+func newRestoreCommand(a *app) *cobra.Command {
+	var force bool
+	c := &cobra.Command{
+		Use:   "restore LIST TARGET",
+		Short: "Put back the blocks a check saved in a file (its message gives the command)",
+		Long: `Write back every region LIST names (a file that check leaves beside the
+saved blocks when it could not put them back: a second Ctrl-C, a failed
+write), onto TARGET at its own offset, sync, and read back the regions the
+card holds to compare. A card of another capacity or block size than the
+one LIST was saved from is refused before anything is written.`,
+		Args:              exactArgs(2, "LIST TARGET"),
+		ValidArgsFunction: targetArgs(true),
+		RunE: func(c *cobra.Command, args []string) error {
+			rep := a.reporterFor(false, false)
+			return a.reported(rep, func() error { return a.restore(c.Context(), rep, args[0], args[1], force) })
+		},
+	}
+	c.Flags().BoolVar(&force, "force", false, "write even though the target's disk is mounted")
+	return c
+}
+
+func (a *app) restore(ctx context.Context, rep reporter, list, target string, force bool) error {
+	l, err := region.Load(list)
+	if err != nil {
+		return err
+	}
+	t, err := drive.Parse(target)
+	if err != nil {
+		return err
+	}
+	readers, err := a.newReaders()
+	if err != nil {
+		return err
+	}
+	d, err := drive.Open(ctx, t, drive.Options{Force: force, OnNotice: noticeNotes(rep), Readers: readers})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := drive.CheckWritable(d); err != nil {
+		return err
+	}
+	if err := l.Restore(ctx, d.Dev, d.Name); err != nil {
+		return err
+	}
+	var n int64
+	for _, s := range l.Saved {
+		n += s.Region.Length
+	}
+	msg := fmt.Sprintf("Put back %d regions (%s) on %s, synced and read back the same", len(l.Saved), units.FormatBytes(n), d.Name)
+	if h := l.Card.Holds; h > 0 && h < l.Card.Capacity {
+		msg += fmt.Sprintf(" up to byte %d (past it the card keeps nothing)", h)
+	}
+	rep.event(newNote(msg), msg)
+	return nil
+}
+
+// shellWord is s as one word a POSIX shell reads back as s.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

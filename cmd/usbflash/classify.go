@@ -188,7 +188,8 @@ func hint(err error) string {
 	case errors.As(err, &fake):
 		return fmt.Sprintf("the card is counterfeit: return it; to use it all the same, partition it to at most its first %d bytes", fake.Result.Usable)
 	case errors.As(err, &fakeRes) && fakeRes.Kept.Path != "":
-		return fmt.Sprintf("put them back with: usbflash restore %s %s (keep both files until you do)", shellWord(fakeRes.Kept.Path), shellWord(fakeRes.Target))
+		// The command on a line of its own, last: it works pasted whole.
+		return fmt.Sprintf("keep both files until they are back; put them back with this command:\n  usbflash restore %s %s", shellWord(fakeRes.Kept.Path), shellWord(fakeRes.Target))
 	case errors.As(err, &fakeRes):
 		return "the card may be failing: copy what matters off it"
 	case errors.As(err, &restore):

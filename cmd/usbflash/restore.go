@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -73,12 +72,4 @@ func (a *app) restore(ctx context.Context, rep reporter, list, target string, fo
 	}
 	rep.event(newNote(msg), msg)
 	return nil
-}
-
-// shellWord is s as one word a POSIX shell reads back as s.
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -155,7 +155,7 @@ func TestProcess(t *testing.T) {
 		}
 		e := lastEvent(t, rest.String(), "error")
 		list := regexp.MustCompile(`regions listed in (\S+\.regions)$`).FindStringSubmatch(e["message"].(string))
-		run := regexp.MustCompile(`^put them back with: (usbflash restore .*) \(keep both files until you do\)$`).FindStringSubmatch(e["hint"].(string))
+		run := regexp.MustCompile(`put them back with this command:\n  (usbflash restore .*)$`).FindStringSubmatch(e["hint"].(string))
 		if list == nil || run == nil || !strings.HasPrefix(list[1], tmp) || !strings.Contains(run[1], list[1]) {
 			t.Fatalf("error event %v: does not name the list in %s and the command that puts the blocks back", e, tmp)
 		}

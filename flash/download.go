@@ -60,7 +60,7 @@ func findDownload(cfg Config) (*download, []string, error) {
 	}
 	d := &download{want: found.Sum, from: found.Path, decodedOnly: found.Decoded}
 	if found.Decoded {
-		d.from += " (its line for " + found.Name + ", the decoded image)"
+		d.from = found.Path + "'s line for " + found.Name
 	}
 	if found.Signed {
 		notes = append(notes, found.Path+" is PGP signed; its signature was not checked")
@@ -83,7 +83,11 @@ func (s *session) startDownload(ctx context.Context, d *download, src *imagesrc.
 			d.file, d.fileErr = src.InputSHA256(ctx)
 		}()
 	}
-	s.emit(Note{Message: "Checking " + imageName(s.cfg.Image) + " against the SHA-256 in " + d.from + " as it is written"})
+	what := imageName(s.cfg.Image)
+	if d.decodedOnly {
+		what = "the image in " + what
+	}
+	s.emit(Note{Message: "Checking " + what + " against the SHA-256 in " + d.from + " as it is written"})
 }
 
 // check compares the image with the sum, once src was read to its end,
@@ -115,7 +119,10 @@ func (s *session) checkDownload(ctx context.Context, src *imagesrc.Source) (stri
 	if err != nil {
 		return "", &ImageError{Err: err}
 	}
-	if decoded == d.want {
+	switch {
+	case decoded == d.want && d.decodedOnly:
+		return "The decoded image matches the SHA-256 in " + d.from, nil
+	case decoded == d.want:
 		return "The decoded image matches the SHA-256 in " + d.from + " (a sum of the image, not of the " + src.Format.String() + " file)", nil
 	}
 	mismatch.GotDecoded = decoded

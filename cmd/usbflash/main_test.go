@@ -1,7 +1,6 @@
 package main
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -11,15 +10,12 @@ import (
 	"io"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
-	"github.com/ulikunitz/xz"
+	"github.com/usbflash/usbflash/internal/testimage"
 )
 
 // result is one finished run of the CLI.
@@ -66,51 +62,10 @@ func testImage(size int) []byte {
 	return b
 }
 
+// compress is data in format (raw, gzip, xz, zstd, zip, bzip2).
 func compress(t *testing.T, format string, data []byte) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	var w io.WriteCloser
-	var err error
-	switch format {
-	case "raw":
-		return data
-	case "gzip":
-		w = gzip.NewWriter(&buf)
-	case "zstd":
-		w, err = zstd.NewWriter(&buf)
-	case "xz":
-		w, err = xz.NewWriter(&buf)
-	case "zip":
-		zw := zip.NewWriter(&buf)
-		f, err := zw.Create("os.img")
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Write(data)
-		zw.Close()
-		return buf.Bytes()
-	case "bzip2":
-		if _, err := exec.LookPath("bzip2"); err != nil {
-			t.Skip("bzip2 CLI not installed: cannot make a bzip2 image (Go has no bzip2 encoder)")
-		}
-		cmd := exec.Command("bzip2", "-c")
-		cmd.Stdin = bytes.NewReader(data)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	default:
-		t.Fatalf("unknown format %s", format)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(data)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return testimage.Compress(t, format, data)
 }
 
 func writeFile(t *testing.T, name string, data []byte) string {

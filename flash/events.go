@@ -8,6 +8,7 @@ package flash
 import (
 	"time"
 
+	"github.com/usbflash/usbflash/imagedst"
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/usbms"
@@ -101,6 +102,32 @@ type CardDone struct {
 	Outcome *Outcome
 }
 
+// BackupStarted comes before the first command to the card a backup
+// reads.
+type BackupStarted struct {
+	Target       string // as given
+	Out          string
+	Format       string // the output file's (imagedst's names)
+	TransferSize int    // as asked; Opened says what the card takes
+	Buffers      int    // for the transfer size asked
+}
+
+// InUse says the system uses the disk of a card that is only read: what
+// is read may change meanwhile. Err says how it is used.
+type InUse struct {
+	Card string
+	Err  error
+}
+
+// ExtentChosen says how much of the card a backup reads, and why.
+type ExtentChosen struct {
+	Card   string
+	Extent imagedst.Extent
+}
+
+func (BackupStarted) isEvent()  {}
+func (InUse) isEvent()          {}
+func (ExtentChosen) isEvent()   {}
 func (Started) isEvent()        {}
 func (Opened) isEvent()         {}
 func (Note) isEvent()           {}

@@ -128,10 +128,11 @@ type BackupResult struct {
 	MappedBytes int64 // bytes the block map maps (not all zero)
 }
 
-// VerifyError is a backup whose second read did not match the first, or
-// failed: it did not get its real name. The first read is kept, as Part,
-// since a card that reads differently twice may not read at all a third
-// time.
+// VerifyError is a backup whose second read did not match the first,
+// failed or was interrupted: it did not get its real name. The first read
+// is kept, as Part, since a card that reads differently twice may not read
+// at all a third time, and a read interrupted only in its check is still
+// a complete one.
 type VerifyError struct {
 	Out  string // the name it would have had
 	Part string // the first read, complete
@@ -141,10 +142,13 @@ type VerifyError struct {
 func (e *VerifyError) Error() string {
 	var ve *pipeline.VerifyError
 	what := fmt.Sprintf("the second read failed: %v", e.Err)
-	if errors.As(e.Err, &ve) {
+	switch {
+	case errors.As(e.Err, &ve):
 		what = fmt.Sprintf("the second read of %s differs from the first (SHA-256 %x, then %x)", ve.Device, ve.WantHash, ve.GotHash)
+	case errors.Is(e.Err, context.Canceled):
+		what = fmt.Sprintf("the second read, which checks the first, was interrupted (%v)", e.Err)
 	}
-	return fmt.Sprintf("%s was not written: %s; the first read is kept in %s", e.Out, what, e.Part)
+	return fmt.Sprintf("%s was not written: %s; the first read is complete and kept in %s", e.Out, what, e.Part)
 }
 
 func (e *VerifyError) Unwrap() error { return e.Err }
@@ -181,14 +185,22 @@ func (b *Backup) Abort() { b.file.Abort() }
 // Discard removes the .part file at once, from any goroutine, while Run
 // may still be under way: what a second interrupt does. The card is
 // never written, so nothing else needs undoing. It says whether it
-// removed the file (not when the backup was complete, or kept).
+// removed the file: not when the backup was complete, nor once the first
+// read was (Kept).
 func (b *Backup) Discard() bool { return b.file.Discard() }
+
+// Kept says the first read is complete and its .part file stays, whatever
+// becomes of the second read: the backup has its name, or the .part file
+// is named in Run's error.
+func (b *Backup) Kept() bool { return b.file.Kept() }
 
 // Run reads o.Size bytes of dev into the file and its block map; with
 // o.Verify it reads them again and compares. Only then does the file get
 // its real name, and its block map is written beside it. A failed or
-// cancelled read leaves nothing after Abort; a verify that fails leaves
-// the first read as the .part file (*VerifyError).
+// cancelled read leaves nothing after Abort; a verify that fails or is
+// interrupted leaves the first read, complete, as the .part file
+// (*VerifyError): a user who stops the check of a backup that took an
+// hour does not want the backup thrown away.
 func (b *Backup) Run(ctx context.Context, dev blockdev.Device, o BackupOptions) (*BackupResult, error) {
 	builder := bmap.NewBuilder(0)
 	read, err := pipeline.Read(ctx, dev, io.MultiWriter(b.file, builder), o.Size, pipeline.ReadOptions{
@@ -206,14 +218,15 @@ func (b *Backup) Run(ctx context.Context, dev blockdev.Device, o BackupOptions) 
 	read.AddSinkTime(time.Since(flush))
 	res := &BackupResult{Read: read, Format: b.file.Format(), Written: b.file.Written(), BMap: b.out + BMapSuffix}
 	if o.Verify {
+		// From here on the .part file is a complete read: kept, by a
+		// second interrupt too, unless it gets its name.
+		if !b.file.Keep() {
+			return nil, &outfile.Error{Path: b.file.PartPath(), Op: outfile.OpWrite, Err: errors.New("removed before it was complete")}
+		}
 		v, err := pipeline.VerifyHash(ctx, dev, o.Size, read.SHA256, pipeline.VerifyOptions{
 			Name: o.Name, TransferSize: o.TransferSize, Progress: o.Progress,
 		})
 		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				return nil, err // a cancel: nothing is kept
-			}
-			b.file.Keep()
 			return nil, &VerifyError{Out: b.out, Part: b.file.PartPath(), Err: err}
 		}
 		res.Verify = &v

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -53,8 +54,9 @@ func (c *card) ReadBlocks(ctx context.Context, lba int64, p []byte) error {
 }
 
 // TestBackup: only a complete (and, when asked, verified) backup gets its
-// name; a cancel leaves nothing; a second read that differs or fails keeps
-// the first as OUT.part and writes no OUT.
+// name; a cancel of the first read leaves nothing; a second read that
+// differs, fails or is cancelled keeps the first as OUT.part, saying so,
+// and writes no OUT.
 func TestBackup(t *testing.T) {
 	data := osLike(1 << 20)
 	tests := []struct {
@@ -69,7 +71,7 @@ func TestBackup(t *testing.T) {
 		{"read", false, 0, 0, 0, "", false},
 		{"read and verify", true, 0, 0, 0, "", false},
 		{"cancelled read", true, 0, 1, 0, "cancel", false},
-		{"cancelled verify", true, 0, 2, 0, "cancel", false},
+		{"cancelled verify", true, 0, 2, 0, "cancelled verify", true},
 		{"second read differs", true, 2, 0, 0, "differs", true},
 		{"second read fails", true, 0, 0, 2, "fails", true},
 		{"first read fails", true, 0, 0, 1, "fails", false},
@@ -101,8 +103,12 @@ func TestBackup(t *testing.T) {
 					t.Errorf("result %+v", res)
 				}
 			case "cancel":
-				if !errors.Is(err, context.Canceled) {
+				if !errors.Is(err, context.Canceled) || errors.As(err, &ve) {
 					t.Errorf("Run = %v, want a cancel", err)
+				}
+			case "cancelled verify":
+				if !errors.Is(err, context.Canceled) || !errors.As(err, &ve) || !strings.Contains(err.Error(), "the first read is complete and kept in "+out+PartSuffix) {
+					t.Errorf("Run = %v, want a cancel that keeps the first read", err)
 				}
 			case "differs":
 				if !errors.As(err, &ve) || !errors.As(err, &pe) || ve.Part != out+PartSuffix {
@@ -172,7 +178,8 @@ func TestBackupRefuses(t *testing.T) {
 }
 
 // TestBackupDiscard: a second interrupt removes the .part file while the
-// read goes on, and the backup then never gets its name.
+// first read goes on, and the backup then never gets its name; once the
+// first read is complete (a verify under way) it keeps it.
 func TestBackupDiscard(t *testing.T) {
 	data := osLike(1 << 20)
 	out := filepath.Join(t.TempDir(), "b.img")
@@ -241,5 +248,33 @@ func TestExtentOfDamagedTable(t *testing.T) {
 	}
 	if _, err := ExtentOf(context.Background(), &card{data: make([]byte, size), failOn: 1, failAt: 0}, "sim:c.img", -1, true); err == nil {
 		t.Error("a card whose first block fails to read gave an extent")
+	}
+}
+
+// TestBackupDiscardDuringVerify: a second interrupt during the second
+// read leaves the complete first read as the .part file.
+func TestBackupDiscardDuringVerify(t *testing.T) {
+	data := osLike(1 << 20)
+	out := filepath.Join(t.TempDir(), "b.img")
+	b, err := StartBackup(out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Abort()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	discarded := make(chan bool, 1)
+	dev := &card{data: data, cancelOn: 2, cancel: func() { discarded <- b.Discard(); cancel() }}
+	_, err = b.Run(ctx, dev, BackupOptions{Size: int64(len(data)), Verify: true})
+	var ve *VerifyError
+	if !errors.As(err, &ve) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want the verify's cancel", err)
+	}
+	if <-discarded || !b.Kept() {
+		t.Error("Discard removed the complete first read")
+	}
+	b.Abort()
+	if kept, _ := os.ReadFile(out + PartSuffix); !bytes.Equal(kept, data) {
+		t.Error("the .part file is not the first read")
 	}
 }

@@ -171,11 +171,20 @@ func (f *File) Commit() error {
 	return err
 }
 
-// Keep makes Abort leave the .part file where it is.
-func (f *File) Keep() {
+// Keep makes Abort and Discard leave the .part file where it is. It says
+// whether the file is there to keep (Discard may have removed it first).
+func (f *File) Keep() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.kept = true
+	f.kept = !f.gone
+	return f.kept
+}
+
+// Kept says Keep was called on a file that was there.
+func (f *File) Kept() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.kept
 }
 
 // Abort removes the unfinished file. It does nothing after Rename or Keep,

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/flash"
 	"github.com/usbflash/usbflash/imagedst"
 	"github.com/usbflash/usbflash/internal/parttable"
 	"github.com/usbflash/usbflash/internal/units"
@@ -54,7 +55,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pi
 				if err != nil {
 					return err
 				}
-				return a.backup(c.Context(), rep, t, args[1], f)
+				return a.backup(c.Context(), rep, c, t, args[1], f)
 			})
 		},
 	}
@@ -81,90 +82,38 @@ func readArgs(c *cobra.Command, args []string, toComplete string) ([]string, cob
 	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
-// sizes checks the numeric flags: the transfer size, the buffers (their
-// count for the transfer size asked, as the start event says it) and
-// where to stop (-1: decided on the card).
-func (f *readFlags) sizes() (transfer, want int64, buffers int, err error) {
-	buffers = f.buffers
-	transfer, err = parseTransfer(f.transferSize, &buffers)
-	want = -1
-	switch {
-	case err != nil:
-		return 0, 0, 0, err
-	case f.size != "" && f.used:
-		return 0, 0, 0, &usageError{"--size and --used both say where to stop: pass one"}
-	case f.size != "":
-		if want, err = units.ParseSize(f.size); err != nil || want <= 0 {
-			return 0, 0, 0, &usageError{fmt.Sprintf("--size %q: want a positive size such as 4GiB", f.size)}
+func (a *app) backup(ctx context.Context, rep reporter, c *cobra.Command, t drive.Spec, out string, f readFlags) error {
+	cfg := flash.BackupConfig{Out: out, Used: f.used, Force: f.force, Verify: f.verify, Buffers: f.buffers,
+		Observer: flash.ObserverFunc(func(e flash.Event) { presentBackup(rep, e) })}
+	if f.size != "" && f.used {
+		return &usageError{"--size and --used both say where to stop: pass one"}
+	}
+	var err error
+	if cfg.TransferSize, err = transferFlag(c, f.transferSize); err != nil {
+		return err
+	}
+	if f.size != "" {
+		if cfg.Size, err = units.ParseSize(f.size); err != nil || cfg.Size <= 0 {
+			return &usageError{fmt.Sprintf("--size %q: want a positive size such as 4GiB", f.size)}
 		}
 	}
-	return transfer, want, buffers, nil
-}
-
-func (a *app) backup(ctx context.Context, rep reporter, t drive.Spec, out string, f readFlags) error {
-	transfer, want, buffers, err := f.sizes()
+	if cfg.Readers, err = a.newReaders(); err != nil {
+		return err
+	}
+	b, err := flash.NewBackup(cfg)
 	if err != nil {
 		return err
 	}
-	if out == "-" || strings.HasSuffix(out, "/") {
-		return &usageError{fmt.Sprintf("OUT %q: want a file name (its extension picks the compression)", out)}
-	}
-	if err := imagedst.CheckBackup(out, f.force); err != nil {
-		return err
-	}
-
-	// Said before the first command to the target: a reader that does not
-	// answer must not leave the user looking at nothing.
-	format := imagedst.FormatOf(out)
-	rep.event(&readStartEvent{
-		eventHeader: eventHeader{Event: evStart}, Command: cmdRead,
-		Target: t.Raw, Out: out, Format: format, TransferSize: transfer, Buffers: buffers,
-	}, fmt.Sprintf("Backing %s up to %s (%s) ...", t.Raw, out, format))
-	readers, err := a.newReaders()
-	if err != nil {
-		return err
-	}
-	d, err := drive.Open(ctx, t, drive.Options{ReadOnly: true, Force: f.force, OnNotice: noticeNotes(rep), Readers: readers})
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	transfer = openedDevice(rep, d, transfer)
-	if d.InUse != nil {
-		rep.event(newNote(inUseNote(d)), inUseNote(d))
-	}
-	extent, err := imagedst.ExtentOf(ctx, d.Dev, d.Name, want, f.used)
+	// A second Ctrl-C: the session says what it left.
+	defer a.aborts.add(func() {
+		err := b.Abort()
+		rep.fail(err, exitCode(err))
+	})()
+	res, err := b.Run(ctx, t)
 	var past *imagedst.SizeError
 	if errors.As(err, &past) {
 		return fmt.Errorf("--size %w", err)
 	} else if err != nil {
-		return err
-	}
-	if msg := extentNote(d.Name, extent); msg != "" {
-		rep.event(newNote(msg), msg)
-	}
-
-	b, err := imagedst.StartBackup(out, f.force)
-	if err != nil {
-		return err
-	}
-	defer b.Abort()
-	// A second Ctrl-C: the card was only read, so removing the unfinished
-	// file undoes everything.
-	defer a.aborts.add(func() {
-		what := fmt.Sprintf("%s was complete", out)
-		if b.Discard() {
-			what = fmt.Sprintf("%s was removed; %s was only read", b.PartPath(), d.Name)
-		}
-		rep.fail(fmt.Errorf("%w by a second interrupt: %s", context.Canceled, what), exitCancelled)
-	})()
-	res, err := b.Run(ctx, d.Dev, imagedst.BackupOptions{
-		// f.buffers as given: with none, the engine chooses for the
-		// transfer size the reader allows (a capped reader, more).
-		Name: d.Name, Size: extent.Size, Verify: f.verify, TransferSize: int(transfer), Buffers: f.buffers,
-		Progress: progressFunc(rep, nil),
-	})
-	if err != nil {
 		return err
 	}
 	read := res.Read
@@ -173,7 +122,7 @@ func (a *app) backup(ctx context.Context, rep reporter, t drive.Spec, out string
 		Bytes: read.Bytes, Reads: read.Reads, ElapsedS: read.Elapsed.Seconds(), Rate: rate(read.Bytes, read.Elapsed),
 		SHA256: hex.EncodeToString(read.SHA256[:]), Out: out, Format: res.Format, OutBytes: res.Written,
 		BMap: res.BMap, MappedBytes: res.MappedBytes, Bound: readBound(read), BoundRatio: read.BoundRatio,
-		PartitionTable: extent.Table,
+		PartitionTable: res.Extent.Table,
 	}
 	text := []string{
 		fmt.Sprintf("Read %s in %s (%s), %s", units.FormatBytes(read.Bytes), read.Elapsed.Round(time.Millisecond),
@@ -191,15 +140,35 @@ func (a *app) backup(ctx context.Context, rep reporter, t drive.Spec, out string
 	return nil
 }
 
+// presentBackup shows a backup's events.
+func presentBackup(rep reporter, e flash.Event) {
+	switch e := e.(type) {
+	case flash.BackupStarted:
+		rep.event(&readStartEvent{
+			eventHeader: eventHeader{Event: evStart}, Command: cmdRead,
+			Target: e.Target, Out: e.Out, Format: e.Format, TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
+		}, fmt.Sprintf("Backing %s up to %s (%s) ...", e.Target, e.Out, e.Format))
+	case flash.InUse:
+		msg := inUseNote(e.Err)
+		rep.event(newNote(msg), msg)
+	case flash.ExtentChosen:
+		if msg := extentNote(e.Card, e.Extent); msg != "" {
+			rep.event(newNote(msg), msg)
+		}
+	default:
+		presentRead(rep, cmdRead, e)
+	}
+}
+
 // inUseNote says that a disk read through the kernel is in use, which
 // write refuses and read only warns of: its file systems can change while
 // they are read.
-func inUseNote(d *drive.Device) string {
+func inUseNote(inUse error) string {
 	var uses []drive.Use
-	if te := (*drive.Error)(nil); errors.As(d.InUse, &te) {
+	if te := (*drive.Error)(nil); errors.As(inUse, &te) {
 		uses = te.Uses
 	}
-	return fmt.Sprintf("%v: what is read may change meanwhile, and the backup be inconsistent; %s first for a consistent one", d.InUse, inUseAdvice(uses))
+	return fmt.Sprintf("%v: what is read may change meanwhile, and the backup be inconsistent; %s first for a consistent one", inUse, inUseAdvice(uses))
 }
 
 // extentNote says how --used decided how much to read ("" without it).

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,7 +148,7 @@ func TestReadRefuses(t *testing.T) {
 		{"existing OUT", []string{"sim:" + card, existing}, exitRefused, "Pass --force to overwrite it"},
 		{"size past the card", []string{"--size", "5MiB", "sim:" + card, filepath.Join(dir, "new.img")}, exitRefused, "more than"},
 		{"size and used", []string{"--size", "1MiB", "--used", "sim:" + card, filepath.Join(dir, "new.img")}, exitUsage, "pass one"},
-		{"stdout", []string{"sim:" + card, "-"}, exitUsage, "want a file name"},
+		{"stdout", []string{"sim:" + card, "-"}, exitUsage, `OUT: "-" is not a file name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, append([]string{"read"}, tc.args...)...)
@@ -221,7 +222,7 @@ func (a *atPhase) Write(p []byte) (int, error) {
 // TestReadVerify: OUT appears only once the second read matched. A card
 // that reads differently the second time exits 6, with advice about the
 // card and reader, and keeps the first read as OUT.part; Ctrl-C during the
-// second read leaves nothing.
+// second read keeps it too (it is complete), and says so.
 func TestReadVerify(t *testing.T) {
 	t.Parallel()
 	t.Run("the card changes between the reads", func(t *testing.T) {
@@ -258,12 +259,13 @@ func TestReadVerify(t *testing.T) {
 		dir := t.TempDir()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
+		out := filepath.Join(dir, "b.img.zst")
 		r := runCLIContext(t, ctx, &atPhase{phase: "verify", do: cancel}, "read", "--json", "--verify", "--transfer-size", "256KiB",
-			"sim:"+card+"?speed=40MB/s", filepath.Join(dir, "b.img.zst"))
-		if r.code != exitCancelled {
-			t.Fatalf("exit %d, want %d\n%s", r.code, exitCancelled, r.stderr)
+			"sim:"+card+"?speed=40MB/s", out)
+		if msg := lastEvent(t, r.stdout, "error")["message"]; r.code != exitCancelled || !strings.Contains(fmt.Sprint(msg), "the first read is complete and kept in "+out+".part") {
+			t.Fatalf("exit %d, want %d saying the first read is kept\n%s\n%s", r.code, exitCancelled, r.stdout, r.stderr)
 		}
-		noFiles(t, dir)
+		noFiles(t, dir, "b.img.zst.part")
 	})
 }
 

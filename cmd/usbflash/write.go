@@ -153,7 +153,7 @@ func (a *app) reporterFor(asJSON, quiet bool) reporter {
 // reported runs a command's body and reports its error through rep, so a
 // JSON run ends with an error event and a progress bar is closed first.
 func (a *app) reported(rep reporter, body func() error) error {
-	err := body()
+	err := withFlags(body())
 	if err != nil {
 		rep.fail(err, exitCode(err))
 		err = &reportedError{err}

@@ -178,103 +178,39 @@ func TestBackupRefuses(t *testing.T) {
 }
 
 // TestBackupDiscard: a second interrupt removes the .part file while the
-// first read goes on, and the backup then never gets its name; once the
-// first read is complete (a verify under way) it keeps it.
+// first read goes on, and the backup then never gets its name; during the
+// second read it leaves the complete first read as the .part file.
 func TestBackupDiscard(t *testing.T) {
 	data := osLike(1 << 20)
-	out := filepath.Join(t.TempDir(), "b.img")
-	b, err := StartBackup(out, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Abort()
-	discarded := make(chan bool, 1)
-	dev := &card{data: data, cancelOn: 1, cancel: func() { discarded <- b.Discard() }}
-	if _, err := b.Run(context.Background(), dev, BackupOptions{Size: int64(len(data))}); err == nil {
-		t.Error("a discarded backup was completed")
-	}
-	if !<-discarded {
-		t.Error("Discard removed nothing")
-	}
-	for _, p := range []string{out, out + PartSuffix} {
-		if _, err := os.Stat(p); err == nil {
-			t.Errorf("%s exists", p)
-		}
-	}
-}
-
-// TestExtentOfDamagedTable: with used, a card whose partition table cannot
-// be followed is read whole, saying why, as a card without one is; a card
-// that fails to read its first block is an error.
-func TestExtentOfDamagedTable(t *testing.T) {
-	const size = 4 << 20
-	mbr := func(typ byte, start, count uint32) []byte {
-		d := make([]byte, size)
-		e := d[446:]
-		e[4] = typ
-		e[8], e[9], e[10], e[11] = byte(start), byte(start>>8), byte(start>>16), byte(start>>24)
-		e[12], e[13], e[14], e[15] = byte(count), byte(count>>8), byte(count>>16), byte(count>>24)
-		d[510], d[511] = 0x55, 0xAA
-		return d
-	}
-	garbage := mbr(0xEE, 1, size/512-1)
-	copy(garbage[512:], "EFI PART")
-	for i := 520; i < 1024; i++ {
-		garbage[i] = byte(i*131 + 7)
-	}
-	tests := []struct {
-		name    string
-		data    []byte
-		want    Extent
-		damaged bool
-	}{
-		{"MBR past the end", mbr(0x83, 2048, 1<<20), Extent{Size: size, Capacity: size, Table: "none"}, true},
-		{"protective MBR, no GPT", mbr(0xEE, 1, size/512-1), Extent{Size: size, Capacity: size, Table: "none"}, true},
-		{"EFI PART then garbage", garbage, Extent{Size: size, Capacity: size, Table: "none"}, true},
-		{"MBR", mbr(0x83, 2048, 2048), Extent{Size: 4096 * 512, Capacity: size, Table: "MBR"}, false},
-		{"no table", make([]byte, size), Extent{Size: size, Capacity: size, Table: "none"}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ExtentOf(context.Background(), &card{data: tt.data}, "sim:c.img", -1, true)
-			if err != nil || (got.Damaged != nil) != tt.damaged {
-				t.Fatalf("ExtentOf = %+v, %v; want damaged %v", got, err, tt.damaged)
+	for _, tc := range []struct {
+		name   string
+		verify bool
+		pass   int // the read pass the second interrupt comes in
+	}{{"first read", false, 1}, {"second read", true, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "b.img")
+			b, err := StartBackup(out, false)
+			if err != nil {
+				t.Fatal(err)
 			}
-			got.Damaged = nil
-			if got != tt.want {
-				t.Errorf("ExtentOf = %+v, want %+v", got, tt.want)
+			defer b.Abort()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			discarded := make(chan bool, 1)
+			dev := &card{data: data, cancelOn: tc.pass, cancel: func() { discarded <- b.Discard(); cancel() }}
+			_, err = b.Run(ctx, dev, BackupOptions{Size: int64(len(data)), Verify: tc.verify})
+			var ve *VerifyError
+			if err == nil || errors.As(err, &ve) != tc.verify {
+				t.Fatalf("Run = %v", err)
+			}
+			if removed := <-discarded; removed == tc.verify || b.Kept() != tc.verify {
+				t.Errorf("Discard removed the file: %v, want %v", removed, !tc.verify)
+			}
+			b.Abort()
+			part, _ := os.ReadFile(out + PartSuffix)
+			if _, err := os.Stat(out); err == nil || bytes.Equal(part, data) != tc.verify {
+				t.Errorf("%s exists, or the .part file is the first read: %v", out, bytes.Equal(part, data))
 			}
 		})
-	}
-	if _, err := ExtentOf(context.Background(), &card{data: make([]byte, size), failOn: 1, failAt: 0}, "sim:c.img", -1, true); err == nil {
-		t.Error("a card whose first block fails to read gave an extent")
-	}
-}
-
-// TestBackupDiscardDuringVerify: a second interrupt during the second
-// read leaves the complete first read as the .part file.
-func TestBackupDiscardDuringVerify(t *testing.T) {
-	data := osLike(1 << 20)
-	out := filepath.Join(t.TempDir(), "b.img")
-	b, err := StartBackup(out, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Abort()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	discarded := make(chan bool, 1)
-	dev := &card{data: data, cancelOn: 2, cancel: func() { discarded <- b.Discard(); cancel() }}
-	_, err = b.Run(ctx, dev, BackupOptions{Size: int64(len(data)), Verify: true})
-	var ve *VerifyError
-	if !errors.As(err, &ve) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run = %v, want the verify's cancel", err)
-	}
-	if <-discarded || !b.Kept() {
-		t.Error("Discard removed the complete first read")
-	}
-	b.Abort()
-	if kept, _ := os.ReadFile(out + PartSuffix); !bytes.Equal(kept, data) {
-		t.Error("the .part file is not the first read")
 	}
 }

@@ -23,18 +23,20 @@ const DefaultLag = 8
 
 // Config is one session's choices.
 type Config struct {
-	Image        string // a path, or "-" for standard input
-	TransferSize int    // bytes per WRITE, lowered to what every card takes
-	Buffers      int    // buffers cycling between decoder and writer
-	Lag          int    // several cards: transfers a card may fall behind
-	Verify       bool   // read every card back and compare
+	Image string // a path, or "-" for standard input
+	// TransferSize is the bytes per WRITE, lowered to what every card
+	// takes; 0: pipeline.DefaultTransferSize. A size given is the
+	// verify's READ size too: it may be what the user's reader needs.
+	TransferSize int
+	// Buffers cycle between decoder and writer; 0: the engine's count for
+	// the transfer size the cards take, chosen once they are open.
+	Buffers int
+	Lag     int  // several cards: transfers a card may fall behind
+	Verify  bool // read every card back and compare
 	// VerifyMethod is how: pipeline.MethodDigests (the zero value) or
 	// pipeline.MethodSHA256.
 	VerifyMethod pipeline.VerifyMethod
-	// VerifyTransferSize is the bytes per READ of the verify, lowered to
-	// what each card takes; 0: pipeline.ReadBackSize of the write's.
-	VerifyTransferSize int
-	Eject              bool // eject each card when done
+	Eject        bool // eject each card when done
 	// Force takes disks the system uses and writes images smaller than
 	// one transfer.
 	Force bool
@@ -103,6 +105,7 @@ type Result struct {
 // session is the state of one Run or Watch.
 type session struct {
 	cfg      Config
+	transfer int        // the transfer size asked: Config's, or the default
 	mu       sync.Mutex // serialises the observer and guards report
 	report   *Report
 	res      *Result
@@ -114,7 +117,11 @@ func newSession(cfg Config) *session {
 		cfg.Lag = 0
 	}
 	now := time.Now()
-	return &session{cfg: cfg, report: &Report{Image: cfg.Image, Started: now}, res: &Result{Started: now}}
+	transfer := cfg.TransferSize
+	if transfer == 0 {
+		transfer = pipeline.DefaultTransferSize
+	}
+	return &session{cfg: cfg, transfer: transfer, report: &Report{Image: cfg.Image, Started: now}, res: &Result{Started: now}}
 }
 
 func (s *session) emit(e Event) {
@@ -206,7 +213,7 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
 		return s.res, err
 	}
-	if err := CheckMemory(cfg.TransferSize, cfg.Buffers, cfg.Lag, len(specs)); err != nil {
+	if err := checkSizes(s.transfer, cfg.Buffers, cfg.Lag, len(specs)); err != nil {
 		return s.res, err
 	}
 	if cfg.Report != "" {
@@ -230,7 +237,7 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	for i, t := range specs {
 		names[i] = t.Raw
 	}
-	s.emit(Started{Image: cfg.Image, Source: src, Targets: names, TransferSize: cfg.TransferSize, Buffers: cfg.Buffers, Lag: cfg.Lag})
+	s.emit(Started{Image: cfg.Image, Source: src, Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers), Lag: cfg.Lag})
 	for _, n := range dlNotes {
 		s.emit(Note{Message: n})
 	}
@@ -321,7 +328,7 @@ func (s *session) opened(ctx context.Context, c *card, src *imagesrc.Source) {
 	d := c.d
 	c.out.Target, c.out.Capacity, c.out.Serial = d.Name, d.Capacity(), d.Serial()
 	var note string
-	c.transfer, note = d.FitTransfer(s.cfg.TransferSize)
+	c.transfer, note = d.FitTransfer(s.transfer)
 	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: c.transfer})
 	if note != "" {
 		s.emit(Note{Card: d.Name, Message: note})

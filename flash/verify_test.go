@@ -1,6 +1,7 @@
 package flash
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -93,7 +94,7 @@ func TestRunVerifyReadSize(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, card string
-		readSize   int    // Config.VerifyTransferSize
+		transfer   int    // Config.TransferSize: 0, or the user's, which the verify reads in too
 		reads      int    // READ buffers filled
 		note       string // a note the session must pass on
 	}{
@@ -119,8 +120,8 @@ func TestRunVerifyReadSize(t *testing.T) {
 					mu.Unlock()
 				}
 			})
-			res, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2,
-				Verify: true, VerifyTransferSize: tc.readSize, Observer: obs}, []drive.Spec{spec})
+			res, err := Run(context.Background(), Config{Image: image, TransferSize: tc.transfer, Buffers: 2,
+				Verify: true, Observer: obs}, []drive.Spec{spec})
 			if err != nil || len(res.Cards) != 1 || !res.Cards[0].Verified() {
 				t.Fatalf("Run: %v, %+v", err, res.Cards)
 			}
@@ -132,6 +133,46 @@ func TestRunVerifyReadSize(t *testing.T) {
 			defer mu.Unlock()
 			if tc.note != "" && !strings.Contains(strings.Join(notes, "\n"), tc.note) {
 				t.Errorf("notes %q, want one saying %q", notes, tc.note)
+			}
+		})
+	}
+}
+
+// TestRunBuffersForTheCard: with no buffer count given, the write's is
+// the engine's for the transfer size the card takes, chosen once the card
+// is open; a count given is kept.
+func TestRunBuffersForTheCard(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	image := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(image, testpattern.Bytes(1<<20, 3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name              string
+		transfer, buffers int
+		want              int // -1: the engine's for the size used
+	}{
+		{"large transfers", 64 << 20, 0, -1},
+		{"large transfers, buffers given", 64 << 20, 3, 3},
+		{"default", 0, 0, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec, err := drive.Parse("sim:" + filepath.Join(t.TempDir(), "c.img") + "?size=8MiB")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Run(context.Background(), Config{Image: image, TransferSize: tc.transfer, Buffers: tc.buffers, Force: true}, []drive.Spec{spec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := res.Cards[0].Write, tc.want
+			if want < 0 {
+				want = pipeline.BuffersFor(got.TransferSize)
+			}
+			if got.Buffers != want || got.TransferSize != cmp.Or(tc.transfer, pipeline.DefaultTransferSize) {
+				t.Errorf("wrote with %d buffers of %d bytes, want %d", got.Buffers, got.TransferSize, want)
 			}
 		})
 	}

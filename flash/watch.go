@@ -25,7 +25,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
 		return s.res, err
 	}
-	if err := CheckMemory(cfg.TransferSize, cfg.Buffers, 0, 1); err != nil {
+	if err := checkSizes(s.transfer, cfg.Buffers, 0, 1); err != nil {
 		return s.res, err
 	}
 	if cfg.Report != "" {
@@ -44,7 +44,8 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	if _, err := s.planWrite(src, cfg.BlockMap, true); err != nil {
 		return s.res, err
 	}
-	s.emit(Started{Image: cfg.Image, Source: src, TransferSize: cfg.TransferSize, Buffers: cfg.Buffers, Watch: true})
+	buffers := buffersFor(s.transfer, cfg.Buffers)
+	s.emit(Started{Image: cfg.Image, Source: src, TransferSize: s.transfer, Buffers: buffers, Watch: true})
 	for _, n := range dlNotes {
 		s.emit(Note{Message: n})
 	}
@@ -54,7 +55,8 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	s.startDownload(ctx, dl, src)
 	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", cfg.Image)})
 
-	sets := make(chan struct{}, max(pipeline.MaxBufferMemory/pipeline.BufferMemory(cfg.TransferSize, cfg.Buffers), 1))
+	// Bounded at the size asked: a card that takes less needs less.
+	sets := make(chan struct{}, max(pipeline.MaxBufferMemory/pipeline.BufferMemory(s.transfer, buffers), 1))
 	var cards []*card
 	opts := drive.WatchOptions{Options: drive.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
 		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }},

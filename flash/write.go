@@ -49,6 +49,8 @@ func (s *session) writeCards(ctx context.Context, src *imagesrc.Source, plan *wr
 		group, dev = g, g
 	}
 	prog := s.watchWrite(src, cards, group)
+	// Buffers as given: with none the engine chooses for the transfer size
+	// the device takes, once its limits are known (WriteResult.Buffers).
 	opts := pipeline.WriteOptions{TransferSize: transfer, Buffers: s.cfg.Buffers, ExpectedSize: expectedSize(src),
 		Progress: prog.stream, Sync: true, HashAlg: pipeline.HashNone,
 		// The last moment to keep the card from booting an image that
@@ -146,7 +148,7 @@ func (s *session) markSlowest(cards []*card, results []fanout.Result) {
 func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.WriteResult, transfer int) {
 	prog := s.watchVerify(cards, res.Bytes)
 	defer prog.stop()
-	readSize := s.cfg.VerifyTransferSize
+	readSize := s.cfg.TransferSize // a size the user chose
 	if readSize == 0 {
 		readSize = pipeline.ReadBackSize(transfer, len(cards))
 	}

@@ -125,6 +125,9 @@ type WriteResult struct {
 	// Memory is the kind of memory the buffers were: the device's own
 	// (BufferAllocator) or MemoryAligned.
 	Memory string
+	// TransferSize and Buffers are the ring's, after the device's limits
+	// (a count not given is chosen for the size the device takes).
+	TransferSize, Buffers int
 	// DecoderWait is how long the writer waited for a filled buffer
 	// (decoder-bound time); DeviceWait how long the filler waited for a
 	// free one (device-bound time).

@@ -51,6 +51,7 @@ func newWriter(ctx context.Context, dev blockdev.Device, name string, src io.Rea
 		prog:     progress{fn: opts.Progress},
 	}
 	w.res.Memory = mem.kind
+	w.res.TransferSize, w.res.Buffers = opts.TransferSize, opts.Buffers
 	clear(w.zero) // device memory comes as it is
 	w.fill = filler{src: src, blockSize: w.bs, limit: w.capacity}
 	if opts.ExpectedSize >= 0 {

@@ -28,8 +28,8 @@ type writeFlags struct {
 	sha256                      string
 	noSHA256                    bool
 	transferSize                string
-	transferChosen              bool // --transfer-size was given
-	buffers                     int
+	transfer                    int // --transfer-size as given; 0: the engine's default
+	buffers                     int // as given; 0: the engine's, for the size the cards take
 	asJSON, quiet               bool
 	// Many cards at once (multi.go, watch.go).
 	all, watch, skipRefused bool
@@ -65,9 +65,10 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 		RunE: func(c *cobra.Command, args []string) error {
 			rep := a.reporterFor(f.asJSON, f.quiet)
 			return a.reported(rep, func() error {
-				// A size the user chose may be what their reader needs:
-				// the read-back uses it too.
-				f.transferChosen = c.Flags().Changed("transfer-size")
+				var err error
+				if f.transfer, err = transferFlag(c, f.transferSize); err != nil {
+					return err
+				}
 				return a.write(c.Context(), rep, args, f)
 			})
 		},
@@ -101,29 +102,6 @@ func addTransferFlag(c *cobra.Command, v *string, def int64, what string) {
 	c.Flags().StringVar(v, "transfer-size", units.FormatSize(def),
 		what+", a multiple of the block size (e.g. 512KiB, 4MiB, 32MiB)")
 	_ = c.RegisterFlagCompletionFunc("transfer-size", completeTransferSize)
-}
-
-// parseTransfer reads --transfer-size and --buffers, sets *buffers when
-// it is 0 (the default: pipeline.BuffersFor the transfer size) and checks,
-// before anything is opened, that the buffers fit the memory bound.
-func parseTransfer(transferSize string, buffers *int) (int64, error) {
-	transfer, err := units.ParseSize(transferSize)
-	switch {
-	case err != nil:
-		return 0, &usageError{fmt.Sprintf("--transfer-size: %v", err)}
-	case transfer == 0:
-		return 0, &usageError{"--transfer-size 0: want at least one block (512 bytes)"}
-	case *buffers == 0:
-		*buffers = pipeline.BuffersFor(int(min(transfer, pipeline.MaxBufferMemory)))
-	case *buffers < 2:
-		return 0, &usageError{fmt.Sprintf("--buffers %d: want at least 2, so decoding overlaps writing", *buffers)}
-	}
-	// The one memory bound, as the session applies it (with its cards and
-	// lag) before anything is opened.
-	if err := flash.CheckMemory(int(min(transfer, pipeline.MaxBufferMemory+1)), *buffers, 0, 1); err != nil {
-		return 0, err
-	}
-	return transfer, nil
 }
 
 // transferFlag is --transfer-size as the user gave it: 0 when they did
@@ -164,23 +142,14 @@ func (a *app) reported(rep reporter, body func() error) error {
 // write runs `usbflash write`: one card, several, --all or --watch, all
 // through one flash session.
 func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFlags) error {
-	transfer, err := parseTransfer(f.transferSize, &f.buffers)
-	if err != nil {
-		return err
-	}
-	if f.lag < 0 {
-		return &usageError{fmt.Sprintf("--lag %d: want 0 (lockstep) or more", f.lag)}
-	}
 	image := args[0]
 	cfg := flash.Config{
-		Image: image, TransferSize: int(transfer), Buffers: f.buffers, Lag: f.lag,
+		Image: image, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
 		BlockMap: f.bmap.choice(), Report: f.report, ExitCode: exitCode, SHA256: f.sha256, NoSHA256: f.noSHA256,
 		Check: f.check,
 	}
-	if f.transferChosen {
-		cfg.VerifyTransferSize = int(transfer)
-	}
+	var err error
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
 		return err
 	}

@@ -136,7 +136,8 @@ func (s *session) emit(e Event) {
 // card is one target of a session and what became of it.
 type card struct {
 	d        *drive.Device
-	transfer int // what this card takes
+	spec     string // as given; "" for a card --watch found
+	transfer int    // what this card takes
 	out      Outcome
 }
 
@@ -301,7 +302,7 @@ func (s *session) openCards(ctx context.Context, specs []drive.Spec, src *images
 	cards := make([]*card, len(specs))
 	var wg sync.WaitGroup
 	for i, t := range specs {
-		c := &card{d: devs[i], out: Outcome{Target: t.Raw}}
+		c := &card{d: devs[i], spec: t.Raw, out: Outcome{Target: t.Raw}}
 		cards[i] = c
 		if errs[i] != nil {
 			c.fail(errs[i])

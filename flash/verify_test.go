@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/testpattern"
 	"github.com/usbflash/usbflash/pipeline"
 )
@@ -175,5 +176,37 @@ func TestRunBuffersForTheCard(t *testing.T) {
 				t.Errorf("wrote with %d buffers of %d bytes, want %d", got.Buffers, got.TransferSize, want)
 			}
 		})
+	}
+}
+
+// TestRunVerifyInterrupted: a stop during the verify of a write says the
+// image was written in full and synced, and that only the check was cut
+// short: an interruption, naming the card as it was given.
+func TestRunVerifyInterrupted(t *testing.T) {
+	t.Parallel()
+	img := testpattern.Bytes(8<<20, 4)
+	image := filepath.Join(t.TempDir(), "os.img")
+	if err := os.WriteFile(image, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw := "sim:" + filepath.Join(t.TempDir(), "c.img") + "?size=16MiB&speed=40MB/s"
+	spec, err := drive.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	obs := ObserverFunc(func(e Event) {
+		if p, ok := e.(Progress); ok && p.Phase == pipeline.PhaseVerify && p.Done > 0 {
+			cancel()
+		}
+	})
+	_, err = Run(ctx, Config{Image: image, Verify: true, Observer: obs}, []drive.Spec{spec})
+	var vi *VerifyInterruptedError
+	if !errors.As(err, &vi) || vi.Written != int64(len(img)) || vi.Target != raw || vi.Image != image || failure.Of(err) != failure.Interrupted {
+		t.Fatalf("Run = %v, want a *VerifyInterruptedError after %d bytes written", err, len(img))
+	}
+	if msg := err.Error(); !strings.Contains(msg, "was written in full (8.39 MB) and synced; its verify was interrupted") {
+		t.Errorf("message %q", msg)
 	}
 }

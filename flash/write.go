@@ -1,15 +1,19 @@
 package flash
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
 
 	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/fanout"
 	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
 )
 
@@ -169,6 +173,10 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 			size, _ := c.d.FitTransfer(readSize) // the write said what the card takes
 			v, err := pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, res, pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size,
 				Progress: func(p pipeline.Progress) { prog.card(i, p) }}, reopen)
+			if errors.Is(err, context.Canceled) {
+				// Written in full and synced: only the check was cut short.
+				err = &VerifyInterruptedError{Image: s.cfg.Image, Target: cmp.Or(c.spec, c.d.Name), Written: res.Bytes, Err: err}
+			}
 			if err != nil {
 				c.fail(err)
 				prog.failed(i)
@@ -180,3 +188,20 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 	}
 	wg.Wait()
 }
+
+// VerifyInterruptedError is a write whose verify was interrupted: the
+// image was written in full and synced, and only the check of it was cut
+// short.
+type VerifyInterruptedError struct {
+	Image, Target string // as given: what a verify of the card compares
+	Written       int64  // image bytes written
+	Err           error  // the verify's cancel
+}
+
+func (e *VerifyInterruptedError) Error() string {
+	return fmt.Sprintf("%s was written in full (%s) and synced; its verify was interrupted: %v", e.Target, units.FormatBytes(e.Written), e.Err)
+}
+func (e *VerifyInterruptedError) Unwrap() error { return e.Err }
+
+// Class is Interrupted.
+func (e *VerifyInterruptedError) Class() failure.Class { return failure.Interrupted }

@@ -206,6 +206,10 @@ func hint(err error) string {
 		return "free space on that disk, or name a file on another one"
 	case errors.As(err, &output):
 		return "check the disk the file is written to, or name a file on another one"
+	case errors.As(err, new(*flash.VerifyInterruptedError)):
+		var vi *flash.VerifyInterruptedError
+		errors.As(err, &vi)
+		return fmt.Sprintf("the image is on the card: `usbflash verify %s %s` checks it", shellWord(vi.Image), shellWord(vi.Target))
 	case errors.As(err, &cancelled):
 		if cancelled.Phase == pipeline.PhaseWrite && (cancelled.Bytes > 0 || cancelled.LBA > 0) {
 			return "run the write again"

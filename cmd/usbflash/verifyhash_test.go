@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,5 +115,21 @@ func TestVerifySmallerCard(t *testing.T) {
 		if r.code != exitVerify || !strings.Contains(r.stderr, "holds 2.10 MB, less than the image") || strings.Contains(r.stderr, "writ") {
 			t.Errorf("verify %s: exit %d, want %d\n%s", name, r.code, exitVerify, r.stderr)
 		}
+	}
+}
+
+// TestWriteVerifyInterrupted: Ctrl-C during the verify of a write exits
+// 130 saying the image was written in full, and how to check it.
+func TestWriteVerifyInterrupted(t *testing.T) {
+	t.Parallel()
+	image := writeFile(t, "os.img", testImage(8<<20))
+	card := "sim:" + filepath.Join(t.TempDir(), "card.img") + "?size=16MiB&speed=40MB/s"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := runCLIContext(t, ctx, &atPhase{phase: "verify", do: cancel}, "write", "--yes", "--json", image, card)
+	e := lastEvent(t, r.stdout, "error")
+	if r.code != exitCancelled || !strings.Contains(fmt.Sprint(e["message"]), "was written in full") ||
+		!strings.Contains(fmt.Sprint(e["hint"]), "usbflash verify "+image+" '"+card+"'") {
+		t.Fatalf("exit %d, want %d saying the image is written and how to verify it\n%s", r.code, exitCancelled, r.stdout)
 	}
 }

@@ -3,18 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/usbflash/usbflash/bmap"
 )
+
+// The backup's behaviour is flash's (TestBackupSession); these hold what
+// the read command says and how it exits.
 
 // cardWith makes a card file holding img followed by zeros up to size.
 func cardWith(t *testing.T, img []byte, size int) string {
@@ -39,59 +38,6 @@ func noFiles(t *testing.T, dir string, allowed ...string) {
 	}
 }
 
-// TestReadRoundTripsEveryFormat: a backup in every format, written back to
-// another card with usbflash (every byte, and with the backup's block map
-// onto a blank card), gives the first card byte for byte.
-func TestReadRoundTripsEveryFormat(t *testing.T) {
-	t.Parallel()
-	card := cardWith(t, holeyImage(), 4<<20)
-	orig, _ := os.ReadFile(card)
-	sum := sha256.Sum256(orig)
-	for _, name := range []string{"backup.img.zst", "backup.img.gz", "backup.img.xz", "backup.img"} {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			out := filepath.Join(dir, name)
-			r := runCLI(t, "read", "--json", "--verify", "--transfer-size", "256KiB", "sim:"+card, out)
-			if r.code != exitOK {
-				t.Fatalf("read: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-			}
-			s := lastEvent(t, r.stdout, "summary")
-			if s["sha256"] != hex.EncodeToString(sum[:]) || s["verified"] != true || s["bytes"] != float64(len(orig)) {
-				t.Errorf("summary %v: want %d bytes, sha256 %x, verified", s, len(orig), sum)
-			}
-			noFiles(t, dir, name, name+".bmap")
-			data, err := os.ReadFile(out + ".bmap")
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := bmap.Parse(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for off := 0; off < len(orig); off += 4096 {
-				if m.Mapped(int64(off), 4096) == bytes.Equal(orig[off:off+4096], make([]byte, 4096)) {
-					t.Fatalf("block at %d: mapped %v but all zero %v", off, m.Mapped(int64(off), 4096), bytes.Equal(orig[off:off+4096], make([]byte, 4096)))
-				}
-			}
-
-			old := oldCard(t, 4<<20)
-			if r := runCLI(t, "write", "--yes", "--no-bmap", out, "sim:"+old); r.code != exitOK {
-				t.Fatalf("write --no-bmap: exit %d: %s", r.code, r.stderr)
-			}
-			blank := filepath.Join(t.TempDir(), "blank.img")
-			r = runCLI(t, "write", "--yes", out, "sim:"+blank+"?size=4MiB")
-			if r.code != exitOK || !strings.Contains(r.stdout, "Block map "+out+".bmap") {
-				t.Fatalf("write with the backup's map: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-			}
-			for _, c := range []string{old, blank} {
-				if got, _ := os.ReadFile(c); !bytes.Equal(got, orig) {
-					t.Errorf("%s is not the original card", filepath.Base(c))
-				}
-			}
-		})
-	}
-}
-
 // mbrCard is a card of size bytes whose MBR's last partition ends at end.
 func mbrCard(t *testing.T, size, end int) string {
 	b := holeyImage()
@@ -103,57 +49,39 @@ func mbrCard(t *testing.T, size, end int) string {
 	return cardWith(t, b, size)
 }
 
-func TestReadUsedAndSize(t *testing.T) {
+// TestReadContract: what read says of where it stops, the mistakes it
+// refuses before reading (with the flag or argument at fault and the
+// advice), and its exit codes.
+func TestReadContract(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		card  func(t *testing.T) string
-		args  []string
-		bytes int
-		note  string
-	}{
-		{"MBR", func(t *testing.T) string { return mbrCard(t, 8<<20, 3<<20) }, []string{"--used"}, 3 << 20, "MBR: reading up to the end of the last partition"},
-		{"no partition table", func(t *testing.T) string { return cardWith(t, []byte("no table here"), 2<<20) }, []string{"--used"}, 2 << 20, "no partition table: reading the whole card"},
-		{"MBR past the end", func(t *testing.T) string { return mbrCard(t, 2<<20, 3<<20) }, []string{"--used"}, 2 << 20, "damaged partition table: the MBR's partitions end at 3.15 MB, past the disk's 2.10 MB: reading the whole card"},
-		{"size", func(t *testing.T) string { return mbrCard(t, 8<<20, 3<<20) }, []string{"--size", "1000000"}, 1000000, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			card := tc.card(t)
-			out := filepath.Join(t.TempDir(), "b.img")
-			r := runCLI(t, append(append([]string{"read"}, tc.args...), "sim:"+card, out)...)
-			if r.code != exitOK || !strings.Contains(r.stdout, tc.note) {
-				t.Fatalf("exit %d, want 0 and %q\nstdout: %s\nstderr: %s", r.code, tc.note, r.stdout, r.stderr)
-			}
-			got, _ := os.ReadFile(out)
-			orig, _ := os.ReadFile(card)
-			if !bytes.Equal(got, orig[:tc.bytes]) {
-				t.Errorf("backup holds %d bytes, want the card's first %d", len(got), tc.bytes)
-			}
-		})
-	}
-}
-
-func TestReadRefuses(t *testing.T) {
-	t.Parallel()
-	card := cardWith(t, holeyImage(), 4<<20)
 	dir := t.TempDir()
 	existing := filepath.Join(dir, "b.img.zst")
 	os.WriteFile(existing, []byte("yesterday's backup"), 0o644)
+	card := cardWith(t, holeyImage(), 4<<20)
 	for _, tc := range []struct {
 		name string
 		args []string
 		code int
-		msg  string
+		msg  string // in stdout or stderr
 	}{
+		{"MBR", []string{"--used", "sim:" + mbrCard(t, 8<<20, 3<<20)}, exitOK, "MBR: reading up to the end of the last partition, 3 MiB of 8 MiB"},
+		{"no partition table", []string{"--used", "sim:" + cardWith(t, []byte("no table here"), 2<<20)}, exitOK, "has no partition table: reading the whole card"},
+		{"MBR past the end", []string{"--used", "sim:" + mbrCard(t, 2<<20, 3<<20)}, exitOK, "damaged partition table: the MBR's partitions end at 3.15 MB, past the disk's 2.10 MB: reading the whole card"},
 		{"existing OUT", []string{"sim:" + card, existing}, exitRefused, "Pass --force to overwrite it"},
-		{"size past the card", []string{"--size", "5MiB", "sim:" + card, filepath.Join(dir, "new.img")}, exitRefused, "more than"},
-		{"size and used", []string{"--size", "1MiB", "--used", "sim:" + card, filepath.Join(dir, "new.img")}, exitUsage, "pass one"},
+		{"size past the card", []string{"--size", "5MiB", "sim:" + card}, exitRefused, "--size 5 MiB is more than"},
+		{"size and used", []string{"--size", "1MiB", "--used", "sim:" + card}, exitUsage, "pass one"},
+		{"buffers", []string{"--buffers", "1", "sim:" + card}, exitUsage, "--buffers: 1 is fewer than 2"},
 		{"stdout", []string{"sim:" + card, "-"}, exitUsage, `OUT: "-" is not a file name`},
+		{"no such directory", []string{"usb:ffff:fffe", filepath.Join(dir, "missing", "b.img")}, exitUsage, "cannot create " + filepath.Join(dir, "missing", "b.img") + ": no such file or directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := runCLI(t, append([]string{"read"}, tc.args...)...)
-			if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
-				t.Fatalf("exit %d, want %d and %q\nstderr: %s", r.code, tc.code, tc.msg, r.stderr)
+			args := tc.args
+			if !strings.Contains(args[len(args)-1], dir) && args[len(args)-1] != "-" {
+				args = append(args, filepath.Join(t.TempDir(), "b.img"))
+			}
+			r := runCLI(t, append([]string{"read"}, args...)...)
+			if r.code != tc.code || !strings.Contains(r.stdout+r.stderr, tc.msg) {
+				t.Fatalf("exit %d, want %d and %q\nstdout: %s\nstderr: %s", r.code, tc.code, tc.msg, r.stdout, r.stderr)
 			}
 			if got, _ := os.ReadFile(existing); string(got) != "yesterday's backup" {
 				t.Error("the existing backup was changed")
@@ -161,48 +89,6 @@ func TestReadRefuses(t *testing.T) {
 			noFiles(t, dir, "b.img.zst")
 		})
 	}
-	if r := runCLI(t, "read", "--force", "sim:"+card, existing); r.code != exitOK {
-		t.Fatalf("--force: exit %d: %s", r.code, r.stderr)
-	}
-}
-
-// cancelOnRead cancels the run at the first progress event of the read.
-type cancelOnRead struct {
-	once   sync.Once
-	cancel context.CancelFunc
-}
-
-func (c *cancelOnRead) Write(p []byte) (int, error) {
-	if bytes.Contains(p, []byte(`"phase":"read"`)) {
-		c.once.Do(c.cancel)
-	}
-	return len(p), nil
-}
-
-// TestReadFailureLeavesNoFile: a device error and Ctrl-C both leave nothing
-// that looks like a backup, not even the .part file.
-func TestReadFailureLeavesNoFile(t *testing.T) {
-	t.Parallel()
-	card := cardWith(t, holeyImage(), 16<<20)
-	t.Run("device error", func(t *testing.T) {
-		dir := t.TempDir()
-		r := runCLI(t, "read", "--transfer-size", "64KiB", "sim:"+card+"?fault=medium-error:lba=5000,persistent", filepath.Join(dir, "b.img.xz"))
-		if r.code != exitDevice || !strings.Contains(r.stderr, "LBA 4992") {
-			t.Fatalf("exit %d, want %d naming LBA 4992\nstderr: %s", r.code, exitDevice, r.stderr)
-		}
-		noFiles(t, dir)
-	})
-	t.Run("cancelled", func(t *testing.T) {
-		dir := t.TempDir()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		r := runCLIContext(t, ctx, &cancelOnRead{cancel: cancel}, "read", "--json", "--transfer-size", "256KiB",
-			"sim:"+card+"?speed=20MB/s", filepath.Join(dir, "b.img.zst"))
-		if r.code != exitCancelled || !strings.Contains(r.stdout, "cancelled") {
-			t.Fatalf("exit %d, want %d\n%s\n%s", r.code, exitCancelled, r.stdout, r.stderr)
-		}
-		noFiles(t, dir)
-	})
 }
 
 // atPhase runs do at the first progress event of a phase.
@@ -219,11 +105,10 @@ func (a *atPhase) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestReadVerify: OUT appears only once the second read matched. A card
-// that reads differently the second time exits 6, with advice about the
-// card and reader, and keeps the first read as OUT.part; Ctrl-C during the
-// second read keeps it too (it is complete), and says so.
-func TestReadVerify(t *testing.T) {
+// TestReadVerifyContract: a second read that differs exits 6 with advice
+// about the card and reader, keeping the first read as OUT.part; Ctrl-C
+// during the second read exits 130, keeps it too, and says so.
+func TestReadVerifyContract(t *testing.T) {
 	t.Parallel()
 	t.Run("the card changes between the reads", func(t *testing.T) {
 		card := cardWith(t, holeyImage(), 4<<20)
@@ -267,15 +152,4 @@ func TestReadVerify(t *testing.T) {
 		}
 		noFiles(t, dir, "b.img.zst.part")
 	})
-}
-
-// TestReadOutputRefused: OUT in a directory that is not there is a usage
-// error found before the card is opened, naming OUT.
-func TestReadOutputRefused(t *testing.T) {
-	t.Parallel()
-	out := filepath.Join(t.TempDir(), "missing", "b.img")
-	r := runCLI(t, "read", "usb:ffff:fffe", out)
-	if r.code != exitUsage || !strings.Contains(r.stderr, "cannot create "+out+": no such file or directory") || strings.Contains(r.stderr, ".b.img.") {
-		t.Fatalf("exit %d, want %d naming %s\n%s", r.code, exitUsage, out, r.stderr)
-	}
 }

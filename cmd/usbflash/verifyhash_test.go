@@ -9,33 +9,31 @@ import (
 	"testing"
 )
 
-// TestWriteVerifyHash: the read-back is checked by digests unless
-// --verify-hash sha256; either way a card that drops what is written past
-// its first MiB fails the verify at the first byte past it that is not
-// zero in the image (the card reads zeros there), named by LBA,
-// and the flag's mistakes are usage errors.
+// The read-back's behaviour is flash's (TestRunVerifyHash, TestVerify,
+// TestRunVerifyInterrupted); these hold what the commands say of it.
+
+// TestWriteVerifyHash: --verify-hash names the method the summary says,
+// sha256 alone prints the image's SHA-256, and the flag's mistakes are
+// usage errors.
 func TestWriteVerifyHash(t *testing.T) {
 	t.Parallel()
 	image := writeFile(t, "os.img", testImage(3<<20+1234))
 	for _, tc := range []struct {
 		name   string
 		args   []string
-		card   string
 		code   int
 		stderr string // in the message
 	}{
-		{"digests, fake card", nil, "?size=16MiB&fake=drop&real=1MiB", exitVerify, "first difference at LBA 2056 (byte offset 1052672)"},
-		{"sha256, fake card", []string{"--verify-hash", "sha256"}, "?size=16MiB&fake=drop&real=1MiB", exitVerify, "first difference at LBA 2056 (byte offset 1052672)"},
-		{"sha256", []string{"--verify-hash", "sha256"}, "?size=8MiB", exitOK, "SHA-256 checked"},
-		{"digests", nil, "?size=8MiB", exitOK, "xxh3 digest checked"},
-		{"unknown hash", []string{"--verify-hash", "md5"}, "?size=8MiB", exitUsage, "--verify-hash md5: want xxh3 or sha256"},
-		{"nothing to verify", []string{"--no-verify", "--verify-hash", "sha256"}, "?size=8MiB", exitUsage, "--verify-hash has nothing to check"},
+		{"sha256", []string{"--verify-hash", "sha256"}, exitOK, "SHA-256 checked"},
+		{"digests", nil, exitOK, "xxh3 digest checked"},
+		{"unknown hash", []string{"--verify-hash", "md5"}, exitUsage, "--verify-hash md5: want xxh3 or sha256"},
+		{"nothing to verify", []string{"--no-verify", "--verify-hash", "sha256"}, exitUsage, "--verify-hash has nothing to check"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			card := filepath.Join(t.TempDir(), "card.img")
 			args := append([]string{"write", "--yes"}, tc.args...)
-			r := runCLI(t, append(args, image, "sim:"+card+tc.card)...)
+			r := runCLI(t, append(args, image, "sim:"+card+"?size=8MiB")...)
 			out := r.stderr + r.stdout
 			if r.code != tc.code || !strings.Contains(out, tc.stderr) {
 				t.Fatalf("exit %d, want %d with %q\nstdout: %s\nstderr: %s", r.code, tc.code, tc.stderr, r.stdout, r.stderr)
@@ -47,89 +45,68 @@ func TestWriteVerifyHash(t *testing.T) {
 	}
 }
 
-// TestVerifyReadSize: the read-back reads in 4 MiB commands by default,
-// in the --transfer-size given when there is one, and says which in the
-// summary; the verify and read commands' default is the same 4 MiB.
-func TestVerifyReadSize(t *testing.T) {
+// TestVerifyContract: the READ size the verify and read commands use (4
+// MiB by default, the one given otherwise) and the write's read-back's, as
+// the events say; a card smaller than the image fails verify with exit 6
+// and one message whatever the image's format, saying nothing of writing;
+// Ctrl-C during a write's verify exits 130 saying the image was written in
+// full, and how to check it.
+func TestVerifyContract(t *testing.T) {
 	t.Parallel()
-	image := writeFile(t, "os.img", testImage(17<<20+1234))
-	for _, tc := range []struct {
-		name string
-		args []string
-		want float64
-	}{
-		{"default", nil, 4 << 20},
-		{"chosen", []string{"--transfer-size", "512KiB"}, 512 << 10},
-		{"chosen larger", []string{"--transfer-size", "8MiB"}, 8 << 20},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+	t.Run("read sizes", func(t *testing.T) {
+		t.Parallel()
+		image := writeFile(t, "os.img", testImage(17<<20+1234))
+		for _, tc := range []struct {
+			args []string
+			want float64
+		}{{nil, 4 << 20}, {[]string{"--transfer-size", "512KiB"}, 512 << 10}} {
 			card := "sim:" + filepath.Join(t.TempDir(), "card.img") + "?size=32MiB"
-			args := append([]string{"write", "--yes", "--json"}, tc.args...)
-			r := runCLI(t, append(args, image, card)...)
-			if r.code != exitOK {
-				t.Fatalf("write: exit %d\n%s", r.code, r.stderr)
+			r := runCLI(t, append(append([]string{"write", "--yes", "--json"}, tc.args...), image, card)...)
+			if got := lastEvent(t, r.stdout, "summary")["verify_transfer_size"]; r.code != exitOK || got != tc.want {
+				t.Errorf("write %v: exit %d, verify_transfer_size %v, want %v", tc.args, r.code, got, tc.want)
 			}
-			if got := lastEvent(t, r.stdout, "summary")["verify_transfer_size"]; got != tc.want {
-				t.Errorf("write %v: verify_transfer_size %v, want %v", tc.args, got, tc.want)
+			r = runCLI(t, append(append([]string{"verify", "--json"}, tc.args...), image, card)...)
+			if got := lastEvent(t, r.stdout, "device")["transfer_size"]; r.code != exitOK || got != tc.want {
+				t.Errorf("verify %v: exit %d, device transfer_size %v, want %v", tc.args, r.code, got, tc.want)
 			}
-			r = runCLI(t, append([]string{"verify", "--json"}, append(tc.args, image, card)...)...)
-			if r.code != exitOK {
-				t.Fatalf("verify: exit %d\n%s", r.code, r.stderr)
-			}
-			if got := lastEvent(t, r.stdout, "device")["transfer_size"]; got != tc.want {
-				t.Errorf("verify %v: device transfer_size %v, want %v", tc.args, got, tc.want)
-			}
-			out := filepath.Join(t.TempDir(), "backup.img")
-			r = runCLI(t, append([]string{"read", "--json", "--size", "17MiB"}, append(tc.args, card, out)...)...)
-			if r.code != exitOK {
-				t.Fatalf("read: exit %d\n%s", r.code, r.stderr)
-			}
-			if got := lastEvent(t, r.stdout, "device")["transfer_size"]; got != tc.want {
-				t.Errorf("read %v: device transfer_size %v, want %v", tc.args, got, tc.want)
-			}
-		})
-	}
-}
-
-// TestVerifySmallerCard: a card smaller than the image does not match it,
-// with one message and exit 6 whatever the image's format, and nothing
-// said about writing: verify writes nothing.
-func TestVerifySmallerCard(t *testing.T) {
-	t.Parallel()
-	img := testImage(3 << 20)
-	dir := t.TempDir()
-	card := writeFile(t, "card.img", img[:2<<20])
-	raw := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(raw, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"os.img", "os.img.gz", "os.img.xz"} {
-		image := filepath.Join(dir, name)
-		if name != "os.img" {
-			if r := runCLI(t, "read", "sim:"+writeFile(t, "src.img", img), image); r.code != exitOK {
-				t.Fatalf("making %s: exit %d: %s", name, r.code, r.stderr)
+			r = runCLI(t, append(append([]string{"read", "--json", "--size", "17MiB"}, tc.args...), card, filepath.Join(t.TempDir(), "b.img"))...)
+			if got := lastEvent(t, r.stdout, "device")["transfer_size"]; r.code != exitOK || got != tc.want {
+				t.Errorf("read %v: exit %d, device transfer_size %v, want %v", tc.args, r.code, got, tc.want)
 			}
 		}
-		r := runCLI(t, "verify", image, "sim:"+card)
-		if r.code != exitVerify || !strings.Contains(r.stderr, "holds 2.10 MB, less than the image") || strings.Contains(r.stderr, "writ") {
-			t.Errorf("verify %s: exit %d, want %d\n%s", name, r.code, exitVerify, r.stderr)
+	})
+	t.Run("smaller card", func(t *testing.T) {
+		t.Parallel()
+		img := testImage(3 << 20)
+		dir := t.TempDir()
+		card := writeFile(t, "card.img", img[:2<<20])
+		if err := os.WriteFile(filepath.Join(dir, "os.img"), img, 0o644); err != nil {
+			t.Fatal(err)
 		}
-	}
-}
-
-// TestWriteVerifyInterrupted: Ctrl-C during the verify of a write exits
-// 130 saying the image was written in full, and how to check it.
-func TestWriteVerifyInterrupted(t *testing.T) {
-	t.Parallel()
-	image := writeFile(t, "os.img", testImage(8<<20))
-	card := "sim:" + filepath.Join(t.TempDir(), "card.img") + "?size=16MiB&speed=40MB/s"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	r := runCLIContext(t, ctx, &atPhase{phase: "verify", do: cancel}, "write", "--yes", "--json", image, card)
-	e := lastEvent(t, r.stdout, "error")
-	if r.code != exitCancelled || !strings.Contains(fmt.Sprint(e["message"]), "was written in full") ||
-		!strings.Contains(fmt.Sprint(e["hint"]), "usbflash verify "+image+" '"+card+"'") {
-		t.Fatalf("exit %d, want %d saying the image is written and how to verify it\n%s", r.code, exitCancelled, r.stdout)
-	}
+		for _, name := range []string{"os.img", "os.img.gz", "os.img.xz"} {
+			image := filepath.Join(dir, name)
+			if name != "os.img" {
+				if r := runCLI(t, "read", "sim:"+writeFile(t, "src.img", img), image); r.code != exitOK {
+					t.Fatalf("making %s: exit %d: %s", name, r.code, r.stderr)
+				}
+			}
+			r := runCLI(t, "verify", image, "sim:"+card)
+			if r.code != exitVerify || !strings.Contains(r.stderr, "holds 2.10 MB, less than the image") || strings.Contains(r.stderr, "writ") {
+				t.Errorf("verify %s: exit %d, want %d\n%s", name, r.code, exitVerify, r.stderr)
+			}
+		}
+	})
+	t.Run("Ctrl-C during a write's verify", func(t *testing.T) {
+		t.Parallel()
+		image := writeFile(t, "os.img", testImage(8<<20))
+		card := "sim:" + filepath.Join(t.TempDir(), "card.img") + "?size=16MiB&speed=40MB/s"
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		r := runCLIContext(t, ctx, &atPhase{phase: "verify", do: cancel}, "write", "--yes", "--json", image, card)
+		e := lastEvent(t, r.stdout, "error")
+		if r.code != exitCancelled || !strings.Contains(fmt.Sprint(e["message"]), "was written in full") ||
+			!strings.Contains(fmt.Sprint(e["hint"]), "usbflash verify "+image+" '"+card+"'") {
+			t.Fatalf("exit %d, want %d saying the image is written and how to verify it\n%s", r.code, exitCancelled, r.stdout)
+		}
+	})
 }

@@ -191,10 +191,10 @@ type MemoryError struct {
 }
 
 func (e *MemoryError) Error() string {
-	what := fmt.Sprintf("--transfer-size %s with --buffers %d needs %d buffers of %s",
-		units.FormatSize(e.TransferSize), e.Buffers, e.Buffers+2, units.FormatSize(e.TransferSize))
+	what := fmt.Sprintf("transfers of %s with %d buffers need %d buffers of that size",
+		units.FormatSize(e.TransferSize), e.Buffers, e.Buffers+2)
 	if e.Lag > 0 {
-		what += fmt.Sprintf(", and --lag %d with %d cards %d more", e.Lag, e.Cards, e.Lag*e.Cards)
+		what += fmt.Sprintf(", and a lag of %d transfers with %d cards %d more", e.Lag, e.Cards, e.Lag*e.Cards)
 	}
 	return fmt.Sprintf("%s: more than the %s the buffers may take", what, units.FormatSize(pipeline.MaxBufferMemory))
 }

@@ -34,7 +34,7 @@ func TestCommandLineMistakesExit2(t *testing.T) {
 		{[]string{"write", "--transfer-size", "64GiB", image, card}, "more than the 1 GiB the buffers may take"},
 		{[]string{"write", "--transfer-size", "16GiB", image, card}, "more than the 1 GiB the buffers may take"},
 		{[]string{"write", "--transfer-size", "8EiB", image, card}, "--transfer-size"},
-		{[]string{"write", "--buffers", "100000", image, card}, "--buffers 100000 needs 100002 buffers"},
+		{[]string{"write", "--buffers", "100000", image, card}, "with 100000 buffers need 100002 buffers"},
 		{[]string{"verify", "--transfer-size", "64GiB", image, card}, "more than the 1 GiB the buffers may take"},
 		{[]string{"info", "/dev/sda"}, "write file:/dev/sda for a file or disk"},
 		{[]string{"info", "./c.img"}, "write file:./c.img for a file or disk"},

@@ -8,6 +8,7 @@ import (
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // CheckOptions are what the pre-write checks need besides the device and
@@ -35,7 +36,27 @@ func Check(d *Device, src *imagesrc.Source, opts CheckOptions) error {
 	// Only a size the container vouches for refuses: gzip's size trailer
 	// of a damaged file can claim anything. An image whose size is found
 	// by writing stops at the end of the card (pipeline.CapacityError).
-	return pipeline.CheckFits(d.Dev, d.Name, src.Size, src.SizeExact)
+	if err := pipeline.CheckFits(d.Dev, d.Name, src.Size, src.SizeExact); err != nil {
+		return err
+	}
+	return checkLastBlock(d, src)
+}
+
+// checkLastBlock refuses an image that needs the last block of a reader
+// that called that block out of range when it was opened (the count
+// reported where the last address belongs): the write would fail there,
+// at its very end, after every other block was written.
+func checkLastBlock(d *Device, src *imagesrc.Source) error {
+	if d.LUN == nil || !d.LUN.LastBlockRefused() || !src.SizeExact {
+		return nil
+	}
+	bs, blocks := int64(d.Dev.BlockSize()), d.LUN.BlockCount()
+	if src.Size <= (blocks-1)*bs {
+		return nil
+	}
+	return &Error{Kind: KindRefused, Target: d.Name, Err: usbms.ErrCapacityOffByOne,
+		Msg: fmt.Sprintf("%s reports %d blocks but called block %d, the last, out of range when it was opened: %v; "+
+			"the image (%d bytes) needs that block: nothing was written", d.Name, blocks, blocks-1, usbms.ErrCapacityOffByOne, src.Size)}
 }
 
 // CheckWritable refuses a write-protected medium: the one pre-write check

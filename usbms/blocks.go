@@ -57,7 +57,7 @@ func (l *LUN) transfer(ctx context.Context, write bool, lba int64, p []byte) err
 				l.t.lowerCap(op, n*bs, choke)
 				continue
 			}
-			return l.lastBlockRefused(err, lba, n)
+			return l.readsRefused(l.lastBlockRefused(err, lba, n), write, lba, n)
 		}
 		lba += n
 		p = p[n*bs:]
@@ -130,6 +130,20 @@ func (l *LUN) lastBlockRefused(err error, lba, n int64) error {
 		return err
 	}
 	ce.Err = &detailError{msg: fmt.Sprintf("%v; the reader reported %d blocks and refuses block %d, the last: %v", ce.Err, l.blocks, l.blocks-1, ErrCapacityOffByOne), err: errors.Join(ce.Err, ErrCapacityOffByOne)}
+	return err
+}
+
+// readsRefused adds to err, when a READ of blocks inside the medium was
+// called out of range by a reader that called block 0 so when the LUN was
+// opened, that it is a reader failing READ(10)s after a card goes in,
+// which QuirkInitialRead10 repeats; nothing when that quirk is on already.
+func (l *LUN) readsRefused(err error, write bool, lba, n int64) error {
+	var ce *CommandError
+	if write || !l.zeroRefused || l.t.opts.Quirks&QuirkInitialRead10 != 0 || lba+n >= l.blocks ||
+		!scsi.IsLBAOutOfRange(err) || !errors.As(err, &ce) {
+		return err
+	}
+	ce.Err = &detailError{msg: fmt.Sprintf("%v; the reader called block 0 out of range too when the card was opened: %v", ce.Err, ErrInitialRead10), err: errors.Join(ce.Err, ErrInitialRead10)}
 	return err
 }
 

@@ -31,6 +31,10 @@ var (
 	// capacity it reported as out of range: it may report the block count
 	// where the last address belongs (Linux's FIX_CAPACITY readers).
 	ErrCapacityOffByOne = errors.New("its capacity may be one block too many")
+	// ErrInitialRead10 means the reader called blocks inside the medium
+	// out of range, block 0 among them when the LUN was opened: it fails
+	// READ(10)s after a card goes in (Linux's INITIAL_READ10 readers).
+	ErrInitialRead10 = errors.New("it fails READ(10)s after a card goes in")
 )
 
 // CommandError is the error of one SCSI command on a LUN. Blocks is zero for

@@ -189,11 +189,11 @@ func TestNotReadyLikeLinux(t *testing.T) {
 
 // TestOpenSendsWhatLinuxSends: opening a well-behaved reader sends what
 // Linux sends a USB disk (INQUIRY, TEST UNIT READY, READ CAPACITY, a READ
-// of block 0, MODE SENSE) and no VPD page; a card without a write cache
-// gets no SYNCHRONIZE CACHE.
+// of block 0, MODE SENSE), and one READ of the last block more, and no
+// VPD page; a card without a write cache gets no SYNCHRONIZE CACHE.
 func TestOpenSendsWhatLinuxSends(t *testing.T) {
 	dev, l, _ := virtualRig(t, sim.Config{LUNs: []sim.LUN{{Blocks: 8192}}}, 0)
-	want := map[byte]int64{opInquiry: 1, opTUR: 1, opRC10: 1, opRead10: 1, opModeSense6: 1}
+	want := map[byte]int64{opInquiry: 1, opTUR: 1, opRC10: 1, opRead10: 2, opModeSense6: 1}
 	if got := dev.Stats().Opcodes; len(got) != len(want) {
 		t.Errorf("open sent %v, want %v", got, want)
 	} else {
@@ -268,8 +268,8 @@ func TestEndOfMedium(t *testing.T) {
 	const blocks = 4096
 	dev, l, _ := virtualRig(t, sim.Config{LUNs: []sim.LUN{{Blocks: blocks}}, Misbehaviour: sim.Misbehaviour{LastSectorBug: 8}}, 0)
 	writeReadBack(t, l, 0, blocks*512)
-	if s := dev.Stats(); s.Opcodes[opWrite10] != 2+8 || s.Opcodes[opRead10] != 1+2+8 {
-		t.Errorf("%d WRITEs, %d READs; want 2 of 1 MiB, the last one cut before the last 8 blocks, and 8 of one block", s.Opcodes[opWrite10], s.Opcodes[opRead10])
+	if s := dev.Stats(); s.Opcodes[opWrite10] != 2+8 || s.Opcodes[opRead10] != 2+2+8 {
+		t.Errorf("%d WRITEs, %d READs; want 2 of 1 MiB, the last one cut before the last 8 blocks, and 8 of one block (and the open's 2)", s.Opcodes[opWrite10], s.Opcodes[opRead10])
 	}
 
 	offByOne := sim.Config{LUNs: []sim.LUN{{Blocks: blocks - 1}}, Misbehaviour: sim.Misbehaviour{CapacityOffByOne: true}}
@@ -287,6 +287,9 @@ func TestEndOfMedium(t *testing.T) {
 		t.Errorf("CAPACITY_HEURISTICS, even count: %d blocks", l.BlockCount())
 	}
 	_, l, _ = virtualRig(t, offByOne, 0)
+	if !l.LastBlockRefused() {
+		t.Error("the phantom block was not found when the LUN was opened")
+	}
 	err := l.ReadBlocks(ctx, blocks-1, make([]byte, 512))
 	if !errors.Is(err, usbms.ErrCapacityOffByOne) || !scsi.IsLBAOutOfRange(err) || !strings.Contains(err.Error(), "refuses block 4095, the last") {
 		t.Errorf("reading the phantom block: %v", err)

@@ -100,6 +100,9 @@ type LUN struct {
 	changed bool
 	// kind is the memory kind of the last AllocBuffers.
 	kind string
+	// zeroRefused: the READ of block 0 at open was called out of range;
+	// lastRefused: the READ of the last block was.
+	zeroRefused, lastRefused bool
 }
 
 // Number returns the LUN number.

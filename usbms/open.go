@@ -35,15 +35,16 @@ func (l *LUN) essential(cdb []byte, dir Direction, data []byte) request {
 // OpenLUN identifies logical unit lun of the device behind t and readies it
 // for block I/O with the commands Linux sends a USB disk, in its order:
 // INQUIRY, TEST UNIT READY until the medium is ready (START UNIT when it
-// needs one), READ CAPACITY, a READ of block 0, and MODE SENSE for write
-// protection (and whether it caches writes). VPD pages only when the
+// needs one), READ CAPACITY, a READ of block 0, a READ of the last block
+// (which Linux does not send: see readLastBlock), and MODE SENSE for
+// write protection (and whether it caches writes). VPD pages only when the
 // quirks ask for them (QuirkTryVPDPages): Linux reads none of a USB disk.
 func OpenLUN(ctx context.Context, t *Transport, lun int, opts LUNOptions) (*LUN, error) {
 	if lun < 0 || lun > 15 {
 		return nil, fmt.Errorf("usbms: open %s LUN %d: LUN numbers run from 0 to 15", t.opts.Name, lun)
 	}
 	l := &LUN{t: t, lun: lun, opts: opts.withDefaults()}
-	steps := []func(context.Context) error{l.identify, l.waitReady, l.readVPD, l.readCapacity, l.readBlockZero, l.readWriteProtect}
+	steps := []func(context.Context) error{l.identify, l.waitReady, l.readVPD, l.readCapacity, l.readBlockZero, l.readLastBlock, l.readWriteProtect}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return nil, err
@@ -259,13 +260,41 @@ func (l *LUN) ReportedBlocks() int64 { return l.reported }
 // readBlockZero reads block 0 before MODE SENSE, as Linux does for every
 // USB disk: some readers report placeholder mode data (a write-protect
 // bit among it) until the medium was accessed. Its failure changes
-// nothing.
+// nothing, except that a reader calling block 0 out of range is
+// remembered (zeroRefused): no medium lacks block 0, so it is one that
+// fails READ(10)s after a card goes in (Linux's INITIAL_READ10).
 func (l *LUN) readBlockZero(ctx context.Context) error {
 	buf := make([]byte, l.blockSize)
 	cdb := scsi.Read10(0, 1)
 	_, err := l.do(ctx, probe(cdb.Bytes(), DataIn, buf), span{0, 1})
+	l.zeroRefused = scsi.IsLBAOutOfRange(err)
 	return unignorable(ctx, err)
 }
+
+// readLastBlock reads the last block the capacity gives, alone: a reader
+// that calls it out of range reported the block count where the last
+// address belongs (Linux's FIX_CAPACITY readers), and a write that needs
+// that block can be refused before its first byte (LastBlockRefused)
+// instead of failing at its end. Skipped when block 0 was refused too:
+// that reader refuses READs for another reason.
+func (l *LUN) readLastBlock(ctx context.Context) error {
+	if l.zeroRefused || l.blocks < 2 {
+		return nil
+	}
+	lba := l.blocks - 1
+	cdb := scsi.Read10(uint32(lba), 1)
+	if lba > scsi.MaxLBA10 {
+		cdb = scsi.Read16(uint64(lba), 1)
+	}
+	_, err := l.do(ctx, probe(cdb.Bytes(), DataIn, make([]byte, l.blockSize)), span{lba, 1})
+	l.lastRefused = scsi.IsLBAOutOfRange(err)
+	return unignorable(ctx, err)
+}
+
+// LastBlockRefused reports whether the reader called the last block of
+// the capacity it reported out of range when the LUN was opened
+// (ErrCapacityOffByOne).
+func (l *LUN) LastBlockRefused() bool { return l.lastRefused }
 
 // readWriteProtect asks MODE SENSE, page 3F, for the write-protect bit,
 // and looks in the same data for the caching page's write-cache bit

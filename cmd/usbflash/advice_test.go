@@ -172,8 +172,20 @@ func mediumAdviceCases(t *testing.T) []adviceCase {
 	}
 	phantom := l.ReadBlocks(ctx, 4096, make([]byte, 512))
 	asRead := &pipeline.DeviceError{Device: "sim:card.img", Op: pipeline.OpRead, LBA: 4096, Count: 1, BlockSize: 512, Err: phantom}
+	// A reader that fails the first two READ(10)s after a card goes in:
+	// the one of block 0 at open, and the first one after.
+	dev, err = sim.New(sim.Config{LUNs: []sim.LUN{{Blocks: 4096}}, Misbehaviour: sim.Misbehaviour{InitialRead10: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	if l, err = usbms.OpenLUN(ctx, usbms.NewTransport(dev, usbms.TransportOptions{Name: "sim:card.img"}), 0, opts); err != nil {
+		t.Fatal(err)
+	}
+	initial := &pipeline.DeviceError{Device: "sim:card.img", Op: pipeline.OpRead, LBA: 0, Count: 8, BlockSize: 512, Err: l.ReadBlocks(ctx, 0, make([]byte, 4096))}
 	return []adviceCase{
 		{"medium/capacity one block too many", asRead, capacityAdvice},
+		{"medium/READ(10)s fail after a card goes in", initial, initialRead10Advice},
 		{"medium/no medium", noMedium, "insert a card and run the command again"},
 		{"medium/no medium, under a failed write", asWrite(noMedium), "insert a card and run the command again"},
 		{"medium/medium error", medium, "use another card"},

@@ -279,6 +279,8 @@ func hint(err error) string {
 		return "take the card out and insert it again"
 	case errors.Is(err, usbms.ErrCapacityOffByOne):
 		return capacityAdvice
+	case errors.Is(err, usbms.ErrInitialRead10):
+		return initialRead10Advice
 	case errors.Is(err, usbms.ErrRecoveryFailed):
 		return "unplug the reader, plug it in again, and run the command again"
 	case errors.As(err, &device) && device.Op == "sync":
@@ -544,6 +546,10 @@ func factsAndAdvice(err error) string {
 
 // capacityAdvice is for a reader that refuses the last block it reports.
 const capacityAdvice = "if the card is one block smaller than the reader says, pass --quirks VID:PID:c (VID:PID from `usbflash list`), as Linux's usb-storage.quirks= takes it"
+
+// initialRead10Advice is for a reader that fails READ(10)s after a card
+// goes in.
+const initialRead10Advice = "pass --quirks VID:PID:n (VID:PID from `usbflash list`), as Linux's usb-storage.quirks= takes it: a READ(10) that fails is then repeated"
 
 // noticeAdvice is the advice a reader's notice carries ("" for none): a
 // reader that failed large commands is told how to start at the size

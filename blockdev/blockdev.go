@@ -8,8 +8,9 @@ package blockdev
 
 import (
 	"context"
-	"errors"
 	"fmt"
+
+	"github.com/usbflash/usbflash/failure"
 )
 
 // Device is whatever holds the blocks.
@@ -44,7 +45,7 @@ type Device interface {
 // PROTECT sense on a WRITE, and for a write the kernel refuses as
 // read-only (EROFS and the like). The errors that say so keep their own
 // facts (the device's name, the sense data, the errno) and wrap this one.
-var ErrWriteProtected = errors.New("write-protected")
+var ErrWriteProtected = failure.New(failure.Refused, "write-protected")
 
 // MarkWriteProtected returns err, a device's own report that its medium
 // refuses writes (sense data, an errno), marked as write protection: its
@@ -63,6 +64,10 @@ type markedError struct{ err, mark error }
 func (e *markedError) Error() string   { return e.err.Error() }
 func (e *markedError) Unwrap() []error { return []error{e.err, e.mark} }
 
+// Class is the mark's: write protection is a refusal whatever the device
+// said it with.
+func (e *markedError) Class() failure.Class { return failure.Of(e.mark) }
+
 // ErrBadBlock is a read or write the medium itself failed for the blocks
 // it was asked for, while the device went on answering: a MEDIUM ERROR
 // sense (an unrecovered read, a write fault), or the kernel's EIO for a
@@ -70,7 +75,7 @@ func (e *markedError) Unwrap() []error { return []error{e.err, e.mark} }
 // a card with a few bad blocks from one whose end cannot be read at all
 // (a counterfeit whose flash stops short of the capacity it claims) reads
 // others. The errors that say so keep their own facts and wrap this one.
-var ErrBadBlock = errors.New("bad block")
+var ErrBadBlock = failure.New(failure.Device, "bad block")
 
 // MarkBadBlock returns err, a device's own report that the medium failed
 // the blocks of a command, marked as such: its text is err's, and

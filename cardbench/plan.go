@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/region"
@@ -41,6 +42,9 @@ type PlanError struct {
 }
 
 func (e *PlanError) Error() string { return e.What }
+
+// Class is Usage: the plan's sizes and region are the caller's.
+func (e *PlanError) Class() failure.Class { return failure.Usage }
 
 // PlanReason says what is wrong with a plan.
 type PlanReason int

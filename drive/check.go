@@ -1,10 +1,9 @@
 package drive
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
@@ -54,7 +53,7 @@ func checkLastBlock(d *Device, src *imagesrc.Source) error {
 	if src.Size <= (blocks-1)*bs {
 		return nil
 	}
-	return &Error{Kind: KindRefused, Target: d.Name, Err: usbms.ErrCapacityOffByOne,
+	return &Error{class: failure.Refused, Target: d.Name, Err: usbms.ErrCapacityOffByOne,
 		Msg: fmt.Sprintf("%s reports %d blocks but called block %d, the last, out of range when it was opened: %v; "+
 			"the image (%d bytes) needs that block: nothing was written", d.Name, blocks, blocks-1, usbms.ErrCapacityOffByOne, src.Size)}
 }
@@ -63,7 +62,7 @@ func checkLastBlock(d *Device, src *imagesrc.Source) error {
 // of a command that writes no image (check, restore).
 func CheckWritable(d *Device) error {
 	if err := pipeline.CheckWritable(d.Dev, d.Name); err != nil {
-		return &Error{Kind: KindRefused, Target: d.Name, Msg: err.Error(), Err: err}
+		return &Error{class: failure.Refused, Target: d.Name, Msg: err.Error(), Err: err}
 	}
 	return nil
 }
@@ -79,7 +78,7 @@ func checkImageSize(src *imagesrc.Source, transfer int, force bool) error {
 	if force || !src.SizeExact || src.Size >= int64(transfer) {
 		return nil
 	}
-	return &Error{Kind: KindRefused, Err: ErrTooSmallImage,
+	return &Error{class: failure.Refused, Err: ErrTooSmallImage,
 		Msg: fmt.Sprintf("image is only %d bytes (%s), less than one %s transfer: too small to be an OS image; nothing was written",
 			src.Size, imagesrc.Describe(src.Head()), units.FormatSize(int64(transfer)))}
 }
@@ -88,8 +87,7 @@ func checkImageSize(src *imagesrc.Source, transfer int, force bool) error {
 // the image itself, too small, write-protected, too large), as opposed to
 // a device that failed or a command-line mistake.
 func IsRefusal(err error) bool {
-	var capacity *pipeline.CapacityError
-	return KindOf(err) == KindRefused || errors.As(err, &capacity) || errors.Is(err, blockdev.ErrWriteProtected)
+	return failure.Of(err) == failure.Refused
 }
 
 // FitTransfer lowers a transfer size to what the device says it takes

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/usbms"
 )
@@ -45,7 +46,7 @@ func TestCheckLastBlock(t *testing.T) {
 			defer d.Close()
 			err = Check(d, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: tc.image, SizeExact: true}, CheckOptions{TransferSize: 1 << 20})
 			switch {
-			case tc.refused && (KindOf(err) != KindRefused || !errors.Is(err, usbms.ErrCapacityOffByOne)):
+			case tc.refused && (failure.Of(err) != failure.Refused || !errors.Is(err, usbms.ErrCapacityOffByOne)):
 				t.Errorf("Check = %v, want a refusal naming a capacity one block too many", err)
 			case !tc.refused && err != nil:
 				t.Errorf("Check = %v, want none", err)

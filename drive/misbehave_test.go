@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/factsonly"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/usbms"
@@ -227,7 +228,7 @@ func TestMisbehavingReadersWithoutTheirQuirk(t *testing.T) {
 	card := filepath.Join(t.TempDir(), "card.img")
 	spec, _ := Parse("sim:" + card + "?size=1MiB&maxlun=1&ignore-lun=1&clock=virtual")
 	_, err := Open(ctx, spec, Options{})
-	if KindOf(err) != KindUsage || !strings.Contains(err.Error(), "has 2 LUNs") {
+	if failure.Of(err) != failure.Usage || !strings.Contains(err.Error(), "has 2 LUNs") {
 		t.Errorf("one card seen as two LUNs, no SINGLE_LUN: %v", err)
 	}
 	spec, _ = Parse("sim:" + card + "?size=1MiB&maxlun=1&ignore-lun=1&clock=virtual&lun=1")

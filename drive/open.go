@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/filedev"
 	"github.com/usbflash/usbflash/internal/flock"
 	"github.com/usbflash/usbflash/internal/linuxdisk"
@@ -79,7 +80,7 @@ type Device struct {
 
 	// InUse: a disk opened ReadOnly that the system uses (mounted, active
 	// swap, held), which a write would refuse: the refusal a write gets
-	// (KindRefused, ErrInUse, Uses), as a fact to report. nil otherwise.
+	// (Refused, ErrInUse, Uses), as a fact to report. nil otherwise.
 	InUse error
 
 	closer func() error
@@ -368,7 +369,7 @@ func openFile(t Spec, opts Options) (*Device, error) {
 	}
 	d := &Device{Name: "file:" + t.Path, Dev: f, File: f, closer: f.Close}
 	if err := f.InUse(); err != nil {
-		d.InUse = &Error{Kind: KindRefused, Target: t.Raw, Msg: err.Error(), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
+		d.InUse = &Error{class: failure.Refused, Target: t.Raw, Msg: err.Error(), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
 	}
 	if missing {
 		d.created = t.Path
@@ -389,24 +390,24 @@ func openError(t Spec, err error) error {
 	case errors.As(err, &refused):
 		return err // this package's own check (the image on the reader's disk), sorted already
 	case errors.Is(err, linuxdisk.ErrInUse):
-		return &Error{Kind: KindRefused, Target: t.Raw, Msg: fmt.Sprintf("%v; nothing was written", err), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
+		return &Error{class: failure.Refused, Target: t.Raw, Msg: fmt.Sprintf("%v; nothing was written", err), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
 	case errors.Is(err, flock.ErrLocked), errors.Is(err, usbdev.ErrBusy):
-		return &Error{Kind: KindRefused, Target: t.Raw, Msg: fmt.Sprintf("target %s is in use by another usbflash (or another program); nothing was written", t.Raw), Err: errors.Join(ErrBusy, err)}
+		return &Error{class: failure.Refused, Target: t.Raw, Msg: fmt.Sprintf("target %s is in use by another usbflash (or another program); nothing was written", t.Raw), Err: errors.Join(ErrBusy, err)}
 	case errors.Is(err, filedev.ErrBadTarget):
-		return &Error{Kind: KindUsage, Target: t.Raw, Msg: err.Error(), Err: err}
+		return &Error{class: failure.Usage, Target: t.Raw, Msg: err.Error(), Err: err}
 	case t.Scheme == Sim:
 		// The simulator names the card as its spec; say it once, as typed.
 		msg := fmt.Sprintf("target %s: %s", t.Raw, strings.TrimPrefix(err.Error(), fmt.Sprintf("sim: target %q: ", t.spec)))
 		if errors.As(err, &spec) || errors.As(err, &card) {
 			// What the target asks for cannot be (its options, the card
 			// file's size): the command line's to fix.
-			return &Error{Kind: KindUsage, Target: t.Raw, Msg: msg, Err: err}
+			return &Error{class: failure.Usage, Target: t.Raw, Msg: msg, Err: err}
 		}
 		// The card file could not be opened or read: the simulated card
 		// failed, as a real one would.
-		return &Error{Kind: KindDevice, Target: t.Raw, Msg: msg, Err: err}
+		return &Error{class: failure.Device, Target: t.Raw, Msg: msg, Err: err}
 	}
-	return &Error{Kind: KindDevice, Target: t.Raw, Msg: err.Error(), Err: err}
+	return &Error{class: failure.Device, Target: t.Raw, Msg: err.Error(), Err: err}
 }
 
 // uses says how the system uses a disk, from linuxdisk's error.
@@ -508,7 +509,7 @@ func imageOnDevs(image string, img fs.FileInfo, t Spec, devs []string) error {
 
 // refuseImage is the refusal of a target that is, or holds, the image.
 func refuseImage(t Spec, why string) error {
-	return &Error{Kind: KindRefused, Target: t.Raw, Err: ErrIsImage,
+	return &Error{class: failure.Refused, Target: t.Raw, Err: ErrIsImage,
 		Msg: fmt.Sprintf("target %s %s: refusing to overwrite the image while reading it; nothing was written", t.Raw, why)}
 }
 
@@ -525,7 +526,7 @@ func openSlot(ctx context.Context, t Spec, name string, tr *usbms.Transport, inf
 	if t.LUN >= 0 {
 		maxLUN, err := tr.MaxLUN(ctx)
 		if err != nil {
-			return fail(&Error{Kind: KindDevice, Target: t.Raw, Msg: fmt.Sprintf("%s: asking for the number of LUNs: %v", name, err), Err: err})
+			return fail(&Error{class: failure.Device, Target: t.Raw, Msg: fmt.Sprintf("%s: asking for the number of LUNs: %v", name, err), Err: err})
 		}
 		if t.LUN > maxLUN {
 			return fail(usageErr(t.Raw, fmt.Sprintf("%s has LUNs 0 to %d, not %d", name, maxLUN, t.LUN)))
@@ -537,7 +538,7 @@ func openSlot(ctx context.Context, t Spec, name string, tr *usbms.Transport, inf
 	} else {
 		slots, err := usbms.ProbeLUNs(ctx, tr, usbms.LUNOptions{})
 		if err != nil {
-			return fail(&Error{Kind: KindDevice, Target: t.Raw, Msg: err.Error(), Err: err})
+			return fail(&Error{class: failure.Device, Target: t.Raw, Msg: err.Error(), Err: err})
 		}
 		if slot, err = onlyLoadedLUN(t, name, slots); err != nil {
 			return fail(err)

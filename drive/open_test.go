@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/flock"
 	"github.com/usbflash/usbflash/internal/linuxdisk"
 	"github.com/usbflash/usbflash/usbms/sim"
@@ -18,31 +19,31 @@ func TestOpenErrors(t *testing.T) {
 	usb := Spec{Scheme: USB, Raw: "usb:46f4:0001"}
 	inUse := &linuxdisk.InUseError{Device: "/dev/loop0", Uses: []linuxdisk.Use{{Kind: linuxdisk.Swap, Node: "/dev/loop0", Of: "/dev/loop0"}}}
 	tests := []struct {
-		name string
-		t    Spec
-		err  error
-		kind Kind
-		want string
+		name  string
+		t     Spec
+		err   error
+		class failure.Class
+		want  string
 	}{
-		{"in use", Spec{Scheme: File, Raw: "file:/dev/loop0"}, inUse, KindRefused, "/dev/loop0 is active swap"},
+		{"in use", Spec{Scheme: File, Raw: "file:/dev/loop0"}, inUse, failure.Refused, "/dev/loop0 is active swap"},
 		{"mounted and held", Spec{Scheme: File, Raw: "file:/dev/sdx"}, &linuxdisk.InUseError{Device: "/dev/sdx", Uses: []linuxdisk.Use{
 			{Kind: linuxdisk.Mounted, Node: "/dev/sdx1", MountPoint: "/a"}, {Kind: linuxdisk.Mounted, Node: "/dev/sdx2", MountPoint: "/b"},
-			{Kind: linuxdisk.Held, Node: "/dev/dm-0", Of: "/dev/sdx3"}}}, KindRefused,
+			{Kind: linuxdisk.Held, Node: "/dev/dm-0", Of: "/dev/sdx3"}}}, failure.Refused,
 			"/dev/sdx1 is mounted on /a; /dev/sdx2 is mounted on /b; /dev/sdx3 is held by dm-0"},
-		{"exclusive open refused", Spec{Scheme: File, Raw: "file:/dev/sdx"}, fmt.Errorf("file target /dev/sdx: the kernel refused an exclusive open (%w): %w", syscall.EBUSY, linuxdisk.ErrInUse), KindRefused, "exclusive open"},
-		{"claimed by another process", usb, &usbdev.Error{Op: "claiming the mass-storage interface", Kind: usbdev.ErrBusy}, KindRefused, "in use by another usbflash"},
-		{"locked", Spec{Scheme: Sim, Raw: "sim:c.img"}, flock.ErrLocked, KindRefused, "in use by another usbflash"},
-		{"other usb failure", usb, &usbdev.Error{Op: "opening", Kind: usbdev.ErrPermission}, KindDevice, "permission"},
-		{"sim option", Spec{Scheme: Sim, Raw: "sim:c.img?x=1"}, &sim.SpecError{Spec: "c.img?x=1", Err: errors.New(`unknown option "x"`)}, KindUsage, "unknown option"},
-		{"sim card that cannot be one", Spec{Scheme: Sim, Raw: "sim:c.img"}, &sim.CardError{Path: "c.img", Reason: sim.CardBadSize, What: "is 1000 bytes"}, KindUsage, "1000 bytes"},
-		{"sim card I/O", Spec{Scheme: Sim, Raw: "sim:c.img"}, fmt.Errorf("sim: open card: %w", syscall.EIO), KindDevice, "input/output"},
-		{"file I/O", Spec{Scheme: File, Raw: "file:c.img"}, syscall.EIO, KindDevice, "input/output"},
+		{"exclusive open refused", Spec{Scheme: File, Raw: "file:/dev/sdx"}, fmt.Errorf("file target /dev/sdx: the kernel refused an exclusive open (%w): %w", syscall.EBUSY, linuxdisk.ErrInUse), failure.Refused, "exclusive open"},
+		{"claimed by another process", usb, &usbdev.Error{Op: "claiming the mass-storage interface", Kind: usbdev.ErrBusy}, failure.Refused, "in use by another usbflash"},
+		{"locked", Spec{Scheme: Sim, Raw: "sim:c.img"}, flock.ErrLocked, failure.Refused, "in use by another usbflash"},
+		{"other usb failure", usb, &usbdev.Error{Op: "opening", Kind: usbdev.ErrPermission}, failure.Device, "permission"},
+		{"sim option", Spec{Scheme: Sim, Raw: "sim:c.img?x=1"}, &sim.SpecError{Spec: "c.img?x=1", Err: errors.New(`unknown option "x"`)}, failure.Usage, "unknown option"},
+		{"sim card that cannot be one", Spec{Scheme: Sim, Raw: "sim:c.img"}, &sim.CardError{Path: "c.img", Reason: sim.CardBadSize, What: "is 1000 bytes"}, failure.Usage, "1000 bytes"},
+		{"sim card I/O", Spec{Scheme: Sim, Raw: "sim:c.img"}, fmt.Errorf("sim: open card: %w", syscall.EIO), failure.Device, "input/output"},
+		{"file I/O", Spec{Scheme: File, Raw: "file:c.img"}, syscall.EIO, failure.Device, "input/output"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := openError(tc.t, tc.err)
-			if KindOf(err) != tc.kind || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%v: kind %d, want %d saying %q", err, KindOf(err), tc.kind, tc.want)
+			if failure.Of(err) != tc.class || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: class %v, want %v saying %q", err, failure.Of(err), tc.class, tc.want)
 			}
 		})
 	}

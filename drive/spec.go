@@ -54,7 +54,7 @@ func (t Spec) String() string { return t.Raw }
 const Syntax = "usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN], N[/LUN] (the index from `usbflash list`), file:PATH[?size=SIZE] or sim:PATH[/LUN][?options][&lun=N]"
 
 // Parse reads the TARGET syntax of docs/usage.md's table, handing each scheme to
-// its own parser. Errors (KindUsage) all have one shape: the argument, what
+// its own parser. Errors (of class Usage) all have one shape: the argument, what
 // is wrong with it, and the accepted forms.
 func Parse(s string) (Spec, error) {
 	t := Spec{Raw: s, index: -1, LUN: -1}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/usbflash/usbflash/failure"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -67,7 +69,7 @@ func TestParseSimSlot(t *testing.T) {
 			t.Errorf("Parse(%q) = path %q, LUN %d, spec %q, %v; want %q, %d, %q", tt.in, got.Path, got.LUN, got.spec, err, tt.path, tt.lun, tt.spec)
 		}
 	}
-	if _, err := Parse("sim:" + card + "/1?lun=2"); KindOf(err) != KindUsage {
+	if _, err := Parse("sim:" + card + "/1?lun=2"); failure.Of(err) != failure.Usage {
 		t.Errorf("two slots: %v, want a usage error", err)
 	}
 }
@@ -78,7 +80,7 @@ func TestParseTargetErrors(t *testing.T) {
 		"usb:zzzz:0001", "usb:46f4:0001:", "usb:1.0", "usb:1.x", "0/16", "0/x", "usb:46f4:0001/99",
 	} {
 		_, err := Parse(in)
-		if KindOf(err) != KindUsage {
+		if failure.Of(err) != failure.Usage {
 			t.Errorf("Parse(%q) = %v, want a usage error", in, err)
 		}
 	}

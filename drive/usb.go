@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
@@ -44,7 +45,7 @@ func (r *Readers) list(ctx context.Context) ([]usbdev.Info, error) {
 func (r *Readers) find(ctx context.Context, t Spec) (usbdev.Info, error) {
 	infos, err := r.list(ctx)
 	if err != nil {
-		return usbdev.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
+		return usbdev.Info{}, &Error{class: failure.Device, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
 	}
 	var match []usbdev.Info
 	for i, info := range infos {
@@ -59,7 +60,7 @@ func (r *Readers) find(ctx context.Context, t Spec) (usbdev.Info, error) {
 	}
 	switch {
 	case len(match) == 0:
-		return usbdev.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Err: ErrNotFound,
+		return usbdev.Info{}, &Error{class: failure.Device, Target: t.Raw, Err: ErrNotFound,
 			Msg: fmt.Sprintf("target %s: no such reader is attached (%d mass-storage interface(s) found)", t.Raw, len(infos))}
 	case len(match) > 1:
 		var names []string
@@ -68,7 +69,7 @@ func (r *Readers) find(ctx context.Context, t Spec) (usbdev.Info, error) {
 		}
 		return usbdev.Info{}, usageErr(t.Raw, fmt.Sprintf("target %s matches %d readers (%s): add the serial (usb:VID:PID:SERIAL) or use usb:BUS.ADDR", t.Raw, len(match), strings.Join(names, ", ")))
 	case !match[0].Supported:
-		return usbdev.Info{}, &Error{Kind: KindDevice, Target: t.Raw, Err: ErrUnsupported,
+		return usbdev.Info{}, &Error{class: failure.Device, Target: t.Raw, Err: ErrUnsupported,
 			Msg: fmt.Sprintf("target %s (%s): not supported: %s", t.Raw, match[0], match[0].Reason)}
 	}
 	return match[0], nil
@@ -184,7 +185,7 @@ func (r *Readers) KernelDiskNode(ctx context.Context, t Spec) (string, error) {
 	}
 	disks, err := usbdev.KernelDisks(info)
 	if err != nil {
-		return "", &Error{Kind: KindDevice, Target: t.Raw, Msg: fmt.Sprintf("--compare: %s: %v", t.Raw, err), Err: err}
+		return "", &Error{class: failure.Device, Target: t.Raw, Msg: fmt.Sprintf("--compare: %s: %v", t.Raw, err), Err: err}
 	}
 	var match []usbdev.KernelDisk
 	for _, d := range disks {

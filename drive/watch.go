@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/sim"
 	"github.com/usbflash/usbflash/usbms/usbdev"
@@ -100,7 +101,7 @@ func Watch(ctx context.Context, find Finder, opts WatchOptions, card func(ctx co
 		opts.Interval = DefaultWatchInterval
 	}
 	if _, err := find(ctx); err != nil {
-		return &Error{Kind: KindDevice, Msg: fmt.Sprintf("cannot list readers: %v", err), Err: err}
+		return &Error{class: failure.Device, Msg: fmt.Sprintf("cannot list readers: %v", err), Err: err}
 	}
 	w := &watcher{find: find, opts: opts, card: card, readers: map[string]*watchedReader{}, refused: map[string]bool{}}
 	tick := time.NewTicker(opts.Interval)
@@ -185,7 +186,7 @@ func (w *watcher) scan(ctx context.Context) {
 		maxLUN, err := tr.MaxLUN(ctx)
 		if err != nil {
 			closer()
-			w.refuse(ctx, fr.Key, &Error{Kind: KindDevice, Target: fr.Name, Msg: fmt.Sprintf("%s: asking for the number of LUNs: %v", fr.Name, err), Err: err})
+			w.refuse(ctx, fr.Key, &Error{class: failure.Device, Target: fr.Name, Msg: fmt.Sprintf("%s: asking for the number of LUNs: %v", fr.Name, err), Err: err})
 			continue
 		}
 		wr := &watchedReader{found: fr, tr: tr, close: closer, slots: make([]slotState, maxLUN+1), quirks: rq, usbID: usbID}

@@ -53,9 +53,18 @@ type Classed interface {
 // one (the layer that understood the failure best wraps the others), else
 // Interrupted for a cancelled context, else Unknown. A nil error has none.
 func Of(err error) Class {
-	if err == nil {
-		return Unknown
+	if c := said(err); c != Unknown {
+		return c
 	}
+	if errors.Is(err, context.Canceled) {
+		return Interrupted
+	}
+	return Unknown
+}
+
+// said is the class the outermost error in err's chain says, Unknown if
+// none does.
+func said(err error) Class {
 	for e := err; e != nil; {
 		if c, ok := e.(Classed); ok && c.Class() != Unknown {
 			return c.Class()
@@ -64,9 +73,11 @@ func Of(err error) Class {
 		case interface{ Unwrap() error }:
 			e = u.Unwrap()
 		case interface{ Unwrap() []error }:
-			// A joined error: the first branch that says a class.
+			// A joined error: the first branch that says a class (a
+			// cancellation joined to a failure that says its class is
+			// that failure).
 			for _, b := range u.Unwrap() {
-				if c := Of(b); c != Unknown {
+				if c := said(b); c != Unknown {
 					return c
 				}
 			}
@@ -75,10 +86,18 @@ func Of(err error) Class {
 			e = nil
 		}
 	}
-	if errors.Is(err, context.Canceled) {
-		return Interrupted
-	}
 	return Unknown
+}
+
+// Within is the class of an error that adds facts (where, which command)
+// to cause: cause's own class when it has one, a cancellation's
+// Interrupted included, else c. A wrapper's Class method returns it, so
+// that a write-protected card under a failed write stays a refusal.
+func Within(c Class, cause error) Class {
+	if k := Of(cause); k != Unknown {
+		return k
+	}
+	return c
 }
 
 // classed is an error given a class by the code that understood it.
@@ -98,6 +117,12 @@ func Wrap(c Class, err error) error {
 		return nil
 	}
 	return &classed{class: c, err: err}
+}
+
+// New is a sentinel error of class c, as errors.New makes one: errors.Is
+// finds it by identity, and a kind in the advice table is one.
+func New(c Class, text string) error {
+	return &classed{class: c, err: errors.New(text)}
 }
 
 // Errorf is fmt.Errorf with a class.

@@ -28,10 +28,32 @@ func TestOf(t *testing.T) {
 		{"setting", &SettingError{Setting: "transfer size", Err: errors.New("not a size")}, Usage},
 		{"joined", errors.Join(errors.New("a"), deviceErr{}), Device},
 		{"errorf", Errorf(Fake, "holds %d", 1), Fake},
+		{"sentinel", fmt.Errorf("x: %w", New(Refused, "write-protected")), Refused},
+		{"cancel joined to a class", errors.Join(context.Canceled, deviceErr{}), Device},
+		{"cancel joined to nothing classed", errors.Join(context.Canceled, errors.New("a")), Interrupted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Of(tc.err); got != tc.want {
 				t.Errorf("Of = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cause error
+		want  Class
+	}{
+		{"plain cause", errors.New("no answer"), Device},
+		{"cause says its class", Wrap(Refused, errors.New("write-protected")), Refused},
+		{"cancelled", fmt.Errorf("waiting: %w", context.Canceled), Interrupted},
+		{"nil", nil, Device},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Within(Device, tc.cause); got != tc.want {
+				t.Errorf("Within = %v, want %v", got, tc.want)
 			}
 		})
 	}

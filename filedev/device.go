@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/flock"
 	"github.com/usbflash/usbflash/internal/linuxdisk"
 )
@@ -47,6 +48,10 @@ type TargetError struct {
 func (e *TargetError) Error() string {
 	return fmt.Sprintf("file target %s %s: %v", e.Path, e.What, ErrBadTarget)
 }
+
+// Class is Usage: the path is the caller's mistake, not the device's
+// failure.
+func (e *TargetError) Class() failure.Class { return failure.Usage }
 
 func (e *TargetError) Unwrap() error { return ErrBadTarget }
 

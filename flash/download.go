@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
 )
 
@@ -172,3 +173,6 @@ type ChecksumArgError struct{ Err error }
 
 func (e *ChecksumArgError) Error() string { return "--sha256: " + e.Err.Error() }
 func (e *ChecksumArgError) Unwrap() error { return e.Err }
+
+// Class is Usage.
+func (e *ChecksumArgError) Class() failure.Class { return failure.Usage }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/testpattern"
 )
 
@@ -161,7 +162,7 @@ func TestRunMany(t *testing.T) {
 	dir := t.TempDir()
 	image, _ := testImage(t, dir, 1<<20)
 	if _, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 4},
-		simSpecs(t, dir, "two.img?size=8MiB&luns=2", "two.img?size=8MiB&luns=2&lun=1")); drive.KindOf(err) != drive.KindUsage {
+		simSpecs(t, dir, "two.img?size=8MiB&luns=2", "two.img?size=8MiB&luns=2&lun=1")); failure.Of(err) != failure.Usage {
 		t.Errorf("a slot left unnamed: %v, want a usage error", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/usbflash/usbflash/bmap"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/pipeline"
 )
@@ -20,7 +21,7 @@ type BlockMapChoice struct {
 }
 
 // ErrBlockMapConflict: the block-map choices contradict each other.
-var ErrBlockMapConflict = errors.New("contradictory block map options")
+var ErrBlockMapConflict = failure.New(failure.Usage, "contradictory block map options")
 
 // writePlan is what a block map or --sparse changes in a write; the zero
 // value changes nothing.
@@ -94,7 +95,7 @@ func FindBlockMap(image string, src *imagesrc.Source, f BlockMapChoice) (*bmap.M
 }
 
 // ErrBlockMapOneCard: a block map or --sparse writes one card at a time.
-var ErrBlockMapOneCard = errors.New("a block map or --sparse writes one card at a time")
+var ErrBlockMapOneCard = failure.New(failure.Usage, "a block map or --sparse writes one card at a time")
 
 // BlockMapError is a block map that cannot be used: unreadable (an image
 // error) or not a map of this image (a refusal). Nothing was written.
@@ -108,6 +109,15 @@ func (e *BlockMapError) Error() string {
 	return fmt.Sprintf("block map %s: %v; nothing was written", e.Path, e.Err)
 }
 func (e *BlockMapError) Unwrap() error { return e.Err }
+
+// Class is Image for a map that cannot be read, else Refused: it is not
+// a map of this image.
+func (e *BlockMapError) Class() failure.Class {
+	if e.Unreadable {
+		return failure.Image
+	}
+	return failure.Refused
+}
 
 // findBlockMap looks for the map next to the image as bmaptool does:
 // IMAGE.bmap, then with one suffix after another removed

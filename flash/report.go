@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/outfile"
 )
 
@@ -42,7 +43,7 @@ type Report struct {
 }
 
 // ErrReportFormat: a report must be a .json or .csv file.
-var ErrReportFormat = errors.New("a report is a .json or .csv file")
+var ErrReportFormat = failure.New(failure.Usage, "a report is a .json or .csv file")
 
 // reportFormat is the report file's format, chosen by its extension.
 func reportFormat(path string) (string, error) {
@@ -79,6 +80,9 @@ type ReportError struct {
 
 func (e *ReportError) Error() string { return fmt.Sprintf("report %s: %v", e.Path, e.Err) }
 func (e *ReportError) Unwrap() error { return e.Err }
+
+// Class is Usage: the report's name is the caller's.
+func (e *ReportError) Class() failure.Class { return failure.Usage }
 
 // unwrapPath drops the temporary file's name from an *os.PathError: the
 // user named the report, not it.

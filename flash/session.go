@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
@@ -157,6 +158,9 @@ type ImageError struct{ Err error }
 func (e *ImageError) Error() string { return e.Err.Error() }
 func (e *ImageError) Unwrap() error { return e.Err }
 
+// Class is the cause's when it says one, else Image.
+func (e *ImageError) Class() failure.Class { return failure.Within(failure.Image, e.Err) }
+
 // openImage opens the image; a stream is hashed as it is read when there
 // is a download to check (it cannot be read again).
 func openImage(path string, d *download) (*imagesrc.Source, error) {
@@ -198,6 +202,9 @@ func (e *MemoryError) Error() string {
 	}
 	return fmt.Sprintf("%s: more than the %s the buffers may take", what, units.FormatSize(pipeline.MaxBufferMemory))
 }
+
+// Class is Usage: the sizes are the caller's.
+func (e *MemoryError) Class() failure.Class { return failure.Usage }
 
 // Run writes the image to every target: every card is opened and checked
 // before any is written (in parallel, so a reader that does not answer
@@ -259,7 +266,7 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	var refusals []error
 	for _, c := range cards {
 		switch {
-		case drive.KindOf(c.out.Err) == drive.KindUsage:
+		case failure.Of(c.out.Err) == failure.Usage:
 			return s.res, c.out.Err // a mistake on the command line: no card is meant
 		case drive.IsRefusal(c.out.Err):
 			refusals = append(refusals, c.out.Err)
@@ -369,6 +376,9 @@ func (e *RefusedError) Error() string {
 	}
 	return fmt.Sprintf("%d of %d cards cannot be written, so none was:\n  %s", len(e.Refused), e.Cards, strings.Join(msgs, "\n  "))
 }
+
+// Class is Refused: nothing was written.
+func (e *RefusedError) Class() failure.Class { return failure.Refused }
 
 // Some says whether some cards could be written but for the refusals.
 func (e *RefusedError) Some() bool { return len(e.Refused) < e.Cards }

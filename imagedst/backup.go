@@ -10,6 +10,7 @@ import (
 
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/bmap"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/outfile"
 	"github.com/usbflash/usbflash/internal/parttable"
 	"github.com/usbflash/usbflash/internal/units"
@@ -32,6 +33,9 @@ func (e *ExistsError) Error() string {
 	return fmt.Sprintf("%s already exists; nothing was read", e.Path)
 }
 func (e *ExistsError) Unwrap() error { return ErrExists }
+
+// Class is Refused: nothing was read.
+func (e *ExistsError) Class() failure.Class { return failure.Refused }
 
 // CheckBackup refuses, before the card is opened, a backup to out that
 // would replace a file (out or its block map) without overwrite, or that
@@ -68,6 +72,9 @@ type SizeError struct {
 func (e *SizeError) Error() string {
 	return fmt.Sprintf("%s is more than %s holds (%s); nothing was read", units.FormatSize(e.Want), e.Device, units.FormatSize(e.Capacity))
 }
+
+// Class is Refused: the card holds less than was asked for.
+func (e *SizeError) Class() failure.Class { return failure.Refused }
 
 // ExtentOf decides how much of dev (named name in errors) to read: want
 // bytes (> 0), the end of the last partition of its MBR or GPT (used; the
@@ -150,6 +157,10 @@ func (e *VerifyError) Error() string {
 	}
 	return fmt.Sprintf("%s was not written: %s; the first read is complete and kept in %s", e.Out, what, e.Part)
 }
+
+// Class is the second read's failure's: Verify when the reads differ,
+// Device when the second read failed.
+func (e *VerifyError) Class() failure.Class { return failure.Within(failure.Verify, e.Err) }
 
 func (e *VerifyError) Unwrap() error { return e.Err }
 
@@ -260,5 +271,8 @@ func (e *BlockMapError) Error() string {
 	}
 	return fmt.Sprintf("the block map %s%s: %v (the backup %s itself is complete)", e.Out, BMapSuffix, e.Err, e.Out)
 }
+
+// Class is the cause's (an output disk's failure is Device), else Device.
+func (e *BlockMapError) Class() failure.Class { return failure.Within(failure.Device, e.Err) }
 
 func (e *BlockMapError) Unwrap() error { return e.Err }

@@ -17,6 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/klauspost/pgzip"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/outfile"
 )
 
@@ -45,7 +46,7 @@ func FormatOf(path string) string {
 const PartSuffix = ".part"
 
 // ErrExists is returned by Create for a file that is already there.
-var ErrExists = errors.New("already exists")
+var ErrExists = failure.New(failure.Refused, "already exists")
 
 // File is an image file being written to its .part name.
 type File struct {

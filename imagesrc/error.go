@@ -1,6 +1,7 @@
 package imagesrc
 
 import (
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/xzdec"
 
 	"errors"
@@ -130,6 +131,10 @@ func (e *Error) Error() string {
 	}
 	return cause
 }
+
+// Class is the cause's when it says one (a cancellation is Interrupted),
+// else Image.
+func (e *Error) Class() failure.Class { return failure.Within(failure.Image, e.Err) }
 
 func (e *Error) Unwrap() error { return e.Err }
 

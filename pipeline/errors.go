@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/units"
 )
 
@@ -42,6 +43,10 @@ func (e *CapacityError) Error() string {
 		e.Device, units.FormatBytes(e.Capacity), units.FormatBytes(e.Written))
 }
 
+// Class is Refused: the image does not fit, nothing failed (also when
+// the end of the card was found by writing to it).
+func (e *CapacityError) Class() failure.Class { return failure.Refused }
+
 // ImageSizeError says the decoded image was not as long as its container
 // declared: the image file is truncated or damaged. The first transfer was
 // left zeroed, so the card does not boot what was written.
@@ -67,6 +72,9 @@ func (e *ImageSizeError) Error() string {
 	}
 	return msg + zeroed
 }
+
+// Class is Image: the image file is truncated or damaged.
+func (e *ImageSizeError) Class() failure.Class { return failure.Image }
 
 // ImageCheckError is a check of the whole image (WriteOptions.BeforeFirst)
 // that failed once it was streamed: everything but the first transfer was
@@ -108,6 +116,10 @@ func (e *DeviceError) Error() string {
 	return b.String()
 }
 
+// Class is the cause's (a write-protected card stays a refusal, a
+// cancellation an interruption), else Device.
+func (e *DeviceError) Class() failure.Class { return failure.Within(failure.Device, e.Err) }
+
 func (e *DeviceError) Unwrap() error { return e.Err }
 
 // VerifyError says what was read back differs from the image. A byte
@@ -144,6 +156,9 @@ func (e *VerifyError) Error() string {
 	return fmt.Sprintf("verify failed on %s: first difference at LBA %d (byte offset %d): image has 0x%02x, "+
 		"the card has 0x%02x", e.Device, e.LBA, e.Offset, e.Want, e.Got)
 }
+
+// Class is Verify.
+func (e *VerifyError) Class() failure.Class { return failure.Verify }
 
 // InconsistentError says the hash or digest of what was read back differed
 // from the image's (Err, the *VerifyError of VerifyHash or VerifyDigests),
@@ -191,5 +206,8 @@ func (e *CancelledError) Error() string {
 		"zeroed so the card does not boot a partial image",
 		e.Device, units.FormatBytes(e.Bytes), e.LBA)
 }
+
+// Class is Interrupted.
+func (e *CancelledError) Class() failure.Class { return failure.Interrupted }
 
 func (e *CancelledError) Unwrap() error { return e.Err }

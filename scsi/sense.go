@@ -3,6 +3,8 @@ package scsi
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/usbflash/usbflash/failure"
 )
 
 // SenseKey is the coarse class of a sense condition (SPC-4 table 27).
@@ -267,6 +269,10 @@ func (e *SenseError) Error() string {
 	}
 	return e.sentence() + " (" + code + ")"
 }
+
+// Class is Device: the reader or the card answered a command with a
+// failure. (A write-protected medium is marked as such above it.)
+func (e *SenseError) Class() failure.Class { return failure.Device }
 
 func (e *SenseError) sentence() string {
 	k, asc, ascq := e.Key, e.ASC, e.ASCQ

@@ -10,9 +10,9 @@ package usbms
 
 import (
 	"context"
-	"errors"
 	"time"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
@@ -45,7 +45,7 @@ type Endpoint interface {
 // them with detail.
 var (
 	// ErrStall means the endpoint answered with a STALL handshake.
-	ErrStall = errors.New("endpoint stalled")
+	ErrStall = failure.New(failure.Device, "endpoint stalled")
 	// ErrNoDevice means the device is gone (unplugged or re-enumerated).
 	// It is the USB vocabulary's (usbdev), as os.ErrNotExist is fs's.
 	ErrNoDevice = usbdev.ErrNoDevice

@@ -1,10 +1,10 @@
 package usbms
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/scsi"
 )
 
@@ -12,29 +12,29 @@ import (
 var (
 	// ErrInvalidCSW means a Command Status Wrapper failed the BOT validity
 	// or meaningfulness checks.
-	ErrInvalidCSW = errors.New("invalid command status wrapper")
+	ErrInvalidCSW = failure.New(failure.Device, "invalid command status wrapper")
 	// ErrPhaseError means the device answered a command with status 2,
 	// phase error.
-	ErrPhaseError = errors.New("phase error")
+	ErrPhaseError = failure.New(failure.Device, "phase error")
 	// ErrIncomplete means a command passed but moved fewer bytes than asked.
-	ErrIncomplete = errors.New("device moved fewer bytes than asked without reporting an error")
+	ErrIncomplete = failure.New(failure.Device, "device moved fewer bytes than asked without reporting an error")
 	// ErrMediumChanged means the medium changed after blocks were written,
 	// so the write went to two cards or was cut short.
-	ErrMediumChanged = errors.New("medium changed after writing began")
+	ErrMediumChanged = failure.New(failure.Device, "medium changed after writing began")
 	// ErrRecoveryFailed means a command kept failing through the whole
 	// recovery ladder (Bulk-Only resets, then a port reset).
-	ErrRecoveryFailed = errors.New("the reader did not recover")
+	ErrRecoveryFailed = failure.New(failure.Device, "the reader did not recover")
 	// ErrNotReady means the unit kept saying it is becoming ready for
 	// longer than LUNOptions.ReadyWait.
-	ErrNotReady = errors.New("still not ready")
+	ErrNotReady = failure.New(failure.Device, "still not ready")
 	// ErrCapacityOffByOne means the reader refused the last block of the
 	// capacity it reported as out of range: it may report the block count
 	// where the last address belongs (Linux's FIX_CAPACITY readers).
-	ErrCapacityOffByOne = errors.New("its capacity may be one block too many")
+	ErrCapacityOffByOne = failure.New(failure.Device, "its capacity may be one block too many")
 	// ErrInitialRead10 means the reader called blocks inside the medium
 	// out of range, block 0 among them when the LUN was opened: it fails
 	// READ(10)s after a card goes in (Linux's INITIAL_READ10 readers).
-	ErrInitialRead10 = errors.New("it fails READ(10)s after a card goes in")
+	ErrInitialRead10 = failure.New(failure.Device, "it fails READ(10)s after a card goes in")
 )
 
 // CommandError is the error of one SCSI command on a LUN. Blocks is zero for
@@ -55,6 +55,10 @@ func (e *CommandError) Error() string {
 	}
 	return fmt.Sprintf("%s on %s: %v", e.Op, where, e.Err)
 }
+
+// Class is the cause's (a write-protected card is a refusal, a
+// cancellation an interruption), else Device.
+func (e *CommandError) Class() failure.Class { return failure.Within(failure.Device, e.Err) }
 
 func (e *CommandError) Unwrap() error { return e.Err }
 

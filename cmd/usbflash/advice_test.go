@@ -259,7 +259,7 @@ func targetAdviceCases(t *testing.T) []adviceCase {
 			t.Errorf("target reason %d has no case here: give it its advice", r)
 		}
 		e := &filedev.TargetError{Path: "/tmp/card.img", Reason: r, What: "is what it is", Size: 524288, FileSize: 4194304}
-		cases = append(cases, adviceCase{fmt.Sprintf("target/reason %d", r), &codedError{exitUsage, e}, advice})
+		cases = append(cases, adviceCase{fmt.Sprintf("target/reason %d", r), e, advice})
 	}
 	return cases
 }
@@ -283,7 +283,7 @@ func cardAdviceCases(t *testing.T) []adviceCase {
 		}
 		e := &sim.CardError{Path: "/tmp/card.img", Reason: r, What: "is what it is", FileSize: 4194304, Block: 512}
 		cases = append(cases, adviceCase{fmt.Sprintf("sim card/reason %d", r),
-			&codedError{exitUsage, fmt.Errorf("target sim:/tmp/card.img: %w", e)}, advice})
+			fmt.Errorf("target sim:/tmp/card.img: %w", e), advice})
 	}
 	return cases
 }

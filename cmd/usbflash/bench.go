@@ -13,6 +13,7 @@ import (
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/cardbench"
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/filedev"
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/internal/outfile"
@@ -416,9 +417,9 @@ func openKernel(node string, direct bool) (*cardbench.KernelDevice, error) {
 	case errors.Is(err, filedev.ErrBadTarget):
 		// A path that cannot be a disk (missing, a directory): as for
 		// a file: target, the command line's to fix.
-		return nil, &codedError{exitUsage, fmt.Errorf("--compare: %w", err)}
+		return nil, failure.Wrap(failure.Usage, fmt.Errorf("--compare: %w", err))
 	case err != nil:
-		return nil, &codedError{exitDevice, fmt.Errorf("--compare: %w", err)}
+		return nil, failure.Wrap(failure.Device, fmt.Errorf("--compare: %w", err))
 	}
 	return k, nil
 }

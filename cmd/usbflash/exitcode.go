@@ -1,13 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/flash"
-	"github.com/usbflash/usbflash/region"
 )
 
 // Exit codes are part of the interface: scripts and factory stations branch
@@ -26,26 +25,33 @@ const (
 	exitCancelled = 130
 )
 
-// exitStatus is one row of the exit-code table.
+// exitStatus is one row of the exit-code table: the failures of class end
+// with code.
 type exitStatus struct {
 	code    int
+	class   failure.Class
 	name    string // the JSON error event's "name"
 	meaning string
 }
 
-// exitCodes is the exit-code table, in code order.
+// noClass is the class of the rows no failure's class leads to: success,
+// and several cards of which some failed (cardsExitCode).
+const noClass failure.Class = -1
+
+// exitCodes is the exit-code table, in code order. A failure nobody
+// classified (failure.Unknown) is a bug: internal.
 func exitCodes() []exitStatus {
 	return []exitStatus{
-		{exitOK, "ok", "success"},
-		{exitInternal, "internal", "internal error (a bug: please report it)"},
-		{exitUsage, "usage", "bad command, flag, argument or target syntax"},
-		{exitRefused, "refused", "refused by a safety check: write-protected, image larger than the card, disk in use, not confirmed"},
-		{exitSource, "image", "the image could not be read or decoded (corrupt or truncated archive)"},
-		{exitDevice, "device", "the reader, the card or the USB stack failed, or the device went away; or the disk an output file goes to failed or is full"},
-		{exitVerify, "verify", "what was read back differs from the image"},
-		{exitPartial, "partial", "several cards: some were written and verified, some failed (the table and --report say which)"},
-		{exitFake, "fake", "the card holds less than it claims (check; write --check when the image does not fit in what it holds)"},
-		{exitCancelled, "cancelled", "interrupted (Ctrl-C, SIGTERM, SIGHUP) after syncing what was written"},
+		{exitOK, noClass, "ok", "success"},
+		{exitInternal, failure.Unknown, "internal", "internal error (a bug: please report it)"},
+		{exitUsage, failure.Usage, "usage", "bad command, flag, argument or target syntax"},
+		{exitRefused, failure.Refused, "refused", "refused by a safety check: write-protected, image larger than the card, disk in use, not confirmed"},
+		{exitSource, failure.Image, "image", "the image could not be read or decoded (corrupt or truncated archive)"},
+		{exitDevice, failure.Device, "device", "the reader, the card or the USB stack failed, or the device went away; or the disk an output file goes to failed or is full"},
+		{exitVerify, failure.Verify, "verify", "what was read back differs from the image"},
+		{exitPartial, noClass, "partial", "several cards: some were written and verified, some failed (the table and --report say which)"},
+		{exitFake, failure.Fake, "fake", "the card holds less than it claims (check; write --check when the image does not fit in what it holds)"},
+		{exitCancelled, failure.Interrupted, "cancelled", "interrupted (Ctrl-C, SIGTERM, SIGHUP) after syncing what was written"},
 	}
 }
 
@@ -69,25 +75,17 @@ func exitCodeHelp() string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// usageError is a mistake on the command line: exit code 2.
+// usageError is a mistake on the command line.
 type usageError struct{ msg string }
 
-func (e *usageError) Error() string { return e.msg }
+func (e *usageError) Error() string        { return e.msg }
+func (e *usageError) Class() failure.Class { return failure.Usage }
 
 // refusedError is a safety check that stopped a command before any write.
 type refusedError struct{ msg string }
 
-func (e *refusedError) Error() string { return e.msg }
-
-// codedError carries an exit code chosen where the failure was understood,
-// for errors whose type alone does not tell.
-type codedError struct {
-	code int
-	err  error
-}
-
-func (e *codedError) Error() string { return e.err.Error() }
-func (e *codedError) Unwrap() error { return e.err }
+func (e *refusedError) Error() string        { return e.msg }
+func (e *refusedError) Class() failure.Class { return failure.Refused }
 
 // reportedError marks an error the command already presented (as JSON, for
 // instance), so run does not print it a second time.
@@ -101,36 +99,23 @@ func errorAlreadyReported(err error) bool {
 	return errors.As(err, &r)
 }
 
-// exitCode maps an error to the documented exit code. The most specific
-// classification wins: an explicit code, then cancellation, then the kind.
+// exitCode is the documented exit code of err: its class's row, but for
+// several cards (cardsExitCode).
 func exitCode(err error) int {
-	var (
-		coded   *codedError
-		usage   *usageError
-		refused *refusedError
-		cards   *flash.CardsError
-		restore *region.RestoreError
-	)
+	var cards *flash.CardsError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &cards):
 		return cardsExitCode(cards)
-	case errors.As(err, &coded):
-		return coded.code
-	case errors.As(err, &restore) && restore.Aborted:
-		return exitCancelled
-	case errors.As(err, &restore):
-		// Also after a cancel: the region is not what it was.
-		return exitDevice
-	case errors.Is(err, context.Canceled):
-		return exitCancelled
-	case errors.As(err, &usage):
-		return exitUsage
-	case errors.As(err, &refused):
-		return exitRefused
 	}
-	return classifyDomainError(err)
+	class := failure.Of(err)
+	for _, s := range exitCodes() {
+		if s.class == class {
+			return s.code
+		}
+	}
+	return exitInternal
 }
 
 // cardsExitCode is the exit policy of a session of several cards: partial

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"
@@ -170,7 +171,7 @@ func (a *app) list(ctx context.Context, asJSON bool) error {
 		return nil
 	}
 	if err != nil {
-		return &codedError{exitDevice, fmt.Errorf("listing USB devices: %w", err)}
+		return failure.Wrap(failure.Device, fmt.Errorf("listing USB devices: %w", err))
 	}
 	readers := make([]readerReport, 0, len(found))
 	for _, r := range found {

@@ -224,11 +224,11 @@ func TestInfoDescribesAnEmptySlot(t *testing.T) {
 // TestInUseAdvice: one piece of advice for every way a disk is used.
 func TestInUseAdvice(t *testing.T) {
 	t.Parallel()
-	err := &drive.Error{Kind: drive.KindRefused, Err: drive.ErrInUse, Uses: []drive.Use{drive.UseMounted, drive.UseHeld}}
+	err := &drive.Error{Err: drive.ErrInUse, Uses: []drive.Use{drive.UseMounted, drive.UseHeld}}
 	if got, want := hint(err), "unmount it and close the dm-crypt, LVM or RAID device that holds it first, or pass --force if you are sure"; got != want {
 		t.Errorf("hint = %q, want %q", got, want)
 	}
-	if got := hint(&drive.Error{Kind: drive.KindRefused, Err: drive.ErrInUse}); !strings.HasPrefix(got, "close what uses it first") {
+	if got := hint(&drive.Error{Err: drive.ErrInUse}); !strings.HasPrefix(got, "close what uses it first") {
 		t.Errorf("hint without uses = %q", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/fakecheck"
 	"github.com/usbflash/usbflash/flash"
 	"github.com/usbflash/usbflash/imagesrc"
@@ -198,7 +199,7 @@ func (a *app) writeTargets(ctx context.Context, rep reporter, usb *drive.Readers
 	if f.all {
 		readers, err := usb.ListReaders(ctx)
 		if err != nil {
-			return nil, &codedError{exitDevice, fmt.Errorf("listing USB readers: %w", err)}
+			return nil, failure.Wrap(failure.Device, fmt.Errorf("listing USB readers: %w", err))
 		}
 		ts, skipped := drive.AllWithCards(readers)
 		for _, s := range skipped {

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/usbflash/usbflash/failure"
 )
 
 // Ops of an Error.
@@ -35,6 +37,16 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("cannot create %s: %v", e.Path, e.Err)
 	}
 	return fmt.Sprintf("writing %s: %v", e.Path, e.Err)
+}
+
+// Class is Usage for a file that cannot be created where it is named
+// (found before the work), else the cause's or Device: the disk the file
+// goes to failed or is full.
+func (e *Error) Class() failure.Class {
+	if e.Op == OpCreate {
+		return failure.Usage
+	}
+	return failure.Within(failure.Device, e.Err)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

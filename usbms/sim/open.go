@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/flock"
 )
 
@@ -147,6 +148,9 @@ type CardError struct {
 }
 
 func (e *CardError) Error() string { return fmt.Sprintf("sim: %s %s", e.Path, e.What) }
+
+// Class is Usage: the card file and its size are the caller's.
+func (e *CardError) Class() failure.Class { return failure.Usage }
 
 // CardReason is why a file cannot be the card.
 type CardReason int

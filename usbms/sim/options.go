@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/units"
 )
 
@@ -46,6 +47,9 @@ type SpecError struct {
 
 func (e *SpecError) Error() string { return fmt.Sprintf("sim: target %q: %v", e.Spec, e.Err) }
 func (e *SpecError) Unwrap() error { return e.Err }
+
+// Class is Usage: the target's options are the caller's.
+func (e *SpecError) Class() failure.Class { return failure.Usage }
 
 func parseSpec(spec string) (options, string, error) {
 	rest := strings.TrimPrefix(spec, "sim:")

@@ -1,9 +1,10 @@
 package usbdev
 
 import (
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/usbflash/usbflash/failure"
 )
 
 // Sentinel errors, matched with errors.Is. A backend's failing calls
@@ -14,26 +15,26 @@ import (
 var (
 	// ErrNoUSBSupport is returned by every call of a build without a USB
 	// backend: -tags nousb, or libusb's without cgo.
-	ErrNoUSBSupport = errors.New("this usbflash was built without a USB backend")
+	ErrNoUSBSupport = failure.New(failure.Device, "this usbflash was built without a USB backend")
 	// ErrNoUSBAccess means this process cannot reach USB at all: no
 	// /dev/bus/usb (a container or VM without USB passthrough) or libusb
 	// failed to start.
-	ErrNoUSBAccess = errors.New("no access to USB on this machine")
+	ErrNoUSBAccess = failure.New(failure.Device, "no access to USB on this machine")
 	// ErrPermission means the device node exists but this user may not
 	// open it. The *Error carries the device's VID and node.
-	ErrPermission = errors.New("no permission to open the USB device")
+	ErrPermission = failure.New(failure.Device, "no permission to open the USB device")
 	// ErrBusy means another program or a kernel driver holds the interface.
-	ErrBusy = errors.New("device busy: another program (or the kernel driver) holds it")
+	ErrBusy = failure.New(failure.Device, "device busy: another program (or the kernel driver) holds it")
 	// ErrNotFound means the device is no longer attached where Info said:
 	// it was unplugged or re-enumerated.
-	ErrNotFound = errors.New("device not found")
+	ErrNotFound = failure.New(failure.Device, "device not found")
 	// ErrDeviceChanged means a different device (another serial number)
 	// is at the device's port. It matches ErrNotFound too.
 	ErrDeviceChanged error = &kindError{"a different device is at its port", ErrNotFound}
 	// ErrDescriptorsChanged means the device's descriptors no longer have
 	// the configuration, interface or endpoints Info names: it changed
 	// since it was listed.
-	ErrDescriptorsChanged = errors.New("the device's descriptors changed since it was listed")
+	ErrDescriptorsChanged = failure.New(failure.Device, "the device's descriptors changed since it was listed")
 	// ErrReenumerationLost means the device did not come back at its port
 	// after a port reset made it re-enumerate, so it cannot be used any
 	// more. It matches ErrNoDevice too.
@@ -41,23 +42,23 @@ var (
 	// ErrNoMemory means the kernel refused memory for transfers: on Linux,
 	// usbfs bounds the memory of all transfers in flight
 	// (/sys/module/usbcore/parameters/usbfs_memory_mb, 16 MiB by default).
-	ErrNoMemory = errors.New("the kernel refused memory for the transfer (usbfs_memory_mb limit)")
+	ErrNoMemory = failure.New(failure.Device, "the kernel refused memory for the transfer (usbfs_memory_mb limit)")
 	// ErrOverflow means the device sent more data than was asked for; the
 	// state of its command is unknown.
-	ErrOverflow = errors.New("the device sent more data than was asked for")
+	ErrOverflow = failure.New(failure.Device, "the device sent more data than was asked for")
 	// ErrListFailed means libusb could not read the list of devices.
-	ErrListFailed = errors.New("libusb could not read the device list")
+	ErrListFailed = failure.New(failure.Device, "libusb could not read the device list")
 	// ErrReattachFailed means the kernel driver could not take the
 	// interface back on Close: its block device (/dev/sdX) stays away.
-	ErrReattachFailed = errors.New("the kernel driver did not take the interface back")
+	ErrReattachFailed = failure.New(failure.Device, "the kernel driver did not take the interface back")
 	// ErrInUseUnknown means the check whether the device's kernel disk is
 	// mounted or held could not be made; the device was not opened.
-	ErrInUseUnknown = errors.New("cannot tell whether the device's disk is in use")
+	ErrInUseUnknown = failure.New(failure.Device, "cannot tell whether the device's disk is in use")
 	// ErrClosed means the Device was closed.
-	ErrClosed = errors.New("device closed")
+	ErrClosed = failure.New(failure.Device, "device closed")
 	// ErrNoDevice means the device is gone (unplugged or re-enumerated).
 	// usbms's endpoint seam reports it under the same name.
-	ErrNoDevice = errors.New("device disconnected")
+	ErrNoDevice = failure.New(failure.Device, "device disconnected")
 )
 
 // kindError is a sentinel that also matches a broader one.
@@ -66,8 +67,9 @@ type kindError struct {
 	broad error
 }
 
-func (k *kindError) Error() string { return k.msg }
-func (k *kindError) Unwrap() error { return k.broad }
+func (k *kindError) Error() string        { return k.msg }
+func (k *kindError) Unwrap() error        { return k.broad }
+func (k *kindError) Class() failure.Class { return failure.Of(k.broad) }
 
 // Error is the error every failing device call returns: what was being
 // done, to which device, and why it failed, with the facts about the device
@@ -110,6 +112,14 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, ": %v", e.Err)
 	}
 	return b.String()
+}
+
+// Class is that of its kind (a cancellation is Interrupted), else Device.
+func (e *Error) Class() failure.Class {
+	if c := failure.Of(e.Kind); c != failure.Unknown {
+		return c
+	}
+	return failure.Within(failure.Device, e.Err)
 }
 
 // Unwrap exposes both the sentinel and the underlying error to errors.Is/As.

@@ -1,0 +1,471 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/fakecheck"
+	"github.com/usbflash/usbflash/filedev"
+	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/imagedst"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/outfile"
+	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/region"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms/usbdev"
+)
+
+// settingFlag is the flag that gives a library's setting; "" for one no
+// flag gives.
+func settingFlag(s failure.Setting) string {
+	switch s {
+	case usbms.SettingQuirks:
+		return "--quirks"
+	}
+	return ""
+}
+
+// errNotConfirmed is a write nobody confirmed.
+var errNotConfirmed = failure.New(failure.Refused, "not confirmed")
+
+// explain is what a person reads of err: the facts, each once, and one
+// piece of advice ("" when there is none worth giving).
+func explain(err error) (msg, advice string) {
+	msg = err.Error()
+	// A failed block command is described by the pipeline (operation,
+	// target, LBA range, byte offset) and again by the LUN under it:
+	// keep the pipeline's words and the LUN's cause.
+	var (
+		dev *pipeline.DeviceError
+		cmd *usbms.CommandError
+	)
+	if errors.As(err, &dev) && errors.As(dev.Err, &cmd) && cmd.Err != nil {
+		msg = strings.Replace(msg, cmd.Error(), cmd.Err.Error(), 1)
+	}
+	// A library names the setting it could not work with; a person reads
+	// the flag that gave it.
+	var setting *failure.SettingError
+	if errors.As(err, &setting) {
+		if flag := settingFlag(setting.Setting); flag != "" {
+			msg = strings.Replace(msg, setting.Error(), flag+" "+setting.Err.Error(), 1)
+		}
+	}
+	// Wherever Go's words for a cancelled or expired context end up in a
+	// library's text, a person reads English.
+	msg = strings.NewReplacer(context.Canceled.Error(), "cancelled", context.DeadlineExceeded.Error(), "timed out").Replace(msg)
+	return msg, hint(err)
+}
+
+// hint is the advice for err: the first row of the advice table for its
+// class whose kind it is. Library errors state facts only, so each
+// message carries one piece of advice, the table's. Several cards' errors
+// get none: each card's own is in the table of cards.
+func hint(err error) string {
+	if errors.As(err, new(*flash.CardsError)) {
+		return ""
+	}
+	class := failure.Of(err)
+	for _, a := range adviceTable() {
+		if a.class == class && a.kind(err) {
+			return a.say(err)
+		}
+	}
+	return ""
+}
+
+// advice is one row of the advice table: what to say (say) about a
+// failure of class that is of kind.
+type advice struct {
+	class failure.Class
+	kind  kind
+	say   func(error) string
+}
+
+// kind says whether an error is of one kind of failure within its class:
+// it holds a sentinel (is), an error of a type (as), or one of a type
+// that says so (asIf).
+type kind func(error) bool
+
+func is(sentinel error) kind { return func(err error) bool { return errors.Is(err, sentinel) } }
+
+func as[E error]() kind { return asIf(func(E) bool { return true }) }
+
+func asIf[E error](ok func(E) bool) kind {
+	return func(err error) bool {
+		var e E
+		return errors.As(err, &e) && ok(e)
+	}
+}
+
+// text is advice that is the same for every error of its kind.
+func text(s string) func(error) string { return func(error) string { return s } }
+
+// from is advice made from the facts an error of type E carries.
+func from[E error](f func(E) string) func(error) string {
+	return func(err error) string {
+		var e E
+		errors.As(err, &e)
+		return f(e)
+	}
+}
+
+// adviceTable is every piece of advice usbflash gives, by class and kind.
+// Within a class the first row that matches wins, so narrow kinds come
+// before the broad ones that wrap them.
+func adviceTable() []advice {
+	return []advice{
+		{failure.Usage, as[*cardbench.PlanError](), from(planAdvice)},
+		{failure.Usage, as[*flash.MemoryError](), text("use a smaller --transfer-size, fewer --buffers or a smaller --lag")},
+		{failure.Usage, as[*flash.ChecksumArgError](), text("give the 64 hexadecimal digits the publisher lists, or --no-sha256")},
+		{failure.Usage, as[*flash.ReportError](), text("name a report file in a directory you can write to")},
+		{failure.Usage, is(flash.ErrReportFormat), text("name a .json or .csv file")},
+		{failure.Usage, is(flash.ErrBlockMapOneCard), text("give one TARGET, without --all, --watch or --report")},
+		{failure.Usage, is(flash.ErrBlockMapConflict), text("pass one of them")},
+		{failure.Usage, asIf(func(e *outfile.Error) bool { return e.Op == outfile.OpCreate }), text("name a file in a directory that exists and that you can write to")},
+		{failure.Usage, as[*filedev.TargetError](), from(targetAdvice)},
+		{failure.Usage, as[*sim.CardError](), from(cardAdvice)},
+
+		{failure.Refused, as[*flash.RefusedError](), from(refusalsAdvice)},
+		{failure.Refused, asIf(func(e *flash.BlockMapError) bool { return !e.Unreadable }), text("pass --no-bmap to write every byte")},
+		{failure.Refused, is(drive.ErrInUse), from(func(e *drive.Error) string { return inUseAdvice(e.Uses) + " first, or pass --force if you are sure" })},
+		{failure.Refused, is(drive.ErrBusy), text("wait for it to finish")},
+		{failure.Refused, is(drive.ErrTooSmallImage), text("pass --force to write it anyway")},
+		{failure.Refused, as[*imagedst.ExistsError](), text("pass --force to overwrite it")},
+		{failure.Refused, as[*imagedst.SizeError](), text("give a smaller --size, or leave it out to read the whole card")},
+		{failure.Refused, is(errNotConfirmed), text("pass --yes to write without being asked")},
+		{failure.Refused, is(blockdev.ErrWriteProtected), text("slide the card's lock switch to unlock it, or use another card")},
+		{failure.Refused, as[*pipeline.CapacityError](), text("use a larger card")},
+
+		{failure.Image, as[*imagesrc.ChecksumMismatchError](), text("download the image again (with its checksum) and write again")},
+		{failure.Image, as[*imagesrc.ChecksumListError](), text(checksumListAdvice)},
+		{failure.Image, as[*imagesrc.ChecksumConflictError](), text(checksumListAdvice)},
+		{failure.Image, as[*imagesrc.Error](), from(imageAdvice)},
+		{failure.Image, as[*pipeline.ImageSizeError](), text("download the image again and compare its checksum")},
+
+		{failure.Verify, asIf(func(e *compareError) bool { return errors.As(e, new(*pipeline.VerifyError)) }),
+			text("the card holds something other than this image (another image, or an older write): write the image to it if it should hold it")},
+		{failure.Verify, asIf(func(e *imagedst.VerifyError) bool { return errors.As(e.Err, new(*pipeline.VerifyError)) }), from(func(e *imagedst.VerifyError) string {
+			return fmt.Sprintf("read the card again, with another reader or USB port if you can; if the reads still differ, the card is failing: keep %s, it may be the best copy there is", e.Part)
+		})},
+		{failure.Verify, as[*pipeline.InconsistentError](), text("the reader returned different data for the same blocks: write the image again through another reader or USB port")},
+		{failure.Verify, as[*pipeline.VerifyError](), text("write the image again; if the difference stays, the card is failing or fake: use another card")},
+
+		{failure.Device, is(drive.ErrNotFound), text("run 'usbflash list'")},
+		{failure.Device, as[*fakecheck.RestoreError](), from(checkRestoreAdvice)},
+		{failure.Device, as[*region.RestoreError](), from(restoreAdvice)},
+		{failure.Device, asIf(func(e *outfile.Error) bool { return errors.Is(e.Err, syscall.ENOSPC) }), text("free space on that disk, or name a file on another one")},
+		{failure.Device, as[*outfile.Error](), text("check the disk the file is written to, or name a file on another one")},
+		// The USB layer's kinds, before the layers above that wrap them:
+		// the end of the recovery ladder, a failed block command.
+		{failure.Device, is(usbdev.ErrNoUSBSupport), text("build usbflash with a USB backend: make build (on Linux pure Go, no library needed; elsewhere cgo and libusb-1.0); sim: and file: targets still work")},
+		{failure.Device, is(usbdev.ErrNoUSBAccess), text("give this container or VM USB passthrough, or run usbflash on the host; sim: and file: targets still work")},
+		{failure.Device, is(usbdev.ErrPermission), permissionAdvice},
+		{failure.Device, is(usbdev.ErrBusy), text("close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry")},
+		{failure.Device, is(usbdev.ErrNoMemory), text("use a smaller --transfer-size or fewer --buffers, or raise the limit in /sys/module/usbcore/parameters/usbfs_memory_mb (16 MiB by default)")},
+		{failure.Device, is(usbdev.ErrOverflow), text("its state is unknown: unplug the reader, plug it in again, and run the command again")},
+		{failure.Device, is(usbdev.ErrDeviceChanged), text("run `usbflash list` again and choose the reader you mean")},
+		{failure.Device, is(usbdev.ErrDescriptorsChanged), text("run `usbflash list` again")},
+		{failure.Device, is(usbdev.ErrNotFound), text("it was unplugged or re-enumerated; run `usbflash list` again")},
+		{failure.Device, is(usbdev.ErrReenumerationLost), text("unplug the reader and plug it in again")},
+		{failure.Device, is(usbdev.ErrListFailed), text("check that /sys/bus/usb and /dev/bus/usb are readable")},
+		{failure.Device, is(usbdev.ErrReattachFailed), text("unplug and replug the reader to get its /dev/sdX node back")},
+		{failure.Device, is(usbdev.ErrInUseUnknown), text("pass --force to skip this check if you are sure nothing uses the disk")},
+		{failure.Device, is(usbdev.ErrClosed), text("usbflash used a device it had closed, which is a bug: please report it")},
+		{failure.Device, is(usbms.ErrNoDevice), text("reconnect the reader and run the command again")},
+		{failure.Device, func(err error) bool { return usbms.IsNoMedium(err) && !errors.Is(err, usbms.ErrMediumChanged) }, text("insert a card and run the command again")},
+		{failure.Device, usbms.IsMediumChanged, text("insert the card again and write the whole image again")},
+		{failure.Device, is(usbms.ErrNotReady), text("take the card out and insert it again")},
+		{failure.Device, is(usbms.ErrCapacityOffByOne), text(capacityAdvice)},
+		{failure.Device, is(usbms.ErrInitialRead10), text(initialRead10Advice)},
+		{failure.Device, is(usbms.ErrRecoveryFailed), text("unplug the reader, plug it in again, and run the command again")},
+		{failure.Device, asIf(func(e *pipeline.DeviceError) bool { return e.Op == pipeline.OpSync }), text("check that the card is still inserted, then write again")},
+		{failure.Device, usbms.IsMediumError, text("use another card")},
+		{failure.Device, as[*pipeline.DeviceError](), text("check that the card is inserted and the reader connected, then run the command again")},
+
+		{failure.Fake, as[*fakecheck.FakeError](), from(func(e *fakecheck.FakeError) string {
+			return fmt.Sprintf("the card is counterfeit: return it; to use it all the same, partition it to at most its first %d bytes", e.Result.Usable)
+		})},
+
+		{failure.Interrupted, as[*flash.VerifyInterruptedError](), from(func(e *flash.VerifyInterruptedError) string {
+			return fmt.Sprintf("the image is on the card: `usbflash verify %s %s` checks it", shellWord(e.Image), shellWord(e.Target))
+		})},
+		{failure.Interrupted, as[*pipeline.CancelledError](), from(cancelledAdvice)},
+		{failure.Interrupted, as[*region.RestoreError](), from(restoreAdvice)},
+		{failure.Interrupted, as[*fakecheck.RestoreError](), from(checkRestoreAdvice)},
+	}
+}
+
+// refusalsAdvice is the advice for several cards of which some were
+// refused: to write the others, or what frees the one refusal.
+func refusalsAdvice(e *flash.RefusedError) string {
+	if e.Some() {
+		return "pass --skip-refused to write the others"
+	}
+	return hint(e.Refused[0])
+}
+
+// cancelledAdvice is to run a write again that left part of an image on
+// the card; nothing else that was stopped needs advice.
+func cancelledAdvice(e *pipeline.CancelledError) string {
+	if e.Phase == pipeline.PhaseWrite && (e.Bytes > 0 || e.LBA > 0) {
+		return "run the write again"
+	}
+	return ""
+}
+
+// checkRestoreAdvice says how to put back what a check could not.
+func checkRestoreAdvice(e *fakecheck.RestoreError) string {
+	if e.Kept.Path == "" {
+		return "the card may be failing: copy what matters off it"
+	}
+	// The command on a line of its own, last: it works pasted whole.
+	return fmt.Sprintf("keep both files until they are back; put them back with this command:\n  usbflash restore %s %s", shellWord(e.Kept.Path), shellWord(e.Target))
+}
+
+// permissionAdvice names the device's vendor in a udev rule.
+func permissionAdvice(err error) string {
+	vid := uint16(0)
+	var e *usbdev.Error
+	if errors.As(err, &e) {
+		vid = e.VID
+	}
+	return fmt.Sprintf(`run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="%04x", MODE="0660", GROUP="plugdev"`, vid)
+}
+
+// targetAdvice is hint's row for a path that cannot be a file: target, by
+// the reason.
+func targetAdvice(e *filedev.TargetError) string {
+	switch e.Reason {
+	case filedev.BadSize:
+		return "give a size that is a multiple of 512 bytes"
+	case filedev.Missing:
+		return "check the path"
+	case filedev.NeedsSize:
+		return fmt.Sprintf("give a size to create an image file, as in file:%s?size=8GiB", e.Path)
+	case filedev.NoDirectory:
+		return "create the directory first, or check the path"
+	case filedev.NotADevice:
+		return "check the device name"
+	case filedev.WrongType:
+		return "give a regular file or a block device"
+	case filedev.WouldShrink:
+		return fmt.Sprintf("drop size= or give at least %d", e.FileSize)
+	case filedev.ShortReadOnly:
+		return fmt.Sprintf("drop size= or give at most %d", e.FileSize)
+	case filedev.SizedDevice:
+		return "drop size=: a block device is as large as it is"
+	case filedev.DeviceUnsupported:
+		return "use a usb: target"
+	}
+	return ""
+}
+
+// cardAdvice is hint's row for a file that cannot be a sim: card, by the
+// reason.
+func cardAdvice(e *sim.CardError) string {
+	switch e.Reason {
+	case sim.CardNeedsSize:
+		return "add ?size=64MiB (or another size) to create it"
+	case sim.CardWouldShrink:
+		return fmt.Sprintf("drop size= or give at least %d", e.FileSize)
+	case sim.CardBadSize:
+		return fmt.Sprintf("use size= to set its size, a positive multiple of %d bytes", e.Block)
+	case sim.CardShortReadOnly:
+		return fmt.Sprintf("drop size= or give at most %d", e.FileSize)
+	case sim.CardNotAFile:
+		return "give a file for the card, as in sim:card.img?size=64MiB"
+	case sim.CardNoDirectory:
+		return "create the directory first, or check the path"
+	}
+	return ""
+}
+
+// imageAdvice is hint's row for an image that cannot be written, by the
+// kind of trouble.
+func imageAdvice(e *imagesrc.Error) string {
+	switch e.Kind {
+	case imagesrc.Damaged:
+		return "the file is damaged: download it again and compare its checksum"
+	case imagesrc.Truncated:
+		return "the file is incomplete: download it again and compare its checksum"
+	case imagesrc.NotNamedFormat:
+		return "download the image again: a failed download often saves an error page under the image's name"
+	case imagesrc.Changed:
+		return "write again once nothing modifies the image file"
+	case imagesrc.Unreadable:
+		return "check the disk or network share the image is on, or copy the image to a local disk, and run the command again"
+	case imagesrc.Unsupported:
+		return containerAdvice(e.Container)
+	case imagesrc.NotAnImage:
+		if e.Container != "" {
+			return containerAdvice(e.Container)
+		}
+		return fmt.Sprintf("decompress the outer %s first, then write the inner file", e.Format)
+	case imagesrc.Empty:
+		return "download the image again and compare its checksum"
+	case imagesrc.UnsupportedEntry:
+		return "extract it first (unzip or 7z), then write the extracted file"
+	case imagesrc.Ambiguous:
+		return "extract the one you want (unzip FILE NAME) and write that"
+	case imagesrc.NeedsFile:
+		return "save it to a file first, or pipe `unzip -p FILE` instead"
+	case imagesrc.UnsupportedFeature:
+		return fmt.Sprintf("the file is not damaged: decompress it with the %s program first, then write the decompressed image", e.Format)
+	}
+	return ""
+}
+
+// containerAdvice says how to get a disk image out of a container usbflash
+// does not decode (imagesrc.UnsupportedContainers names them).
+func containerAdvice(container string) string {
+	switch container {
+	case "7z archive":
+		return "extract the image first (7z x FILE)"
+	case "RAR archive":
+		return "extract the image first (unrar x FILE)"
+	case "lz4 stream", "lz4 legacy stream":
+		return "decompress it first (lz4 -d FILE)"
+	case "lzip stream":
+		return "decompress it first (lzip -d FILE)"
+	case "lzop stream":
+		return "decompress it first (lzop -d FILE)"
+	case "compress (.Z) stream":
+		return "decompress it first (uncompress FILE)"
+	case "qcow2 disk image", "VMDK disk image", "VHDX disk image":
+		return "convert it first (qemu-img convert -O raw FILE out.img)"
+	case "Android sparse image":
+		return "convert it first (simg2img FILE out.img)"
+	case "tar archive":
+		return "extract the image from it first (tar -xf FILE), then write the .img"
+	case "lzma (lzma_alone) stream":
+		return "decompress it first (xz -d --format=lzma FILE)"
+	case "brotli stream":
+		return "decompress it first (brotli -d FILE)"
+	}
+	return "turn it into a raw disk image first"
+}
+
+// sourceError classifies an error from opening the image, which already
+// names it: an image failure unless it says its own class.
+func sourceError(err error) error {
+	if failure.Of(err) != failure.Unknown {
+		return err
+	}
+	return failure.Wrap(failure.Image, err)
+}
+
+// restoreAdvice says how to put back a region --preserve could not.
+func restoreAdvice(e *region.RestoreError) string {
+	if e.File == "" {
+		return "the region's old bytes are lost: restore them from a backup if you have one"
+	}
+	disk := "DISK"
+	if p, ok := strings.CutPrefix(e.Device, "file:"); ok {
+		disk = p
+	} else if p, ok := strings.CutPrefix(e.Device, "sim:"); ok {
+		disk = strings.TrimSuffix(p, "/0")
+	}
+	bs := int64(max(e.BlockSize, 1))
+	// The command on a line of its own, last: it works pasted whole.
+	return fmt.Sprintf("put them back with this command:\n  dd if=%s of=%s bs=%d seek=%d conv=notrunc,fsync",
+		shellWord(e.File), shellWord(disk), bs, e.Region.Offset/bs)
+}
+
+// shellWord is s as one word of a POSIX shell command: as it is when it
+// holds only what paths usually hold, else in single quotes.
+func shellWord(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:=@%", r)) {
+			plain = false
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// planAdvice is the advice for a bench plan that does not fit, by reason.
+func planAdvice(e *cardbench.PlanError) string {
+	switch e.Reason {
+	case cardbench.SizeOverMemory:
+		return fmt.Sprintf("give --sizes of at most %s", units.FormatSize(e.Limit))
+	case cardbench.PreserveOverMemory:
+		return fmt.Sprintf("give a --region of at most %s, or leave out --preserve if its data may be lost", units.FormatSize(e.Limit))
+	case cardbench.SizeNotBlocks:
+		return fmt.Sprintf("give --sizes in multiples of %d bytes", e.Limit)
+	case cardbench.SizeOverCard:
+		return fmt.Sprintf("give --sizes of at most %s", units.FormatSize(e.Limit))
+	case cardbench.SizeOverRegion:
+		return "give smaller --sizes or a longer --region"
+	case cardbench.RegionNotInCard:
+		return fmt.Sprintf("give a --region of whole blocks that ends within %d bytes", e.Limit)
+	}
+	return ""
+}
+
+// inUseAdvice says what frees a disk the system uses in these ways.
+func inUseAdvice(uses []drive.Use) string {
+	verbs := map[drive.Use]string{
+		drive.UseMounted: "unmount it",
+		drive.UseSwap:    "swapoff it",
+		drive.UseHeld:    "close the dm-crypt, LVM or RAID device that holds it",
+	}
+	var advice []string
+	for _, u := range uses {
+		advice = append(advice, verbs[u])
+	}
+	if len(advice) == 0 {
+		return "close what uses it"
+	}
+	return strings.Join(advice, " and ")
+}
+
+// factsAndAdvice is err's facts and then its advice on one line, for a
+// note in a table (list's) rather than a failure of its own.
+func factsAndAdvice(err error) string {
+	msg, advice := explain(err)
+	if advice == "" {
+		return msg
+	}
+	return msg + "; " + advice
+}
+
+// checksumListAdvice is for a checksum list that cannot be used.
+const checksumListAdvice = "download the checksum list again, or give the sum the publisher lists with --sha256, or pass --no-sha256 to write without it"
+
+// capacityAdvice is for a reader that refuses the last block it reports.
+const capacityAdvice = "if the card is one block smaller than the reader says, pass --quirks VID:PID:c (VID:PID from `usbflash list`), as Linux's usb-storage.quirks= takes it"
+
+// initialRead10Advice is for a reader that fails READ(10)s after a card
+// goes in.
+const initialRead10Advice = "pass --quirks VID:PID:n (VID:PID from `usbflash list`), as Linux's usb-storage.quirks= takes it: a READ(10) that fails is then repeated"
+
+// noticeAdvice is the advice a reader's notice carries ("" for none): a
+// reader that failed large commands is told how to start at the size
+// that works.
+func noticeAdvice(n *usbms.Notice) string {
+	if n == nil || n.Kind != usbms.NoticeTransferCap || n.Cap <= 0 {
+		return ""
+	}
+	size := units.FormatSize(n.Cap)
+	id := n.USBID
+	if id == "" {
+		id = "VID:PID"
+	}
+	if n.Cap == 64*512 {
+		return fmt.Sprintf("pass --transfer-size %s, or --quirks %s:m (as Linux's usb-storage.quirks=), to start there", strings.ReplaceAll(size, " ", ""), id)
+	}
+	return fmt.Sprintf("pass --transfer-size %s to start there", strings.ReplaceAll(size, " ", ""))
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/linuxdisk"
 )
 
 // Refusals and absences, each a sentinel of its class that errors.Is
@@ -12,8 +13,9 @@ import (
 // about each.
 var (
 	// ErrInUse: the system uses the target's disk (mounted, active swap,
-	// held by dm-crypt, LVM or RAID). The Error's Uses say how.
-	ErrInUse = failure.New(failure.Refused, "in use by the system")
+	// held by dm-crypt, LVM or RAID). The Error's Uses say how. It is the
+	// kernel view's own (linuxdisk), so there is one "in use" to ask for.
+	ErrInUse = linuxdisk.ErrInUse
 	// ErrBusy: another usbflash (or another program) holds the target.
 	ErrBusy = failure.New(failure.Refused, "in use by another program")
 	// ErrIsImage: the target is the image, or holds the file system the
@@ -30,6 +32,34 @@ var (
 	// ErrNoMedium: the slot is empty.
 	ErrNoMedium = failure.New(failure.Device, "no medium")
 )
+
+// Usage kinds, each a sentinel errors.Is finds through an *Error of class
+// Usage: the command line's mistakes the advice table has words for.
+var (
+	// ErrPath: the target is a path, not one of the target forms.
+	ErrPath = failure.New(failure.Usage, "a path, not a target")
+	// ErrAmbiguous: the target matches several attached readers.
+	ErrAmbiguous = failure.New(failure.Usage, "matches several readers")
+	// ErrSameReader: two targets name the same reader without a slot.
+	ErrSameReader = failure.New(failure.Usage, "the same reader twice")
+	// ErrWhichSlot: the target names a reader of several slots, more or
+	// fewer than one of which holds a card.
+	ErrWhichSlot = failure.New(failure.Usage, "a slot is to be chosen")
+	// ErrNeedsSize: a file target to be made, and no size to make it.
+	ErrNeedsSize = failure.New(failure.Usage, "no size to create the file with")
+	// ErrNotUSB: a kernel disk was asked of a target that is no usb:
+	// reader.
+	ErrNotUSB = failure.New(failure.Usage, "not a usb: reader")
+	// ErrNoKernelDisk: the kernel has no disk for the reader.
+	ErrNoKernelDisk = failure.New(failure.Usage, "no kernel disk")
+	// ErrKernelDisks: the reader has several kernel disks and the target
+	// names no slot.
+	ErrKernelDisks = failure.New(failure.Usage, "several kernel disks")
+)
+
+// SettingKernelDisk is the setting that asks for a reader's kernel disk
+// (KernelDiskNode): an error about it is a SettingError naming it.
+const SettingKernelDisk failure.Setting = "kernel disk"
 
 // Use is one way the system uses a disk.
 type Use int
@@ -74,4 +104,9 @@ func (e *Error) Class() failure.Class {
 
 func usageErr(target, msg string) *Error {
 	return &Error{class: failure.Usage, Target: target, Msg: msg}
+}
+
+// usageKind is a usage error of a kind the caller may advise on.
+func usageKind(target string, kind error, msg string) *Error {
+	return &Error{class: failure.Usage, Target: target, Msg: msg, Err: kind}
 }

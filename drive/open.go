@@ -242,7 +242,7 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 	if len(group) > 1 {
 		for _, t := range group {
 			if t.LUN < 0 {
-				return failAll(usageErr(t.Raw, fmt.Sprintf("targets %s and %s are the same reader: name each slot with /LUN (lun=N for sim:)", t0.Raw, group[1].Raw)))
+				return failAll(usageKind(t.Raw, ErrSameReader, fmt.Sprintf("targets %s and %s are the same reader, and not each a slot of it", t0.Raw, group[1].Raw)))
 			}
 		}
 	}
@@ -357,7 +357,7 @@ func openFile(t Spec, opts Options) (*Device, error) {
 	if size == 0 && missing && !opts.ReadOnly {
 		size = opts.NewFileSize
 		if size == 0 {
-			return nil, usageErr(t.Raw, fmt.Sprintf("target %s does not exist and the image's size is not known in advance: give one, as in file:%s?size=8GiB", t.Raw, t.Path))
+			return nil, usageKind(t.Raw, ErrNeedsSize, fmt.Sprintf("target %s does not exist and the image's size is not known in advance", t.Raw))
 		}
 	}
 	f, err := filedev.Open(t.Path, filedev.Options{Force: opts.Force, Size: size, ReadOnly: opts.ReadOnly})
@@ -369,7 +369,7 @@ func openFile(t Spec, opts Options) (*Device, error) {
 	}
 	d := &Device{Name: "file:" + t.Path, Dev: f, File: f, closer: f.Close}
 	if err := f.InUse(); err != nil {
-		d.InUse = &Error{class: failure.Refused, Target: t.Raw, Msg: err.Error(), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
+		d.InUse = &Error{class: failure.Refused, Target: t.Raw, Msg: err.Error(), Uses: uses(err), Err: err}
 	}
 	if missing {
 		d.created = t.Path
@@ -390,7 +390,7 @@ func openError(t Spec, err error) error {
 	case errors.As(err, &refused):
 		return err // this package's own check (the image on the reader's disk), sorted already
 	case errors.Is(err, linuxdisk.ErrInUse):
-		return &Error{class: failure.Refused, Target: t.Raw, Msg: fmt.Sprintf("%v; nothing was written", err), Uses: uses(err), Err: errors.Join(ErrInUse, err)}
+		return &Error{class: failure.Refused, Target: t.Raw, Msg: fmt.Sprintf("%v; nothing was written", err), Uses: uses(err), Err: err}
 	case errors.Is(err, flock.ErrLocked), errors.Is(err, usbdev.ErrBusy):
 		return &Error{class: failure.Refused, Target: t.Raw, Msg: fmt.Sprintf("target %s is in use by another usbflash (or another program); nothing was written", t.Raw), Err: errors.Join(ErrBusy, err)}
 	case errors.Is(err, filedev.ErrBadTarget):
@@ -574,7 +574,7 @@ func onlyLoadedLUN(t Spec, name string, slots []usbms.LUNSummary) (usbms.LUNSumm
 	if len(loaded) == 1 {
 		return loaded[0], nil
 	}
-	return usbms.LUNSummary{}, usageErr(t.Raw, fmt.Sprintf("%s has %d LUNs (slots), %d with a card: choose one with /LUN (lun=N for sim:), e.g. %s", name, len(slots), len(loaded), withLUN(t, 0)))
+	return usbms.LUNSummary{}, usageKind(t.Raw, ErrWhichSlot, fmt.Sprintf("%s has %d LUNs (slots), %d with a card; the first is %s", name, len(slots), len(loaded), withLUN(t, 0)))
 }
 
 // withLUN is the target t with slot n chosen, in a form that can be typed

@@ -68,7 +68,7 @@ func Parse(s string) (Spec, error) {
 		why = parseSimTarget(&t, strings.TrimPrefix(s, "sim:"))
 	case strings.HasPrefix(s, "/"), strings.HasPrefix(s, "."), strings.HasPrefix(s, "~"):
 		// A path, typed as one would for dd: the one likely meaning.
-		return Spec{}, usageErr(s, fmt.Sprintf("target %q is a path: write file:%s for a file or disk through the kernel", s, s))
+		return Spec{}, usageKind(s, ErrPath, fmt.Sprintf("target %q is a path, which a target names as file:%s", s, s))
 	default:
 		why = parseUSBTarget(&t, s)
 	}

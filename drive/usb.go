@@ -67,7 +67,7 @@ func (r *Readers) find(ctx context.Context, t Spec) (usbdev.Info, error) {
 		for _, m := range match {
 			names = append(names, USBName(m))
 		}
-		return usbdev.Info{}, usageErr(t.Raw, fmt.Sprintf("target %s matches %d readers (%s): add the serial (usb:VID:PID:SERIAL) or use usb:BUS.ADDR", t.Raw, len(match), strings.Join(names, ", ")))
+		return usbdev.Info{}, usageKind(t.Raw, ErrAmbiguous, fmt.Sprintf("target %s matches %d readers (%s)", t.Raw, len(match), strings.Join(names, ", ")))
 	case !match[0].Supported:
 		return usbdev.Info{}, &Error{class: failure.Device, Target: t.Raw, Err: ErrUnsupported,
 			Msg: fmt.Sprintf("target %s (%s): not supported: %s", t.Raw, match[0], match[0].Reason)}
@@ -177,7 +177,7 @@ func AllWithCards(readers []Reader) (ts []Spec, skipped []string) {
 // kernel.
 func (r *Readers) KernelDiskNode(ctx context.Context, t Spec) (string, error) {
 	if t.Scheme != USB {
-		return "", usageErr(t.Raw, fmt.Sprintf("--compare alone finds the kernel's disk of a usb: reader; %s is not one: give --compare=file:PATH", t.Raw))
+		return "", kernelDiskErr(t, ErrNotUSB, "not a usb: reader, the only target with a kernel disk to find")
 	}
 	info, err := r.find(ctx, t)
 	if err != nil {
@@ -185,7 +185,7 @@ func (r *Readers) KernelDiskNode(ctx context.Context, t Spec) (string, error) {
 	}
 	disks, err := usbdev.KernelDisks(info)
 	if err != nil {
-		return "", &Error{class: failure.Device, Target: t.Raw, Msg: fmt.Sprintf("--compare: %s: %v", t.Raw, err), Err: err}
+		return "", &Error{class: failure.Device, Target: t.Raw, Msg: fmt.Sprintf("the kernel disks of %s: %v", t.Raw, err), Err: err}
 	}
 	var match []usbdev.KernelDisk
 	for _, d := range disks {
@@ -195,15 +195,23 @@ func (r *Readers) KernelDiskNode(ctx context.Context, t Spec) (string, error) {
 	}
 	switch {
 	case len(match) == 0:
-		return "", usageErr(t.Raw, fmt.Sprintf("--compare: the kernel has no disk for %s (usb-storage is not bound to it, or it was already taken): give --compare=file:/dev/sdX", t.Raw))
+		return "", kernelDiskErr(t, ErrNoKernelDisk, "the kernel has no disk for it (usb-storage is not bound to it, or it was already taken)")
 	case len(match) > 1:
 		var nodes []string
 		for _, d := range match {
 			nodes = append(nodes, fmt.Sprintf("%s (LUN %d)", d.Node, d.LUN))
 		}
-		return "", usageErr(t.Raw, fmt.Sprintf("--compare: %s has several kernel disks (%s): add /LUN to the target", t.Raw, strings.Join(nodes, ", ")))
+		return "", kernelDiskErr(t, ErrKernelDisks, fmt.Sprintf("several kernel disks (%s)", strings.Join(nodes, ", ")))
 	case match[0].Size == 0:
-		return "", usageErr(t.Raw, fmt.Sprintf("--compare: %s has no medium in the kernel's view", match[0].Node))
+		return "", kernelDiskErr(t, nil, fmt.Sprintf("%s has no medium in the kernel's view", match[0].Node))
 	}
 	return match[0].Node, nil
+}
+
+// kernelDiskErr is a kernel disk that cannot be found for t, of kind
+// (nil: no kind of its own), what saying why: a mistake in the setting
+// that asked for it.
+func kernelDiskErr(t Spec, kind error, what string) error {
+	return &failure.SettingError{Setting: SettingKernelDisk,
+		Err: &Error{class: failure.Usage, Target: t.Raw, Msg: t.Raw + ": " + what, Err: kind}}
 }

@@ -31,6 +31,8 @@ func settingFlag(s failure.Setting) string {
 	switch s {
 	case usbms.SettingQuirks:
 		return "--quirks"
+	case drive.SettingKernelDisk:
+		return "--compare"
 	}
 	return ""
 }
@@ -133,6 +135,16 @@ func adviceTable() []advice {
 		{failure.Usage, is(flash.ErrBlockMapConflict), text("pass one of them")},
 		{failure.Usage, asIf(func(e *outfile.Error) bool { return e.Op == outfile.OpCreate }), text("name a file in a directory that exists and that you can write to")},
 		{failure.Usage, as[*filedev.TargetError](), from(targetAdvice)},
+		{failure.Usage, is(drive.ErrPath), from(func(e *drive.Error) string {
+			return fmt.Sprintf("write file:%s for a file or disk through the kernel", e.Target)
+		})},
+		{failure.Usage, is(drive.ErrAmbiguous), text("add the serial (usb:VID:PID:SERIAL) or use usb:BUS.ADDR")},
+		{failure.Usage, is(drive.ErrSameReader), text("name each slot with /LUN (lun=N for sim:)")},
+		{failure.Usage, is(drive.ErrWhichSlot), text("choose one with /LUN (lun=N for sim:)")},
+		{failure.Usage, is(drive.ErrNeedsSize), from(func(e *drive.Error) string { return fmt.Sprintf("give one, as in %s?size=8GiB", e.Target) })},
+		{failure.Usage, is(drive.ErrNotUSB), text("give --compare=file:PATH")},
+		{failure.Usage, is(drive.ErrNoKernelDisk), text("give --compare=file:/dev/sdX")},
+		{failure.Usage, is(drive.ErrKernelDisks), text("add /LUN to the target")},
 		{failure.Usage, as[*sim.CardError](), from(cardAdvice)},
 
 		{failure.Refused, as[*flash.RefusedError](), from(refusalsAdvice)},

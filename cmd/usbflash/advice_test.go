@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/filedev"
 	"github.com/usbflash/usbflash/imagedst"
 	"github.com/usbflash/usbflash/imagesrc"
@@ -43,6 +45,7 @@ func TestAdviceTable(t *testing.T) {
 	cases = append(cases, targetAdviceCases(t)...)
 	cases = append(cases, cardAdviceCases(t)...)
 	cases = append(cases, pipelineAdviceCases()...)
+	cases = append(cases, driveAdviceCases(t)...)
 	cases = append(cases, benchAdviceCases(t)...)
 	cases = append(cases, outputAdviceCases()...)
 	for _, c := range cases {
@@ -286,6 +289,29 @@ func cardAdviceCases(t *testing.T) []adviceCase {
 			fmt.Errorf("target sim:/tmp/card.img: %w", e), advice})
 	}
 	return cases
+}
+
+// driveAdviceCases are the command line's mistakes about targets that
+// drive tells apart by kind.
+func driveAdviceCases(t *testing.T) []adviceCase {
+	_, path := drive.Parse("/tmp/card.img")
+	if path == nil {
+		t.Fatal("a path parsed as a target")
+	}
+	kind := func(k error, msg string) error { return &drive.Error{Target: "file:/tmp/card.img", Msg: msg, Err: k} }
+	compare := func(k error, msg string) error {
+		return &failure.SettingError{Setting: drive.SettingKernelDisk, Err: &drive.Error{Target: "usb:1.4", Msg: "usb:1.4: " + msg, Err: k}}
+	}
+	return []adviceCase{
+		{"target/a path", path, "write file:/tmp/card.img for a file or disk through the kernel"},
+		{"target/several readers", kind(drive.ErrAmbiguous, "target usb:0bda:0158 matches 2 readers"), "add the serial (usb:VID:PID:SERIAL) or use usb:BUS.ADDR"},
+		{"target/same reader twice", kind(drive.ErrSameReader, "targets 0 and 0 are the same reader"), "name each slot with /LUN (lun=N for sim:)"},
+		{"target/which slot", kind(drive.ErrWhichSlot, "usb:1.4 has 2 LUNs (slots), 2 with a card"), "choose one with /LUN (lun=N for sim:)"},
+		{"target/file needs a size", kind(drive.ErrNeedsSize, "target file:/tmp/card.img does not exist"), "give one, as in file:/tmp/card.img?size=8GiB"},
+		{"compare/not usb", compare(drive.ErrNotUSB, "not a usb: reader"), "give --compare=file:PATH"},
+		{"compare/no kernel disk", compare(drive.ErrNoKernelDisk, "the kernel has no disk for it"), "give --compare=file:/dev/sdX"},
+		{"compare/several kernel disks", compare(drive.ErrKernelDisks, "several kernel disks"), "add /LUN to the target"},
+	}
 }
 
 // pipelineAdviceCases are the kinds the pipeline and the CLI itself report.

@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/usbflash/usbflash/failure"
 )
 
 // Disk is a block device as sysfs shows it: a disk the kernel's
@@ -70,8 +72,9 @@ func (u Use) String() string {
 }
 
 // ErrInUse is matched (errors.Is) by every refusal of a disk the system
-// uses: an *InUseError, or an exclusive open the kernel refused.
-var ErrInUse = errors.New("disk in use")
+// uses: an *InUseError, or an exclusive open the kernel refused. It is
+// usbflash's one "in use" (drive.ErrInUse names it for callers outside).
+var ErrInUse = failure.New(failure.Refused, "disk in use")
 
 // InUseError is the refusal of a disk that is mounted, swapped on or held.
 type InUseError struct {

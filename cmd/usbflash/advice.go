@@ -157,6 +157,7 @@ func adviceTable() []advice {
 		{failure.Refused, is(errNotConfirmed), text("pass --yes to write without being asked")},
 		{failure.Refused, is(blockdev.ErrWriteProtected), text("slide the card's lock switch to unlock it, or use another card")},
 		{failure.Refused, as[*pipeline.CapacityError](), text("use a larger card")},
+		{failure.Refused, is(usbms.ErrCapacityOffByOne), text(capacityAdvice)},
 
 		{failure.Image, as[*imagesrc.ChecksumMismatchError](), text("download the image again (with its checksum) and write again")},
 		{failure.Image, as[*imagesrc.ChecksumListError](), text(checksumListAdvice)},

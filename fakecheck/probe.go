@@ -689,7 +689,7 @@ func (p *prober) refine(ctx context.Context, lo, hi int64, kind verdict, bound i
 			newLo = lo
 			err   error
 		)
-		if span := hi - lo - 1; span <= contiguous {
+		if span := hi - lo - 1; span <= p.wholeRun(bound) {
 			// Small enough to write whole.
 			if err := p.save(ctx, lo+1, span); err != nil {
 				return err
@@ -761,6 +761,21 @@ func (p *prober) refine(ctx context.Context, lo, hi int64, kind verdict, bound i
 	}
 	return nil
 }
+
+// wholeRun is the most blocks a refine round writes whole, when the
+// first bad block is known to lie among them. A round behind a cache
+// flushes bound bytes whatever it writes (twice that moved: each block is
+// read and written back), so a run of up to bound bytes is cheaper than a
+// grid round and the run after it: on a 4 GiB card with a 256 MiB cache
+// the 16 MiB the first grid leaves is one round, not two (issue 31 item
+// 13c). It holds the run's saved content in memory: at most maxWholeRun.
+func (p *prober) wholeRun(bound int64) int64 {
+	return max(contiguous, min(bound, maxWholeRun)/p.bs)
+}
+
+// maxWholeRun bounds a run written whole, in bytes: its saved content is
+// kept in memory.
+const maxWholeRun = 64 << 20
 
 // writeRun writes the probe blocks of [from, to), its last command first.
 func (p *prober) writeRun(ctx context.Context, from, to int64) error {

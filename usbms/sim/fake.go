@@ -74,6 +74,7 @@ type fakeMedium struct {
 	f      Fake
 	cached map[int64]*cacheEntry // block past Real -> its content
 	queue  []queued              // writes into the cache, oldest first
+	free   [][]byte              // the memory of blocks pushed out
 	stamp  uint64                // counts writes into the cache
 	reads  uint64                // garbage changes with every read
 }
@@ -175,7 +176,14 @@ func (m *fakeMedium) readBack(blk, in int64, part []byte) error {
 func (m *fakeMedium) cache(blk, in int64, part []byte) error {
 	c, ok := m.cached[blk]
 	if !ok {
-		c = &cacheEntry{data: make([]byte, m.bs)}
+		// A block pushed out gives its memory to the next: a flush
+		// through a cache of hundreds of MiB allocates nothing.
+		c = &cacheEntry{}
+		if n := len(m.free); n > 0 {
+			c.data, m.free = m.free[n-1], m.free[:n-1]
+		} else {
+			c.data = make([]byte, m.bs)
+		}
 		if err := m.readBack(blk, 0, c.data); err != nil {
 			return err
 		}
@@ -190,6 +198,7 @@ func (m *fakeMedium) cache(blk, in int64, part []byte) error {
 		m.queue = m.queue[1:]
 		if e := m.cached[old.blk]; e != nil && e.stamp == old.stamp {
 			delete(m.cached, old.blk)
+			m.free = append(m.free, e.data)
 		}
 	}
 	if len(m.queue) > 2*len(m.cached)+1024 {

@@ -40,9 +40,9 @@ type writePlan struct {
 func (s *session) planWrite(src *imagesrc.Source, f BlockMapChoice, many bool) (*writePlan, error) {
 	switch {
 	case f.Path != "" && f.Off:
-		return nil, fmt.Errorf("--bmap and --no-bmap: %w", ErrBlockMapConflict)
+		return nil, &failure.SettingError{Setting: SettingBlockMap, Err: ErrBlockMapConflict}
 	case f.Path != "" && f.Sparse:
-		return nil, fmt.Errorf("--sparse is for writes without a block map, --bmap names one: %w", ErrBlockMapConflict)
+		return nil, &failure.SettingError{Setting: SettingSparse, Err: ErrBlockMapConflict}
 	case many && (f.Path != "" || f.Sparse):
 		return nil, ErrBlockMapOneCard
 	case f.Sparse:
@@ -71,7 +71,7 @@ func (s *session) planWrite(src *imagesrc.Source, f BlockMapChoice, many bool) (
 // a write wrote.
 func FindBlockMap(image string, src *imagesrc.Source, f BlockMapChoice) (*bmap.Map, string, error) {
 	if f.Path != "" && f.Off {
-		return nil, "", fmt.Errorf("--bmap and --no-bmap: %w", ErrBlockMapConflict)
+		return nil, "", &failure.SettingError{Setting: SettingBlockMap, Err: ErrBlockMapConflict}
 	}
 	path := f.Path
 	if path == "" && !f.Off {

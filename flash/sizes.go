@@ -14,8 +14,11 @@ const (
 	SettingBuffers      failure.Setting = "buffers"
 	SettingLag          failure.Setting = "lag"
 	SettingSHA256       failure.Setting = "sha256"
-	SettingBlockMap     failure.Setting = "block map"
-	SettingSize         failure.Setting = "size"
+	// SettingBlockMap is a map named together with no map; SettingSparse
+	// a sparse write together with a map named.
+	SettingBlockMap failure.Setting = "block map"
+	SettingSparse   failure.Setting = "sparse"
+	SettingSize     failure.Setting = "size"
 )
 
 // checkSizes refuses, before anything is opened, sizes no card can make

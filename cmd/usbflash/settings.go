@@ -24,16 +24,31 @@ func flagOf(s failure.Setting) string {
 		return "--size"
 	case flash.SettingOut:
 		return "OUT"
+	case flash.SettingBlockMap:
+		return "--bmap and --no-bmap"
+	case flash.SettingSparse:
+		return "--sparse and --bmap"
 	}
 	return ""
 }
 
-// withFlags tells a library's error about a setting in the words of the
-// command line, naming the flag that gave the setting: a usage error.
+// settingFlagError is a library's error about a setting, told in the words of
+// the command line: the flag that gave the setting. It keeps the error's
+// chain, for its kind's advice.
+type settingFlagError struct {
+	msg string
+	err error
+}
+
+func (e *settingFlagError) Error() string        { return e.msg }
+func (e *settingFlagError) Unwrap() error        { return e.err }
+func (e *settingFlagError) Class() failure.Class { return failure.Usage }
+
+// withFlags names the flag of the setting err is about, if any.
 func withFlags(err error) error {
 	var se *failure.SettingError
 	if !errors.As(err, &se) || flagOf(se.Setting) == "" {
 		return err
 	}
-	return &usageError{strings.Replace(err.Error(), se.Error(), flagOf(se.Setting)+": "+se.Err.Error(), 1)}
+	return &settingFlagError{msg: strings.Replace(err.Error(), se.Error(), flagOf(se.Setting)+": "+se.Err.Error(), 1), err: err}
 }

@@ -40,10 +40,12 @@ backup back can skip the rest.
 
 OUT is written as OUT.part and renamed only when complete (with --verify,
 only once the second read matched): an interrupted or failed read leaves
-no file that looks finished. When the second read differs or fails, the
-first stays as OUT.part, named in the message. An existing OUT is not
-overwritten without --force. --used stops after the last partition of the
-MBR or GPT; --size reads that many bytes; otherwise the whole card is read.
+no file that looks finished. When the second read differs, fails or is
+interrupted, the first, complete, stays as OUT.part, named in the
+message. An existing OUT is not overwritten without --force. --used stops
+after the last partition of the MBR or GPT (a card without one, or with a
+damaged one, is read whole); --size reads that many bytes; otherwise the
+whole card is read.
 
 The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pipeline.MaxBufferMemory) + `.`,
 		Args:              exactArgs(2, "TARGET and OUT"),

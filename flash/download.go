@@ -42,9 +42,9 @@ func findDownload(cfg Config) (*download, []string, error) {
 	case cfg.SHA256 != "":
 		sum, err := imagesrc.ParseSHA256(cfg.SHA256)
 		if err != nil {
-			return nil, nil, &ChecksumArgError{Err: err}
+			return nil, nil, &failure.SettingError{Setting: SettingSHA256, Err: &ChecksumArgError{Err: err}}
 		}
-		return &download{want: sum, from: "--sha256"}, nil, nil
+		return &download{want: sum, from: sumGiven}, nil, nil
 	case cfg.NoSHA256:
 		return nil, nil, nil
 	}
@@ -69,6 +69,17 @@ func findDownload(cfg Config) (*download, []string, error) {
 	return d, notes, nil
 }
 
+// sumGiven is the from of a sum the caller gave (Config.SHA256).
+const sumGiven = "the SHA-256 given"
+
+// the names the sum: the one given, or the one in the list it is from.
+func (d *download) the() string {
+	if d.from == sumGiven {
+		return sumGiven
+	}
+	return "the SHA-256 in " + d.from
+}
+
 // startDownload says what the image is checked against and, for a file,
 // starts hashing it; a stream is hashed as it is read. src is the session's
 // image, open until the session ends.
@@ -88,7 +99,7 @@ func (s *session) startDownload(ctx context.Context, d *download, src *imagesrc.
 	if d.decodedOnly {
 		what = "the image in " + what
 	}
-	s.emit(Note{Message: "Checking " + what + " against the SHA-256 in " + d.from + " as it is written"})
+	s.emit(Note{Message: "Checking " + what + " against " + d.the() + " as it is written"})
 }
 
 // check compares the image with the sum, once src was read to its end,
@@ -106,7 +117,7 @@ func (s *session) checkDownload(ctx context.Context, src *imagesrc.Source) (stri
 			return "", &ImageError{Err: err}
 		}
 		if file == d.want {
-			return "The image file matches the SHA-256 in " + d.from, nil
+			return "The image file matches " + d.the(), nil
 		}
 	}
 	mismatch := &imagesrc.ChecksumMismatchError{Image: imageName(s.cfg.Image), From: d.from, Want: d.want, Got: file}
@@ -114,7 +125,7 @@ func (s *session) checkDownload(ctx context.Context, src *imagesrc.Source) (stri
 		return "", mismatch // the file is the image
 	}
 	if !d.decodedOnly && !src.Stream() {
-		s.emit(Note{Message: "The image file's SHA-256 is not the one in " + d.from + ": decoding it again to compare the image's"})
+		s.emit(Note{Message: "The image file's SHA-256 is not " + d.the() + ": decoding it again to compare the image's"})
 	}
 	decoded, err := d.decodedSum(ctx, src)
 	if err != nil {
@@ -122,9 +133,9 @@ func (s *session) checkDownload(ctx context.Context, src *imagesrc.Source) (stri
 	}
 	switch {
 	case decoded == d.want && d.decodedOnly:
-		return "The decoded image matches the SHA-256 in " + d.from, nil
+		return "The decoded image matches " + d.the(), nil
 	case decoded == d.want:
-		return "The decoded image matches the SHA-256 in " + d.from + " (a sum of the image, not of the " + src.Format.String() + " file)", nil
+		return "The decoded image matches " + d.the() + " (a sum of the image, not of the " + src.Format.String() + " file)", nil
 	}
 	mismatch.GotDecoded = decoded
 	return "", mismatch
@@ -168,10 +179,11 @@ func (d *download) decodedSum(ctx context.Context, src *imagesrc.Source) (string
 	return sum, nil
 }
 
-// ChecksumArgError is a --sha256 that cannot be used.
+// ChecksumArgError is a SHA-256 given (Config.SHA256) that cannot be
+// used; it comes as the *failure.SettingError of SettingSHA256.
 type ChecksumArgError struct{ Err error }
 
-func (e *ChecksumArgError) Error() string { return "--sha256: " + e.Err.Error() }
+func (e *ChecksumArgError) Error() string { return e.Err.Error() }
 func (e *ChecksumArgError) Unwrap() error { return e.Err }
 
 // Class is Usage.

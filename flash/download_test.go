@@ -105,7 +105,7 @@ func TestRunDownloadStreams(t *testing.T) {
 	t.Parallel()
 	img := testpattern.Bytes(3<<20+700, 11)
 	compressed := xzBytes(t, img)
-	const fileMatched, imageMatched = "The image file matches the SHA-256 in", "The decoded image matches the SHA-256 in"
+	const fileMatched, imageMatched = "The image file matches the SHA-256 ", "The decoded image matches the SHA-256 "
 	sidecar := func(line func(f, i []byte) string) map[string]func(f, i []byte) string {
 		return map[string]func(f, i []byte) string{"os.img.xz.sha256": line}
 	}

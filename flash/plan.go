@@ -94,8 +94,8 @@ func FindBlockMap(image string, src *imagesrc.Source, f BlockMapChoice) (*bmap.M
 	return m, path, nil
 }
 
-// ErrBlockMapOneCard: a block map or --sparse writes one card at a time.
-var ErrBlockMapOneCard = failure.New(failure.Usage, "a block map or --sparse writes one card at a time")
+// ErrBlockMapOneCard: a block map or a sparse write writes one card at a time.
+var ErrBlockMapOneCard = failure.New(failure.Usage, "a block map or a sparse write writes one card at a time")
 
 // BlockMapError is a block map that cannot be used: unreadable (an image
 // error) or not a map of this image (a refusal). Nothing was written.

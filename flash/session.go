@@ -402,6 +402,29 @@ func (e *CardsError) Error() string {
 // Unwrap gives the cards' errors.
 func (e *CardsError) Unwrap() []error { return e.Errs }
 
+// Partial says some cards were written (and verified) and some failed: an
+// outcome of the session that no card's class says, and that a script
+// tells apart from every card failing.
+func (e *CardsError) Partial() bool { return e.Succeeded > 0 }
+
+// Class is the exit policy of a session whose cards all failed: their
+// class when they failed alike (every card refused, the image unreadable,
+// a stop), Device when they failed differently, each card's own error
+// being in the table. Of a partial session it says the same of the cards
+// that failed.
+func (e *CardsError) Class() failure.Class {
+	if len(e.Errs) == 0 {
+		return failure.Device
+	}
+	class := failure.Of(e.Errs[0])
+	for _, err := range e.Errs[1:] {
+		if failure.Of(err) != class {
+			return failure.Device
+		}
+	}
+	return class
+}
+
 // finish records every card (CardDone for each, the report saved) and
 // applies the exit policy: with one card its error; with several nil when
 // all succeeded, else a *CardsError. A stream error (the image, Ctrl-C)

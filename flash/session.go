@@ -50,10 +50,11 @@ type Config struct {
 	Confirm func(cards []*drive.Device, src *imagesrc.Source) error
 	// Report, when set, is a .json or .csv file that records every card.
 	Report string
-	// ExitCode gives the exit code a card's error alone would give, for
-	// the report's records (the CLI's one table). Nil records 0 and 1.
-	ExitCode func(error) int
-	Observer Observer
+	// ExitCodes is the exit code of each class of failure, for the
+	// report's records (the caller's one table, as data); a class it
+	// lacks records 1.
+	ExitCodes map[failure.Class]int
+	Observer  Observer
 	// SHA256 is the image file's SHA-256 as its publisher gives it (hex):
 	// checked as the image streams, before the first transfer is written.
 	// "" looks for it beside the image (IMAGE.sha256, SHA256SUMS, ...)
@@ -458,7 +459,7 @@ func (s *session) record(c *card) {
 	out := c.out
 	s.mu.Lock()
 	s.res.Cards = append(s.res.Cards, &out)
-	s.report.Cards = append(s.report.Cards, RecordOf(&out, s.cfg.ExitCode))
+	s.report.Cards = append(s.report.Cards, RecordOf(&out, s.cfg.ExitCodes))
 	if s.report.SHA256 == "" && out.Write.Bytes > 0 && out.Write.SHA256 != ([32]byte{}) {
 		s.report.SHA256 = fmt.Sprintf("%x", out.Write.SHA256)
 	}
@@ -474,9 +475,10 @@ func (s *session) record(c *card) {
 	}
 }
 
-// RecordOf is the report's row for an outcome; exitCode gives the exit
-// code its error alone would give (nil: 1 for any error).
-func RecordOf(o *Outcome, exitCode func(error) int) Record {
+// RecordOf is the report's row for an outcome; codes is the exit code of
+// each class, which gives the code its error alone would give (1 for a
+// class it lacks).
+func RecordOf(o *Outcome, codes map[failure.Class]int) Record {
 	r := Record{Target: o.Target, Serial: o.Serial, Capacity: o.Capacity, Bytes: o.Written,
 		Verified: o.Verified(), Started: o.Started, Finished: o.Finished}
 	if !o.Started.IsZero() && o.Finished.After(o.Started) {
@@ -492,8 +494,8 @@ func RecordOf(o *Outcome, exitCode func(error) int) Record {
 	case o.Err != nil:
 		r.Error = o.Err.Error()
 		r.Code = 1
-		if exitCode != nil {
-			r.Code = exitCode(o.Err)
+		if c, ok := codes[failure.Of(o.Err)]; ok {
+			r.Code = c
 		}
 	case o.Slowest:
 		r.Bound = BoundSlowest

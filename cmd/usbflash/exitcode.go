@@ -35,7 +35,7 @@ type exitStatus struct {
 }
 
 // noClass is the class of the rows no failure's class leads to: success,
-// and several cards of which some failed (cardsExitCode).
+// and several cards of which some failed (flash.CardsError.Partial).
 const noClass failure.Class = -1
 
 // exitCodes is the exit-code table, in code order. A failure nobody
@@ -99,42 +99,34 @@ func errorAlreadyReported(err error) bool {
 	return errors.As(err, &r)
 }
 
-// exitCode is the documented exit code of err: its class's row, but for
-// several cards (cardsExitCode).
+// exitCode is the documented exit code of err: its class's row, but for a
+// session of several cards some of which succeeded (flash's policy).
 func exitCode(err error) int {
 	var cards *flash.CardsError
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &cards):
-		return cardsExitCode(cards)
+	case errors.As(err, &cards) && cards.Partial():
+		return exitPartial
 	}
-	class := failure.Of(err)
-	for _, s := range exitCodes() {
-		if s.class == class {
-			return s.code
-		}
+	return classCode(failure.Of(err))
+}
+
+// classCode is the exit code of a class of failure: its row.
+func classCode(class failure.Class) int {
+	if code, ok := classCodes()[class]; ok {
+		return code
 	}
 	return exitInternal
 }
 
-// cardsExitCode is the exit policy of a session of several cards: partial
-// when some succeeded, the failure's own code when every card failed
-// alike, a device failure when they failed differently.
-func cardsExitCode(e *flash.CardsError) int {
-	if e.Succeeded > 0 {
-		return exitPartial
-	}
-	code := -1
-	for _, err := range e.Errs {
-		c := exitCode(err)
-		if code >= 0 && c != code {
-			return exitDevice
+// classCodes is the table by class, for the records of a --report.
+func classCodes() map[failure.Class]int {
+	codes := map[failure.Class]int{}
+	for _, s := range exitCodes() {
+		if s.class != noClass {
+			codes[s.class] = s.code
 		}
-		code = c
 	}
-	if code < 0 {
-		return exitDevice
-	}
-	return code
+	return codes
 }

@@ -210,7 +210,7 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 }
 
 // recordOf is the card event's body: the report's row.
-func recordOf(o *flash.Outcome) flash.Record { return flash.RecordOf(o, exitCode) }
+func recordOf(o *flash.Outcome) flash.Record { return flash.RecordOf(o, classCodes()) }
 
 // finish prints the table and the session summary, then hands the
 // session's error on.

@@ -35,7 +35,7 @@ func TestOpenErrors(t *testing.T) {
 		{"locked", Spec{Scheme: Sim, Raw: "sim:c.img"}, flock.ErrLocked, failure.Refused, "in use by another usbflash"},
 		{"other usb failure", usb, &usbdev.Error{Op: "opening", Kind: usbdev.ErrPermission}, failure.Device, "permission"},
 		{"sim option", Spec{Scheme: Sim, Raw: "sim:c.img?x=1"}, &sim.SpecError{Spec: "c.img?x=1", Err: errors.New(`unknown option "x"`)}, failure.Usage, "unknown option"},
-		{"sim card that cannot be one", Spec{Scheme: Sim, Raw: "sim:c.img"}, &sim.CardError{Path: "c.img", Reason: sim.CardBadSize, What: "is 1000 bytes"}, failure.Usage, "1000 bytes"},
+		{"sim card that cannot be one", Spec{Scheme: Sim, Raw: "sim:c.img"}, &sim.CardError{Path: "c.img", Kind: sim.ErrCardBadSize, What: "is 1000 bytes"}, failure.Usage, "1000 bytes"},
 		{"sim card I/O", Spec{Scheme: Sim, Raw: "sim:c.img"}, fmt.Errorf("sim: open card: %w", syscall.EIO), failure.Device, "input/output"},
 		{"file I/O", Spec{Scheme: File, Raw: "file:c.img"}, syscall.EIO, failure.Device, "input/output"},
 	}

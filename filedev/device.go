@@ -30,16 +30,16 @@ const fileBlockSize = 512
 // file target at all: a directory, a character device, a FIFO, a missing
 // directory, a path under /dev that is not a device, a size that does not
 // fit the file. It is the user's mistake, not the device's failure. The
-// refusal is a *TargetError, whose Reason says which.
+// refusal is a *TargetError, whose Kind says which.
 var ErrBadTarget = errors.New("not a usable file target")
 
 // TargetError is Open's refusal of a path that cannot be a file target; it
 // matches ErrBadTarget. It states facts only: what the path is, and why
 // that cannot be a target.
 type TargetError struct {
-	Path   string
-	Reason Reason
-	What   string // the facts, as in "is a directory"
+	Path string
+	Kind error  // one of Kinds
+	What string // the facts, as in "is a directory"
 	// Size is the size asked for (Options.Size), FileSize the existing
 	// file's, when the refusal is about them.
 	Size, FileSize int64
@@ -53,43 +53,42 @@ func (e *TargetError) Error() string {
 // failure.
 func (e *TargetError) Class() failure.Class { return failure.Usage }
 
-func (e *TargetError) Unwrap() error { return ErrBadTarget }
+func (e *TargetError) Unwrap() []error { return []error{ErrBadTarget, e.Kind} }
 
-// Reason is why a path cannot be a file target.
-type Reason int
-
-const (
-	// BadSize: the size asked for is negative or not a multiple of 512.
-	BadSize Reason = iota
-	// Missing: the path does not exist, and it is only to be read.
-	Missing
-	// NeedsSize: the path does not exist, and no size was given to
+// Kinds of TargetError: why a path cannot be a file target, each a
+// sentinel of class Usage that errors.Is finds through the refusal.
+var (
+	// ErrBadSize: the size asked for is negative or not a multiple of 512.
+	ErrBadSize = failure.New(failure.Usage, "size not a multiple of 512 bytes")
+	// ErrMissing: the path does not exist, and it is only to be read.
+	ErrMissing = failure.New(failure.Usage, "does not exist")
+	// ErrNeedsSize: the path does not exist, and no size was given to
 	// create it with.
-	NeedsSize
-	// NoDirectory: the path does not exist and cannot be created: its
+	ErrNeedsSize = failure.New(failure.Usage, "no size to create it with")
+	// ErrNoDirectory: the path does not exist and cannot be created: its
 	// directory does not exist.
-	NoDirectory
-	// NotADevice: the path is under /dev but is no device: missing, or a
+	ErrNoDirectory = failure.New(failure.Usage, "no directory to create it in")
+	// ErrNotADevice: the path is under /dev but is no device: missing, or a
 	// regular file.
-	NotADevice
-	// WrongType: a directory, a character device, a FIFO or a socket.
-	WrongType
-	// WouldShrink: a regular file larger than the size asked for.
-	WouldShrink
-	// ShortReadOnly: a regular file smaller than the size asked for,
+	ErrNotADevice = failure.New(failure.Usage, "not a device")
+	// ErrWrongType: a directory, a character device, a FIFO or a socket.
+	ErrWrongType = failure.New(failure.Usage, "neither a regular file nor a block device")
+	// ErrWouldShrink: a regular file larger than the size asked for.
+	ErrWouldShrink = failure.New(failure.Usage, "larger than the size asked for")
+	// ErrShortReadOnly: a regular file smaller than the size asked for,
 	// opened read-only, so it cannot be extended.
-	ShortReadOnly
-	// SizedDevice: a block device, whose size is fixed, given a size.
-	SizedDevice
-	// DeviceUnsupported: not a regular file, on a platform where only
+	ErrShortReadOnly = failure.New(failure.Usage, "smaller than the size asked for, and read-only")
+	// ErrSizedDevice: a block device, whose size is fixed, given a size.
+	ErrSizedDevice = failure.New(failure.Usage, "a block device given a size")
+	// ErrDeviceUnsupported: not a regular file, on a platform where only
 	// regular files are file targets.
-	DeviceUnsupported
+	ErrDeviceUnsupported = failure.New(failure.Usage, "not a regular file")
 )
 
-// Reasons lists every Reason, for tables keyed by them.
-func Reasons() []Reason {
-	return []Reason{BadSize, Missing, NeedsSize, NoDirectory, NotADevice, WrongType,
-		WouldShrink, ShortReadOnly, SizedDevice, DeviceUnsupported}
+// Kinds lists every kind of TargetError, for tables keyed by them.
+func Kinds() []error {
+	return []error{ErrBadSize, ErrMissing, ErrNeedsSize, ErrNoDirectory, ErrNotADevice, ErrWrongType,
+		ErrWouldShrink, ErrShortReadOnly, ErrSizedDevice, ErrDeviceUnsupported}
 }
 
 // Options tune Open.
@@ -149,7 +148,7 @@ var (
 // opts.ReadOnly). See Options.
 func Open(path string, opts Options) (*Device, error) {
 	if opts.Size < 0 || opts.Size%fileBlockSize != 0 {
-		return nil, &TargetError{Path: path, Reason: BadSize, Size: opts.Size,
+		return nil, &TargetError{Path: path, Kind: ErrBadSize, Size: opts.Size,
 			What: fmt.Sprintf("cannot have size %d: not a multiple of %d bytes", opts.Size, fileBlockSize)}
 	}
 	if opts.Cache < CacheAuto || opts.Cache > CacheUse {
@@ -162,8 +161,8 @@ func Open(path string, opts Options) (*Device, error) {
 // can never be one. A missing file is created only when a size is given,
 // in a directory that exists, and never under /dev.
 func statTarget(path string, opts Options) (st fs.FileInfo, exists bool, err error) {
-	bad := func(r Reason, what string) (fs.FileInfo, bool, error) {
-		e := &TargetError{Path: path, Reason: r, What: what, Size: opts.Size}
+	bad := func(kind error, what string) (fs.FileInfo, bool, error) {
+		e := &TargetError{Path: path, Kind: kind, What: what, Size: opts.Size}
 		if st != nil {
 			e.FileSize = st.Size()
 		}
@@ -176,33 +175,33 @@ func statTarget(path string, opts Options) (st fs.FileInfo, exists bool, err err
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, false, fmt.Errorf("file target %s: %w", path, err)
 	case underDev:
-		return bad(NotADevice, "does not exist: no such device (a file is never created under /dev)")
+		return bad(ErrNotADevice, "does not exist: no such device (a file is never created under /dev)")
 	case opts.ReadOnly:
-		return bad(Missing, "does not exist")
+		return bad(ErrMissing, "does not exist")
 	case opts.Size == 0:
-		return bad(NeedsSize, "does not exist, and no size was given to create it")
+		return bad(ErrNeedsSize, "does not exist, and no size was given to create it")
 	default:
 		if dir, derr := os.Stat(filepath.Dir(path)); derr != nil || !dir.IsDir() {
-			return bad(NoDirectory, fmt.Sprintf("cannot be created: directory %s does not exist", filepath.Dir(path)))
+			return bad(ErrNoDirectory, fmt.Sprintf("cannot be created: directory %s does not exist", filepath.Dir(path)))
 		}
 		return nil, false, nil
 	}
 	mode := st.Mode()
 	switch {
 	case mode.IsDir():
-		return bad(WrongType, "is a directory")
+		return bad(ErrWrongType, "is a directory")
 	case mode&fs.ModeCharDevice != 0 && !diskNode(opts):
-		return bad(WrongType, "is a character device, not a block device or a regular file")
+		return bad(ErrWrongType, "is a character device, not a block device or a regular file")
 	case mode&fs.ModeNamedPipe != 0:
-		return bad(WrongType, "is a FIFO, which cannot be read back")
+		return bad(ErrWrongType, "is a FIFO, which cannot be read back")
 	case mode&fs.ModeSocket != 0:
-		return bad(WrongType, "is a socket")
+		return bad(ErrWrongType, "is a socket")
 	case mode.IsRegular() && underDev:
-		return bad(NotADevice, "is a regular file in /dev, not a device")
+		return bad(ErrNotADevice, "is a regular file in /dev, not a device")
 	case mode.IsRegular() && opts.Size > 0 && st.Size() > opts.Size:
-		return bad(WouldShrink, fmt.Sprintf("is %d bytes, larger than size=%d: refusing to shrink it", st.Size(), opts.Size))
+		return bad(ErrWouldShrink, fmt.Sprintf("is %d bytes, larger than size=%d: refusing to shrink it", st.Size(), opts.Size))
 	case mode.IsRegular() && opts.ReadOnly && st.Size() < opts.Size:
-		return bad(ShortReadOnly, fmt.Sprintf("is %d bytes, smaller than size=%d, and is opened read-only", st.Size(), opts.Size))
+		return bad(ErrShortReadOnly, fmt.Sprintf("is %d bytes, smaller than size=%d, and is opened read-only", st.Size(), opts.Size))
 	}
 	return st, true, nil
 }

@@ -27,7 +27,7 @@ func openFile(path string, opts Options) (*Device, error) {
 	}
 	isBlock := exists && st.Mode()&fs.ModeDevice != 0
 	if isBlock && opts.Size != 0 {
-		return nil, &TargetError{Path: path, Reason: SizedDevice, Size: opts.Size,
+		return nil, &TargetError{Path: path, Kind: ErrSizedDevice, Size: opts.Size,
 			What: fmt.Sprintf("is a block device, whose size is fixed: size=%d does not apply", opts.Size)}
 	}
 	flags := os.O_RDWR

@@ -24,7 +24,7 @@ func openFile(path string, opts Options) (*Device, error) {
 	case err != nil:
 		return nil, err
 	case node && !diskNode(opts):
-		return nil, &TargetError{Path: path, Reason: DeviceUnsupported, Size: opts.Size,
+		return nil, &TargetError{Path: path, Kind: ErrDeviceUnsupported, Size: opts.Size,
 			What: "is not a regular file, and devices are file targets only on Linux"}
 	case node:
 		return openNode(path, opts, raw)

@@ -28,21 +28,21 @@ func TestDeviceOpen(t *testing.T) {
 		name       string
 		path       string
 		opts       Options
-		wantBlocks int64  // -1: want ErrBadTarget
-		reason     Reason // of the refusal
+		wantBlocks int64 // -1: want ErrBadTarget
+		kind       error // of the refusal
 	}{
-		{"missing without size", filepath.Join(dir, "missing.img"), Options{}, -1, NeedsSize},
-		{"missing, read-only", filepath.Join(dir, "missing.img"), Options{ReadOnly: true, Size: 8192}, -1, Missing},
-		{"size not whole blocks", filepath.Join(dir, "odd.img"), Options{Size: 1000}, -1, BadSize},
-		{"negative size", filepath.Join(dir, "neg.img"), Options{Size: -512}, -1, BadSize},
-		{"a directory", dir, Options{}, -1, WrongType},
-		{"in a missing directory", filepath.Join(dir, "no", "such", "dir.img"), Options{Size: 8192}, -1, NoDirectory},
-		{"smaller than the file", existing, Options{Size: 4 * 512}, -1, WouldShrink},
-		{"larger than the file, read-only", existing, Options{Size: 64 * 512, ReadOnly: true}, -1, ShortReadOnly},
-		{"create", filepath.Join(dir, "new.img"), Options{Size: 8192}, 16, 0},
-		{"existing keeps its size", existing, Options{}, 10, 0},
-		{"existing, read-only", existing, Options{ReadOnly: true}, 10, 0},
-		{"existing extended", existing, Options{Size: 64 * 512}, 64, 0},
+		{"missing without size", filepath.Join(dir, "missing.img"), Options{}, -1, ErrNeedsSize},
+		{"missing, read-only", filepath.Join(dir, "missing.img"), Options{ReadOnly: true, Size: 8192}, -1, ErrMissing},
+		{"size not whole blocks", filepath.Join(dir, "odd.img"), Options{Size: 1000}, -1, ErrBadSize},
+		{"negative size", filepath.Join(dir, "neg.img"), Options{Size: -512}, -1, ErrBadSize},
+		{"a directory", dir, Options{}, -1, ErrWrongType},
+		{"in a missing directory", filepath.Join(dir, "no", "such", "dir.img"), Options{Size: 8192}, -1, ErrNoDirectory},
+		{"smaller than the file", existing, Options{Size: 4 * 512}, -1, ErrWouldShrink},
+		{"larger than the file, read-only", existing, Options{Size: 64 * 512, ReadOnly: true}, -1, ErrShortReadOnly},
+		{"create", filepath.Join(dir, "new.img"), Options{Size: 8192}, 16, nil},
+		{"existing keeps its size", existing, Options{}, 10, nil},
+		{"existing, read-only", existing, Options{ReadOnly: true}, 10, nil},
+		{"existing extended", existing, Options{Size: 64 * 512}, 64, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev, err := Open(tc.path, tc.opts)
@@ -51,10 +51,10 @@ func TestDeviceOpen(t *testing.T) {
 					dev.Close()
 				}
 				var te *TargetError
-				if !errors.Is(err, ErrBadTarget) || !errors.As(err, &te) || te.Reason != tc.reason {
-					t.Fatalf("err = %v, want ErrBadTarget, a *TargetError of reason %d", err, tc.reason)
+				if !errors.Is(err, ErrBadTarget) || !errors.As(err, &te) || !errors.Is(err, tc.kind) {
+					t.Fatalf("err = %v, want ErrBadTarget, a *TargetError of kind %v", err, tc.kind)
 				}
-				if te.Reason == WouldShrink && te.FileSize != 10*512+100 {
+				if errors.Is(err, ErrWouldShrink) && te.FileSize != 10*512+100 {
 					t.Errorf("FileSize = %d, want the file's %d bytes", te.FileSize, 10*512+100)
 				}
 				factsonly.Check(t, err.Error())

@@ -134,7 +134,19 @@ func adviceTable() []advice {
 		{failure.Usage, is(flash.ErrBlockMapOneCard), text("give one TARGET, without --all, --watch or --report")},
 		{failure.Usage, is(flash.ErrBlockMapConflict), text("pass one of them")},
 		{failure.Usage, asIf(func(e *outfile.Error) bool { return e.Op == outfile.OpCreate }), text("name a file in a directory that exists and that you can write to")},
-		{failure.Usage, as[*filedev.TargetError](), from(targetAdvice)},
+		// A path that cannot be a file: target, by its kind.
+		{failure.Usage, is(filedev.ErrBadSize), text("give a size that is a multiple of 512 bytes")},
+		{failure.Usage, is(filedev.ErrMissing), text("check the path")},
+		{failure.Usage, is(filedev.ErrNeedsSize), from(func(e *filedev.TargetError) string {
+			return fmt.Sprintf("give a size to create an image file, as in file:%s?size=8GiB", e.Path)
+		})},
+		{failure.Usage, is(filedev.ErrNoDirectory), text("create the directory first, or check the path")},
+		{failure.Usage, is(filedev.ErrNotADevice), text("check the device name")},
+		{failure.Usage, is(filedev.ErrWrongType), text("give a regular file or a block device")},
+		{failure.Usage, is(filedev.ErrWouldShrink), from(func(e *filedev.TargetError) string { return fmt.Sprintf("drop size= or give at least %d", e.FileSize) })},
+		{failure.Usage, is(filedev.ErrShortReadOnly), from(func(e *filedev.TargetError) string { return fmt.Sprintf("drop size= or give at most %d", e.FileSize) })},
+		{failure.Usage, is(filedev.ErrSizedDevice), text("drop size=: a block device is as large as it is")},
+		{failure.Usage, is(filedev.ErrDeviceUnsupported), text("use a usb: target")},
 		{failure.Usage, is(drive.ErrPath), from(func(e *drive.Error) string {
 			return fmt.Sprintf("write file:%s for a file or disk through the kernel", e.Target)
 		})},
@@ -145,7 +157,15 @@ func adviceTable() []advice {
 		{failure.Usage, is(drive.ErrNotUSB), text("give --compare=file:PATH")},
 		{failure.Usage, is(drive.ErrNoKernelDisk), text("give --compare=file:/dev/sdX")},
 		{failure.Usage, is(drive.ErrKernelDisks), text("add /LUN to the target")},
-		{failure.Usage, as[*sim.CardError](), from(cardAdvice)},
+		// A file that cannot be a sim: card, by its kind.
+		{failure.Usage, is(sim.ErrCardNeedsSize), text("add ?size=64MiB (or another size) to create it")},
+		{failure.Usage, is(sim.ErrCardWouldShrink), from(func(e *sim.CardError) string { return fmt.Sprintf("drop size= or give at least %d", e.FileSize) })},
+		{failure.Usage, is(sim.ErrCardBadSize), from(func(e *sim.CardError) string {
+			return fmt.Sprintf("use size= to set its size, a positive multiple of %d bytes", e.Block)
+		})},
+		{failure.Usage, is(sim.ErrCardShortReadOnly), from(func(e *sim.CardError) string { return fmt.Sprintf("drop size= or give at most %d", e.FileSize) })},
+		{failure.Usage, is(sim.ErrCardNotAFile), text("give a file for the card, as in sim:card.img?size=64MiB")},
+		{failure.Usage, is(sim.ErrCardNoDirectory), text("create the directory first, or check the path")},
 
 		{failure.Refused, as[*flash.RefusedError](), from(refusalsAdvice)},
 		{failure.Refused, asIf(func(e *flash.BlockMapError) bool { return !e.Unreadable }), text("pass --no-bmap to write every byte")},
@@ -253,54 +273,6 @@ func permissionAdvice(err error) string {
 		vid = e.VID
 	}
 	return fmt.Sprintf(`run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="%04x", MODE="0660", GROUP="plugdev"`, vid)
-}
-
-// targetAdvice is hint's row for a path that cannot be a file: target, by
-// the reason.
-func targetAdvice(e *filedev.TargetError) string {
-	switch e.Reason {
-	case filedev.BadSize:
-		return "give a size that is a multiple of 512 bytes"
-	case filedev.Missing:
-		return "check the path"
-	case filedev.NeedsSize:
-		return fmt.Sprintf("give a size to create an image file, as in file:%s?size=8GiB", e.Path)
-	case filedev.NoDirectory:
-		return "create the directory first, or check the path"
-	case filedev.NotADevice:
-		return "check the device name"
-	case filedev.WrongType:
-		return "give a regular file or a block device"
-	case filedev.WouldShrink:
-		return fmt.Sprintf("drop size= or give at least %d", e.FileSize)
-	case filedev.ShortReadOnly:
-		return fmt.Sprintf("drop size= or give at most %d", e.FileSize)
-	case filedev.SizedDevice:
-		return "drop size=: a block device is as large as it is"
-	case filedev.DeviceUnsupported:
-		return "use a usb: target"
-	}
-	return ""
-}
-
-// cardAdvice is hint's row for a file that cannot be a sim: card, by the
-// reason.
-func cardAdvice(e *sim.CardError) string {
-	switch e.Reason {
-	case sim.CardNeedsSize:
-		return "add ?size=64MiB (or another size) to create it"
-	case sim.CardWouldShrink:
-		return fmt.Sprintf("drop size= or give at least %d", e.FileSize)
-	case sim.CardBadSize:
-		return fmt.Sprintf("use size= to set its size, a positive multiple of %d bytes", e.Block)
-	case sim.CardShortReadOnly:
-		return fmt.Sprintf("drop size= or give at most %d", e.FileSize)
-	case sim.CardNotAFile:
-		return "give a file for the card, as in sim:card.img?size=64MiB"
-	case sim.CardNoDirectory:
-		return "create the directory first, or check the path"
-	}
-	return ""
 }
 
 // imageAdvice is hint's row for an image that cannot be written, by the

@@ -241,51 +241,51 @@ func imageAdviceCases(t *testing.T) []adviceCase {
 	return cases
 }
 
-// targetAdviceCases has a case for every reason filedev refuses a path.
+// targetAdviceCases has a case for every kind of path filedev refuses.
 func targetAdviceCases(t *testing.T) []adviceCase {
-	want := map[filedev.Reason]string{
-		filedev.BadSize:           "give a size that is a multiple of 512 bytes",
-		filedev.Missing:           "check the path",
-		filedev.NeedsSize:         "give a size to create an image file, as in file:/tmp/card.img?size=8GiB",
-		filedev.NoDirectory:       "create the directory first, or check the path",
-		filedev.NotADevice:        "check the device name",
-		filedev.WrongType:         "give a regular file or a block device",
-		filedev.WouldShrink:       "drop size= or give at least 4194304",
-		filedev.ShortReadOnly:     "drop size= or give at most 4194304",
-		filedev.SizedDevice:       "drop size=: a block device is as large as it is",
-		filedev.DeviceUnsupported: "use a usb: target",
+	want := map[error]string{
+		filedev.ErrBadSize:           "give a size that is a multiple of 512 bytes",
+		filedev.ErrMissing:           "check the path",
+		filedev.ErrNeedsSize:         "give a size to create an image file, as in file:/tmp/card.img?size=8GiB",
+		filedev.ErrNoDirectory:       "create the directory first, or check the path",
+		filedev.ErrNotADevice:        "check the device name",
+		filedev.ErrWrongType:         "give a regular file or a block device",
+		filedev.ErrWouldShrink:       "drop size= or give at least 4194304",
+		filedev.ErrShortReadOnly:     "drop size= or give at most 4194304",
+		filedev.ErrSizedDevice:       "drop size=: a block device is as large as it is",
+		filedev.ErrDeviceUnsupported: "use a usb: target",
 	}
 	var cases []adviceCase
-	for _, r := range filedev.Reasons() {
-		advice, ok := want[r]
+	for _, k := range filedev.Kinds() {
+		advice, ok := want[k]
 		if !ok {
-			t.Errorf("target reason %d has no case here: give it its advice", r)
+			t.Errorf("target kind %v has no case here: give it its advice", k)
 		}
-		e := &filedev.TargetError{Path: "/tmp/card.img", Reason: r, What: "is what it is", Size: 524288, FileSize: 4194304}
-		cases = append(cases, adviceCase{fmt.Sprintf("target/reason %d", r), e, advice})
+		e := &filedev.TargetError{Path: "/tmp/card.img", Kind: k, What: "is what it is", Size: 524288, FileSize: 4194304}
+		cases = append(cases, adviceCase{"target/" + k.Error(), e, advice})
 	}
 	return cases
 }
 
-// cardAdviceCases has a case for every reason a file cannot be a sim:
+// cardAdviceCases has a case for every kind of file that cannot be a sim:
 // card.
 func cardAdviceCases(t *testing.T) []adviceCase {
-	want := map[sim.CardReason]string{
-		sim.CardNeedsSize:     "add ?size=64MiB (or another size) to create it",
-		sim.CardWouldShrink:   "drop size= or give at least 4194304",
-		sim.CardBadSize:       "use size= to set its size, a positive multiple of 512 bytes",
-		sim.CardShortReadOnly: "drop size= or give at most 4194304",
-		sim.CardNotAFile:      "give a file for the card, as in sim:card.img?size=64MiB",
-		sim.CardNoDirectory:   "create the directory first, or check the path",
+	want := map[error]string{
+		sim.ErrCardNeedsSize:     "add ?size=64MiB (or another size) to create it",
+		sim.ErrCardWouldShrink:   "drop size= or give at least 4194304",
+		sim.ErrCardBadSize:       "use size= to set its size, a positive multiple of 512 bytes",
+		sim.ErrCardShortReadOnly: "drop size= or give at most 4194304",
+		sim.ErrCardNotAFile:      "give a file for the card, as in sim:card.img?size=64MiB",
+		sim.ErrCardNoDirectory:   "create the directory first, or check the path",
 	}
 	var cases []adviceCase
-	for _, r := range sim.CardReasons() {
-		advice, ok := want[r]
+	for _, k := range sim.CardKinds() {
+		advice, ok := want[k]
 		if !ok {
-			t.Errorf("card reason %d has no case here: give it its advice", r)
+			t.Errorf("card kind %v has no case here: give it its advice", k)
 		}
-		e := &sim.CardError{Path: "/tmp/card.img", Reason: r, What: "is what it is", FileSize: 4194304, Block: 512}
-		cases = append(cases, adviceCase{fmt.Sprintf("sim card/reason %d", r),
+		e := &sim.CardError{Path: "/tmp/card.img", Kind: k, What: "is what it is", FileSize: 4194304, Block: 512}
+		cases = append(cases, adviceCase{"sim card/" + k.Error(),
 			fmt.Errorf("target sim:/tmp/card.img: %w", e), advice})
 	}
 	return cases

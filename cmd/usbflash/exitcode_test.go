@@ -37,7 +37,7 @@ func TestExitCodeClassification(t *testing.T) {
 		{&imagesrc.Error{Err: errors.New("bad")}, exitSource},
 		{&imagesrc.Error{Kind: imagesrc.Unsupported, Container: "7z archive", Err: errors.New("a 7z archive")}, exitSource},
 		{sourceError(errors.New("open image: no such file")), exitSource},
-		{&filedev.TargetError{Path: "/tmp", Reason: filedev.WrongType, What: "is a directory"}, exitUsage},
+		{&filedev.TargetError{Path: "/tmp", Kind: filedev.ErrWrongType, What: "is a directory"}, exitUsage},
 		{fmt.Errorf("WRITE: %w", &usbdev.Error{Op: "bulk OUT transfer", Kind: usbdev.ErrNoMemory}), exitDevice},
 		{fmt.Errorf("WRITE: %w", &usbdev.Error{Op: "re-opening", Kind: usbdev.ErrReenumerationLost}), exitDevice},
 		{fmt.Errorf("list: %w", usbdev.ErrNoUSBSupport), exitDevice},

@@ -141,43 +141,43 @@ func open(spec string, readOnly bool) (*Device, error) {
 // cannot be the card. It states facts only.
 type CardError struct {
 	Path     string
-	Reason   CardReason
+	Kind     error  // one of CardKinds
 	What     string // the facts, as in "is 1000 bytes: ..."
 	FileSize int64  // the file's size in bytes, when it exists
 	Block    int64  // the block size the card must be a multiple of
 }
 
 func (e *CardError) Error() string { return fmt.Sprintf("sim: %s %s", e.Path, e.What) }
+func (e *CardError) Unwrap() error { return e.Kind }
 
 // Class is Usage: the card file and its size are the caller's.
 func (e *CardError) Class() failure.Class { return failure.Usage }
 
-// CardReason is why a file cannot be the card.
-type CardReason int
-
-const (
-	// CardNeedsSize: the file does not exist, and no size= was given to
+// Kinds of CardError: why a file cannot be the card, each a sentinel of
+// class Usage that errors.Is finds through the refusal.
+var (
+	// ErrCardNeedsSize: the file does not exist, and no size= was given to
 	// create it.
-	CardNeedsSize CardReason = iota
-	// CardWouldShrink: the file is larger than size=, and is never shrunk.
-	CardWouldShrink
-	// CardBadSize: the file's size is not a positive multiple of the
+	ErrCardNeedsSize = failure.New(failure.Usage, "no size to create the card with")
+	// ErrCardWouldShrink: the file is larger than size=, and is never shrunk.
+	ErrCardWouldShrink = failure.New(failure.Usage, "larger than size=")
+	// ErrCardBadSize: the file's size is not a positive multiple of the
 	// block size.
-	CardBadSize
-	// CardShortReadOnly: the file is smaller than size=, and may not be
+	ErrCardBadSize = failure.New(failure.Usage, "not whole blocks")
+	// ErrCardShortReadOnly: the file is smaller than size=, and may not be
 	// extended (a read-only command, or a file the system will not let
 	// this process write).
-	CardShortReadOnly
-	// CardNotAFile: the path is a directory.
-	CardNotAFile
-	// CardNoDirectory: the file does not exist, and its directory does
+	ErrCardShortReadOnly = failure.New(failure.Usage, "smaller than size=, and read-only")
+	// ErrCardNotAFile: the path is a directory.
+	ErrCardNotAFile = failure.New(failure.Usage, "not a file")
+	// ErrCardNoDirectory: the file does not exist, and its directory does
 	// not either, so size= cannot create it.
-	CardNoDirectory
+	ErrCardNoDirectory = failure.New(failure.Usage, "no directory to create the card in")
 )
 
-// CardReasons lists every CardReason, for tables keyed by them.
-func CardReasons() []CardReason {
-	return []CardReason{CardNeedsSize, CardWouldShrink, CardBadSize, CardShortReadOnly, CardNotAFile, CardNoDirectory}
+// CardKinds lists every kind of CardError, for tables keyed by them.
+func CardKinds() []error {
+	return []error{ErrCardNeedsSize, ErrCardWouldShrink, ErrCardBadSize, ErrCardShortReadOnly, ErrCardNotAFile, ErrCardNoDirectory}
 }
 
 // openCard opens (and with size > 0 creates or extends) the file behind
@@ -212,13 +212,13 @@ func openCard(path string, size, block int64, wp, readOnly bool) (f *os.File, ca
 		}
 	}
 	if errors.Is(err, fs.ErrNotExist) && size > 0 {
-		return nil, 0, false, &CardError{Path: path, Reason: CardNoDirectory, What: fmt.Sprintf("cannot be created: directory %s does not exist", filepath.Dir(path))}
+		return nil, 0, false, &CardError{Path: path, Kind: ErrCardNoDirectory, What: fmt.Sprintf("cannot be created: directory %s does not exist", filepath.Dir(path))}
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, false, &CardError{Path: path, Reason: CardNeedsSize, What: "does not exist, and no size= was given to create it"}
+		return nil, 0, false, &CardError{Path: path, Kind: ErrCardNeedsSize, What: "does not exist, and no size= was given to create it"}
 	}
 	if errors.Is(err, syscall.EISDIR) {
-		return nil, 0, false, &CardError{Path: path, Reason: CardNotAFile, What: "is a directory"}
+		return nil, 0, false, &CardError{Path: path, Kind: ErrCardNotAFile, What: "is a directory"}
 	}
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("sim: open card: %w", err)
@@ -234,12 +234,12 @@ func openCard(path string, size, block int64, wp, readOnly bool) (f *os.File, ca
 	}
 	if size > 0 && have > size {
 		f.Close()
-		return nil, 0, false, &CardError{Path: path, Reason: CardWouldShrink, FileSize: have, Block: block,
+		return nil, 0, false, &CardError{Path: path, Kind: ErrCardWouldShrink, FileSize: have, Block: block,
 			What: fmt.Sprintf("is %d bytes, larger than size=%d: refusing to shrink it", have, size)}
 	}
 	if size > have && (readOnly || protected) {
 		f.Close()
-		return nil, 0, false, &CardError{Path: path, Reason: CardShortReadOnly, FileSize: have, Block: block,
+		return nil, 0, false, &CardError{Path: path, Kind: ErrCardShortReadOnly, FileSize: have, Block: block,
 			What: fmt.Sprintf("is %d bytes, smaller than size=%d, and is opened read-only", have, size)}
 	}
 	if size > have {
@@ -251,7 +251,7 @@ func openCard(path string, size, block int64, wp, readOnly bool) (f *os.File, ca
 	}
 	if have <= 0 || have%block != 0 {
 		f.Close()
-		return nil, 0, false, &CardError{Path: path, Reason: CardBadSize, FileSize: have, Block: block,
+		return nil, 0, false, &CardError{Path: path, Kind: ErrCardBadSize, FileSize: have, Block: block,
 			What: fmt.Sprintf("is %d bytes: a card must be a positive multiple of the %d-byte block", have, block)}
 	}
 	return f, have, protected, nil

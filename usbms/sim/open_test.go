@@ -248,7 +248,7 @@ func TestOpenLocks(t *testing.T) {
 func TestOpenReadOnly(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "card.img")
 	var ce *CardError
-	if _, err := OpenReadOnly(path); !errors.As(err, &ce) || ce.Reason != CardNeedsSize {
+	if _, err := OpenReadOnly(path); !errors.As(err, &ce) || !errors.Is(err, ErrCardNeedsSize) {
 		t.Fatalf("missing card without size=: %v, want CardNeedsSize", err)
 	}
 	if _, err := os.Stat(path); err == nil {
@@ -292,19 +292,19 @@ func TestCardErrorReasons(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		spec     string
-		reason   CardReason
+		kind     error
 		fileSize int64
 	}{
-		{filepath.Join(dir, "missing.img"), CardNeedsSize, 0},
-		{big + "?size=1MiB", CardWouldShrink, 2 << 20},
-		{odd, CardBadSize, 1000},
-		{dir, CardNotAFile, 0},
-		{filepath.Join(dir, "missing", "card.img") + "?size=1MiB", CardNoDirectory, 0},
+		{filepath.Join(dir, "missing.img"), ErrCardNeedsSize, 0},
+		{big + "?size=1MiB", ErrCardWouldShrink, 2 << 20},
+		{odd, ErrCardBadSize, 1000},
+		{dir, ErrCardNotAFile, 0},
+		{filepath.Join(dir, "missing", "card.img") + "?size=1MiB", ErrCardNoDirectory, 0},
 	} {
 		_, err := Open(tc.spec)
 		var ce *CardError
-		if !errors.As(err, &ce) || ce.Reason != tc.reason || ce.FileSize != tc.fileSize {
-			t.Errorf("Open(%s) = %v, want a *CardError of reason %d, file size %d", tc.spec, err, tc.reason, tc.fileSize)
+		if !errors.As(err, &ce) || !errors.Is(err, tc.kind) || ce.FileSize != tc.fileSize {
+			t.Errorf("Open(%s) = %v, want a *CardError of kind %v, file size %d", tc.spec, err, tc.kind, tc.fileSize)
 		}
 	}
 }
@@ -327,7 +327,7 @@ func TestOpenUnwritableCard(t *testing.T) {
 	}
 	d.Close()
 	var ce *CardError
-	if _, err := Open(path + "?size=2MiB"); !errors.As(err, &ce) || ce.Reason != CardShortReadOnly {
+	if _, err := Open(path + "?size=2MiB"); !errors.As(err, &ce) || !errors.Is(err, ErrCardShortReadOnly) {
 		t.Errorf("Open with a larger size= = %v, want CardShortReadOnly", err)
 	}
 	var se *SpecError

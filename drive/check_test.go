@@ -31,14 +31,7 @@ func TestCheckLastBlock(t *testing.T) {
 		{"fails multi-block commands at the end", "last-sector-bug=8", card, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "card.img")
-			if err := os.WriteFile(path, make([]byte, card), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			spec, err := Parse("sim:" + path + "?clock=virtual&" + tc.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			path, spec := simCard(t, make([]byte, card), tc.opts)
 			d, err := Open(context.Background(), spec, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -56,4 +49,19 @@ func TestCheckLastBlock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// simCard is a sim: target on the virtual clock whose card (LUN 0) holds
+// content, with opts added to it.
+func simCard(t *testing.T, content []byte, opts string) (string, Spec) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "card.img")
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Parse("sim:" + path + "?clock=virtual&" + opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, spec
 }

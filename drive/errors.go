@@ -31,6 +31,10 @@ var (
 	ErrUnsupported = failure.New(failure.Device, "reader not supported")
 	// ErrNoMedium: the slot is empty.
 	ErrNoMedium = failure.New(failure.Device, "no medium")
+	// ErrOneMedium: the LUN chosen answers for the same medium as a
+	// lower one: the reader ignores the LUN field (Linux's SINGLE_LUN
+	// readers), and what is written through it lands on the other's card.
+	ErrOneMedium = failure.New(failure.Refused, "two LUNs answer for one medium")
 )
 
 // Usage kinds, each a sentinel errors.Is finds through an *Error of class

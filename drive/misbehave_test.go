@@ -232,9 +232,9 @@ func TestMisbehavingReadersWithoutTheirQuirk(t *testing.T) {
 		t.Errorf("one card seen as two LUNs, no SINGLE_LUN: %v", err)
 	}
 	spec, _ = Parse("sim:" + card + "?size=1MiB&maxlun=1&ignore-lun=1&clock=virtual&lun=1")
-	d, err := Open(ctx, spec, Options{})
+	d, err := Open(ctx, spec, Options{ReadOnly: true})
 	if err != nil {
-		t.Fatalf("the second of two LUNs named: %v", err)
+		t.Fatalf("the second of two LUNs named, to read: %v", err)
 	}
 	d.Close()
 }

@@ -533,7 +533,13 @@ func openSlot(ctx context.Context, t Spec, name string, tr *usbms.Transport, inf
 		}
 		slot = usbms.ProbeLUN(ctx, tr, t.LUN, usbms.LUNOptions{})
 		if maxLUN > 0 {
+			reader := name
 			name = fmt.Sprintf("%s/%d", name, t.LUN)
+			if slot.LUN != nil && !opts.ReadOnly {
+				if err := checkOwnMedium(ctx, tr, reader, slot.LUN, maxLUN, opts); err != nil {
+					return fail(err)
+				}
+			}
 		}
 	} else {
 		slots, err := usbms.ProbeLUNs(ctx, tr, usbms.LUNOptions{})

@@ -108,6 +108,10 @@ const (
 	// NoticeTransferCap says the reader failed a large READ or WRITE and
 	// that smaller commands are sent from now on.
 	NoticeTransferCap
+	// NoticeOneMedium says two LUNs of the reader answer for one medium:
+	// it ignores the LUN field (Linux's SINGLE_LUN readers), and one LUN
+	// is used.
+	NoticeOneMedium
 )
 
 // Learned is something found out about a device while driving it, which

@@ -178,6 +178,7 @@ func adviceTable() []advice {
 		{failure.Refused, is(blockdev.ErrWriteProtected), text("slide the card's lock switch to unlock it, or use another card")},
 		{failure.Refused, as[*pipeline.CapacityError](), text("use a larger card")},
 		{failure.Refused, is(usbms.ErrCapacityOffByOne), text(capacityAdvice)},
+		{failure.Refused, is(drive.ErrOneMedium), text(oneMediumAdvice("VID:PID"))},
 
 		{failure.Image, as[*imagesrc.ChecksumMismatchError](), text("download the image again (with its checksum) and write again")},
 		{failure.Image, as[*imagesrc.ChecksumListError](), text(checksumListAdvice)},
@@ -437,18 +438,30 @@ const capacityAdvice = "if the card is one block smaller than the reader says, p
 // goes in.
 const initialRead10Advice = "pass --quirks VID:PID:n (VID:PID from `usbflash list`), as Linux's usb-storage.quirks= takes it: a READ(10) that fails is then repeated"
 
+// oneMediumAdvice is for a reader whose LUNs answer for one medium; id is
+// its VID:PID.
+func oneMediumAdvice(id string) string {
+	return fmt.Sprintf("pass --quirks %s:s (VID:PID from `usbflash list`), as Linux's usb-storage.quirks= takes it, and name no LUN", id)
+}
+
 // noticeAdvice is the advice a reader's notice carries ("" for none): a
 // reader that failed large commands is told how to start at the size
 // that works.
 func noticeAdvice(n *usbms.Notice) string {
-	if n == nil || n.Kind != usbms.NoticeTransferCap || n.Cap <= 0 {
+	if n == nil {
 		return ""
 	}
-	size := units.FormatSize(n.Cap)
 	id := n.USBID
 	if id == "" {
 		id = "VID:PID"
 	}
+	if n.Kind == usbms.NoticeOneMedium {
+		return oneMediumAdvice(id)
+	}
+	if n.Kind != usbms.NoticeTransferCap || n.Cap <= 0 {
+		return ""
+	}
+	size := units.FormatSize(n.Cap)
 	if n.Cap == 64*512 {
 		return fmt.Sprintf("pass --transfer-size %s, or --quirks %s:m (as Linux's usb-storage.quirks=), to start there", strings.ReplaceAll(size, " ", ""), id)
 	}

@@ -86,22 +86,13 @@ func checkDownloadOutcome(t *testing.T, tc downloadCase, card string, img, file 
 	}
 }
 
-// The helper process of TestRunDownloadStreams: a write of standard
-// input to the card this names.
-const stdinHelperEnv = "USBFLASH_TEST_STDIN_CARD"
-
 // TestRunDownloadStreams (issue 31 items 5, 5b and 5c): a stream (a FIFO,
 // a pipe as <(...) names it, standard input as curl | usbflash gives it)
 // is hashed as it is read, once, with the publisher's sum on the command
 // line or in a sidecar beside the FIFO; a sum of the decoded image matches
 // too, for a file as for a stream, before the first transfer is written;
-// a download matching neither leaves the card unbootable. Standard input
-// is the process's: those writes run in a child process of this test.
+// a download matching neither leaves the card unbootable.
 func TestRunDownloadStreams(t *testing.T) {
-	if card := os.Getenv(stdinHelperEnv); card != "" {
-		stdinHelper(card)
-		return
-	}
 	t.Parallel()
 	img := testpattern.Bytes(3<<20+700, 11)
 	compressed := xzBytes(t, img)
@@ -153,13 +144,11 @@ func TestRunDownloadStreams(t *testing.T) {
 			if tc.sha256 != nil {
 				sum = tc.sha256(file, img)
 			}
-			var notes []string
-			var err error
+			image, stdin := streamImage(t, tc.input, filepath.Join(dir, name), file), (*os.File)(nil)
 			if strings.HasPrefix(tc.input, "stdin") {
-				notes, err = writeStdin(t, tc.input, filepath.Join(dir, name), file, card, sum)
-			} else {
-				notes, err = writeStream(t, streamImage(t, tc.input, filepath.Join(dir, name), file), card, sum)
+				image, stdin = "-", stdinOf(t, tc.input, image, file)
 			}
+			notes, err := writeStream(t, image, stdin, card, sum)
 			checkDownloadOutcome(t, tc, card, img, file, notes, err)
 			var mismatch *imagesrc.ChecksumMismatchError
 			if errors.As(err, &mismatch) && tc.xz && (mismatch.Got != hexSum(file) || mismatch.GotDecoded != hexSum(img)) {
@@ -170,14 +159,14 @@ func TestRunDownloadStreams(t *testing.T) {
 }
 
 // writeStream writes the image to a new 8 MiB card and returns the notes.
-func writeStream(t *testing.T, image, card, sum string) ([]string, error) {
+func writeStream(t *testing.T, image string, stdin *os.File, card, sum string) ([]string, error) {
 	t.Helper()
 	spec, err := drive.Parse("sim:" + card + "?size=8MiB")
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := &noteLog{}
-	_, err = Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2, SHA256: sum, Observer: log},
+	_, err = Run(context.Background(), Config{Image: image, Stdin: stdin, TransferSize: 1 << 20, Buffers: 2, SHA256: sum, Observer: log},
 		[]drive.Spec{spec})
 	return log.all(), err
 }
@@ -202,35 +191,34 @@ func (l *noteLog) all() []string {
 	return l.notes
 }
 
-// writeStdin writes data as standard input of a child process, through a
-// pipe or (stdin-file) redirected from a file at path; the error keeps
-// only the class and the text of the child's.
-func writeStdin(t *testing.T, input, path string, data []byte, card, sum string) ([]string, error) {
+// stdinOf is what a write of "-" reads: a pipe's read end (curl |
+// usbflash), or (stdin-file) the file at path, as a shell's < gives it.
+func stdinOf(t *testing.T, input, path string, data []byte) *os.File {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRunDownloadStreams$")
-	cmd.Env = append(os.Environ(), stdinHelperEnv+"="+card, "USBFLASH_TEST_STDIN_SHA256="+sum)
-	cmd.Stdin = bytes.NewReader(data) // through a pipe
 	if input == "stdin-file" {
-		f, err := os.Open(streamImage(t, "file", path, data))
+		f, err := os.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer f.Close()
-		cmd.Stdin = f
+		t.Cleanup(func() { f.Close() })
+		return f
 	}
-	out, err := cmd.Output()
+	return pipeOf(t, data)
+}
+
+// pipeOf is the read end of a pipe a goroutine writes data into.
+func pipeOf(t *testing.T, data []byte) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
 	if err != nil {
-		t.Fatalf("helper: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	last := lines[len(lines)-1]
-	switch {
-	case strings.HasPrefix(last, "error: image: "):
-		return lines, failure.Errorf(failure.Image, "%s", strings.TrimPrefix(last, "error: image: "))
-	case strings.HasPrefix(last, "error: "):
-		return lines, errors.New(last)
-	}
-	return lines, nil
+	go func() {
+		defer w.Close()
+		w.Write(data) // a reader that stops early is the test's failure, not this one's
+	}()
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
 // streamImage gives the image's bytes the way input says: a file at
@@ -238,7 +226,9 @@ func writeStdin(t *testing.T, input, path string, data []byte, card, sum string)
 func streamImage(t *testing.T, input, path string, data []byte) string {
 	t.Helper()
 	switch input {
-	case "file":
+	case "stdin":
+		return ""
+	case "file", "stdin-file":
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -247,36 +237,8 @@ func streamImage(t *testing.T, input, path string, data []byte) string {
 		testfifo.Make(t, path, data)
 		return path
 	case "devfd":
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			defer w.Close()
-			w.Write(data)
-		}()
-		t.Cleanup(func() { r.Close() })
-		return fmt.Sprintf("/dev/fd/%d", r.Fd())
+		return fmt.Sprintf("/dev/fd/%d", pipeOf(t, data).Fd())
 	}
 	t.Fatalf("unknown input %q", input)
 	return ""
-}
-
-// stdinHelper writes standard input to the card and prints the notes
-// and, last, "error: CLASS: TEXT" when the write failed.
-func stdinHelper(card string) {
-	spec, err := drive.Parse("sim:" + card + "?size=8MiB")
-	if err == nil {
-		_, err = Run(context.Background(), Config{Image: "-", TransferSize: 1 << 20, Buffers: 2,
-			SHA256: os.Getenv("USBFLASH_TEST_STDIN_SHA256"),
-			Observer: ObserverFunc(func(e Event) {
-				if n, ok := e.(Note); ok {
-					fmt.Println(n.Message)
-				}
-			})}, []drive.Spec{spec})
-	}
-	if err != nil {
-		fmt.Printf("error: %v: %v\n", failure.Of(err), err)
-	}
-	os.Exit(0)
 }

@@ -3,6 +3,7 @@ package flash
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,8 @@ const DefaultLag = 8
 // Config is one session's choices.
 type Config struct {
 	Image string // a path, or "-" for standard input
+	// Stdin is what Image "-" reads; nil: the process's standard input.
+	Stdin *os.File
 	// TransferSize is the bytes per WRITE, lowered to what every card
 	// takes; 0: pipeline.DefaultTransferSize. A size given is the
 	// verify's READ size too: it may be what the user's reader needs.
@@ -164,8 +167,8 @@ func (e *ImageError) Class() failure.Class { return failure.Within(failure.Image
 
 // openImage opens the image; a stream is hashed as it is read when there
 // is a download to check (it cannot be read again).
-func openImage(path string, d *download) (*imagesrc.Source, error) {
-	src, err := imagesrc.OpenWith(path, imagesrc.Options{HashStream: d != nil})
+func openImage(path string, stdin *os.File, d *download) (*imagesrc.Source, error) {
+	src, err := imagesrc.OpenWith(path, imagesrc.Options{HashStream: d != nil, Stdin: stdin})
 	if err != nil {
 		return nil, &ImageError{Err: err}
 	}
@@ -233,7 +236,7 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	// The checksum is found before the image is opened (a stream is
 	// hashed from its first byte) and its trouble said after.
 	dl, dlNotes, dlErr := findDownload(cfg)
-	src, err := openImage(cfg.Image, dl)
+	src, err := openImage(cfg.Image, cfg.Stdin, dl)
 	if err != nil {
 		return s.res, err
 	}

@@ -49,7 +49,7 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 	if err := checkSizes(transfer, 2, 0, 1); err != nil {
 		return nil, err
 	}
-	src, err := openImage(cfg.Image, nil)
+	src, err := openImage(cfg.Image, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	// The image must open now, not at the first card; it stays open for
 	// its checksum, hashed once for every card.
 	dl, dlNotes, dlErr := findDownload(cfg)
-	src, err := openImage(cfg.Image, dl)
+	src, err := openImage(cfg.Image, cfg.Stdin, dl)
 	if err != nil {
 		return s.res, err
 	}
@@ -101,7 +101,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 // writeOne writes one card --watch found: its own decode, the checks, the
 // write.
 func (s *session) writeOne(ctx context.Context, c *card) {
-	src, err := openImage(s.cfg.Image, s.download)
+	src, err := openImage(s.cfg.Image, s.cfg.Stdin, s.download)
 	if err != nil {
 		c.out.Target = c.d.Name
 		c.fail(err)

@@ -87,6 +87,8 @@ type Options struct {
 	// as it is delivered, for InputSHA256 and DecodedSHA256. A file needs
 	// nothing: it is read again from its open descriptor.
 	HashStream bool
+	// Stdin is what the path "-" reads; nil: the process's standard input.
+	Stdin *os.File
 }
 
 // Open opens the image at path, or standard input when path is "-",
@@ -137,24 +139,28 @@ func OpenWith(path string, opts Options) (*Source, error) {
 // openStdin reads standard input; when it is redirected from a regular file
 // it is as good as a named file, sizes included. It is never closed.
 func openStdin(opts Options) (*Source, error) {
+	stdin := opts.Stdin
+	if stdin == nil {
+		stdin = os.Stdin
+	}
 	size := int64(-1)
-	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode().IsRegular() {
-		if pos, err := os.Stdin.Seek(0, io.SeekCurrent); err == nil && pos == 0 {
+	if fi, err := stdin.Stat(); err == nil && fi.Mode().IsRegular() {
+		if pos, err := stdin.Seek(0, io.SeekCurrent); err == nil && pos == 0 {
 			size = fi.Size()
 		}
 	}
 	var ra io.ReaderAt
 	if size >= 0 {
-		ra = os.Stdin
+		ra = stdin
 	}
-	var r io.Reader = os.Stdin
+	var r io.Reader = stdin
 	tee := streamTee(&r, size, opts)
 	s, err := newSource(r, ra, size, "")
 	if err != nil {
 		return nil, fmt.Errorf("image on standard input: %w", err)
 	}
-	s.sums.set(s, os.Stdin, size, tee)
-	if fi, err := os.Stdin.Stat(); err == nil && (fi.Mode().IsRegular() || fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0) {
+	s.sums.set(s, stdin, size, tee)
+	if fi, err := stdin.Stat(); err == nil && (fi.Mode().IsRegular() || fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0) {
 		s.info = fi
 	}
 	return s, nil

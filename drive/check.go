@@ -58,6 +58,16 @@ func checkLastBlock(d *Device, src *imagesrc.Source) error {
 			"the image (%d bytes) needs that block: nothing was written", d.Name, blocks, blocks-1, usbms.ErrCapacityOffByOne, src.Size)}
 }
 
+// CheckData runs Check's checks of the medium for a write of data that is
+// no image (a benchmark's, a probe's) up to byte end: a write-protected
+// medium, an end past the medium.
+func CheckData(d *Device, end int64) error {
+	if err := CheckWritable(d); err != nil {
+		return err
+	}
+	return pipeline.CheckFits(d.Dev, d.Name, end, true)
+}
+
 // CheckWritable refuses a write-protected medium: the one pre-write check
 // of a command that writes no image (check, restore).
 func CheckWritable(d *Device) error {

@@ -348,7 +348,7 @@ func benchAdviceCases(t *testing.T) []adviceCase {
 			t.Errorf("plan reason %d has no case here: give it its advice", r)
 		}
 		e := &cardbench.PlanError{Reason: r, Size: 2 << 30, Limit: 1 << 30, What: "transfer size 2 GiB is what it is"}
-		cases = append(cases, adviceCase{fmt.Sprintf("bench plan/reason %d", r), planFlagError(e), advice})
+		cases = append(cases, adviceCase{fmt.Sprintf("bench plan/reason %d", r), benchError(e), advice})
 	}
 	return cases
 }

@@ -10,12 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/cardbench"
 	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/filedev"
-	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/internal/outfile"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/region"
@@ -122,29 +118,30 @@ func compareArg(args []string, f *benchFlags) (string, error) {
 	return args[0], nil
 }
 
-// benchPlan is what the flags ask for, checked before anything is opened.
-type benchPlan struct {
-	cardbench.Plan
-	skip map[string]bool
-}
-
-func parseBenchFlags(f benchFlags) (benchPlan, error) {
-	p := benchPlan{skip: map[string]bool{}}
+// benchConfig reads bench's flags into a session's Config, checking
+// before anything is opened what no card could run.
+func benchConfig(t drive.Spec, f benchFlags) (cardbench.Config, error) {
+	c := cardbench.Config{Target: t, Write: f.write, Force: f.force, PointTime: f.pointTime, RandomTime: f.randomTime,
+		Seed: uint64(time.Now().UnixNano())}
 	for _, s := range f.skip {
 		switch s {
-		case "align", "random", "roundtrip":
-			p.skip[s] = true
+		case "align":
+			c.Skip.Align = true
+		case "random":
+			c.Skip.Random = true
+		case "roundtrip":
+			c.Skip.RoundTrip = true
 		default:
-			return p, &usageError{fmt.Sprintf("--skip %s: want align, random or roundtrip", s)}
+			return c, &usageError{fmt.Sprintf("--skip %s: want align, random or roundtrip", s)}
 		}
 	}
 	if f.sizes != "" {
 		for _, s := range strings.Split(f.sizes, ",") {
 			n, err := units.ParseSize(strings.TrimSpace(s))
 			if err != nil || n <= 0 {
-				return p, &usageError{fmt.Sprintf("--sizes: %q is not a size (e.g. 64KiB,120KiB,1MiB)", s)}
+				return c, &usageError{fmt.Sprintf("--sizes: %q is not a size (e.g. 64KiB,120KiB,1MiB)", s)}
 			}
-			p.Sizes = append(p.Sizes, n)
+			c.Plan.Sizes = append(c.Plan.Sizes, n)
 		}
 	}
 	if f.region != "" {
@@ -152,37 +149,46 @@ func parseBenchFlags(f benchFlags) (benchPlan, error) {
 		o, err1 := units.ParseSize(off)
 		n, err2 := units.ParseSize(length)
 		if !ok || err1 != nil || err2 != nil || o < 0 || n <= 0 {
-			return p, &usageError{fmt.Sprintf("--region %q: want OFFSET:LENGTH, like 1GiB:64MiB", f.region)}
+			return c, &usageError{fmt.Sprintf("--region %q: want OFFSET:LENGTH, like 1GiB:64MiB", f.region)}
 		}
-		p.Region = &cardbench.Region{Name: "region", Offset: o, Length: n}
+		c.Plan.Region = &cardbench.Region{Name: "region", Offset: o, Length: n}
 	}
-	p.Preserve = f.preserve
+	c.Plan.Preserve = f.preserve
+	switch path, file := strings.CutPrefix(f.compare, "file:"); {
+	case f.compare == compareAuto:
+		c.Compare = cardbench.CompareReaderDisk
+	case file && path == "":
+		return c, &usageError{"--compare=file: needs a path, like --compare=file:/dev/sdb"}
+	case file:
+		c.Compare = path
+	case f.compare != "":
+		return c, &usageError{fmt.Sprintf("--compare=%s: want file:/dev/sdX, or --compare alone for the reader's kernel disk", f.compare)}
+	}
 	switch {
-	case f.write && p.Region == nil:
-		return p, &usageError{"--write needs --region OFFSET:LENGTH: the part of the card the write tests may destroy (e.g. --region 1GiB:64MiB)"}
+	case f.write && c.Plan.Region == nil:
+		return c, &usageError{"--write needs --region OFFSET:LENGTH: the part of the card the write tests may destroy (e.g. --region 1GiB:64MiB)"}
 	case f.preserve && !f.write:
-		return p, &usageError{"--preserve goes with --write: reading alone changes nothing"}
+		return c, &usageError{"--preserve goes with --write: reading alone changes nothing"}
 	case f.pointTime <= 0 || f.randomTime <= 0:
-		return p, &usageError{"--time and --random-time must be positive"}
+		return c, &usageError{"--time and --random-time must be positive"}
 	case f.plot != "" && !strings.EqualFold(filepath.Ext(f.plot), ".svg") && !strings.EqualFold(filepath.Ext(f.plot), ".png"):
-		return p, &usageError{fmt.Sprintf("--plot %s: the file must end in .svg or .png", f.plot)}
-	case f.compare != "" && f.compare != compareAuto && !strings.HasPrefix(f.compare, "file:"):
-		return p, &usageError{fmt.Sprintf("--compare=%s: want file:/dev/sdX, or --compare alone for the reader's kernel disk", f.compare)}
+		return c, &usageError{fmt.Sprintf("--plot %s: the file must end in .svg or .png", f.plot)}
 	}
-	if err := p.Check(); err != nil {
-		return p, planFlagError(err)
+	if err := c.Plan.Check(); err != nil {
+		return c, benchError(err)
 	}
 	// A plot that could not be saved must not be found out after the run.
 	if f.plot != "" {
 		if err := outfile.Check(f.plot); err != nil {
-			return p, fmt.Errorf("--plot: %w", err)
+			return c, fmt.Errorf("--plot: %w", err)
 		}
 	}
-	return p, nil
+	return c, nil
 }
 
-// planFlagError names the flag behind a plan the bench package refused.
-func planFlagError(err error) error {
+// benchError names the flag behind a plan the session refused (the
+// settings' flags are named for every command: withFlags).
+func benchError(err error) error {
 	var pe *cardbench.PlanError
 	if !errors.As(err, &pe) {
 		return err
@@ -197,241 +203,94 @@ func planFlagError(err error) error {
 	return fmt.Errorf("%s: %w", flag, err)
 }
 
-// benchRun collects what bench measured.
-type benchRun struct {
-	target    string
-	capacity  int64
-	blockSize int
-	points    []cardbench.Point
-	align     *cardbench.AlignResult
-	random    []cardbench.RandomResult
-	roundTrip *cardbench.RoundTrip
-}
-
 func (a *app) bench(ctx context.Context, rep reporter, t drive.Spec, f benchFlags) error {
-	plan, err := parseBenchFlags(f)
+	cfg, err := benchConfig(t, f)
 	if err != nil {
 		return err
 	}
-	run := &benchRun{target: t.Raw}
-	usb, err := a.newReaders() // enumerated once, for --compare and the open alike
-	if err != nil {
+	if cfg.Readers, err = a.newReaders(); err != nil {
 		return err
 	}
-	// Points are JSON events only: a text event would end the progress
-	// bar each time, and the table says it all at the end.
-	point := func(p cardbench.Point) {
-		if !f.asJSON {
-			return
-		}
-		rep.event(newBenchPointEvent(p), "")
-	}
-
-	// The kernel's disk goes away when usbflash claims the interface, so
-	// the kernel paths are measured first, and the run's start describes
-	// the disk they read: the target cannot be opened yet.
-	var compared *cardbench.KernelDevice
-	if f.compare != "" {
-		node, err := compareNode(ctx, usb, t, f.compare)
-		if err != nil {
-			return err
-		}
-		if compared, err = openKernel(node, true); err != nil {
-			return err
-		}
-		l, err := benchLayout("file:"+node, compared, plan)
-		if err != nil {
-			compared.Close()
-			return err
-		}
-		benchStart(rep, t.Raw, compared, l, f)
-		pts, err := a.kernelSweep(ctx, rep, compared, plan, f, point)
-		compared.Close()
-		run.points = append(run.points, pts...)
-		if err != nil {
-			return err
-		}
-		buffered, err := openKernel(node, false)
-		if err != nil {
-			return err
-		}
-		pts, err = a.kernelSweep(ctx, rep, buffered, plan, f, point)
-		buffered.Close()
-		run.points = append(run.points, pts...)
-		if err != nil {
-			return err
-		}
-	}
-
-	// Without --write nothing is written: the target is opened read-only.
-	d, err := drive.Open(ctx, t, drive.Options{Force: f.force, ReadOnly: !f.write, OnNotice: noticeNotes(rep), Readers: usb})
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	run.target, run.capacity, run.blockSize = d.Name, d.Capacity(), d.Dev.BlockSize()
-	l, err := benchLayout(d.Name, d.Dev, plan)
-	if err != nil {
-		return err
-	}
-	sizes, regions := l.Sizes, l.Regions
-	if compared != nil && (compared.BlockCount() != d.Dev.BlockCount() || compared.BlockSize() != d.Dev.BlockSize()) {
-		note := fmt.Sprintf("%s holds %s in %d-byte blocks, the compared %s %s in %d-byte blocks: the kernel paths read another medium; the direct path reads %s",
-			d.Name, units.FormatSize(d.Capacity()), d.Dev.BlockSize(), compared.String(), units.FormatSize(compared.BlockCount()*int64(compared.BlockSize())), compared.BlockSize(),
-			regionNames(regions))
-		rep.event(newNote(note), note)
-	}
-	if d.LUN != nil && d.LUN.MaxTransfer() > 0 && sizes[len(sizes)-1] > d.LUN.MaxTransfer()*int64(run.blockSize) {
-		note := fmt.Sprintf("%s takes at most %s per command: larger sizes go out as several commands", d.Name, units.FormatSize(d.LUN.MaxTransfer()*int64(run.blockSize)))
-		rep.event(newNote(note), note)
-	}
-	if f.write {
-		// The same refusals and question as write, before anything is
-		// written. Both take an image source: the region stands in for
-		// one (its end for the capacity check, already done above; its
-		// length for the question).
-		r := plan.Region
-		if err := drive.Check(d, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Offset + r.Length, SizeExact: true}, drive.CheckOptions{Force: true}); err != nil {
-			return err
-		}
-		if !f.yes {
-			what := fmt.Sprintf("benchmark data over bytes %d to %d", r.Offset, r.Offset+r.Length)
+	if f.write && !f.yes {
+		cfg.Confirm = func(d *drive.Device, r cardbench.Region) error {
+			what := fmt.Sprintf("benchmark data over bytes %d to %d", r.Offset, r.End())
 			if f.preserve {
 				what += " (saved first and restored after)"
 			}
-			if err := a.confirm([]*drive.Device{d}, what, &imagesrc.Source{Format: imagesrc.FormatRaw, Size: r.Length, SizeExact: true}); err != nil {
-				return err
-			}
+			return a.confirmOverwrite([]*drive.Device{d}, fmt.Sprintf("%s (%s)", what, units.FormatBytes(r.Length)))
 		}
 	}
-	if compared == nil {
-		benchStart(rep, d.Name, d.Dev, l, f)
+	// A second Ctrl-C keeps the saved bytes in a file before the process
+	// ends.
+	cfg.Saved = func(saved *region.Saved) func() {
+		return a.aborts.add(func() {
+			// nil: the region was restored and verified first, and the
+			// run says so itself.
+			if err := saved.Abandon(""); err != nil {
+				rep.fail(err, exitCancelled)
+			}
+		})
 	}
-
-	var rt cardbench.RoundTripper
-	if d.LUN != nil {
-		rt = d.LUN
-	}
-	var since time.Time // the step under way began
-	res, err := cardbench.Measure(ctx, d.Dev, rt, cardbench.RunOptions{
-		Device: d.Name, Layout: l, Write: f.write, Region: plan.Region, Preserve: f.preserve,
-		Skip:      cardbench.Skip{Align: plan.skip["align"], Random: plan.skip["random"], RoundTrip: plan.skip["roundtrip"]},
-		PointTime: f.pointTime, RandomTime: f.randomTime, Seed: uint64(time.Now().UnixNano()),
-		Step: func(step string, total int) {
-			since = time.Now()
-			rep.progress(progressEvent{Phase: phase(step), Total: int64(total), unit: benchUnit})
-		},
-		Progress: func(step string, done, total int) {
-			rep.progress(progressEvent{Phase: phase(step), Done: int64(done), Total: int64(total),
-				ElapsedS: time.Since(since).Seconds(), unit: benchUnit})
-		},
-		Point: point,
-		// A second Ctrl-C keeps the saved bytes in a file before the
-		// process ends.
-		Saved: func(saved *region.Saved) func() {
-			return a.aborts.add(func() {
-				// nil: the region was restored and verified first, and
-				// the run says so itself.
-				if err := saved.Abandon(""); err != nil {
-					rep.fail(err, exitCancelled)
-				}
-			})
-		},
-		Finish: restoreEvents(rep, plan.Region, d.Name),
-	})
-	run.points = append(run.points, res.Points...)
-	run.align, run.random, run.roundTrip = res.Align, res.Random, res.RoundTrip
+	run, err := cardbench.Run(ctx, cfg, (&benchPresenter{rep: rep, f: f}).observe)
 	if err != nil {
-		return err
+		return benchError(err)
 	}
 	return a.benchReport(rep, run, f)
 }
 
-// benchLayout fits the plan to an opened device.
-func benchLayout(name string, dev blockdev.Device, plan benchPlan) (cardbench.Layout, error) {
-	l, err := plan.Layout(name, dev.BlockCount()*int64(dev.BlockSize()), dev.BlockSize())
-	return l, planFlagError(err)
+// benchPresenter tells a bench session's events to the reporter.
+type benchPresenter struct {
+	rep   reporter
+	f     benchFlags
+	since time.Time // the step under way began
 }
 
-// benchStart says what the run measures, before its first measurement:
-// the target's layout, or with --compare that of the kernel's disk, the
-// first one read.
-func benchStart(rep reporter, name string, dev blockdev.Device, l cardbench.Layout, f benchFlags) {
-	capacity, bs := dev.BlockCount()*int64(dev.BlockSize()), dev.BlockSize()
-	e := &benchStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdBench,
-		Target: name, Capacity: capacity, BlockSize: bs, Sizes: l.Sizes, Regions: l.Regions,
-		PointTimeS: f.pointTime.Seconds(), Write: f.write, Preserve: f.preserve}
-	what := fmt.Sprintf("%s (%s, %d-byte blocks)", name, units.FormatSize(capacity), bs)
-	if k, ok := dev.(*cardbench.KernelDevice); ok {
-		e.Compare = k.String()
-		what = fmt.Sprintf("%s, and first the kernel's %s (%s, %d-byte blocks)", name, k.String(), units.FormatSize(capacity), bs)
-	}
-	rep.event(e, fmt.Sprintf("Measuring %s: %d sizes from %s to %s, %s per size in each of %s",
-		what, len(l.Sizes), units.FormatSize(l.Sizes[0]), units.FormatSize(l.Sizes[len(l.Sizes)-1]), f.pointTime, regionNames(l.Regions)))
-}
-
-func regionNames(rs []cardbench.Region) string {
-	var names []string
-	for _, r := range rs {
-		names = append(names, fmt.Sprintf("%s (%s at %s)", r.Name, units.FormatSize(r.Length), units.FormatSize(r.Offset)))
-	}
-	return strings.Join(names, ", ")
-}
-
-// sweepProgress feeds a sweep's progress to the reporter, in points.
-func sweepProgress(rep reporter, ph phase, points int) func(done, total int) {
-	start := time.Now()
-	report := func(done, total int) {
-		rep.progress(progressEvent{Phase: ph, Done: int64(done), Total: int64(total),
-			ElapsedS: time.Since(start).Seconds(), unit: benchUnit})
-	}
-	report(0, points)
-	return report
-}
-
-// restoreEvents says when a preserved region is being restored, and that
-// it was.
-func restoreEvents(rep reporter, stated *cardbench.Region, device string) region.FinishOptions {
-	if stated == nil {
-		return region.FinishOptions{}
-	}
-	r := *stated
-	return region.FinishOptions{
-		Restoring: func(cancelled bool) {
-			if cancelled {
-				note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again stops the restore and saves them to a file)", r.Offset, r.Offset+r.Length, device)
-				rep.event(newNote(note), note)
-			}
-		},
-		Restored: func() {
-			msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", r.Offset, r.Offset+r.Length, device)
-			rep.event(&benchRestoredEvent{eventHeader{Event: evRestored}, r.Offset, r.Length, true}, msg)
-		},
+func (p *benchPresenter) observe(e cardbench.Event) {
+	rep := p.rep
+	switch e := e.(type) {
+	case cardbench.Started:
+		p.start(e)
+	case cardbench.Note:
+		if e.Notice != nil {
+			rep.event(noteWithAdvice(e.Message, e.Notice))
+		} else {
+			rep.event(newNote(e.Message), e.Message)
+		}
+	case cardbench.StepStarted:
+		p.since = time.Now()
+		rep.progress(progressEvent{Phase: phase(e.Step), Total: int64(e.Total), unit: benchUnit})
+	case cardbench.Progress:
+		rep.progress(progressEvent{Phase: phase(e.Step), Done: int64(e.Done), Total: int64(e.Total),
+			ElapsedS: time.Since(p.since).Seconds(), unit: benchUnit})
+	case cardbench.Measured:
+		// Points are JSON events only: a text event would end the
+		// progress bar each time, and the table says it all at the end.
+		if p.f.asJSON {
+			rep.event(newBenchPointEvent(e.Point), "")
+		}
+	case cardbench.Restoring:
+		if e.Cancelled {
+			note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again stops the restore and saves them to a file)", e.Region.Offset, e.Region.End(), e.Device)
+			rep.event(newNote(note), note)
+		}
+	case cardbench.Restored:
+		msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", e.Region.Offset, e.Region.End(), e.Device)
+		rep.event(&benchRestoredEvent{eventHeader{Event: evRestored}, e.Region.Offset, e.Region.Length, true}, msg)
 	}
 }
 
-// openKernel opens the kernel's block device at node for one path.
-func openKernel(node string, direct bool) (*cardbench.KernelDevice, error) {
-	k, err := cardbench.OpenKernel(node, direct)
-	switch {
-	case errors.Is(err, filedev.ErrBadTarget):
-		// A path that cannot be a disk (missing, a directory): as for
-		// a file: target, the command line's to fix.
-		return nil, failure.Wrap(failure.Usage, fmt.Errorf("--compare: %w", err))
-	case err != nil:
-		return nil, failure.Wrap(failure.Device, fmt.Errorf("--compare: %w", err))
+// start says what the run measures, before its first measurement: the
+// target's layout, or with --compare that of the kernel's disk, the first
+// one read.
+func (p *benchPresenter) start(e cardbench.Started) {
+	l, f := e.Layout, p.f
+	ev := &benchStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdBench,
+		Target: e.Target, Capacity: e.Capacity, BlockSize: e.BlockSize, Sizes: l.Sizes, Regions: l.Regions,
+		PointTimeS: f.pointTime.Seconds(), Write: f.write, Preserve: f.preserve, Compare: e.Compare}
+	what := fmt.Sprintf("%s (%s, %d-byte blocks)", e.Target, units.FormatSize(e.Capacity), e.BlockSize)
+	if e.Compare != "" {
+		what = fmt.Sprintf("%s, and first the kernel's %s (%s, %d-byte blocks)", e.Target, e.Compare, units.FormatSize(e.Capacity), e.BlockSize)
 	}
-	return k, nil
-}
-
-// kernelSweep reads the kernel's block device through one path.
-func (a *app) kernelSweep(ctx context.Context, rep reporter, k *cardbench.KernelDevice, plan benchPlan, f benchFlags, point func(cardbench.Point)) ([]cardbench.Point, error) {
-	l, err := benchLayout(k.String(), k, plan)
-	if err != nil {
-		return nil, err
-	}
-	return cardbench.Sweep(ctx, k, cardbench.SweepOptions{
-		Path: k.Path(), Op: cardbench.OpRead, Sizes: l.Sizes, Regions: l.Regions,
-		PointTime: f.pointTime, Progress: sweepProgress(rep, phase(k.Path()), len(l.Sizes)*len(l.Regions)), Point: point,
-	})
+	p.rep.event(ev, fmt.Sprintf("Measuring %s: %d sizes from %s to %s, %s per size in each of %s",
+		what, len(l.Sizes), units.FormatSize(l.Sizes[0]), units.FormatSize(l.Sizes[len(l.Sizes)-1]), f.pointTime, cardbench.RegionNames(l.Regions)))
 }

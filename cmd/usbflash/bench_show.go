@@ -13,20 +13,20 @@ import (
 // benchReport presents the run: a table and a chart of the curves, the
 // alignment test, random operations, the round trip and the recommended
 // transfer size; as text, or as one JSON summary after the points.
-func (a *app) benchReport(rep reporter, run *benchRun, f benchFlags) error {
-	series := cardbench.Summarize(run.points)
+func (a *app) benchReport(rep reporter, run *cardbench.Report, f benchFlags) error {
+	series := cardbench.Summarize(run.Points)
 	rec := cardbench.Recommendation(series)
 	// The measurements are shown even when the plot cannot be saved; the
 	// failure follows them, with its exit code.
 	var plotErr error
 	if f.plot != "" {
-		plotErr = writePlot(f.plot, series, run.target, rec.Size)
+		plotErr = writePlot(f.plot, series, run.Target, rec.Size)
 	}
 	summary := &benchSummaryEvent{eventHeader: eventHeader{Event: evSummary}, Command: cmdBench,
-		Target: run.target, Capacity: run.capacity, BlockSize: run.blockSize,
-		Series: series, Points: run.points, Random: randomJSON(run.random),
+		Target: run.Target, Capacity: run.Capacity, BlockSize: run.BlockSize,
+		Series: series, Points: run.Points, Random: randomJSON(run.Random),
 		RecommendedTransferSize: rec.Size, RecommendedFrom: rec.From, BestRate: rec.Best, BestSize: rec.BestSize,
-		Alignment: run.align, RoundTrip: run.roundTrip,
+		Alignment: run.Align, RoundTrip: run.RoundTrip,
 	}
 	if f.plot != "" && plotErr == nil {
 		summary.Plot = f.plot
@@ -35,12 +35,12 @@ func (a *app) benchReport(rep reporter, run *benchRun, f benchFlags) error {
 	b.WriteString(rateTable(series))
 	b.WriteString("\n")
 	b.WriteString(rateChart(series, 24))
-	if run.align != nil {
+	if run.Align != nil {
 		b.WriteString("\n")
-		b.WriteString(alignTable(*run.align))
+		b.WriteString(alignTable(*run.Align))
 	}
 	b.WriteString("\n")
-	for _, r := range run.random {
+	for _, r := range run.Random {
 		where := "across the whole card"
 		if r.Op == cardbench.OpWrite {
 			where = fmt.Sprintf("in bytes %d to %d", r.Region.Offset, r.Region.Offset+r.Region.Length)
@@ -48,7 +48,7 @@ func (a *app) benchReport(rep reporter, run *benchRun, f benchFlags) error {
 		fmt.Fprintf(&b, "Random %s %ss: %.0f per second (%s) %s\n", units.FormatSize(r.Size), r.Op, r.PerSecond(),
 			units.FormatRate(r.PerSecond()*float64(r.Size)), where)
 	}
-	if rt := run.roundTrip; rt != nil {
+	if rt := run.RoundTrip; rt != nil {
 		fmt.Fprintf(&b, "TEST UNIT READY round trip: median %s (min %s, max %s, %d commands): what every command costs before its data moves\n",
 			ms(rt.Median), ms(rt.Min), ms(rt.Max), rt.Commands)
 	}

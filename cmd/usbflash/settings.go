@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/usbflash/usbflash/cardbench"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/flash"
 )
@@ -28,6 +29,8 @@ func flagOf(s failure.Setting) string {
 		return "--bmap and --no-bmap"
 	case flash.SettingSparse:
 		return "--sparse and --bmap"
+	case cardbench.SettingCompare:
+		return "--compare"
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"fmt"
 	"image/png"
@@ -23,10 +24,27 @@ import (
 	"github.com/usbflash/usbflash/internal/units"
 )
 
-// TestSizeTicks: a tick at every size measured, labels that do not crowd
-// (120 KiB beside 128 KiB keeps only a tick), and the first size labelled.
-func TestSizeTicks(t *testing.T) {
+// TestPlot: bench's plot, from its axes to the file --plot saves.
+func TestPlot(t *testing.T) {
 	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"size ticks", testSizeTicks}, {"rate ticks", testRateTicks}, {"layout", testPlotLayout},
+		{"png", testPlotPNG}, {"formats", testPlotFormats}, {"saved by --plot", testBenchPlot},
+		{"not saved after the run", testBenchPlotLost},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.test(t)
+		})
+	}
+}
+
+// testSizeTicks: a tick at every size measured, labels that do not crowd
+// (120 KiB beside 128 KiB keeps only a tick), and the first size labelled.
+func testSizeTicks(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		sizes []int64
@@ -63,10 +81,9 @@ func TestSizeTicks(t *testing.T) {
 	}
 }
 
-// TestRateTicks: round steps from zero to at least the top, labelled
+// testRateTicks: round steps from zero to at least the top, labelled
 // without empty decimals.
-func TestRateTicks(t *testing.T) {
-	t.Parallel()
+func testRateTicks(t *testing.T) {
 	for _, tt := range []struct {
 		top  float64
 		want string
@@ -104,13 +121,12 @@ func samplePlotSeries() []cardbench.Series {
 	return cardbench.Summarize(points)
 }
 
-// TestPlotLayout draws a sample run to SVG and checks what it holds and
+// testPlotLayout draws a sample run to SVG and checks what it holds and
 // where its texts land: valid XML, all texts inside the image, the sizes
 // on a log scale (as far apart for every doubling), a curve in its color
 // for each series and the recommended size as a dashed line at its tick,
 // the legend beside the curves rather than over them, naming each.
-func TestPlotLayout(t *testing.T) {
-	t.Parallel()
+func testPlotLayout(t *testing.T) {
 	series := samplePlotSeries()
 	path := filepath.Join(t.TempDir(), "bench.svg")
 	if err := writePlot(path, series, "sim:card.img", 2<<20); err != nil {
@@ -232,10 +248,9 @@ func TestPlotLayout(t *testing.T) {
 	}
 }
 
-// TestPlotPNG: the same plot as a PNG of the plot's size, every curve
+// testPlotPNG: the same plot as a PNG of the plot's size, every curve
 // drawn in its color.
-func TestPlotPNG(t *testing.T) {
-	t.Parallel()
+func testPlotPNG(t *testing.T) {
 	series := samplePlotSeries()
 	path := filepath.Join(t.TempDir(), "bench.png")
 	if err := writePlot(path, series, "sim:card.img", 2<<20); err != nil {
@@ -270,10 +285,9 @@ func TestPlotPNG(t *testing.T) {
 	}
 }
 
-// TestPlotFormats: the extension chooses the format; another is an error,
+// testPlotFormats: the extension chooses the format; another is an error,
 // and no file.
-func TestPlotFormats(t *testing.T) {
-	t.Parallel()
+func testPlotFormats(t *testing.T) {
 	dir := t.TempDir()
 	series := samplePlotSeries()
 	for name, magic := range map[string]string{"a.SVG": "<?xml", "b.png": "\x89PNG"} {
@@ -294,3 +308,60 @@ func TestPlotFormats(t *testing.T) {
 		t.Error("no series: no error")
 	}
 }
+
+// testBenchPlot: --plot saves the chart as the name's extension says.
+func testBenchPlot(t *testing.T) {
+	for _, tt := range []struct{ ext, magic string }{{".svg", "<?xml"}, {".png", "\x89PNG"}} {
+		card := benchCard(t)
+		plot := filepath.Join(t.TempDir(), "bench"+tt.ext)
+		r := runCLI(t, benchArgs("--quiet", "--plot", plot, "--sizes", "4KiB,64KiB", "sim:"+card)...)
+		if r.code != exitOK {
+			t.Fatalf("exit %d\n%s", r.code, r.stderr)
+		}
+		b, err := os.ReadFile(plot)
+		if err != nil || !bytes.HasPrefix(b, []byte(tt.magic)) {
+			t.Errorf("plot %s: %v, starts %q", plot, err, b[:min(len(b), 8)])
+		}
+	}
+}
+
+// testBenchPlotLost: a plot that cannot be saved after the run (its
+// directory went away meanwhile) is an error with its exit code, also
+// with -q, after the results.
+func testBenchPlotLost(t *testing.T) {
+	card := benchCard(t)
+	for _, quiet := range []string{"-q", "--json"} {
+		dir := filepath.Join(t.TempDir(), "plots")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		plot := filepath.Join(dir, "bench.svg")
+		var out, errOut bytes.Buffer
+		// The question comes after the checks: the directory goes away
+		// while the user answers.
+		answer := readFunc(func(p []byte) (int, error) {
+			os.RemoveAll(dir)
+			return copy(p, "y\n"), io.EOF
+		})
+		a := &app{stdin: answer, stdout: &out, stderr: &errOut, interactive: true}
+		code := runApp(context.Background(), a, benchArgs(quiet, "--write", "--preserve", "--skip", "align,random,roundtrip",
+			"--sizes", "1MiB", "--region", "4MiB:4MiB", "--plot", plot, "sim:"+card))
+		if code != exitDevice {
+			t.Errorf("%s: exit %d, want %d\n%s", quiet, code, exitDevice, errOut.String())
+		}
+		msg := errOut.String()
+		if quiet == "--json" {
+			msg = lastEvent(t, out.String(), "error")["message"].(string)
+			if s := lastEvent(t, out.String(), "summary"); s["plot"] != nil {
+				t.Errorf("the summary names a plot that was not saved: %v", s["plot"])
+			}
+		}
+		if !strings.Contains(msg, "--plot: writing "+plot+": no such file or directory") {
+			t.Errorf("%s: %q does not say the plot was not written", quiet, msg)
+		}
+	}
+}
+
+type readFunc func([]byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }

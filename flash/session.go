@@ -175,10 +175,10 @@ func openImage(path string, stdin *os.File, d *download) (*imagesrc.Source, erro
 	return src, nil
 }
 
-// CheckMemory refuses, before anything is opened, a session whose buffers
+// checkMemory refuses, before anything is opened, a session whose buffers
 // would pass pipeline.MaxBufferMemory: the ring ((buffers + 2) x transfer)
 // and, with several cards and a lag, each card's window of lag transfers.
-func CheckMemory(transfer, buffers, lag, cards int) error {
+func checkMemory(transfer, buffers, lag, cards int) error {
 	t, b, l, n := int64(transfer), int64(buffers), int64(max(lag, 0)), int64(cards)
 	const limit = pipeline.MaxBufferMemory
 	if n < 2 {

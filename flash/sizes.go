@@ -35,7 +35,7 @@ func checkSizes(transfer, buffers, lag, cards int) error {
 	case lag < 0:
 		return &failure.SettingError{Setting: SettingLag, Err: fmt.Errorf("%d is less than 0 (lockstep)", lag)}
 	}
-	return CheckMemory(transfer, buffersFor(transfer, buffers), lag, cards)
+	return checkMemory(transfer, buffersFor(transfer, buffers), lag, cards)
 }
 
 // buffersFor is the buffer count of transfers of transfer bytes: the one

@@ -1,0 +1,40 @@
+package flash
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/factsonly"
+)
+
+// TestCheckSizes: sizes no card can make work are refused before anything
+// is opened, each naming its setting as data (or, for memory, the sizes),
+// in words that state facts; 0 buffers is the engine's default, sized for
+// the transfer.
+func TestCheckSizes(t *testing.T) {
+	for _, tc := range []struct {
+		name                          string
+		transfer, buffers, lag, cards int
+		setting                       failure.Setting
+		memory                        bool
+	}{
+		{"defaults", 1 << 20, 0, 0, 1, "", false},
+		{"large transfers, default buffers", 256 << 20, 0, 0, 1, "", false},
+		{"negative transfer", -512, 0, 0, 1, SettingTransferSize, false},
+		{"one buffer", 1 << 20, 1, 0, 1, SettingBuffers, false},
+		{"negative lag", 1 << 20, 0, -1, 2, SettingLag, false},
+		{"transfer past the bound", 2 << 30, 0, 0, 1, "", true},
+		{"buffers past the bound", 1 << 20, 100000, 0, 1, "", true},
+		{"lag past the bound", 64 << 20, 2, 8, 4, "", true},
+	} {
+		err := checkSizes(tc.transfer, tc.buffers, tc.lag, tc.cards)
+		var me *MemoryError
+		switch {
+		case failure.SettingOf(err) != tc.setting, errors.As(err, &me) != tc.memory:
+			t.Errorf("%s: %v", tc.name, err)
+		case err != nil:
+			factsonly.Check(t, err.Error())
+		}
+	}
+}

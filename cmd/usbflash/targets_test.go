@@ -3,157 +3,53 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/internal/flock"
+	"github.com/usbflash/usbflash/internal/testtargets"
 )
 
-// TestWriteRefusesTheImageAsTarget: writing an image onto itself, through
-// any name, is refused before anything is opened for writing, and the
-// image is left as it was.
-func TestWriteRefusesTheImageAsTarget(t *testing.T) {
+// TestTargetsCommand: the exit code and message of each command for the
+// targets that cannot be written or read; which targets open, what opening
+// one makes and how it is named are drive's (drive.TestOpenTargets). The
+// image as its own target and a target another usbflash holds are
+// refusals (exit 3), also for verify; a file: target that can never be
+// one is a usage error (exit 2) for write, verify and info; an empty slot
+// is described by info, exit 0; the name info gives a slot types back in.
+func TestTargetsCommand(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	image := filepath.Join(dir, "self.img")
-	if err := os.WriteFile(image, testImage(1<<20), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	td := testtargets.New(t, testImage(1<<20))
+	dir, image, locked, slots, fifo := td.Dir, td.Image, td.Locked, td.Slots, td.Fifo
 	want := fileHash(t, image)
-	link, hard := filepath.Join(dir, "link.img"), filepath.Join(dir, "hard.img")
-	if err := os.Symlink(image, link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Link(image, hard); err != nil {
-		t.Fatal(err)
-	}
-	for _, target := range []string{
-		"sim:" + image,
-		"sim:" + image + "?size=2MiB", // would extend the image before any check
-		"file:" + image,
-		"file:" + link,
-		"sim:" + hard,
-		"file:" + filepath.Join(dir, ".", "self.img"),
-	} {
-		t.Run(target, func(t *testing.T) {
-			r := runCLI(t, "write", "--yes", "--force", image, target)
-			if r.code != exitRefused || !strings.Contains(r.stderr, "target "+target+" is the image") {
-				t.Errorf("exit %d, stderr %q; want a refusal naming the image", r.code, r.stderr)
-			}
-			if got := fileHash(t, image); got != want {
-				t.Fatal("the image changed")
-			}
-		})
-	}
-}
-
-// TestWriteRefusesALockedTarget: a target another usbflash holds (a flock
-// on its file, as every open target has) is refused, exit 3, and the
-// holder's card is not touched.
-func TestWriteRefusesALockedTarget(t *testing.T) {
-	t.Parallel()
-	image := writeFile(t, "os.img", testImage(64<<10))
-	dir := t.TempDir()
-	card := filepath.Join(dir, "card.img")
-	if err := os.WriteFile(card, make([]byte, 1<<20), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(card+".lun1", make([]byte, 1<<20), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
-		name, locked, target string
+		args []string
+		code int
+		say  string // in stderr, or with --json in stdout
 	}{
-		{"sim:", card, "sim:" + card},
-		{"sim: second LUN's file", card + ".lun1", "sim:" + card + "?luns=2&lun=1"},
-		{"file:", card, "file:" + card},
+		{[]string{"write", "--yes", "--force", image, "sim:" + image}, exitRefused, "target sim:" + image + " is the image"},
+		{[]string{"write", "--yes", "--force", image, "file:" + image}, exitRefused, "target file:" + image + " is the image"},
+		{[]string{"write", "--yes", image, "sim:" + locked}, exitRefused, "in use by another usbflash"},
+		{[]string{"verify", image, "sim:" + locked}, exitRefused, "in use by another usbflash"},
+		{[]string{"write", "--yes", image, "file:" + locked}, exitRefused, "in use by another usbflash"},
+		{[]string{"write", "--yes", image, "file:" + dir}, exitUsage, "is a directory"},
+		{[]string{"verify", image, "file:/dev/null"}, exitUsage, "character device"},
+		{[]string{"info", "file:" + fifo}, exitUsage, "FIFO"},
+		{[]string{"info", "--json", "sim:" + locked + ".empty?size=1MiB&nomedium=1&vendor=ACME&product=SLOT"}, exitOK, `"error":"no medium"`},
+		{[]string{"info", "--json", "sim:" + slots + "?luns=2&lun=1"}, exitOK, `"target":"sim:` + slots + `/1"`},
+		{[]string{"info", "--json", "sim:" + slots + "/1"}, exitOK, `"bytes":2097152`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			holder, err := os.Open(tc.locked)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer holder.Close()
-			if err := flock.Lock(holder, true); err != nil {
-				t.Fatal(err)
-			}
-			before := fileHash(t, tc.locked)
-			r := runCLI(t, "write", "--yes", image, tc.target)
-			if r.code != exitRefused || !strings.Contains(r.stderr, "in use by another usbflash") {
-				t.Errorf("exit %d, stderr %q; want a refusal saying another usbflash holds it", r.code, r.stderr)
-			}
-			if fileHash(t, tc.locked) != before {
-				t.Error("the locked card was written")
-			}
-			// verify only reads, but must not read a card while it is written.
-			if r := runCLI(t, "verify", image, tc.target); r.code != exitRefused {
-				t.Errorf("verify: exit %d, stderr %q; want a refusal", r.code, r.stderr)
+		t.Run(strings.Join(tc.args[:1], " ")+" "+tc.args[len(tc.args)-1], func(t *testing.T) {
+			r := runCLI(t, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stderr+r.stdout, tc.say) {
+				t.Errorf("exit %d, want %d saying %q\nstdout: %s\nstderr: %s", r.code, tc.code, tc.say, r.stdout, r.stderr)
 			}
 		})
 	}
-}
-
-// TestFileTargetsThatCannotBeOne: a file: target that can never be one is
-// a usage error (exit 2) as sim: gives, and nothing is created.
-func TestFileTargetsThatCannotBeOne(t *testing.T) {
-	t.Parallel()
-	image := writeFile(t, "os.img", testImage(64<<10))
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	existing := writeFile(t, "existing.img", make([]byte, 1<<20))
-	tests := []struct {
-		name, target, want string
-		created            string // a path that must not exist afterwards
-	}{
-		{"directory", "file:" + dir, "is a directory", ""},
-		{"character device", "file:/dev/null", "character device", ""},
-		{"FIFO", "file:" + fifo, "FIFO", ""},
-		{"missing directory", "file:" + filepath.Join(dir, "no", "such.img"), "does not exist", filepath.Join(dir, "no")},
-		{"missing device", "file:/dev/usbflash-test-no-such-disk", "no such device", "/dev/usbflash-test-no-such-disk"},
-		{"size smaller than the file", "file:" + existing + "?size=512KiB", "refusing to shrink", ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			for _, cmd := range [][]string{{"write", "--yes", image, tc.target}, {"verify", image, tc.target}, {"info", tc.target}} {
-				r := runCLI(t, cmd...)
-				if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
-					t.Errorf("%s: exit %d, stderr %q; want exit 2 saying %q", cmd[0], r.code, r.stderr, tc.want)
-				}
-			}
-			if tc.created != "" {
-				if _, err := os.Stat(tc.created); err == nil {
-					t.Errorf("%s was created", tc.created)
-				}
-			}
-		})
-	}
-	if st, err := os.Stat(existing); err != nil || st.Size() != 1<<20 {
-		t.Errorf("the existing file changed size: %v", err)
-	}
-}
-
-// TestRegularFileInDevIsNoDevice: a regular file where a device should be
-// (in /dev/shm, a tmpfs inside /dev) is a mistyped device name.
-func TestRegularFileInDevIsNoDevice(t *testing.T) {
-	t.Parallel()
-	f, err := os.CreateTemp("/dev/shm", "usbflash-test-*.img")
-	if err != nil {
-		t.Skipf("no /dev/shm to make a regular file in /dev: %v", err)
-	}
-	f.Close()
-	t.Cleanup(func() { os.Remove(f.Name()) })
-	image := writeFile(t, "os.img", testImage(64<<10))
-	r := runCLI(t, "write", "--yes", image, "file:"+f.Name()+"?size=1MiB")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "regular file in /dev") {
-		t.Errorf("exit %d, stderr %q; want exit 2 saying it is not a device", r.code, r.stderr)
+	if fileHash(t, image) != want {
+		t.Error("the image changed")
 	}
 }
 
@@ -203,24 +99,6 @@ func TestRefusedWriteLeavesNoNewTarget(t *testing.T) {
 	}
 }
 
-// TestInfoDescribesAnEmptySlot: info shows who the reader is and that the
-// slot holds no card, exit 0.
-func TestInfoDescribesAnEmptySlot(t *testing.T) {
-	t.Parallel()
-	card := writeFile(t, "card.img", make([]byte, 1<<20))
-	r := runCLI(t, "info", "--json", "sim:"+card+"?nomedium=1&vendor=ACME&product=SLOT")
-	if r.code != exitOK {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	var rep infoReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatal(err)
-	}
-	if l := rep.LUN; l == nil || l.Vendor != "ACME" || l.Product != "SLOT" || l.Medium || l.Error != "no medium" {
-		t.Errorf("info --json = %s", r.stdout)
-	}
-}
-
 // TestInUseAdvice: one piece of advice for every way a disk is used.
 func TestInUseAdvice(t *testing.T) {
 	t.Parallel()
@@ -262,25 +140,5 @@ func TestSimSizeMakesTheCardForEveryCommand(t *testing.T) {
 				t.Errorf("the card: %v, want 4 MiB", err)
 			}
 		})
-	}
-}
-
-// TestSimSlotNameTypesBackIn: the name usbflash gives slot 1 of a
-// simulated reader is a target that names it.
-func TestSimSlotNameTypesBackIn(t *testing.T) {
-	t.Parallel()
-	card := writeFile(t, "ml.img", make([]byte, 1<<20))
-	if err := os.WriteFile(card+".lun1", make([]byte, 2<<20), 0o644); err != nil { // slot 1's card
-		t.Fatal(err)
-	}
-	r := runCLI(t, "info", "--json", "sim:"+card+"?luns=2&lun=1")
-	var first infoReport
-	if err := json.Unmarshal([]byte(r.stdout), &first); err != nil || first.Target != "sim:"+card+"/1" {
-		t.Fatalf("info: exit %d, target %q (%v)\n%s", r.code, first.Target, err, r.stderr)
-	}
-	r = runCLI(t, "info", "--json", first.Target)
-	var again infoReport
-	if err := json.Unmarshal([]byte(r.stdout), &again); err != nil || again.Target != first.Target || again.LUN == nil || again.LUN.Bytes != 2<<20 {
-		t.Errorf("info %s: exit %d, %+v (%v)\n%s", first.Target, r.code, again, err, r.stderr)
 	}
 }

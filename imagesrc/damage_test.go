@@ -46,7 +46,7 @@ func srcWantSourceError(t *testing.T, what string, err error, inputLen int) *Err
 	if se.Offset < 0 || se.Offset > int64(inputLen) {
 		t.Errorf("%s: offset %d outside the %d-byte input", what, se.Offset, inputLen)
 	}
-	if se.Kind != Damaged && se.Kind != Truncated {
+	if se.Kind != ErrDamaged && se.Kind != ErrTruncated {
 		t.Errorf("%s: kind %v, want damage", what, se.Kind)
 	}
 	factsonly.Check(t, se.Error())
@@ -94,7 +94,7 @@ func srcWantTruncated(t *testing.T, name string, enc []byte, cut int) {
 			t.Fatalf("cut at %d of %d (%s): decoded %d bytes without error", cut, len(enc), how, len(out))
 		}
 		se := srcWantSourceError(t, "cut "+itoa(int64(cut))+" "+how, err, cut)
-		if se.Kind != Truncated || !strings.Contains(se.Error(), "truncated") {
+		if se.Kind != ErrTruncated || !strings.Contains(se.Error(), "truncated") {
 			t.Fatalf("cut at %d of %d (%s): %v; want it called truncated", cut, len(enc), how, err)
 		}
 		if !isTruncation(err) && !errors.Is(err, errDecodedShort) && !strings.HasPrefix(name, "zip") {

@@ -117,28 +117,28 @@ func TestBzip2TrailingData(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		data []byte
-		kind Kind // -1: decodes to the image
+		kind error // nil: decodes to the image
 	}{
-		{"no trailing data", bz, -1},
-		{"a sector of zeros", srcConcat(bz, zeros(512)), -1},
-		{"one zero byte", srcConcat(bz, zeros(1)), -1},
-		{"one byte", srcConcat(bz, []byte{'x'}), -1},
-		{"text", srcConcat(bz, []byte("garbage\n")), -1},
-		{"B and not Z", srcConcat(bz, []byte("Bx garbage")), -1},
-		{"BZ and not h", srcConcat(bz, []byte("BZx garbage")), -1},
-		{"BZh and no level", srcConcat(bz, []byte("BZh0 garbage")), -1},
-		{"two streams, then zeros", srcConcat(half, rest, zeros(100)), -1},
-		{"two streams, then garbage", srcConcat(half, rest, []byte("garbage")), -1},
-		{"cut after B", srcConcat(bz, []byte("B")), Truncated},
-		{"cut after BZ", srcConcat(bz, []byte("BZ")), Truncated},
-		{"cut after BZh9", srcConcat(bz, []byte("BZh9")), Truncated},
-		{"cut inside the second stream", srcConcat(half, rest[:len(rest)/2]), Truncated},
-		{"second stream damaged", srcConcat(half, damaged), Damaged},
-		{"bad level in the first header", srcConcat([]byte("BZh0"), bz[4:]), Damaged},
+		{"no trailing data", bz, nil},
+		{"a sector of zeros", srcConcat(bz, zeros(512)), nil},
+		{"one zero byte", srcConcat(bz, zeros(1)), nil},
+		{"one byte", srcConcat(bz, []byte{'x'}), nil},
+		{"text", srcConcat(bz, []byte("garbage\n")), nil},
+		{"B and not Z", srcConcat(bz, []byte("Bx garbage")), nil},
+		{"BZ and not h", srcConcat(bz, []byte("BZx garbage")), nil},
+		{"BZh and no level", srcConcat(bz, []byte("BZh0 garbage")), nil},
+		{"two streams, then zeros", srcConcat(half, rest, zeros(100)), nil},
+		{"two streams, then garbage", srcConcat(half, rest, []byte("garbage")), nil},
+		{"cut after B", srcConcat(bz, []byte("B")), ErrTruncated},
+		{"cut after BZ", srcConcat(bz, []byte("BZ")), ErrTruncated},
+		{"cut after BZh9", srcConcat(bz, []byte("BZh9")), ErrTruncated},
+		{"cut inside the second stream", srcConcat(half, rest[:len(rest)/2]), ErrTruncated},
+		{"second stream damaged", srcConcat(half, damaged), ErrDamaged},
+		{"bad level in the first header", srcConcat([]byte("BZh0"), bz[4:]), ErrDamaged},
 	} {
 		for _, how := range srcWaysIn {
 			_, out, err := srcDecode(t, tt.data, how)
-			if tt.kind < 0 {
+			if tt.kind == nil {
 				if err != nil || !bytes.Equal(out, img) {
 					t.Errorf("%s (%s): %d bytes, %v; want the image", tt.name, how, len(out), err)
 				}

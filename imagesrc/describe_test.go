@@ -99,7 +99,7 @@ func TestOpenRefusesMisnamed(t *testing.T) {
 		s, err := Open(p)
 		if tt.want == "" {
 			var se *Error
-			if err != nil && !(errors.As(err, &se) && se.Kind == Truncated) {
+			if err != nil && !(errors.As(err, &se) && se.Kind == ErrTruncated) {
 				t.Errorf("%s: %v", tt.name, err)
 			}
 			if s != nil {
@@ -108,7 +108,7 @@ func TestOpenRefusesMisnamed(t *testing.T) {
 			continue
 		}
 		var se *Error
-		if !errors.As(err, &se) || se.Kind != NotNamedFormat || !strings.Contains(err.Error(), tt.want) {
+		if !errors.As(err, &se) || se.Kind != ErrNotNamedFormat || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v\nwant an *Error saying %q", tt.name, err, tt.want)
 		}
 		if s != nil {
@@ -168,29 +168,29 @@ func TestOpenMisnamedContainers(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		data      []byte
-		kind      Kind
+		kind      error
 		container string
 		want      string
 	}{
-		{"image.img.lzma", html, NotNamedFormat, containerLzmaAlone, "named .lzma but its bytes are an HTML document of 55 bytes, not a lzma (lzma_alone) stream"},
-		{"image.img.lzma", xz, NotNamedFormat, containerLzmaAlone, "named .lzma but its bytes are xz-compressed data, not a lzma (lzma_alone) stream"},
-		{"image.img.lzma", srcLzmaAlone(t, img, nil, 3<<20, true), Unsupported, containerLzmaAlone, "lzma (lzma_alone) stream"},
-		{"image.img.lzma", lzmaOdd, Unsupported, containerLzmaAlone, "named .lzma and its bytes are recognisably nothing else"},
-		{"image.img.lz", html, NotNamedFormat, "lzip stream", "named .lz but its bytes are an HTML document of 55 bytes, not a lzip stream"},
-		{"image.img.lz", lzip, Unsupported, "lzip stream", "lzip stream"},
-		{"image.7z", disk, NotNamedFormat, "7z archive", "named .7z but its bytes are a disk image (MBR boot signature), not a 7z archive"},
-		{"image.7z", sevenZ, Unsupported, "7z archive", "7z archive"},
-		{"image.rar", noise, NotNamedFormat, "RAR archive", "named .rar but its bytes are binary data of no known format, not a RAR archive"},
-		{"image.RAR", rar, Unsupported, "RAR archive", "RAR archive"},
-		{"image.img.lz4", []byte("Moved\n"), NotNamedFormat, "lz4 stream", "named .lz4 but its bytes are text of 6 bytes, not a lz4 stream"},
-		{"image.img.lz4", lz4, Unsupported, "lz4 stream", "lz4 stream"},
-		{"image.img.lz4", lz4legacy, Unsupported, "lz4 legacy stream", "lz4 legacy stream"},
-		{"image.img.br", html, NotNamedFormat, containerBrotli, "named .br but its bytes are an HTML document of 55 bytes, not a brotli stream"},
-		{"image.img.br", xz, NotNamedFormat, containerBrotli, "named .br but its bytes are xz-compressed data, not a brotli stream"},
-		{"image.img.br", noise, Unsupported, containerBrotli, "named .br and its bytes are recognisably nothing else: taken as a brotli stream"},
-		{"image.img.zst", xz, NotNamedFormat, "", "named .zst but its bytes are xz-compressed data, not zstd-compressed data"},
-		{"image.img.bz2", html, NotNamedFormat, "", "named .bz2 but its bytes are an HTML document of 55 bytes, not bzip2-compressed data"},
-		{"image.img.xz", sevenZ, NotNamedFormat, "", "named .xz but its bytes are a 7z archive of 28 bytes, not xz-compressed data"},
+		{"image.img.lzma", html, ErrNotNamedFormat, containerLzmaAlone, "named .lzma but its bytes are an HTML document of 55 bytes, not a lzma (lzma_alone) stream"},
+		{"image.img.lzma", xz, ErrNotNamedFormat, containerLzmaAlone, "named .lzma but its bytes are xz-compressed data, not a lzma (lzma_alone) stream"},
+		{"image.img.lzma", srcLzmaAlone(t, img, nil, 3<<20, true), ErrUnsupported, containerLzmaAlone, "lzma (lzma_alone) stream"},
+		{"image.img.lzma", lzmaOdd, ErrUnsupported, containerLzmaAlone, "named .lzma and its bytes are recognisably nothing else"},
+		{"image.img.lz", html, ErrNotNamedFormat, "lzip stream", "named .lz but its bytes are an HTML document of 55 bytes, not a lzip stream"},
+		{"image.img.lz", lzip, ErrUnsupported, "lzip stream", "lzip stream"},
+		{"image.7z", disk, ErrNotNamedFormat, "7z archive", "named .7z but its bytes are a disk image (MBR boot signature), not a 7z archive"},
+		{"image.7z", sevenZ, ErrUnsupported, "7z archive", "7z archive"},
+		{"image.rar", noise, ErrNotNamedFormat, "RAR archive", "named .rar but its bytes are binary data of no known format, not a RAR archive"},
+		{"image.RAR", rar, ErrUnsupported, "RAR archive", "RAR archive"},
+		{"image.img.lz4", []byte("Moved\n"), ErrNotNamedFormat, "lz4 stream", "named .lz4 but its bytes are text of 6 bytes, not a lz4 stream"},
+		{"image.img.lz4", lz4, ErrUnsupported, "lz4 stream", "lz4 stream"},
+		{"image.img.lz4", lz4legacy, ErrUnsupported, "lz4 legacy stream", "lz4 legacy stream"},
+		{"image.img.br", html, ErrNotNamedFormat, containerBrotli, "named .br but its bytes are an HTML document of 55 bytes, not a brotli stream"},
+		{"image.img.br", xz, ErrNotNamedFormat, containerBrotli, "named .br but its bytes are xz-compressed data, not a brotli stream"},
+		{"image.img.br", noise, ErrUnsupported, containerBrotli, "named .br and its bytes are recognisably nothing else: taken as a brotli stream"},
+		{"image.img.zst", xz, ErrNotNamedFormat, "", "named .zst but its bytes are xz-compressed data, not zstd-compressed data"},
+		{"image.img.bz2", html, ErrNotNamedFormat, "", "named .bz2 but its bytes are an HTML document of 55 bytes, not bzip2-compressed data"},
+		{"image.img.xz", sevenZ, ErrNotNamedFormat, "", "named .xz but its bytes are a 7z archive of 28 bytes, not xz-compressed data"},
 	} {
 		t.Run(tt.name+"/"+Describe(tt.data), func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), tt.name)

@@ -20,8 +20,8 @@ import (
 // near the end) can be told from a damaged one. Error states facts; what to
 // do about each Kind is for the program's user interface to say.
 type Error struct {
-	// Kind says which of the above this is; the zero value is damage.
-	Kind Kind
+	// Kind says which of the above this is: one of Kinds.
+	Kind error
 	// Format is the container being decoded or, for NotNamedFormat, the
 	// one the file name promises.
 	Format Format
@@ -45,72 +45,54 @@ type Error struct {
 	Err     error
 }
 
-// Kind is the kind of trouble an Error reports.
-type Kind int
-
-const (
-	// Damaged: the archive's data cannot be decoded.
-	Damaged Kind = iota
-	// Truncated: the input ended before the archive did.
-	Truncated
-	// NotNamedFormat: the file name promises a container (.xz, .gz, .zip,
+// Kinds of Error: the kinds of trouble it reports, each a sentinel of
+// class Image that errors.Is finds through it.
+var (
+	// ErrDamaged: the archive's data cannot be decoded.
+	ErrDamaged = failure.New(failure.Image, "damaged")
+	// ErrTruncated: the input ended before the archive did.
+	ErrTruncated = failure.New(failure.Image, "truncated")
+	// ErrNotNamedFormat: the file name promises a container (.xz, .gz, .zip,
 	// .7z, .lzma: any of the formats or UnsupportedContainers) and the
 	// bytes are something else, typically an error page saved
 	// under the image's name. Written raw it would destroy the card's
 	// partition table for nothing.
-	NotNamedFormat
-	// Changed: the image file was modified, replaced or resized while it
+	ErrNotNamedFormat = failure.New(failure.Image, "not the named format")
+	// ErrChanged: the image file was modified, replaced or resized while it
 	// was read, so what was written (and hashed) is not one image.
-	Changed
-	// Unreadable: the input itself failed (a failing disk, a dropped
+	ErrChanged = failure.New(failure.Image, "changed")
+	// ErrUnreadable: the input itself failed (a failing disk, a dropped
 	// network share), not the archive's data.
-	Unreadable
-	// Unsupported: the data is a container usbflash recognises but does not
+	ErrUnreadable = failure.New(failure.Image, "unreadable")
+	// ErrUnsupported: the data is a container usbflash recognises but does not
 	// decode (Container names it: a 7z archive, a qcow2 disk image).
-	Unsupported
-	// NotAnImage: the archive (Format) decodes to another container, not a
+	ErrUnsupported = failure.New(failure.Image, "unsupported container")
+	// ErrNotAnImage: the archive (Format) decodes to another container, not a
 	// disk image: compressed data, or the container Container names.
-	NotAnImage
-	// Empty: there is no image data at all: an empty file, an archive that
+	ErrNotAnImage = failure.New(failure.Image, "not an image")
+	// ErrEmpty: there is no image data at all: an empty file, an archive that
 	// decodes to nothing, a zip of directories and metadata only.
-	Empty
-	// UnsupportedEntry: the zip entry holding the image is encrypted or
+	ErrEmpty = failure.New(failure.Image, "empty")
+	// ErrUnsupportedEntry: the zip entry holding the image is encrypted or
 	// uses a compression method usbflash does not decode.
-	UnsupportedEntry
-	// Ambiguous: the zip holds several entries that could be the image.
-	Ambiguous
-	// NeedsFile: a zip was given as a stream; its directory is at the end
+	ErrUnsupportedEntry = failure.New(failure.Image, "unsupported zip entry")
+	// ErrAmbiguous: the zip holds several entries that could be the image.
+	ErrAmbiguous = failure.New(failure.Image, "ambiguous")
+	// ErrNeedsFile: a zip was given as a stream; its directory is at the end
 	// of the file, which a stream cannot seek to.
-	NeedsFile
-	// UnsupportedFeature: the archive is of a format usbflash decodes but
+	ErrNeedsFile = failure.New(failure.Image, "needs a file")
+	// ErrUnsupportedFeature: the archive is of a format usbflash decodes but
 	// uses something in it usbflash does not (Feature names it): an xz
 	// filter or integrity check it lacks, a zstd frame that needs a
 	// dictionary or a larger window than it allows. The file is not
 	// damaged; the format's own tool decodes it.
-	UnsupportedFeature
+	ErrUnsupportedFeature = failure.New(failure.Image, "unsupported feature")
 )
 
-var kindNames = [...]string{
-	Damaged: "damaged", Truncated: "truncated", NotNamedFormat: "not the named format",
-	Changed: "changed", Unreadable: "unreadable", Unsupported: "unsupported container",
-	NotAnImage: "not an image", Empty: "empty", UnsupportedEntry: "unsupported zip entry",
-	Ambiguous: "ambiguous", NeedsFile: "needs a file", UnsupportedFeature: "unsupported feature",
-}
-
-func (k Kind) String() string {
-	if k >= 0 && int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("Kind(%d)", int(k))
-}
-
-// Kinds lists every Kind, for tables keyed by them.
-func Kinds() []Kind {
-	ks := make([]Kind, len(kindNames))
-	for i := range ks {
-		ks[i] = Kind(i)
-	}
-	return ks
+// Kinds lists every kind of Error, for tables keyed by them.
+func Kinds() []error {
+	return []error{ErrDamaged, ErrTruncated, ErrNotNamedFormat, ErrChanged, ErrUnreadable, ErrUnsupported,
+		ErrNotAnImage, ErrEmpty, ErrUnsupportedEntry, ErrAmbiguous, ErrNeedsFile, ErrUnsupportedFeature}
 }
 
 func (e *Error) Error() string {
@@ -119,13 +101,13 @@ func (e *Error) Error() string {
 		cause = e.Err.Error()
 	}
 	switch e.Kind {
-	case Damaged:
+	case ErrDamaged:
 		return fmt.Sprintf("%s: corrupt data, found at compressed byte %d (after %s decoded): %s",
 			e.Format, e.Offset, units.FormatSize(e.Decoded), cause)
-	case Truncated:
+	case ErrTruncated:
 		return fmt.Sprintf("%s: truncated: input ends at compressed byte %d (after %s decoded): %s",
 			e.Format, e.Offset, units.FormatSize(e.Decoded), cause)
-	case UnsupportedFeature:
+	case ErrUnsupportedFeature:
 		return fmt.Sprintf("%s: the image uses %s, which usbflash does not decode (at compressed byte %d)",
 			e.Format, e.Feature, e.Offset)
 	}
@@ -137,6 +119,9 @@ func (e *Error) Error() string {
 func (e *Error) Class() failure.Class { return failure.Within(failure.Image, e.Err) }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes errors.Is find the error's kind.
+func (e *Error) Is(target error) bool { return target == e.Kind }
 
 // isTruncation reports whether a decoder error means the input ran out.
 // Decoders say so with io.ErrUnexpectedEOF, sometimes wrapped.

@@ -18,11 +18,11 @@ func TestSourceErrorMessage(t *testing.T) {
 		err  *Error
 		want string
 	}{
-		{&Error{Format: FormatXz, Offset: 123456, Decoded: 4 << 20, Err: errors.New("xz: block checksum mismatch")},
+		{&Error{Kind: ErrDamaged, Format: FormatXz, Offset: 123456, Decoded: 4 << 20, Err: errors.New("xz: block checksum mismatch")},
 			"xz: corrupt data, found at compressed byte 123456 (after 4 MiB decoded): xz: block checksum mismatch"},
-		{&Error{Kind: Truncated, Format: FormatGzip, Offset: 999, Decoded: 1536, Err: io.ErrUnexpectedEOF},
+		{&Error{Kind: ErrTruncated, Format: FormatGzip, Offset: 999, Decoded: 1536, Err: io.ErrUnexpectedEOF},
 			"gzip: truncated: input ends at compressed byte 999 (after 1.5 KiB decoded): unexpected EOF"},
-		{&Error{Kind: Unsupported, Container: "7z archive", Err: errors.New("this is a 7z archive, which usbflash does not decode")},
+		{&Error{Kind: ErrUnsupported, Container: "7z archive", Err: errors.New("this is a 7z archive, which usbflash does not decode")},
 			"this is a 7z archive, which usbflash does not decode"},
 	}
 	for _, c := range cases {
@@ -70,18 +70,18 @@ func TestErrorsStateFacts(t *testing.T) {
 	cases := []struct {
 		name, how string
 		data      []byte
-		kind      Kind
+		kind      error
 	}{
-		{"encrypted zip entry", "seekable", encrypted.Bytes(), UnsupportedEntry},
-		{"damaged", "seekable", damaged, Damaged},
-		{"truncated", "seekable", gz[:len(gz)/2], Truncated},
-		{"7z", "seekable", []byte("7z\xbc\xaf\x27\x1c\x00\x04rest"), Unsupported},
-		{"tar.gz", "stream", tgz, NotAnImage},
-		{"gz in gz", "stream", nested, NotAnImage},
-		{"empty", "seekable", nil, Empty},
-		{"zip from a pipe", "stream", srcZip(t, zip.Store, "a.img", img), NeedsFile},
-		{"two images in a zip", "seekable", srcZip(t, zip.Store, "a.img", img, "b.img", img), Ambiguous},
-		{"no image in a zip", "seekable", srcZip(t, zip.Store, "notes.txt", []byte("x")), Empty},
+		{"encrypted zip entry", "seekable", encrypted.Bytes(), ErrUnsupportedEntry},
+		{"damaged", "seekable", damaged, ErrDamaged},
+		{"truncated", "seekable", gz[:len(gz)/2], ErrTruncated},
+		{"7z", "seekable", []byte("7z\xbc\xaf\x27\x1c\x00\x04rest"), ErrUnsupported},
+		{"tar.gz", "stream", tgz, ErrNotAnImage},
+		{"gz in gz", "stream", nested, ErrNotAnImage},
+		{"empty", "seekable", nil, ErrEmpty},
+		{"zip from a pipe", "stream", srcZip(t, zip.Store, "a.img", img), ErrNeedsFile},
+		{"two images in a zip", "seekable", srcZip(t, zip.Store, "a.img", img, "b.img", img), ErrAmbiguous},
+		{"no image in a zip", "seekable", srcZip(t, zip.Store, "notes.txt", []byte("x")), ErrEmpty},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestErrorsStateFacts(t *testing.T) {
 		})
 	}
 	for _, k := range Kinds() {
-		factsonly.Check(t, (&Error{Kind: k, Err: errors.New("cause")}).Error(), k.String())
+		factsonly.Check(t, (&Error{Kind: k, Err: errors.New("cause")}).Error(), k.Error())
 	}
 }
 
@@ -127,7 +127,7 @@ func TestSourceInputError(t *testing.T) {
 			s.Close()
 		}
 		var se *Error
-		if !errors.Is(err, syscall.EIO) || !errors.As(err, &se) || se.Kind != Unreadable ||
+		if !errors.Is(err, syscall.EIO) || !errors.As(err, &se) || se.Kind != ErrUnreadable ||
 			!strings.Contains(err.Error(), "byte "+itoa(int64(cut))) {
 			t.Errorf("cut %d: error %v; want the EIO at byte %d as an unreadable input, not damage", cut, err, cut)
 		}

@@ -91,9 +91,9 @@ func TestUnsupportedFeatures(t *testing.T) {
 		for _, how := range tc.ways {
 			_, _, err := srcDecode(t, tc.data, how)
 			var se *Error
-			if !errors.As(err, &se) || se.Kind != UnsupportedFeature || se.Format != tc.format || !strings.HasPrefix(se.Feature, tc.feature) ||
+			if !errors.As(err, &se) || se.Kind != ErrUnsupportedFeature || se.Format != tc.format || !strings.HasPrefix(se.Feature, tc.feature) ||
 				!strings.Contains(err.Error(), "the image uses "+tc.feature) || !strings.Contains(err.Error(), "which usbflash does not decode") {
-				t.Errorf("%s (%s): error %v; want an *Error of kind %v naming %q", tc.name, how, err, UnsupportedFeature, tc.feature)
+				t.Errorf("%s (%s): error %v; want an *Error of kind %v naming %q", tc.name, how, err, ErrUnsupportedFeature, tc.feature)
 				continue
 			}
 			factsonly.Check(t, err.Error())
@@ -124,28 +124,28 @@ func TestTrailingDataIsNotTruncation(t *testing.T) {
 		enc   []byte
 		extra string
 		ways  []string
-		kind  Kind
+		kind  error
 	}{
-		{"gzip, one byte", gz, "x", srcWaysIn, Damaged},
-		{"gzip, text", gz, "garbage", srcWaysIn, Damaged},
-		{"gzip, long text", gz, strings.Repeat("garbage ", 10), srcWaysIn, Damaged},
-		{"gzip, half a magic", gz, "\x1f", srcWaysIn, Truncated},
-		{"xz, one byte", xz, "x", srcWaysIn, Damaged},
-		{"xz, text", xz, "garbage", srcWaysIn, Damaged},
-		{"xz, long text", xz, strings.Repeat("garbage ", 10), srcWaysIn, Damaged},
-		{"xz, padding not a multiple of four", xz, "\x00\x00", srcWaysIn, Damaged},
-		{"xz, half a magic", xz, "\xfd7z", srcWaysIn, Truncated},
-		{"zstd, text", zst, "garbage", srcWaysIn, Damaged},
-		{"zstd, long text", zst, strings.Repeat("garbage ", 10), srcWaysIn, Damaged},
+		{"gzip, one byte", gz, "x", srcWaysIn, ErrDamaged},
+		{"gzip, text", gz, "garbage", srcWaysIn, ErrDamaged},
+		{"gzip, long text", gz, strings.Repeat("garbage ", 10), srcWaysIn, ErrDamaged},
+		{"gzip, half a magic", gz, "\x1f", srcWaysIn, ErrTruncated},
+		{"xz, one byte", xz, "x", srcWaysIn, ErrDamaged},
+		{"xz, text", xz, "garbage", srcWaysIn, ErrDamaged},
+		{"xz, long text", xz, strings.Repeat("garbage ", 10), srcWaysIn, ErrDamaged},
+		{"xz, padding not a multiple of four", xz, "\x00\x00", srcWaysIn, ErrDamaged},
+		{"xz, half a magic", xz, "\xfd7z", srcWaysIn, ErrTruncated},
+		{"zstd, text", zst, "garbage", srcWaysIn, ErrDamaged},
+		{"zstd, long text", zst, strings.Repeat("garbage ", 10), srcWaysIn, ErrDamaged},
 		// Three bytes or fewer: a stream cannot tell them from a frame
 		// cut short (the decoder does not say where frames end); a file
 		// can, from its frame headers.
-		{"zstd, two bytes", zst, "xy", seekable, Damaged},
-		{"zstd, half a magic", zst, "\x28\xb5", srcWaysIn, Truncated},
+		{"zstd, two bytes", zst, "xy", seekable, ErrDamaged},
+		{"zstd, half a magic", zst, "\x28\xb5", srcWaysIn, ErrTruncated},
 	} {
 		data := srcConcat(tc.enc, []byte(tc.extra))
 		want := int64(len(tc.enc)) // where the trailing data starts
-		if tc.kind == Truncated {
+		if tc.kind == ErrTruncated {
 			want = int64(len(data)) // where the input ends
 		}
 		for _, how := range tc.ways {
@@ -213,7 +213,7 @@ func TestDamageOffsets(t *testing.T) {
 		for _, how := range srcWaysIn {
 			_, _, err := srcDecode(t, tc.data, how)
 			var se *Error
-			if !errors.As(err, &se) || se.Kind != Damaged || se.Offset < tc.from || se.Offset > tc.to {
+			if !errors.As(err, &se) || se.Kind != ErrDamaged || se.Offset < tc.from || se.Offset > tc.to {
 				t.Errorf("%s (%s): error %v; want damage found between compressed bytes %d and %d", tc.name, how, err, tc.from, tc.to)
 			}
 		}

@@ -131,7 +131,7 @@ func TestMappedFileUnreadablePage(t *testing.T) {
 	}
 	_, err = io.ReadAll(s)
 	var ie *Error
-	if !errors.As(err, &ie) || ie.Kind != Unreadable || ie.Offset != 1<<20 {
+	if !errors.As(err, &ie) || ie.Kind != ErrUnreadable || ie.Offset != 1<<20 {
 		t.Fatalf("reading the image: %v; want an Unreadable error at byte %d", err, 1<<20)
 	}
 	msg := err.Error()

@@ -217,7 +217,7 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string) (*Source, e
 	head := make([]byte, sniffLen)
 	n, err := io.ReadFull(in, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return nil, &Error{Kind: Unreadable, Offset: int64(n), Err: fmt.Errorf("read the first bytes: %w", err)}
+		return nil, &Error{Kind: ErrUnreadable, Offset: int64(n), Err: fmt.Errorf("read the first bytes: %w", err)}
 	}
 	head = head[:n]
 	sn := sniff(head)
@@ -228,14 +228,14 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string) (*Source, e
 		return nil, err
 	}
 	if n == 0 {
-		return nil, &Error{Kind: Empty, Err: errors.New("the image is empty (0 bytes)")}
+		return nil, &Error{Kind: ErrEmpty, Err: errors.New("the image is empty (0 bytes)")}
 	}
 	switch {
 	case sn.truncated:
-		return nil, &Error{Kind: Truncated, Format: sn.truncatedAs, Offset: int64(n),
+		return nil, &Error{Kind: ErrTruncated, Format: sn.truncatedAs, Offset: int64(n),
 			Err: fmt.Errorf("only %d bytes, ending inside the %s signature: %w", n, sn.truncatedAs, io.ErrUnexpectedEOF)}
 	case sn.unsupported != "":
-		return nil, &Error{Kind: Unsupported, Container: sn.unsupported,
+		return nil, &Error{Kind: ErrUnsupported, Container: sn.unsupported,
 			Err: fmt.Errorf("this is a %s, which usbflash does not decode", sn.unsupported)}
 	}
 	s.Format = sn.format
@@ -278,7 +278,7 @@ func (s *Source) readHeaders(head []byte, ra io.ReaderAt, size int64) error {
 		}
 		s.HasChecksum = s.zstd.frames > 0 && s.zstd.checksum
 		if s.zstd.feature != "" {
-			return &Error{Kind: UnsupportedFeature, Format: FormatZstd, Feature: s.zstd.feature, Offset: s.zstd.featureAt,
+			return &Error{Kind: ErrUnsupportedFeature, Format: FormatZstd, Feature: s.zstd.feature, Offset: s.zstd.featureAt,
 				Err: fmt.Errorf("zstd frame at compressed byte %d uses %s", s.zstd.featureAt, s.zstd.feature)}
 		}
 	}
@@ -293,7 +293,7 @@ func (s *Source) openDecoder(stream io.Reader, ra io.ReaderAt, size int64) error
 		return nil
 	case FormatZip:
 		if ra == nil {
-			return &Error{Kind: NeedsFile, Format: FormatZip,
+			return &Error{Kind: ErrNeedsFile, Format: FormatZip,
 				Err: errors.New("a zip archive needs its directory at the end of the file, which a pipe cannot provide")}
 		}
 		return s.openZip(ra, size)
@@ -345,15 +345,15 @@ func (s *Source) sniffDecoded() error {
 	s.head = head[:n]
 	s.first = s.head
 	if n == 0 {
-		return &Error{Kind: Empty, Format: s.Format, Err: fmt.Errorf("the %s archive decodes to an empty image", s.Format)}
+		return &Error{Kind: ErrEmpty, Format: s.Format, Err: fmt.Errorf("the %s archive decodes to an empty image", s.Format)}
 	}
 	inner := sniff(s.head)
 	switch {
 	case inner.unsupported != "":
-		return &Error{Kind: NotAnImage, Format: s.Format, Container: inner.unsupported, Decoded: int64(n),
+		return &Error{Kind: ErrNotAnImage, Format: s.Format, Container: inner.unsupported, Decoded: int64(n),
 			Err: fmt.Errorf("the %s archive holds a %s, not a disk image", s.Format, inner.unsupported)}
 	case inner.format != FormatRaw:
-		return &Error{Kind: NotAnImage, Format: s.Format, Decoded: int64(n),
+		return &Error{Kind: ErrNotAnImage, Format: s.Format, Decoded: int64(n),
 			Err: fmt.Errorf("the %s archive holds %s-compressed data, not a disk image", s.Format, inner.format)}
 	}
 	return nil
@@ -420,11 +420,11 @@ func (s *Source) classify(err error) error {
 	// share) is not damage in the archive; say which it is.
 	if ioErr := s.meter.failure(); ioErr != nil {
 		offset := s.meter.reached.Load()
-		return &Error{Kind: Unreadable, Format: s.Format, Offset: offset, Decoded: s.decoded,
+		return &Error{Kind: ErrUnreadable, Format: s.Format, Offset: offset, Decoded: s.decoded,
 			Err: fmt.Errorf("read %s input at byte %d: %w", s.Format, offset, ioErr)}
 	}
 	if s.Format == FormatRaw {
-		return &Error{Kind: Unreadable, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
+		return &Error{Kind: ErrUnreadable, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
 			Err: fmt.Errorf("read image at byte %d: %w", s.decoded, err)}
 	}
 	if e := s.featureError(err); e != nil {
@@ -450,13 +450,13 @@ func (s *Source) featureError(err error) *Error {
 	switch {
 	case errors.Is(err, xzdec.ErrUnsupported) && errors.As(err, &xe):
 		feature := strings.TrimPrefix(xe.Err.Error(), xzdec.ErrUnsupported.Error()+": ")
-		return &Error{Kind: UnsupportedFeature, Format: s.Format, Feature: feature, Offset: xe.Offset, Decoded: s.decoded, Err: err}
+		return &Error{Kind: ErrUnsupportedFeature, Format: s.Format, Feature: feature, Offset: xe.Offset, Decoded: s.decoded, Err: err}
 	case errors.Is(err, zstd.ErrUnknownDictionary):
 		offset := s.meter.reached.Load()
 		if s.inputPos != nil {
 			offset = s.inputPos()
 		}
-		return &Error{Kind: UnsupportedFeature, Format: s.Format, Feature: "a dictionary", Offset: offset, Decoded: s.decoded, Err: err}
+		return &Error{Kind: ErrUnsupportedFeature, Format: s.Format, Feature: "a dictionary", Offset: offset, Decoded: s.decoded, Err: err}
 	}
 	return nil
 }
@@ -467,7 +467,7 @@ func (s *Source) featureError(err error) *Error {
 func (s *Source) sizeError(cause error) error {
 	if cause == errDecodedShort {
 		if s.Format == FormatRaw {
-			return &Error{Kind: Changed, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
+			return &Error{Kind: ErrChanged, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,
 				Err: fmt.Errorf("image changed while it was being read: it was %d bytes when opened, and ended after %d", s.Size, s.decoded)}
 		}
 		return s.sourceError(true, fmt.Errorf("%w: got %d of %d bytes", cause, s.decoded, s.Size))
@@ -486,9 +486,9 @@ func (s *Source) sourceError(truncated bool, err error) *Error {
 	} else if errors.As(err, &at) {
 		offset = at.offset
 	}
-	kind := Damaged
+	kind := ErrDamaged
 	if truncated {
-		kind = Truncated
+		kind = ErrTruncated
 	}
 	return &Error{Kind: kind, Format: s.Format, Offset: offset, Decoded: s.decoded, Err: err}
 }
@@ -538,13 +538,13 @@ func checkNamedFormat(name string, head []byte, sn sniffResult) error {
 	}
 	what := Describe(head)
 	if (want.container == containerBrotli || want.container == containerLzmaAlone) && what == describeUnknown {
-		return &Error{Kind: Unsupported, Container: want.container,
+		return &Error{Kind: ErrUnsupported, Container: want.container,
 			Err: fmt.Errorf("named %s and its bytes are recognisably nothing else: taken as %s, which usbflash does not decode", ext, want)}
 	}
 	if len(head) > 0 && len(head) < sniffLen {
 		what += fmt.Sprintf(" of %d bytes", len(head))
 	}
-	return &Error{Kind: NotNamedFormat, Format: want.format, Container: want.container,
+	return &Error{Kind: ErrNotNamedFormat, Format: want.format, Container: want.container,
 		Err: fmt.Errorf("named %s but its bytes are %s, not %s", ext, what, want)}
 }
 
@@ -570,7 +570,7 @@ func (s *Source) CheckUnchanged() error {
 		return nil
 	}
 	changed := func(format string, a ...any) error {
-		return &Error{Kind: Changed, Format: s.Format, Offset: -1, Decoded: s.decoded,
+		return &Error{Kind: ErrChanged, Format: s.Format, Offset: -1, Decoded: s.decoded,
 			Err: fmt.Errorf("image changed while it was being written: "+format, a...)}
 	}
 	now, err := s.file.Stat()

@@ -320,10 +320,10 @@ func TestSourceRefusesContainers(t *testing.T) {
 			switch {
 			case !errors.As(err, &se):
 				t.Errorf("refusal %v is not an *Error", err)
-			case c.want == "" && se.Kind != Empty:
-				t.Errorf("refusal %v is of kind %v, want %v", err, se.Kind, Empty)
-			case c.want != "" && (se.Kind != Unsupported || se.Container != c.want || !strings.Contains(err.Error(), c.want)):
-				t.Errorf("refusal %v is of kind %v naming %q, want %v naming %q", err, se.Kind, se.Container, Unsupported, c.want)
+			case c.want == "" && se.Kind != ErrEmpty:
+				t.Errorf("refusal %v is of kind %v, want %v", err, se.Kind, ErrEmpty)
+			case c.want != "" && (se.Kind != ErrUnsupported || se.Container != c.want || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("refusal %v is of kind %v naming %q, want %v naming %q", err, se.Kind, se.Container, ErrUnsupported, c.want)
 			case !slices.Contains(UnsupportedContainers(), se.Container) && se.Container != "":
 				t.Errorf("container %q is not among UnsupportedContainers", se.Container)
 			}

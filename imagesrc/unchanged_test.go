@@ -74,7 +74,7 @@ func TestCheckUnchanged(t *testing.T) {
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("%s %s: %v", tt.name, format, err)
-			case tt.want != "" && (!errors.As(err, &se) || se.Kind != Changed || !strings.Contains(err.Error(), tt.want) ||
+			case tt.want != "" && (!errors.As(err, &se) || se.Kind != ErrChanged || !strings.Contains(err.Error(), tt.want) ||
 				!strings.HasPrefix(err.Error(), "image changed while it was being written: ")):
 				t.Errorf("%s %s: error %v, want an *Error saying %q", tt.name, format, err, tt.want)
 			}
@@ -120,7 +120,7 @@ func TestRawImageChangedWhileRead(t *testing.T) {
 		_, err = io.Copy(io.Discard, s)
 		s.Close()
 		var se *Error
-		if !errors.As(err, &se) || se.Kind != Changed || !strings.Contains(err.Error(), tt.want) {
+		if !errors.As(err, &se) || se.Kind != ErrChanged || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want a Changed *Error saying %q", tt.name, err, tt.want)
 		}
 	}

@@ -36,7 +36,7 @@ func TestUnreadableInput(t *testing.T) {
 	}
 	_, err = io.Copy(io.Discard, src)
 	var e *Error
-	if !errors.As(err, &e) || e.Kind != Unreadable || !errors.Is(err, disk) {
+	if !errors.As(err, &e) || e.Kind != ErrUnreadable || !errors.Is(err, disk) {
 		t.Fatalf("err = %v, want an Unreadable *Error wrapping the input's error", err)
 	}
 }

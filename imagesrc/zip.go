@@ -25,9 +25,9 @@ func (s *Source) openZip(ra io.ReaderAt, size int64) error {
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) { // names are never used as paths here
 		// The directory sits at the very end, so an incomplete download
 		// is what usually loses it.
-		kind := Damaged
+		kind := ErrDamaged
 		if errors.Is(err, zip.ErrFormat) {
-			kind = Truncated
+			kind = ErrTruncated
 		}
 		return &Error{Kind: kind, Format: FormatZip, Offset: size,
 			Err: fmt.Errorf("cannot read the archive directory at the end of the file: %w", err)}
@@ -42,13 +42,13 @@ func (s *Source) openZip(ra io.ReaderAt, size int64) error {
 		return err
 	}
 	if f.Flags&0x1 != 0 {
-		return &Error{Kind: UnsupportedEntry, Format: FormatZip, Err: fmt.Errorf("zip entry %q is encrypted", f.Name)}
+		return &Error{Kind: ErrUnsupportedEntry, Format: FormatZip, Err: fmt.Errorf("zip entry %q is encrypted", f.Name)}
 	}
 	s.meter.reset() // progress counts the entry's data, not the directory read
 	rc, err := f.Open()
 	switch {
 	case errors.Is(err, zip.ErrAlgorithm):
-		return &Error{Kind: UnsupportedEntry, Format: FormatZip,
+		return &Error{Kind: ErrUnsupportedEntry, Format: FormatZip,
 			Err: fmt.Errorf("zip entry %q uses compression method %d, which usbflash does not decode", f.Name, f.Method)}
 	case err == io.EOF: // the entry's local header lies past the end
 		return s.sourceError(true, fmt.Errorf("entry %q: %w", f.Name, io.ErrUnexpectedEOF))
@@ -79,14 +79,14 @@ func pickZipEntry(files []*zip.File) (*zip.File, error) {
 	case 1:
 		return cands[0], nil
 	case 0:
-		return nil, &Error{Kind: Empty, Format: FormatZip,
+		return nil, &Error{Kind: ErrEmpty, Format: FormatZip,
 			Err: fmt.Errorf("the zip archive holds no image (%d entries, all directories or metadata)", len(files))}
 	}
 	names := make([]string, len(cands))
 	for i, f := range cands {
 		names[i] = fmt.Sprintf("%q (%d bytes)", f.Name, f.UncompressedSize64)
 	}
-	return nil, &Error{Kind: Ambiguous, Format: FormatZip,
+	return nil, &Error{Kind: ErrAmbiguous, Format: FormatZip,
 		Err: fmt.Errorf("the zip archive holds %d candidate images: %s", len(cands), strings.Join(names, ", "))}
 }
 

@@ -150,7 +150,7 @@ func TestVerifyDamagedArchiveEnd(t *testing.T) {
 			}
 			_, err = Verify(context.Background(), dev, src, src.Size, VerifyOptions{TransferSize: testTransfer})
 			var se *imagesrc.Error
-			if !errors.As(err, &se) || se.Kind != imagesrc.Damaged {
+			if !errors.As(err, &se) || se.Kind != imagesrc.ErrDamaged {
 				t.Fatalf("Verify: %v, want the image's damage", err)
 			}
 		})

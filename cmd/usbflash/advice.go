@@ -183,7 +183,21 @@ func adviceTable() []advice {
 		{failure.Image, as[*imagesrc.ChecksumMismatchError](), text("download the image again (with its checksum) and write again")},
 		{failure.Image, as[*imagesrc.ChecksumListError](), text(checksumListAdvice)},
 		{failure.Image, as[*imagesrc.ChecksumConflictError](), text(checksumListAdvice)},
-		{failure.Image, as[*imagesrc.Error](), from(imageAdvice)},
+		// An image that cannot be written as it is, by its kind.
+		{failure.Image, is(imagesrc.ErrDamaged), text("the file is damaged: download it again and compare its checksum")},
+		{failure.Image, is(imagesrc.ErrTruncated), text("the file is incomplete: download it again and compare its checksum")},
+		{failure.Image, is(imagesrc.ErrNotNamedFormat), text("download the image again: a failed download often saves an error page under the image's name")},
+		{failure.Image, is(imagesrc.ErrChanged), text("write again once nothing modifies the image file")},
+		{failure.Image, is(imagesrc.ErrUnreadable), text("check the disk or network share the image is on, or copy the image to a local disk, and run the command again")},
+		{failure.Image, is(imagesrc.ErrUnsupported), from(func(e *imagesrc.Error) string { return containerAdvice(e.Container) })},
+		{failure.Image, is(imagesrc.ErrNotAnImage), from(notAnImageAdvice)},
+		{failure.Image, is(imagesrc.ErrEmpty), text("download the image again and compare its checksum")},
+		{failure.Image, is(imagesrc.ErrUnsupportedEntry), text("extract it first (unzip or 7z), then write the extracted file")},
+		{failure.Image, is(imagesrc.ErrAmbiguous), text("extract the one you want (unzip FILE NAME) and write that")},
+		{failure.Image, is(imagesrc.ErrNeedsFile), text("save it to a file first, or pipe `unzip -p FILE` instead")},
+		{failure.Image, is(imagesrc.ErrUnsupportedFeature), from(func(e *imagesrc.Error) string {
+			return fmt.Sprintf("the file is not damaged: decompress it with the %s program first, then write the decompressed image", e.Format)
+		})},
 		{failure.Image, as[*pipeline.ImageSizeError](), text("download the image again and compare its checksum")},
 
 		{failure.Verify, asIf(func(e *compareError) bool { return errors.As(e, new(*pipeline.VerifyError)) }),
@@ -276,39 +290,13 @@ func permissionAdvice(err error) string {
 	return fmt.Sprintf(`run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="%04x", MODE="0660", GROUP="plugdev"`, vid)
 }
 
-// imageAdvice is hint's row for an image that cannot be written, by the
-// kind of trouble.
-func imageAdvice(e *imagesrc.Error) string {
-	switch e.Kind {
-	case imagesrc.Damaged:
-		return "the file is damaged: download it again and compare its checksum"
-	case imagesrc.Truncated:
-		return "the file is incomplete: download it again and compare its checksum"
-	case imagesrc.NotNamedFormat:
-		return "download the image again: a failed download often saves an error page under the image's name"
-	case imagesrc.Changed:
-		return "write again once nothing modifies the image file"
-	case imagesrc.Unreadable:
-		return "check the disk or network share the image is on, or copy the image to a local disk, and run the command again"
-	case imagesrc.Unsupported:
+// notAnImageAdvice says how to get the image out of what an archive
+// holds instead.
+func notAnImageAdvice(e *imagesrc.Error) string {
+	if e.Container != "" {
 		return containerAdvice(e.Container)
-	case imagesrc.NotAnImage:
-		if e.Container != "" {
-			return containerAdvice(e.Container)
-		}
-		return fmt.Sprintf("decompress the outer %s first, then write the inner file", e.Format)
-	case imagesrc.Empty:
-		return "download the image again and compare its checksum"
-	case imagesrc.UnsupportedEntry:
-		return "extract it first (unzip or 7z), then write the extracted file"
-	case imagesrc.Ambiguous:
-		return "extract the one you want (unzip FILE NAME) and write that"
-	case imagesrc.NeedsFile:
-		return "save it to a file first, or pipe `unzip -p FILE` instead"
-	case imagesrc.UnsupportedFeature:
-		return fmt.Sprintf("the file is not damaged: decompress it with the %s program first, then write the decompressed image", e.Format)
 	}
-	return ""
+	return fmt.Sprintf("decompress the outer %s first, then write the inner file", e.Format)
 }
 
 // containerAdvice says how to get a disk image out of a container usbflash

@@ -201,22 +201,22 @@ func mediumAdviceCases(t *testing.T) []adviceCase {
 	}
 }
 
-// imageAdviceCases has a case for every imagesrc.Kind, and for every
+// imageAdviceCases has a case for every kind of imagesrc.Error, and for every
 // container imagesrc recognises but does not decode.
 func imageAdviceCases(t *testing.T) []adviceCase {
-	want := map[imagesrc.Kind]string{
-		imagesrc.Damaged:            "the file is damaged: download it again and compare its checksum",
-		imagesrc.Truncated:          "the file is incomplete: download it again and compare its checksum",
-		imagesrc.NotNamedFormat:     "download the image again: a failed download often saves an error page under the image's name",
-		imagesrc.Changed:            "write again once nothing modifies the image file",
-		imagesrc.Unreadable:         "check the disk or network share the image is on, or copy the image to a local disk, and run the command again",
-		imagesrc.Unsupported:        "extract the image first (7z x FILE)",
-		imagesrc.NotAnImage:         "decompress the outer zip first, then write the inner file",
-		imagesrc.UnsupportedFeature: "the file is not damaged: decompress it with the zip program first, then write the decompressed image",
-		imagesrc.Empty:              "download the image again and compare its checksum",
-		imagesrc.UnsupportedEntry:   "extract it first (unzip or 7z), then write the extracted file",
-		imagesrc.Ambiguous:          "extract the one you want (unzip FILE NAME) and write that",
-		imagesrc.NeedsFile:          "save it to a file first, or pipe `unzip -p FILE` instead",
+	want := map[error]string{
+		imagesrc.ErrDamaged:            "the file is damaged: download it again and compare its checksum",
+		imagesrc.ErrTruncated:          "the file is incomplete: download it again and compare its checksum",
+		imagesrc.ErrNotNamedFormat:     "download the image again: a failed download often saves an error page under the image's name",
+		imagesrc.ErrChanged:            "write again once nothing modifies the image file",
+		imagesrc.ErrUnreadable:         "check the disk or network share the image is on, or copy the image to a local disk, and run the command again",
+		imagesrc.ErrUnsupported:        "extract the image first (7z x FILE)",
+		imagesrc.ErrNotAnImage:         "decompress the outer zip first, then write the inner file",
+		imagesrc.ErrUnsupportedFeature: "the file is not damaged: decompress it with the zip program first, then write the decompressed image",
+		imagesrc.ErrEmpty:              "download the image again and compare its checksum",
+		imagesrc.ErrUnsupportedEntry:   "extract it first (unzip or 7z), then write the extracted file",
+		imagesrc.ErrAmbiguous:          "extract the one you want (unzip FILE NAME) and write that",
+		imagesrc.ErrNeedsFile:          "save it to a file first, or pipe `unzip -p FILE` instead",
 	}
 	var cases []adviceCase
 	for _, k := range imagesrc.Kinds() {
@@ -225,17 +225,17 @@ func imageAdviceCases(t *testing.T) []adviceCase {
 			t.Errorf("image kind %v has no case here: give it its advice", k)
 		}
 		e := &imagesrc.Error{Kind: k, Format: imagesrc.FormatZip, Offset: 1000, Decoded: 4096, Err: errors.New("the facts")}
-		if k == imagesrc.Unsupported {
+		if k == imagesrc.ErrUnsupported {
 			e.Container = "7z archive"
 		}
-		cases = append(cases, adviceCase{"image/" + k.String(), fmt.Errorf("image os.img: %w", e), advice})
+		cases = append(cases, adviceCase{"image/" + k.Error(), fmt.Errorf("image os.img: %w", e), advice})
 	}
 	for _, c := range imagesrc.UnsupportedContainers() {
 		advice := containerAdvice(c)
 		if advice == containerAdvice("") {
 			t.Errorf("container %q gets only the generic advice %q", c, advice)
 		}
-		e := &imagesrc.Error{Kind: imagesrc.NotAnImage, Format: imagesrc.FormatGzip, Container: c, Err: errors.New("the facts")}
+		e := &imagesrc.Error{Kind: imagesrc.ErrNotAnImage, Format: imagesrc.FormatGzip, Container: c, Err: errors.New("the facts")}
 		cases = append(cases, adviceCase{"image/inside an archive, " + c, e, advice})
 	}
 	return cases

@@ -35,7 +35,7 @@ func TestExitCodeClassification(t *testing.T) {
 		{fmt.Errorf("read: %w", usbms.ErrNoDevice), exitDevice},
 		{&usbms.CommandError{Op: "WRITE(10)", Err: errors.New("timeout")}, exitDevice},
 		{&imagesrc.Error{Err: errors.New("bad")}, exitSource},
-		{&imagesrc.Error{Kind: imagesrc.Unsupported, Container: "7z archive", Err: errors.New("a 7z archive")}, exitSource},
+		{&imagesrc.Error{Kind: imagesrc.ErrUnsupported, Container: "7z archive", Err: errors.New("a 7z archive")}, exitSource},
 		{sourceError(errors.New("open image: no such file")), exitSource},
 		{&filedev.TargetError{Path: "/tmp", Kind: filedev.ErrWrongType, What: "is a directory"}, exitUsage},
 		{fmt.Errorf("WRITE: %w", &usbdev.Error{Op: "bulk OUT transfer", Kind: usbdev.ErrNoMemory}), exitDevice},

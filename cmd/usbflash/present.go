@@ -320,25 +320,6 @@ func noteWithAdvice(msg string, n *usbms.Notice) (event, string) {
 	return ev, msg + "\n" + ensureSentence(ev.Hint)
 }
 
-// openedDevice reports an opened target and fits the transfer size to it,
-// for the commands that read (verify, read).
-func openedDevice(rep reporter, d *drive.Device, transfer int64) int64 {
-	fitted, note := d.FitTransfer(int(min(transfer, pipeline.MaxBufferMemory)))
-	rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: d.Name, Capacity: d.Capacity(),
-		BlockSize: d.Dev.BlockSize(), TransferSize: int64(fitted)}, "")
-	if note != "" {
-		rep.event(newNote(note), note)
-	}
-	return int64(fitted)
-}
-
-func expectedSize(src *imagesrc.Source) int64 {
-	if src.SizeExact {
-		return src.Size
-	}
-	return -1
-}
-
 // noChecksumNote says when a compressed image carries no checksum of its
 // own (zstd without content checksums, xz with check "none"): damage in
 // it is found only where the decoder trips, if at all, so the download's

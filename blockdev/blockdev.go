@@ -2,8 +2,9 @@
 // verify engine, the reader benchmark, a group of cards) and what holds
 // them (a LUN of a USB reader spoken to over SCSI, the simulated reader, a
 // file or kernel block device), as io is to bufio: the interfaces, the one
-// error every kind of device means by "this medium refuses writes", and
-// nothing that does I/O.
+// error every kind of device means by "this medium refuses writes", the
+// facts every user of a device checks alike (facts.go), and nothing that
+// does I/O.
 package blockdev
 
 import (

@@ -29,7 +29,7 @@ func TestOneWriteProtectedError(t *testing.T) {
 		sense bool
 	}{
 		{name: "sim wp=1: the WP bit seen at open, before writing", err: func(t *testing.T) error {
-			return pipeline.CheckWritable(simLUN(t, "wp=1"), "sim:card")
+			return blockdev.CheckWritable(simLUN(t, "wp=1"), "sim:card")
 		}},
 		{name: "sim wp=1: a write the LUN refuses itself", err: func(t *testing.T) error {
 			return simLUN(t, "wp=1").WriteBlocks(ctx, 0, block)
@@ -49,7 +49,7 @@ func TestOneWriteProtectedError(t *testing.T) {
 			return err
 		}},
 		{name: "file: a read-only file, before writing", err: func(t *testing.T) error {
-			return pipeline.CheckWritable(readOnlyFile(t), "")
+			return blockdev.CheckWritable(readOnlyFile(t), "")
 		}},
 		{name: "file: a read-only file, a write", err: func(t *testing.T) error {
 			return readOnlyFile(t).WriteBlocks(ctx, 0, block)

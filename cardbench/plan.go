@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/units"
-	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/region"
 )
 
 // MaxTransferSize bounds every transfer size of a run: a sweep holds one
 // buffer of its largest size, and no buffer may pass the memory bound every
 // command shares.
-const MaxTransferSize = pipeline.MaxBufferMemory
+const MaxTransferSize = blockdev.MaxBufferMemory
 
 // Plan is what a run is asked to measure, before any device is opened.
 type Plan struct {

@@ -3,10 +3,10 @@ package drive
 import (
 	"fmt"
 
+	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/internal/units"
-	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/usbms"
 )
 
@@ -34,8 +34,8 @@ func Check(d *Device, src *imagesrc.Source, opts CheckOptions) error {
 	}
 	// Only a size the container vouches for refuses: gzip's size trailer
 	// of a damaged file can claim anything. An image whose size is found
-	// by writing stops at the end of the card (pipeline.CapacityError).
-	if err := pipeline.CheckFits(d.Dev, d.Name, src.Size, src.SizeExact); err != nil {
+	// by writing stops at the end of the card (blockdev.CapacityError).
+	if err := blockdev.CheckFits(d.Dev, d.Name, src.Size, src.SizeExact); err != nil {
 		return err
 	}
 	return checkLastBlock(d, src)
@@ -65,13 +65,13 @@ func CheckData(d *Device, end int64) error {
 	if err := CheckWritable(d); err != nil {
 		return err
 	}
-	return pipeline.CheckFits(d.Dev, d.Name, end, true)
+	return blockdev.CheckFits(d.Dev, d.Name, end, true)
 }
 
 // CheckWritable refuses a write-protected medium: the one pre-write check
 // of a command that writes no image (check, restore).
 func CheckWritable(d *Device) error {
-	if err := pipeline.CheckWritable(d.Dev, d.Name); err != nil {
+	if err := blockdev.CheckWritable(d.Dev, d.Name); err != nil {
 		return &Error{class: failure.Refused, Target: d.Name, Msg: err.Error(), Err: err}
 	}
 	return nil

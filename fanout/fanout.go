@@ -16,7 +16,7 @@ import (
 
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/internal/aligned"
-	"github.com/usbflash/usbflash/pipeline" // its CapacityError: an image too large for one card is the error a single write gives
+	// its CapacityError: an image too large for one card is the error a single write gives
 )
 
 // Target is one card of a group.
@@ -165,7 +165,7 @@ func (m *member) run(done chan<- struct{}) {
 				// larger ones: it drops out alone, its first transfer
 				// still zeroed, so it does not boot a truncated image.
 				bs := int64(m.t.Dev.BlockSize())
-				err = &pipeline.CapacityError{Device: m.t.Name, ImageSize: -1,
+				err = &blockdev.CapacityError{Device: m.t.Name, ImageSize: -1,
 					Capacity: m.t.Dev.BlockCount() * bs, Written: j.lba * bs}
 			default:
 				err = m.t.Dev.WriteBlocks(j.ctx, j.lba, p)
@@ -199,7 +199,7 @@ func (g *Group) BlockSize() int { return g.bs }
 
 // BlockCount is the largest member's. An image that does not fit a
 // smaller card (its size known only by writing it) fails that card alone
-// with a *pipeline.CapacityError when the stream reaches its end; an
+// with a *blockdev.CapacityError when the stream reaches its end; an
 // image whose size is known is refused up front, card by card.
 func (g *Group) BlockCount() int64 { return g.blocks }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/internal/testpattern"
 
 	"github.com/usbflash/usbflash/pipeline"
@@ -331,7 +332,7 @@ func TestGroupSmallCardDropsOutAlone(t *testing.T) {
 				t.Fatalf("Write: %v (the large card holds the image)", err)
 			}
 			res := g.Results()
-			var ce *pipeline.CapacityError
+			var ce *blockdev.CapacityError
 			if !errors.As(res[0].Err, &ce) || ce.Device != "small" || ce.Capacity != int64(len(small.data)) {
 				t.Errorf("small card: %v, want a capacity error naming it", res[0].Err)
 			}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
@@ -176,11 +177,11 @@ func openImage(path string, stdin *os.File, d *download) (*imagesrc.Source, erro
 }
 
 // checkMemory refuses, before anything is opened, a session whose buffers
-// would pass pipeline.MaxBufferMemory: the ring ((buffers + 2) x transfer)
+// would pass blockdev.MaxBufferMemory: the ring ((buffers + 2) x transfer)
 // and, with several cards and a lag, each card's window of lag transfers.
 func checkMemory(transfer, buffers, lag, cards int) error {
 	t, b, l, n := int64(transfer), int64(buffers), int64(max(lag, 0)), int64(cards)
-	const limit = pipeline.MaxBufferMemory
+	const limit = blockdev.MaxBufferMemory
 	if n < 2 {
 		l = 0
 	}
@@ -193,7 +194,7 @@ func checkMemory(transfer, buffers, lag, cards int) error {
 }
 
 // MemoryError is a session whose buffers would take more than
-// pipeline.MaxBufferMemory.
+// blockdev.MaxBufferMemory.
 type MemoryError struct {
 	TransferSize, Buffers, Lag, Cards int64
 }
@@ -204,7 +205,7 @@ func (e *MemoryError) Error() string {
 	if e.Lag > 0 {
 		what += fmt.Sprintf(", and a lag of %d transfers with %d cards %d more", e.Lag, e.Cards, e.Lag*e.Cards)
 	}
-	return fmt.Sprintf("%s: more than the %s the buffers may take", what, units.FormatSize(pipeline.MaxBufferMemory))
+	return fmt.Sprintf("%s: more than the %s the buffers may take", what, units.FormatSize(blockdev.MaxBufferMemory))
 }
 
 // Class is Usage: the sizes are the caller's.

@@ -24,7 +24,7 @@ const (
 // checkSizes refuses, before anything is opened, sizes no card can make
 // work: a negative transfer size or lag, fewer than 2 buffers (0 is the
 // engine's default), or buffers that would pass
-// pipeline.MaxBufferMemory at the transfer size asked (a card that takes
+// blockdev.MaxBufferMemory at the transfer size asked (a card that takes
 // less only lowers it).
 func checkSizes(transfer, buffers, lag, cards int) error {
 	switch {

@@ -72,14 +72,14 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 	defer d.Close()
 	fitted := s.openedToRead(d, transfer)
 	size := expectedSize(src)
-	if err := pipeline.CheckFits(d.Dev, d.Name, size, true); err != nil {
+	if err := blockdev.CheckFits(d.Dev, d.Name, size, true); err != nil {
 		return nil, &SmallerCardError{Device: d.Name, Capacity: d.Capacity(), ImageSize: size}
 	}
 	res, err := pipeline.Verify(ctx, d.Dev, src, size, pipeline.VerifyOptions{
 		Name: d.Name, TransferSize: fitted, Only: only,
 		Progress: func(p pipeline.Progress) { s.emit(cardProgress(d.Name, p)) },
 	})
-	var ce *pipeline.CapacityError
+	var ce *blockdev.CapacityError
 	if errors.As(err, &ce) {
 		// The card matched the image as far as it goes, and the image
 		// goes on: the size was not known before.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/usbms"
@@ -15,7 +16,7 @@ import (
 // station. Each card gets the checks, progress, verify and outcome of a
 // single write, with its own decode; the writes under way when ctx ends
 // stop after the command in flight and sync. The buffers of all the
-// writes at once stay within pipeline.MaxBufferMemory: a card waits for a
+// writes at once stay within blockdev.MaxBufferMemory: a card waits for a
 // free set when they would not.
 //
 // Watch returns nil when every card succeeded (or none came), and a
@@ -56,7 +57,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", cfg.Image)})
 
 	// Bounded at the size asked: a card that takes less needs less.
-	sets := make(chan struct{}, max(pipeline.MaxBufferMemory/pipeline.BufferMemory(s.transfer, buffers), 1))
+	sets := make(chan struct{}, max(blockdev.MaxBufferMemory/pipeline.BufferMemory(s.transfer, buffers), 1))
 	var cards []*card
 	opts := drive.WatchOptions{Options: drive.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
 		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }},

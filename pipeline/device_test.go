@@ -10,31 +10,6 @@ import (
 	"github.com/usbflash/usbflash/blockdev"
 )
 
-func TestCheckFits(t *testing.T) {
-	dev := newTestDevice(t, 64, testBS, oldByte) // 32 KiB
-	for _, tc := range []struct {
-		name  string
-		size  int64
-		exact bool
-		fits  bool
-	}{
-		{"exact, fits", 64 * testBS, true, true},
-		{"exact, one byte over", 64*testBS + 1, true, false},
-		{"hint over never refuses", 1 << 40, false, true},
-		{"unknown", -1, true, true},
-		{"empty", 0, true, true},
-	} {
-		err := CheckFits(dev, "sim:x", tc.size, tc.exact)
-		var ce *CapacityError
-		switch {
-		case tc.fits && err != nil:
-			t.Errorf("%s: err = %v, want none", tc.name, err)
-		case !tc.fits && (!errors.As(err, &ce) || ce.Device != "sim:x" || ce.ImageSize != tc.size || ce.Capacity != 64*testBS || ce.Written != 0):
-			t.Errorf("%s: err = %#v, want a *CapacityError naming sim:x", tc.name, err)
-		}
-	}
-}
-
 // protectedDevice is a device with a lock switch.
 type protectedDevice struct {
 	*memDevice

@@ -28,7 +28,7 @@ import (
 // blocks from LBA, padding included, exactly as they were sent.
 type TransferDigest struct {
 	LBA    int64
-	Blocks int32 // a command is at most one buffer: MaxBufferMemory bounds it
+	Blocks int32 // a command is at most one buffer: blockdev.MaxBufferMemory bounds it
 	Sum    [16]byte
 }
 
@@ -106,7 +106,7 @@ func VerifyDigests(ctx context.Context, dev blockdev.Device, d Digests, opts Ver
 	if k := len(opts.Only); k > 0 {
 		limit = opts.Only[k-1].End()
 	}
-	if err := CheckFits(dev, name, limit, true); err != nil {
+	if err := blockdev.CheckFits(dev, name, limit, true); err != nil {
 		return VerifyResult{}, err
 	}
 	var total int64 // image bytes to verify, padding left out, as progress and Bytes count them

@@ -22,31 +22,6 @@ const (
 	OpSync  Op = "sync"
 )
 
-// CapacityError says the image does not fit on the medium. When the image
-// size was known up front nothing was written (Written is 0); when it was
-// not, the write stopped at the end of the medium with Written bytes written
-// and nothing past it, the first transfer left zeroed.
-type CapacityError struct {
-	Device    string
-	ImageSize int64 // bytes; -1 when unknown and only found to be larger while writing
-	Capacity  int64 // bytes the medium holds
-	Written   int64 // image bytes written before stopping (0 when refused up front)
-}
-
-func (e *CapacityError) Error() string {
-	if e.Written == 0 && e.ImageSize >= 0 {
-		image, capacity, _ := units.FormatBytesPair(e.ImageSize, e.Capacity)
-		return fmt.Sprintf("image is %s but %s holds %s; nothing was written", image, e.Device, capacity)
-	}
-	return fmt.Sprintf("image is larger than %s (%s): stopped at its end after writing %s, "+
-		"with the first transfer left zeroed so the card does not boot a truncated image",
-		e.Device, units.FormatBytes(e.Capacity), units.FormatBytes(e.Written))
-}
-
-// Class is Refused: the image does not fit, nothing failed (also when
-// the end of the card was found by writing to it).
-func (e *CapacityError) Class() failure.Class { return failure.Refused }
-
 // ImageSizeError says the decoded image was not as long as its container
 // declared: the image file is truncated or damaged. The first transfer was
 // left zeroed, so the card does not boot what was written.

@@ -9,7 +9,7 @@ import (
 )
 
 // pastLimit is the filler's terminal error when the stream holds more than
-// limit bytes. The writer turns it into a CapacityError or ImageSizeError.
+// limit bytes. The writer turns it into a blockdev.CapacityError or ImageSizeError.
 type pastLimit struct{}
 
 func (pastLimit) Error() string { return "image continues past the limit" }

@@ -108,7 +108,7 @@ func verify(ctx context.Context, dev blockdev.Device, image io.Reader, size int6
 		return VerifyResult{}, err
 	}
 	name, bs := blockdev.Name(dev, opts.Name), int64(dev.BlockSize())
-	if err := CheckFits(dev, name, size, true); err != nil {
+	if err := blockdev.CheckFits(dev, name, size, true); err != nil {
 		return VerifyResult{}, err
 	}
 	limit := size
@@ -160,7 +160,7 @@ func verify(ctx context.Context, dev blockdev.Device, image io.Reader, size int6
 func imageEnds(image io.Reader, name string, capacity int64) error {
 	switch err := probePast(image); {
 	case isPastLimit(err):
-		return &CapacityError{Device: name, ImageSize: -1, Capacity: capacity, Written: capacity}
+		return &blockdev.CapacityError{Device: name, ImageSize: -1, Capacity: capacity, Written: capacity}
 	case err != io.EOF:
 		return fmt.Errorf("reading the image to verify against, at byte offset %d: %w", capacity, err)
 	}
@@ -223,7 +223,7 @@ func VerifyHash(ctx context.Context, dev blockdev.Device, size int64, want [32]b
 	if size < 0 {
 		return VerifyResult{}, fmt.Errorf("hash verify of %s needs the image size, got %d", name, size)
 	}
-	if err := CheckFits(dev, name, size, true); err != nil {
+	if err := blockdev.CheckFits(dev, name, size, true); err != nil {
 		return VerifyResult{}, err
 	}
 	h := sha256.New()

@@ -99,9 +99,9 @@ func TestVerifyImageLargerThanMedium(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := Verify(context.Background(), dev, bytes.NewReader(img), size, VerifyOptions{TransferSize: 4 * testBS})
-		var ce *CapacityError
+		var ce *blockdev.CapacityError
 		if !errors.As(err, &ce) {
-			t.Errorf("size %d: err = %v, want *CapacityError", size, err)
+			t.Errorf("size %d: err = %v, want *blockdev.CapacityError", size, err)
 		}
 	}
 }

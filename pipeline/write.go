@@ -35,12 +35,6 @@ func BuffersFor(transferSize int) int {
 	return max(2, min(DefaultBuffers, autoRingMemory/max(transferSize, 1)-1))
 }
 
-// MaxBufferMemory bounds what a write or verify may allocate for its
-// buffers: (Buffers + 2) * TransferSize, the two being the held first
-// transfer and the zero buffer. Past it the options are refused up front
-// rather than letting the runtime die out of memory.
-const MaxBufferMemory = 1 << 30
-
 // BufferMemory is the memory a write with these sizes allocates.
 func BufferMemory(transferSize, buffers int) int64 {
 	return (int64(buffers) + 2) * int64(transferSize)
@@ -160,7 +154,7 @@ type WriteResult struct {
 //
 // Nothing is written to a write-protected medium (an error wrapping
 // blockdev.ErrWriteProtected) or when ExpectedSize does not fit
-// (*CapacityError).
+// (*blockdev.CapacityError).
 //
 // Commands already sent are finished even when ctx is cancelled (the device
 // gets a context without cancellation); Write stops before the next one,
@@ -207,8 +201,8 @@ func sizeBuffers(dev blockdev.Device, transfer, defTransfer, buffers int, defBuf
 	if buffers < 2 {
 		return 0, 0, fmt.Errorf("%d buffers: want at least 2, so filling overlaps the device", buffers)
 	}
-	if m := (int64(buffers) + int64(extra)) * int64(transfer); m > MaxBufferMemory {
-		return 0, 0, fmt.Errorf("%d buffers of %d bytes take %d bytes, more than the %d-byte limit", buffers+extra, transfer, m, int64(MaxBufferMemory))
+	if m := (int64(buffers) + int64(extra)) * int64(transfer); m > blockdev.MaxBufferMemory {
+		return 0, 0, fmt.Errorf("%d buffers of %d bytes take %d bytes, more than the %d-byte limit", buffers+extra, transfer, m, int64(blockdev.MaxBufferMemory))
 	}
 	return transfer, buffers, nil
 }
@@ -232,8 +226,8 @@ func (o *WriteOptions) normalize(dev blockdev.Device, name string) error {
 	if o.ExpectedSize <= 0 {
 		o.ExpectedSize = -1
 	}
-	if err := CheckWritable(dev, name); err != nil {
+	if err := blockdev.CheckWritable(dev, name); err != nil {
 		return err
 	}
-	return CheckFits(dev, name, o.ExpectedSize, true)
+	return blockdev.CheckFits(dev, name, o.ExpectedSize, true)
 }

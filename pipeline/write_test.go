@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/usbflash/usbflash/blockdev"
 )
 
 const (
@@ -109,9 +111,9 @@ func TestWriteRefusesTooLargeImage(t *testing.T) {
 	img := testImage(64*testBS+1, 1)
 	_, err := Write(context.Background(), rec, bytes.NewReader(img),
 		WriteOptions{Name: "sim:card", TransferSize: testTransfer, ExpectedSize: int64(len(img))})
-	var ce *CapacityError
+	var ce *blockdev.CapacityError
 	if !errors.As(err, &ce) || ce.ImageSize != int64(len(img)) || ce.Capacity != 64*testBS {
-		t.Fatalf("err = %v, want *CapacityError for %d bytes on %d", err, len(img), 64*testBS)
+		t.Fatalf("err = %v, want *blockdev.CapacityError for %d bytes on %d", err, len(img), 64*testBS)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "sim:card") || !strings.Contains(msg, "nothing was written") {
 		t.Errorf("message %q does not name the device and say nothing was written", msg)
@@ -154,9 +156,9 @@ func TestWriteUnknownSizePastCapacity(t *testing.T) {
 				}
 				return
 			}
-			var ce *CapacityError
+			var ce *blockdev.CapacityError
 			if !errors.As(err, &ce) || ce.ImageSize != -1 || ce.Capacity != capacity {
-				t.Fatalf("err = %v, want *CapacityError with unknown image size", err)
+				t.Fatalf("err = %v, want *blockdev.CapacityError with unknown image size", err)
 			}
 			first := min(int64(testTransfer), capacity)
 			if capacity > testTransfer && !isZero(got[:first]) {

@@ -196,7 +196,7 @@ func (w *writer) endOfStream(last fill) error {
 	switch {
 	case isPastLimit(last.err):
 		if w.opts.ExpectedSize < 0 {
-			return &CapacityError{Device: w.name, ImageSize: -1, Capacity: w.capacity, Written: total}
+			return &blockdev.CapacityError{Device: w.name, ImageSize: -1, Capacity: w.capacity, Written: total}
 		}
 		return &ImageSizeError{Declared: w.opts.ExpectedSize, Actual: total, Longer: true}
 	case last.err != io.EOF:

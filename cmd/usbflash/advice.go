@@ -176,7 +176,7 @@ func adviceTable() []advice {
 		{failure.Refused, as[*imagedst.SizeError](), text("give a smaller --size, or leave it out to read the whole card")},
 		{failure.Refused, is(errNotConfirmed), text("pass --yes to write without being asked")},
 		{failure.Refused, is(blockdev.ErrWriteProtected), text("slide the card's lock switch to unlock it, or use another card")},
-		{failure.Refused, as[*pipeline.CapacityError](), text("use a larger card")},
+		{failure.Refused, as[*blockdev.CapacityError](), text("use a larger card")},
 		{failure.Refused, is(usbms.ErrCapacityOffByOne), text(capacityAdvice)},
 		{failure.Refused, is(drive.ErrOneMedium), text(oneMediumAdvice("VID:PID"))},
 

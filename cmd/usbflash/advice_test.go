@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/cardbench"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
@@ -318,7 +319,7 @@ func driveAdviceCases(t *testing.T) []adviceCase {
 func pipelineAdviceCases() []adviceCase {
 	return []adviceCase{
 		{"pipeline/not confirmed", fmt.Errorf("%w: no terminal to ask on", errNotConfirmed), "pass --yes to write without being asked"},
-		{"pipeline/too large", &pipeline.CapacityError{Device: "sim:x", ImageSize: 3 << 20, Capacity: 2 << 20}, "use a larger card"},
+		{"pipeline/too large", &blockdev.CapacityError{Device: "sim:x", ImageSize: 3 << 20, Capacity: 2 << 20}, "use a larger card"},
 		{"pipeline/verify", &pipeline.VerifyError{Device: "sim:x", LBA: 8, Offset: 4096, Want: 1, Got: 2},
 			"write the image again; if the difference stays, the card is failing or fake: use another card"},
 		{"pipeline/image size", &pipeline.ImageSizeError{Declared: 4096, Actual: 1024}, "download the image again and compare its checksum"},

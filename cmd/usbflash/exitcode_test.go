@@ -43,8 +43,8 @@ func TestExitCodeClassification(t *testing.T) {
 		{fmt.Errorf("list: %w", usbdev.ErrNoUSBSupport), exitDevice},
 		{&usbms.CommandError{Op: "TEST UNIT READY", Device: "sim:x", Err: fmt.Errorf("%w after 5s", usbms.ErrNotReady)}, exitDevice},
 		{&pipeline.VerifyError{}, exitVerify},
-		{&pipeline.CapacityError{}, exitRefused},
-		{&pipeline.CapacityError{Written: 512}, exitRefused}, // found by writing to the end: still does not fit
+		{&blockdev.CapacityError{}, exitRefused},
+		{&blockdev.CapacityError{Written: 512}, exitRefused}, // found by writing to the end: still does not fit
 		{&pipeline.ImageSizeError{}, exitSource},
 		{fmt.Errorf("%w: no terminal", errNotConfirmed), exitRefused},
 		{fmt.Errorf("sim:x is %w", blockdev.ErrWriteProtected), exitRefused},

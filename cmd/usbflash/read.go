@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/flash"
 	"github.com/usbflash/usbflash/imagedst"
@@ -47,7 +48,7 @@ after the last partition of the MBR or GPT (a card without one, or with a
 damaged one, is read whole); --size reads that many bytes; otherwise the
 whole card is read.
 
-The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pipeline.MaxBufferMemory) + `.`,
+The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(blockdev.MaxBufferMemory) + `.`,
 		Args:              exactArgs(2, "TARGET and OUT"),
 		ValidArgsFunction: readArgs,
 		RunE: func(c *cobra.Command, args []string) error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/flash"
 	"github.com/usbflash/usbflash/internal/units"
@@ -29,7 +30,7 @@ reporting the first differing LBA. Nothing is written. With a block map
 mapped ranges are compared: a write with the map left the rest of the card
 as it was.
 
-The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(pipeline.MaxBufferMemory) + `.`,
+The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(blockdev.MaxBufferMemory) + `.`,
 		Args:              exactArgs(2, "IMAGE and TARGET"),
 		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/fakecheck"
@@ -60,7 +61,7 @@ SIGTERM and SIGHUP stop after the command in flight, sync and report how
 far the write got (exit 130). A closed standard output (--json | head)
 does not stop a write.
 
-The buffers take (buffers + 2) x transfer size of memory, at most ` + units.FormatSize(pipeline.MaxBufferMemory) + `.`,
+The buffers take (buffers + 2) x transfer size of memory, at most ` + units.FormatSize(blockdev.MaxBufferMemory) + `.`,
 		Args:              writeArgs(&f),
 		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -118,9 +119,9 @@ func transferFlag(c *cobra.Command, value string) (int, error) {
 		return 0, &usageError{fmt.Sprintf("--transfer-size: %v", err)}
 	case transfer == 0:
 		return 0, &usageError{"--transfer-size 0: want at least one block (512 bytes)"}
-	case transfer > pipeline.MaxBufferMemory:
+	case transfer > blockdev.MaxBufferMemory:
 		// More than any buffer may be: said as the engine says it.
-		transfer = pipeline.MaxBufferMemory + 1
+		transfer = blockdev.MaxBufferMemory + 1
 	}
 	return int(transfer), nil
 }

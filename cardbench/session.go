@@ -261,8 +261,8 @@ func (s *session) deviceNotes(d *drive.Device, compared *KernelDevice, l Layout)
 			d.Name, units.FormatSize(d.Capacity()), bs, compared.String(), units.FormatSize(blockdev.Capacity(compared)), compared.BlockSize(),
 			RegionNames(l.Regions))})
 	}
-	if d.LUN != nil && d.LUN.MaxTransfer() > 0 && last(l.Sizes) > d.LUN.MaxTransfer()*int64(bs) {
-		s.emit(Note{Message: fmt.Sprintf("%s takes at most %s per command: larger sizes go out as several commands", d.Name, units.FormatSize(d.LUN.MaxTransfer()*int64(bs)))})
+	if fit := blockdev.FitTransfer(d.Dev, int(last(l.Sizes))); fit.Capped() {
+		s.emit(Note{Message: fmt.Sprintf("%s takes at most %s per command: larger sizes go out as several commands", d.Name, units.FormatSize(fit.Limit))})
 	}
 }
 

@@ -99,25 +99,3 @@ func checkImageSize(src *imagesrc.Source, transfer int, force bool) error {
 func IsRefusal(err error) bool {
 	return failure.Of(err) == failure.Refused
 }
-
-// FitTransfer lowers a transfer size to what the device says it takes
-// (VPD block limits) and rounds it to whole blocks; note says what changed
-// and why ("" when nothing did).
-func (d *Device) FitTransfer(transfer int) (fitted int, note string) {
-	bs := d.Dev.BlockSize()
-	if d.LUN != nil && d.LUN.MaxTransfer() > 0 {
-		if limit := d.LUN.MaxTransfer() * int64(bs); int64(transfer) > limit {
-			note = fmt.Sprintf("%s takes at most %s per command: using that instead of %s", d.Name, units.FormatSize(limit), units.FormatSize(int64(transfer)))
-			transfer = int(limit)
-		}
-	}
-	if transfer%bs != 0 {
-		rounded := max(transfer/bs*bs, bs)
-		if note != "" {
-			note += "; "
-		}
-		note += fmt.Sprintf("transfer size rounded to %s, a whole number of %d-byte blocks", units.FormatSize(int64(rounded)), bs)
-		transfer = rounded
-	}
-	return transfer, note
-}

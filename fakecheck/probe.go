@@ -279,11 +279,7 @@ func newProber(dev blockdev.Device, opts Options) *prober {
 		rand.Read(b[:])
 		nonce = binary.LittleEndian.Uint64(b[:])
 	}
-	chunk := int64(flushChunk)
-	if tl, ok := dev.(blockdev.TransferLimiter); ok && tl.MaxTransfer() > 0 {
-		chunk = min(chunk, tl.MaxTransfer()*bs)
-	}
-	chunk = max(chunk/bs, 1) * bs
+	chunk := int64(blockdev.FitTransfer(dev, flushChunk).Size)
 	w := min(max(n*bs/readGrid, windowMin), windowMax)
 	w = (w + windowMin - 1) / windowMin * windowMin / bs
 	w = max(min(w, n/4), 1)

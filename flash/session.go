@@ -341,7 +341,8 @@ func (s *session) opened(ctx context.Context, c *card, src *imagesrc.Source) {
 	d := c.d
 	c.out.Target, c.out.Capacity, c.out.Serial = d.Name, d.Capacity(), d.Serial()
 	var note string
-	c.transfer, note = d.FitTransfer(s.transfer)
+	fit := blockdev.FitTransfer(d.Dev, s.transfer)
+	c.transfer, note = fit.Size, fit.Note(d.Name)
 	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: c.transfer})
 	if note != "" {
 		s.emit(Note{Card: d.Name, Message: note})

@@ -94,7 +94,8 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 // openedToRead says a card opened to be read and fits the transfer size
 // to it.
 func (s *session) openedToRead(d *drive.Device, transfer int) int {
-	fitted, note := d.FitTransfer(transfer)
+	fit := blockdev.FitTransfer(d.Dev, transfer)
+	fitted, note := fit.Size, fit.Note(d.Name)
 	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: fitted})
 	if note != "" {
 		s.emit(Note{Card: d.Name, Message: note})

@@ -170,7 +170,7 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			size, _ := c.d.FitTransfer(readSize) // the write said what the card takes
+			size := blockdev.FitTransfer(c.d.Dev, readSize).Size // the write said what the card takes
 			v, err := pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, res, pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size,
 				Progress: func(p pipeline.Progress) { prog.card(i, p) }}, reopen)
 			if errors.Is(err, context.Canceled) {

@@ -192,9 +192,7 @@ func sizeBuffers(dev blockdev.Device, transfer, defTransfer, buffers int, defBuf
 	if transfer < bs || transfer%bs != 0 {
 		return 0, 0, fmt.Errorf("transfer size %d bytes is not a positive multiple of the %d-byte block size", transfer, bs)
 	}
-	if l, ok := dev.(blockdev.TransferLimiter); ok && l.MaxTransfer() > 0 && int64(transfer) > l.MaxTransfer()*int64(bs) {
-		transfer = int(l.MaxTransfer()) * bs
-	}
+	transfer = blockdev.FitTransfer(dev, transfer).Size
 	if buffers == 0 {
 		buffers = defBuffers(transfer)
 	}

@@ -154,7 +154,9 @@ func (l *LUN) plan(lba, count int64) (n int64, use16 bool) {
 	if l.no16 {
 		limit = scsi.MaxBlocks10
 	}
-	if m := int64(l.limits.MaxTransfer); m > 0 {
+	// The limit the LUN tells its users (blockdev.FitTransfer fits their
+	// transfers to it), then what the transport learned of the reader.
+	if m := l.MaxTransfer(); m > 0 {
 		limit = min(limit, m)
 	}
 	if c := l.t.capBytes.Load(); c > 0 {

@@ -24,7 +24,7 @@ func TestCheckSizes(t *testing.T) {
 		{"negative transfer", -512, 0, 0, 1, SettingTransferSize, false},
 		{"one buffer", 1 << 20, 1, 0, 1, SettingBuffers, false},
 		{"negative lag", 1 << 20, 0, -1, 2, SettingLag, false},
-		{"transfer past the bound", 2 << 30, 0, 0, 1, "", true},
+		{"transfer past the bound", 1<<30 + 1<<20, 0, 0, 1, "", true},
 		{"buffers past the bound", 1 << 20, 100000, 0, 1, "", true},
 		{"lag past the bound", 64 << 20, 2, 8, 4, "", true},
 	} {

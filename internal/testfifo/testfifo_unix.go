@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package testfifo makes named pipes for tests of code that must read an
 // image once, as it comes from a pipe: curl | usbflash, <(...), mkfifo.
 package testfifo

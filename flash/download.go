@@ -48,7 +48,14 @@ func findDownload(cfg Config) (*download, []string, error) {
 	case cfg.NoSHA256:
 		return nil, nil, nil
 	}
-	found, passed, err := imagesrc.FindChecksum(cfg.Image)
+	var keys *imagesrc.Keyring
+	if cfg.SHA256Keyring != "" {
+		var err error
+		if keys, err = imagesrc.ReadKeyring(cfg.SHA256Keyring); err != nil {
+			return nil, nil, &failure.SettingError{Setting: SettingKeyring, Err: err}
+		}
+	}
+	found, passed, err := imagesrc.FindChecksum(cfg.Image, keys)
 	notes := make([]string, len(passed))
 	for i, p := range passed {
 		notes[i] = p.String()
@@ -63,7 +70,12 @@ func findDownload(cfg Config) (*download, []string, error) {
 	if found.Decoded {
 		d.from = found.Path + "'s line for " + found.Name
 	}
-	if found.Signed {
+	switch {
+	case found.SignedBy != nil && found.SignatureFile != "":
+		notes = append(notes, found.SignatureFile+" is a good signature of "+found.Path+" by "+found.SignedBy.String())
+	case found.SignedBy != nil:
+		notes = append(notes, found.Path+"'s signature was checked: a good signature by "+found.SignedBy.String())
+	case found.Signed:
 		notes = append(notes, found.Path+" is PGP signed; its signature was not checked")
 	}
 	return d, notes, nil

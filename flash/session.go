@@ -65,6 +65,12 @@ type Config struct {
 	// unless NoSHA256.
 	SHA256   string
 	NoSHA256 bool
+	// SHA256Keyring is a file of the publisher's OpenPGP public keys
+	// (gpg --export, armoured or binary): a checksum list found beside
+	// the image must then carry a good signature by one of them, clear-
+	// signed or detached (LIST.gpg, .sig, .asc, .sign). A SHA256 given
+	// needs none.
+	SHA256Keyring string
 	// Readers is the command's enumeration of readers; nil: Run enumerates.
 	Readers *drive.Readers
 	// Check probes each card for a fake capacity after the pre-write

@@ -14,6 +14,7 @@ const (
 	SettingBuffers      failure.Setting = "buffers"
 	SettingLag          failure.Setting = "lag"
 	SettingSHA256       failure.Setting = "sha256"
+	SettingKeyring      failure.Setting = "sha256 keyring"
 	// SettingBlockMap is a map named together with no map; SettingSparse
 	// a sparse write together with a map named.
 	SettingBlockMap failure.Setting = "block map"

@@ -1,6 +1,7 @@
 package imagesrc
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -31,8 +32,13 @@ type ChecksumFile struct {
 	// os.img.xz), not for the file.
 	Decoded bool
 	// Signed: the list is PGP clear-signed and the sum comes from its
-	// signed text. The signature was not checked.
+	// signed text. Its signature was checked only when SignedBy is set.
 	Signed bool
+	// SignedBy is the key whose good signature the list carries, when a
+	// keyring was given; SignatureFile is the detached signature it was
+	// checked with, "" for a clear-signed list.
+	SignedBy      *Signer
+	SignatureFile string
 }
 
 // NoChecksumLine is a checksum list beside the image that has no line
@@ -65,8 +71,10 @@ const sumListName = "SHA256SUMS"
 // other files only (the one above is another directory's list and is not
 // mentioned), and an error for a list that cannot be used
 // (*ChecksumListError) or gives the image two different sums
-// (*ChecksumConflictError).
-func FindChecksum(image string) (*ChecksumFile, []NoChecksumLine, error) {
+// (*ChecksumConflictError). With keys, the list the sum comes from must
+// carry a good signature by one of them (*ChecksumSignatureError); nil
+// keys check no signature.
+func FindChecksum(image string, keys *Keyring) (*ChecksumFile, []NoChecksumLine, error) {
 	if image == "-" {
 		return nil, nil, nil
 	}
@@ -89,7 +97,7 @@ func FindChecksum(image string) (*ChecksumFile, []NoChecksumLine, error) {
 	}
 	var passed []NoChecksumLine
 	for _, c := range candidates {
-		found, err := readChecksum(c.path, c.rel, abs, c.sidecar)
+		found, err := readChecksum(c.path, c.rel, abs, c.sidecar, keys)
 		if c.above && found == nil {
 			// Another directory's list: only a line naming the image
 			// makes it the image's.
@@ -121,31 +129,62 @@ type noLineError struct{ note NoChecksumLine }
 func (e *noLineError) Error() string { return e.note.String() }
 
 // readChecksum reads the list at path for the file at rel (relative to
-// the list's directory; abs is its absolute path, "" if unknown).
-func readChecksum(path, rel, abs string, sidecar bool) (*ChecksumFile, error) {
-	f, err := os.Open(path)
+// the list's directory; abs is its absolute path, "" if unknown). A list
+// with a line for the image is then checked against keys, if any, and a
+// clear-signed one read again from the signed text its signature covers.
+func readChecksum(path, rel, abs string, sidecar bool, keys *Keyring) (*ChecksumFile, error) {
+	data, err := readBounded(path, maxSumList)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	if err != nil {
-		return nil, &ChecksumListError{List: path, Err: unwrapPath(err)}
+		return nil, &ChecksumListError{List: path, Err: err}
 	}
-	defer f.Close()
-	list, err := parseSumList(f)
+	list, err := parseSumList(bytes.NewReader(data))
 	if err != nil {
-		return nil, &ChecksumListError{List: path, Err: unwrapPath(err)}
+		return nil, &ChecksumListError{List: path, Err: err}
 	}
-	found := &ChecksumFile{Path: path, Signed: list.signed}
-	lines := list.forPath(rel, abs, sidecar)
+	found, err := list.find(path, rel, abs, sidecar)
+	if err != nil || keys == nil {
+		return found, err
+	}
+	signed, sigFile, by, err := verifyList(path, data, keys)
+	if err != nil {
+		return nil, err
+	}
+	if signed != nil {
+		verified, err := parseSumList(bytes.NewReader(signed))
+		if err != nil {
+			return nil, &ChecksumListError{List: path, Err: err}
+		}
+		for i := range verified.lines {
+			verified.lines[i].no += list.textLine - 1
+		}
+		verified.signed = true
+		if found, err = verified.find(path, rel, abs, sidecar); err != nil {
+			return nil, err
+		}
+	}
+	found.SignedBy, found.SignatureFile = &by, sigFile
+	return found, nil
+}
+
+// maxSumList bounds a checksum list, read whole for its signature.
+const maxSumList = 64 << 20
+
+// find is the sum the list, read from path, gives the file at rel.
+func (l *sumList) find(path, rel, abs string, sidecar bool) (*ChecksumFile, error) {
+	found := &ChecksumFile{Path: path, Signed: l.signed}
+	lines := l.forPath(rel, abs, sidecar)
 	if len(lines) == 0 {
 		// Publishers that give the decoded image's sum name the image.
 		if name, ok := decodedName(rel); ok {
 			absName, _ := decodedName(abs)
-			lines, found.Decoded = list.forPath(name, absName, false), true
+			lines, found.Decoded = l.forPath(name, absName, false), true
 		}
 	}
 	if len(lines) == 0 {
-		return nil, &noLineError{NoChecksumLine{List: path, Image: rel, Elsewhere: list.elsewhere(rel)}}
+		return nil, &noLineError{NoChecksumLine{List: path, Image: rel, Elsewhere: l.elsewhere(rel)}}
 	}
 	ln, err := agreed(path, rel, lines)
 	if err != nil {

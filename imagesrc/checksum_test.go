@@ -113,7 +113,7 @@ func runChecksumCases(t *testing.T, gpg string, cases []checksumCase) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newListDir(t, gpg, tc.images...)
 			tc.lists(d)
-			got, passed, err := FindChecksum(filepath.Join(d.dir, tc.image))
+			got, passed, err := FindChecksum(filepath.Join(d.dir, tc.image), nil)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)
@@ -434,7 +434,7 @@ func TestChecksumFormats(t *testing.T) {
 			check: func(f *ChecksumFile) bool { return !f.Decoded },
 		},
 	})
-	if got, passed, err := FindChecksum("-"); got != nil || passed != nil || err != nil {
+	if got, passed, err := FindChecksum("-", nil); got != nil || passed != nil || err != nil {
 		t.Errorf("standard input: %v, %v, %v", got, passed, err)
 	}
 }

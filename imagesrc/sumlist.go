@@ -44,6 +44,9 @@ type sumList struct {
 	lines  []sumLine // the SHA-256 lines, in order
 	others int       // checksum lines of other algorithms
 	signed bool      // PGP clear-signed: lines come from the signed text
+	// textLine is the line of the file a clear-signed list's signed text
+	// starts on, 1-based.
+	textLine int
 }
 
 // Armour lines of a PGP clear-signed message (RFC 9580, section 7).
@@ -82,6 +85,7 @@ func parseSumList(r io.Reader) (*sumList, error) {
 		case state == 1:
 			if line == "" {
 				state = 2 // the headers (Hash: SHA512) end at a blank line
+				l.textLine = no + 1
 			}
 			continue
 		case state == 2 && line == pgpSigBegin:

@@ -129,6 +129,7 @@ func adviceTable() []advice {
 		{failure.Usage, as[*cardbench.PlanError](), from(planAdvice)},
 		{failure.Usage, as[*flash.MemoryError](), text("use a smaller --transfer-size, fewer --buffers or a smaller --lag")},
 		{failure.Usage, as[*flash.ChecksumArgError](), text("give the 64 hexadecimal digits the publisher lists, or --no-sha256")},
+		{failure.Usage, as[*imagesrc.KeyringError](), text("name the publisher's public keys as gpg --export writes them")},
 		{failure.Usage, as[*flash.ReportError](), text("name a report file in a directory you can write to")},
 		{failure.Usage, is(flash.ErrReportFormat), text("name a .json or .csv file")},
 		{failure.Usage, is(flash.ErrBlockMapOneCard), text("give one TARGET, without --all, --watch or --report")},
@@ -183,6 +184,8 @@ func adviceTable() []advice {
 		{failure.Image, as[*imagesrc.ChecksumMismatchError](), text("download the image again (with its checksum) and write again")},
 		{failure.Image, as[*imagesrc.ChecksumListError](), text(checksumListAdvice)},
 		{failure.Image, as[*imagesrc.ChecksumConflictError](), text(checksumListAdvice)},
+		{failure.Image, is(imagesrc.ErrListUnsigned), text("download the list's signature (LIST.gpg or LIST.sign, as the publisher names it) beside it, or give the sum the publisher lists with --sha256")},
+		{failure.Image, as[*imagesrc.ChecksumSignatureError](), text("do not trust this download: fetch the checksum list and its signature again from the publisher, and check that --sha256-keyring holds the publisher's key")},
 		// An image that cannot be written as it is, by its kind.
 		{failure.Image, is(imagesrc.ErrDamaged), text("the file is damaged: download it again and compare its checksum")},
 		{failure.Image, is(imagesrc.ErrTruncated), text("the file is incomplete: download it again and compare its checksum")},

@@ -21,6 +21,8 @@ func flagOf(s failure.Setting) string {
 		return "--lag"
 	case flash.SettingSHA256:
 		return "--sha256"
+	case flash.SettingKeyring:
+		return "--sha256-keyring"
 	case flash.SettingSize:
 		return "--size"
 	case flash.SettingOut:

@@ -1,0 +1,224 @@
+package imagesrc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/ProtonMail/go-crypto/openpgp/clearsign"
+	pgperrors "github.com/ProtonMail/go-crypto/openpgp/errors"
+
+	"github.com/usbflash/usbflash/failure"
+)
+
+// A checksum list's OpenPGP signature, checked when the caller gives the
+// publisher's keys: a list is trusted then only when a key of the keyring
+// signed it, clear-signed (Ubuntu's SHA256SUMS of old, Fedora's CHECKSUM)
+// or with a detached signature beside it (Ubuntu's SHA256SUMS.gpg,
+// Debian's SHA256SUMS.sign). Without keys, a clear-signed list's signed
+// text is read and its signature is not checked (ChecksumFile.Signed says
+// so). The checking is go-crypto's (ProtonMail's OpenPGP library).
+
+// Keyring is the publisher's public keys, as gpg --export writes them
+// (armoured or binary).
+type Keyring struct {
+	path     string
+	entities openpgp.EntityList
+}
+
+// maxKeyring bounds a keyring file: a publisher's keys are kilobytes.
+const maxKeyring = 64 << 20
+
+// ReadKeyring reads an OpenPGP public keyring, armoured or binary.
+func ReadKeyring(path string) (*Keyring, error) {
+	data, err := readBounded(path, maxKeyring)
+	if err != nil {
+		return nil, &KeyringError{Path: path, Err: err}
+	}
+	var keys openpgp.EntityList
+	if isArmoured(data) {
+		keys, err = openpgp.ReadArmoredKeyRing(bytes.NewReader(data))
+	} else {
+		keys, err = openpgp.ReadKeyRing(bytes.NewReader(data))
+	}
+	if err != nil {
+		return nil, &KeyringError{Path: path, Err: fmt.Errorf("is not an OpenPGP public keyring: %w", err)}
+	}
+	if len(keys) == 0 {
+		return nil, &KeyringError{Path: path, Err: errors.New("holds no OpenPGP key")}
+	}
+	return &Keyring{path: path, entities: keys}, nil
+}
+
+// Path is the file the keyring was read from.
+func (k *Keyring) Path() string { return k.path }
+
+// KeyringError is a keyring file that cannot be read or holds no key.
+type KeyringError struct {
+	Path string
+	Err  error
+}
+
+func (e *KeyringError) Error() string { return fmt.Sprintf("keyring %s: %v", e.Path, e.Err) }
+func (e *KeyringError) Unwrap() error { return e.Err }
+
+// Class is Usage: the caller named the file.
+func (e *KeyringError) Class() failure.Class { return failure.Usage }
+
+// readBounded reads a whole file of at most limit bytes.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("is larger than %d bytes", limit)
+	}
+	return data, nil
+}
+
+// isArmoured says data starts (after blanks) with an OpenPGP armour line.
+func isArmoured(data []byte) bool {
+	return bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("-----BEGIN PGP "))
+}
+
+// detachedSuffixes are the names publishers give a list's detached
+// signature, LIST.gpg first (Ubuntu), LIST.sign last (Debian).
+var detachedSuffixes = [...]string{".gpg", ".sig", ".asc", ".sign"}
+
+// Signer is the key a list's good signature was made by.
+type Signer struct {
+	Fingerprint string // upper-case hex, as gpg shows it
+	UserID      string // the key's primary user id, "" if it has none
+}
+
+func (s Signer) String() string {
+	if s.UserID == "" {
+		return "key " + s.Fingerprint
+	}
+	return s.UserID + " (key " + s.Fingerprint + ")"
+}
+
+// verifyList checks the list at path, whose bytes are data, against keys.
+// For a clear-signed list it returns the signed text, the only part that
+// may be read; sigPath is the detached signature's file, "" for a
+// clear-signed list.
+func verifyList(path string, data []byte, keys *Keyring) (signed []byte, sigPath string, by Signer, err error) {
+	if block, _ := clearsign.Decode(data); block != nil {
+		signer, err := block.VerifySignature(keys.entities, nil)
+		if err != nil {
+			return nil, "", Signer{}, signatureError(path, "", err)
+		}
+		return block.Plaintext, "", signerOf(signer), nil
+	}
+	for _, suffix := range detachedSuffixes {
+		sig, err := readBounded(path+suffix, maxKeyring)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, path + suffix, Signer{}, &ChecksumSignatureError{List: path, Signature: path + suffix, Err: err}
+		}
+		var signer *openpgp.Entity
+		if isArmoured(sig) {
+			signer, err = checkArmoured(keys, data, sig)
+		} else {
+			signer, err = openpgp.CheckDetachedSignature(keys.entities, bytes.NewReader(data), bytes.NewReader(sig), nil)
+		}
+		if err != nil {
+			return nil, path + suffix, Signer{}, signatureError(path, path+suffix, err)
+		}
+		return nil, path + suffix, signerOf(signer), nil
+	}
+	return nil, "", Signer{}, &ChecksumSignatureError{List: path, Err: ErrListUnsigned}
+}
+
+// checkArmoured checks an armoured detached signature; an armour block of
+// another kind (a key saved under the signature's name) is no signature.
+func checkArmoured(keys *Keyring, data, sig []byte) (*openpgp.Entity, error) {
+	block, err := armor.Decode(bytes.NewReader(sig))
+	if err != nil {
+		return nil, err
+	}
+	if block.Type != openpgp.SignatureType {
+		return nil, fmt.Errorf("holds a %s, not a signature", strings.ToLower(block.Type))
+	}
+	return openpgp.CheckDetachedSignature(keys.entities, bytes.NewReader(data), block.Body, nil)
+}
+
+// signerOf is the key that made a good signature.
+func signerOf(e *openpgp.Entity) Signer {
+	if e == nil || e.PrimaryKey == nil {
+		return Signer{}
+	}
+	s := Signer{Fingerprint: fmt.Sprintf("%X", e.PrimaryKey.Fingerprint)}
+	if id := e.PrimaryIdentity(); id != nil {
+		s.UserID = id.Name
+	}
+	return s
+}
+
+// The reasons a list's signature is not good, as the OpenPGP library
+// reports them (ChecksumSignatureError wraps one of these and the
+// library's error).
+var (
+	// ErrListUnsigned: the list is not clear-signed and no detached
+	// signature lies beside it.
+	ErrListUnsigned = failure.New(failure.Image, "carries no OpenPGP signature (it is not clear-signed, and no LIST.gpg, LIST.sig, LIST.asc or LIST.sign lies beside it)")
+	// ErrBadSignature: the signature does not match the signed bytes.
+	ErrBadSignature = failure.New(failure.Image, "has a signature that does not match its text")
+	// ErrUnknownSigner: the signature is by a key not in the keyring.
+	ErrUnknownSigner = failure.New(failure.Image, "is signed by a key that is not in the keyring")
+	// ErrSignerExpired: the key or the signature has expired.
+	ErrSignerExpired = failure.New(failure.Image, "has a signature that expired or was made by an expired key")
+	// ErrSignerRevoked: the signing key is revoked.
+	ErrSignerRevoked = failure.New(failure.Image, "is signed by a revoked key")
+	// ErrSignatureUnreadable: the signature cannot be read or checked.
+	ErrSignatureUnreadable = failure.New(failure.Image, "has a signature that cannot be checked")
+)
+
+// signatureError says why the OpenPGP library refused a list's signature.
+func signatureError(list, sig string, err error) error {
+	var bad pgperrors.SignatureError
+	reason := ErrSignatureUnreadable
+	switch {
+	case errors.Is(err, pgperrors.ErrUnknownIssuer):
+		reason = ErrUnknownSigner
+	case errors.Is(err, pgperrors.ErrKeyRevoked):
+		reason = ErrSignerRevoked
+	case errors.Is(err, pgperrors.ErrKeyExpired), errors.Is(err, pgperrors.ErrSignatureExpired):
+		reason = ErrSignerExpired
+	case errors.As(err, &bad):
+		reason = ErrBadSignature
+	}
+	return &ChecksumSignatureError{List: list, Signature: sig, Err: fmt.Errorf("%w: %v", reason, err)}
+}
+
+// ChecksumSignatureError is a checksum list whose signature is not a good
+// one by a key of the keyring given (or that has none).
+type ChecksumSignatureError struct {
+	List      string
+	Signature string // the detached signature's file, "" for a clear-signed list or none
+	Err       error
+}
+
+func (e *ChecksumSignatureError) Error() string {
+	if e.Signature != "" {
+		return fmt.Sprintf("checksum list %s (signature %s) %v", e.List, e.Signature, e.Err)
+	}
+	return fmt.Sprintf("checksum list %s %v", e.List, e.Err)
+}
+func (e *ChecksumSignatureError) Unwrap() error { return e.Err }
+
+// Class is Image: the list cannot be trusted as its publisher meant.
+func (e *ChecksumSignatureError) Class() failure.Class { return failure.Image }

@@ -242,3 +242,89 @@ func streamImage(t *testing.T, input, path string, data []byte) string {
 	t.Fatalf("unknown input %q", input)
 	return ""
 }
+
+// gpgRun runs gpg with the GNUPGHOME home in dir; a missing gpg fails the
+// test.
+func gpgRun(t *testing.T, home, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("gpg", append([]string{"--batch", "--homedir", home, "--pinentry-mode", "loopback", "--passphrase", ""}, args...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gpg %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// TestRunDownloadSignature (issue 31): with the publisher's keys, a write
+// whose SHA256SUMS is clear-signed by them writes and says by which key;
+// one whose signed text was changed is refused as an image error naming
+// the list before any byte reaches the card, though its sum is right.
+func TestRunDownloadSignature(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command("gpgconf", "--homedir", home, "--kill", "gpg-agent").Run() })
+	gpgRun(t, home, "", "--quick-gen-key", "Test <t@example.invalid>", "default", "default", "never")
+	keys := filepath.Join(t.TempDir(), "keys.asc")
+	gpgRun(t, home, "", "--armor", "--output", keys, "--export", "t@example.invalid")
+	img := testpattern.Bytes(2<<20+300, 5)
+	for _, tc := range []struct {
+		name    string
+		tamper  bool // the signed text changed after signing (a line for another file)
+		matched string
+	}{
+		{name: "good signature", matched: "SHA256SUMS's signature was checked: a good signature by Test <t@example.invalid> (key "},
+		{name: "signed text changed", tamper: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			list := hexSum(img) + "  os.img\n" + strings.Repeat("1", 64) + "  other.iso\n"
+			if err := os.WriteFile(filepath.Join(dir, "os.img"), img, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS.txt"), []byte(list), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			gpgRun(t, home, dir, "--output", "SHA256SUMS", "--clearsign", "SHA256SUMS.txt")
+			if tc.tamper {
+				signed, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				signed = bytes.Replace(signed, []byte(strings.Repeat("1", 64)), []byte(strings.Repeat("2", 64)), 1)
+				if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), signed, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			card := filepath.Join(dir, "card.img")
+			spec, err := drive.Parse("sim:" + card + "?size=8MiB")
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := &noteLog{}
+			_, err = Run(context.Background(), Config{Image: filepath.Join(dir, "os.img"), TransferSize: 1 << 20, Buffers: 2,
+				SHA256Keyring: keys, Observer: log}, []drive.Spec{spec})
+			got, rerr := os.ReadFile(card)
+			if rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				t.Fatal(rerr)
+			}
+			notes := strings.Join(log.all(), "\n")
+			if tc.matched != "" {
+				if err != nil || !bytes.Equal(got[:len(img)], img) || !strings.Contains(notes, tc.matched) {
+					t.Fatalf("write: %v\nnotes:\n%s\nwant the image written and a note saying %q", err, notes, tc.matched)
+				}
+				return
+			}
+			var se *imagesrc.ChecksumSignatureError
+			if !errors.As(err, &se) || !errors.Is(err, imagesrc.ErrBadSignature) || failure.Of(err) != failure.Image ||
+				!strings.Contains(err.Error(), filepath.Join(dir, "SHA256SUMS")) {
+				t.Fatalf("write: %v (class %v), want a bad signature of SHA256SUMS", err, failure.Of(err))
+			}
+			if len(bytes.Trim(got, "\x00")) != 0 {
+				t.Error("the card was written to")
+			}
+		})
+	}
+}

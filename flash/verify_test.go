@@ -189,7 +189,7 @@ func TestRunVerifyInterrupted(t *testing.T) {
 	if err := os.WriteFile(image, img, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	raw := "sim:" + filepath.Join(t.TempDir(), "c.img") + "?size=16MiB&speed=40MB/s"
+	raw := "sim:" + filepath.Join(t.TempDir(), "c.img") + "?size=16MiB&speed=8MB/s"
 	spec, err := drive.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +201,12 @@ func TestRunVerifyInterrupted(t *testing.T) {
 			cancel()
 		}
 	})
-	_, err = Run(ctx, Config{Image: image, Verify: true, Observer: obs}, []drive.Spec{spec})
+	// Progress is told a few times a second, so the read-back must last
+	// longer than that for a report with Done > 0 to come before its end
+	// (at 40 MB/s it took 0.2 s and the only such report was the last):
+	// 8 MB/s makes it a second. In 256 KiB commands the stop asked then is
+	// taken between two of them, long before the last.
+	_, err = Run(ctx, Config{Image: image, Verify: true, TransferSize: 256 << 10, Observer: obs}, []drive.Spec{spec})
 	var vi *VerifyInterruptedError
 	if !errors.As(err, &vi) || vi.Written != int64(len(img)) || vi.Target != raw || vi.Image != image || failure.Of(err) != failure.Interrupted {
 		t.Fatalf("Run = %v, want a *VerifyInterruptedError after %d bytes written", err, len(img))

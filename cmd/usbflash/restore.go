@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/fakecheck"
 	"github.com/usbflash/usbflash/internal/units"
-	"github.com/usbflash/usbflash/region"
 )
 
 // newRestoreCommand is `usbflash restore`: the one command that puts back
@@ -39,10 +39,6 @@ one LIST was saved from is refused before anything is written.`,
 }
 
 func (a *app) restore(ctx context.Context, rep reporter, list, target string, force bool) error {
-	l, err := region.Load(list)
-	if err != nil {
-		return err
-	}
 	t, err := drive.Parse(target)
 	if err != nil {
 		return err
@@ -51,24 +47,13 @@ func (a *app) restore(ctx context.Context, rep reporter, list, target string, fo
 	if err != nil {
 		return err
 	}
-	d, err := drive.Open(ctx, t, drive.Options{Force: force, OnNotice: noticeNotes(rep), Readers: readers})
+	r, err := fakecheck.PutBack(ctx, fakecheck.PutBackConfig{List: list, Target: t, Force: force, Readers: readers, OnNotice: noticeNotes(rep)})
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	if err := drive.CheckWritable(d); err != nil {
-		return err
-	}
-	if err := l.Restore(ctx, d.Dev, d.Name); err != nil {
-		return err
-	}
-	var n int64
-	for _, s := range l.Saved {
-		n += s.Region.Length
-	}
-	msg := fmt.Sprintf("Put back %d regions (%s) on %s, synced and read back the same", len(l.Saved), units.FormatBytes(n), d.Name)
-	if h := l.Card.Holds; h > 0 && h < l.Card.Capacity {
-		msg += fmt.Sprintf(" up to byte %d (past it the card keeps nothing)", h)
+	msg := fmt.Sprintf("Put back %d regions (%s) on %s, synced and read back the same", r.Regions, units.FormatBytes(r.Bytes), r.Card)
+	if r.Holds > 0 {
+		msg += fmt.Sprintf(" up to byte %d (past it the card keeps nothing)", r.Holds)
 	}
 	rep.event(newNote(msg), msg)
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/usbflash/usbflash/benchview"
 	"github.com/usbflash/usbflash/cardbench"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/internal/outfile"
@@ -293,4 +294,52 @@ func (p *benchPresenter) start(e cardbench.Started) {
 	}
 	p.rep.event(ev, fmt.Sprintf("Measuring %s: %d sizes from %s to %s, %s per size in each of %s",
 		what, len(l.Sizes), units.FormatSize(l.Sizes[0]), units.FormatSize(l.Sizes[len(l.Sizes)-1]), f.pointTime, cardbench.RegionNames(l.Regions)))
+}
+
+// benchReport presents the run: a table and a chart of the curves, the
+// alignment test, random operations, the round trip and the recommended
+// transfer size; as text, or as one JSON summary after the points.
+func (a *app) benchReport(rep reporter, run *cardbench.Report, f benchFlags) error {
+	series := cardbench.Summarize(run.Points)
+	rec := cardbench.Recommendation(series)
+	// The measurements are shown even when the plot cannot be saved; the
+	// failure follows them, with its exit code.
+	var plotErr error
+	if f.plot != "" {
+		plotErr = benchview.WritePlot(f.plot, series, run.Target, rec.Size)
+	}
+	summary := &benchSummaryEvent{eventHeader: eventHeader{Event: evSummary}, Command: cmdBench,
+		Target: run.Target, Capacity: run.Capacity, BlockSize: run.BlockSize,
+		Series: series, Points: run.Points, Random: randomJSON(run.Random),
+		RecommendedTransferSize: rec.Size, RecommendedFrom: rec.From, BestRate: rec.Best, BestSize: rec.BestSize,
+		Alignment: run.Align, RoundTrip: run.RoundTrip,
+	}
+	if f.plot != "" && plotErr == nil {
+		summary.Plot = f.plot
+	}
+	var b strings.Builder
+	b.WriteString(benchview.Text(run, series))
+	if rec.Size > 0 {
+		summary.recommendation = fmt.Sprintf("Recommended --transfer-size %s: the smallest within %.0f%% of the best %s (%s at %s)",
+			units.FormatSize(rec.Size), cardbench.Tolerance*100, rec.From, units.FormatRate(rec.Best), units.FormatSize(rec.BestSize))
+		b.WriteString(summary.recommendation)
+	}
+	if summary.Plot != "" {
+		fmt.Fprintf(&b, "\nPlot: %s", f.plot)
+	}
+	rep.event(summary, b.String())
+	if plotErr != nil {
+		return fmt.Errorf("--plot: %w", plotErr)
+	}
+	return nil
+}
+
+// randomJSON is the summary's random operations: an empty list, not
+// null, when none were measured.
+func randomJSON(rs []cardbench.RandomResult) []benchRandom {
+	out := []benchRandom{}
+	for _, r := range rs {
+		out = append(out, benchRandom{r.Op, r.Size, r.Region, r.Commands, r.Elapsed.Seconds(), r.PerSecond()})
+	}
+	return out
 }

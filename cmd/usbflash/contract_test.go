@@ -14,7 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/usbflash/usbflash/cmd/usbflash/internal/eventsdoc"
+	"github.com/usbflash/usbflash/internal/eventsdoc"
 )
 
 // docSection returns the lines of a Markdown file (relative to the

@@ -9,7 +9,7 @@ import (
 // contract, and a test checks every event the commands emit against it.
 // docs/events.md, the reference, is generated from the schema:
 
-//go:generate go run ./internal/eventsdoc/gen events.schema.json ../../docs/events.md
+//go:generate go run ../../internal/eventsdoc/gen events.schema.json ../../docs/events.md
 
 // eventName is the "event" field.
 type eventName string

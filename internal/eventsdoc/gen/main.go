@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/usbflash/usbflash/cmd/usbflash/internal/eventsdoc"
+	"github.com/usbflash/usbflash/internal/eventsdoc"
 )
 
 func main() {

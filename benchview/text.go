@@ -1,4 +1,6 @@
-package main
+// Package benchview draws what a bench run measured: the tables and bar
+// chart a terminal shows, and the plot of the curves saved to a file.
+package benchview
 
 import (
 	"fmt"
@@ -10,27 +12,11 @@ import (
 	"github.com/usbflash/usbflash/internal/units"
 )
 
-// benchReport presents the run: a table and a chart of the curves, the
-// alignment test, random operations, the round trip and the recommended
-// transfer size; as text, or as one JSON summary after the points.
-func (a *app) benchReport(rep reporter, run *cardbench.Report, f benchFlags) error {
-	series := cardbench.Summarize(run.Points)
-	rec := cardbench.Recommendation(series)
-	// The measurements are shown even when the plot cannot be saved; the
-	// failure follows them, with its exit code.
-	var plotErr error
-	if f.plot != "" {
-		plotErr = writePlot(f.plot, series, run.Target, rec.Size)
-	}
-	summary := &benchSummaryEvent{eventHeader: eventHeader{Event: evSummary}, Command: cmdBench,
-		Target: run.Target, Capacity: run.Capacity, BlockSize: run.BlockSize,
-		Series: series, Points: run.Points, Random: randomJSON(run.Random),
-		RecommendedTransferSize: rec.Size, RecommendedFrom: rec.From, BestRate: rec.Best, BestSize: rec.BestSize,
-		Alignment: run.Align, RoundTrip: run.RoundTrip,
-	}
-	if f.plot != "" && plotErr == nil {
-		summary.Plot = f.plot
-	}
+// Text is the run's results as a person reads them: MB/s by size as a
+// table and as bars, the alignment test, random operations, the round
+// trip and the direct path against the kernel's, each section ending in a
+// newline.
+func Text(run *cardbench.Report, series []cardbench.Series) string {
 	var b strings.Builder
 	b.WriteString(rateTable(series))
 	b.WriteString("\n")
@@ -55,19 +41,7 @@ func (a *app) benchReport(rep reporter, run *cardbench.Report, f benchFlags) err
 	if line := compareLine(series); line != "" {
 		b.WriteString(line + "\n")
 	}
-	if rec.Size > 0 {
-		summary.recommendation = fmt.Sprintf("Recommended --transfer-size %s: the smallest within %.0f%% of the best %s (%s at %s)",
-			units.FormatSize(rec.Size), cardbench.Tolerance*100, rec.From, units.FormatRate(rec.Best), units.FormatSize(rec.BestSize))
-		b.WriteString(summary.recommendation)
-	}
-	if summary.Plot != "" {
-		fmt.Fprintf(&b, "\nPlot: %s", f.plot)
-	}
-	rep.event(summary, b.String())
-	if plotErr != nil {
-		return fmt.Errorf("--plot: %w", plotErr)
-	}
-	return nil
+	return b.String()
 }
 
 // compareLine sets the direct path's best read against the kernel's.
@@ -201,13 +175,3 @@ func alignTable(al cardbench.AlignResult) string {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/1e6) }
-
-// randomJSON is the summary's random operations: an empty list, not
-// null, when none were measured.
-func randomJSON(rs []cardbench.RandomResult) []benchRandom {
-	out := []benchRandom{}
-	for _, r := range rs {
-		out = append(out, benchRandom{r.Op, r.Size, r.Region, r.Commands, r.Elapsed.Seconds(), r.PerSecond()})
-	}
-	return out
-}

@@ -1,4 +1,4 @@
-package main
+package benchview
 
 import (
 	"fmt"
@@ -44,11 +44,11 @@ var plotColors = []drawing.Color{
 // recommendedColor is the dashed line's at the recommended size.
 var recommendedColor = drawing.Color{R: 0x40, G: 0x40, B: 0x40, A: 0xff}
 
-// writePlot draws MB/s against transfer size (log scale), one curve per
+// WritePlot draws MB/s against transfer size (log scale), one curve per
 // path, a tick at every size measured and a dashed line at the recommended
 // size (0: none), with the legend beside the curves, never over them. The
 // file is SVG or PNG by its extension, written whole (outfile.Write).
-func writePlot(path string, series []cardbench.Series, target string, recommended int64) error {
+func WritePlot(path string, series []cardbench.Series, target string, recommended int64) error {
 	var render chartdraw.RendererProvider
 	format := strings.ToLower(filepath.Ext(path))
 	switch format {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/usbflash/usbflash/internal/factsonly"
 )
 
 // testImage is an image of blocks 4096-byte blocks where the listed blocks
@@ -230,6 +232,7 @@ func TestParseRefuses(t *testing.T) {
 			if !errors.As(err, &be) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Parse = %v, %v; want an *Error containing %q", m, err, tc.want)
 			}
+			factsonly.Check(t, err.Error())
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/factsonly"
 )
 
 // TestListKeepLoadRestore: regions kept in a file go back exactly, also
@@ -102,6 +103,7 @@ func TestLoadRefuses(t *testing.T) {
 			if !errors.As(err, &le) || failure.Of(err) != failure.Usage || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Load = %v, want a usage error saying %q", err, tt.want)
 			}
+			factsonly.Check(t, err.Error())
 		})
 	}
 }

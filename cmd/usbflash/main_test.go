@@ -288,3 +288,12 @@ func TestConfirmationAtATerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestMain runs main when the binary is started as usbflash (TestProcess
+// runs it through a link of that name), and the tests otherwise.
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "usbflash" {
+		main()
+	}
+	os.Exit(m.Run())
+}

@@ -10,24 +10,27 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
-// buildBinary builds usbflash into a temporary directory: signals, a
-// closed stdout and resource limits are properties of the process, not of
-// run.
-func buildBinary(t *testing.T) string {
+// usbflashBinary is this test binary under the name usbflash (a link that
+// TestMain runs as main): signals, a closed stdout and resource limits are
+// properties of the process, not of run, and the binary need not be built
+// again for them.
+func usbflashBinary(t *testing.T) string {
 	t.Helper()
-	// go test puts its own toolchain first on PATH.
-	goTool, err := exec.LookPath("go")
+	self, err := os.Executable()
 	if err != nil {
-		t.Fatalf("no go command on PATH: %v", err)
+		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "usbflash")
-	if out, err := exec.Command(goTool, "build", "-tags", testBuildTags, "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -73,11 +76,12 @@ func exitStatusOf(t *testing.T, err error) int {
 
 func TestProcess(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := usbflashBinary(t)
 	img := testImage(4 << 20)
 	image := writeFile(t, "os.img", img)
 
 	t.Run("closed stdout does not stop a write", func(t *testing.T) {
+		t.Parallel()
 		card := filepath.Join(t.TempDir(), "card.img")
 		var stderr bytes.Buffer
 		// usbflash write --json ... | head -1
@@ -101,6 +105,7 @@ func TestProcess(t *testing.T) {
 	})
 
 	t.Run("a second signal during a preserve restore keeps the bytes in a file", func(t *testing.T) {
+		t.Parallel()
 		card := benchCard(t)
 		orig, _ := os.ReadFile(card)
 		tmp := t.TempDir()
@@ -138,6 +143,7 @@ func TestProcess(t *testing.T) {
 	})
 
 	t.Run("a second signal while check puts blocks back leaves one command that puts them back", func(t *testing.T) {
+		t.Parallel()
 		// Half pattern, half zeros: zero regions must go back too (dd
 		// conv=sparse skips them).
 		card := writeFile(t, "card.img", append(testImage(32<<20), make([]byte, 32<<20)...))
@@ -175,6 +181,7 @@ func TestProcess(t *testing.T) {
 	})
 
 	t.Run("read to a disk that takes no more", func(t *testing.T) {
+		t.Parallel()
 		sh, err := exec.LookPath("sh")
 		if err != nil {
 			t.Skip("no sh to set a file size limit with")
@@ -199,6 +206,7 @@ func TestProcess(t *testing.T) {
 	})
 
 	t.Run("a second signal during read removes OUT.part", func(t *testing.T) {
+		t.Parallel()
 		card := cardWith(t, holeyImage(), 16<<20)
 		dir := t.TempDir()
 		// Each READ takes 4 s: the first signal waits for the one in flight.
@@ -234,6 +242,104 @@ func TestProcess(t *testing.T) {
 		}
 		noFiles(t, dir)
 	})
+
+	// One stop request: the binary runs as a closing terminal,
+	// service managers and timeout(1) stop it: one request, delivered as
+	// several signals microseconds apart to the process and to its group. The write must take the
+	// graceful path: finish the command in flight, sync, say how far it got,
+	// exit 130, the first transfer zeroed and the rest of what it says it
+	// wrote on the card.
+	t.Run("one stop request is one stop", func(t *testing.T) {
+		t.Parallel()
+		timeoutCmd, err := exec.LookPath("timeout")
+		if err != nil {
+			t.Fatalf("no timeout(1) on PATH (coreutils): %v", err)
+		}
+		img := testImage(8 << 20)
+		image := writeFile(t, "os8.img", img)
+		// The child and then the process group, as GNU timeout's cleanup
+		// sends them; the group is the child's own (Setpgid).
+		group := func(sigs ...syscall.Signal) func(cmd *exec.Cmd) error {
+			return func(cmd *exec.Cmd) error {
+				for _, s := range sigs {
+					if err := syscall.Kill(cmd.Process.Pid, s); err != nil {
+						return err
+					}
+					if err := syscall.Kill(-cmd.Process.Pid, s); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}
+		// timeout's own timer: SIGALRM is what it gets when the time is up,
+		// so the test picks the moment instead of guessing a duration.
+		timedOut := func(cmd *exec.Cmd) error { return cmd.Process.Signal(syscall.SIGALRM) }
+		for _, tc := range []struct {
+			name string
+			wrap []string // the command line before usbflash's
+			pgid bool
+			stop func(cmd *exec.Cmd) error
+			// saying: the signal the message names (pending signals are
+			// delivered lowest number first, so SIGHUP may come first).
+			saying []string
+		}{
+			{"SIGHUP: the terminal went away", nil, false, func(cmd *exec.Cmd) error { return cmd.Process.Signal(syscall.SIGHUP) },
+				[]string{"hangup (the terminal went away)"}},
+			{"timeout -s INT", []string{timeoutCmd, "--preserve-status", "-s", "INT", "1h"}, false, timedOut, []string{"interrupted"}},
+			{"timeout -s TERM", []string{timeoutCmd, "--preserve-status", "-s", "TERM", "1h"}, false, timedOut, []string{"terminated"}},
+			{"SIGINT to the process and its group", nil, true, group(syscall.SIGINT), []string{"interrupted"}},
+			{"SIGTERM then SIGHUP to the process and its group (systemd, SendSIGHUP=yes)", nil, true, group(syscall.SIGTERM, syscall.SIGHUP), []string{"terminated", "hangup (the terminal went away)"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				card := filepath.Join(t.TempDir(), "card.img")
+				args := append(slices.Clone(tc.wrap), bin, "write", "--json", "--yes", "--transfer-size", "256KiB",
+					image, "sim:"+card+"?size=16MiB&speed=1MB/s")
+				cmd := exec.Command(args[0], args[1:]...)
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: tc.pgid}
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				lines, _ := startLines(t, cmd)
+				// Once a transfer past the first is on the card: the
+				// write has begun however slow the machine is.
+				for lines.Scan() {
+					if l := lines.Text(); strings.Contains(l, `"phase":"write"`) && regexp.MustCompile(`"done":[1-9]`).MatchString(l) {
+						break
+					}
+				}
+				if err := tc.stop(cmd); err != nil {
+					t.Fatal(err)
+				}
+				var rest strings.Builder
+				for lines.Scan() {
+					rest.WriteString(lines.Text() + "\n")
+				}
+				if code := exitStatusOf(t, cmd.Wait()); code != exitCancelled {
+					t.Fatalf("exit %d, want %d; stderr %q", code, exitCancelled, stderr.String())
+				}
+				msg := stderr.String()
+				named := slices.ContainsFunc(tc.saying, func(s string) bool { return strings.Contains(msg, "usbflash: "+s+": stopping") })
+				if strings.Contains(msg, "aborted") || strings.Count(msg, "stopping after the command in flight") != 1 || !named {
+					t.Errorf("stderr %q: want one graceful stop, said once", msg)
+				}
+				e := lastEvent(t, rest.String(), "error")
+				m := regexp.MustCompile(`cancelled after .* \(up to LBA (\d+)\); the first transfer was left zeroed`).FindStringSubmatch(e["message"].(string))
+				if e["name"] != "cancelled" || m == nil {
+					t.Fatalf("error event %v does not say how far the write got", e)
+				}
+				upTo, _ := strconv.Atoi(m[1])
+				got, _ := os.ReadFile(card)
+				if bytes.Count(got[:256<<10], []byte{0}) != 256<<10 {
+					t.Error("the first transfer's region is not zero after a stopped write")
+				}
+				if end := upTo * 512; end <= 256<<10 || !bytes.Equal(got[256<<10:end], img[256<<10:end]) {
+					t.Errorf("the card does not hold the image from the first transfer's end up to LBA %d", upTo)
+				}
+			})
+		}
+	})
+
 }
 
 // startCommand starts the binary with env added to its environment and
@@ -252,6 +358,24 @@ func signalAt(t *testing.T, cmd *exec.Cmd, lines *bufio.Scanner, what string, si
 	t.Helper()
 	for lines.Scan() {
 		if strings.Contains(lines.Text(), what) {
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	cmd.Process.Kill()
+	t.Fatalf("no line with %q", what)
+}
+
+// secondRequestAt reads lines until one holds what, then sends sig once
+// the first request's window has passed, so that it is a second stop
+// request and not part of the first.
+func secondRequestAt(t *testing.T, cmd *exec.Cmd, lines *bufio.Scanner, what string, sig syscall.Signal) {
+	t.Helper()
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), what) {
+			time.Sleep(stopWindow)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}

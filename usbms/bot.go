@@ -20,6 +20,9 @@ type result struct {
 // recoveries BOT allows without a reset (a stalled data phase, one stalled
 // CSW read); every other failure is returned for the ladder in run.
 func (t *Transport) attempt(ctx context.Context, r request) (result, error) {
+	if t.uas != nil {
+		return t.uasAttempt(ctx, r)
+	}
 	t.tag++
 	tag := t.tag
 	length := uint32(len(r.data))

@@ -26,7 +26,9 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		if err == nil {
 			return res, nil
 		}
-		if r.shrink && resets == 0 && !portReset && ctx.Err() == nil {
+		// A UAS device that answered with a RESPONSE IU refused the
+		// IU, not the size of the command.
+		if r.shrink && resets == 0 && !portReset && ctx.Err() == nil && !errors.Is(err, ErrUASResponse) {
 			if cerr := t.choked(ctx, r, err); cerr != nil {
 				return result{}, cerr
 			}
@@ -220,6 +222,9 @@ func (t *Transport) tell(n Notice) {
 // clears the reader is left alone for ResetSettle, as Linux's usb-storage
 // leaves it.
 func (t *Transport) resetRecovery(ctx context.Context) error {
+	if t.uas != nil {
+		return t.uasRecovery(ctx)
+	}
 	step := func(what string, f func(context.Context) error) error {
 		sctx, cancel := context.WithTimeout(ctx, t.opts.ResetTimeout)
 		defer cancel()

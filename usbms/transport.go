@@ -149,9 +149,13 @@ type Transport struct {
 	// fails a large command lowers it (LUN.transfer). Shared by the LUNs.
 	capBytes atomic.Int64
 	sense    [senseLen]byte
+	// uas is the UAS side when the Endpoint was opened in its UAS
+	// alternate setting (UASEndpoint); nil for Bulk-Only Transport.
+	uas *uasState
 }
 
-// NewTransport returns a Transport that speaks BOT over ep.
+// NewTransport returns a Transport over ep: USB Attached SCSI when ep is
+// a UASEndpoint opened in UAS mode, Bulk-Only Transport otherwise.
 func NewTransport(ep Endpoint, opts TransportOptions) *Transport {
 	if opts.Name == "" {
 		opts.Name = "device"
@@ -179,7 +183,16 @@ func NewTransport(ep Endpoint, opts TransportOptions) *Transport {
 	}
 	t := &Transport{ep: ep, opts: opts}
 	t.ignoreResidue = opts.Quirks&QuirkIgnoreResidue != 0
+	if u, ok := ep.(UASEndpoint); ok {
+		if on, streams := u.UASMode(); on {
+			t.uas = &uasState{ep: u, streams: streams}
+		}
+	}
 	switch {
+	case t.uas != nil && opts.Quirks&QuirkMaxSectors240 != 0:
+		// Linux's uas caps these bridges (ASMedia at SuperSpeed) at 240
+		// blocks per command.
+		t.capBytes.Store(240 * 512)
 	case opts.Quirks&QuirkMaxSectorsMin != 0:
 		t.capBytes.Store(capSteps[len(capSteps)-1])
 	case opts.Quirks&QuirkMaxSectors64 != 0:
@@ -208,6 +221,9 @@ const maxLUNTimeout = 10 * time.Second
 func (t *Transport) MaxLUN(ctx context.Context) (int, error) {
 	if t.opts.Quirks&QuirkSingleLUN != 0 || t.opts.CommandSet == SetATAPI {
 		return 0, nil
+	}
+	if t.uas != nil {
+		return t.uasMaxLUN(ctx)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -313,6 +329,9 @@ func (t *Transport) exec(ctx context.Context, r request) (int, error) {
 		return 0, err
 	}
 	if res.status == statusFailed {
+		if t.uas != nil {
+			return res.n, t.uasSenseError()
+		}
 		return res.n, t.requestSense(ctx, r)
 	}
 	return res.n, nil

@@ -21,6 +21,9 @@ func (d *Device) BulkOut(ctx context.Context, p []byte) (int, error) {
 	if err := d.usable(ctx, "bulk-out"); err != nil {
 		return 0, err
 	}
+	if d.uas.on {
+		return 0, stallError(false)
+	}
 	if d.bot.haltOut {
 		return 0, stallError(false)
 	}
@@ -56,6 +59,9 @@ func (d *Device) BulkIn(ctx context.Context, p []byte) (int, error) {
 	defer d.mu.Unlock()
 	if err := d.usable(ctx, "bulk-in"); err != nil {
 		return 0, err
+	}
+	if d.uas.on {
+		return 0, stallError(true)
 	}
 	if d.bot.haltIn {
 		return 0, stallError(true)
@@ -141,6 +147,7 @@ func (d *Device) ResetPort(ctx context.Context) error {
 		return err
 	}
 	d.bot = botState{phase: phaseCBW, stallAt: -1}
+	d.resetUAS()
 	d.faults = nil
 	d.disconnectAt = -1
 	d.busyUntil = time.Time{}

@@ -58,6 +58,13 @@ import (
 //	mode-placeholder=1, last-sector-bug=N, capacity-off-by-one=1,
 //	write-cache=1, reset-settle=DURATION, initial-read10=N
 //	                    misbehaviours of real readers (see Misbehaviour)
+//	uas=only|both       a USB Attached SCSI interface (08/06/62): alone, as
+//	                    QEMU's usb-uas, or beside Bulk-Only (SelectUAS picks)
+//	streams=N           UAS bulk streams (SuperSpeed, stream ID = tag);
+//	                    0 (default): high speed, READ/WRITE READY IUs
+//	uas-overlap=N, uas-response=N, uas-abort=fail
+//	                    the Nth command answered "overlapped tag" or
+//	                    "invalid IU"; ABORT TASK fails (see UASConfig)
 //
 // Fault kinds are stall-out, stall-in, stall-csw, bad-csw-signature,
 // bad-csw-tag, phase-error, short-in, unit-attention, not-ready,

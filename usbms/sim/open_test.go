@@ -335,3 +335,38 @@ func TestOpenUnwritableCard(t *testing.T) {
 		t.Errorf("Open with an unknown option = %v, want a *SpecError", err)
 	}
 }
+
+func TestOpenUASOptions(t *testing.T) {
+	cases := []struct {
+		opts string
+		want UASConfig
+		err  bool
+	}{
+		{opts: "uas=only", want: UASConfig{Mode: UASOnly}},
+		{opts: "uas=both&streams=16", want: UASConfig{Mode: UASAndBOT, Streams: 16}},
+		{opts: "uas=only&uas-overlap=7&uas-response=9&uas-abort=fail", want: UASConfig{Mode: UASOnly, OverlapAt: 7, ResponseAt: 9, AbortFails: true}},
+		{opts: "uas=sometimes", err: true},
+		{opts: "uas=only&streams=-1", err: true},
+		{opts: "uas=only&uas-overlap=0", err: true},
+	}
+	for _, c := range cases {
+		path := filepath.Join(t.TempDir(), "card.img")
+		d, err := Open("sim:" + path + "?size=1MiB&" + c.opts)
+		if c.err {
+			if err == nil {
+				d.Close()
+				t.Errorf("%s: opened, want an error", c.opts)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.opts, err)
+			continue
+		}
+		on, streams := d.UASMode()
+		if d.cfg.UAS != c.want || !on || streams != c.want.Streams || d.Offers() != c.want.Mode {
+			t.Errorf("%s: UAS %+v (on %v, %d streams), want %+v", c.opts, d.cfg.UAS, on, streams, c.want)
+		}
+		d.Close()
+	}
+}

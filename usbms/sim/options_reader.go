@@ -14,13 +14,15 @@ type readerOptions struct {
 	quirks        string
 	virtualClock  bool
 	mis           Misbehaviour
+	uas           UASConfig
 }
 
 // readerOptionNames lists the options setReader knows, for the message
 // naming every option.
 var readerOptionNames = []string{"vid", "pid", "bcd", "quirks", "clock", "choke", "residue", "csw-signature",
 	"csw-in-data", "maxlun", "ignore-lun", "sense", "not-ready", "hang", "mode-placeholder",
-	"last-sector-bug", "capacity-off-by-one", "write-cache", "reset-settle", "initial-read10"}
+	"last-sector-bug", "capacity-off-by-one", "write-cache", "reset-settle", "initial-read10",
+	"uas", "streams", "uas-overlap", "uas-response", "uas-abort"}
 
 // setReader applies one of the options above; known is false for any
 // other key.
@@ -43,6 +45,29 @@ func (r *readerOptions) setReader(key, val string) (known bool, err error) {
 		}
 	case "quirks":
 		r.quirks = val
+	case "uas":
+		r.uas.Mode, err = parseEnum[UASMode](val, uasModeNames, "only")
+	case "streams":
+		r.uas.Streams, err = strconv.Atoi(val)
+		if err != nil || r.uas.Streams < 0 || r.uas.Streams > 0xFFFF {
+			err = fmt.Errorf("want 0 (high speed: READY IUs) to 65535")
+		}
+	case "uas-overlap", "uas-response":
+		var n int
+		n, err = strconv.Atoi(val)
+		if err != nil || n < 1 {
+			return true, fmt.Errorf("want the number of a command, 1 or more")
+		}
+		if key == "uas-overlap" {
+			r.uas.OverlapAt = int64(n)
+		} else {
+			r.uas.ResponseAt = int64(n)
+		}
+	case "uas-abort":
+		if val != "fail" {
+			err = fmt.Errorf("want fail")
+		}
+		r.uas.AbortFails = true
 	case "clock":
 		switch val {
 		case "virtual":
@@ -150,6 +175,7 @@ func (r *readerOptions) apply(cfg *Config) {
 	cfg.VID, cfg.PID, cfg.BCD, cfg.Quirks = r.vid, r.pid, r.bcd, r.quirks
 	cfg.VirtualClock = r.virtualClock
 	cfg.Misbehaviour = r.mis
+	cfg.UAS = r.uas
 }
 
 // parseEnum finds s among names (the empty name is never chosen; def is

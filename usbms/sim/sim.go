@@ -96,6 +96,8 @@ type Config struct {
 	Quirks string
 	// Misbehaviour is how this reader departs from the specs.
 	Misbehaviour Misbehaviour
+	// UAS is the reader's USB Attached SCSI interface, when it has one.
+	UAS UASConfig
 }
 
 // Defaults for identity strings left empty.
@@ -139,9 +141,13 @@ type Device struct {
 	created     time.Time
 	busyUntil   time.Time // speed model: when the wire is next free
 	stats       Stats
+	uas         uasState
 }
 
-var _ usbms.Endpoint = (*Device)(nil)
+var (
+	_ usbms.Endpoint    = (*Device)(nil)
+	_ usbms.UASEndpoint = (*Device)(nil)
+)
 
 // New builds a device from cfg. It checks the configuration, fills in
 // defaults and allocates nothing for memory-backed LUNs until they are
@@ -152,6 +158,9 @@ func New(cfg Config) (*Device, error) {
 	}
 	if cfg.Speed < 0 || cfg.Latency < 0 || cfg.WriteSpeed < 0 || cfg.Page < 0 || cfg.AllocationUnit < 0 || cfg.AUCost < 0 {
 		return nil, errors.New("sim: speed, latency, write speed, page, allocation unit and its cost must not be negative")
+	}
+	if cfg.UAS.Streams < 0 || cfg.UAS.Streams > 0xFFFF || cfg.UAS.Mode < BOTOnly || cfg.UAS.Mode > UASAndBOT {
+		return nil, errors.New("sim: UAS streams must be 0 to 65535, and the mode bot, only or both")
 	}
 	if cfg.Serial == "" {
 		cfg.Serial = DefaultSerial
@@ -171,6 +180,8 @@ func New(cfg Config) (*Device, error) {
 		d.luns = append(d.luns, st)
 	}
 	d.stats.LUNs = make([]LUNStats, len(d.luns))
+	d.uas.on = cfg.UAS.Mode != BOTOnly
+	d.resetUAS()
 	return d, nil
 }
 

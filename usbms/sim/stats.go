@@ -17,6 +17,8 @@ type Stats struct {
 	Stalls                      int64 // times an endpoint was halted
 	Chokes                      int64 // READs and WRITEs refused for their size (Misbehaviour.ChokeBlocks)
 	LostCBWs                    int64 // CBWs lost while the device was still resetting (Misbehaviour.ResetSettle)
+	UASAborts                   int64 // ABORT TASK functions received
+	UASLUResets                 int64 // LOGICAL UNIT RESET functions received
 	// ModelTime is the modelled clock: every command's latency, the data
 	// time of every transfer at the modelled speed, the card's page and
 	// erase-unit costs, the time the host waited for answers that never

@@ -1,0 +1,566 @@
+package usbms
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/scsi"
+)
+
+// Pipe names a pipe of a USB Attached SCSI interface by its Pipe Usage
+// ID (UAS 5.3.3.1, the class descriptor 0x24 after each endpoint).
+type Pipe uint8
+
+// The four pipes of a UAS interface.
+const (
+	PipeCommand Pipe = 1 // bulk OUT: COMMAND and TASK MANAGEMENT IUs
+	PipeStatus  Pipe = 2 // bulk IN: SENSE, RESPONSE, READ READY, WRITE READY IUs
+	PipeDataIn  Pipe = 3 // bulk IN
+	PipeDataOut Pipe = 4 // bulk OUT
+)
+
+func (p Pipe) String() string {
+	switch p {
+	case PipeCommand:
+		return "command pipe"
+	case PipeStatus:
+		return "status pipe"
+	case PipeDataIn:
+		return "data-in pipe"
+	case PipeDataOut:
+		return "data-out pipe"
+	}
+	return fmt.Sprintf("pipe %d", uint8(p))
+}
+
+// UASEndpoint is an optional interface of an Endpoint whose interface was
+// opened in its UAS alternate setting. A Transport over such an Endpoint
+// speaks UAS instead of Bulk-Only Transport; ClassRequest, ClearHalt and
+// the bulk methods of Endpoint are not used then, ResetPort is.
+type UASEndpoint interface {
+	// UASMode reports whether the interface speaks UAS and on how many
+	// bulk streams: 0 is the high-speed mode, in which the device
+	// announces each data phase with a READ READY or WRITE READY IU on
+	// the status pipe; more is SuperSpeed with streams, stream ID = tag.
+	UASMode() (uas bool, streams int)
+	// PipeTransfer moves p on pipe, on stream (0 without streams); an IN
+	// transfer ends early at a short packet. Transfers on different pipes
+	// may run at once, from different goroutines. A transfer still
+	// pending when ctx is done is cancelled and reports what moved.
+	PipeTransfer(ctx context.Context, pipe Pipe, stream uint16, p []byte) (int, error)
+}
+
+// IU identifiers (UAS 6.2).
+const (
+	iuCommand    = 0x01
+	iuSense      = 0x03
+	iuResponse   = 0x04
+	iuTaskMgmt   = 0x05
+	iuReadReady  = 0x06
+	iuWriteReady = 0x07
+)
+
+// Task management functions (UAS 6.2.6, SAM-5).
+const (
+	tmfAbortTask = 0x01
+	tmfLUReset   = 0x08
+)
+
+// RESPONSE IU codes (UAS 6.2.5).
+const (
+	rcComplete      = 0x00
+	rcInvalidIU     = 0x02
+	rcNotSupported  = 0x04
+	rcFailed        = 0x05
+	rcSucceeded     = 0x08
+	rcIncorrectLUN  = 0x09
+	rcOverlappedTag = 0x0A
+)
+
+// Lengths of the IUs.
+const (
+	uasCommandLen = 32 // a 16-byte CDB, no additional CDB bytes
+	uasTMFLen     = 16
+	// uasStatusLen holds a SENSE IU with 96 bytes of sense, as Linux's
+	// uas does (struct sense_iu).
+	uasStatusLen = 16 + 96
+	// uasMaxTags bounds the tags of the high-speed mode, where no
+	// stream count does.
+	uasMaxTags = 32
+)
+
+// SCSI status codes a SENSE IU carries.
+const (
+	scsiGood           = 0x00
+	scsiCheckCondition = 0x02
+)
+
+// Errors of the UAS transport, matched with errors.Is.
+var (
+	// ErrUASResponse means the device answered a command with a RESPONSE
+	// IU (an invalid IU, an overlapped tag, a LUN it does not have)
+	// instead of its status.
+	ErrUASResponse = failure.New(failure.Device, "UAS device refused the command")
+	// ErrUASProtocol means an IU on the status pipe made no sense: an
+	// unknown IU, a tag of no command, a READY IU for the wrong
+	// direction.
+	ErrUASProtocol = failure.New(failure.Device, "UAS protocol violation")
+)
+
+// uasState is the UAS side of a Transport. Commands go one at a time
+// (queue depth 1): the LUN's callers issue one command at a time, and the
+// engine above has no use for a second one in flight on one card.
+type uasState struct {
+	ep      UASEndpoint
+	streams int
+	tag     uint16 // the last tag used
+	cmd     [uasCommandLen]byte
+	tmf     [uasTMFLen]byte
+	status  [uasStatusLen]byte
+	tstatus [uasStatusLen]byte // the status of a task management function
+	sense   []byte             // sense data of the last CHECK CONDITION
+	// failedTag and failedLUN are the command the last attempt left
+	// unfinished, which recovery aborts; failedTag 0 when none.
+	failedTag uint16
+	failedLUN int
+	// aborts and luResets count the task management the transport sent.
+	aborts, luResets int
+}
+
+// UASInfo is what a Transport says of its UAS mode.
+type UASInfo struct {
+	Streams    int // bulk streams in use; 0 in the high-speed mode
+	QueueDepth int // commands in flight at once
+}
+
+// Protocol names the transport a Transport speaks: "BOT" or "UAS".
+func (t *Transport) Protocol() string {
+	if t.uas != nil {
+		return "UAS"
+	}
+	return "BOT"
+}
+
+// UAS reports the UAS mode of the transport; false for Bulk-Only.
+func (t *Transport) UAS() (UASInfo, bool) {
+	if t.uas == nil {
+		return UASInfo{}, false
+	}
+	return UASInfo{Streams: t.uas.streams, QueueDepth: 1}, true
+}
+
+// nextTag is the tag of the next IU: 1 up to the number of streams (a
+// stream ID is a tag), or up to uasMaxTags without streams; never the
+// tag of a command recovery still has to abort.
+func (u *uasState) nextTag() uint16 {
+	limit := uint16(uasMaxTags)
+	if u.streams > 0 {
+		limit = uint16(min(u.streams, 0xFFFF))
+	}
+	for {
+		u.tag++
+		if u.tag == 0 || u.tag > limit {
+			u.tag = 1
+		}
+		if u.tag != u.failedTag || limit == 1 {
+			return u.tag
+		}
+	}
+}
+
+// stream is the stream ID of tag's transfers: the tag with streams, 0
+// without.
+func (u *uasState) stream(tag uint16) uint16 {
+	if u.streams > 0 {
+		return tag
+	}
+	return 0
+}
+
+// putLUN writes a single-level LUN (SAM-5 4.7.3, as Linux's
+// int_to_scsilun) into the 8 bytes of b.
+func putLUN(b []byte, lun int) {
+	clear(b[:8])
+	b[0], b[1] = byte(lun>>8), byte(lun)
+}
+
+// encodeCommandIU builds a COMMAND IU: SIMPLE task attribute, no
+// additional CDB bytes, the CDB padded to 16.
+func encodeCommandIU(b *[uasCommandLen]byte, tag uint16, lun int, cdb []byte) {
+	*b = [uasCommandLen]byte{}
+	b[0] = iuCommand
+	binary.BigEndian.PutUint16(b[2:], tag)
+	b[4] = 0 // priority 0, task attribute SIMPLE
+	putLUN(b[8:16], lun)
+	copy(b[16:], cdb)
+}
+
+// encodeTMFIU builds a TASK MANAGEMENT IU.
+func encodeTMFIU(b *[uasTMFLen]byte, tag uint16, function uint8, taskTag uint16, lun int) {
+	*b = [uasTMFLen]byte{}
+	b[0] = iuTaskMgmt
+	binary.BigEndian.PutUint16(b[2:], tag)
+	b[4] = function
+	binary.BigEndian.PutUint16(b[6:], taskTag)
+	putLUN(b[8:16], lun)
+}
+
+// statusIU is a decoded IU from the status pipe.
+type statusIU struct {
+	id     uint8
+	tag    uint16
+	status uint8  // SENSE IU: the SCSI status
+	sense  []byte // SENSE IU: the sense data
+	code   uint8  // RESPONSE IU: the response code
+}
+
+// parseStatusIU decodes what came on the status pipe.
+func parseStatusIU(b []byte) (statusIU, error) {
+	if len(b) < 4 {
+		return statusIU{}, fmt.Errorf("%w: %d-byte IU on the status pipe", ErrUASProtocol, len(b))
+	}
+	iu := statusIU{id: b[0], tag: binary.BigEndian.Uint16(b[2:])}
+	switch iu.id {
+	case iuReadReady, iuWriteReady:
+		return iu, nil
+	case iuSense:
+		if len(b) < 16 {
+			return statusIU{}, fmt.Errorf("%w: SENSE IU of %d bytes", ErrUASProtocol, len(b))
+		}
+		iu.status = b[6]
+		n := int(binary.BigEndian.Uint16(b[14:]))
+		iu.sense = b[16:min(len(b), 16+n)]
+		return iu, nil
+	case iuResponse:
+		if len(b) < 8 {
+			return statusIU{}, fmt.Errorf("%w: RESPONSE IU of %d bytes", ErrUASProtocol, len(b))
+		}
+		iu.code = b[7]
+		return iu, nil
+	}
+	return statusIU{}, fmt.Errorf("%w: IU 0x%02x on the status pipe", ErrUASProtocol, iu.id)
+}
+
+// responseName names a RESPONSE IU code.
+func responseName(code uint8) string {
+	switch code {
+	case rcComplete:
+		return "task management function complete"
+	case rcInvalidIU:
+		return "invalid information unit"
+	case rcNotSupported:
+		return "task management function not supported"
+	case rcFailed:
+		return "task management function failed"
+	case rcSucceeded:
+		return "task management function succeeded"
+	case rcIncorrectLUN:
+		return "incorrect logical unit number"
+	case rcOverlappedTag:
+		return "overlapped tag attempted"
+	}
+	return fmt.Sprintf("response code 0x%02x", code)
+}
+
+// uasAttempt runs one command once over UAS. Without streams: the
+// COMMAND IU, then the status pipe says what comes (READ READY or WRITE
+// READY, the data, and the SENSE IU; or the SENSE IU at once). With
+// streams: the status read and the data transfer wait on the tag's
+// stream while the COMMAND IU goes out, as Linux's uas submits them; the
+// device's SENSE IU ends the command, and a data transfer still pending
+// then (the device sent less) is cancelled and counts what moved.
+func (t *Transport) uasAttempt(ctx context.Context, r request) (result, error) {
+	u := t.uas
+	tag := u.nextTag()
+	u.failedTag, u.failedLUN = tag, r.lun
+	encodeCommandIU(&u.cmd, tag, r.lun, t.padCDB(r.cdb))
+	var iu statusIU
+	var moved int
+	var err error
+	if u.streams > 0 {
+		iu, moved, err = t.uasStreams(ctx, r, tag)
+	} else {
+		iu, moved, err = t.uasReady(ctx, r, tag)
+	}
+	if err != nil {
+		return result{}, err
+	}
+	if iu.id == iuResponse {
+		return result{}, fmt.Errorf("%w: %s (tag %d)", ErrUASResponse, responseName(iu.code), tag)
+	}
+	u.failedTag = 0
+	switch iu.status {
+	case scsiGood:
+		return result{n: moved, status: statusPassed}, nil
+	case scsiCheckCondition:
+		u.sense = append(u.sense[:0], iu.sense...)
+		return result{n: moved, status: statusFailed}, nil
+	}
+	// BUSY, TASK SET FULL, RESERVATION CONFLICT and the like come
+	// without sense: the command is repeated as one without sense data.
+	u.sense = u.sense[:0]
+	return result{n: moved, status: statusFailed}, nil
+}
+
+// uasSendIU sends an IU on the command pipe.
+func (t *Transport) uasSendIU(ctx context.Context, b []byte) error {
+	n, err := t.uas.ep.PipeTransfer(ctx, PipeCommand, 0, b)
+	if err != nil {
+		return fmt.Errorf("send IU on the command pipe: %w", err)
+	}
+	if n != len(b) {
+		return fmt.Errorf("send IU on the command pipe: device took %d of %d bytes", n, len(b))
+	}
+	return nil
+}
+
+// uasReadStatus reads one IU from the status pipe into buf.
+func (t *Transport) uasReadStatus(ctx context.Context, stream uint16, buf []byte) (statusIU, error) {
+	n, err := t.uas.ep.PipeTransfer(ctx, PipeStatus, stream, buf)
+	if err != nil {
+		return statusIU{}, fmt.Errorf("read the status pipe: %w", err)
+	}
+	return parseStatusIU(buf[:n])
+}
+
+// uasReady is the high-speed mode: no streams, the device says when the
+// data phase may go.
+func (t *Transport) uasReady(ctx context.Context, r request, tag uint16) (statusIU, int, error) {
+	u := t.uas
+	if err := t.uasSendIU(ctx, u.cmd[:]); err != nil {
+		return statusIU{}, 0, err
+	}
+	moved := 0
+	dataDone := false
+	for {
+		iu, err := t.uasReadStatus(ctx, 0, u.status[:])
+		if err != nil {
+			return statusIU{}, moved, err
+		}
+		if iu.tag != tag {
+			return statusIU{}, moved, fmt.Errorf("%w: IU 0x%02x for tag %d while tag %d is in flight", ErrUASProtocol, iu.id, iu.tag, tag)
+		}
+		switch iu.id {
+		case iuSense, iuResponse:
+			return iu, moved, nil
+		}
+		want, pipe := DataIn, PipeDataIn
+		if iu.id == iuWriteReady {
+			want, pipe = DataOut, PipeDataOut
+		}
+		if dataDone || r.dir != want || len(r.data) == 0 {
+			return statusIU{}, moved, fmt.Errorf("%w: %s READY for a command with %s data of %d bytes", ErrUASProtocol, want, r.dir, len(r.data))
+		}
+		dataDone = true
+		moved, err = u.ep.PipeTransfer(ctx, pipe, 0, r.data)
+		moved = max(0, min(moved, len(r.data)))
+		if err != nil {
+			return statusIU{}, moved, fmt.Errorf("data %s at byte %d of %d: %w", r.dir, moved, len(r.data), err)
+		}
+	}
+}
+
+// uasStreams is the SuperSpeed mode: every transfer of the command on the
+// stream of its tag.
+func (t *Transport) uasStreams(ctx context.Context, r request, tag uint16) (statusIU, int, error) {
+	u := t.uas
+	status, scancel := t.uasStatusAsync(ctx, u.stream(tag), u.status[:])
+	defer scancel()
+	type data struct {
+		n   int
+		err error
+	}
+	dt := make(chan data, 1)
+	dctx, dcancel := context.WithCancel(ctx)
+	defer dcancel()
+	if r.dir != NoData && len(r.data) > 0 {
+		pipe := PipeDataIn
+		if r.dir == DataOut {
+			pipe = PipeDataOut
+		}
+		go func() {
+			n, err := u.ep.PipeTransfer(dctx, pipe, u.stream(tag), r.data)
+			dt <- data{n, err}
+		}()
+	} else {
+		dt <- data{}
+	}
+	// The goroutines end before the buffers go back to the caller.
+	var serr error
+	wait := func() (statusIU, data) {
+		iu, err := status()
+		serr = err
+		dcancel()
+		d := <-dt
+		return iu, d
+	}
+	if err := t.uasSendIU(ctx, u.cmd[:]); err != nil {
+		scancel()
+		wait()
+		return statusIU{}, 0, err
+	}
+	iu, d := wait()
+	moved := max(0, min(d.n, len(r.data)))
+	if serr != nil {
+		return statusIU{}, moved, serr
+	}
+	if iu.tag != tag {
+		return statusIU{}, moved, fmt.Errorf("%w: IU 0x%02x for tag %d on the stream of tag %d", ErrUASProtocol, iu.id, iu.tag, tag)
+	}
+	if iu.id != iuSense && iu.id != iuResponse {
+		return statusIU{}, moved, fmt.Errorf("%w: IU 0x%02x on a stream", ErrUASProtocol, iu.id)
+	}
+	// The data transfer was cancelled once the status came: what moved
+	// before it counts, a cancellation does not.
+	if d.err != nil && !errors.Is(d.err, context.Canceled) {
+		return statusIU{}, moved, fmt.Errorf("data %s at byte %d of %d: %w", r.dir, moved, len(r.data), d.err)
+	}
+	return iu, moved, nil
+}
+
+// uasStatusAsync reads the status pipe's stream in a goroutine, so that
+// the read waits on the stream before the IU that answers it goes out.
+// wait returns what came; cancel ends the read (wait must still be
+// called before buf is used again).
+func (t *Transport) uasStatusAsync(ctx context.Context, stream uint16, buf []byte) (wait func() (statusIU, error), cancel func()) {
+	type status struct {
+		iu  statusIU
+		err error
+	}
+	st := make(chan status, 1)
+	sctx, cancel := context.WithCancel(ctx)
+	go func() {
+		iu, err := t.uasReadStatus(sctx, stream, buf)
+		st <- status{iu, err}
+	}()
+	return func() (statusIU, error) { s := <-st; return s.iu, s.err }, cancel
+}
+
+// uasSenseError is the sense of the last CHECK CONDITION, which UAS
+// delivers with the status: no REQUEST SENSE.
+func (t *Transport) uasSenseError() error {
+	if len(t.uas.sense) == 0 {
+		return fmt.Errorf("command failed without sense data: %w", errNoSenseData)
+	}
+	se, err := scsi.ParseSense(t.uas.sense)
+	if err != nil {
+		return fmt.Errorf("command failed with unreadable sense data: %w", errors.Join(errNoSenseData, err))
+	}
+	return se
+}
+
+// uasRecovery ends what a failed attempt left in the device: ABORT TASK
+// for its tag, then, when the device does not confirm that, LOGICAL UNIT
+// RESET, as SAM's escalation goes (Linux's uas leaves both to a device
+// reset; the port reset of the ladder still follows when they fail).
+func (t *Transport) uasRecovery(ctx context.Context) error {
+	u := t.uas
+	if u.failedTag == 0 {
+		return nil
+	}
+	step := func(what string, function uint8) error {
+		sctx, cancel := context.WithTimeout(ctx, t.opts.ResetTimeout)
+		defer cancel()
+		if err := t.uasTMF(sctx, function, u.failedTag, u.failedLUN); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
+	u.aborts++
+	aerr := step(fmt.Sprintf("ABORT TASK of tag %d", u.failedTag), tmfAbortTask)
+	if aerr == nil {
+		u.failedTag = 0
+		return nil
+	}
+	if errors.Is(aerr, ErrNoDevice) {
+		return aerr
+	}
+	t.notify(fmt.Sprintf("%v: resetting LUN %d", aerr, u.failedLUN))
+	u.luResets++
+	if err := step(fmt.Sprintf("LOGICAL UNIT RESET of LUN %d", u.failedLUN), tmfLUReset); err != nil {
+		return err
+	}
+	u.failedTag = 0
+	return nil
+}
+
+// uasTMF sends one task management function and waits for its RESPONSE
+// IU. Without streams the status pipe may first carry the aborted
+// command's own status, which is passed over.
+func (t *Transport) uasTMF(ctx context.Context, function uint8, taskTag uint16, lun int) error {
+	u := t.uas
+	tag := u.nextTag()
+	if tag == taskTag {
+		tag = u.nextTag()
+	}
+	encodeTMFIU(&u.tmf, tag, function, taskTag, lun)
+	if u.streams > 0 {
+		status, cancel := t.uasStatusAsync(ctx, u.stream(tag), u.tstatus[:])
+		defer cancel()
+		if err := t.uasSendIU(ctx, u.tmf[:]); err != nil {
+			cancel()
+			status()
+			return err
+		}
+		iu, err := status()
+		if err != nil {
+			return err
+		}
+		return tmfResult(iu, tag)
+	}
+	if err := t.uasSendIU(ctx, u.tmf[:]); err != nil {
+		return err
+	}
+	for range uasMaxTags {
+		iu, err := t.uasReadStatus(ctx, 0, u.tstatus[:])
+		if err != nil {
+			return err
+		}
+		if iu.tag == tag {
+			return tmfResult(iu, tag)
+		}
+	}
+	return fmt.Errorf("%w: no RESPONSE IU for tag %d", ErrUASProtocol, tag)
+}
+
+// tmfResult is nil for a RESPONSE IU that says the function was done.
+func tmfResult(iu statusIU, tag uint16) error {
+	if iu.id != iuResponse || iu.tag != tag {
+		return fmt.Errorf("%w: IU 0x%02x for tag %d in answer to task management tag %d", ErrUASProtocol, iu.id, iu.tag, tag)
+	}
+	if iu.code != rcComplete && iu.code != rcSucceeded {
+		return fmt.Errorf("%w: %s", ErrUASResponse, responseName(iu.code))
+	}
+	return nil
+}
+
+// uasMaxLUN asks REPORT LUNS (UAS has no Get Max LUN) and takes the
+// highest LUN below 16 it lists; a device that fails it has one LUN.
+func (t *Transport) uasMaxLUN(ctx context.Context) (int, error) {
+	buf := make([]byte, 8+8*16)
+	cdb := make([]byte, 12)
+	cdb[0] = 0xA0 // REPORT LUNS
+	binary.BigEndian.PutUint32(cdb[6:], uint32(len(buf)))
+	r := request{cdb: cdb, dir: DataIn, data: buf, maxResets: 0, probe: true}
+	n, err := t.exec(ctx, r)
+	switch {
+	case errors.Is(err, ErrNoDevice) || ctx.Err() != nil:
+		return 0, fmt.Errorf("REPORT LUNS: %w", err)
+	case err != nil || n < 8:
+		return 0, nil
+	}
+	max := 0
+	listed := int(binary.BigEndian.Uint32(buf[0:]))
+	for off := 8; off+8 <= n && off < 8+listed; off += 8 {
+		if buf[off]&0xC0 != 0 {
+			continue // not a single-level peripheral LUN
+		}
+		if lun := int(buf[off]&0x3F)<<8 | int(buf[off+1]); lun < 16 && lun > max {
+			max = lun
+		}
+	}
+	return max, nil
+}

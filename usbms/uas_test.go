@@ -1,0 +1,229 @@
+package usbms_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/usbflash/usbflash/scsi"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
+)
+
+// uasModes are the two ways UAS runs: high speed (READY IUs, no
+// streams) and SuperSpeed (streams).
+var uasModes = []struct {
+	name    string
+	streams int
+}{
+	{"high-speed", 0},
+	{"streams", 16},
+}
+
+// openCommands is how many commands OpenLUN sends a plain sim LUN:
+// INQUIRY, TEST UNIT READY, READ CAPACITY, READ of block 0 and of the
+// last, MODE SENSE.
+const openCommands = 6
+
+// uasRig opens LUN 0 of a UAS sim reader.
+func uasRig(t *testing.T, cfg sim.Config) (*sim.Device, *usbms.Transport, *usbms.LUN) {
+	t.Helper()
+	dev, err := sim.New(cfg)
+	if err != nil {
+		t.Fatalf("sim.New: %v", err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	tr := usbms.NewTransport(dev, testTransport)
+	l, err := usbms.OpenLUN(context.Background(), tr, 0, testLUN)
+	if err != nil {
+		t.Fatalf("OpenLUN: %v", err)
+	}
+	return dev, tr, l
+}
+
+func uasConfig(streams int, u sim.UASConfig) sim.Config {
+	u.Mode, u.Streams = sim.UASOnly, streams
+	return sim.Config{LUNs: []sim.LUN{{Blocks: 8192}}, UAS: u}
+}
+
+func TestUASWriteRead(t *testing.T) {
+	for _, m := range uasModes {
+		t.Run(m.name, func(t *testing.T) {
+			dev, tr, l := uasRig(t, uasConfig(m.streams, sim.UASConfig{}))
+			if tr.Protocol() != "UAS" {
+				t.Fatalf("Protocol() = %q, want UAS", tr.Protocol())
+			}
+			if info, ok := tr.UAS(); !ok || info.Streams != m.streams || info.QueueDepth != 1 {
+				t.Fatalf("UAS() = %+v, %v; want %d streams, depth 1", info, ok, m.streams)
+			}
+			ctx := context.Background()
+			data := pattern(1<<20, 7)
+			if err := l.WriteBlocks(ctx, 100, data); err != nil {
+				t.Fatalf("WriteBlocks: %v", err)
+			}
+			got := make([]byte, len(data))
+			if err := l.ReadBlocks(ctx, 100, got); err != nil {
+				t.Fatalf("ReadBlocks: %v", err)
+			}
+			if !bytes.Equal(got, data) {
+				t.Fatal("read back differs from what was written")
+			}
+			st := dev.Stats()
+			if st.BytesOut != int64(len(data)) || st.Opcodes[opSense] != 0 {
+				t.Errorf("device took %d bytes and %d REQUEST SENSE, want %d and none (UAS sense comes with the status)", st.BytesOut, st.Opcodes[opSense], len(data))
+			}
+		})
+	}
+}
+
+// TestUASSense: a CHECK CONDITION's sense comes in the SENSE IU.
+func TestUASSense(t *testing.T) {
+	for _, m := range uasModes {
+		t.Run(m.name, func(t *testing.T) {
+			dev, _, l := uasRig(t, uasConfig(m.streams, sim.UASConfig{}))
+			dev.Inject(sim.Fault{Kind: sim.MediumError, LBA: 200, Persistent: true})
+			err := l.ReadBlocks(context.Background(), 192, make([]byte, 16*512))
+			se, ok := scsi.AsSense(err)
+			if !ok || se.Key != scsi.MediumError {
+				t.Fatalf("ReadBlocks over a bad block: %v, want MEDIUM ERROR sense", err)
+			}
+			var ce *usbms.CommandError
+			if !errors.As(err, &ce) || ce.LBA != 192 || ce.Blocks != 16 {
+				t.Errorf("error %v does not name LBA 192, 16 blocks", err)
+			}
+			if n := dev.Stats().Opcodes[opSense]; n != 0 {
+				t.Errorf("%d REQUEST SENSE sent, want none", n)
+			}
+		})
+	}
+}
+
+// TestUASRecovery: a command that is not answered is aborted (ABORT
+// TASK), or its LUN reset when the abort fails, and sent again; a
+// RESPONSE IU in place of the status (an overlapped tag, an invalid IU)
+// is recovered the same way.
+func TestUASRecovery(t *testing.T) {
+	cases := []struct {
+		name           string
+		uas            sim.UASConfig
+		hang           bool
+		aborts, resets int64
+		extraWrites    int64 // WRITEs the device saw beyond the one
+	}{
+		{name: "hang", hang: true, aborts: 1, extraWrites: 1},
+		// The reset LUN reports it (UNIT ATTENTION 29/03): one more.
+		{name: "hang, abort fails", hang: true, uas: sim.UASConfig{AbortFails: true}, aborts: 1, resets: 1, extraWrites: 2},
+		{name: "overlapped tag", uas: sim.UASConfig{OverlapAt: openCommands + 1}, aborts: 1},
+		{name: "response instead of sense", uas: sim.UASConfig{ResponseAt: openCommands + 1}, aborts: 1},
+	}
+	for _, m := range uasModes {
+		for _, c := range cases {
+			t.Run(m.name+"/"+c.name, func(t *testing.T) {
+				dev, _, l := uasRig(t, uasConfig(m.streams, c.uas))
+				if c.hang {
+					dev.Inject(sim.Fault{Kind: sim.NeverAnswer})
+				}
+				before := dev.Stats()
+				// 4 KiB: no smaller command would be tried instead
+				// (adapt_test.go has the larger ones).
+				data := pattern(faultBlocks*512, 3)
+				if err := l.WriteBlocks(context.Background(), 300, data); err != nil {
+					t.Fatalf("WriteBlocks: %v", err)
+				}
+				after := dev.Stats()
+				if a, r := after.UASAborts-before.UASAborts, after.UASLUResets-before.UASLUResets; a != c.aborts || r != c.resets {
+					t.Errorf("ABORT TASK %d, LU RESET %d; want %d, %d", a, r, c.aborts, c.resets)
+				}
+				if w := after.Opcodes[opWrite10] - before.Opcodes[opWrite10]; w != 1+c.extraWrites {
+					t.Errorf("device ran %d WRITEs, want %d", w, 1+c.extraWrites)
+				}
+				got := make([]byte, len(data))
+				if err := l.ReadBlocks(context.Background(), 300, got); err != nil || !bytes.Equal(got, data) {
+					t.Fatalf("read back: %v (equal %v)", err, bytes.Equal(got, data))
+				}
+			})
+		}
+	}
+}
+
+// TestUASResidue: a device that sends less than the allocation is
+// reported by the bytes that came; a READ cut short is repeated.
+func TestUASResidue(t *testing.T) {
+	for _, m := range uasModes {
+		t.Run(m.name, func(t *testing.T) {
+			dev, tr, l := uasRig(t, uasConfig(m.streams, sim.UASConfig{}))
+			buf := make([]byte, 96)
+			cdb := scsi.Inquiry(96)
+			n, err := tr.Exec(context.Background(), 0, cdb.Bytes(), usbms.DataIn, buf)
+			if err != nil || n != 36 {
+				t.Fatalf("INQUIRY of 96: %d bytes, %v; want the device's 36", n, err)
+			}
+			dev.Inject(sim.Fault{Kind: sim.ShortDataIn, AfterBytes: 4096})
+			before := dev.Stats().Opcodes[opRead10]
+			if err := l.ReadBlocks(context.Background(), 0, make([]byte, 64<<10)); err != nil {
+				t.Fatalf("ReadBlocks after a short one: %v", err)
+			}
+			if got := dev.Stats().Opcodes[opRead10] - before; got != 2 {
+				t.Errorf("%d READs, want 2 (the short one repeated)", got)
+			}
+		})
+	}
+}
+
+// TestUASVanish: a device that drops off the bus mid-write ends the
+// command with ErrNoDevice, at once.
+func TestUASVanish(t *testing.T) {
+	for _, m := range uasModes {
+		t.Run(m.name, func(t *testing.T) {
+			dev, _, l := uasRig(t, uasConfig(m.streams, sim.UASConfig{}))
+			dev.Inject(sim.Fault{Kind: sim.Disconnect, AfterBytes: 64 << 10})
+			err := l.WriteBlocks(context.Background(), 0, make([]byte, 1<<20))
+			if !errors.Is(err, usbms.ErrNoDevice) {
+				t.Fatalf("WriteBlocks: %v, want ErrNoDevice", err)
+			}
+		})
+	}
+}
+
+// TestUASMaxLUN: UAS has no Get Max LUN; REPORT LUNS says.
+func TestUASMaxLUN(t *testing.T) {
+	for _, m := range uasModes {
+		t.Run(m.name, func(t *testing.T) {
+			cfg := uasConfig(m.streams, sim.UASConfig{})
+			cfg.LUNs = append(cfg.LUNs, sim.LUN{Blocks: 4096})
+			dev, err := sim.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dev.Close()
+			sums, err := usbms.ProbeLUNs(context.Background(), usbms.NewTransport(dev, testTransport), testLUN)
+			if err != nil || len(sums) != 2 || sums[1].LUN == nil || sums[1].LUN.BlockCount() != 4096 {
+				t.Fatalf("ProbeLUNs: %+v, %v; want 2 LUNs, the second of 4096 blocks", sums, err)
+			}
+		})
+	}
+}
+
+// TestUASBothOffered: a reader with both interfaces speaks the one
+// selected.
+func TestUASBothOffered(t *testing.T) {
+	for _, uas := range []bool{false, true} {
+		dev, err := sim.New(sim.Config{LUNs: []sim.LUN{{Blocks: 2048}}, UAS: sim.UASConfig{Mode: sim.UASAndBOT, Streams: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dev.SelectUAS(uas); err != nil {
+			t.Fatal(err)
+		}
+		tr := usbms.NewTransport(dev, testTransport)
+		want := map[bool]string{false: "BOT", true: "UAS"}[uas]
+		if tr.Protocol() != want {
+			t.Errorf("SelectUAS(%v): Protocol() = %s, want %s", uas, tr.Protocol(), want)
+		}
+		if _, err := usbms.OpenLUN(context.Background(), tr, 0, testLUN); err != nil {
+			t.Errorf("SelectUAS(%v): OpenLUN: %v", uas, err)
+		}
+		dev.Close()
+	}
+}

@@ -16,6 +16,11 @@ type AlignOptions struct {
 	Access   int64 // bytes per read (4 KiB, at least two blocks)
 	Count    int   // boundaries tried per candidate (8, even)
 	Rounds   int   // each read is repeated, the fastest counts (3)
+	// Clock is what reads are timed on; nil: the wall clock. A
+	// simulated reader's modelled clock (sim.Device's Stats().ModelTime
+	// with Config.VirtualClock) times each read by its speed model alone,
+	// whatever the host's load.
+	Clock func() time.Duration
 }
 
 func (o AlignOptions) withDefaults(bs int64) AlignOptions {
@@ -36,6 +41,10 @@ func (o AlignOptions) withDefaults(bs int64) AlignOptions {
 	o.Count += o.Count % 2
 	if o.Rounds <= 0 {
 		o.Rounds = 3
+	}
+	if o.Clock == nil {
+		start := time.Now()
+		o.Clock = func() time.Duration { return time.Since(start) }
 	}
 	return o
 }
@@ -76,11 +85,11 @@ func Alignment(ctx context.Context, dev blockdev.Device, o AlignOptions) (AlignR
 	timeRead := func(off int64) (time.Duration, error) {
 		best := time.Duration(-1)
 		for range o.Rounds {
-			t0 := time.Now()
+			t0 := o.Clock()
 			if err := dev.ReadBlocks(ctx, off/bs, buf); err != nil {
 				return 0, fmt.Errorf("alignment read of %d bytes at byte %d: %w", o.Access, off, err)
 			}
-			if d := time.Since(t0); best < 0 || d < best {
+			if d := o.Clock() - t0; best < 0 || d < best {
 				best = d
 			}
 		}

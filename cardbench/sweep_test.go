@@ -187,9 +187,13 @@ func TestAlignmentFindsTheUnit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Timed on the modelled clock: each read costs what the speed
+			// model says, however loaded the host is.
+			tt.cfg.VirtualClock = true
 			c := newSimCard(t, tt.cfg, cardSize)
 			before := c.hash(t, 0, cardSize)
-			res, err := Alignment(context.Background(), c.lun, AlignOptions{Max: 16 << 20})
+			res, err := Alignment(context.Background(), c.lun, AlignOptions{Max: 16 << 20,
+				Clock: func() time.Duration { return c.dev.Stats().ModelTime }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,6 +202,13 @@ func TestAlignmentFindsTheUnit(t *testing.T) {
 			}
 			if len(res.Points) != 13 { // 4 KiB .. 16 MiB
 				t.Errorf("%d points, want 13", len(res.Points))
+			}
+			// From the unit up every multiple is a unit boundary: each
+			// straddling read pays the unit's cost, exactly.
+			for _, p := range res.Points {
+				if tt.want > 0 && p.Boundary >= tt.want && p.Diff != tt.cfg.AUCost {
+					t.Errorf("boundary %d: extra time %v, want %v", p.Boundary, p.Diff, tt.cfg.AUCost)
+				}
 			}
 			if c.hash(t, 0, cardSize) != before {
 				t.Error("the alignment test changed the card")

@@ -13,6 +13,7 @@ import (
 	"github.com/usbflash/usbflash/benchview"
 	"github.com/usbflash/usbflash/cardbench"
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/outfile"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/region"
@@ -255,28 +256,28 @@ func (p *benchPresenter) observe(e cardbench.Event) {
 		if e.Notice != nil {
 			rep.event(noteWithAdvice(e.Message, e.Notice))
 		} else {
-			rep.event(newNote(e.Message), e.Message)
+			rep.event(jsonevents.NewNote(e.Message), e.Message)
 		}
 	case cardbench.StepStarted:
 		p.since = time.Now()
-		rep.progress(progressEvent{Phase: phase(e.Step), Total: int64(e.Total), unit: benchUnit})
+		rep.progress(jsonevents.Progress{Phase: jsonevents.Phase(e.Step), Total: int64(e.Total), Unit: jsonevents.UnitPoints})
 	case cardbench.Progress:
-		rep.progress(progressEvent{Phase: phase(e.Step), Done: int64(e.Done), Total: int64(e.Total),
-			ElapsedS: time.Since(p.since).Seconds(), unit: benchUnit})
+		rep.progress(jsonevents.Progress{Phase: jsonevents.Phase(e.Step), Done: int64(e.Done), Total: int64(e.Total),
+			ElapsedS: time.Since(p.since).Seconds(), Unit: jsonevents.UnitPoints})
 	case cardbench.Measured:
 		// Points are JSON events only: a text event would end the
 		// progress bar each time, and the table says it all at the end.
 		if p.f.asJSON {
-			rep.event(newBenchPointEvent(e.Point), "")
+			rep.event(jsonevents.NewBenchPoint(e.Point), "")
 		}
 	case cardbench.Restoring:
 		if e.Cancelled {
 			note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again stops the restore and saves them to a file)", e.Region.Offset, e.Region.End(), e.Device)
-			rep.event(newNote(note), note)
+			rep.event(jsonevents.NewNote(note), note)
 		}
 	case cardbench.Restored:
 		msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", e.Region.Offset, e.Region.End(), e.Device)
-		rep.event(&benchRestoredEvent{eventHeader{Event: evRestored}, e.Region.Offset, e.Region.Length, true}, msg)
+		rep.event(&jsonevents.BenchRestored{Offset: e.Region.Offset, Length: e.Region.Length, Verified: true}, msg)
 	}
 }
 
@@ -285,7 +286,7 @@ func (p *benchPresenter) observe(e cardbench.Event) {
 // one read.
 func (p *benchPresenter) start(e cardbench.Started) {
 	l, f := e.Layout, p.f
-	ev := &benchStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdBench,
+	ev := &jsonevents.BenchStart{Command: jsonevents.CommandBench,
 		Target: e.Target, Capacity: e.Capacity, BlockSize: e.BlockSize, Sizes: l.Sizes, Regions: l.Regions,
 		PointTimeS: f.pointTime.Seconds(), Write: f.write, Preserve: f.preserve, Compare: e.Compare}
 	what := fmt.Sprintf("%s (%s, %d-byte blocks)", e.Target, units.FormatSize(e.Capacity), e.BlockSize)
@@ -308,7 +309,7 @@ func (a *app) benchReport(rep reporter, run *cardbench.Report, f benchFlags) err
 	if f.plot != "" {
 		plotErr = benchview.WritePlot(f.plot, series, run.Target, rec.Size)
 	}
-	summary := &benchSummaryEvent{eventHeader: eventHeader{Event: evSummary}, Command: cmdBench,
+	summary := &jsonevents.BenchSummary{Command: jsonevents.CommandBench,
 		Target: run.Target, Capacity: run.Capacity, BlockSize: run.BlockSize,
 		Series: series, Points: run.Points, Random: randomJSON(run.Random),
 		RecommendedTransferSize: rec.Size, RecommendedFrom: rec.From, BestRate: rec.Best, BestSize: rec.BestSize,
@@ -320,9 +321,9 @@ func (a *app) benchReport(rep reporter, run *cardbench.Report, f benchFlags) err
 	var b strings.Builder
 	b.WriteString(benchview.Text(run, series))
 	if rec.Size > 0 {
-		summary.recommendation = fmt.Sprintf("Recommended --transfer-size %s: the smallest within %.0f%% of the best %s (%s at %s)",
+		summary.Recommendation = fmt.Sprintf("Recommended --transfer-size %s: the smallest within %.0f%% of the best %s (%s at %s)",
 			units.FormatSize(rec.Size), cardbench.Tolerance*100, rec.From, units.FormatRate(rec.Best), units.FormatSize(rec.BestSize))
-		b.WriteString(summary.recommendation)
+		b.WriteString(summary.Recommendation)
 	}
 	if summary.Plot != "" {
 		fmt.Fprintf(&b, "\nPlot: %s", f.plot)
@@ -336,10 +337,10 @@ func (a *app) benchReport(rep reporter, run *cardbench.Report, f benchFlags) err
 
 // randomJSON is the summary's random operations: an empty list, not
 // null, when none were measured.
-func randomJSON(rs []cardbench.RandomResult) []benchRandom {
-	out := []benchRandom{}
+func randomJSON(rs []cardbench.RandomResult) []jsonevents.BenchRandom {
+	out := []jsonevents.BenchRandom{}
 	for _, r := range rs {
-		out = append(out, benchRandom{r.Op, r.Size, r.Region, r.Commands, r.Elapsed.Seconds(), r.PerSecond()})
+		out = append(out, jsonevents.BenchRandom{Op: r.Op, Size: r.Size, Region: r.Region, Commands: r.Commands, ElapsedS: r.Elapsed.Seconds(), PerSecond: r.PerSecond()})
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
 )
@@ -109,7 +110,7 @@ func (b *cardBars) update(p flash.Progress) {
 		}
 	default:
 		for _, c := range p.Cards {
-			b.rep.event(&cardProgressEvent{eventHeader: eventHeader{Event: evCardProgress}, Phase: phase(c.Phase),
+			b.rep.event(&jsonevents.CardProgress{Phase: jsonevents.Phase(c.Phase),
 				Target: c.Card, Done: c.Done, Total: c.Total, Failed: c.Failed}, "")
 		}
 	}

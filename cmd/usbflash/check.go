@@ -9,6 +9,7 @@ import (
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/fakecheck"
+	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
 )
 
@@ -17,43 +18,6 @@ type checkFlags struct {
 	destructive, yes, force bool
 	maxCache                string
 	asJSON, quiet           bool
-}
-
-const cmdCheck command = "check"
-
-// check's phases, in its progress events.
-const (
-	phaseProbe   phase = "probe"
-	phaseCache   phase = "cache"
-	phasePutBack phase = "put back" // not bench's "restore": its progress counts points
-)
-
-type checkStartEvent struct {
-	eventHeader
-	Command     command `json:"command"`
-	Target      string  `json:"target"` // the name later messages use
-	Capacity    int64   `json:"capacity"`
-	BlockSize   int     `json:"block_size"`
-	MaxCache    int64   `json:"max_cache"`
-	Destructive bool    `json:"destructive"`
-}
-
-type checkSummaryEvent struct {
-	eventHeader
-	Command      command `json:"command"`
-	Target       string  `json:"target"`
-	Capacity     int64   `json:"capacity"`
-	UsableSize   int64   `json:"usable_size"`
-	Fake         bool    `json:"fake"`
-	Kind         string  `json:"kind"`
-	WrapsTo      *int64  `json:"wraps_to,omitempty"`
-	Cache        int64   `json:"cache"`
-	CacheChecked int64   `json:"cache_checked"`
-	Written      int64   `json:"bytes_written"`
-	Read         int64   `json:"bytes_read"`
-	Commands     int     `json:"commands"`
-	ElapsedS     float64 `json:"elapsed_s"`
-	Restored     bool    `json:"restored"`
 }
 
 func newCheckCommand(a *app) *cobra.Command {
@@ -151,17 +115,17 @@ func (p *checkPresenter) Observe(e fakecheck.Event) {
 		if e.Destructive {
 			how = "nothing saved (--destructive)"
 		}
-		p.rep.event(&checkStartEvent{eventHeader: eventHeader{Event: evStart}, Command: cmdCheck, Target: e.Card,
+		p.rep.event(&jsonevents.CheckStart{Command: jsonevents.CommandCheck, Target: e.Card,
 			Capacity: e.Capacity, BlockSize: e.BlockSize, MaxCache: e.MaxCache, Destructive: e.Destructive},
 			fmt.Sprintf("Checking %s (%s, %d-byte blocks) for a fake capacity, %s", e.Card, units.FormatBytes(e.Capacity), e.BlockSize, how))
 	case fakecheck.PuttingBack:
 		note := fmt.Sprintf("Putting back the blocks the check wrote on %s before exiting (Ctrl-C again stops that and keeps them in a file)", e.Card)
-		p.rep.event(newNote(note), note)
+		p.rep.event(jsonevents.NewNote(note), note)
 	case fakecheck.Stepped:
 		p.progress(e)
 	case fakecheck.Finished:
 		res := e.Result
-		summary := &checkSummaryEvent{eventHeader: eventHeader{Event: evSummary}, Command: cmdCheck, Target: e.Card,
+		summary := &jsonevents.CheckSummary{Command: jsonevents.CommandCheck, Target: e.Card,
 			Capacity: res.Claimed, UsableSize: res.Usable, Fake: res.Fake(), Kind: string(res.Kind),
 			Cache: res.Cache, CacheChecked: res.CacheChecked, Written: res.Written, Read: res.Read,
 			Commands: res.Commands, ElapsedS: res.Elapsed.Seconds(), Restored: res.Restored && res.Verified}
@@ -179,18 +143,18 @@ func (p *checkPresenter) progress(e fakecheck.Stepped) {
 		return
 	}
 	p.last, p.lastStep = time.Now(), e.Step
-	ph := phaseProbe
+	ph := jsonevents.PhaseProbe
 	switch e.Step {
 	case fakecheck.StepCache:
-		ph = phaseCache
+		ph = jsonevents.PhaseCache
 	case fakecheck.StepRestore:
-		ph = phasePutBack
+		ph = jsonevents.PhasePutBack
 	}
 	total := e.Total
 	if total == 0 {
 		total = -1
 	}
-	p.rep.progress(progressEvent{Phase: ph, Done: e.Done, Total: total, ElapsedS: e.Elapsed.Seconds()})
+	p.rep.progress(jsonevents.Progress{Phase: ph, Done: e.Done, Total: total, ElapsedS: e.Elapsed.Seconds()})
 }
 
 // checkText is the verdict as a person reads it.

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"github.com/usbflash/usbflash/drive"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/usbflash/usbflash/drive"
 
 	"github.com/spf13/cobra"
 )

@@ -108,16 +108,19 @@ func readmeExitCodes(t *testing.T) {
 	}
 }
 
+// schemaPath is the events' contract, beside their types.
+const schemaPath = "../../internal/jsonevents/events.schema.json"
+
 // eventSchema compiles events.schema.json.
 func eventSchema(t *testing.T) (*jsonschema.Schema, map[string]any) {
 	t.Helper()
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	sch, err := c.Compile("events.schema.json")
+	sch, err := c.Compile(schemaPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile("events.schema.json")
+	b, _ := os.ReadFile(schemaPath)
 	var raw map[string]any
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
@@ -139,7 +142,7 @@ func schemaDefs(raw map[string]any) map[string]map[string]any {
 // makes of the schema, and the schema's error event to the exit codes.
 func TestEventsDocMatchesSchema(t *testing.T) {
 	t.Parallel()
-	schema, err := os.ReadFile("events.schema.json")
+	schema, err := os.ReadFile(schemaPath)
 	if err != nil {
 		t.Fatal(err)
 	}

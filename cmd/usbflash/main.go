@@ -3,6 +3,11 @@
 // operating system's block layer and page cache.
 package main
 
+// docs/events.md, the reference of the --json events, is generated from
+// their schema:
+//
+//go:generate go run ../../internal/eventsdoc/gen ../../internal/jsonevents/events.schema.json ../../docs/events.md
+
 import (
 	"context"
 	"fmt"

@@ -12,6 +12,7 @@ import (
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/flash"
 	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/usbms"
@@ -34,14 +35,14 @@ func (p *cardPresenter) Observe(e flash.Event) {
 	switch e := e.(type) {
 	case flash.Started:
 		src := e.Source
-		p.rep.event(&startEvent{
-			eventHeader: eventHeader{Event: evStart}, Command: cmdWrite,
-			Image: e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
+		p.rep.event(&jsonevents.Start{
+			Command: jsonevents.CommandWrite,
+			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
 		}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", e.Image, src.Format, describeSize(src), e.Targets[0]))
 		noChecksumNote(p.rep, src)
 	case flash.Opened:
-		p.rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: e.Card, Capacity: e.Capacity,
+		p.rep.event(&jsonevents.Device{Target: e.Card, Capacity: e.Capacity,
 			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
 	case flash.Note:
 		p.rep.event(noteWithAdvice(e.Message, e.Notice))
@@ -62,9 +63,9 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 	}
 	o := p.outcome
 	res := o.Write
-	sum := &summaryEvent{
-		eventHeader: eventHeader{Event: evSummary}, Command: cmdWrite,
-		Bytes: res.Bytes, BytesWritten: res.BytesWritten, Transfers: int64(res.Transfers),
+	sum := &jsonevents.Summary{
+		Command: jsonevents.CommandWrite,
+		Bytes:   res.Bytes, BytesWritten: res.BytesWritten, Transfers: int64(res.Transfers),
 		ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed),
 		Bound: boundOf(res), BoundRatio: res.BoundRatio,
 		DecoderWaitS: ptr(res.DecoderWait.Seconds()), DeviceWaitS: ptr(res.DeviceWait.Seconds()),
@@ -101,7 +102,7 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 		switch {
 		case errors.Is(o.EjectErr, drive.ErrNotEjectable):
 			note := "--eject does nothing for a file: target"
-			p.rep.event(newNote(note), "")
+			p.rep.event(jsonevents.NewNote(note), "")
 			text = append(text, "Not ejected: "+note)
 		case o.EjectErr != nil:
 			text = append(text, fmt.Sprintf("Eject failed (the image is written and synced): %v", o.EjectErr))
@@ -124,13 +125,12 @@ func presentBlockMap(rep reporter, e flash.BlockMapChosen) {
 	}
 	msg := fmt.Sprintf("Block map %s: %d ranges, %s of %s mapped (%.0f%%); only those are written and verified",
 		e.Path, e.Ranges, units.FormatBytes(e.MappedBytes), units.FormatBytes(e.ImageSize), pct)
-	rep.event(&blockMapEvent{eventHeader: eventHeader{Event: evBlockMap},
-		BMap: e.Path, Ranges: e.Ranges, MappedBytes: e.MappedBytes, ImageSize: e.ImageSize}, msg)
+	rep.event(&jsonevents.BlockMap{BMap: e.Path, Ranges: e.Ranges, MappedBytes: e.MappedBytes, ImageSize: e.ImageSize}, msg)
 }
 
 // progressOf is the progress event of a session's progress.
-func progressOf(p flash.Progress) progressEvent {
-	e := progressEvent{Phase: phase(p.Phase), Done: p.Done, Total: p.Total, ElapsedS: p.Elapsed.Seconds()}
+func progressOf(p flash.Progress) jsonevents.Progress {
+	e := jsonevents.Progress{Phase: jsonevents.Phase(p.Phase), Done: p.Done, Total: p.Total, ElapsedS: p.Elapsed.Seconds()}
 	if p.Elapsed >= rateWarmUp && p.Done > 0 {
 		e.Rate = ptr(rate(p.Done, p.Elapsed))
 	}
@@ -169,14 +169,14 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 		if e.Watch {
 			text = ""
 		}
-		p.rep.event(&manyStartEvent{
-			eventHeader: eventHeader{Event: evStart}, Command: cmdWrite,
-			Image: e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
+		p.rep.event(&jsonevents.ManyStart{
+			Command: jsonevents.CommandWrite,
+			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			Targets: append([]string{}, e.Targets...), TransferSize: int64(e.TransferSize), Buffers: e.Buffers, Lag: e.Lag,
 		}, text)
 		noChecksumNote(p.rep, src)
 	case flash.Opened:
-		p.rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: e.Card, Capacity: e.Capacity,
+		p.rep.event(&jsonevents.Device{Target: e.Card, Capacity: e.Capacity,
 			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
 	case flash.Note:
 		msg := e.Message
@@ -189,7 +189,7 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 		p.bars[e.Cards[0]] = newCardBars(p.rep, e.Cards)
 		if !p.watch {
 			msg := fmt.Sprintf("Writing %s with %s transfers", plural(len(e.Cards), "card"), units.FormatSize(int64(e.TransferSize)))
-			p.rep.event(newNote(msg), "")
+			p.rep.event(jsonevents.NewNote(msg), "")
 		}
 	case flash.Progress:
 		if len(e.Cards) == 0 || p.bars[e.Cards[0].Card] == nil {
@@ -197,7 +197,7 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 		}
 		if e.Phase != p.phase && !p.watch {
 			p.phase = e.Phase
-			p.rep.event(&phaseEvent{eventHeader{Event: evPhase}, phase(e.Phase)}, "")
+			p.rep.event(&jsonevents.PhaseEvent{Phase: jsonevents.Phase(e.Phase)}, "")
 		}
 		p.bars[e.Cards[0].Card].update(e)
 	case flash.CardDone:
@@ -205,7 +205,7 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 			b.done()
 			delete(p.bars, e.Outcome.Target)
 		}
-		p.rep.event(&cardEvent{eventHeader{Event: evCard}, recordOf(e.Outcome)}, "")
+		p.rep.event(&jsonevents.Card{Record: recordOf(e.Outcome)}, "")
 	}
 }
 
@@ -235,15 +235,15 @@ func (p *sessionPresenter) finish(res *flash.Result, err error) error {
 			how = records[i].Verify
 		}
 	}
-	p.rep.event(&manySummaryEvent{
-		eventHeader: eventHeader{Event: evSummary}, Command: cmdWrite,
-		Cards: len(records), Succeeded: ok, Failed: len(records) - ok, SHA256: sha, Verify: how,
+	p.rep.event(&jsonevents.ManySummary{
+		Command: jsonevents.CommandWrite,
+		Cards:   len(records), Succeeded: ok, Failed: len(records) - ok, SHA256: sha, Verify: how,
 		ElapsedS: time.Since(res.Started).Seconds(),
 	}, cardTable(records, p.f.noVerify))
 	for _, o := range res.Cards {
 		if o.EjectErr != nil {
 			msg := fmt.Sprintf("%s: eject failed (the image is written and synced): %v", o.Target, o.EjectErr)
-			p.rep.event(newNote(msg), msg)
+			p.rep.event(jsonevents.NewNote(msg), msg)
 		}
 	}
 	return err
@@ -296,11 +296,11 @@ func tableCell(s string) string {
 	return b.String()
 }
 
-func boundOf(res pipeline.WriteResult) bound {
-	if b := bound(res.Bound); b == boundDecoder || b == boundDevice {
+func boundOf(res pipeline.WriteResult) jsonevents.Bound {
+	if b := jsonevents.Bound(res.Bound); b == jsonevents.BoundDecoder || b == jsonevents.BoundDevice {
 		return b
 	}
-	return boundNone
+	return jsonevents.BoundNone
 }
 
 // noticeNotes passes a reader's notices (recovery steps, commands made
@@ -311,8 +311,8 @@ func noticeNotes(rep reporter) func(reader string, n usbms.Notice) {
 
 // noteWithAdvice is a note event and its text, with the advice the
 // notice has (noticeAdvice) on the next line.
-func noteWithAdvice(msg string, n *usbms.Notice) (event, string) {
-	ev := newNote(msg)
+func noteWithAdvice(msg string, n *usbms.Notice) (jsonevents.Event, string) {
+	ev := jsonevents.NewNote(msg)
 	ev.Hint = noticeAdvice(n)
 	if ev.Hint == "" {
 		return ev, msg
@@ -329,5 +329,7 @@ func noChecksumNote(rep reporter, src *imagesrc.Source) {
 		return
 	}
 	msg := fmt.Sprintf("This %s image carries no checksum of its own: only the read-back and the publisher's SHA-256 (--sha256) can tell it is intact", src.Format)
-	rep.event(newNote(msg), msg)
+	rep.event(jsonevents.NewNote(msg), msg)
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -9,17 +9,18 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // notes returns the note events of a --json run.
-func notes(t *testing.T, stdout string) []noteEvent {
+func notes(t *testing.T, stdout string) []jsonevents.Note {
 	t.Helper()
-	var out []noteEvent
+	var out []jsonevents.Note
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
-		var ev noteEvent
-		if err := json.Unmarshal([]byte(line), &ev); err == nil && ev.Event == evNote {
+		var ev jsonevents.Note
+		if err := json.Unmarshal([]byte(line), &ev); err == nil && ev.Event == jsonevents.NameNote {
 			out = append(out, ev)
 		}
 	}

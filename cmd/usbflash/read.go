@@ -14,6 +14,7 @@ import (
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/flash"
 	"github.com/usbflash/usbflash/imagedst"
+	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/parttable"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
@@ -120,9 +121,9 @@ func (a *app) backup(ctx context.Context, rep reporter, c *cobra.Command, t driv
 		return err
 	}
 	read := res.Read
-	sum := &readSummaryEvent{
-		eventHeader: eventHeader{Event: evSummary}, Command: cmdRead,
-		Bytes: read.Bytes, Reads: read.Reads, ElapsedS: read.Elapsed.Seconds(), Rate: rate(read.Bytes, read.Elapsed),
+	sum := &jsonevents.ReadSummary{
+		Command: jsonevents.CommandRead,
+		Bytes:   read.Bytes, Reads: read.Reads, ElapsedS: read.Elapsed.Seconds(), Rate: rate(read.Bytes, read.Elapsed),
 		SHA256: hex.EncodeToString(read.SHA256[:]), Out: out, Format: res.Format, OutBytes: res.Written,
 		BMap: res.BMap, MappedBytes: res.MappedBytes, Bound: readBound(read), BoundRatio: read.BoundRatio,
 		PartitionTable: res.Extent.Table,
@@ -147,19 +148,19 @@ func (a *app) backup(ctx context.Context, rep reporter, c *cobra.Command, t driv
 func presentBackup(rep reporter, e flash.Event) {
 	switch e := e.(type) {
 	case flash.BackupStarted:
-		rep.event(&readStartEvent{
-			eventHeader: eventHeader{Event: evStart}, Command: cmdRead,
-			Target: e.Target, Out: e.Out, Format: e.Format, TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
+		rep.event(&jsonevents.ReadStart{
+			Command: jsonevents.CommandRead,
+			Target:  e.Target, Out: e.Out, Format: e.Format, TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
 		}, fmt.Sprintf("Backing %s up to %s (%s) ...", e.Target, e.Out, e.Format))
 	case flash.InUse:
 		msg := inUseNote(e.Err)
-		rep.event(newNote(msg), msg)
+		rep.event(jsonevents.NewNote(msg), msg)
 	case flash.ExtentChosen:
 		if msg := extentNote(e.Card, e.Extent); msg != "" {
-			rep.event(newNote(msg), msg)
+			rep.event(jsonevents.NewNote(msg), msg)
 		}
 	default:
-		presentRead(rep, cmdRead, e)
+		presentRead(rep, jsonevents.CommandRead, e)
 	}
 }
 
@@ -191,14 +192,14 @@ func extentNote(name string, e imagedst.Extent) string {
 }
 
 // readBound names the side that limited a read.
-func readBound(res pipeline.ReadResult) bound {
+func readBound(res pipeline.ReadResult) jsonevents.Bound {
 	switch res.Bound {
 	case pipeline.BoundSink:
-		return boundSink
+		return jsonevents.BoundSink
 	case pipeline.BoundDevice:
-		return boundDevice
+		return jsonevents.BoundDevice
 	}
-	return boundNone
+	return jsonevents.BoundNone
 }
 
 func readBoundLine(res pipeline.ReadResult) string {

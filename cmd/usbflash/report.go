@@ -12,6 +12,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
 )
 
@@ -22,9 +23,9 @@ import (
 type reporter interface {
 	// event records a milestone; e becomes the JSON object, text is what
 	// a person reads ("" for nothing).
-	event(e event, text string)
+	event(e jsonevents.Event, text string)
 	// progress reports how far a phase got.
-	progress(p progressEvent)
+	progress(p jsonevents.Progress)
 	// fail reports the error that ends the command, with its exit code.
 	fail(err error, code int)
 }
@@ -67,33 +68,33 @@ type jsonReporter struct {
 	errOut io.Writer
 	quiet  bool
 	now    func() time.Time
-	phase  phase
+	phase  jsonevents.Phase
 }
 
 // emit writes e and says whether stdout took it.
-func (r *jsonReporter) emit(e event) bool {
-	h := e.header()
-	if r.quiet && h.Event != evSummary && h.Event != evError {
+func (r *jsonReporter) emit(e jsonevents.Event) bool {
+	if r.quiet && e.Name() != jsonevents.NameSummary && e.Name() != jsonevents.NameError {
 		return true
 	}
+	h := e.Head()
+	h.Event = e.Name()
 	h.Time = r.now().UTC().Format(time.RFC3339Nano)
 	return r.enc.Encode(e) == nil
 }
 
 // event writes e; should stdout be gone (its reader quit: a closed pipe),
 // the outcome still reaches a person on stderr, and nothing stops.
-func (r *jsonReporter) event(e event, text string) {
-	if !r.emit(e) && e.header().Event == evSummary {
+func (r *jsonReporter) event(e jsonevents.Event, text string) {
+	if !r.emit(e) && e.Name() == jsonevents.NameSummary {
 		fmt.Fprintln(r.errOut, text)
 	}
 }
 
-func (r *jsonReporter) progress(p progressEvent) {
+func (r *jsonReporter) progress(p jsonevents.Progress) {
 	if p.Phase != r.phase {
 		r.phase = p.Phase
-		r.emit(&phaseEvent{eventHeader{Event: evPhase}, p.Phase})
+		r.emit(&jsonevents.PhaseEvent{Phase: p.Phase})
 	}
-	p.eventHeader = eventHeader{Event: evProgress}
 	r.emit(&p)
 }
 
@@ -103,9 +104,9 @@ func (r *jsonReporter) fail(err error, code int) {
 	}
 }
 
-func newErrorEvent(err error, code int) *errorEvent {
+func newErrorEvent(err error, code int) *jsonevents.Error {
 	msg, hint := explain(err)
-	return &errorEvent{eventHeader{Event: evError}, msg, hint, code, exitName(code)}
+	return &jsonevents.Error{Message: msg, Hint: hint, Code: code, ExitName: exitName(code)}
 }
 
 // textReporter prints milestones as lines on stdout and progress on
@@ -117,18 +118,18 @@ type textReporter struct {
 	bars        *mpb.Progress // the bar of the phase under way (mpb, as for many cards)
 	bar         *mpb.Bar
 	desc        atomic.Pointer[string] // the bar's words, read by mpb's drawing goroutine
-	phase       phase
+	phase       jsonevents.Phase
 	lastLine    time.Time
 }
 
 // quietLiner is an event with the one line a person who asked for quiet
 // still wants (bench's recommendation); "" for none.
-type quietLiner interface{ quietLine() string }
+type quietLiner interface{ QuietLine() string }
 
-func (r *textReporter) event(e event, text string) {
+func (r *textReporter) event(e jsonevents.Event, text string) {
 	r.closeBar()
 	if q, ok := e.(quietLiner); ok && r.opts.quiet {
-		text = q.quietLine()
+		text = q.QuietLine()
 	} else if r.opts.quiet {
 		return
 	}
@@ -140,7 +141,7 @@ func (r *textReporter) event(e event, text string) {
 	}
 }
 
-func (r *textReporter) progress(p progressEvent) {
+func (r *textReporter) progress(p jsonevents.Progress) {
 	if r.opts.quiet {
 		return
 	}
@@ -148,13 +149,13 @@ func (r *textReporter) progress(p progressEvent) {
 		r.closeBar()
 		r.phase = p.Phase
 		r.lastLine = r.opts.now()
-		if p.Phase == phaseSync {
+		if p.Phase == jsonevents.PhaseSync {
 			// Nothing to count: the card is storing what it buffered.
 			fmt.Fprintln(r.errOut, "Syncing: waiting for the card to store every block it has buffered")
 			return
 		}
 	}
-	if p.Phase == phaseSync {
+	if p.Phase == jsonevents.PhaseSync {
 		return
 	}
 	if !r.opts.terminal {
@@ -182,7 +183,7 @@ func (r *textReporter) progress(p progressEvent) {
 
 // barPosition is what the bar fills: image bytes when their total is
 // known, else the compressed file's bytes read; -1 draws a spinner.
-func barPosition(p progressEvent) (max, cur int64) {
+func barPosition(p jsonevents.Progress) (max, cur int64) {
 	switch {
 	case p.Total > 0:
 		return p.Total, p.Done
@@ -195,14 +196,14 @@ func barPosition(p progressEvent) (max, cur int64) {
 // progressText is one progress line: "write: 1.20 GB of 4.00 GB (30%),
 // 35.1 MB/s, ETA 1m20s". Sizes and rates are decimal (MB, GB), as disk
 // and USB speeds are quoted, in the bar and the summary alike.
-func progressText(p progressEvent, percent bool) string {
+func progressText(p jsonevents.Progress, percent bool) string {
 	var b strings.Builder
-	if p.unit != "" {
+	if p.Unit != "" {
 		// A measurement of one step has nothing to count: the bar says
 		// it is under way.
 		b.WriteString(string(p.Phase))
 		if p.Total > 1 {
-			fmt.Fprintf(&b, ": %d of %d %s", p.Done, p.Total, p.unit)
+			fmt.Fprintf(&b, ": %d of %d %s", p.Done, p.Total, p.Unit)
 			if percent {
 				fmt.Fprintf(&b, " (%d%%)", p.Done*100/p.Total)
 			}
@@ -229,7 +230,7 @@ func progressText(p progressEvent, percent bool) string {
 }
 
 // remaining estimates the time left in a phase from its average rate.
-func remaining(p progressEvent) (time.Duration, bool) {
+func remaining(p jsonevents.Progress) (time.Duration, bool) {
 	elapsed := time.Duration(p.ElapsedS * float64(time.Second))
 	var frac float64
 	switch {
@@ -280,13 +281,13 @@ type lockedReporter struct {
 	failed bool
 }
 
-func (l *lockedReporter) event(e event, text string) {
+func (l *lockedReporter) event(e jsonevents.Event, text string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.r.event(e, text)
 }
 
-func (l *lockedReporter) progress(p progressEvent) {
+func (l *lockedReporter) progress(p jsonevents.Progress) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.r.progress(p)

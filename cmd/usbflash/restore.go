@@ -8,6 +8,7 @@ import (
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/fakecheck"
+	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
 )
 
@@ -55,6 +56,6 @@ func (a *app) restore(ctx context.Context, rep reporter, list, target string, fo
 	if r.Holds > 0 {
 		msg += fmt.Sprintf(" up to byte %d (past it the card keeps nothing)", r.Holds)
 	}
-	rep.event(newNote(msg), msg)
+	rep.event(jsonevents.NewNote(msg), msg)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
 )
@@ -63,14 +64,14 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 
 // verify runs a verify session and presents it.
 func (a *app) verify(ctx context.Context, rep reporter, cfg flash.VerifyConfig, t drive.Spec) error {
-	cfg.Observer = flash.ObserverFunc(func(e flash.Event) { presentRead(rep, cmdVerify, e) })
+	cfg.Observer = flash.ObserverFunc(func(e flash.Event) { presentRead(rep, jsonevents.CommandVerify, e) })
 	res, err := flash.Verify(ctx, cfg, t)
 	if err != nil {
 		return &compareError{err}
 	}
-	rep.event(&summaryEvent{
-		eventHeader: eventHeader{Event: evSummary}, Command: cmdVerify,
-		Bytes: res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed), Verified: true,
+	rep.event(&jsonevents.Summary{
+		Command: jsonevents.CommandVerify,
+		Bytes:   res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed), Verified: true,
 		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
 	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", res.Card, cfg.Image, units.FormatBytes(res.Bytes),
 		res.Elapsed.Round(time.Millisecond), units.FormatRate(rate(res.Bytes, res.Elapsed)),
@@ -80,19 +81,19 @@ func (a *app) verify(ctx context.Context, rep reporter, cfg flash.VerifyConfig, 
 
 // presentRead shows the events of a session that reads one card (verify,
 // read) as the single-card contract has them.
-func presentRead(rep reporter, cmd command, e flash.Event) {
+func presentRead(rep reporter, cmd jsonevents.Command, e flash.Event) {
 	switch e := e.(type) {
 	case flash.Started:
 		src := e.Source
-		rep.event(&startEvent{
-			eventHeader: eventHeader{Event: evStart}, Command: cmd,
-			Image: e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
+		rep.event(&jsonevents.Start{
+			Command: cmd,
+			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize),
 		}, fmt.Sprintf("Comparing %s (%s, %s) with %s ...", e.Image, src.Format, describeSize(src), e.Targets[0]))
 	case flash.BlockMapChosen:
 		presentBlockMap(rep, e)
 	case flash.Opened:
-		rep.event(&deviceEvent{eventHeader: eventHeader{Event: evDevice}, Target: e.Card, Capacity: e.Capacity,
+		rep.event(&jsonevents.Device{Target: e.Card, Capacity: e.Capacity,
 			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
 	case flash.Note:
 		rep.event(noteWithAdvice(e.Message, e.Notice))

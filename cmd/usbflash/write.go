@@ -18,6 +18,7 @@ import (
 	"github.com/usbflash/usbflash/fakecheck"
 	"github.com/usbflash/usbflash/flash"
 	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
 )
@@ -207,7 +208,7 @@ func (a *app) writeTargets(ctx context.Context, rep reporter, usb *drive.Readers
 		ts, skipped := drive.AllWithCards(readers)
 		for _, s := range skipped {
 			msg := "leaving " + s + " alone: in use"
-			rep.event(newNote(msg), "usbflash: "+msg)
+			rep.event(jsonevents.NewNote(msg), "usbflash: "+msg)
 		}
 		if len(ts) == 0 {
 			return nil, &refusedError{fmt.Sprintf("--all: none of the %d readers holds a card that is not in use; run 'usbflash list'", len(readers))}
@@ -339,11 +340,11 @@ func describeSize(src *imagesrc.Source) string {
 // size is unknown.
 func progressFunc(rep reporter, src *imagesrc.Source) func(pipeline.Progress) {
 	return func(p pipeline.Progress) {
-		e := progressEvent{Phase: phase(p.Phase), Done: p.Done, Total: p.Total, ElapsedS: p.Elapsed.Seconds()}
+		e := jsonevents.Progress{Phase: jsonevents.Phase(p.Phase), Done: p.Done, Total: p.Total, ElapsedS: p.Elapsed.Seconds()}
 		if p.Elapsed >= rateWarmUp && p.Done > 0 {
 			e.Rate = ptr(rate(p.Done, p.Elapsed))
 		}
-		if src != nil && src.Format != imagesrc.FormatRaw && e.Phase == phaseWrite {
+		if src != nil && src.Format != imagesrc.FormatRaw && e.Phase == jsonevents.PhaseWrite {
 			e.CompressedDone = ptr(src.CompressedRead())
 			if src.CompressedSize >= 0 {
 				e.CompressedTotal = ptr(src.CompressedSize)
@@ -368,9 +369,9 @@ func cpuLine(cpu time.Duration, bytes int64, memory string) string {
 
 func boundLine(res pipeline.WriteResult) string {
 	switch boundOf(res) {
-	case boundDecoder:
+	case jsonevents.BoundDecoder:
 		return fmt.Sprintf("Bottleneck: the decoder (busy %.1fx longer than the device; the writer waited %s for data)", res.BoundRatio, res.DecoderWait.Round(time.Millisecond))
-	case boundDevice:
+	case jsonevents.BoundDevice:
 		return fmt.Sprintf("Bottleneck: the device (busy %.1fx longer than the decoder; the decoder waited %s for free buffers)", res.BoundRatio, res.DeviceWait.Round(time.Millisecond))
 	}
 	return "Bottleneck: none measured"

@@ -1,4 +1,4 @@
-package main
+package jsonevents
 
 import "github.com/usbflash/usbflash/pipeline"
 
@@ -7,27 +7,27 @@ import "github.com/usbflash/usbflash/pipeline"
 // file instead of an image, and there is no decoder to be bound by.
 
 const (
-	evBlockMap eventName = "block_map" // write uses a block map: which, and what it maps
+	NameBlockMap Name = "block_map" // write uses a block map: which, and what it maps
 
-	cmdRead   command = "read"
-	phaseRead         = phase(pipeline.PhaseRead)
-	boundSink bound   = "sink" // compressing and writing the backup took longer than the card
+	CommandRead Command = "read"
+	PhaseRead           = Phase(pipeline.PhaseRead)
+	BoundSink   Bound   = "sink" // compressing and writing the backup took longer than the card
 )
 
-// blockMapEvent is the first event of a write with a block map: only the
+// BlockMap is the first event of a write with a block map: only the
 // mapped bytes are written and verified.
-type blockMapEvent struct {
-	eventHeader
+type BlockMap struct {
+	Header
 	BMap        string `json:"bmap"` // the map's path
 	Ranges      int    `json:"ranges"`
 	MappedBytes int64  `json:"mapped_bytes"`
 	ImageSize   int64  `json:"image_size"` // what the map says
 }
 
-// readStartEvent comes before the first command to the card.
-type readStartEvent struct {
-	eventHeader
-	Command      command `json:"command"`
+// ReadStart comes before the first command to the card.
+type ReadStart struct {
+	Header
+	Command      Command `json:"command"`
 	Target       string  `json:"target"` // as given on the command line
 	Out          string  `json:"out"`
 	Format       string  `json:"format"` // the output's compression, by its name
@@ -35,10 +35,10 @@ type readStartEvent struct {
 	Buffers      int     `json:"buffers"`
 }
 
-// readSummaryEvent says what was read and written.
-type readSummaryEvent struct {
-	eventHeader
-	Command  command `json:"command"`
+// ReadSummary says what was read and written.
+type ReadSummary struct {
+	Header
+	Command  Command `json:"command"`
 	Bytes    int64   `json:"bytes"` // read from the card
 	Reads    int     `json:"reads"` // READ commands
 	ElapsedS float64 `json:"elapsed_s"`
@@ -51,7 +51,7 @@ type readSummaryEvent struct {
 	// maps (the blocks that are not all zero).
 	BMap        string  `json:"bmap"`
 	MappedBytes int64   `json:"mapped_bytes"`
-	Bound       bound   `json:"bound"`
+	Bound       Bound   `json:"bound"`
 	BoundRatio  float64 `json:"bound_ratio"`
 	// PartitionTable is what --used found: MBR, GPT or none; absent
 	// without --used.

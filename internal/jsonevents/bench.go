@@ -1,4 +1,4 @@
-package main
+package jsonevents
 
 import (
 	"github.com/usbflash/usbflash/cardbench"
@@ -11,31 +11,31 @@ import (
 // error are the shared ones.
 
 const (
-	evPoint    eventName = "point"    // one measurement of a sweep
-	evRestored eventName = "restored" // --preserve put the region back and read it back
+	NamePoint    Name = "point"    // one measurement of a sweep
+	NameRestored Name = "restored" // --preserve put the region back and read it back
 )
 
-const cmdBench command = "bench"
+const CommandBench Command = "bench"
 
 // bench's phases: its progress events count the points of a sweep, or one
 // step of a measurement that is not a sweep. A kernel sweep (--compare) is
 // named by its path, cardbench.PathKernelDirect or PathKernelBuffered.
 const (
-	phaseReadSweep   phase = "read sweep"
-	phaseAlignment   phase = "alignment"
-	phaseRandomRead  phase = "random read"
-	phaseSave        phase = "save"
-	phaseWriteSweep  phase = "write sweep"
-	phaseRandomWrite phase = "random write"
-	phaseRestore     phase = "restore"
+	PhaseReadSweep   Phase = "read sweep"
+	PhaseAlignment   Phase = "alignment"
+	PhaseRandomRead  Phase = "random read"
+	PhaseSave        Phase = "save"
+	PhaseWriteSweep  Phase = "write sweep"
+	PhaseRandomWrite Phase = "random write"
+	PhaseRestore     Phase = "restore"
 )
 
-// benchUnit is what bench's progress counts, for the text reporter.
-const benchUnit = "points"
+// UnitPoints is what bench's progress counts, for the text reporter.
+const UnitPoints = "points"
 
-type benchStartEvent struct {
-	eventHeader
-	Command    command            `json:"command"`
+type BenchStart struct {
+	Header
+	Command    Command            `json:"command"`
 	Target     string             `json:"target"` // the name later messages use
 	Capacity   int64              `json:"capacity"`
 	BlockSize  int                `json:"block_size"`
@@ -49,8 +49,8 @@ type benchStartEvent struct {
 	Compare string `json:"compare,omitempty"`
 }
 
-type benchPointEvent struct {
-	eventHeader
+type BenchPoint struct {
+	Header
 	Path     string  `json:"path"` // direct, or a kernel path with --compare
 	Op       string  `json:"op"`
 	Size     int64   `json:"size"`
@@ -61,20 +61,20 @@ type benchPointEvent struct {
 	Rate     float64 `json:"rate"` // bytes per second
 }
 
-func newBenchPointEvent(p cardbench.Point) *benchPointEvent {
-	return &benchPointEvent{eventHeader{Event: evPoint}, p.Path, p.Op, p.Size, p.Region,
+func NewBenchPoint(p cardbench.Point) *BenchPoint {
+	return &BenchPoint{Header{}, p.Path, p.Op, p.Size, p.Region,
 		p.Bytes, p.Commands, p.Elapsed.Seconds(), p.Rate()}
 }
 
-type benchRestoredEvent struct {
-	eventHeader
+type BenchRestored struct {
+	Header
 	Offset   int64 `json:"offset"`
 	Length   int64 `json:"length"`
 	Verified bool  `json:"verified"`
 }
 
-// benchRandom is one run of random operations in the summary.
-type benchRandom struct {
+// BenchRandom is one run of random operations in the summary.
+type BenchRandom struct {
 	Op        string           `json:"op"`
 	Size      int64            `json:"size"`
 	Region    cardbench.Region `json:"region"`
@@ -83,15 +83,15 @@ type benchRandom struct {
 	PerSecond float64          `json:"per_second"`
 }
 
-type benchSummaryEvent struct {
-	eventHeader
-	Command                 command                `json:"command"`
+type BenchSummary struct {
+	Header
+	Command                 Command                `json:"command"`
 	Target                  string                 `json:"target"`
 	Capacity                int64                  `json:"capacity"`
 	BlockSize               int                    `json:"block_size"`
 	Series                  []cardbench.Series     `json:"series"`
 	Points                  []cardbench.Point      `json:"points"`
-	Random                  []benchRandom          `json:"random"`
+	Random                  []BenchRandom          `json:"random"`
 	RecommendedTransferSize int64                  `json:"recommended_transfer_size"` // 0: nothing to recommend from
 	RecommendedFrom         string                 `json:"recommended_from"`
 	BestRate                float64                `json:"best_rate"`
@@ -100,7 +100,9 @@ type benchSummaryEvent struct {
 	RoundTrip               *cardbench.RoundTrip   `json:"round_trip,omitempty"` // absent with --skip roundtrip and for file: targets
 	Plot                    string                 `json:"plot,omitempty"`       // with --plot
 
-	recommendation string // the line -q prints
+	// Recommendation is the line -q prints.
+	Recommendation string `json:"-"`
 }
 
-func (e *benchSummaryEvent) quietLine() string { return e.recommendation }
+// QuietLine is what a person who asked for quiet still reads.
+func (e *BenchSummary) QuietLine() string { return e.Recommendation }

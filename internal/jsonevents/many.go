@@ -1,4 +1,4 @@
-package main
+package jsonevents
 
 import "github.com/usbflash/usbflash/flash"
 
@@ -7,15 +7,15 @@ import "github.com/usbflash/usbflash/flash"
 // its target.
 
 const (
-	evCard         eventName = "card"          // what became of one card
-	evCardProgress eventName = "card_progress" // one card's bytes written, a few times a second
+	NameCard         Name = "card"          // what became of one card
+	NameCardProgress Name = "card_progress" // one card's bytes written, a few times a second
 )
 
-// manyStartEvent is the start event of a many-card write: "targets"
+// ManyStart is the start event of a many-card write: "targets"
 // instead of "target".
-type manyStartEvent struct {
-	eventHeader
-	Command      command  `json:"command"`
+type ManyStart struct {
+	Header
+	Command      Command  `json:"command"`
 	Image        string   `json:"image"`
 	Format       string   `json:"format"`
 	Size         int64    `json:"size"` // decoded bytes; -1 when unknown
@@ -26,25 +26,25 @@ type manyStartEvent struct {
 	Lag          int      `json:"lag"`
 }
 
-type cardEvent struct {
-	eventHeader
+type Card struct {
+	Header
 	flash.Record
 }
 
-type cardProgressEvent struct {
-	eventHeader
-	Phase  phase  `json:"phase"`
+type CardProgress struct {
+	Header
+	Phase  Phase  `json:"phase"`
 	Target string `json:"target"`
 	Done   int64  `json:"done"`  // image bytes written to this card
 	Total  int64  `json:"total"` // image bytes; -1 when unknown
 	Failed bool   `json:"failed"`
 }
 
-// manySummaryEvent ends a many-card write or a --watch session, whatever
+// ManySummary ends a many-card write or a --watch session, whatever
 // became of the cards; the card events say which failed.
-type manySummaryEvent struct {
-	eventHeader
-	Command   command `json:"command"`
+type ManySummary struct {
+	Header
+	Command   Command `json:"command"`
 	Cards     int     `json:"cards"`
 	Succeeded int     `json:"succeeded"`
 	Failed    int     `json:"failed"`

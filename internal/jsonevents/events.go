@@ -1,68 +1,71 @@
-package main
+// Package jsonevents is usbflash's --json output: the events a command
+// prints, one JSON object per line, and events.schema.json, their
+// contract. Every event has "event" and "time"; the schema holds the exact
+// shape, a test checks every event the commands emit against it, and
+// docs/events.md, the reference, is generated from it (internal/eventsdoc,
+// go generate ./cmd/usbflash).
+package jsonevents
 
-import (
-	"github.com/usbflash/usbflash/pipeline"
-)
+import "github.com/usbflash/usbflash/pipeline"
 
-// The JSON events of write and verify (--json), one object per line. Every
-// event has "event" and "time"; events.schema.json holds the exact
-// contract, and a test checks every event the commands emit against it.
-// docs/events.md, the reference, is generated from the schema:
-
-//go:generate go run ../../internal/eventsdoc/gen events.schema.json ../../docs/events.md
-
-// eventName is the "event" field.
-type eventName string
+// Name is the "event" field.
+type Name string
 
 const (
-	evStart    eventName = "start"    // before the first command to the target
-	evDevice   eventName = "device"   // the target is open: its name and size
-	evPhase    eventName = "phase"    // a phase begins
-	evProgress eventName = "progress" // bytes done in the phase, a few times a second
-	evNote     eventName = "note"     // something worth knowing that changes nothing
-	evSummary  eventName = "summary"  // the command succeeded
-	evError    eventName = "error"    // the command failed: the last event
+	NameStart    Name = "start"    // before the first command to the target
+	NameDevice   Name = "device"   // the target is open: its name and size
+	NamePhase    Name = "phase"    // a phase begins
+	NameProgress Name = "progress" // bytes done in the phase, a few times a second
+	NameNote     Name = "note"     // something worth knowing that changes nothing
+	NameSummary  Name = "summary"  // the command succeeded
+	NameError    Name = "error"    // the command failed: the last event
 )
 
-// phase is what a command is doing; the values are pipeline's.
-type phase string
+// Phase is what a command is doing; the values are pipeline's.
+type Phase string
 
 const (
-	phaseWrite  = phase(pipeline.PhaseWrite)
-	phaseSync   = phase(pipeline.PhaseSync)
-	phaseVerify = phase(pipeline.PhaseVerify)
+	PhaseWrite  = Phase(pipeline.PhaseWrite)
+	PhaseSync   = Phase(pipeline.PhaseSync)
+	PhaseVerify = Phase(pipeline.PhaseVerify)
 )
 
-// bound is which side limited a write's speed.
-type bound string
+// Bound is which side limited a write's speed.
+type Bound string
 
 const (
-	boundDecoder bound = "decoder"
-	boundDevice  bound = "device"
-	boundNone    bound = "none" // nothing measured
+	BoundDecoder Bound = "decoder"
+	BoundDevice  Bound = "device"
+	BoundNone    Bound = "none" // nothing measured
 )
 
-// command names the command in start and summary events.
-type command string
+// Command names the command in start and summary events.
+type Command string
 
 const (
-	cmdWrite  command = "write"
-	cmdVerify command = "verify"
+	CommandWrite  Command = "write"
+	CommandVerify Command = "verify"
 )
 
-type eventHeader struct {
-	Event eventName `json:"event"`
-	Time  string    `json:"time"` // RFC 3339, UTC
+// Header is what every event begins with.
+type Header struct {
+	Event Name   `json:"event"`
+	Time  string `json:"time"` // RFC 3339, UTC
 }
 
-func (h *eventHeader) header() *eventHeader { return h }
+// Head is the event's header, for the encoder to fill in.
+func (h *Header) Head() *Header { return h }
 
-// event is a pointer to one of the event structs below.
-type event interface{ header() *eventHeader }
+// Event is a pointer to one of this package's event structs; its Name is
+// what the encoder writes as "event".
+type Event interface {
+	Head() *Header
+	Name() Name
+}
 
-type startEvent struct {
-	eventHeader
-	Command        command `json:"command"`
+type Start struct {
+	Header
+	Command        Command `json:"command"`
 	Image          string  `json:"image"`
 	Format         string  `json:"format"`
 	Size           int64   `json:"size"` // decoded bytes; -1 when unknown
@@ -73,22 +76,22 @@ type startEvent struct {
 	Buffers        int     `json:"buffers,omitempty"`
 }
 
-type deviceEvent struct {
-	eventHeader
+type Device struct {
+	Header
 	Target       string `json:"target"` // the name every later message uses
 	Capacity     int64  `json:"capacity"`
 	BlockSize    int    `json:"block_size"`
 	TransferSize int64  `json:"transfer_size"` // what is used, after the device's limits
 }
 
-type phaseEvent struct {
-	eventHeader
-	Phase phase `json:"phase"`
+type PhaseEvent struct {
+	Header
+	Phase Phase `json:"phase"`
 }
 
-type progressEvent struct {
-	eventHeader
-	Phase phase `json:"phase"`
+type Progress struct {
+	Header
+	Phase Phase `json:"phase"`
 	// Done and Total count image (decoded) bytes; Total is -1 when unknown.
 	Done  int64 `json:"done"`
 	Total int64 `json:"total"`
@@ -100,25 +103,24 @@ type progressEvent struct {
 	// Rate is bytes per second over the phase; absent until it means
 	// something (a second into the phase).
 	Rate *float64 `json:"rate,omitempty"`
-	// unit, when set, is what Done and Total count instead of bytes
+	// Unit, when set, is what Done and Total count instead of bytes
 	// (bench counts the points of a sweep): the text names it. The JSON
 	// tells them apart by the phase.
-	unit string
+	Unit string `json:"-"`
 }
 
-type noteEvent struct {
-	eventHeader
+type Note struct {
+	Header
 	Message string `json:"message"`
 	Hint    string `json:"hint,omitempty"` // the advice, for a note that has some
 }
 
-func newNote(msg string) *noteEvent {
-	return &noteEvent{eventHeader: eventHeader{Event: evNote}, Message: msg}
-}
+// NewNote is a note event saying msg.
+func NewNote(msg string) *Note { return &Note{Message: msg} }
 
-type summaryEvent struct {
-	eventHeader
-	Command  command `json:"command"`
+type Summary struct {
+	Header
+	Command  Command `json:"command"`
 	Bytes    int64   `json:"bytes"`
 	ElapsedS float64 `json:"elapsed_s"`
 	Rate     float64 `json:"rate"`
@@ -131,7 +133,7 @@ type summaryEvent struct {
 	VerifyElapsedS *float64 `json:"verify_elapsed_s,omitempty"`
 	// VerifyTransferSize is the bytes per READ of the read-back.
 	VerifyTransferSize int64    `json:"verify_transfer_size,omitempty"`
-	Bound              bound    `json:"bound,omitempty"`
+	Bound              Bound    `json:"bound,omitempty"`
 	BoundRatio         float64  `json:"bound_ratio,omitempty"`
 	DecoderWaitS       *float64 `json:"decoder_wait_s,omitempty"`
 	DeviceWaitS        *float64 `json:"device_wait_s,omitempty"`
@@ -147,12 +149,11 @@ type summaryEvent struct {
 	CPUPerGiB float64 `json:"cpu_s_per_gib"`
 }
 
-type errorEvent struct {
-	eventHeader
+type Error struct {
+	Header
 	Message string `json:"message"`        // the facts
 	Hint    string `json:"hint,omitempty"` // what to do about it, when there is advice
 	Code    int    `json:"code"`           // the exit code
-	Name    string `json:"name"`           // the exit code's name in the table
+	// ExitName is the exit code's name in the table.
+	ExitName string `json:"name"`
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -309,6 +309,11 @@ func driveAdviceCases(t *testing.T) []adviceCase {
 		{"target/same reader twice", kind(drive.ErrSameReader, "targets 0 and 0 are the same reader"), "name each slot with /LUN (lun=N for sim:)"},
 		{"target/which slot", kind(drive.ErrWhichSlot, "usb:1.4 has 2 LUNs (slots), 2 with a card"), "choose one with /LUN (lun=N for sim:)"},
 		{"target/file needs a size", kind(drive.ErrNeedsSize, "target file:/tmp/card.img does not exist"), "give one, as in file:/tmp/card.img?size=8GiB"},
+		// One piece of advice for every way a disk is used.
+		{"target/in use, mounted and held", &drive.Error{Target: "file:/dev/sdb", Msg: "file:/dev/sdb is in use: /dev/sdb1 is mounted on /mnt, /dev/sdb2 is held by dm-0",
+			Err: drive.ErrInUse, Uses: []drive.Use{drive.UseMounted, drive.UseHeld}},
+			"unmount it and close the dm-crypt, LVM or RAID device that holds it first, or pass --force if you are sure"},
+		{"target/in use, no use named", &drive.Error{Target: "file:/dev/sdb", Msg: "file:/dev/sdb is in use", Err: drive.ErrInUse}, "close what uses it first, or pass --force if you are sure"},
 		{"compare/not usb", compare(drive.ErrNotUSB, "not a usb: reader"), "give --compare=file:PATH"},
 		{"compare/no kernel disk", compare(drive.ErrNoKernelDisk, "the kernel has no disk for it"), "give --compare=file:/dev/sdX"},
 		{"compare/several kernel disks", compare(drive.ErrKernelDisks, "several kernel disks"), "add /LUN to the target"},

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/pipeline"
@@ -42,6 +40,14 @@ func TestCommandLineMistakesExit2(t *testing.T) {
 		{[]string{"version", "extra"}, "version needs no arguments, got 1 argument"},
 		{[]string{"completion", "bash", "extra"}, "bash needs no arguments, got 1 argument; see 'usbflash completion bash --help'"},
 		{[]string{"completion", "zsh", "a", "b"}, "zsh needs no arguments, got 2 arguments"},
+		{[]string{"write", image}, "write needs IMAGE and at least one TARGET (got 1 argument(s))"},
+		{[]string{"write", image, "/dev/sdb"}, `target "/dev/sdb" is a path, which a target names as file:/dev/sdb`},
+		{[]string{"write", "--transfer-size", "fast", image, card}, `--transfer-size: size "fast": want a number with an optional unit`},
+		{[]string{"write", "--buffers", "1", image, card}, "--buffers: 1 is fewer than 2"},
+		{[]string{"write", "--no-such-flag", image, card}, "unknown flag: --no-such-flag; see 'usbflash write --help'"},
+		{[]string{"info"}, "info needs a TARGET, got 0 arguments"},
+		{[]string{"info", "usb:zz:00"}, "VID and PID must be hexadecimal"},
+		{[]string{"list", "extra"}, "list needs no arguments, got 1 argument"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -88,7 +94,9 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-func TestCompletion(t *testing.T) {
+// TestHelpAndCompletion: what the commands that only print say: help
+// states the memory bound, completion offers targets, sizes and scripts.
+func TestHelpAndCompletion(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, "unused", nil)
@@ -105,6 +113,8 @@ func TestCompletion(t *testing.T) {
 		{[]string{"__complete", "write", "--transfer-size", ""}, "4MiB\t"},
 		{[]string{"__complete", "verify", "--transfer-size", ""}, "1MiB\t"},
 		{[]string{"completion", "bash"}, "bash completion"},
+		{[]string{"write", "--help"}, "at most 1 GiB"},
+		{[]string{"verify", "--help"}, "at most 1 GiB"},
 	}
 	for _, tt := range tests {
 		r := runCLI(t, tt.args...)
@@ -118,45 +128,6 @@ func writeFileAt(t *testing.T, path string) {
 	t.Helper()
 	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatalf("creating %s: %v", path, err)
-	}
-}
-
-func TestQuietJSONPrintsOnlyTheOutcome(t *testing.T) {
-	t.Parallel()
-	image := writeFile(t, "os.img", testImage(1<<20))
-	card := filepath.Join(t.TempDir(), "card.img")
-	r := runCLI(t, "write", "--yes", "--json", "-q", image, "sim:"+card+"?size=2MiB")
-	if events := jsonEvents(t, r.stdout); r.code != exitOK || len(events) != 1 || events[0]["event"] != "summary" {
-		t.Errorf("exit %d, events %v: want only the summary", r.code, events)
-	}
-	r = runCLI(t, "write", "--yes", "--json", "-q", image, "sim:"+card+"?size=2MiB&wp=1")
-	if events := jsonEvents(t, r.stdout); r.code != exitRefused || len(events) != 1 || events[0]["event"] != "error" {
-		t.Errorf("exit %d, events %v: want only the error", r.code, events)
-	}
-	// Plain -q: nothing on stdout, the error on stderr.
-	r = runCLI(t, "write", "--yes", "-q", image, "sim:"+card+"?size=2MiB&wp=1")
-	if r.stdout != "" || !strings.Contains(r.stderr, "write-protected") {
-		t.Errorf("-q: stdout %q, stderr %q", r.stdout, r.stderr)
-	}
-}
-
-func TestEjectOnAFileSaysItDoesNothing(t *testing.T) {
-	t.Parallel()
-	image := writeFile(t, "os.img", testImage(64<<10))
-	out := filepath.Join(t.TempDir(), "out.img")
-	r := runCLI(t, "write", "--yes", "--json", "--eject", "--transfer-size", "64KiB", image, "file:"+out)
-	if r.code != exitOK {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	if n := lastEvent(t, r.stdout, "note"); n["message"] != "--eject does nothing for a file: target" {
-		t.Errorf("note %v", n)
-	}
-	if s := lastEvent(t, r.stdout, "summary"); s["ejected"] != false {
-		t.Errorf("summary %v: want ejected false", s)
-	}
-	r = runCLI(t, "write", "--yes", "--eject", "--transfer-size", "64KiB", image, "file:"+out)
-	if !strings.Contains(r.stdout, "Not ejected: --eject does nothing for a file: target") {
-		t.Errorf("stdout %q", r.stdout)
 	}
 }
 
@@ -322,38 +293,6 @@ func TestWordsAgreeWithNumbers(t *testing.T) {
 	r := runCLI(t, "write", "--yes", "--transfer-size", "4KiB", image, "sim:"+card+"?size=1MiB")
 	if r.code != exitOK || !regexp.MustCompile(`, (1 command|[02-9] commands)\n`).MatchString(r.stdout) {
 		t.Errorf("exit %d, stdout %q", r.code, r.stdout)
-	}
-}
-
-func TestHelpStatesTheMemoryBound(t *testing.T) {
-	t.Parallel()
-	for _, cmd := range []string{"write", "verify"} {
-		r := runCLI(t, cmd, "--help")
-		if r.code != exitOK || !strings.Contains(r.stdout, "at most 1 GiB") {
-			t.Errorf("%s --help: exit %d, does not state the memory bound:\n%s", cmd, r.code, r.stdout)
-		}
-	}
-}
-
-// TestNoChecksumIsSaid: a compressed image without a checksum of its own
-// is written, and the user is told what alone can tell it is intact.
-func TestNoChecksumIsSaid(t *testing.T) {
-	t.Parallel()
-	img := testImage(1<<20 + 99)
-	for _, crc := range []bool{false, true} {
-		var buf bytes.Buffer
-		enc, err := zstd.NewWriter(&buf, zstd.WithEncoderCRC(crc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		enc.Write(img)
-		enc.Close()
-		image := writeFile(t, "os.img.zst", buf.Bytes())
-		card := filepath.Join(t.TempDir(), "card.img")
-		r := runCLI(t, "write", "--yes", image, "sim:"+card+"?size=4MiB")
-		if said := strings.Contains(r.stdout, "carries no checksum of its own"); r.code != exitOK || said == crc {
-			t.Errorf("checksum %v: exit %d, note said %v\n%s", crc, r.code, said, r.stdout)
-		}
 	}
 }
 

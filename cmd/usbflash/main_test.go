@@ -6,13 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/testimage"
@@ -118,51 +116,6 @@ func lastEvent(t *testing.T, out, name string) map[string]any {
 	return found
 }
 
-func TestVerifyFindsFirstBadLBA(t *testing.T) {
-	t.Parallel()
-	img := testImage(1 << 20)
-	image := writeFile(t, "os.img", img)
-	card := filepath.Join(t.TempDir(), "card.img")
-	if r := runCLI(t, "write", "--yes", "--quiet", image, "sim:"+card+"?size=2MiB"); r.code != exitOK {
-		t.Fatalf("write: exit %d: %s", r.code, r.stderr)
-	}
-	if r := runCLI(t, "verify", image, "sim:"+card); r.code != exitOK {
-		t.Fatalf("verify of a good card: exit %d: %s", r.code, r.stderr)
-	}
-	f, err := os.OpenFile(card, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteAt([]byte{^img[700000]}, 700000)
-	f.Close()
-	r := runCLI(t, "verify", image, "sim:"+card)
-	if r.code != exitVerify {
-		t.Fatalf("exit %d, want %d: %s", r.code, exitVerify, r.stderr)
-	}
-	if want := fmt.Sprintf("LBA %d", 700000/512); !strings.Contains(r.stderr, want) {
-		t.Errorf("stderr %q does not name %s", r.stderr, want)
-	}
-}
-
-func TestUsageErrorsExit2(t *testing.T) {
-	t.Parallel()
-	image := writeFile(t, "os.img", testImage(4096))
-	for _, args := range [][]string{
-		{"write", image},
-		{"write", image, "/dev/sdb"},
-		{"write", "--transfer-size", "fast", image, "sim:x.img"},
-		{"write", "--buffers", "1", image, "sim:x.img"},
-		{"write", "--no-such-flag", image, "sim:x.img"},
-		{"info"},
-		{"info", "usb:zz:00"},
-		{"list", "extra"},
-	} {
-		if r := runCLI(t, args...); r.code != exitUsage {
-			t.Errorf("%v: exit %d, want %d (stderr %q)", args, r.code, exitUsage, r.stderr)
-		}
-	}
-}
-
 func TestListWithoutUSBSaysSoAndSucceeds(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat("/dev/bus/usb"); err == nil {
@@ -209,54 +162,6 @@ func TestInfoDescribesSimulatedCard(t *testing.T) {
 	r = runCLI(t, "info", "sim:"+card+"?nomedium=1")
 	if r.code != exitOK || !strings.Contains(r.stdout, "no medium") { // described, not failed
 		t.Errorf("empty slot: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
-	}
-}
-
-// cancelAfterProgress cancels the run when the first progress event shows
-// that writing has started.
-type cancelAfterProgress struct {
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	seen   bool
-}
-
-func (c *cancelAfterProgress) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.seen && bytes.Contains(p, []byte(`"event":"progress"`)) && bytes.Contains(p, []byte(`"phase":"write"`)) {
-		c.seen = true
-		c.cancel()
-	}
-	return len(p), nil
-}
-
-func TestCancelledWriteLeavesNoBootSector(t *testing.T) {
-	t.Parallel()
-	img := testImage(8 << 20)
-	image := writeFile(t, "os.img", img)
-	card := filepath.Join(t.TempDir(), "card.img")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// A slow card, so the write is surely in progress when cancelled.
-	r := runCLIContext(t, ctx, &cancelAfterProgress{cancel: cancel}, "write", "--yes", "--json", "--transfer-size", "256KiB",
-		image, "sim:"+card+"?size=16MiB&speed=20MB/s")
-	if r.code != exitCancelled {
-		t.Fatalf("exit %d, want %d\n%s\n%s", r.code, exitCancelled, r.stdout, r.stderr)
-	}
-	// How far it got and what to do, not "context canceled".
-	e := lastEvent(t, r.stdout, "error")
-	msg, _ := e["message"].(string)
-	if !strings.HasPrefix(msg, "write to sim:"+card+" cancelled after ") ||
-		!strings.HasSuffix(msg, "; the first transfer was left zeroed so the card does not boot a partial image") ||
-		strings.Contains(msg, "context") {
-		t.Errorf("message %q", msg)
-	}
-	if e["hint"] != "run the write again" || e["name"] != "cancelled" {
-		t.Errorf("hint %q, name %q", e["hint"], e["name"])
-	}
-	got, _ := os.ReadFile(card)
-	if bytes.Count(got[:256<<10], []byte{0}) != 256<<10 {
-		t.Error("the first transfer was written (or not zeroed) by an interrupted write")
 	}
 }
 

@@ -327,6 +327,20 @@ func TestPromisesOnEveryPath(t *testing.T) {
 					return
 				}
 				untouched(t, e, m, r)
+				if m.name != "one" {
+					return
+				}
+				// How far it got and what to do, not "context canceled".
+				ev := lastEvent(t, r.stdout, "error")
+				msg, _ := ev["message"].(string)
+				if !strings.HasPrefix(msg, "write to sim:"+e.path(0)+" cancelled after ") ||
+					!strings.HasSuffix(msg, "; the first transfer was left zeroed so the card does not boot a partial image") ||
+					strings.Contains(msg, "context") || ev["hint"] != "run the write again" || ev["name"] != "cancelled" {
+					t.Errorf("error event %v", ev)
+				}
+				if got, _ := os.ReadFile(e.path(0)); bytes.Count(got[:1<<20], []byte{0}) != 1<<20 {
+					t.Error("the first transfer was written (or not zeroed) by an interrupted write")
+				}
 			},
 		},
 		{

@@ -27,45 +27,6 @@ func notes(t *testing.T, stdout string) []jsonevents.Note {
 	return out
 }
 
-// TestChokingReaderNoteAndAdvice: a reader that fails large commands is
-// written and verified anyway, and the note that says so once carries the
-// flag that starts there next time.
-func TestChokingReaderNoteAndAdvice(t *testing.T) {
-	t.Parallel()
-	img := testImage(6<<20 + 1000)
-	image := writeFile(t, "os.img", img)
-	for _, tt := range []struct {
-		card, hint string
-	}{
-		{"?size=8MiB&clock=virtual&choke=240", "pass --transfer-size 120KiB to start there"},
-		{"?size=8MiB&clock=virtual&choke=64:stall&vid=1234&pid=5678", "pass --transfer-size 32KiB, or --quirks 1234:5678:m (as Linux's usb-storage.quirks=), to start there"},
-	} {
-		card := filepath.Join(t.TempDir(), "card.img")
-		r := runCLI(t, "write", "--json", "--yes", image, "sim:"+card+tt.card)
-		if r.code != exitOK {
-			t.Fatalf("%s: exit %d: %s %s", tt.card, r.code, r.stdout, r.stderr)
-		}
-		var hints []string
-		for _, n := range notes(t, r.stdout) {
-			if n.Hint != "" {
-				hints = append(hints, n.Hint)
-			}
-		}
-		if len(hints) == 0 || hints[len(hints)-1] != tt.hint {
-			t.Errorf("%s: hints %q, want the last to be %q", tt.card, hints, tt.hint)
-		}
-		got, _ := os.ReadFile(card)
-		if !bytes.Equal(got[:len(img)], img) {
-			t.Errorf("%s: the card does not hold the image", tt.card)
-		}
-		// Without --json, the advice is the line after the note.
-		r = runCLI(t, "write", "--yes", image, "sim:"+card+tt.card)
-		if r.code != exitOK || !strings.Contains(r.stdout, "commands of 1 MiB") || !strings.Contains(r.stdout, "\n"+ensureSentence(tt.hint)+"\n") {
-			t.Errorf("%s: exit %d, stdout:\n%s", tt.card, r.code, r.stdout)
-		}
-	}
-}
-
 // TestQuirksShownWithSources: info shows each flag in force and where it
 // came from: the table (by the sim's VID:PID), the environment, --quirks.
 func TestQuirksShownWithSources(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/internal/testtargets"
 )
 
@@ -96,18 +95,6 @@ func TestRefusedWriteLeavesNoNewTarget(t *testing.T) {
 	}
 	if _, err := os.Stat(existing); err != nil {
 		t.Error("a refused write removed a target that existed before")
-	}
-}
-
-// TestInUseAdvice: one piece of advice for every way a disk is used.
-func TestInUseAdvice(t *testing.T) {
-	t.Parallel()
-	err := &drive.Error{Err: drive.ErrInUse, Uses: []drive.Use{drive.UseMounted, drive.UseHeld}}
-	if got, want := hint(err), "unmount it and close the dm-crypt, LVM or RAID device that holds it first, or pass --force if you are sure"; got != want {
-		t.Errorf("hint = %q, want %q", got, want)
-	}
-	if got := hint(&drive.Error{Err: drive.ErrInUse}); !strings.HasPrefix(got, "close what uses it first") {
-		t.Errorf("hint without uses = %q", got)
 	}
 }
 

@@ -49,6 +49,7 @@ func TestWriteVerifyHash(t *testing.T) {
 // MiB by default, the one given otherwise) and the write's read-back's, as
 // the events say; a card smaller than the image fails verify with exit 6
 // and one message whatever the image's format, saying nothing of writing;
+// a card that differs fails it naming the first LBA that does;
 // Ctrl-C during a write's verify exits 130 saying the image was written in
 // full, and how to check it.
 func TestVerifyContract(t *testing.T) {
@@ -94,6 +95,28 @@ func TestVerifyContract(t *testing.T) {
 			if r.code != exitVerify || !strings.Contains(r.stderr, "holds 2.10 MB, less than the image") || strings.Contains(r.stderr, "writ") {
 				t.Errorf("verify %s: exit %d, want %d\n%s", name, r.code, exitVerify, r.stderr)
 			}
+		}
+	})
+	t.Run("the first bad LBA", func(t *testing.T) {
+		t.Parallel()
+		img := testImage(1 << 20)
+		image := writeFile(t, "os.img", img)
+		card := filepath.Join(t.TempDir(), "card.img")
+		if r := runCLI(t, "write", "--yes", "--quiet", image, "sim:"+card+"?size=2MiB"); r.code != exitOK {
+			t.Fatalf("write: exit %d: %s", r.code, r.stderr)
+		}
+		if r := runCLI(t, "verify", image, "sim:"+card); r.code != exitOK {
+			t.Fatalf("verify of a good card: exit %d: %s", r.code, r.stderr)
+		}
+		f, err := os.OpenFile(card, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt([]byte{^img[700000]}, 700000)
+		f.Close()
+		r := runCLI(t, "verify", image, "sim:"+card)
+		if want := fmt.Sprintf("LBA %d", 700000/512); r.code != exitVerify || !strings.Contains(r.stderr, want) {
+			t.Errorf("exit %d, want %d naming %s: %s", r.code, exitVerify, want, r.stderr)
 		}
 	})
 	t.Run("Ctrl-C during a write's verify", func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // TestWriteCommand: what write says and exits with for each way a write
@@ -34,6 +36,44 @@ func TestWriteCommand(t *testing.T) {
 	pageXZ, pageIMG := file("page.img.xz", page), file("page.img", page)
 	sums := file("sums.img", []byte("3f2a  os.img.xz\n"))
 	newFile := filepath.Join(dir, "new.img")
+	zst := func(crc bool) []byte {
+		var buf bytes.Buffer
+		enc, err := zstd.NewWriter(&buf, zstd.WithEncoderCRC(crc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc.Write(img)
+		enc.Close()
+		return buf.Bytes()
+	}
+	zstNoCRC, zstCRC := file("nocrc.img.zst", zst(false)), file("crc.img.zst", zst(true))
+	holds := func(t *testing.T, card string) {
+		if got, _ := os.ReadFile(card); len(got) < len(img) || !bytes.Equal(got[:len(img)], img) {
+			t.Error("the card does not hold the image")
+		}
+	}
+	only := func(event string) func(t *testing.T, r result) {
+		return func(t *testing.T, r result) {
+			if evs := jsonEvents(t, r.stdout); len(evs) != 1 || evs[0]["event"] != event {
+				t.Errorf("events %v: want only the %s", evs, event)
+			}
+		}
+	}
+	// The notes of a reader that fails large commands end with the
+	// advice to start at the size that works.
+	lastHint := func(want string) func(t *testing.T, r result) {
+		return func(t *testing.T, r result) {
+			var hints []string
+			for _, n := range notes(t, r.stdout) {
+				if n.Hint != "" {
+					hints = append(hints, n.Hint)
+				}
+			}
+			if len(hints) == 0 || hints[len(hints)-1] != want {
+				t.Errorf("hints %q, want the last to be %q", hints, want)
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name   string
 		args   []string // after write; CARD is a new sim: card's target
@@ -42,6 +82,7 @@ func TestWriteCommand(t *testing.T) {
 		stdout []string                        // each in stdout
 		not    []string                        // none in stdout
 		after  func(t *testing.T, card string) // what the card (sim: CARD) or file holds
+		out    func(t *testing.T, r result)    // what else the output must say
 	}{
 		{name: "sha256", args: []string{"--json", "--yes", "--verify-hash", "sha256", xz, "CARD?size=4MiB"}, code: exitOK,
 			stdout: []string{`"phase":"write"`, `"phase":"sync"`, `"phase":"verify"`, `"verify":"sha256"`, `"sha256":"` + hex.EncodeToString(sum[:]) + `"`}},
@@ -69,6 +110,31 @@ func TestWriteCommand(t *testing.T) {
 				t.Errorf("the image file is %d bytes (%v), want the image (%d) in whole blocks", len(got), err, len(img))
 			}
 		}},
+		{name: "quiet JSON: the summary alone", args: []string{"--yes", "--json", "-q", raw, "CARD?size=4MiB"}, code: exitOK, out: only("summary")},
+		{name: "quiet JSON: the error alone", args: []string{"--yes", "--json", "-q", raw, "CARD?size=4MiB&wp=1"}, code: exitRefused, out: only("error")},
+		{name: "quiet: nothing on stdout, the error on stderr", args: []string{"--yes", "-q", raw, "CARD?size=4MiB&wp=1"}, code: exitRefused,
+			stderr: []string{"write-protected"}, out: func(t *testing.T, r result) {
+				if r.stdout != "" {
+					t.Errorf("stdout %q", r.stdout)
+				}
+			}},
+		{name: "eject on a file, JSON", args: []string{"--yes", "--json", "--eject", raw, "file:" + newFile + ".eject?size=4MiB"}, code: exitOK,
+			stdout: []string{`"message":"--eject does nothing for a file: target"`, `"ejected":false`}},
+		{name: "eject on a file", args: []string{"--yes", "--eject", raw, "file:" + newFile + ".eject2?size=4MiB"}, code: exitOK,
+			stdout: []string{"Not ejected: --eject does nothing for a file: target"}},
+		// A compressed image without a checksum of its own is written,
+		// and the user is told what alone can tell it is intact.
+		{name: "zstd without a checksum", args: []string{"--yes", zstNoCRC, "CARD?size=4MiB"}, code: exitOK, stdout: []string{"carries no checksum of its own"}},
+		{name: "zstd with a checksum", args: []string{"--yes", zstCRC, "CARD?size=4MiB"}, code: exitOK, not: []string{"carries no checksum of its own"}},
+		// A reader that fails large commands is written and verified
+		// anyway (drive.TestMisbehavingReaders); its note carries the
+		// flag that starts there next time.
+		{name: "a reader that chokes above 240 blocks, JSON", args: []string{"--json", "--yes", raw, "CARD?size=4MiB&clock=virtual&choke=240"}, code: exitOK,
+			after: holds, out: lastHint("pass --transfer-size 120KiB to start there")},
+		{name: "a reader that chokes above 64 blocks, JSON", args: []string{"--json", "--yes", raw, "CARD?size=4MiB&clock=virtual&choke=64:stall&vid=1234&pid=5678"}, code: exitOK,
+			after: holds, out: lastHint("pass --transfer-size 32KiB, or --quirks 1234:5678:m (as Linux's usb-storage.quirks=), to start there")},
+		{name: "a reader that chokes above 240 blocks", args: []string{"--yes", raw, "CARD?size=4MiB&clock=virtual&choke=240"}, code: exitOK,
+			stdout: []string{"commands of 1 MiB", "\nPass --transfer-size 120KiB to start there.\n"}},
 		{name: "a new file for a gzip image needs a size", args: []string{"--yes", gz, "file:" + newFile + ".2"}, code: exitUsage, stderr: []string{"?size="}},
 		{name: "a new file of the size given", args: []string{"--yes", gz, "file:" + newFile + ".3?size=4MiB"}, code: exitOK},
 		{name: "two loaded slots, no /LUN", args: []string{"--yes", raw, "CARD?size=4MiB&luns=2"}, code: exitUsage, stderr: []string{"/LUN"}},
@@ -108,6 +174,9 @@ func TestWriteCommand(t *testing.T) {
 			}
 			if tc.after != nil {
 				tc.after(t, card)
+			}
+			if tc.out != nil {
+				tc.out(t, r)
 			}
 		})
 	}

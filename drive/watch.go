@@ -80,6 +80,9 @@ type WatchOptions struct {
 	// OnNote is told what concerns no card: readers that cannot be
 	// listed for a while.
 	OnNote func(msg string)
+	// OnReaders is told how many readers are open after a look at them
+	// that changed the number (a station's monitoring shows it).
+	OnReaders func(present int)
 }
 
 // DefaultWatchInterval is often enough that a person sees the write start
@@ -145,6 +148,7 @@ type watcher struct {
 	calls   sync.WaitGroup
 	// listFailed: the last listing failed (said once until one works).
 	listFailed bool
+	told       int // the number of readers OnReaders was last told
 }
 
 // scan opens new readers, lets go of vanished ones and gives every slot
@@ -210,6 +214,10 @@ func (w *watcher) scan(ctx context.Context) {
 		if !present[key] {
 			delete(w.refused, key) // plugged in again later: try again
 		}
+	}
+	if n := len(w.readers); n != w.told && w.opts.OnReaders != nil {
+		w.opts.OnReaders(n)
+		w.told = n
 	}
 }
 

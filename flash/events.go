@@ -97,6 +97,12 @@ type Progress struct {
 	Cards           []CardProgress
 }
 
+// Readers says how many readers a station (Watch) holds open, when the
+// number changes.
+type Readers struct {
+	Present int
+}
+
 // CardDone says what became of one card.
 type CardDone struct {
 	Outcome *Outcome
@@ -135,3 +141,4 @@ func (BlockMapChosen) isEvent() {}
 func (WriteStarted) isEvent()   {}
 func (Progress) isEvent()       {}
 func (CardDone) isEvent()       {}
+func (Readers) isEvent()        {}

@@ -61,7 +61,8 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	var cards []*card
 	opts := drive.WatchOptions{Options: drive.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
 		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }},
-		OnNote: func(msg string) { s.emit(Note{Message: msg}) }}
+		OnNote:    func(msg string) { s.emit(Note{Message: msg}) },
+		OnReaders: func(n int) { s.emit(Readers{Present: n}) }}
 	err = drive.Watch(ctx, find, opts, func(ctx context.Context, d *drive.Device, err error) {
 		c := &card{d: d}
 		if err != nil {

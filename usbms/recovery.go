@@ -45,7 +45,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		var rerr error
 		if resets < r.maxResets {
 			resets++
-			t.notify(fmt.Sprintf("%s: resetting the reader (reset %d of %d)", whyFailed(r, err), resets, r.maxResets))
+			t.notify(StepReset, fmt.Sprintf("%s: resetting the reader (reset %d of %d)", whyFailed(r, err), resets, r.maxResets))
 			if rerr = t.resetRecovery(ctx); rerr == nil {
 				continue
 			}
@@ -55,7 +55,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		}
 		if r.portReset && !portReset {
 			portReset = true
-			t.notify(fmt.Sprintf("%s after %d resets: resetting the USB port", whyFailed(r, err), resets))
+			t.notify(StepPortReset, fmt.Sprintf("%s after %d resets: resetting the USB port", whyFailed(r, err), resets))
 			perr := t.resetPort(ctx)
 			if perr == nil {
 				t.portResetDone = true
@@ -73,7 +73,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		// Whatever state the last attempt left behind must not poison
 		// the next command.
 		if r.probe {
-			t.notify(fmt.Sprintf("%s: resetting the reader and going on without it", whyFailed(r, err)))
+			t.notify(StepReset, fmt.Sprintf("%s: resetting the reader and going on without it", whyFailed(r, err)))
 		}
 		_ = t.resetRecovery(ctx)
 		return result{}, &recoveryError{op: opName(r.cdb), resets: resets, portReset: portReset, err: err}
@@ -132,13 +132,13 @@ func (e *recoveryError) Unwrap() []error { return []error{ErrRecoveryFailed, e.e
 // of the command it dropped at, and the ladder is three steps long.
 func (t *Transport) choked(ctx context.Context, r request, err error) error {
 	if errors.Is(err, ErrNoDevice) {
-		t.notify(fmt.Sprintf("the reader dropped off the bus during %s of %s: resetting the USB port to find it again", opName(r.cdb), units.FormatSize(int64(len(r.data)))))
+		t.notify(StepPortReset, fmt.Sprintf("the reader dropped off the bus during %s of %s: resetting the USB port to find it again", opName(r.cdb), units.FormatSize(int64(len(r.data)))))
 		if t.resetPort(ctx) != nil {
 			return nil
 		}
 		return &chokeError{err: err}
 	}
-	t.notify(fmt.Sprintf("%s (%s): resetting the reader", whyFailed(r, err), units.FormatSize(int64(len(r.data)))))
+	t.notify(StepReset, fmt.Sprintf("%s (%s): resetting the reader", whyFailed(r, err), units.FormatSize(int64(len(r.data)))))
 	if rerr := t.resetRecovery(ctx); rerr != nil {
 		return nil
 	}
@@ -202,8 +202,8 @@ func whyFailed(r request, err error) string {
 
 // notify tells the observer what recovery is about to try: a reader that
 // stopped answering costs tens of seconds, which must not pass in silence.
-func (t *Transport) notify(step string) {
-	t.tell(Notice{Kind: NoticeRecovery, Text: step})
+func (t *Transport) notify(step RecoveryStep, text string) {
+	t.tell(Notice{Kind: NoticeRecovery, Step: step, Text: text})
 }
 
 // tell passes a Notice to OnNotice, or its text to OnRecovery.

@@ -94,7 +94,23 @@ type Notice struct {
 	// USBID is the reader's "VID:PID" when whoever passes the notice on
 	// knows it (package drive does); "" otherwise.
 	USBID string
+	// Step, for NoticeRecovery: which step of the ladder is taken.
+	Step RecoveryStep
 }
+
+// RecoveryStep names a step of the recovery ladder: each is followed by
+// the command again (a retry), so a count of them is a count of retries.
+type RecoveryStep string
+
+// The steps.
+const (
+	// StepReset is a Bulk-Only Mass Storage Reset and clearing both
+	// bulk endpoints' halts.
+	StepReset RecoveryStep = "reset"
+	// StepPortReset is a reset of the reader's USB port (it
+	// re-enumerates), after resets did not help or when it dropped off.
+	StepPortReset RecoveryStep = "port_reset"
+)
 
 func (n Notice) String() string { return n.Text }
 

@@ -42,6 +42,15 @@ func versionString() string {
 	return describeBuild(withStamp(bi, stampedVersion, stampedRevision, stampedTime, stampedModified))
 }
 
+// buildVersion is the module version alone, as metrics label the build.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		bi = &debug.BuildInfo{}
+	}
+	return withStamp(bi, stampedVersion, stampedRevision, stampedTime, stampedModified).Main.Version
+}
+
 // withStamp fills what the toolchain did not record (no VCS settings, a
 // "(devel)" version) from the linker-stamped values; what it did record
 // wins, since it describes exactly the files compiled.

@@ -20,6 +20,7 @@ import (
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/metrics"
 	"github.com/usbflash/usbflash/pipeline"
 )
 
@@ -42,6 +43,7 @@ type writeFlags struct {
 	bmap                    blockMapFlags // bmap.go
 	check                   bool          // probe each card for a fake capacity first
 	maxCache                string        // --check's cache bound
+	metrics                 metrics.Setup // --metrics-listen, --metrics-textfile
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -98,6 +100,8 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVar(&f.skipRefused, "skip-refused", false, "with several targets: write the others when some are refused (write-protected, too small, in use)")
 	fl.IntVar(&f.lag, "lag", flash.DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
 	fl.StringVar(&f.report, "report", "", "with several targets or --watch: save a record of every card to this .json or .csv file")
+	fl.StringVar(&f.metrics.Listen, "metrics-listen", "", "serve Prometheus metrics on this address (e.g. :9123) at /metrics while the write (or --watch) runs")
+	fl.StringVar(&f.metrics.Textfile, "metrics-textfile", "", "keep Prometheus metrics in this file (for node_exporter's textfile collector), rewritten atomically after every card")
 	f.bmap.register(fl)
 	return c
 }
@@ -146,7 +150,7 @@ func (a *app) reported(rep reporter, body func() error) error {
 
 // write runs `usbflash write`: one card, several, --all or --watch, all
 // through one flash session.
-func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFlags) error {
+func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFlags) (err error) {
 	image := args[0]
 	cfg := flash.Config{
 		Image: image, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
@@ -154,10 +158,19 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.sha256, NoSHA256: f.noSHA256, SHA256Keyring: f.sha256Keyring,
 		Check: f.check,
 	}
-	var err error
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
 		return err
 	}
+	f.metrics.Version = buildVersion()
+	station, stopMetrics, err := metrics.Start(f.metrics)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if merr := stopMetrics(); err == nil {
+			err = merr
+		}
+	}()
 	if !f.yes {
 		cfg.Confirm = func(cards []*drive.Device, src *imagesrc.Source) error { return a.confirm(cards, image, src) }
 	}
@@ -170,7 +183,7 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 			return &usageError{"--watch writes every card that appears without asking: add --yes"}
 		}
 		p := newSessionPresenter(rep, f, true)
-		cfg.Observer = p
+		cfg.Observer = flash.Tee(p, station)
 		find := a.watchFinder
 		if find == nil {
 			find = drive.USBFinder(f.force)
@@ -192,7 +205,7 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 	} else {
 		p = newCardPresenter(rep, f)
 	}
-	cfg.Observer = p
+	cfg.Observer = flash.Tee(p, station)
 	res, err := flash.Run(ctx, cfg, specs)
 	return p.finish(res, err)
 }

@@ -82,7 +82,7 @@ func ResultLabels() []string {
 // StepLabels are the values of usbflash_reader_recoveries_total's step
 // label.
 func StepLabels() []string {
-	return []string{string(usbms.StepReset), string(usbms.StepPortReset)}
+	return []string{string(usbms.StepReset), string(usbms.StepPortReset), string(usbms.StepLUNReset)}
 }
 
 // New makes a Station whose metrics are all present from the start (a

@@ -110,6 +110,9 @@ const (
 	// StepPortReset is a reset of the reader's USB port (it
 	// re-enumerates), after resets did not help or when it dropped off.
 	StepPortReset RecoveryStep = "port_reset"
+	// StepLUNReset is a UAS LOGICAL UNIT RESET, when an ABORT TASK was
+	// not confirmed.
+	StepLUNReset RecoveryStep = "lun_reset"
 )
 
 func (n Notice) String() string { return n.Text }

@@ -478,7 +478,7 @@ func (t *Transport) uasRecovery(ctx context.Context) error {
 	if errors.Is(aerr, ErrNoDevice) {
 		return aerr
 	}
-	t.notify(fmt.Sprintf("%v: resetting LUN %d", aerr, u.failedLUN))
+	t.notify(StepLUNReset, fmt.Sprintf("%v: resetting LUN %d", aerr, u.failedLUN))
 	u.luResets++
 	if err := step(fmt.Sprintf("LOGICAL UNIT RESET of LUN %d", u.failedLUN), tmfLUReset); err != nil {
 		return err

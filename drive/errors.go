@@ -16,6 +16,11 @@ var (
 	// held by dm-crypt, LVM or RAID). The Error's Uses say how. It is the
 	// kernel view's own (linuxdisk), so there is one "in use" to ask for.
 	ErrInUse = linuxdisk.ErrInUse
+	// ErrInUseUnknown: whether the system uses the target's disk could not
+	// be read (no mount table, sysfs unreadable), for a usb: reader's
+	// disks and a file: block device alike. Not a use: ErrInUse does not
+	// match it. The target was not taken; a forced open skips the check.
+	ErrInUseUnknown = linuxdisk.ErrInUseUnknown
 	// ErrBusy: another usbflash (or another program) holds the target.
 	ErrBusy = failure.New(failure.Refused, "in use by another program")
 	// ErrIsImage: the target is the image, or holds the file system the

@@ -391,6 +391,8 @@ func openError(t Spec, err error) error {
 		return err // this package's own check (the image on the reader's disk), sorted already
 	case errors.Is(err, linuxdisk.ErrInUse):
 		return &Error{class: failure.Refused, Target: t.Raw, Msg: fmt.Sprintf("%v; nothing was written", err), Uses: uses(err), Err: err}
+	case errors.Is(err, linuxdisk.ErrInUseUnknown):
+		return &Error{class: failure.Refused, Target: t.Raw, Msg: fmt.Sprintf("%v; nothing was written", err), Err: err}
 	case errors.Is(err, flock.ErrLocked), errors.Is(err, usbdev.ErrBusy):
 		return &Error{class: failure.Refused, Target: t.Raw, Msg: fmt.Sprintf("target %s is in use by another usbflash (or another program); nothing was written", t.Raw), Err: errors.Join(ErrBusy, err)}
 	case errors.Is(err, filedev.ErrBadTarget):

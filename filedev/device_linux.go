@@ -90,7 +90,7 @@ func checkNotInUse(path string, st fs.FileInfo, opts Options) error {
 	}
 	err := view.CheckBlockDevice(path, rdev)
 	if err != nil && !errors.Is(err, linuxdisk.ErrInUse) {
-		return fmt.Errorf("file target %s: cannot tell whether the system uses it: %w", path, err)
+		return fmt.Errorf("file target %s: %w: %w", path, linuxdisk.ErrInUseUnknown, err)
 	}
 	return err
 }

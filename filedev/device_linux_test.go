@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/aligned"
 	"github.com/usbflash/usbflash/internal/factsonly"
 	"github.com/usbflash/usbflash/internal/flock"
@@ -80,7 +81,9 @@ func blockDeviceNode(t *testing.T) (string, uint64) {
 // TestOpenBlockDeviceRefusesInUse runs the in-use check against fixtures
 // that say the device is mounted, active swap or held, and checks Open
 // refuses before opening it, naming the use, and that a read-only open
-// takes it and reports the use (InUse).
+// takes it and reports the use (InUse). A mount table that cannot be read
+// refuses too, as ErrInUseUnknown and no use; a read-only open takes it
+// with nothing to report.
 func TestOpenBlockDeviceRefusesInUse(t *testing.T) {
 	dev, rdev := blockDeviceNode(t)
 	num := linuxdisk.DevNumber(rdev)
@@ -88,10 +91,12 @@ func TestOpenBlockDeviceRefusesInUse(t *testing.T) {
 	tests := []struct {
 		name, mountinfo, swaps, holder string
 		want                           string
+		wantIs                         error // ErrInUse, or ErrInUseUnknown
 	}{
-		{"mounted", "36 35 " + num + " / /mnt rw - ext4 " + dev + " rw\n", "", "", "mounted on /mnt"},
-		{"active swap", "", dev + " partition 8188 0 -2\n", "", "active swap"},
-		{"held", "", "", "dm-7", "held by dm-7"},
+		{"mounted", "36 35 " + num + " / /mnt rw - ext4 " + dev + " rw\n", "", "", "mounted on /mnt", linuxdisk.ErrInUse},
+		{"active swap", "", dev + " partition 8188 0 -2\n", "", "active swap", linuxdisk.ErrInUse},
+		{"held", "", "", "dm-7", "held by dm-7", linuxdisk.ErrInUse},
+		{"no mount table", "-", "", "", "cannot tell whether the disk is in use", linuxdisk.ErrInUseUnknown},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,7 +120,7 @@ func TestOpenBlockDeviceRefusesInUse(t *testing.T) {
 				t.Fatal(err)
 			}
 			mountinfo, swaps := filepath.Join(root, "mountinfo"), filepath.Join(root, "swaps")
-			if err := os.WriteFile(mountinfo, []byte(tc.mountinfo), 0o644); err != nil {
+			if err := os.WriteFile(mountinfo, []byte(tc.mountinfo), 0o644); err != nil || tc.mountinfo == "-" && os.Remove(mountinfo) != nil {
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(swaps, []byte("Filename Type Size Used Priority\n"+tc.swaps), 0o644); err != nil {
@@ -126,8 +131,11 @@ func TestOpenBlockDeviceRefusesInUse(t *testing.T) {
 			if err == nil {
 				d.Close()
 			}
-			if !errors.Is(err, linuxdisk.ErrInUse) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrInUse naming %q", err, tc.want)
+			if !errors.Is(err, tc.wantIs) || !strings.Contains(err.Error(), tc.want) || failure.Of(err) != failure.Refused {
+				t.Fatalf("err = %v, want %v, a refusal naming %q", err, tc.wantIs, tc.want)
+			}
+			if tc.wantIs == linuxdisk.ErrInUseUnknown && errors.Is(err, linuxdisk.ErrInUse) {
+				t.Fatalf("err = %v: a check that was not made is no use", err)
 			}
 			// A read-only open takes the disk and says how it is used.
 			d, err = Open(dev, Options{sys: sys, ReadOnly: true})
@@ -135,7 +143,9 @@ func TestOpenBlockDeviceRefusesInUse(t *testing.T) {
 				t.Fatalf("read-only: %v", err)
 			}
 			defer d.Close()
-			if err := d.InUse(); !errors.Is(err, linuxdisk.ErrInUse) || !strings.Contains(err.Error(), tc.want) {
+			if err := d.InUse(); tc.wantIs == linuxdisk.ErrInUseUnknown && err != nil {
+				t.Errorf("read-only: InUse() = %v, want nil: nothing is known to use it", err)
+			} else if tc.wantIs == linuxdisk.ErrInUse && (!errors.Is(err, linuxdisk.ErrInUse) || !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("read-only: InUse() = %v, want ErrInUse naming %q", err, tc.want)
 			}
 		})

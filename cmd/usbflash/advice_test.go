@@ -112,6 +112,9 @@ func usbAdviceCases() []adviceCase {
 			cases = append(cases, adviceCase{k.name + ", bare", fmt.Errorf("listing USB devices: %w", k.kind), k.advice})
 			continue
 		}
+		if k.kind == usbdev.ErrInUseUnknown {
+			continue // the open's check, a refusal: never under a write
+		}
 		// As a write sees it: the block command failed through the whole
 		// recovery ladder, and the pipeline says where.
 		ladder := &usbms.CommandError{Op: "WRITE(10)", Device: "usb:1-2", LBA: 2048, Blocks: 2048,

@@ -76,6 +76,15 @@ func (u Use) String() string {
 // usbflash's one "in use" (drive.ErrInUse names it for callers outside).
 var ErrInUse = failure.New(failure.Refused, "disk in use")
 
+// ErrInUseUnknown is matched by the refusal of a disk whose use could not
+// be read (no mount table, sysfs unreadable): a fact of its own, not a
+// use, so errors.Is(err, ErrInUse) does not hold for it and no use is
+// named. It is a refusal as ErrInUse is: nothing was written, and the
+// disk is taken only when the user says it is not in use (a forced open).
+// usb: and file: targets give the same one (drive.ErrInUseUnknown names
+// it for callers outside).
+var ErrInUseUnknown = failure.New(failure.Refused, "cannot tell whether the disk is in use")
+
 // InUseError is the refusal of a disk that is mounted, swapped on or held.
 type InUseError struct {
 	Device string // the target as the user named it
@@ -92,6 +101,9 @@ func (e *InUseError) Error() string {
 
 // Is makes errors.Is(err, ErrInUse) true.
 func (e *InUseError) Is(target error) bool { return target == ErrInUse }
+
+// Class is ErrInUse's: a refusal, nothing was written.
+func (e *InUseError) Class() failure.Class { return failure.Refused }
 
 // Sys is where the kernel's view is read. The zero value is not useful:
 // use Host, or NewSys for a tree of fixtures.

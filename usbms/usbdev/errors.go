@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/linuxdisk"
 )
 
 // Sentinel errors, matched with errors.Is. A backend's failing calls
@@ -52,8 +53,10 @@ var (
 	// interface back on Close: its block device (/dev/sdX) stays away.
 	ErrReattachFailed = failure.New(failure.Device, "the kernel driver did not take the interface back")
 	// ErrInUseUnknown means the check whether the device's kernel disk is
-	// mounted or held could not be made; the device was not opened.
-	ErrInUseUnknown = failure.New(failure.Device, "cannot tell whether the device's disk is in use")
+	// mounted or held could not be made; the device was not opened. It is
+	// the kernel view's own (linuxdisk), the one a file: block device
+	// gives too: a refusal, and not ErrInUse.
+	ErrInUseUnknown = linuxdisk.ErrInUseUnknown
 	// ErrClosed means the Device was closed.
 	ErrClosed = failure.New(failure.Device, "device closed")
 	// ErrNoDevice means the device is gone (unplugged or re-enumerated).

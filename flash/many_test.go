@@ -13,6 +13,7 @@ import (
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/testimage"
 	"github.com/usbflash/usbflash/internal/testpattern"
 )
 
@@ -164,6 +165,30 @@ func TestRunMany(t *testing.T) {
 	if _, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 4},
 		simSpecs(t, dir, "two.img?size=8MiB&luns=2", "two.img?size=8MiB&luns=2&lun=1")); failure.Of(err) != failure.Usage {
 		t.Errorf("a slot left unnamed: %v, want a usage error", err)
+	}
+	// Several file: targets that do not exist are made at the size the
+	// image states (an xz file's index), in whole blocks, as one is.
+	xzImage := filepath.Join(dir, "os.img.xz")
+	img := testpattern.Bytes(2<<20+99, 7)
+	if err := os.WriteFile(xzImage, testimage.Compress(t, "xz", img), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var files []drive.Spec
+	for _, name := range []string{"a.img", "b.img"} {
+		spec, err := drive.Parse("file:" + filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, spec)
+	}
+	if _, err := Run(context.Background(), Config{Image: xzImage, Verify: true}, files); err != nil {
+		t.Fatalf("new file: targets: %v", err)
+	}
+	for _, name := range []string{"a.img", "b.img"} {
+		p := filepath.Join(dir, name)
+		if got, err := os.ReadFile(p); err != nil || len(got) != (len(img)+511)/512*512 || !holds(p, img) {
+			t.Errorf("%s: %d bytes, holds the image %v (%v)", name, len(got), holds(p, img), err)
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/internal/testpattern"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // holeyCard is a card of size bytes: a pattern with zero runs, whose MBR
@@ -107,6 +108,17 @@ func TestBackupSession(t *testing.T) {
 			check: func(err error) bool {
 				return errors.Is(err, context.Canceled) && strings.Contains(err.Error(), "the first read is complete and kept in")
 			}, files: []string{"b.img.zst.part"}},
+		// The end of the card: the last sectors are read one per command,
+		// which a reader with the last-sector bug needs; a reader that
+		// reports one block too many fails at the end, and FIX_CAPACITY
+		// (c) reads the card it is.
+		{name: "to the end, a reader with the last-sector bug", card: holeyCard(size, 0), query: "?last-sector-bug=8", out: "b.img", bytes: size},
+		{name: "to the end, a capacity one block too many", card: holeyCard(size, 0), query: "?capacity-off-by-one=1&vid=1234&pid=5678", out: "b.img", bytes: -1,
+			check: func(err error) bool {
+				return failure.Of(err) == failure.Device && errors.Is(err, usbms.ErrCapacityOffByOne) && strings.Contains(err.Error(), "the last")
+			}},
+		{name: "to the end, a capacity one block too many, FIX_CAPACITY given", card: holeyCard(size, 0), query: "?capacity-off-by-one=1&vid=1234&pid=5678",
+			cfg: BackupConfig{Readers: &drive.Readers{Quirks: usbms.QuirkOverrides{Setting: "1234:5678:c"}}}, out: "b.img", bytes: size},
 		{name: "the second read differs", card: holeyCard(size, 0), cfg: BackupConfig{Verify: true, TransferSize: 64 << 10}, out: "b.img", write: true, bytes: -1,
 			check: func(err error) bool {
 				return errors.As(err, new(*pipeline.VerifyError)) && strings.Contains(err.Error(), "differs from the first")

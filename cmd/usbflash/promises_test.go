@@ -532,23 +532,3 @@ func (c *cancelAtProgress) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// TestWriteManyCreatesFileTargets: several file: targets that do not exist
-// are created at the size the image states, as one is.
-func TestWriteManyCreatesFileTargets(t *testing.T) {
-	t.Parallel()
-	img := testImage(2<<20 + 99)
-	image := writeFile(t, "os.img.xz", compress(t, "xz", img))
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "a.img"), filepath.Join(dir, "b.img")
-	r := runCLI(t, "write", image, "file:"+a, "file:"+b, "--yes")
-	if r.code != exitOK {
-		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	for _, p := range []string{a, b} {
-		got, err := os.ReadFile(p)
-		if err != nil || !bytes.Equal(got[:len(img)], img) || len(got) != (len(img)+511)/512*512 {
-			t.Errorf("%s: %d bytes, holds the image %v (%v)", p, len(got), err == nil && bytes.Equal(got[:len(img)], img), err)
-		}
-	}
-}

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,39 +78,6 @@ func TestQuirksShownWithSources(t *testing.T) {
 		t.Errorf("bad $USBFLASH_QUIRKS: exit %d, %s", r.code, r.stderr)
 	}
 }
-
-// TestReadToTheEnd: a whole-card backup reads the last sectors one per
-// command, which a reader with the last-sector bug needs; a reader that
-// reports one block too many fails at the end with the advice that fixes
-// it, and --quirks VID:PID:c does.
-func TestReadToTheEnd(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	card := filepath.Join(dir, "card.img")
-	content := testImage(4 << 20)
-	if err := os.WriteFile(card, content, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "back.img")
-	if r := runCLI(t, "read", card2(card, "last-sector-bug=8"), out); r.code != exitOK {
-		t.Fatalf("read, last-sector bug: exit %d: %s", r.code, r.stderr)
-	}
-	if got, _ := os.ReadFile(out); !bytes.Equal(got, content) {
-		t.Error("the backup differs from the card")
-	}
-	r := runCLI(t, "read", "--force", card2(card, "capacity-off-by-one=1&vid=1234&pid=5678"), out)
-	if r.code != exitDevice || !strings.Contains(r.stderr, "the last") || !strings.Contains(r.stderr, ensureSentence(capacityAdvice)) {
-		t.Errorf("read, capacity one block too many: exit %d: %s", r.code, r.stderr)
-	}
-	if r := runCLI(t, "read", "--force", "--quirks", "1234:5678:c", card2(card, "capacity-off-by-one=1&vid=1234&pid=5678"), out); r.code != exitOK {
-		t.Fatalf("read with --quirks 1234:5678:c: exit %d: %s", r.code, r.stderr)
-	}
-	if got, _ := os.ReadFile(out); !bytes.Equal(got, content) {
-		t.Error("the backup with --quirks c differs from the card")
-	}
-}
-
-func card2(path, opts string) string { return "sim:" + path + "?" + opts }
 
 // TestListShowsQuirks: list's row of a reader names its quirk flags, in
 // the table and in JSON, with their sources and its bcdDevice.

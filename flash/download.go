@@ -35,9 +35,9 @@ type download struct {
 }
 
 // findDownload is the sum the image is checked against (Config.SHA256, or
-// a list beside the image), nil for none, and what the lists beside the
+// a list beside the image or its URL: readBeside, nil for a file), nil for none, and what the lists beside the
 // image that have no line for it say, for the session to pass on once.
-func findDownload(cfg Config) (*download, []string, error) {
+func findDownload(cfg Config, readBeside imagesrc.ReadFunc) (*download, []string, error) {
 	switch {
 	case cfg.SHA256 != "":
 		sum, err := imagesrc.ParseSHA256(cfg.SHA256)
@@ -55,7 +55,14 @@ func findDownload(cfg Config) (*download, []string, error) {
 			return nil, nil, &failure.SettingError{Setting: SettingKeyring, Err: err}
 		}
 	}
-	found, passed, err := imagesrc.FindChecksum(cfg.Image, keys)
+	var found *imagesrc.ChecksumFile
+	var passed []imagesrc.NoChecksumLine
+	var err error
+	if readBeside != nil {
+		found, passed, err = imagesrc.FindChecksumURL(cfg.Image, readBeside, keys)
+	} else {
+		found, passed, err = imagesrc.FindChecksum(cfg.Image, keys)
+	}
 	notes := make([]string, len(passed))
 	for i, p := range passed {
 		notes[i] = p.String()
@@ -158,7 +165,7 @@ func imageName(path string) string {
 	if path == "-" {
 		return "standard input"
 	}
-	return path
+	return displayImage(path)
 }
 
 // fileSum is the input's SHA-256: a file's from its goroutine, a stream's

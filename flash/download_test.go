@@ -158,6 +158,17 @@ func TestRunDownloadStreams(t *testing.T) {
 	}
 }
 
+// newSimCard is a new 8 MiB sim: card's backing file and spec.
+func newSimCard(t *testing.T) (string, drive.Spec) {
+	t.Helper()
+	card := filepath.Join(t.TempDir(), "card.img")
+	spec, err := drive.Parse("sim:" + card + "?size=8MiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return card, spec
+}
+
 // writeStream writes the image to a new 8 MiB card and returns the notes.
 func writeStream(t *testing.T, image string, stdin *os.File, card, sum string) ([]string, error) {
 	t.Helper()
@@ -254,20 +265,28 @@ func gpgRun(t *testing.T, home, dir string, args ...string) {
 	}
 }
 
+// gpgKeys makes a signing key in a new GnuPG home and exports its public
+// key to a keyring file.
+func gpgKeys(t *testing.T) (home, keys string) {
+	t.Helper()
+	home = t.TempDir()
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command("gpgconf", "--homedir", home, "--kill", "gpg-agent").Run() })
+	gpgRun(t, home, "", "--quick-gen-key", "Test <t@example.invalid>", "default", "default", "never")
+	keys = filepath.Join(t.TempDir(), "keys.asc")
+	gpgRun(t, home, "", "--armor", "--output", keys, "--export", "t@example.invalid")
+	return home, keys
+}
+
 // TestRunDownloadSignature (issue 31): with the publisher's keys, a write
 // whose SHA256SUMS is clear-signed by them writes and says by which key;
 // one whose signed text was changed is refused as an image error naming
 // the list before any byte reaches the card, though its sum is right.
 func TestRunDownloadSignature(t *testing.T) {
 	t.Parallel()
-	home := t.TempDir()
-	if err := os.Chmod(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { exec.Command("gpgconf", "--homedir", home, "--kill", "gpg-agent").Run() })
-	gpgRun(t, home, "", "--quick-gen-key", "Test <t@example.invalid>", "default", "default", "never")
-	keys := filepath.Join(t.TempDir(), "keys.asc")
-	gpgRun(t, home, "", "--armor", "--output", keys, "--export", "t@example.invalid")
+	home, keys := gpgKeys(t)
 	img := testpattern.Bytes(2<<20+300, 5)
 	for _, tc := range []struct {
 		name    string

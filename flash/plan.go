@@ -1,10 +1,14 @@
 package flash
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/usbflash/usbflash/bmap"
@@ -37,7 +41,7 @@ type writePlan struct {
 // and by the checker at the end of the stream otherwise. many: the
 // session writes several cards or watches, where a map or --sparse (which
 // keep each card's old bytes) would mean different cards end different.
-func (s *session) planWrite(src *imagesrc.Source, f BlockMapChoice, many bool) (*writePlan, error) {
+func (s *session) planWrite(ctx context.Context, src *imagesrc.Source, f BlockMapChoice, many bool) (*writePlan, error) {
 	switch {
 	case f.Path != "" && f.Off:
 		return nil, &failure.SettingError{Setting: SettingBlockMap, Err: ErrBlockMapConflict}
@@ -52,7 +56,7 @@ func (s *session) planWrite(src *imagesrc.Source, f BlockMapChoice, many bool) (
 	if many && f.Path == "" {
 		return &writePlan{}, nil // a map beside the image is for one card
 	}
-	m, path, err := FindBlockMap(s.cfg.Image, src, f)
+	m, path, err := findBlockMapWith(s.cfg.Image, src, f, s.readBeside(ctx))
 	switch {
 	case err != nil:
 		return nil, err
@@ -70,17 +74,38 @@ func (s *session) planWrite(src *imagesrc.Source, f BlockMapChoice, many bool) (
 // at the end of the stream otherwise). verify uses it to compare what such
 // a write wrote.
 func FindBlockMap(image string, src *imagesrc.Source, f BlockMapChoice) (*bmap.Map, string, error) {
+	return findBlockMapWith(image, src, f, nil)
+}
+
+// maxBlockMap bounds a block map read from a URL: a map of a 64 GiB image
+// with a checksum per range is megabytes.
+const maxBlockMap = 64 << 20
+
+// findBlockMapWith is FindBlockMap with readBeside reading the files
+// beside a URL image (and a map given as a URL); nil for a file image.
+func findBlockMapWith(image string, src *imagesrc.Source, f BlockMapChoice, readBeside imagesrc.ReadFunc) (*bmap.Map, string, error) {
 	if f.Path != "" && f.Off {
 		return nil, "", &failure.SettingError{Setting: SettingBlockMap, Err: ErrBlockMapConflict}
 	}
 	path := f.Path
-	if path == "" && !f.Off {
+	var data []byte
+	var err error
+	switch {
+	case path == "" && !f.Off && readBeside != nil:
+		path, data, err = findBlockMapURL(image, readBeside)
+	case path == "" && !f.Off:
 		path = findBlockMap(image)
 	}
 	if path == "" {
 		return nil, "", nil
 	}
-	data, err := os.ReadFile(path)
+	if data == nil && err == nil {
+		if readBeside != nil && isURL(path) {
+			data, err = readBeside(path, maxBlockMap)
+		} else {
+			data, err = os.ReadFile(path)
+		}
+	}
 	if err != nil {
 		return nil, "", &BlockMapError{Path: path, Err: err, Unreadable: true}
 	}
@@ -133,6 +158,30 @@ func findBlockMap(image string) string {
 		ext := filepath.Ext(p)
 		if ext == "" {
 			return ""
+		}
+		p = p[:len(p)-len(ext)]
+	}
+}
+
+// findBlockMapURL looks for the map beside a URL as findBlockMap does
+// beside a file (the URL's query is not the map's), and reads the first
+// one there; "" when none is.
+func findBlockMapURL(image string, read imagesrc.ReadFunc) (string, []byte, error) {
+	u, err := url.Parse(image)
+	if err != nil {
+		return "", nil, nil
+	}
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawPath = "", false, "", ""
+	for p := u.Path; ; {
+		v := *u
+		v.Path = p + ".bmap"
+		data, err := read(v.String(), maxBlockMap)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return v.String(), data, err
+		}
+		ext := path.Ext(p)
+		if ext == "" {
+			return "", nil, nil
 		}
 		p = p[:len(p)-len(ext)]
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/imagesrc/httpsrc"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/usbms"
@@ -26,7 +27,7 @@ const DefaultLag = 8
 
 // Config is one session's choices.
 type Config struct {
-	Image string // a path, or "-" for standard input
+	Image string // a path, an http(s) URL, or "-" for standard input
 	// Stdin is what Image "-" reads; nil: the process's standard input.
 	Stdin *os.File
 	// TransferSize is the bytes per WRITE, lowered to what every card
@@ -71,6 +72,9 @@ type Config struct {
 	// signed or detached (LIST.gpg, .sig, .asc, .sign). A SHA256 given
 	// needs none.
 	SHA256Keyring string
+	// HTTP is how an image at an http(s) URL is read (its timeouts,
+	// stall floor, retries); the zero value is httpsrc's defaults.
+	HTTP httpsrc.Options
 	// Readers is the command's enumeration of readers; nil: Run enumerates.
 	Readers *drive.Readers
 	// Check probes each card for a fake capacity after the pre-write
@@ -122,6 +126,8 @@ type session struct {
 	report   *Report
 	res      *Result
 	download *download // the image file's checksum check; nil: none
+	httpOnce sync.Once
+	http     *httpsrc.Client // an image at a URL's (url.go)
 }
 
 func newSession(cfg Config) *session {
@@ -171,16 +177,6 @@ func (e *ImageError) Unwrap() error { return e.Err }
 
 // Class is the cause's when it says one, else Image.
 func (e *ImageError) Class() failure.Class { return failure.Within(failure.Image, e.Err) }
-
-// openImage opens the image; a stream is hashed as it is read when there
-// is a download to check (it cannot be read again).
-func openImage(path string, stdin *os.File, d *download) (*imagesrc.Source, error) {
-	src, err := imagesrc.OpenWith(path, imagesrc.Options{HashStream: d != nil, Stdin: stdin})
-	if err != nil {
-		return nil, &ImageError{Err: err}
-	}
-	return src, nil
-}
 
 // checkMemory refuses, before anything is opened, a session whose buffers
 // would pass blockdev.MaxBufferMemory: the ring ((buffers + 2) x transfer)
@@ -242,13 +238,13 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	}
 	// The checksum is found before the image is opened (a stream is
 	// hashed from its first byte) and its trouble said after.
-	dl, dlNotes, dlErr := findDownload(cfg)
-	src, err := openImage(cfg.Image, cfg.Stdin, dl)
+	dl, dlNotes, dlErr := findDownload(cfg, s.readBeside(ctx))
+	src, err := s.openImage(ctx, dl)
 	if err != nil {
 		return s.res, err
 	}
 	defer src.Close()
-	plan, err := s.planWrite(src, cfg.BlockMap, len(specs) > 1 || cfg.Report != "")
+	plan, err := s.planWrite(ctx, src, cfg.BlockMap, len(specs) > 1 || cfg.Report != "")
 	if err != nil {
 		return s.res, err
 	}
@@ -256,7 +252,7 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	for i, t := range specs {
 		names[i] = t.Raw
 	}
-	s.emit(Started{Image: cfg.Image, Source: src, Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers), Lag: cfg.Lag})
+	s.emit(Started{Image: displayImage(cfg.Image), Source: src, Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers), Lag: cfg.Lag})
 	for _, n := range dlNotes {
 		s.emit(Note{Message: n})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/usbflash/usbflash/imagesrc/httpsrc"
 
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
@@ -16,7 +17,8 @@ import (
 // VerifyConfig is what a verify compares: one card with an image, byte
 // by byte, nothing written.
 type VerifyConfig struct {
-	Image string // a path, or "-" for standard input
+	Image string          // a path, an http(s) URL, or "-" for standard input
+	HTTP  httpsrc.Options // how a URL is read
 	// TransferSize is the bytes per READ, lowered to what the card takes;
 	// 0: pipeline.DefaultReadSize.
 	TransferSize int
@@ -40,7 +42,7 @@ type VerifyResult struct {
 // the image's format: found before reading when the image says its size,
 // at the card's end otherwise.
 func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResult, error) {
-	s := newSession(Config{Image: cfg.Image, Observer: cfg.Observer})
+	s := newSession(Config{Image: cfg.Image, Observer: cfg.Observer, HTTP: cfg.HTTP})
 	transfer := cfg.TransferSize
 	if transfer == 0 {
 		transfer = pipeline.DefaultReadSize
@@ -49,13 +51,13 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 	if err := checkSizes(transfer, 2, 0, 1); err != nil {
 		return nil, err
 	}
-	src, err := openImage(cfg.Image, nil, nil)
+	src, err := s.openImage(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	s.emit(Started{Image: cfg.Image, Source: src, Targets: []string{spec.Raw}, TransferSize: transfer})
-	m, mapPath, err := FindBlockMap(cfg.Image, src, cfg.BlockMap)
+	s.emit(Started{Image: displayImage(cfg.Image), Source: src, Targets: []string{spec.Raw}, TransferSize: transfer})
+	m, mapPath, err := findBlockMapWith(cfg.Image, src, cfg.BlockMap, s.readBeside(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -36,17 +36,17 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	}
 	// The image must open now, not at the first card; it stays open for
 	// its checksum, hashed once for every card.
-	dl, dlNotes, dlErr := findDownload(cfg)
-	src, err := openImage(cfg.Image, cfg.Stdin, dl)
+	dl, dlNotes, dlErr := findDownload(cfg, s.readBeside(ctx))
+	src, err := s.openImage(ctx, dl)
 	if err != nil {
 		return s.res, err
 	}
 	defer src.Close()
-	if _, err := s.planWrite(src, cfg.BlockMap, true); err != nil {
+	if _, err := s.planWrite(ctx, src, cfg.BlockMap, true); err != nil {
 		return s.res, err
 	}
 	buffers := buffersFor(s.transfer, cfg.Buffers)
-	s.emit(Started{Image: cfg.Image, Source: src, TransferSize: s.transfer, Buffers: buffers, Watch: true})
+	s.emit(Started{Image: displayImage(cfg.Image), Source: src, TransferSize: s.transfer, Buffers: buffers, Watch: true})
 	for _, n := range dlNotes {
 		s.emit(Note{Message: n})
 	}
@@ -54,7 +54,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 		return s.res, dlErr
 	}
 	s.startDownload(ctx, dl, src)
-	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", cfg.Image)})
+	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", displayImage(cfg.Image))})
 
 	// Bounded at the size asked: a card that takes less needs less.
 	sets := make(chan struct{}, max(blockdev.MaxBufferMemory/pipeline.BufferMemory(s.transfer, buffers), 1))
@@ -103,7 +103,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 // writeOne writes one card --watch found: its own decode, the checks, the
 // write.
 func (s *session) writeOne(ctx context.Context, c *card) {
-	src, err := openImage(s.cfg.Image, s.cfg.Stdin, s.download)
+	src, err := s.openImage(ctx, s.download)
 	if err != nil {
 		c.out.Target = c.d.Name
 		c.fail(err)

@@ -156,10 +156,10 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 	if readSize == 0 {
 		readSize = pipeline.ReadBackSize(transfer, len(cards))
 	}
-	// Standard input was read once: a mismatch stays as the verify found
+	// Standard input and a URL were read once: a mismatch stays as the verify found
 	// it (a digest mismatch still names its range).
 	var reopen func() (io.ReadCloser, error)
-	if s.cfg.Image != "-" {
+	if s.cfg.Image != "-" && !isURL(s.cfg.Image) {
 		reopen = func() (io.ReadCloser, error) { return imagesrc.Open(s.cfg.Image) }
 	}
 	var wg sync.WaitGroup

@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -79,25 +82,61 @@ func FindChecksum(image string, keys *Keyring) (*ChecksumFile, []NoChecksumLine,
 		return nil, nil, nil
 	}
 	base := filepath.Base(image)
-	type candidate struct {
-		path, rel string
-		sidecar   bool // named after the image: a sum alone is the image's
-		above     bool
-	}
-	candidates := []candidate{{image + ".sha256", base, true, false}, {image + ".sha256sum", base, true, false},
+	candidates := []sumCandidate{{image + ".sha256", base, true, false}, {image + ".sha256sum", base, true, false},
 		{image + ".sha", base, true, false}, {filepath.Join(filepath.Dir(image), sumListName), base, false, false}}
 	abs, err := filepath.Abs(image)
 	if err == nil {
 		if dir := filepath.Dir(abs); filepath.Dir(dir) != dir {
-			candidates = append(candidates, candidate{filepath.Join(filepath.Dir(image), "..", sumListName),
+			candidates = append(candidates, sumCandidate{filepath.Join(filepath.Dir(image), "..", sumListName),
 				filepath.Join(filepath.Base(dir), base), false, true})
 		}
 	} else {
 		abs = ""
 	}
+	return findChecksum(candidates, abs, readBounded, keys)
+}
+
+// ReadFunc reads a file beside an image (a checksum list, its signature),
+// at most limit bytes; a file that is not there is an error for which
+// errors.Is(err, fs.ErrNotExist) holds.
+type ReadFunc func(name string, limit int64) ([]byte, error)
+
+// FindChecksumURL is FindChecksum for an image at an http(s) URL: the
+// same files in the same order, beside the URL's path (its query is not
+// theirs), read with read; a line naming an absolute path names no URL.
+func FindChecksumURL(image string, read ReadFunc, keys *Keyring) (*ChecksumFile, []NoChecksumLine, error) {
+	u, err := url.Parse(image)
+	if err != nil {
+		return nil, nil, fmt.Errorf("image %s: %w", image, err)
+	}
+	u.RawQuery, u.ForceQuery, u.Fragment = "", false, ""
+	at := func(p string) string {
+		v := *u
+		v.Path, v.RawPath = p, ""
+		return v.String()
+	}
+	base := path.Base(u.Path)
+	dir := path.Dir(u.Path)
+	candidates := []sumCandidate{{at(u.Path + ".sha256"), base, true, false}, {at(u.Path + ".sha256sum"), base, true, false},
+		{at(u.Path + ".sha"), base, true, false}, {at(path.Join(dir, sumListName)), base, false, false}}
+	if dir != "/" {
+		candidates = append(candidates, sumCandidate{at(path.Join(path.Dir(dir), sumListName)), path.Join(path.Base(dir), base), false, true})
+	}
+	return findChecksum(candidates, "", read, keys)
+}
+
+// sumCandidate is a file that may hold an image's sum.
+type sumCandidate struct {
+	path, rel string
+	sidecar   bool // named after the image: a sum alone is the image's
+	above     bool
+}
+
+// findChecksum reads the candidates in order, as FindChecksum says.
+func findChecksum(candidates []sumCandidate, abs string, read ReadFunc, keys *Keyring) (*ChecksumFile, []NoChecksumLine, error) {
 	var passed []NoChecksumLine
 	for _, c := range candidates {
-		found, err := readChecksum(c.path, c.rel, abs, c.sidecar, keys)
+		found, err := readChecksum(c.path, c.rel, abs, c.sidecar, read, keys)
 		if c.above && found == nil {
 			// Another directory's list: only a line naming the image
 			// makes it the image's.
@@ -109,7 +148,7 @@ func FindChecksum(image string, keys *Keyring) (*ChecksumFile, []NoChecksumLine,
 		}
 		var none *noLineError
 		switch {
-		case errors.Is(err, os.ErrNotExist):
+		case errors.Is(err, fs.ErrNotExist):
 			continue
 		case errors.As(err, &none):
 			passed = append(passed, none.note)
@@ -132,9 +171,9 @@ func (e *noLineError) Error() string { return e.note.String() }
 // the list's directory; abs is its absolute path, "" if unknown). A list
 // with a line for the image is then checked against keys, if any, and a
 // clear-signed one read again from the signed text its signature covers.
-func readChecksum(path, rel, abs string, sidecar bool, keys *Keyring) (*ChecksumFile, error) {
-	data, err := readBounded(path, maxSumList)
-	if errors.Is(err, os.ErrNotExist) {
+func readChecksum(path, rel, abs string, sidecar bool, read ReadFunc, keys *Keyring) (*ChecksumFile, error) {
+	data, err := read(path, maxSumList)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	if err != nil {
@@ -148,7 +187,7 @@ func readChecksum(path, rel, abs string, sidecar bool, keys *Keyring) (*Checksum
 	if err != nil || keys == nil {
 		return found, err
 	}
-	signed, sigFile, by, err := verifyList(path, data, keys)
+	signed, sigFile, by, err := verifyList(path, data, read, keys)
 	if err != nil {
 		return nil, err
 	}

@@ -136,6 +136,30 @@ func OpenWith(path string, opts Options) (*Source, error) {
 	return s, nil
 }
 
+// OpenStream reads an image from a stream that is read once, in order (an
+// HTTP body): size is its length when known, -1 when not, for progress and
+// (of a raw image) the image's size; name is the file's name, for catching a
+// file that is not what it is called ("" for none). With opts.HashStream it
+// is hashed as it is read. Close closes r when r is an io.Closer. A zip
+// archive, whose directory is at its end, is refused (ErrNeedsFile).
+func OpenStream(r io.Reader, size int64, name string, opts Options) (*Source, error) {
+	in := r
+	tee := streamTee(&in, -1, opts)
+	s, err := newSource(in, nil, size, name)
+	if err != nil {
+		return nil, err
+	}
+	if s.Format == FormatRaw && size >= 0 {
+		// The stream's length is checked as it is read, as a file's is.
+		s.Size, s.SizeExact = size, true
+	}
+	s.sums.set(s, nil, -1, tee)
+	if c, ok := r.(io.Closer); ok {
+		s.closers = append(s.closers, c.Close)
+	}
+	return s, nil
+}
+
 // openStdin reads standard input; when it is redirected from a regular file
 // it is as good as a named file, sizes included. It is never closed.
 func openStdin(opts Options) (*Source, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -113,7 +114,7 @@ func (s Signer) String() string {
 // For a clear-signed list it returns the signed text, the only part that
 // may be read; sigPath is the detached signature's file, "" for a
 // clear-signed list.
-func verifyList(path string, data []byte, keys *Keyring) (signed []byte, sigPath string, by Signer, err error) {
+func verifyList(path string, data []byte, read ReadFunc, keys *Keyring) (signed []byte, sigPath string, by Signer, err error) {
 	if block, _ := clearsign.Decode(data); block != nil {
 		signer, err := block.VerifySignature(keys.entities, nil)
 		if err != nil {
@@ -122,8 +123,8 @@ func verifyList(path string, data []byte, keys *Keyring) (signed []byte, sigPath
 		return block.Plaintext, "", signerOf(signer), nil
 	}
 	for _, suffix := range detachedSuffixes {
-		sig, err := readBounded(path+suffix, maxKeyring)
-		if errors.Is(err, os.ErrNotExist) {
+		sig, err := read(path+suffix, maxKeyring)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {

@@ -19,6 +19,11 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	// The static binary reads images over HTTPS on systems without a CA
+	// bundle too (a minimal rootfs, a rescue system): these roots are used
+	// only when the system has none.
+	_ "golang.org/x/crypto/x509roots/fallback"
 )
 
 func main() {

@@ -52,8 +52,9 @@ func newWriteCommand(a *app) *cobra.Command {
 		Use:   "write IMAGE TARGET",
 		Short: "Write an OS image to a card, sync, and verify it",
 		Long: `Write IMAGE (raw, gzip, xz, zstd, bzip2, or a zip holding one image; the
-format is read from the file's bytes, not its name; - is standard input) to
-TARGET, then sync and read the card back to verify it.
+format is read from the file's bytes, not its name; - is standard input; an
+http(s) URL streams, resuming dropped connections) to TARGET, then sync and
+read the card back to verify it.
 
 Before the first byte is written usbflash shows the target and asks for
 confirmation, and refuses a write-protected card, an image larger than the

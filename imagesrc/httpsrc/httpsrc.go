@@ -149,8 +149,12 @@ func (r Retry) String() string {
 	if r.Offset == 0 {
 		what = "asking again"
 	}
-	return fmt.Sprintf("%s: %v at %s; %s in %s (attempt %d of %d)",
-		r.URL, r.Err, units.FormatBytes(r.Offset), what, r.Wait.Round(time.Millisecond), r.Attempt, r.Of)
+	at := ""
+	if r.Offset > 0 {
+		at = " at " + units.FormatBytes(r.Offset)
+	}
+	return fmt.Sprintf("%s: %v%s; %s in %s (attempt %d of %d)",
+		r.URL, r.Err, at, what, r.Wait.Round(time.Millisecond), r.Attempt, r.Of)
 }
 
 // Client opens URLs. It is safe for use by several goroutines.
@@ -298,6 +302,7 @@ type Body struct {
 	etag, lastModified string
 	ranges             bool // the server did not say Accept-Ranges: none
 	opened             bool // the first answer was read
+	html               bool // its Content-Type is text/html
 	h1                 bool // HTTP/2 failed: HTTP/1.1 from now on
 
 	resp   *http.Response // nil between attempts
@@ -395,6 +400,9 @@ func (b *Body) Close() error {
 
 var errClosed = errors.New("read after Close")
 
+// errHTML: a small file answered with a web page.
+var errHTML = fmt.Errorf("is a web page (text/html), taken as no such file: %w", fs.ErrNotExist)
+
 // end closes the attempt in flight.
 func (b *Body) end() {
 	if b.resp == nil {
@@ -478,11 +486,9 @@ func retriable(err error) bool {
 		errors.As(err, &cert), errors.As(err, &unknown), errors.As(err, &host), errors.As(err, &invalid):
 		return false
 	}
+	// A redirect to a URL net/http cannot follow (ftp:) or parse.
 	var ue *url.Error
-	if errors.As(err, &ue) && (ue.Op == "parse" || strings.Contains(ue.Err.Error(), "unsupported protocol scheme")) {
-		return false
-	}
-	return true
+	return !errors.As(err, &ue) && !strings.Contains(err.Error(), "unsupported protocol scheme")
 }
 
 // request sends one GET for the body from off and checks the answer.
@@ -512,6 +518,10 @@ func (b *Body) request(off int64) error {
 		cancel()
 		if b.stall.Load() {
 			return ErrStalled
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) && ue.Op != "parse" {
+			err = ue.Err // the URL is said once, by Error
 		}
 		return err
 	}
@@ -598,6 +608,7 @@ func (b *Body) first(resp *http.Response) {
 	b.lastModified = resp.Header.Get("Last-Modified")
 	b.ranges = !strings.EqualFold(strings.TrimSpace(resp.Header.Get("Accept-Ranges")), "none")
 	b.name = fileName(b.url, resp.Header.Get("Content-Disposition"))
+	b.html = strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/html")
 }
 
 // sameVersion compares an answer's validators with the first answer's.
@@ -682,9 +693,9 @@ func fileName(rawURL, disposition string) string {
 const maxSmall = 64 << 20
 
 // ReadFile reads a small file (a checksum list, a signature, a block
-// map) whole, at most limit bytes; a 404 or 410 is an error for which
-// errors.Is(err, fs.ErrNotExist) holds. It resumes nothing: it is asked
-// again from the start on a transient failure.
+// map) whole, at most limit bytes; a 404 or 410, and an HTML page (a site's
+// page for a file it does not have, served with a 200), are an error for
+// which errors.Is(err, fs.ErrNotExist) holds.
 func (c *Client) ReadFile(ctx context.Context, rawURL string, limit int64) ([]byte, error) {
 	if limit <= 0 {
 		limit = maxSmall
@@ -694,6 +705,9 @@ func (c *Client) ReadFile(ctx context.Context, rawURL string, limit int64) ([]by
 		return nil, err
 	}
 	defer b.Close()
+	if b.html {
+		return nil, &Error{URL: b.display, Err: errHTML}
+	}
 	if b.size > limit {
 		return nil, &Error{URL: b.display, Err: fmt.Errorf("is larger than %d bytes", limit)}
 	}

@@ -331,6 +331,7 @@ func TestReadFile(t *testing.T) {
 	srv := flakyhttp.New(flakyhttp.Version{Data: []byte("x")}, nil)
 	srv.Path = "/os.img"
 	srv.Files["/SHA256SUMS"] = []byte("abc  os.img\n")
+	srv.Files["/page"] = []byte("<!doctype html><title>Not here</title>")
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	c := New(newHarness().options())
@@ -341,7 +342,9 @@ func TestReadFile(t *testing.T) {
 	if _, err := c.ReadFile(context.Background(), ts.URL+"/SHA256SUMS", 5); err == nil {
 		t.Error("a file over the limit was read")
 	}
-	if _, err := c.ReadFile(context.Background(), ts.URL+"/os.img.sha256", 100); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
+	for _, p := range []string{"/os.img.sha256", "/page"} {
+		if _, err := c.ReadFile(context.Background(), ts.URL+p, 100); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want fs.ErrNotExist", p, err)
+		}
 	}
 }

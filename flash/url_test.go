@@ -1,0 +1,231 @@
+package flash
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/usbflash/usbflash/bmap"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/imagesrc/httpsrc"
+	"github.com/usbflash/usbflash/internal/flakyhttp"
+	"github.com/usbflash/usbflash/internal/testpattern"
+)
+
+// instantHTTP reads URLs with no waits between attempts.
+func instantHTTP() httpsrc.Options {
+	return httpsrc.Options{Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
+}
+
+// eventLog keeps a session's notes and the block map it chose.
+type eventLog struct {
+	noteLog
+	mu  sync.Mutex
+	map_ string
+}
+
+func (l *eventLog) Observe(e Event) {
+	l.noteLog.Observe(e)
+	if m, ok := e.(BlockMapChosen); ok {
+		l.mu.Lock()
+		l.map_ = m.Path
+		l.mu.Unlock()
+	}
+}
+
+// TestRunURL: an image at a URL streams into the decoders and onto the
+// card byte-exact through dropped connections (each resume said once), is
+// checked against the sum beside the URL as beside a file (the file's or
+// the decoded image's, in a sidecar or SHA256SUMS), uses the block map
+// beside it, and fails as an image error with the card's first transfer
+// zeroed when the sum is wrong or the file changes mid-transfer.
+func TestRunURL(t *testing.T) {
+	t.Parallel()
+	img := testpattern.Bytes(3<<20+700, 21)
+	file := xzBytes(t, img)
+	v := flakyhttp.Version{Data: file, ETag: `"a"`}
+	other := flakyhttp.Version{Data: xzBytes(t, testpattern.Bytes(3<<20+700, 22)), ETag: `"b"`}
+	m := bmapOf(t, img)
+	for _, tc := range []struct {
+		name    string
+		path    string // the URL's path and query
+		v       flakyhttp.Version
+		files   map[string]string
+		faults  map[int]flakyhttp.Fault
+		sum     string
+		matched string // a note saying what matched; "" when no sum is checked
+		resumes int
+		mapPath string // the block map the write used, "" for none
+		want    error  // nil: the card holds the image
+	}{
+		{name: "sidecar, dropped twice", path: "/d/os.img.xz", v: v, files: map[string]string{"/d/os.img.xz.sha256": hexSum(file) + "  os.img.xz\n"},
+			faults: map[int]flakyhttp.Fault{0: {DropAt: 100000}, 1: {DropAt: 200000}}, matched: "The image file matches the SHA-256 in http", resumes: 2},
+		{name: "SHA256SUMS with the image's line, a query", path: "/d/os.img.xz?token=secret", v: v,
+			files: map[string]string{"/d/SHA256SUMS": hexSum(img) + "  os.img\n"}, matched: "The decoded image matches the SHA-256 in http"},
+		{name: "SHA256SUMS above", path: "/d/arm64/os.img.xz", v: v,
+			files: map[string]string{"/d/SHA256SUMS": hexSum(file) + "  arm64/os.img.xz\n"}, matched: "The image file matches"},
+		{name: "the sum given", path: "/os.img.xz", v: v, sum: hexSum(file), matched: "The image file matches the SHA-256 given"},
+		{name: "Content-Disposition's name", path: "/get?id=7", v: flakyhttp.Version{Data: file, ETag: `"a"`, Name: "os.img.xz"}},
+		{name: "a block map beside it", path: "/d/os.img.xz", v: v, files: map[string]string{"/d/os.img.bmap": string(m)}, mapPath: "/d/os.img.bmap"},
+		{name: "a wrong sum", path: "/d/os.img.xz", v: v, files: map[string]string{"/d/os.img.xz.sha256": strings.Repeat("0", 64) + "\n"},
+			want: &imagesrc.ChecksumMismatchError{}},
+		{name: "the file changes mid-transfer", path: "/d/os.img.xz", v: v,
+			faults: map[int]flakyhttp.Fault{0: {DropAt: 150000}, 1: {Replace: &other}}, want: httpsrc.ErrResumeWhole, resumes: 1},
+		{name: "a web page named os.img.xz", path: "/d/os.img.xz", v: flakyhttp.Version{Data: []byte("<!doctype html><p>gone</p>" + strings.Repeat(" ", 600))},
+			want: imagesrc.ErrNotNamedFormat},
+		{name: "not found", path: "/d/os.img.xz", v: v, want: os.ErrNotExist},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := flakyhttp.New(tc.v, tc.faults)
+			srv.Path, _, _ = strings.Cut(tc.path, "?")
+			if tc.name == "not found" {
+				srv.Path = "/elsewhere"
+			}
+			for p, body := range tc.files {
+				srv.Files[p] = []byte(body)
+			}
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			card, spec := newSimCard(t)
+			log := &eventLog{}
+			_, err := Run(context.Background(), Config{Image: ts.URL + tc.path, TransferSize: 1 << 20, Buffers: 2, SHA256: tc.sum,
+				Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
+			notes := strings.Join(log.all(), "\n")
+			if strings.Contains(notes, "secret") || strings.Contains(errText(err), "secret") {
+				t.Errorf("the URL's query was shown:\n%s\n%v", notes, err)
+			}
+			if n := strings.Count(notes, "resuming in"); n != tc.resumes {
+				t.Errorf("%d resumes said, want %d:\n%s", n, tc.resumes, notes)
+			}
+			got, _ := os.ReadFile(card)
+			if tc.want != nil {
+				checkURLFailure(t, err, tc.want, got, img)
+				return
+			}
+			if err != nil {
+				t.Fatalf("write: %v\nnotes:\n%s", err, notes)
+			}
+			if !bytes.Equal(got[:len(img)], img) {
+				t.Error("the card does not hold the image")
+			}
+			if tc.matched != "" && !strings.Contains(notes, tc.matched) {
+				t.Errorf("notes:\n%s\nwant one saying %q", notes, tc.matched)
+			}
+			if want := ""; tc.mapPath != "" {
+				want = ts.URL + tc.mapPath
+				if log.map_ != want {
+					t.Errorf("block map %q, want %q", log.map_, want)
+				}
+			} else if log.map_ != "" {
+				t.Errorf("block map %q, want none", log.map_)
+			}
+		})
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// checkURLFailure: an image error of the kind wanted, and a card whose
+// first transfer is zeroed (or that was never written).
+func checkURLFailure(t *testing.T, err, want error, card, img []byte) {
+	t.Helper()
+	var mismatch *imagesrc.ChecksumMismatchError
+	if _, ok := want.(*imagesrc.ChecksumMismatchError); ok {
+		if !errors.As(err, &mismatch) {
+			t.Fatalf("write: %v, want a checksum mismatch", err)
+		}
+	} else if !errors.Is(err, want) {
+		t.Fatalf("write: %v, want %v", err, want)
+	}
+	if failure.Of(err) != failure.Image {
+		t.Errorf("class %v, want image", failure.Of(err))
+	}
+	if len(card) >= 512 && !bytes.Equal(card[:512], make([]byte, 512)) {
+		t.Error("the card's first transfer was written")
+	}
+	if len(card) >= len(img) && bytes.Equal(card[:len(img)], img) {
+		t.Error("the card holds the whole image though the write failed")
+	}
+}
+
+// bmapOf is a block map of img in bmaptool's format.
+func bmapOf(t *testing.T, img []byte) []byte {
+	t.Helper()
+	b := bmap.NewBuilder(4096)
+	b.Write(img)
+	data, err := bmap.Marshal(b.Map())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestRunURLSignature: a SHA256SUMS beside a URL with a detached
+// signature beside it is checked with the publisher's keys, as beside a
+// file (imagesrc's sumsig), and a list whose signature does not match is
+// refused before any byte reaches the card.
+func TestRunURLSignature(t *testing.T) {
+	t.Parallel()
+	home, keys := gpgKeys(t)
+	img := testpattern.Bytes(2<<20+300, 6)
+	dir := t.TempDir()
+	list := hexSum(img) + "  os.img\n"
+	if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gpgRun(t, home, dir, "--armor", "--output", "SHA256SUMS.asc", "--detach-sign", "SHA256SUMS")
+	sig, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS.asc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, list string
+		matched    string
+	}{
+		{name: "good signature", list: list, matched: "SHA256SUMS.asc is a good signature of http"},
+		{name: "list changed", list: list + strings.Repeat("1", 64) + "  other.img\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := flakyhttp.New(flakyhttp.Version{Data: img, ETag: `"i"`}, nil)
+			srv.Path = "/os.img"
+			srv.Files["/SHA256SUMS"] = []byte(tc.list)
+			srv.Files["/SHA256SUMS.asc"] = sig
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			card, spec := newSimCard(t)
+			log := &noteLog{}
+			_, err := Run(context.Background(), Config{Image: ts.URL + "/os.img", TransferSize: 1 << 20, Buffers: 2,
+				SHA256Keyring: keys, Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
+			notes := strings.Join(log.all(), "\n")
+			got, _ := os.ReadFile(card)
+			if tc.matched != "" {
+				if err != nil || !bytes.Equal(got[:len(img)], img) || !strings.Contains(notes, tc.matched) {
+					t.Fatalf("write: %v\nnotes:\n%s\nwant the image written and a note saying %q", err, notes, tc.matched)
+				}
+				return
+			}
+			if !errors.Is(err, imagesrc.ErrBadSignature) || failure.Of(err) != failure.Image {
+				t.Fatalf("write: %v, want a bad signature", err)
+			}
+			if len(bytes.Trim(got, "\x00")) != 0 {
+				t.Error("the card was written to")
+			}
+		})
+	}
+}

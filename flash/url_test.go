@@ -29,7 +29,7 @@ func instantHTTP() httpsrc.Options {
 // eventLog keeps a session's notes and the block map it chose.
 type eventLog struct {
 	noteLog
-	mu  sync.Mutex
+	mu   sync.Mutex
 	map_ string
 }
 

@@ -91,6 +91,15 @@ type Device struct {
 	kept    bool
 }
 
+// Transport says how the target's reader is driven; the zero value for
+// file: targets and empty slots.
+func (d *Device) Transport() usbms.TransportInfo {
+	if d.LUN == nil {
+		return usbms.TransportInfo{}
+	}
+	return d.LUN.Transport()
+}
+
 // overrides are the quirk overrides in force: Quirks, else the Readers'.
 func (o Options) overrides(readers *Readers) usbms.QuirkOverrides {
 	if o.Quirks == (usbms.QuirkOverrides{}) && readers != nil {
@@ -261,11 +270,12 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 			}
 		}()
 	}
-	ep, closeEP, info, name, err := openEndpoint(ctx, readers, t0, opts)
+	ep, closeEP, info, name, choice, err := openEndpoint(ctx, readers, t0, opts)
 	if err != nil {
 		return failAll(err)
 	}
 	rq, topts := usbms.ReaderSetup(ep, info, opts.overrides(readers))
+	topts.Quirks |= choice.Quirks
 	topts.Name = name
 	usbID := usbms.ReaderID(ep, info)
 	switch {
@@ -310,23 +320,25 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 }
 
 // openEndpoint opens the reader a usb: or sim: target names, after
-// checking that it is not the disk the image lies on.
-func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (usbms.Endpoint, func() error, *usbdev.Info, string, error) {
+// checking that it is not the disk the image lies on, on the transport
+// the setting chooses.
+func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (usbms.Endpoint, func() error, *usbdev.Info, string, usbms.Choice, error) {
 	if t.Scheme == USB {
 		info, err := readers.find(ctx, t)
 		if err != nil {
-			return nil, nil, nil, "", err
+			return nil, nil, nil, "", usbms.Choice{}, err
 		}
 		// The image check runs before the claim, which takes the disk
 		// from under the image, on the disks the in-use check reads.
-		ud, err := openUSB(ctx, info, usbdev.OpenOptions{Force: opts.Force, CheckDisks: imageOnReader(opts.Image, t)})
+		ud, c, err := openChosen(ctx, info, usbdev.OpenOptions{Force: opts.Force, CheckDisks: imageOnReader(opts.Image, t)},
+			readers.transport(), opts.overrides(readers))
 		if err != nil {
-			return nil, nil, nil, "", openError(t, err)
+			return nil, nil, nil, "", c, openError(t, err)
 		}
-		return ud, ud.Close, &info, USBName(info), nil
+		return ud, ud.Close, &info, USBName(info), c, nil
 	}
 	if err := sameFileAsImage(opts.Image, t); err != nil {
-		return nil, nil, nil, "", err
+		return nil, nil, nil, "", usbms.Choice{}, err
 	}
 	open := sim.Open
 	if opts.ReadOnly {
@@ -334,9 +346,37 @@ func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (
 	}
 	sd, err := open(t.spec)
 	if err != nil {
-		return nil, nil, nil, "", openError(t, err)
+		return nil, nil, nil, "", usbms.Choice{}, openError(t, err)
 	}
-	return sd, sd.Close, nil, "sim:" + t.Path, nil
+	c, err := chooseSim(sd, readers.transport(), opts.overrides(readers))
+	if err != nil {
+		sd.Close()
+		return nil, nil, nil, "", c, openError(t, err)
+	}
+	return sd, sd.Close, nil, "sim:" + t.Path, c, nil
+}
+
+// chooseSim selects a simulated reader's transport as openChosen does a
+// real one's: a sim reader with UAS is taken for a SuperSpeed one when it
+// has streams, for a high-speed one when not.
+func chooseSim(sd *sim.Device, setting string, o usbms.QuirkOverrides) (usbms.Choice, error) {
+	vid, pid, bcd := sd.USBID()
+	_, streams := sd.UASMode()
+	offer := usbms.Offer{BOT: sd.Offers() != sim.UASOnly, UAS: sd.Offers() != sim.BOTOnly, VID: vid, PID: pid,
+		Speed: usbdev.SpeedHigh, MaxStreams: streams, Quirks: usbms.ResolveQuirks(vid, pid, bcd, o, sd.Quirks()).Flags}
+	if streams > 0 {
+		offer.Speed = usbdev.SpeedSuper
+	}
+	c, err := usbms.ChooseTransport(setting, offer)
+	if err != nil {
+		return c, err
+	}
+	if offer.UAS {
+		if err := sd.SelectUAS(c.UAS); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
 }
 
 // usbDevice is an open reader of the USB backend (backend_*.go).
@@ -385,10 +425,14 @@ func openError(t Spec, err error) error {
 		spec    *sim.SpecError
 		card    *sim.CardError
 		refused *Error
+		setting *failure.SettingError
 	)
 	switch {
 	case errors.As(err, &refused):
 		return err // this package's own check (the image on the reader's disk), sorted already
+	case errors.As(err, &setting):
+		// A transport the reader does not offer: the setting's to fix.
+		return &Error{class: failure.Usage, Target: t.Raw, Msg: fmt.Sprintf("target %s: %v", t.Raw, err), Err: err}
 	case errors.Is(err, linuxdisk.ErrInUse):
 		return &Error{class: failure.Refused, Target: t.Raw, Msg: fmt.Sprintf("%v; nothing was written", err), Uses: uses(err), Err: err}
 	case errors.Is(err, linuxdisk.ErrInUseUnknown):

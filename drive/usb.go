@@ -2,6 +2,7 @@ package drive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -30,6 +31,9 @@ type Readers struct {
 	// Quirks are the user's quirk overrides, for the readers list
 	// describes.
 	Quirks usbms.QuirkOverrides
+	// Transport is the setting that chooses between Bulk-Only and UAS
+	// (usbms.SettingTransport); "" is auto.
+	Transport string
 
 	once  sync.Once
 	infos []usbdev.Info
@@ -101,12 +105,12 @@ func (r *Readers) ListReaders(ctx context.Context) ([]Reader, error) {
 	}
 	out := make([]Reader, 0, len(infos))
 	for i, info := range infos {
-		out = append(out, describeReader(ctx, i, info, r.Quirks))
+		out = append(out, describeReader(ctx, i, info, r.Quirks, r.Transport))
 	}
 	return out, nil
 }
 
-func describeReader(ctx context.Context, index int, info usbdev.Info, o usbms.QuirkOverrides) Reader {
+func describeReader(ctx context.Context, index int, info usbdev.Info, o usbms.QuirkOverrides, setting string) Reader {
 	r := Reader{Index: index, Info: info, Name: USBName(info)}
 	rq, topts := usbms.ReaderSetup(nil, &info, o)
 	r.Quirks = rq
@@ -119,7 +123,7 @@ func describeReader(ctx context.Context, index int, info usbdev.Info, o usbms.Qu
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	dev, err := openUSB(ctx, info, usbdev.OpenOptions{})
+	dev, _, err := openChosen(ctx, info, usbdev.OpenOptions{}, setting, o)
 	if err != nil {
 		r.Err = err
 		return r
@@ -214,4 +218,32 @@ func (r *Readers) KernelDiskNode(ctx context.Context, t Spec) (string, error) {
 func kernelDiskErr(t Spec, kind error, what string) error {
 	return &failure.SettingError{Setting: SettingKernelDisk,
 		Err: &Error{class: failure.Usage, Target: t.Raw, Msg: t.Raw + ": " + what, Err: kind}}
+}
+
+// transport is the Transport setting; "" (auto) without Readers.
+func (r *Readers) transport() string {
+	if r == nil {
+		return ""
+	}
+	return r.Transport
+}
+
+// openChosen opens a listed reader on the transport the setting chooses
+// (usbms.ChooseTransport): UAS, or Bulk-Only. Auto falls back to
+// Bulk-Only, where the reader has it, when the host controller gives UAS
+// no streams at SuperSpeed.
+func openChosen(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions, setting string, o usbms.QuirkOverrides) (usbDevice, usbms.Choice, error) {
+	rq, _ := usbms.ReaderSetup(nil, &info, o)
+	c, err := usbms.ChooseTransport(setting, usbms.OfferOf(info, rq.Flags))
+	if err != nil {
+		return nil, c, err
+	}
+	opts.UAS = c.UAS
+	d, err := openUSB(ctx, info, opts)
+	if err != nil && c.UAS && setting != usbms.TransportUAS && info.HasBOT() && errors.Is(err, usbdev.ErrNoStreams) {
+		opts.UAS = false
+		c = usbms.Choice{Why: "the host controller gives no bulk streams"}
+		d, err = openUSB(ctx, info, opts)
+	}
+	return d, c, err
 }

@@ -44,7 +44,9 @@ func USBFinder(force bool) Finder {
 				Key: fmt.Sprintf("%s#%d.%d", info.PortPath, info.Bus, info.Address), Name: name, Info: &info,
 				spec: spec,
 				open: func(ctx context.Context, image string) (usbms.Endpoint, func() error, error) {
-					d, err := openUSB(ctx, info, usbdev.OpenOptions{Force: force, CheckDisks: imageOnReader(image, spec)})
+					// --watch takes each reader on the transport auto
+					// chooses.
+					d, _, err := openChosen(ctx, info, usbdev.OpenOptions{Force: force, CheckDisks: imageOnReader(image, spec)}, "", usbms.QuirkOverrides{})
 					if err != nil {
 						return nil, nil, err
 					}

@@ -48,6 +48,9 @@ type Opened struct {
 	Capacity     int64
 	BlockSize    int
 	TransferSize int // what the card takes, after its limits
+	// Transport is how the card's reader is driven (BOT or UAS); the
+	// zero value for a file.
+	Transport usbms.TransportInfo
 }
 
 // Note is something worth knowing that changes nothing: a recovery step,

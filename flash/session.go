@@ -345,7 +345,7 @@ func (s *session) opened(ctx context.Context, c *card, src *imagesrc.Source) {
 	var note string
 	fit := blockdev.FitTransfer(d.Dev, s.transfer)
 	c.transfer, note = fit.Size, fit.Note(d.Name)
-	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: c.transfer})
+	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: c.transfer, Transport: d.Transport()})
 	if note != "" {
 		s.emit(Note{Card: d.Name, Message: note})
 	}

@@ -130,10 +130,22 @@ type uasState struct {
 	aborts, luResets int
 }
 
-// UASInfo is what a Transport says of its UAS mode.
-type UASInfo struct {
-	Streams    int // bulk streams in use; 0 in the high-speed mode
-	QueueDepth int // commands in flight at once
+// TransportInfo says how a reader is driven: the protocol, and for UAS
+// its streams and how many commands are in flight at once.
+type TransportInfo struct {
+	Protocol   string // "BOT" or "UAS"
+	Streams    int    // UAS bulk streams; 0 in the high-speed mode and for BOT
+	QueueDepth int    // commands in flight at once
+}
+
+func (i TransportInfo) String() string {
+	switch {
+	case i.Protocol != "UAS":
+		return i.Protocol
+	case i.Streams > 0:
+		return fmt.Sprintf("UAS (%d streams, queue depth %d)", i.Streams, i.QueueDepth)
+	}
+	return fmt.Sprintf("UAS (no streams, queue depth %d)", i.QueueDepth)
 }
 
 // Protocol names the transport a Transport speaks: "BOT" or "UAS".
@@ -144,13 +156,16 @@ func (t *Transport) Protocol() string {
 	return "BOT"
 }
 
-// UAS reports the UAS mode of the transport; false for Bulk-Only.
-func (t *Transport) UAS() (UASInfo, bool) {
+// Info says how the transport drives the reader.
+func (t *Transport) Info() TransportInfo {
 	if t.uas == nil {
-		return UASInfo{}, false
+		return TransportInfo{Protocol: "BOT", QueueDepth: 1}
 	}
-	return UASInfo{Streams: t.uas.streams, QueueDepth: 1}, true
+	return TransportInfo{Protocol: "UAS", Streams: t.uas.streams, QueueDepth: 1}
 }
+
+// Transport says how the LUN's reader is driven.
+func (l *LUN) Transport() TransportInfo { return l.t.Info() }
 
 // nextTag is the tag of the next IU: 1 up to the number of streams (a
 // stream ID is a tag), or up to uasMaxTags without streams; never the

@@ -54,8 +54,8 @@ func TestUASWriteRead(t *testing.T) {
 			if tr.Protocol() != "UAS" {
 				t.Fatalf("Protocol() = %q, want UAS", tr.Protocol())
 			}
-			if info, ok := tr.UAS(); !ok || info.Streams != m.streams || info.QueueDepth != 1 {
-				t.Fatalf("UAS() = %+v, %v; want %d streams, depth 1", info, ok, m.streams)
+			if info := l.Transport(); info.Protocol != "UAS" || info.Streams != m.streams || info.QueueDepth != 1 {
+				t.Fatalf("Transport() = %+v; want UAS, %d streams, depth 1", info, m.streams)
 			}
 			ctx := context.Background()
 			data := pattern(1<<20, 7)

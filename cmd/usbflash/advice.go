@@ -31,6 +31,8 @@ func settingFlag(s failure.Setting) string {
 	switch s {
 	case usbms.SettingQuirks:
 		return "--quirks"
+	case usbms.SettingTransport:
+		return "--transport"
 	case drive.SettingKernelDisk:
 		return "--compare"
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // infoReport is `usbflash info --json`: the target, the USB identity when
@@ -148,6 +149,7 @@ func printInfo(w io.Writer, rep infoReport) {
 		fmt.Fprintf(tw, "max transfer\t%s\n", sizeOrUnknown(l.MaxTransfer))
 		fmt.Fprintf(tw, "optimal transfer\t%s\n", sizeOrUnknown(l.OptimalTransfer))
 		fmt.Fprintf(tw, "buffer memory\t%s\n", orDash(l.Memory))
+		fmt.Fprintf(tw, "transport\t%s\n", usbms.TransportInfo{Protocol: l.Transport, Streams: l.UASStreams, QueueDepth: l.QueueDepth})
 	}
 	if f := rep.File; f != nil {
 		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(f.Bytes), f.Bytes, f.Blocks, f.BlockSize)

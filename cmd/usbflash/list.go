@@ -21,23 +21,28 @@ import (
 // lunReport is what list and info say about one LUN. The JSON names are
 // part of the interface for scripts.
 type lunReport struct {
-	LUN             int      `json:"lun"`
-	Vendor          string   `json:"vendor"`
-	Product         string   `json:"product"`
-	Revision        string   `json:"revision"`
-	Serial          string   `json:"serial,omitempty"`
-	BlockSize       int      `json:"block_size"`
-	Blocks          int64    `json:"blocks"`
-	Bytes           int64    `json:"bytes"`
-	WriteProtected  bool     `json:"write_protected"`
-	Removable       bool     `json:"removable"`
-	Medium          bool     `json:"medium"`
-	MaxTransfer     int64    `json:"max_transfer_bytes,omitempty"`
-	OptimalTransfer int64    `json:"optimal_transfer_bytes,omitempty"`
-	Memory          string   `json:"memory,omitempty"` // what write's buffers are: usbfs zero-copy or page-aligned
-	KernelDisk      string   `json:"kernel_disk,omitempty"`
-	Mounted         []string `json:"mounted,omitempty"`
-	Error           string   `json:"error,omitempty"`
+	LUN             int    `json:"lun"`
+	Vendor          string `json:"vendor"`
+	Product         string `json:"product"`
+	Revision        string `json:"revision"`
+	Serial          string `json:"serial,omitempty"`
+	BlockSize       int    `json:"block_size"`
+	Blocks          int64  `json:"blocks"`
+	Bytes           int64  `json:"bytes"`
+	WriteProtected  bool   `json:"write_protected"`
+	Removable       bool   `json:"removable"`
+	Medium          bool   `json:"medium"`
+	MaxTransfer     int64  `json:"max_transfer_bytes,omitempty"`
+	OptimalTransfer int64  `json:"optimal_transfer_bytes,omitempty"`
+	Memory          string `json:"memory,omitempty"` // what write's buffers are: usbfs zero-copy or page-aligned
+	// Transport is how the reader is driven: BOT or UAS, with UAS's
+	// streams (0: none, high speed) and queue depth.
+	Transport  string   `json:"transport,omitempty"`
+	UASStreams int      `json:"uas_streams,omitempty"`
+	QueueDepth int      `json:"queue_depth,omitempty"`
+	KernelDisk string   `json:"kernel_disk,omitempty"`
+	Mounted    []string `json:"mounted,omitempty"`
+	Error      string   `json:"error,omitempty"`
 }
 
 // readerReport is one mass-storage interface of `usbflash list`.
@@ -259,7 +264,7 @@ func reportLUN(l *usbms.LUN) lunReport {
 		Serial: l.Serial(), BlockSize: l.BlockSize(), Blocks: l.BlockCount(),
 		Bytes: l.BlockCount() * bs, WriteProtected: l.WriteProtected(), Removable: inq.Removable,
 		Medium: true, MaxTransfer: l.MaxTransfer() * bs, OptimalTransfer: l.OptimalTransfer() * bs,
-		Memory: l.MemoryKind(),
+		Memory: l.MemoryKind(), Transport: l.Transport().Protocol, UASStreams: l.Transport().Streams, QueueDepth: l.Transport().QueueDepth,
 	}
 }
 
@@ -291,6 +296,9 @@ func printReaders(w io.Writer, readers []readerReport) {
 			}
 			if q := r.Quirks; q != nil {
 				notes = append(notes, "quirks "+q.Flags)
+			}
+			if l.Transport == "UAS" {
+				notes = append(notes, "UAS")
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", head, l.LUN, medium, size, strings.Join(notes, "; "))
 		}

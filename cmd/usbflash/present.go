@@ -42,8 +42,7 @@ func (p *cardPresenter) Observe(e flash.Event) {
 		}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", e.Image, src.Format, describeSize(src), e.Targets[0]))
 		noChecksumNote(p.rep, src)
 	case flash.Opened:
-		p.rep.event(&jsonevents.Device{Target: e.Card, Capacity: e.Capacity,
-			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
+		p.rep.event(newDeviceEvent(e), "")
 	case flash.Note:
 		p.rep.event(noteWithAdvice(e.Message, e.Notice))
 	case flash.BlockMapChosen:
@@ -176,8 +175,7 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 		}, text)
 		noChecksumNote(p.rep, src)
 	case flash.Opened:
-		p.rep.event(&jsonevents.Device{Target: e.Card, Capacity: e.Capacity,
-			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
+		p.rep.event(newDeviceEvent(e), "")
 	case flash.Note:
 		msg := e.Message
 		if e.Card != "" && !strings.Contains(msg, e.Card) {
@@ -333,3 +331,9 @@ func noChecksumNote(rep reporter, src *imagesrc.Source) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// newDeviceEvent is the device event of an opened card.
+func newDeviceEvent(e flash.Opened) *jsonevents.Device {
+	return &jsonevents.Device{Target: e.Card, Capacity: e.Capacity,
+		BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize), Transport: e.Transport.Protocol, UASStreams: e.Transport.Streams}
+}

@@ -38,6 +38,8 @@ type app struct {
 	// quirks is --quirks: quirk flags for readers, as the kernel's
 	// usb-storage.quirks= takes them.
 	quirks string
+	// transport is --transport: auto, bot or uas.
+	transport string
 }
 
 // newReaders is the command's enumeration of readers, with the quirk
@@ -48,7 +50,10 @@ func (a *app) newReaders() (*drive.Readers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &drive.Readers{Quirks: o}, nil
+	if err := usbms.CheckTransportSetting(a.transport); err != nil {
+		return nil, err
+	}
+	return &drive.Readers{Quirks: o, Transport: a.transport}, nil
 }
 
 func newRootCommand(a *app) *cobra.Command {
@@ -75,6 +80,8 @@ Targets:
 	root.PersistentFlags().StringVar(&a.quirks, "quirks", "",
 		"quirk flags for readers that need them, as Linux's usb-storage.quirks= takes them: "+usbms.QuirkSyntax+
 			" (also $"+usbms.QuirksEnv+" and /sys/module/usb_storage/parameters/quirks)")
+	root.PersistentFlags().StringVar(&a.transport, "transport", usbms.TransportAuto,
+		"how readers are driven: auto (UAS where the reader offers it, unless its quirks or the kernel's ASMedia rules say not), bot (Bulk-Only) or uas (USB Attached SCSI)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newListCommand(a),

@@ -93,8 +93,7 @@ func presentRead(rep reporter, cmd jsonevents.Command, e flash.Event) {
 	case flash.BlockMapChosen:
 		presentBlockMap(rep, e)
 	case flash.Opened:
-		rep.event(&jsonevents.Device{Target: e.Card, Capacity: e.Capacity,
-			BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize)}, "")
+		rep.event(newDeviceEvent(e), "")
 	case flash.Note:
 		rep.event(noteWithAdvice(e.Message, e.Notice))
 	case flash.Progress:

@@ -82,6 +82,10 @@ type Device struct {
 	Capacity     int64  `json:"capacity"`
 	BlockSize    int    `json:"block_size"`
 	TransferSize int64  `json:"transfer_size"` // what is used, after the device's limits
+	// Transport is how a reader is driven: BOT or UAS (absent for a
+	// file), and UAS's bulk streams (absent without).
+	Transport  string `json:"transport,omitempty"`
+	UASStreams int    `json:"uas_streams,omitempty"`
 }
 
 type PhaseEvent struct {

@@ -122,6 +122,12 @@ func infoOf(d *gousb.DeviceDesc, cfg int, alt gousb.InterfaceSetting) usbdev.Inf
 		Protocol:   uint8(alt.Protocol),
 	}
 	info.Supported, info.Reason = usbdev.Classify(info.SubClass, info.Protocol)
+	if info.Protocol == usbdev.ProtocolUAS {
+		// This backend drives Bulk-Only alone: gousb has no bulk
+		// streams, which UAS needs at SuperSpeed.
+		info.Supported = false
+		info.Reason = usbdev.ReasonUASOnLibusb
+	}
 	// Lowest-numbered bulk endpoint of each direction: BOT has exactly
 	// one of each; map order must not decide.
 	for _, ep := range alt.Endpoints {

@@ -79,11 +79,35 @@ type Info struct {
 	BulkInMaxPacket  int
 	BulkOutMaxPacket int
 
-	// Supported is true for SCSI over Bulk-Only Transport; Reason says why
-	// not otherwise (UAS only, another subclass, missing endpoints).
+	// UAS is the interface's USB Attached SCSI alternate setting, when
+	// it has one: the only one (Protocol is ProtocolUAS then) or one
+	// beside Bulk-Only.
+	UAS UASSetting
+
+	// Supported is true for an interface usbflash drives (SCSI over
+	// Bulk-Only Transport, or over UAS with its four pipes); Reason says
+	// why not otherwise (another subclass, missing endpoints).
 	Supported bool
 	Reason    string
 }
+
+// UASSetting is a UAS alternate setting: its number and its four pipes,
+// found by their Pipe Usage descriptors.
+type UASSetting struct {
+	Alt                              int
+	Command, Status, DataIn, DataOut uint8 // endpoint addresses; 0 when not found
+	// MaxStreams is the bulk streams the status and data pipes allow
+	// (SuperSpeed endpoint companion); 0 below SuperSpeed.
+	MaxStreams int
+}
+
+// Present reports whether the setting was found with all four pipes.
+func (u UASSetting) Present() bool {
+	return u.Command != 0 && u.Status != 0 && u.DataIn != 0 && u.DataOut != 0
+}
+
+// HasBOT reports whether the interface offers Bulk-Only Transport.
+func (i Info) HasBOT() bool { return BOTSubclass(i.SubClass) && i.Protocol == ProtocolBOT }
 
 // FormatPortPath renders a bus and port chain the way Linux names the device
 // in /sys/bus/usb/devices: "1-2.3". A root hub (no ports) is "usb1".
@@ -175,6 +199,10 @@ func BOTSubclass(subclass uint8) bool {
 	return false
 }
 
+// ReasonUASOnLibusb is why the libusb backend lists a UAS-only interface
+// as not supported.
+const ReasonUASOnLibusb = "speaks only UAS (USB Attached SCSI), which the libusb backend does not drive (gousb has no bulk streams); the usbfs backend, the default Linux build, does"
+
 // Classify decides whether an interface with these codes is one usbflash
 // can drive, and if not, why: both backends list interfaces by it.
 func Classify(subclass, protocol uint8) (supported bool, reason string) {
@@ -182,7 +210,7 @@ func Classify(subclass, protocol uint8) (supported bool, reason string) {
 	case BOTSubclass(subclass) && protocol == ProtocolBOT:
 		return true, ""
 	case subclass == SubclassSCSI && protocol == ProtocolUAS:
-		return false, "speaks only UAS (USB Attached SCSI), which usbflash does not implement; use file:/dev/sdX through the kernel instead"
+		return true, ""
 	default:
 		return false, fmt.Sprintf("mass-storage subclass 0x%02x protocol 0x%02x is not SCSI, RBC or ATAPI over Bulk-Only Transport (08/06/50, 08/01/50, 08/02/50, 08/03/50, 08/05/50)", subclass, protocol)
 	}

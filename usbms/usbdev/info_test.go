@@ -51,7 +51,7 @@ func TestClassify(t *testing.T) {
 		reason     string
 	}{
 		{0x06, 0x50, true, ""},
-		{0x06, 0x62, false, "only UAS"},
+		{0x06, 0x62, true, ""}, // UAS: the backend checks its pipes
 		{0x06, 0x00, false, "subclass 0x06 protocol 0x00"},
 		{0x04, 0x00, false, "not SCSI, RBC or ATAPI over Bulk-Only"},
 		{0x04, 0x50, false, "subclass 0x04 protocol 0x50"}, // UFI over BOT: not driven

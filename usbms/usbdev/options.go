@@ -27,6 +27,11 @@ type OpenOptions struct {
 	// OutStreamDepth is how many OUT transfers are in flight at once.
 	// Zero or less means 4.
 	OutStreamDepth int
+	// UAS opens the interface in its UAS alternate setting (Info.UAS),
+	// with bulk streams at SuperSpeed, instead of Bulk-Only; an
+	// interface that offers only UAS is opened so whatever this says.
+	// Backends without UAS ignore it.
+	UAS bool
 	// ReenumerateTimeout is how long ResetPort waits for a device that
 	// re-enumerated to come back at the same port. Zero means 10 s.
 	ReenumerateTimeout time.Duration

@@ -13,6 +13,12 @@ type endpointDesc struct {
 	Address   uint8
 	Attrs     uint8 // bits 1:0: 2 = bulk
 	MaxPacket int
+	// PipeID is the UAS Pipe Usage descriptor's (0x24) after the
+	// endpoint: 1 command, 2 status, 3 data-in, 4 data-out; 0 when none.
+	PipeID uint8
+	// MaxStreams is what the SuperSpeed endpoint companion (0x30) allows
+	// a bulk endpoint: 2^MaxStreams streams; 0 when none.
+	MaxStreams int
 }
 
 // parseDescriptors reads sysfs's `descriptors` file: the device descriptor
@@ -56,6 +62,17 @@ func parseDescriptors(b []byte, cfg int) ([]altSetting, error) {
 			if cur >= 0 {
 				out[cur].Endpoints = append(out[cur].Endpoints, endpointDesc{Address: d[2], Attrs: d[3],
 					MaxPacket: int(uint16(d[4])|uint16(d[5])<<8) & 0x7ff})
+			}
+		case 0x24: // UAS Pipe Usage, after its endpoint
+			if cur >= 0 && l >= 3 && len(out[cur].Endpoints) > 0 {
+				out[cur].Endpoints[len(out[cur].Endpoints)-1].PipeID = d[2]
+			}
+		case 0x30: // SuperSpeed endpoint companion
+			if cur >= 0 && l >= 4 && len(out[cur].Endpoints) > 0 {
+				ep := &out[cur].Endpoints[len(out[cur].Endpoints)-1]
+				if ep.Attrs&3 == 2 && d[3]&0x1F != 0 {
+					ep.MaxStreams = 1 << (d[3] & 0x1F)
+				}
 			}
 		}
 		i += l

@@ -56,6 +56,8 @@ type Device struct {
 	io    urbIO // the URB ioctls and poll: usbfsIO but in tests
 	pfd   [1]unix.PollFd
 	piece int // bytes per URB
+	// uas is the UAS side, when the interface is opened in UAS mode.
+	uas uasIO
 	// regions is the memory AllocBuffers handed out and not yet freed.
 	regions       []region
 	smallZeroCopy bool
@@ -232,6 +234,9 @@ func (d *Device) claim() error {
 		return err
 	}
 	d.claimed = true
+	if d.opts.UAS || d.info.Protocol == usbdev.ProtocolUAS {
+		return d.setupUAS()
+	}
 	if d.info.AltSetting != 0 {
 		si := setInterface{Interface: uint32(d.info.Interface), AltSetting: uint32(d.info.AltSetting)}
 		if _, err := ioctl(d.fd, ioctlSetInterface, unsafe.Pointer(&si)); err != nil {
@@ -247,6 +252,7 @@ func (d *Device) release(reattach bool) error {
 	if !d.claimed {
 		return nil
 	}
+	d.freeStreams()
 	iface := uint32(d.info.Interface)
 	_, _ = ioctl(d.fd, ioctlReleaseIntf, unsafe.Pointer(&iface))
 	d.claimed = false
@@ -418,6 +424,7 @@ func (d *Device) Close() error {
 
 // closeNode closes the usbfs node and its waiter's duplicate.
 func (d *Device) closeNode() {
+	d.stopReaper()
 	if io, ok := d.io.(usbfsIO); ok {
 		io.w.close()
 		d.io = usbfsIO{pfd: &d.pfd}

@@ -135,9 +135,16 @@ func deviceInfos(root, name string) ([]usbdev.Info, error) {
 // infosFromAlts turns the mass-storage alternate settings into Infos.
 func infosFromAlts(base usbdev.Info, alts []altSetting) []usbdev.Info {
 	hasBOT := map[int]bool{}
+	uas := map[int]usbdev.UASSetting{}
 	for _, a := range alts {
-		if a.Class == usbdev.ClassMassStorage && usbdev.BOTSubclass(a.SubClass) && a.Protocol == usbdev.ProtocolBOT {
+		if a.Class != usbdev.ClassMassStorage {
+			continue
+		}
+		if usbdev.BOTSubclass(a.SubClass) && a.Protocol == usbdev.ProtocolBOT {
 			hasBOT[a.Interface] = true
+		}
+		if _, seen := uas[a.Interface]; !seen && a.SubClass == usbdev.SubclassSCSI && a.Protocol == usbdev.ProtocolUAS {
+			uas[a.Interface] = uasSetting(a)
 		}
 	}
 	var out []usbdev.Info
@@ -170,9 +177,46 @@ func infosFromAlts(base usbdev.Info, alts []altSetting) []usbdev.Info {
 			info.Supported = false
 			info.Reason = "Bulk-Only interface without a bulk IN and a bulk OUT endpoint (broken descriptors)"
 		}
+		info.UAS = uas[a.Interface]
+		if info.Supported && a.Protocol == usbdev.ProtocolUAS && !info.UAS.Present() {
+			info.Supported = false
+			info.Reason = "UAS interface without its four pipes (command, status, data-in, data-out Pipe Usage descriptors)"
+		}
 		out = append(out, info)
 	}
 	return out
+}
+
+// uasSetting finds the four pipes of a UAS alternate setting by their
+// Pipe Usage descriptors, and the streams its status and data pipes
+// allow (the fewest of them).
+func uasSetting(a altSetting) usbdev.UASSetting {
+	u := usbdev.UASSetting{Alt: a.Alt}
+	streams := -1
+	for _, ep := range a.Endpoints {
+		if ep.Attrs&3 != 2 {
+			continue
+		}
+		in := ep.Address&0x80 != 0
+		switch {
+		case ep.PipeID == 1 && !in:
+			u.Command = ep.Address
+			continue
+		case ep.PipeID == 2 && in:
+			u.Status = ep.Address
+		case ep.PipeID == 3 && in:
+			u.DataIn = ep.Address
+		case ep.PipeID == 4 && !in:
+			u.DataOut = ep.Address
+		default:
+			continue
+		}
+		if streams < 0 || ep.MaxStreams < streams {
+			streams = ep.MaxStreams
+		}
+	}
+	u.MaxStreams = max(streams, 0)
+	return u
 }
 
 // deviceBase reads what a device's interfaces share.
@@ -257,6 +301,11 @@ func interfaceInfo(dir string, base usbdev.Info) (usbdev.Info, bool, error) {
 		}
 	}
 	info.Supported, info.Reason = usbdev.Classify(info.SubClass, info.Protocol)
+	if info.Protocol == usbdev.ProtocolUAS {
+		// Its pipes are named in the descriptors, which were not read.
+		info.Supported = false
+		info.Reason = "UAS interface whose Pipe Usage descriptors could not be read"
+	}
 	if err := readEndpoints(dir, &info); err != nil {
 		return info, false, err
 	}

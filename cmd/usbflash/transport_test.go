@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTransport: --transport picks Bulk-Only or UAS for a sim reader that
+// offers both; a UAS-only one is written byte for byte over UAS, and
+// refused Bulk-Only; the device event and info say which.
+func TestTransport(t *testing.T) {
+	t.Parallel()
+	img := testImage(3<<20 + 512)
+	image := writeFile(t, "os.img", img)
+	cases := []struct {
+		name, opts, flag string
+		transport        string
+		streams          float64
+		code             int
+	}{
+		{name: "UAS only, streams", opts: "uas=only&streams=16", flag: "auto", transport: "UAS", streams: 16},
+		{name: "UAS only, high speed", opts: "uas=only", flag: "auto", transport: "UAS"},
+		{name: "both: auto takes UAS", opts: "uas=both&streams=4", flag: "auto", transport: "UAS", streams: 4},
+		{name: "both: bot forced", opts: "uas=both&streams=4", flag: "bot", transport: "BOT"},
+		{name: "BOT only", opts: "serial=X", flag: "auto", transport: "BOT"},
+		{name: "UAS only, bot forced", opts: "uas=only", flag: "bot", code: exitUsage},
+		{name: "BOT only, uas forced", opts: "serial=X", flag: "uas", code: exitUsage},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			card := filepath.Join(t.TempDir(), "card.img")
+			target := "sim:" + card + "?size=4MiB&" + c.opts
+			r := runCLI(t, "write", "--yes", "--json", "--transport", c.flag, image, target)
+			if r.code != c.code {
+				t.Fatalf("exit %d, want %d: %s", r.code, c.code, r.stderr)
+			}
+			if c.code != exitOK {
+				if !strings.Contains(r.stdout+r.stderr, "--transport") {
+					t.Errorf("refusal does not name --transport: %s %s", r.stdout, r.stderr)
+				}
+				return
+			}
+			d := lastEvent(t, r.stdout, "device")
+			if d["transport"] != c.transport || (d["uas_streams"] != nil && d["uas_streams"] != c.streams) || (c.streams > 0) != (d["uas_streams"] != nil) {
+				t.Errorf("device event %v, want transport %s, %v streams", d, c.transport, c.streams)
+			}
+			got, err := os.ReadFile(card)
+			if err != nil || !bytes.Equal(got[:len(img)], img) {
+				t.Fatalf("card differs from the image (%v)", err)
+			}
+			r = runCLI(t, "info", "--json", "--transport", c.flag, "sim:"+card+"?"+c.opts)
+			var rep infoReport
+			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.LUN == nil || rep.LUN.Transport != c.transport || rep.LUN.UASStreams != int(c.streams) {
+				t.Errorf("info: %v, %+v", err, rep.LUN)
+			}
+		})
+	}
+	if r := runCLI(t, "info", "--transport", "scsi", "sim:"+filepath.Join(t.TempDir(), "c.img")+"?size=1MiB"); r.code != exitUsage || !strings.Contains(r.stderr, "--transport") {
+		t.Errorf("--transport scsi: exit %d, %s", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,116 @@
+package usbms
+
+import (
+	"fmt"
+
+	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/usbms/usbdev"
+)
+
+// SettingTransport is the setting that chooses between Bulk-Only and UAS
+// (TransportAuto, TransportBOT, TransportUAS): an error about it is a
+// *failure.SettingError naming it.
+const SettingTransport failure.Setting = "transport"
+
+// Values of SettingTransport.
+const (
+	// TransportAuto takes UAS where the reader offers it and nothing
+	// speaks against it (IGNORE_UAS, the ASMedia rules), Bulk-Only
+	// otherwise.
+	TransportAuto = "auto"
+	TransportBOT  = "bot"
+	TransportUAS  = "uas"
+)
+
+// CheckTransportSetting refuses a value SettingTransport does not take;
+// "" is TransportAuto.
+func CheckTransportSetting(s string) error {
+	switch s {
+	case "", TransportAuto, TransportBOT, TransportUAS:
+		return nil
+	}
+	return &failure.SettingError{Setting: SettingTransport, Err: fmt.Errorf("%q: want auto, bot or uas", s)}
+}
+
+// Offer is what a reader's interface offers, and what decides between
+// Bulk-Only and UAS.
+type Offer struct {
+	BOT, UAS bool
+	VID, PID uint16
+	Speed    usbdev.Speed
+	// MaxStreams is the bulk streams the UAS pipes allow (0 below
+	// SuperSpeed, or when unknown).
+	MaxStreams int
+	// Quirks are the reader's quirk flags (QuirkIgnoreUAS).
+	Quirks Quirks
+}
+
+// OfferOf is what an interface the backend listed offers. A backend that
+// does not drive UAS lists no UAS setting (Info.UAS) and refuses a
+// UAS-only interface, so the offer has no UAS then.
+func OfferOf(info usbdev.Info, q Quirks) Offer {
+	return Offer{BOT: info.HasBOT(), UAS: info.UAS.Present(), VID: info.VID, PID: info.PID,
+		Speed: info.Speed, MaxStreams: info.UAS.MaxStreams, Quirks: q}
+}
+
+// Choice is the transport chosen for a reader.
+type Choice struct {
+	UAS bool
+	// Why says why Bulk-Only was taken where UAS was offered ("" when
+	// not).
+	Why string
+	// Quirks are flags the choice brings (QuirkMaxSectors240 for an
+	// ASMedia bridge on UAS), to add to the reader's.
+	Quirks Quirks
+}
+
+// ErrTransportNotOffered means the setting asks for a transport the
+// reader does not offer.
+var ErrTransportNotOffered = failure.New(failure.Usage, "the reader does not offer that transport")
+
+// ChooseTransport picks the transport of a reader by the setting. Auto
+// takes UAS where it is offered, as Linux does, except where Linux's uas
+// would not bind: IGNORE_UAS, and the ASMedia bridges 174c:5106 and
+// 174c:55aa below SuperSpeed or with 32 streams (uas-detect.h); those
+// take Bulk-Only when they have it. An ASMedia bridge on UAS gets
+// QuirkMaxSectors240, as Linux gives it. bot and uas force one; a reader
+// that lacks it is an error.
+func ChooseTransport(setting string, o Offer) (Choice, error) {
+	if err := CheckTransportSetting(setting); err != nil {
+		return Choice{}, err
+	}
+	var c Choice
+	if o.VID == 0x174c && (o.PID == 0x5106 || o.PID == 0x55aa) && o.Speed >= usbdev.SpeedSuper {
+		c.Quirks = QuirkMaxSectors240
+	}
+	switch setting {
+	case TransportBOT:
+		if !o.BOT {
+			return Choice{}, &failure.SettingError{Setting: SettingTransport, Err: fmt.Errorf("%w: it speaks only UAS (USB Attached SCSI)", ErrTransportNotOffered)}
+		}
+		return Choice{}, nil
+	case TransportUAS:
+		if !o.UAS {
+			return Choice{}, &failure.SettingError{Setting: SettingTransport, Err: fmt.Errorf("%w: it offers no UAS interface this backend drives", ErrTransportNotOffered)}
+		}
+		c.UAS = true
+		return c, nil
+	}
+	if !o.UAS {
+		return Choice{}, nil
+	}
+	why := ""
+	switch {
+	case o.Quirks&QuirkIgnoreUAS != 0:
+		why = "its quirks say IGNORE_UAS"
+	case c.Quirks != 0 && o.MaxStreams == 32:
+		why = "an ASMedia bridge with 32 streams (ASM1051), which Linux drives over Bulk-Only"
+	case o.VID == 0x174c && (o.PID == 0x5106 || o.PID == 0x55aa) && o.Speed < usbdev.SpeedSuper:
+		why = "an ASMedia bridge below SuperSpeed, which Linux drives over Bulk-Only"
+	}
+	if why != "" && o.BOT {
+		return Choice{Why: why}, nil
+	}
+	c.UAS = true
+	return c, nil
+}

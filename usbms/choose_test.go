@@ -1,0 +1,72 @@
+package usbms_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/usbdev"
+)
+
+func TestChooseTransport(t *testing.T) {
+	both := usbms.Offer{BOT: true, UAS: true, VID: 0x0bda, PID: 0x9210, Speed: usbdev.SpeedSuper, MaxStreams: 16}
+	uasOnly := usbms.Offer{UAS: true, VID: 0x46f4, PID: 3, Speed: usbdev.SpeedSuper, MaxStreams: 16}
+	botOnly := usbms.Offer{BOT: true, VID: 0x46f4, PID: 1, Speed: usbdev.SpeedHigh}
+	with := func(o usbms.Offer, f func(*usbms.Offer)) usbms.Offer { f(&o); return o }
+	asm := func(speed usbdev.Speed, streams int) usbms.Offer {
+		return usbms.Offer{BOT: true, UAS: true, VID: 0x174c, PID: 0x55aa, Speed: speed, MaxStreams: streams}
+	}
+	cases := []struct {
+		name    string
+		setting string
+		offer   usbms.Offer
+		uas     bool
+		why     string
+		quirks  usbms.Quirks
+		refused bool
+	}{
+		{name: "both: auto takes UAS", setting: "auto", offer: both, uas: true},
+		{name: "both: empty is auto", setting: "", offer: both, uas: true},
+		{name: "both: bot forced", setting: "bot", offer: both},
+		{name: "UAS only: auto", setting: "auto", offer: uasOnly, uas: true},
+		{name: "UAS only: bot refused", setting: "bot", offer: uasOnly, refused: true},
+		{name: "BOT only: auto", setting: "auto", offer: botOnly},
+		{name: "BOT only: uas refused", setting: "uas", offer: botOnly, refused: true},
+		{name: "IGNORE_UAS", setting: "auto", offer: with(both, func(o *usbms.Offer) { o.Quirks = usbms.QuirkIgnoreUAS }), why: "IGNORE_UAS"},
+		{name: "IGNORE_UAS, uas forced", setting: "uas", offer: with(both, func(o *usbms.Offer) { o.Quirks = usbms.QuirkIgnoreUAS }), uas: true},
+		{name: "IGNORE_UAS on a UAS-only device: nothing else", setting: "auto", offer: with(uasOnly, func(o *usbms.Offer) { o.Quirks = usbms.QuirkIgnoreUAS }), uas: true},
+		{name: "ASMedia at high speed", setting: "auto", offer: asm(usbdev.SpeedHigh, 0), why: "below SuperSpeed"},
+		{name: "ASMedia with 32 streams", setting: "auto", offer: asm(usbdev.SpeedSuper, 32), why: "32 streams", quirks: 0},
+		{name: "ASMedia at SuperSpeed: 240 blocks", setting: "auto", offer: asm(usbdev.SpeedSuper, 16), uas: true, quirks: usbms.QuirkMaxSectors240},
+		{name: "bad setting", setting: "scsi", offer: both, refused: true},
+	}
+	for _, c := range cases {
+		got, err := usbms.ChooseTransport(c.setting, c.offer)
+		if c.refused {
+			var se *failure.SettingError
+			if !errors.As(err, &se) || se.Setting != usbms.SettingTransport {
+				t.Errorf("%s: %+v, %v; want a SettingError of the transport", c.name, got, err)
+			}
+			continue
+		}
+		if err != nil || got.UAS != c.uas || (c.why == "") != (got.Why == "") || got.Quirks != c.quirks {
+			t.Errorf("%s: %+v, %v; want UAS %v, why %q, quirks %v", c.name, got, err, c.uas, c.why, c.quirks)
+		}
+		if c.why != "" && !strings.Contains(got.Why, c.why) {
+			t.Errorf("%s: why %q, want it to say %q", c.name, got.Why, c.why)
+		}
+	}
+}
+
+// TestUASTextsAreFacts: what UAS adds to messages states facts, no advice.
+func TestUASTextsAreFacts(t *testing.T) {
+	_, bot := usbms.ChooseTransport("bot", usbms.Offer{UAS: true})
+	_, uas := usbms.ChooseTransport("uas", usbms.Offer{BOT: true})
+	asm, _ := usbms.ChooseTransport("auto", usbms.Offer{BOT: true, UAS: true, VID: 0x174c, PID: 0x55aa, Speed: usbdev.SpeedHigh})
+	factsonly.Check(t, bot.Error(), uas.Error(), asm.Why, usbms.ErrUASResponse.Error(), usbms.ErrUASProtocol.Error(),
+		usbdev.ErrNoStreams.Error(), usbdev.ReasonUASOnLibusb, usbms.CheckTransportSetting("scsi").Error(),
+		usbms.TransportInfo{Protocol: "UAS", Streams: 16, QueueDepth: 1}.String())
+}

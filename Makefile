@@ -31,7 +31,7 @@ STATICCHECK := $(GO) tool staticcheck
 
 .PHONY: all deps libusb-deps test-deps build build-libusb demo test lint fuzz bench e2e e2e-libusb bench-e2e profile-slowhost clean \
 	cross-deps cross cross-linux cross-nousb test-arm64 test-arm e2e-arm64 bench-e2e-arm64 bench-slowhost \
-	bench-slowhost-arm64 bench-slowhost-ab
+	bench-slowhost-arm64 bench-slowhost-ab dist dist-repro dist-check
 
 all: build
 
@@ -209,6 +209,35 @@ bench-e2e-arm64: cross-deps cross-linux
 bench-slowhost-arm64: cross-deps cross-linux
 	USBFLASH_E2E_BIN_ARM64=$(CURDIR)/bin/usbflash-linux-arm64 USBFLASH_E2E_BIN_BEFORE_ARM64=$(BEFORE_ARM64) \
 	  $(GO) test -tags e2e -count=1 -timeout 60m -run 'TestSlowHostBenchArm64$$' -v ./e2e/
+
+# Release files into DIST_DIR (tools/dist, internal/dist): for linux amd64,
+# arm64, armhf (GOARM=7), i386 and riscv64 the static binary (-trimpath, no
+# build id, the version stamped from the commit), a tarball, and .deb, .rpm
+# and .apk packages (nfpm) with the udev rule, man pages of every command
+# and the bash, zsh and fish completions, generated here from the command
+# tree; then SHA256SUMS over them all. PLATFORMS=amd64,arm64 builds some.
+DIST_DIR ?= bin/dist
+PLATFORMS ?=
+dist:
+	$(GO) run ./tools/dist -out $(DIST_DIR) $(if $(PLATFORMS),-platforms $(PLATFORMS))
+
+# Two builds of this commit give the same bytes: dist twice, then the two
+# SHA256SUMS (over every file) compared. The second build reuses the Go
+# build cache; every file is linked and packed again.
+dist-repro:
+	$(GO) run ./tools/dist -out bin/dist-repro-a $(if $(PLATFORMS),-platforms $(PLATFORMS))
+	$(GO) run ./tools/dist -out bin/dist-repro-b $(if $(PLATFORMS),-platforms $(PLATFORMS))
+	cmp bin/dist-repro-a/SHA256SUMS bin/dist-repro-b/SHA256SUMS
+	cd bin/dist-repro-b && sha256sum --check --quiet SHA256SUMS
+	@echo "dist-repro: two builds, identical: $$(wc -l < bin/dist-repro-a/SHA256SUMS) files"; cat bin/dist-repro-a/SHA256SUMS
+
+# The amd64 packages of DIST_DIR checked as their systems would (installs
+# lintian, rpm, man-db, bash-completion and zsh when root): lintian without
+# errors, the .deb installed by dpkg into a throw-away root, man
+# usbflash-write rendered, the completions loaded in bash (completing live
+# targets) and zsh, the .rpm's and .apk's file lists.
+dist-check:
+	.ci/dist-check $(DIST_DIR)
 
 clean:
 	rm -rf bin

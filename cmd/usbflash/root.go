@@ -94,6 +94,9 @@ Targets:
 		newCheckCommand(a),
 		newRestoreCommand(a),
 	)
+	if c := genDocsCommand(); c != nil {
+		root.AddCommand(c)
+	}
 	// Set before the completion command is made: it keeps the stream.
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)

@@ -1,0 +1,61 @@
+// Command dist builds usbflash's release files into a directory (make
+// dist): per Linux platform the static binary, a tarball and .deb, .rpm
+// and .apk packages, and one SHA256SUMS. See internal/dist.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/usbflash/usbflash/internal/dist"
+)
+
+func main() {
+	out := flag.String("out", "bin/dist", "the directory to write the release files to (emptied first)")
+	repo := flag.String("repo", ".", "the module's root directory")
+	goCmd := flag.String("go", "go", "the go command")
+	only := flag.String("platforms", "", "comma-separated platforms to build (default all: "+names(dist.Platforms())+")")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	o := dist.Options{Repo: *repo, Out: *out, Go: *goCmd, Log: os.Stderr}
+	if *only != "" {
+		for _, n := range strings.Split(*only, ",") {
+			p, ok := find(n)
+			if !ok {
+				fmt.Fprintf(os.Stderr, "dist: no platform %q (have %s)\n", n, names(dist.Platforms()))
+				os.Exit(2)
+			}
+			o.Platforms = append(o.Platforms, p)
+		}
+	}
+	built, err := dist.Build(ctx, o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dist: %v\n", err)
+		os.Exit(1)
+	}
+	for _, n := range built {
+		fmt.Println(n)
+	}
+}
+
+func find(name string) (dist.Platform, bool) {
+	for _, p := range dist.Platforms() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return dist.Platform{}, false
+}
+
+func names(ps []dist.Platform) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, p.Name)
+	}
+	return strings.Join(s, ",")
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/usbflash/usbflash/flash"
 	"github.com/usbflash/usbflash/imagedst"
 	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/outfile"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
@@ -68,6 +69,13 @@ func explain(err error) (msg, advice string) {
 	// library's text, a person reads English.
 	msg = strings.NewReplacer(context.Canceled.Error(), "cancelled", context.DeadlineExceeded.Error(), "timed out").Replace(msg)
 	return msg, hint(err)
+}
+
+// newErrorEvent is the error event of err, which ends the command with
+// code.
+func newErrorEvent(err error, code int) *jsonevents.Error {
+	msg, hint := explain(err)
+	return &jsonevents.Error{Message: msg, Hint: hint, Code: code, ExitName: exitName(code)}
 }
 
 // hint is the advice for err: the first row of the advice table for its

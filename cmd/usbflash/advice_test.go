@@ -21,6 +21,7 @@ import (
 	"github.com/usbflash/usbflash/internal/outfile"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/region"
+	"github.com/usbflash/usbflash/termui"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/sim"
 	"github.com/usbflash/usbflash/usbms/usbdev"
@@ -65,8 +66,8 @@ func TestAdviceTable(t *testing.T) {
 				t.Errorf("message %q repeats the advice", msg)
 			}
 			var out bytes.Buffer
-			printError(&out, c.err)
-			if want := "usbflash: " + msg + "\n" + ensureSentence(advice) + "\n"; out.String() != want {
+			termui.PrintError(&out, newErrorEvent(c.err, exitCode(c.err)))
+			if want := "usbflash: " + msg + "\n" + termui.Sentence(advice) + "\n"; out.String() != want {
 				t.Errorf("printed\n%q\nwant\n%q", out.String(), want)
 			}
 			// The event a script reads says the same, apart.

@@ -17,6 +17,7 @@ import (
 	"github.com/usbflash/usbflash/internal/outfile"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/region"
+	"github.com/usbflash/usbflash/termui"
 )
 
 // benchFlags are the options of `usbflash bench`.
@@ -205,7 +206,7 @@ func benchError(err error) error {
 	return fmt.Errorf("%s: %w", flag, err)
 }
 
-func (a *app) bench(ctx context.Context, rep reporter, t drive.Spec, f benchFlags) error {
+func (a *app) bench(ctx context.Context, rep termui.Reporter, t drive.Spec, f benchFlags) error {
 	cfg, err := benchConfig(t, f)
 	if err != nil {
 		return err
@@ -229,7 +230,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t drive.Spec, f benchFlag
 			// nil: the region was restored and verified first, and the
 			// run says so itself.
 			if err := saved.Abandon(""); err != nil {
-				rep.fail(err, exitCancelled)
+				rep.Fail(newErrorEvent(err, exitCancelled))
 			}
 		})
 	}
@@ -242,7 +243,7 @@ func (a *app) bench(ctx context.Context, rep reporter, t drive.Spec, f benchFlag
 
 // benchPresenter tells a bench session's events to the reporter.
 type benchPresenter struct {
-	rep   reporter
+	rep   termui.Reporter
 	f     benchFlags
 	since time.Time // the step under way began
 }
@@ -254,30 +255,30 @@ func (p *benchPresenter) observe(e cardbench.Event) {
 		p.start(e)
 	case cardbench.Note:
 		if e.Notice != nil {
-			rep.event(noteWithAdvice(e.Message, e.Notice))
+			rep.Event(noteWithAdvice(e.Message, e.Notice))
 		} else {
-			rep.event(jsonevents.NewNote(e.Message), e.Message)
+			rep.Event(jsonevents.NewNote(e.Message), e.Message)
 		}
 	case cardbench.StepStarted:
 		p.since = time.Now()
-		rep.progress(jsonevents.Progress{Phase: jsonevents.Phase(e.Step), Total: int64(e.Total), Unit: jsonevents.UnitPoints})
+		rep.Progress(jsonevents.Progress{Phase: jsonevents.Phase(e.Step), Total: int64(e.Total), Unit: jsonevents.UnitPoints})
 	case cardbench.Progress:
-		rep.progress(jsonevents.Progress{Phase: jsonevents.Phase(e.Step), Done: int64(e.Done), Total: int64(e.Total),
+		rep.Progress(jsonevents.Progress{Phase: jsonevents.Phase(e.Step), Done: int64(e.Done), Total: int64(e.Total),
 			ElapsedS: time.Since(p.since).Seconds(), Unit: jsonevents.UnitPoints})
 	case cardbench.Measured:
 		// Points are JSON events only: a text event would end the
 		// progress bar each time, and the table says it all at the end.
 		if p.f.asJSON {
-			rep.event(jsonevents.NewBenchPoint(e.Point), "")
+			rep.Event(jsonevents.NewBenchPoint(e.Point), "")
 		}
 	case cardbench.Restoring:
 		if e.Cancelled {
 			note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again stops the restore and saves them to a file)", e.Region.Offset, e.Region.End(), e.Device)
-			rep.event(jsonevents.NewNote(note), note)
+			rep.Event(jsonevents.NewNote(note), note)
 		}
 	case cardbench.Restored:
 		msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", e.Region.Offset, e.Region.End(), e.Device)
-		rep.event(&jsonevents.BenchRestored{Offset: e.Region.Offset, Length: e.Region.Length, Verified: true}, msg)
+		rep.Event(&jsonevents.BenchRestored{Offset: e.Region.Offset, Length: e.Region.Length, Verified: true}, msg)
 	}
 }
 
@@ -293,14 +294,14 @@ func (p *benchPresenter) start(e cardbench.Started) {
 	if e.Compare != "" {
 		what = fmt.Sprintf("%s, and first the kernel's %s (%s, %d-byte blocks)", e.Target, e.Compare, units.FormatSize(e.Capacity), e.BlockSize)
 	}
-	p.rep.event(ev, fmt.Sprintf("Measuring %s: %d sizes from %s to %s, %s per size in each of %s",
+	p.rep.Event(ev, fmt.Sprintf("Measuring %s: %d sizes from %s to %s, %s per size in each of %s",
 		what, len(l.Sizes), units.FormatSize(l.Sizes[0]), units.FormatSize(l.Sizes[len(l.Sizes)-1]), f.pointTime, cardbench.RegionNames(l.Regions)))
 }
 
 // benchReport presents the run: a table and a chart of the curves, the
 // alignment test, random operations, the round trip and the recommended
 // transfer size; as text, or as one JSON summary after the points.
-func (a *app) benchReport(rep reporter, run *cardbench.Report, f benchFlags) error {
+func (a *app) benchReport(rep termui.Reporter, run *cardbench.Report, f benchFlags) error {
 	series := cardbench.Summarize(run.Points)
 	rec := cardbench.Recommendation(series)
 	// The measurements are shown even when the plot cannot be saved; the
@@ -328,7 +329,7 @@ func (a *app) benchReport(rep reporter, run *cardbench.Report, f benchFlags) err
 	if summary.Plot != "" {
 		fmt.Fprintf(&b, "\nPlot: %s", f.plot)
 	}
-	rep.event(summary, b.String())
+	rep.Event(summary, b.String())
 	if plotErr != nil {
 		return fmt.Errorf("--plot: %w", plotErr)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/usbflash/usbflash/cardbench"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/region"
+	"github.com/usbflash/usbflash/termui"
 )
 
 // benchCard is a 32 MiB card file full of a pattern, so any write shows.
@@ -212,7 +213,7 @@ func TestBenchRestoreFailureKeepsTheBytes(t *testing.T) {
 				t.Fatalf("restore = %v (exit %d), want %d", err, code, tt.want)
 			}
 			var out bytes.Buffer
-			printError(&out, err)
+			termui.PrintError(&out, newErrorEvent(err, exitCode(err)))
 			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 			paste := strings.TrimSpace(lines[len(lines)-1])
 			if len(lines) != 3 || !strings.HasPrefix(paste, "dd if=") || !strings.Contains(lines[0], "the saved bytes are in "+dir) {

@@ -11,6 +11,7 @@ import (
 	"github.com/usbflash/usbflash/fakecheck"
 	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/termui"
 )
 
 // checkFlags are the options of `usbflash check`.
@@ -64,7 +65,7 @@ for a card whose content does not matter; it asks first, as write does.`,
 	return c
 }
 
-func (a *app) check(ctx context.Context, rep reporter, t drive.Spec, maxCache int64, f checkFlags) error {
+func (a *app) check(ctx context.Context, rep termui.Reporter, t drive.Spec, maxCache int64, f checkFlags) error {
 	readers, err := a.newReaders()
 	if err != nil {
 		return err
@@ -73,7 +74,7 @@ func (a *app) check(ctx context.Context, rep reporter, t drive.Spec, maxCache in
 		// A second Ctrl-C keeps the saved blocks in a file before the
 		// process ends.
 		Abortable: func(abandon func() error) func() {
-			return a.aborts.add(func() { rep.fail(abandon(), exitCancelled) })
+			return a.aborts.add(func() { rep.Fail(newErrorEvent(abandon(), exitCancelled)) })
 		}}
 	if !f.yes {
 		cfg.Confirm = func(d *drive.Device) error {
@@ -101,7 +102,7 @@ func parseMaxCache(s string) (int64, error) {
 // checkPresenter shows a check: the start line, the steps as progress
 // (the cache flush in bytes), the verdict.
 type checkPresenter struct {
-	rep      reporter
+	rep      termui.Reporter
 	last     time.Time
 	lastStep fakecheck.Step
 }
@@ -109,18 +110,18 @@ type checkPresenter struct {
 func (p *checkPresenter) Observe(e fakecheck.Event) {
 	switch e := e.(type) {
 	case fakecheck.Note:
-		p.rep.event(noteWithAdvice(e.Notice.Text, &e.Notice))
+		p.rep.Event(noteWithAdvice(e.Notice.Text, &e.Notice))
 	case fakecheck.Started:
 		how := "each block saved first and put back after"
 		if e.Destructive {
 			how = "nothing saved (--destructive)"
 		}
-		p.rep.event(&jsonevents.CheckStart{Command: jsonevents.CommandCheck, Target: e.Card,
+		p.rep.Event(&jsonevents.CheckStart{Command: jsonevents.CommandCheck, Target: e.Card,
 			Capacity: e.Capacity, BlockSize: e.BlockSize, MaxCache: e.MaxCache, Destructive: e.Destructive},
 			fmt.Sprintf("Checking %s (%s, %d-byte blocks) for a fake capacity, %s", e.Card, units.FormatBytes(e.Capacity), e.BlockSize, how))
 	case fakecheck.PuttingBack:
 		note := fmt.Sprintf("Putting back the blocks the check wrote on %s before exiting (Ctrl-C again stops that and keeps them in a file)", e.Card)
-		p.rep.event(jsonevents.NewNote(note), note)
+		p.rep.Event(jsonevents.NewNote(note), note)
 	case fakecheck.Stepped:
 		p.progress(e)
 	case fakecheck.Finished:
@@ -132,7 +133,7 @@ func (p *checkPresenter) Observe(e fakecheck.Event) {
 		if res.Kind == fakecheck.Wrap {
 			summary.WrapsTo = &res.WrapsTo
 		}
-		p.rep.event(summary, checkText(e.Card, res))
+		p.rep.Event(summary, checkText(e.Card, res))
 	}
 }
 
@@ -154,7 +155,7 @@ func (p *checkPresenter) progress(e fakecheck.Stepped) {
 	if total == 0 {
 		total = -1
 	}
-	p.rep.progress(jsonevents.Progress{Phase: ph, Done: e.Done, Total: total, ElapsedS: e.Elapsed.Seconds()})
+	p.rep.Progress(jsonevents.Progress{Phase: ph, Done: e.Done, Total: total, ElapsedS: e.Elapsed.Seconds()})
 }
 
 // checkText is the verdict as a person reads it.

@@ -24,6 +24,8 @@ import (
 	// bundle too (a minimal rootfs, a rescue system): these roots are used
 	// only when the system has none.
 	_ "golang.org/x/crypto/x509roots/fallback"
+
+	"github.com/usbflash/usbflash/termui"
 )
 
 func main() {
@@ -54,7 +56,7 @@ func runApp(ctx context.Context, a *app, args []string) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			err := fmt.Errorf("internal error: %v (please report it, with this:)\n%s", r, debug.Stack())
-			newReporter(a.stdout, a.stderr, reporterOptions{json: jsonRequested(nil, args)}).fail(err, exitInternal)
+			termui.New(a.stdout, a.stderr, termui.Options{JSON: jsonRequested(nil, args)}).Fail(newErrorEvent(err, exitInternal))
 			code = exitInternal
 		}
 	}()
@@ -68,7 +70,7 @@ func runApp(ctx context.Context, a *app, args []string) (code int) {
 	if !errorAlreadyReported(err) {
 		// Under --json every failure is an error event on stdout, even
 		// one found before the command ran (a bad flag or target).
-		newReporter(a.stdout, a.stderr, reporterOptions{json: jsonRequested(c, args)}).fail(err, code)
+		termui.New(a.stdout, a.stderr, termui.Options{JSON: jsonRequested(c, args)}).Fail(newErrorEvent(err, code))
 	}
 	return code
 }

@@ -4,10 +4,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/flash"
@@ -15,6 +13,7 @@ import (
 	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/termui"
 	"github.com/usbflash/usbflash/usbms"
 )
 
@@ -22,12 +21,12 @@ import (
 // the single-card contract of docs/events.md (start, device, phase, progress,
 // note, summary events; the summary lines).
 type cardPresenter struct {
-	rep     reporter
+	rep     termui.Reporter
 	f       writeFlags
 	outcome *flash.Outcome
 }
 
-func newCardPresenter(rep reporter, f writeFlags) *cardPresenter {
+func newCardPresenter(rep termui.Reporter, f writeFlags) *cardPresenter {
 	return &cardPresenter{rep: rep, f: f}
 }
 
@@ -35,20 +34,20 @@ func (p *cardPresenter) Observe(e flash.Event) {
 	switch e := e.(type) {
 	case flash.Started:
 		src := e.Source
-		p.rep.event(&jsonevents.Start{
+		p.rep.Event(&jsonevents.Start{
 			Command: jsonevents.CommandWrite,
 			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
 		}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", e.Image, src.Format, describeSize(src), e.Targets[0]))
 		noChecksumNote(p.rep, src)
 	case flash.Opened:
-		p.rep.event(newDeviceEvent(e), "")
+		p.rep.Event(newDeviceEvent(e), "")
 	case flash.Note:
-		p.rep.event(noteWithAdvice(e.Message, e.Notice))
+		p.rep.Event(noteWithAdvice(e.Message, e.Notice))
 	case flash.BlockMapChosen:
 		presentBlockMap(p.rep, e)
 	case flash.Progress:
-		p.rep.progress(progressOf(e))
+		p.rep.Progress(progressOf(e))
 	case flash.CardDone:
 		p.outcome = e.Outcome
 	}
@@ -101,7 +100,7 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 		switch {
 		case errors.Is(o.EjectErr, drive.ErrNotEjectable):
 			note := "--eject does nothing for a file: target"
-			p.rep.event(jsonevents.NewNote(note), "")
+			p.rep.Event(jsonevents.NewNote(note), "")
 			text = append(text, "Not ejected: "+note)
 		case o.EjectErr != nil:
 			text = append(text, fmt.Sprintf("Eject failed (the image is written and synced): %v", o.EjectErr))
@@ -112,27 +111,24 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 	if sum.SHA256 != "" {
 		text = append(text, "SHA-256 "+sum.SHA256)
 	}
-	p.rep.event(sum, strings.Join(text, "\n"))
+	p.rep.Event(sum, strings.Join(text, "\n"))
 	return nil
 }
 
 // presentBlockMap says which block map a write uses.
-func presentBlockMap(rep reporter, e flash.BlockMapChosen) {
+func presentBlockMap(rep termui.Reporter, e flash.BlockMapChosen) {
 	pct := 100.0
 	if e.ImageSize > 0 {
 		pct = float64(e.MappedBytes) * 100 / float64(e.ImageSize)
 	}
 	msg := fmt.Sprintf("Block map %s: %d ranges, %s of %s mapped (%.0f%%); only those are written and verified",
 		e.Path, e.Ranges, units.FormatBytes(e.MappedBytes), units.FormatBytes(e.ImageSize), pct)
-	rep.event(&jsonevents.BlockMap{BMap: e.Path, Ranges: e.Ranges, MappedBytes: e.MappedBytes, ImageSize: e.ImageSize}, msg)
+	rep.Event(&jsonevents.BlockMap{BMap: e.Path, Ranges: e.Ranges, MappedBytes: e.MappedBytes, ImageSize: e.ImageSize}, msg)
 }
 
 // progressOf is the progress event of a session's progress.
 func progressOf(p flash.Progress) jsonevents.Progress {
-	e := jsonevents.Progress{Phase: jsonevents.Phase(p.Phase), Done: p.Done, Total: p.Total, ElapsedS: p.Elapsed.Seconds()}
-	if p.Elapsed >= rateWarmUp && p.Done > 0 {
-		e.Rate = ptr(rate(p.Done, p.Elapsed))
-	}
+	e := jsonevents.NewProgress(jsonevents.Phase(p.Phase), p.Done, p.Total, p.Elapsed)
 	if p.CompressedDone >= 0 {
 		e.CompressedDone = ptr(p.CompressedDone)
 		if p.CompressedTotal >= 0 {
@@ -146,17 +142,17 @@ func progressOf(p flash.Progress) jsonevents.Progress {
 // --report, or --watch): a start naming every target, a bar per card, a
 // card event per card, the table and the session summary.
 type sessionPresenter struct {
-	rep   reporter
+	rep   termui.Reporter
 	f     writeFlags
 	watch bool
 	// bars of each write under way, by its first card: --watch writes
 	// cards as they come, side by side.
-	bars  map[string]*cardBars
+	bars  map[string]*termui.CardBars
 	phase pipeline.Phase
 }
 
-func newSessionPresenter(rep reporter, f writeFlags, watch bool) *sessionPresenter {
-	return &sessionPresenter{rep: rep, f: f, watch: watch, bars: map[string]*cardBars{}}
+func newSessionPresenter(rep termui.Reporter, f writeFlags, watch bool) *sessionPresenter {
+	return &sessionPresenter{rep: rep, f: f, watch: watch, bars: map[string]*termui.CardBars{}}
 }
 
 func (p *sessionPresenter) Observe(e flash.Event) {
@@ -168,26 +164,26 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 		if e.Watch {
 			text = ""
 		}
-		p.rep.event(&jsonevents.ManyStart{
+		p.rep.Event(&jsonevents.ManyStart{
 			Command: jsonevents.CommandWrite,
 			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			Targets: append([]string{}, e.Targets...), TransferSize: int64(e.TransferSize), Buffers: e.Buffers, Lag: e.Lag,
 		}, text)
 		noChecksumNote(p.rep, src)
 	case flash.Opened:
-		p.rep.event(newDeviceEvent(e), "")
+		p.rep.Event(newDeviceEvent(e), "")
 	case flash.Note:
 		msg := e.Message
 		if e.Card != "" && !strings.Contains(msg, e.Card) {
 			msg = e.Card + ": " + msg
 		}
-		p.rep.event(noteWithAdvice(msg, e.Notice))
+		p.rep.Event(noteWithAdvice(msg, e.Notice))
 	case flash.WriteStarted:
-		p.bars[e.Cards[0]].done()
-		p.bars[e.Cards[0]] = newCardBars(p.rep, e.Cards)
+		p.bars[e.Cards[0]].Done()
+		p.bars[e.Cards[0]] = termui.NewCardBars(p.rep, e.Cards)
 		if !p.watch {
 			msg := fmt.Sprintf("Writing %s with %s transfers", plural(len(e.Cards), "card"), units.FormatSize(int64(e.TransferSize)))
-			p.rep.event(jsonevents.NewNote(msg), "")
+			p.rep.Event(jsonevents.NewNote(msg), "")
 		}
 	case flash.Progress:
 		if len(e.Cards) == 0 || p.bars[e.Cards[0].Card] == nil {
@@ -195,15 +191,15 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 		}
 		if e.Phase != p.phase && !p.watch {
 			p.phase = e.Phase
-			p.rep.event(&jsonevents.PhaseEvent{Phase: jsonevents.Phase(e.Phase)}, "")
+			p.rep.Event(&jsonevents.PhaseEvent{Phase: jsonevents.Phase(e.Phase)}, "")
 		}
-		p.bars[e.Cards[0].Card].update(e)
+		p.bars[e.Cards[0].Card].Update(e)
 	case flash.CardDone:
 		if b := p.bars[e.Outcome.Target]; b != nil && p.watch {
-			b.done()
+			b.Done()
 			delete(p.bars, e.Outcome.Target)
 		}
-		p.rep.event(&jsonevents.Card{Record: recordOf(e.Outcome)}, "")
+		p.rep.Event(&jsonevents.Card{Record: recordOf(e.Outcome)}, "")
 	}
 }
 
@@ -214,7 +210,7 @@ func recordOf(o *flash.Outcome) flash.Record { return flash.RecordOf(o, classCod
 // session's error on.
 func (p *sessionPresenter) finish(res *flash.Result, err error) error {
 	for _, b := range p.bars {
-		b.done()
+		b.Done()
 	}
 	if res == nil || (len(res.Cards) == 0 && err != nil && !p.watch) {
 		return err
@@ -233,65 +229,18 @@ func (p *sessionPresenter) finish(res *flash.Result, err error) error {
 			how = records[i].Verify
 		}
 	}
-	p.rep.event(&jsonevents.ManySummary{
+	p.rep.Event(&jsonevents.ManySummary{
 		Command: jsonevents.CommandWrite,
 		Cards:   len(records), Succeeded: ok, Failed: len(records) - ok, SHA256: sha, Verify: how,
 		ElapsedS: time.Since(res.Started).Seconds(),
-	}, cardTable(records, p.f.noVerify))
+	}, termui.CardTable(records, p.f.noVerify))
 	for _, o := range res.Cards {
 		if o.EjectErr != nil {
 			msg := fmt.Sprintf("%s: eject failed (the image is written and synced): %v", o.Target, o.EjectErr)
-			p.rep.event(jsonevents.NewNote(msg), msg)
+			p.rep.Event(jsonevents.NewNote(msg), msg)
 		}
 	}
 	return err
-}
-
-// cardTable is the final per-card table a person reads.
-func cardTable(cards []flash.Record, noVerify bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-28s %-14s %9s %9s %-8s %s\n", "TARGET", "SERIAL", "CAPACITY", "MB/s", "VERIFIED", "RESULT")
-	for _, c := range cards {
-		verified := "yes"
-		switch {
-		case noVerify:
-			verified = "skipped"
-		case !c.Verified:
-			verified = "no"
-		}
-		result := "ok"
-		switch {
-		case c.Error != "":
-			result = c.Error
-		case c.Bound == flash.BoundSlowest:
-			result = "ok (the slowest card: it set the pace)"
-		}
-		fmt.Fprintf(&b, "%-28s %-14s %9s %9.1f %-8s %s\n", tableCell(c.Target), tableCell(orDash(c.Serial)),
-			units.FormatBytes(c.Capacity), c.Rate/1e6, verified, tableCell(result))
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
-
-// tableCell makes s one line of printable text: a cell holding a newline
-// (an error joined from two, garbage a reader sent) or another control
-// character (a serial number of raw bytes) breaks the columns of every
-// line after it. Lines are joined with "; ", control characters shown
-// escaped.
-func tableCell(s string) string {
-	var b strings.Builder
-	for _, line := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
-		if b.Len() > 0 {
-			b.WriteString("; ")
-		}
-		for _, r := range line {
-			if unicode.IsPrint(r) {
-				b.WriteRune(r)
-			} else {
-				b.WriteString(strings.Trim(strconv.QuoteRune(r), "'"))
-			}
-		}
-	}
-	return b.String()
 }
 
 func boundOf(res pipeline.WriteResult) jsonevents.Bound {
@@ -303,8 +252,8 @@ func boundOf(res pipeline.WriteResult) jsonevents.Bound {
 
 // noticeNotes passes a reader's notices (recovery steps, commands made
 // smaller) to the user, each with its advice.
-func noticeNotes(rep reporter) func(reader string, n usbms.Notice) {
-	return func(_ string, n usbms.Notice) { rep.event(noteWithAdvice(n.Text, &n)) }
+func noticeNotes(rep termui.Reporter) func(reader string, n usbms.Notice) {
+	return func(_ string, n usbms.Notice) { rep.Event(noteWithAdvice(n.Text, &n)) }
 }
 
 // noteWithAdvice is a note event and its text, with the advice the
@@ -315,19 +264,19 @@ func noteWithAdvice(msg string, n *usbms.Notice) (jsonevents.Event, string) {
 	if ev.Hint == "" {
 		return ev, msg
 	}
-	return ev, msg + "\n" + ensureSentence(ev.Hint)
+	return ev, msg + "\n" + termui.Sentence(ev.Hint)
 }
 
 // noChecksumNote says when a compressed image carries no checksum of its
 // own (zstd without content checksums, xz with check "none"): damage in
 // it is found only where the decoder trips, if at all, so the download's
 // checksum and the verify are all there is.
-func noChecksumNote(rep reporter, src *imagesrc.Source) {
+func noChecksumNote(rep termui.Reporter, src *imagesrc.Source) {
 	if src.Format == imagesrc.FormatRaw || src.HasChecksum {
 		return
 	}
 	msg := fmt.Sprintf("This %s image carries no checksum of its own: only the read-back and the publisher's SHA-256 (--sha256) can tell it is intact", src.Format)
-	rep.event(jsonevents.NewNote(msg), msg)
+	rep.Event(jsonevents.NewNote(msg), msg)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -18,6 +18,7 @@ import (
 	"github.com/usbflash/usbflash/internal/parttable"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/termui"
 )
 
 // readFlags are the options of `usbflash read`.
@@ -86,7 +87,7 @@ func readArgs(c *cobra.Command, args []string, toComplete string) ([]string, cob
 	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
-func (a *app) backup(ctx context.Context, rep reporter, c *cobra.Command, t drive.Spec, out string, f readFlags) error {
+func (a *app) backup(ctx context.Context, rep termui.Reporter, c *cobra.Command, t drive.Spec, out string, f readFlags) error {
 	cfg := flash.BackupConfig{Out: out, Used: f.used, Force: f.force, Verify: f.verify, Buffers: f.buffers,
 		Observer: flash.ObserverFunc(func(e flash.Event) { presentBackup(rep, e) })}
 	if f.size != "" && f.used {
@@ -111,7 +112,7 @@ func (a *app) backup(ctx context.Context, rep reporter, c *cobra.Command, t driv
 	// A second Ctrl-C: the session says what it left.
 	defer a.aborts.add(func() {
 		err := b.Abort()
-		rep.fail(err, exitCode(err))
+		rep.Fail(newErrorEvent(err, exitCode(err)))
 	})()
 	res, err := b.Run(ctx, t)
 	var past *imagedst.SizeError
@@ -140,24 +141,24 @@ func (a *app) backup(ctx context.Context, rep reporter, c *cobra.Command, t driv
 		text = append(text, fmt.Sprintf("Verified: a second read of %s matches (%s)", units.FormatSize(v.Bytes), v.Elapsed.Round(time.Millisecond)))
 	}
 	text = append(text, "SHA-256 "+sum.SHA256)
-	rep.event(sum, strings.Join(text, "\n"))
+	rep.Event(sum, strings.Join(text, "\n"))
 	return nil
 }
 
 // presentBackup shows a backup's events.
-func presentBackup(rep reporter, e flash.Event) {
+func presentBackup(rep termui.Reporter, e flash.Event) {
 	switch e := e.(type) {
 	case flash.BackupStarted:
-		rep.event(&jsonevents.ReadStart{
+		rep.Event(&jsonevents.ReadStart{
 			Command: jsonevents.CommandRead,
 			Target:  e.Target, Out: e.Out, Format: e.Format, TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
 		}, fmt.Sprintf("Backing %s up to %s (%s) ...", e.Target, e.Out, e.Format))
 	case flash.InUse:
 		msg := inUseNote(e.Err)
-		rep.event(jsonevents.NewNote(msg), msg)
+		rep.Event(jsonevents.NewNote(msg), msg)
 	case flash.ExtentChosen:
 		if msg := extentNote(e.Card, e.Extent); msg != "" {
-			rep.event(jsonevents.NewNote(msg), msg)
+			rep.Event(jsonevents.NewNote(msg), msg)
 		}
 	default:
 		presentRead(rep, jsonevents.CommandRead, e)

@@ -10,6 +10,7 @@ import (
 	"github.com/usbflash/usbflash/fakecheck"
 	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/termui"
 )
 
 // newRestoreCommand is `usbflash restore`: the one command that puts back
@@ -39,7 +40,7 @@ one LIST was saved from is refused before anything is written.`,
 	return c
 }
 
-func (a *app) restore(ctx context.Context, rep reporter, list, target string, force bool) error {
+func (a *app) restore(ctx context.Context, rep termui.Reporter, list, target string, force bool) error {
 	t, err := drive.Parse(target)
 	if err != nil {
 		return err
@@ -56,6 +57,6 @@ func (a *app) restore(ctx context.Context, rep reporter, list, target string, fo
 	if r.Holds > 0 {
 		msg += fmt.Sprintf(" up to byte %d (past it the card keeps nothing)", r.Holds)
 	}
-	rep.event(jsonevents.NewNote(msg), msg)
+	rep.Event(jsonevents.NewNote(msg), msg)
 	return nil
 }

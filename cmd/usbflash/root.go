@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -196,18 +195,4 @@ func jsonRequested(c *cobra.Command, args []string) bool {
 		}
 	}
 	return false
-}
-
-// ensureSentence turns a hint into a sentence. A hint whose last line is
-// indented ends in a command to paste: nothing is added to it.
-func ensureSentence(s string) string {
-	if s == "" {
-		return ""
-	}
-	s = strings.ToUpper(s[:1]) + s[1:]
-	last := s[strings.LastIndex(s, "\n")+1:]
-	if !strings.HasSuffix(s, ".") && !strings.HasPrefix(last, " ") {
-		s += "."
-	}
-	return s
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/termui"
 )
 
 func newVerifyCommand(a *app) *cobra.Command {
@@ -63,13 +64,13 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 }
 
 // verify runs a verify session and presents it.
-func (a *app) verify(ctx context.Context, rep reporter, cfg flash.VerifyConfig, t drive.Spec) error {
+func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg flash.VerifyConfig, t drive.Spec) error {
 	cfg.Observer = flash.ObserverFunc(func(e flash.Event) { presentRead(rep, jsonevents.CommandVerify, e) })
 	res, err := flash.Verify(ctx, cfg, t)
 	if err != nil {
 		return &compareError{err}
 	}
-	rep.event(&jsonevents.Summary{
+	rep.Event(&jsonevents.Summary{
 		Command: jsonevents.CommandVerify,
 		Bytes:   res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed), Verified: true,
 		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
@@ -81,11 +82,11 @@ func (a *app) verify(ctx context.Context, rep reporter, cfg flash.VerifyConfig, 
 
 // presentRead shows the events of a session that reads one card (verify,
 // read) as the single-card contract has them.
-func presentRead(rep reporter, cmd jsonevents.Command, e flash.Event) {
+func presentRead(rep termui.Reporter, cmd jsonevents.Command, e flash.Event) {
 	switch e := e.(type) {
 	case flash.Started:
 		src := e.Source
-		rep.event(&jsonevents.Start{
+		rep.Event(&jsonevents.Start{
 			Command: cmd,
 			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize),
@@ -93,11 +94,11 @@ func presentRead(rep reporter, cmd jsonevents.Command, e flash.Event) {
 	case flash.BlockMapChosen:
 		presentBlockMap(rep, e)
 	case flash.Opened:
-		rep.event(newDeviceEvent(e), "")
+		rep.Event(newDeviceEvent(e), "")
 	case flash.Note:
-		rep.event(noteWithAdvice(e.Message, e.Notice))
+		rep.Event(noteWithAdvice(e.Message, e.Notice))
 	case flash.Progress:
-		rep.progress(progressOf(e))
+		rep.Progress(progressOf(e))
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/metrics"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/termui"
 )
 
 // writeFlags are the options of `usbflash write`.
@@ -134,16 +135,16 @@ func transferFlag(c *cobra.Command, value string) (int, error) {
 	return int(transfer), nil
 }
 
-func (a *app) reporterFor(asJSON, quiet bool) reporter {
-	return &lockedReporter{r: newReporter(a.stdout, a.stderr, reporterOptions{json: asJSON, quiet: quiet, terminal: a.stderrTerminal, lineEvery: a.lineEvery})}
+func (a *app) reporterFor(asJSON, quiet bool) termui.Reporter {
+	return termui.New(a.stdout, a.stderr, termui.Options{JSON: asJSON, Quiet: quiet, Terminal: a.stderrTerminal, LineEvery: a.lineEvery})
 }
 
 // reported runs a command's body and reports its error through rep, so a
 // JSON run ends with an error event and a progress bar is closed first.
-func (a *app) reported(rep reporter, body func() error) error {
+func (a *app) reported(rep termui.Reporter, body func() error) error {
 	err := withFlags(body())
 	if err != nil {
-		rep.fail(err, exitCode(err))
+		rep.Fail(newErrorEvent(err, exitCode(err)))
 		err = &reportedError{err}
 	}
 	return err
@@ -151,7 +152,7 @@ func (a *app) reported(rep reporter, body func() error) error {
 
 // write runs `usbflash write`: one card, several, --all or --watch, all
 // through one flash session.
-func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFlags) (err error) {
+func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f writeFlags) (err error) {
 	image := args[0]
 	cfg := flash.Config{
 		Image: image, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
@@ -213,7 +214,7 @@ func (a *app) write(ctx context.Context, rep reporter, args []string, f writeFla
 
 // writeTargets parses the TARGET arguments, or with --all finds every
 // reader slot that holds a card and is not in use.
-func (a *app) writeTargets(ctx context.Context, rep reporter, usb *drive.Readers, args []string, f writeFlags) ([]drive.Spec, error) {
+func (a *app) writeTargets(ctx context.Context, rep termui.Reporter, usb *drive.Readers, args []string, f writeFlags) ([]drive.Spec, error) {
 	if f.all {
 		readers, err := usb.ListReaders(ctx)
 		if err != nil {
@@ -222,7 +223,7 @@ func (a *app) writeTargets(ctx context.Context, rep reporter, usb *drive.Readers
 		ts, skipped := drive.AllWithCards(readers)
 		for _, s := range skipped {
 			msg := "leaving " + s + " alone: in use"
-			rep.event(jsonevents.NewNote(msg), "usbflash: "+msg)
+			rep.Event(jsonevents.NewNote(msg), "usbflash: "+msg)
 		}
 		if len(ts) == 0 {
 			return nil, &refusedError{fmt.Sprintf("--all: none of the %d readers holds a card that is not in use; run 'usbflash list'", len(readers))}
@@ -346,26 +347,6 @@ func describeSize(src *imagesrc.Source) string {
 		return "about " + units.FormatBytes(src.Size)
 	}
 	return units.FormatBytes(src.Size)
-}
-
-// progressFunc adapts pipeline progress to the reporter. Done always
-// counts image bytes; while a compressed image is written, the bytes of
-// the file read so far come along, so a bar can fill even when the image's
-// size is unknown.
-func progressFunc(rep reporter, src *imagesrc.Source) func(pipeline.Progress) {
-	return func(p pipeline.Progress) {
-		e := jsonevents.Progress{Phase: jsonevents.Phase(p.Phase), Done: p.Done, Total: p.Total, ElapsedS: p.Elapsed.Seconds()}
-		if p.Elapsed >= rateWarmUp && p.Done > 0 {
-			e.Rate = ptr(rate(p.Done, p.Elapsed))
-		}
-		if src != nil && src.Format != imagesrc.FormatRaw && e.Phase == jsonevents.PhaseWrite {
-			e.CompressedDone = ptr(src.CompressedRead())
-			if src.CompressedSize >= 0 {
-				e.CompressedTotal = ptr(src.CompressedSize)
-			}
-		}
-		rep.progress(e)
-	}
 }
 
 // perGiB is CPU seconds per GiB of image.

@@ -6,7 +6,11 @@
 // go generate ./cmd/usbflash).
 package jsonevents
 
-import "github.com/usbflash/usbflash/pipeline"
+import (
+	"time"
+
+	"github.com/usbflash/usbflash/pipeline"
+)
 
 // Name is the "event" field.
 type Name string
@@ -111,6 +115,21 @@ type Progress struct {
 	// (bench counts the points of a sweep): the text names it. The JSON
 	// tells them apart by the phase.
 	Unit string `json:"-"`
+}
+
+// rateWarmUp is how long a phase runs before its rate is given: the first
+// buffers fill from memory and would claim tens of GB/s.
+const rateWarmUp = time.Second
+
+// NewProgress is the progress of a phase that has done done of total
+// bytes in elapsed, with its rate once the rate means something.
+func NewProgress(ph Phase, done, total int64, elapsed time.Duration) Progress {
+	p := Progress{Phase: ph, Done: done, Total: total, ElapsedS: elapsed.Seconds()}
+	if elapsed >= rateWarmUp && done > 0 {
+		rate := float64(done) / elapsed.Seconds()
+		p.Rate = &rate
+	}
+	return p
 }
 
 type Note struct {

@@ -1,4 +1,4 @@
-package main
+package termui
 
 import (
 	"strings"
@@ -24,7 +24,7 @@ func TestCardTableCells(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ok := flash.Record{Target: "sim:m1.img", Serial: "SIM1", Capacity: 4 << 20, Verified: true}
-			lines := strings.Split(cardTable([]flash.Record{ok, tc.rec, ok}, false), "\n")
+			lines := strings.Split(CardTable([]flash.Record{ok, tc.rec, ok}, false), "\n")
 			if len(lines) != 4 {
 				t.Fatalf("%d lines, want a header and 3 cards:\n%s", len(lines), strings.Join(lines, "\n"))
 			}

@@ -1,4 +1,4 @@
-package main
+package termui
 
 import (
 	"fmt"
@@ -15,12 +15,12 @@ import (
 	"github.com/usbflash/usbflash/pipeline"
 )
 
-// cardBars shows the progress of a many-card session: on a terminal one
+// CardBars shows the progress of a many-card session: on a terminal one
 // bar per card plus their average (mpb), for the write and again for the
 // verify; in JSON one card_progress event per card; otherwise a line every
 // few seconds naming each card's phase and bytes.
-type cardBars struct {
-	rep   reporter
+type CardBars struct {
+	rep   Reporter
 	names []string
 
 	// On a terminal: the bars of the phase shown, write or verify.
@@ -35,14 +35,15 @@ type cardBars struct {
 	lastLine  time.Time
 }
 
-func newCardBars(rep reporter, names []string) *cardBars {
-	b := &cardBars{rep: rep, names: names}
+// NewCardBars shows the progress of the cards named, through rep.
+func NewCardBars(rep Reporter, names []string) *CardBars {
+	b := &CardBars{rep: rep, names: names}
 	if l, ok := rep.(*lockedReporter); ok {
 		rep = l.r
 	}
-	if tr, ok := rep.(*textReporter); ok && !tr.opts.quiet {
-		b.out, b.now, b.lineEvery = tr.errOut, tr.opts.now, tr.opts.lineEvery
-		if !tr.opts.terminal {
+	if tr, ok := rep.(*textReporter); ok && !tr.opts.Quiet {
+		b.out, b.now, b.lineEvery = tr.errOut, tr.opts.Now, tr.opts.LineEvery
+		if !tr.opts.Terminal {
 			b.lastLine = b.now() // the first line after lineEvery, as for one card
 		}
 	}
@@ -51,7 +52,7 @@ func newCardBars(rep reporter, names []string) *cardBars {
 
 // draw starts the terminal's bars for a phase: total is each card's
 // bytes, -1 when unknown (the bars count instead).
-func (b *cardBars) draw(ph pipeline.Phase, total int64, tr *textReporter) {
+func (b *CardBars) draw(ph pipeline.Phase, total int64, tr *textReporter) {
 	b.finishBars()
 	b.shown = ph
 	b.p = mpb.New(mpb.WithOutput(tr.errOut), mpb.WithWidth(30), mpb.WithRefreshRate(200*time.Millisecond))
@@ -78,9 +79,9 @@ func (b *cardBars) draw(ph pipeline.Phase, total int64, tr *textReporter) {
 	b.bars = append(b.bars, add("average"))
 }
 
-// update shows the session's progress: each card's own, and on a terminal
+// Update shows the session's progress: each card's own, and on a terminal
 // their average.
-func (b *cardBars) update(p flash.Progress) {
+func (b *CardBars) Update(p flash.Progress) {
 	tr := b.terminal()
 	switch {
 	case tr != nil:
@@ -110,7 +111,7 @@ func (b *cardBars) update(p flash.Progress) {
 		}
 	default:
 		for _, c := range p.Cards {
-			b.rep.event(&jsonevents.CardProgress{Phase: jsonevents.Phase(c.Phase),
+			b.rep.Event(&jsonevents.CardProgress{Phase: jsonevents.Phase(c.Phase),
 				Target: c.Card, Done: c.Done, Total: c.Total, Failed: c.Failed}, "")
 		}
 	}
@@ -134,18 +135,18 @@ func cardsLine(p flash.Progress) string {
 }
 
 // terminal is the reporter drawing bars, nil when there is none.
-func (b *cardBars) terminal() *textReporter {
+func (b *CardBars) terminal() *textReporter {
 	rep := b.rep
 	if l, ok := rep.(*lockedReporter); ok {
 		rep = l.r
 	}
-	if tr, ok := rep.(*textReporter); ok && tr.opts.terminal && !tr.opts.quiet {
+	if tr, ok := rep.(*textReporter); ok && tr.opts.Terminal && !tr.opts.Quiet {
 		return tr
 	}
 	return nil
 }
 
-func (b *cardBars) finishBars() {
+func (b *CardBars) finishBars() {
 	if b.p == nil {
 		return
 	}
@@ -158,8 +159,8 @@ func (b *cardBars) finishBars() {
 	b.p = nil
 }
 
-// done finishes the bars before the table is printed below them.
-func (b *cardBars) done() {
+// Done finishes the bars before the table is printed below them.
+func (b *CardBars) Done() {
 	if b != nil {
 		b.finishBars()
 	}

@@ -1,4 +1,8 @@
-package main
+// Package termui shows a command's session to its audience: a progress
+// bar for a person at a terminal (one per card for several), a line every
+// few seconds for a log, JSON lines for scripts (internal/jsonevents), or
+// nothing but the outcome; and the tables a person reads at the end.
+package termui
 
 import (
 	"encoding/json"
@@ -16,49 +20,49 @@ import (
 	"github.com/usbflash/usbflash/internal/units"
 )
 
-// reporter presents a long command to its audience: a progress bar for a
+// Reporter presents a long command to its audience: a progress bar for a
 // person at a terminal, a line every few seconds for a log, JSON lines for
-// scripts and factory dashboards, or nothing but the outcome (--quiet).
-// Commands talk to it and never format progress themselves.
-type reporter interface {
-	// event records a milestone; e becomes the JSON object, text is what
+// scripts and factory dashboards, or nothing but the outcome (quiet).
+// Commands talk to it and never format progress themselves. Its methods
+// may be called from several goroutines.
+type Reporter interface {
+	// Event records a milestone; e becomes the JSON object, text is what
 	// a person reads ("" for nothing).
-	event(e jsonevents.Event, text string)
-	// progress reports how far a phase got.
-	progress(p jsonevents.Progress)
-	// fail reports the error that ends the command, with its exit code.
-	fail(err error, code int)
+	Event(e jsonevents.Event, text string)
+	// Progress reports how far a phase got.
+	Progress(p jsonevents.Progress)
+	// Fail reports the error that ends the command; only the first one
+	// is told.
+	Fail(e *jsonevents.Error)
 }
 
-// reporterOptions choose the reporter.
-type reporterOptions struct {
-	json, quiet bool
-	// terminal: stderr is a terminal, so progress is a bar; otherwise it
-	// is a line every lineEvery.
-	terminal  bool
-	lineEvery time.Duration
-	now       func() time.Time
+// Options choose the reporter.
+type Options struct {
+	JSON, Quiet bool
+	// Terminal: stderr is a terminal, so progress is a bar; otherwise it
+	// is a line every LineEvery (0: every 5 s).
+	Terminal  bool
+	LineEvery time.Duration
+	Now       func() time.Time // nil: time.Now
 }
 
 // progressLineInterval is how often progress is printed to a stderr that is
 // not a terminal: often enough to show life in a log, rarely enough to read.
 const progressLineInterval = 5 * time.Second
 
-// rateWarmUp is how long a phase runs before its rate is shown: the first
-// buffers fill from memory and would claim tens of GB/s.
-const rateWarmUp = time.Second
-
-func newReporter(out, errOut io.Writer, o reporterOptions) reporter {
-	if o.now == nil {
-		o.now = time.Now
+// New is the reporter o chooses, milestones and JSON to out, progress and
+// errors a person reads to errOut.
+func New(out, errOut io.Writer, o Options) Reporter {
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	if o.lineEvery == 0 {
-		o.lineEvery = progressLineInterval
+	if o.LineEvery == 0 {
+		o.LineEvery = progressLineInterval
 	}
-	if o.json {
-		return &jsonReporter{enc: json.NewEncoder(out), errOut: errOut, quiet: o.quiet, now: o.now}
+	if o.JSON {
+		return &lockedReporter{r: &jsonReporter{enc: json.NewEncoder(out), errOut: errOut, quiet: o.Quiet, now: o.Now}}
 	}
-	return &textReporter{out: out, errOut: errOut, opts: o}
+	return &lockedReporter{r: &textReporter{out: out, errOut: errOut, opts: o}}
 }
 
 // jsonReporter writes one JSON object per line on stdout. With quiet, only
@@ -84,13 +88,13 @@ func (r *jsonReporter) emit(e jsonevents.Event) bool {
 
 // event writes e; should stdout be gone (its reader quit: a closed pipe),
 // the outcome still reaches a person on stderr, and nothing stops.
-func (r *jsonReporter) event(e jsonevents.Event, text string) {
+func (r *jsonReporter) Event(e jsonevents.Event, text string) {
 	if !r.emit(e) && e.Name() == jsonevents.NameSummary {
 		fmt.Fprintln(r.errOut, text)
 	}
 }
 
-func (r *jsonReporter) progress(p jsonevents.Progress) {
+func (r *jsonReporter) Progress(p jsonevents.Progress) {
 	if p.Phase != r.phase {
 		r.phase = p.Phase
 		r.emit(&jsonevents.PhaseEvent{Phase: p.Phase})
@@ -98,15 +102,10 @@ func (r *jsonReporter) progress(p jsonevents.Progress) {
 	r.emit(&p)
 }
 
-func (r *jsonReporter) fail(err error, code int) {
-	if !r.emit(newErrorEvent(err, code)) {
-		printError(r.errOut, err)
+func (r *jsonReporter) Fail(e *jsonevents.Error) {
+	if !r.emit(e) {
+		PrintError(r.errOut, e)
 	}
-}
-
-func newErrorEvent(err error, code int) *jsonevents.Error {
-	msg, hint := explain(err)
-	return &jsonevents.Error{Message: msg, Hint: hint, Code: code, ExitName: exitName(code)}
 }
 
 // textReporter prints milestones as lines on stdout and progress on
@@ -114,7 +113,7 @@ func newErrorEvent(err error, code int) *jsonevents.Error {
 // only errors.
 type textReporter struct {
 	out, errOut io.Writer
-	opts        reporterOptions
+	opts        Options
 	bars        *mpb.Progress // the bar of the phase under way (mpb, as for many cards)
 	bar         *mpb.Bar
 	desc        atomic.Pointer[string] // the bar's words, read by mpb's drawing goroutine
@@ -126,11 +125,11 @@ type textReporter struct {
 // still wants (bench's recommendation); "" for none.
 type quietLiner interface{ QuietLine() string }
 
-func (r *textReporter) event(e jsonevents.Event, text string) {
+func (r *textReporter) Event(e jsonevents.Event, text string) {
 	r.closeBar()
-	if q, ok := e.(quietLiner); ok && r.opts.quiet {
+	if q, ok := e.(quietLiner); ok && r.opts.Quiet {
 		text = q.QuietLine()
-	} else if r.opts.quiet {
+	} else if r.opts.Quiet {
 		return
 	}
 	if text == "" {
@@ -141,14 +140,14 @@ func (r *textReporter) event(e jsonevents.Event, text string) {
 	}
 }
 
-func (r *textReporter) progress(p jsonevents.Progress) {
-	if r.opts.quiet {
+func (r *textReporter) Progress(p jsonevents.Progress) {
+	if r.opts.Quiet {
 		return
 	}
 	if p.Phase != r.phase {
 		r.closeBar()
 		r.phase = p.Phase
-		r.lastLine = r.opts.now()
+		r.lastLine = r.opts.Now()
 		if p.Phase == jsonevents.PhaseSync {
 			// Nothing to count: the card is storing what it buffered.
 			fmt.Fprintln(r.errOut, "Syncing: waiting for the card to store every block it has buffered")
@@ -158,9 +157,9 @@ func (r *textReporter) progress(p jsonevents.Progress) {
 	if p.Phase == jsonevents.PhaseSync {
 		return
 	}
-	if !r.opts.terminal {
+	if !r.opts.Terminal {
 		line := progressText(p, true)
-		if now := r.opts.now(); now.Sub(r.lastLine) >= r.opts.lineEvery {
+		if now := r.opts.Now(); now.Sub(r.lastLine) >= r.opts.LineEvery {
 			r.lastLine = now
 			fmt.Fprintln(r.errOut, line)
 		}
@@ -256,19 +255,39 @@ func (r *textReporter) closeBar() {
 	}
 }
 
-func (r *textReporter) fail(err error, _ int) {
+func (r *textReporter) Fail(e *jsonevents.Error) {
 	r.closeBar()
-	printError(r.errOut, err)
+	PrintError(r.errOut, e)
 }
 
-// printError is how every failure reaches a person: the facts on one line,
+// PrintError is how every failure reaches a person: the facts on one line,
 // the advice (when there is any) on the next.
-func printError(w io.Writer, err error) {
-	msg, hint := explain(err)
-	fmt.Fprintf(w, "usbflash: %s\n", msg)
-	if hint != "" {
-		fmt.Fprintln(w, ensureSentence(hint))
+func PrintError(w io.Writer, e *jsonevents.Error) {
+	fmt.Fprintf(w, "usbflash: %s\n", e.Message)
+	if e.Hint != "" {
+		fmt.Fprintln(w, Sentence(e.Hint))
 	}
+}
+
+// Sentence turns advice into a sentence. Advice whose last line is
+// indented ends in a command to paste: nothing is added to it.
+func Sentence(s string) string {
+	if s == "" {
+		return ""
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	last := s[strings.LastIndex(s, "\n")+1:]
+	if !strings.HasSuffix(s, ".") && !strings.HasPrefix(last, " ") {
+		s += "."
+	}
+	return s
+}
+
+// reporter is what the JSON and the text reporter do, unlocked.
+type reporter interface {
+	Event(e jsonevents.Event, text string)
+	Progress(p jsonevents.Progress)
+	Fail(e *jsonevents.Error)
 }
 
 // lockedReporter serialises a reporter: recovery notes come from the
@@ -281,24 +300,24 @@ type lockedReporter struct {
 	failed bool
 }
 
-func (l *lockedReporter) event(e jsonevents.Event, text string) {
+func (l *lockedReporter) Event(e jsonevents.Event, text string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.r.event(e, text)
+	l.r.Event(e, text)
 }
 
-func (l *lockedReporter) progress(p jsonevents.Progress) {
+func (l *lockedReporter) Progress(p jsonevents.Progress) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.r.progress(p)
+	l.r.Progress(p)
 }
 
-func (l *lockedReporter) fail(err error, code int) {
+func (l *lockedReporter) Fail(e *jsonevents.Error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.failed {
 		return
 	}
 	l.failed = true
-	l.r.fail(err, code)
+	l.r.Fail(e)
 }

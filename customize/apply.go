@@ -53,58 +53,62 @@ var (
 // cmdline.txt: the script could not be started.
 var ErrNoCmdline = failure.New(failure.Refused, "the boot partition has no cmdline.txt to start firstrun.sh from")
 
-// Apply writes c's first-boot settings into the first partition of v (a
-// whole disk: MBR or GPT), which must be FAT. Everything is read and
-// written through v; v may be left partly written when Apply fails, so
-// the caller keeps the disk from booting until it succeeds (the write
-// holds its first transfer back).
-func Apply(v Volume, blockSize int, c Config, opts Options) (Result, error) {
+// planned is what plan found: the boot partition, the format, cmdline.txt.
+type planned struct {
+	fat        *bootFS
+	res        Result
+	cmdline    []byte
+	hasCmdline bool
+}
+
+// plan opens the boot partition and decides the format, and refuses what
+// cannot be written, all before anything is.
+func plan(v Volume, blockSize int, c *Config) (planned, error) {
+	var p planned
 	if err := c.Check(); err != nil {
-		return Result{}, err
+		return p, err
 	}
 	format, _ := ParseFormat(c.InitFormat)
-	part, err := parttable.First(func(off int64, p []byte) error {
-		_, err := v.ReadAt(p, off)
+	part, err := parttable.First(func(off int64, b []byte) error {
+		_, err := v.ReadAt(b, off)
 		return err
 	}, blockSize, v.Size())
 	if err != nil {
-		return Result{}, failure.Wrap(failure.Refused, fmt.Errorf("finding the boot partition: %w", err))
+		return p, failure.Wrap(failure.Refused, fmt.Errorf("finding the boot partition: %w", err))
 	}
 	fat, err := openFAT(v, part.Start, part.Size)
 	if err != nil {
-		return Result{}, failure.Wrap(failure.Refused, fmt.Errorf("the first partition: %w", err))
+		return p, failure.Wrap(failure.Refused, fmt.Errorf("the first partition: %w", err))
 	}
-	res := Result{FAT: fat.kind}
+	p.fat, p.res.FAT = fat, fat.kind
 	list, err := fat.names()
 	if err != nil {
-		return res, fmt.Errorf("reading the boot partition's root directory: %w", err)
+		return p, fmt.Errorf("reading the boot partition's root directory: %w", err)
 	}
 	names := map[string]bool{}
 	for _, n := range list {
 		names[strings.ToLower(n)] = true
 	}
-	cmdline, hasCmdline, err := fat.readFile("cmdline.txt")
-	if err != nil {
-		return res, fmt.Errorf("reading cmdline.txt: %w", err)
+	if p.cmdline, p.hasCmdline, err = fat.readFile("cmdline.txt"); err != nil {
+		return p, fmt.Errorf("reading cmdline.txt: %w", err)
 	}
 	if format == FormatAuto {
-		f, why, err := detect(names, string(cmdline))
+		f, why, err := detect(names, string(p.cmdline))
 		if err != nil {
-			return res, err
+			return p, err
 		}
-		format, res.Why = f, why
+		format, p.res.Why = f, why
 	}
-	res.Format = format
+	p.res.Format = format
 	if c.FirstRun != "" && format != FormatSystemd {
-		return res, &failure.SettingError{Setting: SettingFile, Err: fmt.Errorf("a first-run script is for the systemd format, not %s", format)}
+		return p, &failure.SettingError{Setting: SettingFile, Err: fmt.Errorf("a first-run script is for the systemd format, not %s", format)}
 	}
 	if (c.UserData != "" || c.NetworkConfig != "") && !format.cloud() {
-		return res, &failure.SettingError{Setting: SettingFile, Err: fmt.Errorf("cloud-init files are for the cloudinit formats, not %s", format)}
+		return p, &failure.SettingError{Setting: SettingFile, Err: fmt.Errorf("cloud-init files are for the cloudinit formats, not %s", format)}
 	}
-	if format == FormatSystemd && !hasCmdline {
-		return res, ErrNoCmdline
+	if format == FormatSystemd && !p.hasCmdline {
+		return p, ErrNoCmdline
 	}
-
 	// Refusals come before the first byte: an empty file in the way.
 	planned := []string{"config.txt", "firstrun.sh", "rpi-preseed.toml", "meta-data", "user-data", "network-config"}
 	for name := range c.Files {
@@ -112,9 +116,32 @@ func Apply(v Volume, blockSize int, c Config, opts Options) (Result, error) {
 	}
 	for _, name := range planned {
 		if err := fat.replaceable(name); err != nil {
-			return res, err
+			return p, err
 		}
 	}
+	return p, nil
+}
+
+// Inspect says which format Apply would write into v's boot partition,
+// and why, or why it would refuse, writing nothing: the check of an image
+// before a card is written.
+func Inspect(v Volume, blockSize int, c Config) (Result, error) {
+	p, err := plan(v, blockSize, &c)
+	return p.res, err
+}
+
+// Apply writes c's first-boot settings into the first partition of v (a
+// whole disk: MBR or GPT), which must be FAT. Everything is read and
+// written through v; v may be left partly written when Apply fails, so
+// the caller keeps the disk from booting until it succeeds (the write
+// holds its first transfer back).
+func Apply(v Volume, blockSize int, c Config, opts Options) (Result, error) {
+	p, err := plan(v, blockSize, &c)
+	if err != nil {
+		return p.res, err
+	}
+	fat, format, res := p.fat, p.res.Format, p.res
+	cmdline, hasCmdline := p.cmdline, p.hasCmdline
 
 	s, err := resolve(&c, opts.Rand)
 	if err != nil {
@@ -229,16 +256,11 @@ func Apply(v Volume, blockSize int, c Config, opts Options) (Result, error) {
 	return res, nil
 }
 
-// Describe is what the result says in one line: the format (and why),
-// the files.
+// Describe is what the result says in one line: the format, the files.
 func (r Result) Describe() string {
 	names := make([]string, len(r.Files))
 	for i, f := range r.Files {
 		names[i] = f.Name
 	}
-	s := fmt.Sprintf("customised (%s, %s): %s", r.Format, r.FAT, strings.Join(names, ", "))
-	if r.Why != "" {
-		s += "; " + string(r.Format) + " because " + r.Why
-	}
-	return s
+	return fmt.Sprintf("customised (%s, %s): %s", r.Format, r.FAT, strings.Join(names, ", "))
 }

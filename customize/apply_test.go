@@ -254,3 +254,30 @@ func TestLoad(t *testing.T) {
 		}
 	}
 }
+
+func TestMergeAndKeys(t *testing.T) {
+	no := false
+	file := Config{Hostname: "from-file", User: "maker", SSHKeys: []string{"ssh-ed25519 A"}, WiFi: WiFi{SSID: "Net", Password: "passphrase"}}
+	got := file.Merge(Config{Hostname: "from-flag", SSHKeys: []string{"ssh-rsa B"}, SSHPasswordAuth: &no, WiFi: WiFi{Country: "FR"}})
+	if got.Hostname != "from-flag" || got.User != "maker" || len(got.SSHKeys) != 2 || got.SSHPasswordAuth != &no ||
+		got.WiFi != (WiFi{SSID: "Net", Password: "passphrase", Country: "FR"}) {
+		t.Errorf("Merge = %+v", got)
+	}
+	pub := filepath.Join(t.TempDir(), "keys.pub")
+	if err := os.WriteFile(pub, []byte("# mine\nssh-ed25519 AAA one\n\nssh-rsa BBB two\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		value string
+		want  int
+		ok    bool
+	}{{"ssh-ed25519 AAA me@host", 1, true}, {pub, 2, true}, {filepath.Join(t.TempDir(), "none.pub"), 0, false}} {
+		keys, err := ReadKeys(tc.value)
+		if (err == nil) != tc.ok || len(keys) != tc.want {
+			t.Errorf("ReadKeys(%q) = %q, %v", tc.value, keys, err)
+		}
+		if err != nil && failure.SettingOf(err) != SettingSSHKey {
+			t.Errorf("ReadKeys(%q): %v is not about the key setting", tc.value, err)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 const (
 	SettingFile       failure.Setting = "customize"
 	SettingInitFormat failure.Setting = "init-format"
+	SettingSSHKey     failure.Setting = "ssh-key"
 )
 
 // Config is what a card gets on its first boot. Every value may hold the
@@ -227,4 +228,59 @@ func (c *Config) Templated() bool {
 	e := c.Expand(Vars{N: -1})
 	return e.Hostname != c.Hostname || e.User != c.User || e.Password != c.Password || e.WiFi != c.WiFi ||
 		e.Locale != c.Locale || e.Keymap != c.Keymap || e.Timezone != c.Timezone || strings.Join(e.ConfigTxt, "\n") != strings.Join(c.ConfigTxt, "\n")
+}
+
+// Merge is c with every value o sets put over c's: the command line's
+// settings over a file's.
+func (c Config) Merge(o Config) Config {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&c.Hostname, o.Hostname)
+	set(&c.User, o.User)
+	set(&c.Password, o.Password)
+	set(&c.PasswordHash, o.PasswordHash)
+	set(&c.WiFi.SSID, o.WiFi.SSID)
+	set(&c.WiFi.Password, o.WiFi.Password)
+	set(&c.WiFi.Country, o.WiFi.Country)
+	set(&c.Locale, o.Locale)
+	set(&c.Keymap, o.Keymap)
+	set(&c.Timezone, o.Timezone)
+	set(&c.InitFormat, o.InitFormat)
+	c.SSH = c.SSH || o.SSH
+	c.WiFi.Hidden = c.WiFi.Hidden || o.WiFi.Hidden
+	c.SSHKeys = append(c.SSHKeys, o.SSHKeys...)
+	if o.SSHPasswordAuth != nil {
+		c.SSHPasswordAuth = o.SSHPasswordAuth
+	}
+	c.ConfigTxt = append(c.ConfigTxt, o.ConfigTxt...)
+	return c
+}
+
+// ReadKeys is the SSH public keys a value stands for: the value itself
+// when it is a key (ssh-, ecdsa-, sk- ...), else the keys of the file it
+// names (an id_*.pub or an authorized_keys), one a line.
+func ReadKeys(value string) ([]string, error) {
+	v := strings.TrimSpace(value)
+	for _, p := range []string{"ssh-", "ecdsa-", "sk-ssh-", "sk-ecdsa-"} {
+		if strings.HasPrefix(v, p) {
+			return []string{v}, nil
+		}
+	}
+	data, err := os.ReadFile(v)
+	if err != nil {
+		return nil, &failure.SettingError{Setting: SettingSSHKey, Err: err}
+	}
+	var keys []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			keys = append(keys, l)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, &failure.SettingError{Setting: SettingSSHKey, Err: fmt.Errorf("%s holds no key", v)}
+	}
+	return keys, nil
 }

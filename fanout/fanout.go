@@ -69,6 +69,7 @@ type Group struct {
 
 type member struct {
 	t       Target
+	index   int // in the order of the targets
 	jobs    chan job
 	window  [][]byte
 	free    chan int // window buffers not queued
@@ -82,9 +83,12 @@ type member struct {
 type job struct {
 	ctx  context.Context
 	sync bool
-	lba  int64
-	p    []byte // lockstep: the shared buffer
-	idx  int    // lag: the window buffer, -1 in lockstep
+	// do, when set, is run with the member's device (Each): written is
+	// what it wrote.
+	do  func(i int, dev blockdev.Device) (written int64, err error)
+	lba int64
+	p   []byte // lockstep: the shared buffer
+	idx int    // lag: the window buffer, -1 in lockstep
 }
 
 // New starts a group over targets, which must share one block size. Close
@@ -105,7 +109,7 @@ func New(targets []Target, opts Options) (*Group, error) {
 				targets[0].Name, g.bs, t.Name, bs)
 		}
 		g.blocks = max(g.blocks, t.Dev.BlockCount())
-		m := &member{t: t, res: Result{Name: t.Name}}
+		m := &member{t: t, index: len(g.members), res: Result{Name: t.Name}}
 		if opts.Lag > 0 {
 			if err := m.allocWindow(opts.Lag, opts.TransferSize); err != nil {
 				g.Close()
@@ -157,7 +161,10 @@ func (m *member) run(done chan<- struct{}) {
 			if j.idx >= 0 {
 				p = m.window[j.idx][:len(j.p)]
 			}
+			var wrote int64
 			switch {
+			case j.do != nil:
+				wrote, err = j.do(m.index, m.t.Dev)
 			case j.sync:
 				err = m.t.Dev.Sync(j.ctx)
 			case j.lba+int64(len(p)/m.t.Dev.BlockSize()) > m.t.Dev.BlockCount():
@@ -172,9 +179,12 @@ func (m *member) run(done chan<- struct{}) {
 			}
 			m.mu.Lock()
 			m.res.Busy += time.Since(start)
-			if err != nil {
+			switch {
+			case err != nil:
 				m.res.Err = err
-			} else if !j.sync {
+			case j.do != nil:
+				m.res.Written += wrote
+			case !j.sync:
 				m.res.Written += int64(len(p))
 			}
 			m.mu.Unlock()
@@ -182,7 +192,7 @@ func (m *member) run(done chan<- struct{}) {
 		if j.idx >= 0 {
 			m.free <- j.idx
 		}
-		if j.idx < 0 || j.sync {
+		if j.idx < 0 || j.sync || j.do != nil {
 			done <- struct{}{}
 		}
 	}
@@ -226,6 +236,15 @@ func (g *Group) WriteBlocks(ctx context.Context, lba int64, p []byte) error {
 // Sync waits for every member to finish what it was given, then syncs it.
 func (g *Group) Sync(ctx context.Context) error {
 	return g.each(job{ctx: ctx, sync: true, idx: -1})
+}
+
+// Each runs fn on every live member's own goroutine, once the member has
+// written everything it was given, with the member's index (the order of
+// the targets) and device: the last writes of a write that differ per
+// card (a customisation and the first transfer). A member whose fn fails
+// drops out with that error; Each fails only when no member is left.
+func (g *Group) Each(ctx context.Context, fn func(i int, dev blockdev.Device) (written int64, err error)) error {
+	return g.each(job{ctx: ctx, do: fn, idx: -1})
 }
 
 // each gives j to every live member and waits for all of them.

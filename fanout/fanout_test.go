@@ -345,3 +345,54 @@ func TestGroupSmallCardDropsOutAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestEach: Each runs on every live card after what it was queued (with a
+// lag, a stuck card's last transfer is written before its fn), each with
+// its own index and device; a card whose fn fails drops out alone.
+func TestEach(t *testing.T) {
+	for _, lag := range []int{0, 2} {
+		t.Run(fmt.Sprintf("lag %d", lag), func(t *testing.T) {
+			stuck := &gate{open: make(chan struct{})}
+			fast, failing := &memDev{data: make([]byte, 1<<20)}, &memDev{data: make([]byte, 1<<20)}
+			g, err := New([]Target{{"stuck", stuck}, {"fast", fast}, {"failing", failing}}, Options{Lag: lag, TransferSize: 4096})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			go close(stuck.open)
+			if err := g.WriteBlocks(context.Background(), 8, pattern(4096)); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			seen := map[int]int{} // index -> the card's writes when fn ran
+			err = g.Each(context.Background(), func(i int, dev blockdev.Device) (int64, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch i {
+				case 0:
+					stuck.mu.Lock()
+					seen[i] = stuck.writes
+					stuck.mu.Unlock()
+				case 2:
+					return 0, errors.New("customising failed")
+				default:
+					seen[i] = 1
+				}
+				if err := dev.WriteBlocks(context.Background(), 0, bytes.Repeat([]byte{byte(i + 1)}, 4096)); err != nil {
+					return 0, err
+				}
+				return 4096, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[0] != 1 || seen[1] != 1 || fast.data[0] != 2 {
+				t.Fatalf("Each ran with %v, the fast card's first byte %d", seen, fast.data[0])
+			}
+			r := g.Results()
+			if r[0].Err != nil || r[1].Err != nil || r[2].Err == nil || r[1].Written != 2*4096 {
+				t.Fatalf("results %+v", r)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/usbflash/usbflash/customize"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/outfile"
 )
@@ -31,6 +32,16 @@ type Record struct {
 	Code     int       `json:"exit_code"` // the exit code this card alone would give
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
+	// Customized is what the card's boot partition received: the format
+	// and each file's name, size and SHA-256 (never its text, which can
+	// hold secrets); JSON only, absent without a customisation.
+	Customized *Customized `json:"customized,omitempty"`
+}
+
+// Customized is a card's customisation as the report records it.
+type Customized struct {
+	Format string           `json:"format"`
+	Files  []customize.File `json:"files"`
 }
 
 // Report is the record of a session, for a production line: the image,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/customize"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
@@ -82,6 +83,10 @@ type Config struct {
 	// probe's default).
 	Check         bool
 	CheckMaxCache int64
+	// Customize, when set, is written into every card's boot partition
+	// after the image (customize.Apply), each card with its own values of
+	// the templates ({n}: its number in the run, from 1).
+	Customize *customize.Config
 }
 
 // Outcome is what became of one card.
@@ -106,6 +111,8 @@ type Outcome struct {
 	// Skipped is what a block map or --sparse left out, and why.
 	Skipped    int64
 	SkippedWhy string
+	// Customized is what the customisation wrote, nil without one.
+	Customized *customize.Result
 }
 
 // Verified says the card was read back and matched.
@@ -156,7 +163,11 @@ type card struct {
 	d        *drive.Device
 	spec     string // as given; "" for a card --watch found
 	transfer int    // what this card takes
+	n        int    // its number in the run, from 1 ({n} of a customisation)
 	out      Outcome
+	// digests are the card's own when a customisation changed what it
+	// holds; nil: the write's.
+	digests *pipeline.Digests
 }
 
 func (c *card) fail(err error) {
@@ -231,6 +242,9 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	if err := checkSizes(s.transfer, cfg.Buffers, cfg.Lag, len(specs)); err != nil {
 		return s.res, err
 	}
+	if err := checkCustomize(&cfg); err != nil {
+		return s.res, err
+	}
 	if cfg.Report != "" {
 		if err := CheckReport(cfg.Report); err != nil {
 			return s.res, err
@@ -258,6 +272,9 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	}
 	if dlErr != nil {
 		return s.res, dlErr
+	}
+	if err := s.inspectImage(src); err != nil {
+		return s.res, err
 	}
 	s.startDownload(ctx, dl, src)
 
@@ -316,7 +333,7 @@ func (s *session) openCards(ctx context.Context, specs []drive.Spec, src *images
 	cards := make([]*card, len(specs))
 	var wg sync.WaitGroup
 	for i, t := range specs {
-		c := &card{d: devs[i], spec: t.Raw, out: Outcome{Target: t.Raw}}
+		c := &card{d: devs[i], spec: t.Raw, n: i + 1, out: Outcome{Target: t.Raw}}
 		cards[i] = c
 		if errs[i] != nil {
 			c.fail(errs[i])
@@ -496,6 +513,9 @@ func RecordOf(o *Outcome, codes map[failure.Class]int) Record {
 	}
 	if r.Verified {
 		r.Verify = o.Verify.Method.Report()
+	}
+	if o.Customized != nil {
+		r.Customized = &Customized{Format: string(o.Customized.Format), Files: o.Customized.Files}
 	}
 	switch {
 	case o.Err != nil:

@@ -29,6 +29,9 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	if err := checkSizes(s.transfer, cfg.Buffers, 0, 1); err != nil {
 		return s.res, err
 	}
+	if err := checkCustomize(&cfg); err != nil {
+		return s.res, err
+	}
 	if cfg.Report != "" {
 		if err := CheckReport(cfg.Report); err != nil {
 			return s.res, err
@@ -53,18 +56,25 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	if dlErr != nil {
 		return s.res, dlErr
 	}
+	if err := s.inspectImage(src); err != nil {
+		return s.res, err
+	}
 	s.startDownload(ctx, dl, src)
 	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", displayImage(cfg.Image))})
 
 	// Bounded at the size asked: a card that takes less needs less.
 	sets := make(chan struct{}, max(blockdev.MaxBufferMemory/pipeline.BufferMemory(s.transfer, buffers), 1))
 	var cards []*card
+	found := 0 // cards found, for {n}
 	opts := drive.WatchOptions{Options: drive.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
 		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }},
 		OnNote:    func(msg string) { s.emit(Note{Message: msg}) },
 		OnReaders: func(n int) { s.emit(Readers{Present: n}) }}
 	err = drive.Watch(ctx, find, opts, func(ctx context.Context, d *drive.Device, err error) {
-		c := &card{d: d}
+		s.mu.Lock()
+		found++
+		c := &card{d: d, n: found}
+		s.mu.Unlock()
 		if err != nil {
 			c.out.Target = "reader"
 			var te *drive.Error

@@ -73,6 +73,7 @@ func (s *session) writeCards(ctx context.Context, src *imagesrc.Source, plan *wr
 	if len(cards) == 1 {
 		opts.Name = cards[0].d.Name
 	}
+	opts.WriteFirst = s.firstWriter(cards, group)
 	if s.cfg.Verify {
 		opts = s.cfg.VerifyMethod.Record(opts)
 	}
@@ -159,7 +160,9 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 	// Standard input and a URL were read once: a mismatch stays as the verify found
 	// it (a digest mismatch still names its range).
 	var reopen func() (io.ReadCloser, error)
-	if s.cfg.Image != "-" && !isURL(s.cfg.Image) {
+	if s.cfg.Image != "-" && !isURL(s.cfg.Image) && s.cfg.Customize == nil {
+		// (A customised card differs from the image where it was
+		// customised: a mismatch stays as its digest found it.)
 		reopen = func() (io.ReadCloser, error) { return imagesrc.Open(s.cfg.Image) }
 	}
 	var wg sync.WaitGroup
@@ -171,7 +174,12 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 		go func() {
 			defer wg.Done()
 			size := blockdev.FitTransfer(c.d.Dev, readSize).Size // the write said what the card takes
-			v, err := pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, res, pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size,
+			written := res
+			if c.digests != nil {
+				written.Digests = *c.digests // the card as customised
+				written.Digests.Size = res.Digests.Size
+			}
+			v, err := pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, written, pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size,
 				Progress: func(p pipeline.Progress) { prog.card(i, p) }}, reopen)
 			if errors.Is(err, context.Canceled) {
 				// Written in full and synced: only the check was cut short.

@@ -103,6 +103,12 @@ type WriteOptions struct {
 	// booting it. Its error ends the write with the first transfer left
 	// zeroed, as an *ImageCheckError.
 	BeforeFirst func() error
+	// WriteFirst, when set, writes the held first transfer in the
+	// engine's place, after BeforeFirst: a customisation of the image
+	// writes its changes, then the first transfer (see FirstWriter and
+	// Edit). Its error ends the write; the first transfer is then left
+	// zeroed unless the error came from writing it.
+	WriteFirst FirstWriter
 }
 
 // WriteResult describes a finished write.

@@ -172,7 +172,16 @@ func (w *writer) finish(ctx context.Context) error {
 		}
 	}
 	if w.first.padded > 0 {
-		if err := w.write(0, w.r.data(w.first)); err != nil {
+		if w.opts.WriteFirst != nil {
+			start := time.Now()
+			err := w.opts.WriteFirst(w.devCtx, w.dev, w.r.data(w.first), w.fill.digests)
+			w.busy += time.Since(start)
+			w.transfers++
+			if err != nil {
+				w.syncQuietly()
+				return err
+			}
+		} else if err := w.write(0, w.r.data(w.first)); err != nil {
 			return err
 		}
 		w.res.BytesWritten += int64(w.first.padded)

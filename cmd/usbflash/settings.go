@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/usbflash/usbflash/cardbench"
+	"github.com/usbflash/usbflash/customize"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/flash"
 )
@@ -33,6 +34,12 @@ func flagOf(s failure.Setting) string {
 		return "--sparse and --bmap"
 	case cardbench.SettingCompare:
 		return "--compare"
+	case customize.SettingFile:
+		return "--customize"
+	case customize.SettingInitFormat:
+		return "--init-format"
+	case customize.SettingSSHKey:
+		return "--ssh-key"
 	}
 	return ""
 }

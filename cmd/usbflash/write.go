@@ -41,10 +41,11 @@ type writeFlags struct {
 	all, watch, skipRefused bool
 	lag                     int
 	report                  string
-	bmap                    blockMapFlags // bmap.go
-	check                   bool          // probe each card for a fake capacity first
-	maxCache                string        // --check's cache bound
-	metrics                 metrics.Setup // --metrics-listen, --metrics-textfile
+	bmap                    blockMapFlags  // bmap.go
+	check                   bool           // probe each card for a fake capacity first
+	maxCache                string         // --check's cache bound
+	metrics                 metrics.Setup  // --metrics-listen, --metrics-textfile
+	custom                  customizeFlags // customize.go
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -105,6 +106,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.StringVar(&f.metrics.Listen, "metrics-listen", "", "serve Prometheus metrics on this address (e.g. :9123) at /metrics while the write (or --watch) runs")
 	fl.StringVar(&f.metrics.Textfile, "metrics-textfile", "", "keep Prometheus metrics in this file (for node_exporter's textfile collector), rewritten atomically after every card")
 	f.bmap.register(fl)
+	f.custom.register(fl)
 	return c
 }
 
@@ -161,6 +163,9 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		Check: f.check,
 	}
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
+		return err
+	}
+	if cfg.Customize, err = f.custom.config(); err != nil {
 		return err
 	}
 	f.metrics.Version = buildVersion()

@@ -479,12 +479,14 @@ func TestPromisesOnEveryPath(t *testing.T) {
 	}
 	for _, p := range promises {
 		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
 			for _, m := range promiseModes {
 				want, applies := p.want[m.name]
 				if !applies {
 					continue
 				}
 				t.Run(m.name, func(t *testing.T) {
+					t.Parallel()
 					e := &promiseEnv{t: t, dir: t.TempDir()}
 					p.setup(e)
 					ctx, cancel := context.WithCancel(context.Background())

@@ -56,8 +56,13 @@ type Reader struct {
 	Serial string // USB iSerialNumber
 	// Bot selects usb-bot with one scsi-hd per LUN (needed for several LUNs
 	// or a removable LUN with a tray); otherwise usb-storage with LUNs[0].
-	Bot  bool
+	Bot bool
+	// UAS selects usb-uas (46f4:0003, UAS only) with one scsi-hd per LUN.
+	UAS  bool
 	LUNs []LUN
+	// Controller is the host controller the reader hangs off; "" is the
+	// machine's.
+	Controller Controller
 }
 
 // MachineSpec describes one guest boot.
@@ -173,11 +178,15 @@ func (e *Env) Start(spec MachineSpec, workdir string, logf func(string, ...any))
 			}
 		}
 	}
-	ctrl := "xhci_pci"
-	if spec.Controller == EHCI {
-		ctrl = "ehci_pci"
+	var ctrls string
+	for _, c := range spec.controllers() {
+		if c == EHCI {
+			ctrls += "ehci_pci\n"
+		} else {
+			ctrls += "xhci_pci\n"
+		}
 	}
-	if err := os.WriteFile(filepath.Join(share, "controllers"), []byte(ctrl+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(share, "controllers"), []byte(ctrls), 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(share, "usb_devices"), []byte(strconv.Itoa(len(spec.Readers))+"\n"), 0o644); err != nil {
@@ -264,17 +273,36 @@ func linkOrCopy(src, dst string) error {
 }
 
 // deviceArgs turns the readers into -device / -blockdev arguments.
+// controllers are the host controllers the machine needs: its own, and
+// those its readers name, each once.
+func (s MachineSpec) controllers() []Controller {
+	main := s.Controller
+	if main == "" {
+		main = XHCI
+	}
+	out := []Controller{main}
+	for _, r := range s.Readers {
+		if r.Controller != "" && r.Controller != main && len(out) == 1 {
+			out = append(out, r.Controller)
+		}
+	}
+	return out
+}
+
 func (s MachineSpec) deviceArgs(workdir string) ([]string, error) {
 	var args []string
-	bus := "xhci.0"
-	switch s.Controller {
-	case XHCI, "":
-		args = append(args, "-device", "qemu-xhci,id=xhci,p2=8,p3=8")
-	case EHCI:
-		args = append(args, "-device", "usb-ehci,id=ehci")
-		bus = "ehci.0"
-	default:
-		return nil, fmt.Errorf("unknown controller %q", s.Controller)
+	buses := map[Controller]string{}
+	for _, c := range s.controllers() {
+		switch c {
+		case XHCI:
+			args = append(args, "-device", "qemu-xhci,id=xhci,p2=8,p3=8")
+			buses[c] = "xhci.0"
+		case EHCI:
+			args = append(args, "-device", "usb-ehci,id=ehci")
+			buses[c] = "ehci.0"
+		default:
+			return nil, fmt.Errorf("unknown controller %q", c)
+		}
 	}
 	for i, r := range s.Readers {
 		id := r.ID
@@ -284,15 +312,23 @@ func (s MachineSpec) deviceArgs(workdir string) ([]string, error) {
 		if len(r.LUNs) == 0 {
 			return nil, fmt.Errorf("reader %s has no LUN", id)
 		}
-		if !r.Bot && len(r.LUNs) > 1 {
-			return nil, fmt.Errorf("reader %s: several LUNs need Bot", id)
+		multi := r.Bot || r.UAS
+		if !multi && len(r.LUNs) > 1 {
+			return nil, fmt.Errorf("reader %s: several LUNs need Bot or UAS", id)
+		}
+		bus := buses[s.controllers()[0]]
+		if r.Controller != "" {
+			bus = buses[r.Controller]
 		}
 		serial := ""
 		if r.Serial != "" {
 			serial = ",serial=" + r.Serial
 		}
-		if r.Bot {
+		switch {
+		case r.Bot:
 			args = append(args, "-device", fmt.Sprintf("usb-bot,id=%s,bus=%s%s", id, bus, serial))
+		case r.UAS:
+			args = append(args, "-device", fmt.Sprintf("usb-uas,id=%s,bus=%s%s", id, bus, serial))
 		}
 		for j, l := range r.LUNs {
 			drive := fmt.Sprintf("%s-d%d", id, j)
@@ -311,7 +347,7 @@ func (s MachineSpec) deviceArgs(workdir string) ([]string, error) {
 			if !l.NoMedium {
 				drv = ",drive=" + drive
 			}
-			if r.Bot {
+			if multi {
 				args = append(args, "-device", fmt.Sprintf("scsi-hd,id=%s-l%d,bus=%s.0,channel=0,scsi-id=0,lun=%d%s%s", id, j, id, j, drv, ro))
 			} else {
 				if l.NoMedium {

@@ -405,10 +405,16 @@ func TestUnplugMidWrite(t *testing.T) {
 // disconnect, quickly, and `list` no longer shows it. The machine needs QMP.
 func unplugMidWrite(t *testing.T, m *Machine, id, serial, card string, size int) {
 	t.Helper()
+	unplugTargetMidWrite(t, m, id, serialTarget(serial), serial, card, size)
+}
+
+// unplugTargetMidWrite is unplugMidWrite for a reader named by target.
+func unplugTargetMidWrite(t *testing.T, m *Machine, id, target, serial, card string, size int) {
+	t.Helper()
 	img := makeImage(7, size)
 	p := putImage(t, m, "img", img, "raw")
 	guest(t, m, "cp "+p+" /tmp/u.img")
-	w := m.Start("timeout -s TERM 120 usbflash write /tmp/u.img " + serialTarget(serial) + " --yes --transfer-size 64KiB")
+	w := m.Start("timeout -s TERM 120 usbflash write /tmp/u.img " + target + " --yes --transfer-size 64KiB")
 	waitLanded(t, card, img, 4<<20, w, 2*time.Minute)
 	t0 := time.Now()
 	if _, err := m.QMP.Exec("device_del", map[string]any{"id": id}); err != nil {

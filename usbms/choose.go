@@ -86,12 +86,12 @@ func ChooseTransport(setting string, o Offer) (Choice, error) {
 	switch setting {
 	case TransportBOT:
 		if !o.BOT {
-			return Choice{}, &failure.SettingError{Setting: SettingTransport, Err: fmt.Errorf("%w: it speaks only UAS (USB Attached SCSI)", ErrTransportNotOffered)}
+			return Choice{}, &failure.SettingError{Setting: SettingTransport, Err: fmt.Errorf("%q: %w: it speaks only UAS (USB Attached SCSI)", setting, ErrTransportNotOffered)}
 		}
 		return Choice{}, nil
 	case TransportUAS:
 		if !o.UAS {
-			return Choice{}, &failure.SettingError{Setting: SettingTransport, Err: fmt.Errorf("%w: it offers no UAS interface this backend drives", ErrTransportNotOffered)}
+			return Choice{}, &failure.SettingError{Setting: SettingTransport, Err: fmt.Errorf("%q: %w: it offers no UAS interface this backend drives", setting, ErrTransportNotOffered)}
 		}
 		c.UAS = true
 		return c, nil

@@ -226,7 +226,7 @@ func (a *app) bench(ctx context.Context, rep termui.Reporter, t drive.Spec, f be
 	// A second Ctrl-C keeps the saved bytes in a file before the process
 	// ends.
 	cfg.Saved = func(saved *region.Saved) func() {
-		return a.aborts.add(func() {
+		return a.aborts.Add(func() {
 			// nil: the region was restored and verified first, and the
 			// run says so itself.
 			if err := saved.Abandon(""); err != nil {

@@ -74,7 +74,7 @@ func (a *app) check(ctx context.Context, rep termui.Reporter, t drive.Spec, maxC
 		// A second Ctrl-C keeps the saved blocks in a file before the
 		// process ends.
 		Abortable: func(abandon func() error) func() {
-			return a.aborts.add(func() { rep.Fail(newErrorEvent(abandon(), exitCancelled)) })
+			return a.aborts.Add(func() { rep.Fail(newErrorEvent(abandon(), exitCancelled)) })
 		}}
 	if !f.yes {
 		cfg.Confirm = func(d *drive.Device) error {

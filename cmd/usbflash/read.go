@@ -110,7 +110,7 @@ func (a *app) backup(ctx context.Context, rep termui.Reporter, c *cobra.Command,
 		return err
 	}
 	// A second Ctrl-C: the session says what it left.
-	defer a.aborts.add(func() {
+	defer a.aborts.Add(func() {
 		err := b.Abort()
 		rep.Fail(newErrorEvent(err, exitCode(err)))
 	})()

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/internal/stopsignal"
 	"github.com/usbflash/usbflash/usbms"
 )
 
@@ -33,7 +34,7 @@ type app struct {
 	lineEvery time.Duration
 	// aborts is what a second interrupt does before the process exits;
 	// nil (run, the tests): nothing.
-	aborts *aborts
+	aborts *stopsignal.Aborts
 	// quirks is --quirks: quirk flags for readers, as the kernel's
 	// usb-storage.quirks= takes them.
 	quirks string

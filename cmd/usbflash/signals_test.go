@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/usbflash/usbflash/internal/stopsignal"
 )
 
 // usbflashBinary is this test binary under the name usbflash (a link that
@@ -375,7 +377,7 @@ func secondRequestAt(t *testing.T, cmd *exec.Cmd, lines *bufio.Scanner, what str
 	t.Helper()
 	for lines.Scan() {
 		if strings.Contains(lines.Text(), what) {
-			time.Sleep(stopWindow)
+			time.Sleep(stopsignal.Window)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package stopsignal
 
 import (
 	"os"
@@ -14,7 +14,7 @@ import (
 // counted are that request; the window is measured from the request, so
 // a person pressing again and again still gets through.
 func TestStopRequests(t *testing.T) {
-	const w = stopWindow
+	const w = Window
 	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
 	for _, tc := range []struct {
 		name    string
@@ -51,12 +51,12 @@ func TestStopRequests(t *testing.T) {
 // does.
 func TestRequestsStampsEachSignal(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	times := []time.Duration{0, time.Microsecond, stopWindow + time.Millisecond, stopWindow + 2*time.Millisecond}
+	times := []time.Duration{0, time.Microsecond, Window + time.Millisecond, Window + 2*time.Millisecond}
 	sent := []os.Signal{syscall.SIGTERM, syscall.SIGHUP, os.Interrupt, os.Interrupt}
 	i := 0
 	now := func() time.Time { i++; return start.Add(times[i-1]) }
 	raw := make(chan os.Signal)
-	out := requests(raw, make(chan struct{}), now, stopWindow)
+	out := requests(raw, make(chan struct{}), now, Window)
 	for _, s := range sent {
 		raw <- s
 	}

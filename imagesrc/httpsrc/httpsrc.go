@@ -188,6 +188,9 @@ func transport(opts Options, h2 bool) *http.Transport {
 		// hashed as the publisher's checksum says it, not as decoded on
 		// the way by a Content-Encoding.
 		DisableCompression: true,
+		// Large reads from the socket: an image is hundreds of megabytes,
+		// and net/http's 4 KiB buffer costs a syscall per 4 KiB.
+		ReadBufferSize: 256 << 10,
 	}
 	t.Protocols = new(http.Protocols)
 	t.Protocols.SetHTTP1(true)

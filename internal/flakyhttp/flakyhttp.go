@@ -75,6 +75,9 @@ type Server struct {
 	Ranges []string
 	// Protos records each file request's protocol.
 	Protos []string
+	// Rate, when set, paces every file body at this many bytes per
+	// second (a link of known speed, for measuring).
+	Rate int64
 	// OnStall, when set, is called as a stall begins, with the request's
 	// context (done once the client gave up).
 	OnStall func(ctx context.Context)
@@ -198,15 +201,23 @@ func (s *Server) body(w http.ResponseWriter, r *http.Request, data []byte, start
 	}
 	chunk := int64(f.Chunk)
 	if chunk <= 0 {
-		chunk = cut - start
+		chunk = max(cut-start, 1)
+	}
+	if s.Rate > 0 {
+		chunk = min(chunk, 64<<10)
 	}
 	fl, _ := w.(http.Flusher)
+	t0 := time.Now()
 	for p := start; p < cut; p += chunk {
 		if _, err := w.Write(data[p:min(p+chunk, cut)]); err != nil {
 			return
 		}
 		if fl != nil {
 			fl.Flush()
+		}
+		if s.Rate > 0 {
+			due := time.Duration(float64(p+chunk-start) / float64(s.Rate) * float64(time.Second))
+			time.Sleep(due - time.Since(t0))
 		}
 	}
 	switch {

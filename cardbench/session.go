@@ -172,10 +172,7 @@ func Run(ctx context.Context, cfg Config, observe func(Event)) (*Report, error) 
 	if compared == nil {
 		s.emit(Started{Target: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), Layout: l})
 	}
-	var rt RoundTripper
-	if d.LUN != nil {
-		rt = d.LUN
-	}
+	rt, _ := d.Dev.(RoundTripper) // a LUN: the command round trip is measured
 	res, err := Measure(ctx, d.Dev, rt, s.runOptions(d.Name, l))
 	rep.Points = append(rep.Points, res.Points...)
 	rep.Align, rep.Random, rep.RoundTrip = res.Align, res.Random, res.RoundTrip

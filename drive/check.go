@@ -46,10 +46,11 @@ func Check(d *Device, src *imagesrc.Source, opts CheckOptions) error {
 // reported where the last address belongs): the write would fail there,
 // at its very end, after every other block was written.
 func checkLastBlock(d *Device, src *imagesrc.Source) error {
-	if d.LUN == nil || !d.LUN.LastBlockRefused() || !src.SizeExact {
+	s, ok := d.Dev.(SCSI)
+	if !ok || !s.SCSI().LastBlockRefused() || !src.SizeExact {
 		return nil
 	}
-	bs, blocks := int64(d.Dev.BlockSize()), d.LUN.BlockCount()
+	bs, blocks := int64(d.Dev.BlockSize()), s.SCSI().BlockCount()
 	if src.Size <= (blocks-1)*bs {
 		return nil
 	}

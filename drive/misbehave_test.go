@@ -15,6 +15,7 @@ import (
 	"github.com/usbflash/usbflash/internal/factsonly"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // The simulated readers of TestMisbehavingReaders: a slow card on USB 2
@@ -56,7 +57,7 @@ var misRows = []misRow{
 	// 240 blocks. usbflash steps down to 64.
 	{name: "hangs above 64 blocks, not in the table", opts: "choke=64", linuxFails: true},
 	{name: "hangs above 64 blocks, MAX_SECTORS_64 in the table (Datafab 07c4:a4a5)", opts: "choke=64&vid=07c4&pid=a4a5", check: func(t *testing.T, d *Device) {
-		if n := d.Sim.Stats().Chokes; n != 0 {
+		if n := simOf(d).Stats().Chokes; n != 0 {
 			t.Errorf("%d commands choked: the table's m must start at 64 blocks", n)
 		}
 	}},
@@ -91,20 +92,20 @@ var misRows = []misRow{
 	{name: "SYNCHRONIZE CACHE never answered by a card that caches writes", opts: "hang=sync&write-cache=1", wantErr: "the reader did not recover"},
 	// Mode data and the end of the medium.
 	{name: "placeholder mode data until the first READ", opts: "mode-placeholder=1", check: func(t *testing.T, d *Device) {
-		if d.LUN.WriteProtected() {
+		if d.Dev.(SCSI).SCSI().WriteProtected() {
 			t.Error("a writable card taken for write-protected")
 		}
 	}},
 	{name: "fails multi-block commands touching the last 8 blocks", opts: "last-sector-bug=8", readEnd: true},
 	{name: "still resetting 5 s after a Mass Storage Reset, and hangs above 240 blocks", opts: "reset-settle=5s&choke=240", check: func(t *testing.T, d *Device) {
-		if s := d.Sim.Stats(); s.LostCBWs != 0 || s.BOTResets != 1 {
+		if s := simOf(d).Stats(); s.LostCBWs != 0 || s.BOTResets != 1 {
 			t.Errorf("%d CBWs lost, %d resets; want none lost after the one reset", s.LostCBWs, s.BOTResets)
 		}
 	}},
 	{name: "fails the first READ(10) after the card goes in", opts: "initial-read10=1"},
 	{name: "fails the first two READ(10)s, INITIAL_READ10 in the table (Feiya 090c:6000)", opts: "initial-read10=2&vid=090c&pid=6000&bcd=0100"},
 	{name: "caches writes: flushed", opts: "write-cache=1", check: func(t *testing.T, d *Device) {
-		if n := d.Sim.Stats().Opcodes[0x35]; n != 1 {
+		if n := simOf(d).Stats().Opcodes[0x35]; n != 1 {
 			t.Errorf("%d SYNCHRONIZE CACHE, want 1", n)
 		}
 	}},
@@ -114,16 +115,19 @@ var misRows = []misRow{
 	{name: "capacity one block too big, --quirks c", opts: "capacity-off-by-one=1&vid=1234&pid=5678", quirks: "1234:5678:c", readEnd: true},
 }
 
+// simOf is the simulated reader of a sim: target.
+func simOf(d *Device) *sim.Device { return d.Dev.(Simulated).Sim() }
+
 func noChokes(t *testing.T, d *Device) {
 	t.Helper()
-	if n := d.Sim.Stats().Chokes; n != 0 {
+	if n := simOf(d).Stats().Chokes; n != 0 {
 		t.Errorf("%d commands choked", n)
 	}
 }
 
 func noResets(t *testing.T, d *Device) {
 	t.Helper()
-	if s := d.Sim.Stats(); s.BOTResets != 0 || s.PortResets != 0 {
+	if s := simOf(d).Stats(); s.BOTResets != 0 || s.PortResets != 0 {
 		t.Errorf("%d resets, %d port resets; want none", s.BOTResets, s.PortResets)
 	}
 }
@@ -173,7 +177,7 @@ func misRun(t *testing.T, row misRow, img []byte) (time.Duration, error) {
 			err = errors.New("the card file does not hold the image")
 		}
 	}
-	return d.Sim.Stats().ModelTime, err
+	return simOf(d).Stats().ModelTime, err
 }
 
 // TestMisbehavingReaders writes, verifies (and where the end of the card

@@ -31,7 +31,7 @@ type Options struct {
 	// ReadOnly: the command only reads the target (verify, info, read).
 	ReadOnly bool
 	// AllowNoMedium: an empty slot is opened for its identity alone
-	// (info); the Device's Dev is then nil and Slot describes it.
+	// (info); the Device's Dev then has no blocks and is an EmptySlot.
 	AllowNoMedium bool
 	// Image is the image the command writes; the target must be neither
 	// it nor the disk it lies on. "" when there is none, "-" for standard
@@ -54,29 +54,13 @@ type Options struct {
 
 // Device is one opened target, ready for block I/O: a LUN of a real or
 // simulated reader, or a file. Hand Dev itself to the engine (it carries
-// the optional interfaces the engine looks for); the rest describes the
-// target to people.
+// the optional interfaces the engine looks for); what the target is
+// besides its blocks (its reader's USB identity and quirks, its SCSI
+// facts, the kernel's disks, a file's direct I/O) are optional facts of
+// Dev too, asked for with a type assertion on the interfaces in facts.go.
 type Device struct {
 	Name string          // the target as messages name it once open (sim:card.img/1)
-	Dev  blockdev.Device // nil for an empty slot opened with AllowNoMedium
-
-	USB *usbdev.Info // the reader's USB identity; nil for sim: and file:
-	LUN *usbms.LUN   // nil for file: and for an empty slot
-	// Quirks are the reader's quirk flags and where each came from; nil
-	// for file:.
-	Quirks *usbms.ReaderQuirks
-	// USBID is the reader's VID:PID ("0bda:0158"), also for sim:; "" for
-	// file:.
-	USBID string
-	// Sim is the simulated reader of a sim: target (its Stats, its
-	// modelled clock); nil for others.
-	Sim *sim.Device
-	// serial and bcd are a sim: reader's USB serial number and
-	// bcdDevice.
-	serial string
-	bcd    uint16
-	Slot   *usbms.LUNSummary // an empty slot opened with AllowNoMedium
-	File   *filedev.Device   // file: targets
+	Dev  blockdev.Device // an EmptySlot of no blocks for an empty slot opened with AllowNoMedium
 
 	// InUse: a disk opened ReadOnly that the system uses (mounted, active
 	// swap, held), which a write would refuse: the refusal a write gets
@@ -89,15 +73,6 @@ type Device struct {
 	// refused write leaves nothing behind.
 	created string
 	kept    bool
-}
-
-// Transport says how the target's reader is driven; the zero value for
-// file: targets and empty slots.
-func (d *Device) Transport() usbms.TransportInfo {
-	if d.LUN == nil {
-		return usbms.TransportInfo{}
-	}
-	return d.LUN.Transport()
 }
 
 // overrides are the quirk overrides in force: Quirks, else the Readers'.
@@ -127,43 +102,18 @@ func (d *Device) Close() error {
 }
 
 // Capacity is the medium's size in bytes (0 for an empty slot).
-func (d *Device) Capacity() int64 {
-	if d.Dev == nil {
-		return 0
-	}
-	return d.Dev.BlockCount() * int64(d.Dev.BlockSize())
-}
-
-// BCDDevice is the reader's bcdDevice in hex ("0100"), a sim: reader's
-// too; "" for file:.
-func (d *Device) BCDDevice() string {
-	switch {
-	case d.USB != nil:
-		return fmt.Sprintf("%04x", d.USB.BCDDevice)
-	case d.USBID != "":
-		return fmt.Sprintf("%04x", d.bcd)
-	}
-	return ""
-}
-
-// Serial is the reader's USB serial number (a sim: reader's too), ""
-// when it has none.
-func (d *Device) Serial() string {
-	if d.USB == nil {
-		return d.serial
-	}
-	return d.USB.Serial
-}
+func (d *Device) Capacity() int64 { return blockdev.Capacity(d.Dev) }
 
 // ErrNotEjectable: the target has no medium to eject (a file).
 var ErrNotEjectable = errors.New("a file: target has no card to eject")
 
 // Eject ejects the card (START STOP UNIT), ErrNotEjectable for a file.
 func (d *Device) Eject(ctx context.Context) error {
-	if d.LUN == nil {
+	e, ok := d.Dev.(blockdev.Ejector)
+	if !ok {
 		return ErrNotEjectable
 	}
-	return d.LUN.Eject(ctx)
+	return e.Eject(ctx)
 }
 
 // Open opens t for block I/O. Nothing is written; a usb: reader's
@@ -270,12 +220,13 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 			}
 		}()
 	}
-	ep, closeEP, info, name, choice, err := openEndpoint(ctx, readers, t0, opts)
+	e, err := openEndpoint(ctx, readers, t0, opts)
 	if err != nil {
 		return failAll(err)
 	}
+	ep, closeEP, info, name := e.ep, e.close, e.info, e.name
 	rq, topts := usbms.ReaderSetup(ep, info, opts.overrides(readers))
-	topts.Quirks |= choice.Quirks
+	topts.Quirks |= e.choice.Quirks
 	topts.Name = name
 	usbID := usbms.ReaderID(ep, info)
 	switch {
@@ -299,16 +250,9 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 		}
 		return nil
 	}
+	rd := readerOf(ep, info, e.disks, rq)
 	for i, t := range group {
-		ds[i], errs[i] = openSlot(ctx, t, name, tr, info, release, opts)
-		if ds[i] != nil {
-			ds[i].Quirks, ds[i].USBID = &rq, usbID
-			if id, ok := ep.(usbms.Identified); ok {
-				_, _, ds[i].serial = id.Identity()
-				_, _, ds[i].bcd = id.USBID()
-			}
-			ds[i].Sim, _ = ep.(*sim.Device)
-		}
+		ds[i], errs[i] = openSlot(ctx, t, name, tr, rd, release, opts)
 	}
 	// A card made for a read-only command (size= names it) stays: it is
 	// the card the user asked for, blank. One made for a write goes again
@@ -319,26 +263,43 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 	return ds, errs
 }
 
+// endpoint is an opened reader: its endpoint and how to let it go, its
+// descriptors (nil for the simulator), the kernel's disks of it as the
+// open read them before claiming it, its name, and the transport chosen.
+type endpoint struct {
+	ep     usbms.Endpoint
+	close  func() error
+	info   *usbdev.Info
+	disks  []usbdev.KernelDisk
+	name   string
+	choice usbms.Choice
+}
+
 // openEndpoint opens the reader a usb: or sim: target names, after
 // checking that it is not the disk the image lies on, on the transport
 // the setting chooses.
-func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (usbms.Endpoint, func() error, *usbdev.Info, string, usbms.Choice, error) {
+func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (endpoint, error) {
 	if t.Scheme == USB {
 		info, err := readers.find(ctx, t)
 		if err != nil {
-			return nil, nil, nil, "", usbms.Choice{}, err
+			return endpoint{}, err
 		}
 		// The image check runs before the claim, which takes the disk
-		// from under the image, on the disks the in-use check reads.
-		ud, c, err := openChosen(ctx, info, usbdev.OpenOptions{Force: opts.Force, CheckDisks: imageOnReader(opts.Image, t)},
-			readers.transport(), opts.overrides(readers))
+		// from under the image, on the disks the in-use check reads;
+		// they are kept as the reader's KernelDisks.
+		onReader := imageOnReader(opts.Image, t)
+		var disks []usbdev.KernelDisk
+		ud, c, err := openChosen(ctx, info, usbdev.OpenOptions{Force: opts.Force, CheckDisks: func(d []usbdev.KernelDisk) error {
+			disks = d
+			return onReader(d)
+		}}, readers.transport(), opts.overrides(readers))
 		if err != nil {
-			return nil, nil, nil, "", c, openError(t, err)
+			return endpoint{choice: c}, openError(t, err)
 		}
-		return ud, ud.Close, &info, USBName(info), c, nil
+		return endpoint{ep: ud, close: ud.Close, info: &info, disks: disks, name: USBName(info), choice: c}, nil
 	}
 	if err := sameFileAsImage(opts.Image, t); err != nil {
-		return nil, nil, nil, "", usbms.Choice{}, err
+		return endpoint{}, err
 	}
 	open := sim.Open
 	if opts.ReadOnly {
@@ -346,14 +307,14 @@ func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (
 	}
 	sd, err := open(t.spec)
 	if err != nil {
-		return nil, nil, nil, "", usbms.Choice{}, openError(t, err)
+		return endpoint{}, openError(t, err)
 	}
 	c, err := chooseSim(sd, readers.transport(), opts.overrides(readers))
 	if err != nil {
 		sd.Close()
-		return nil, nil, nil, "", c, openError(t, err)
+		return endpoint{choice: c}, openError(t, err)
 	}
-	return sd, sd.Close, nil, "sim:" + t.Path, c, nil
+	return endpoint{ep: sd, close: sd.Close, name: "sim:" + t.Path, choice: c}, nil
 }
 
 // chooseSim selects a simulated reader's transport as openChosen does a
@@ -407,7 +368,7 @@ func openFile(t Spec, opts Options) (*Device, error) {
 		}
 		return nil, openError(t, err)
 	}
-	d := &Device{Name: "file:" + t.Path, Dev: f, File: f, closer: f.Close}
+	d := &Device{Name: "file:" + t.Path, Dev: f, closer: f.Close}
 	if err := f.InUse(); err != nil {
 		d.InUse = &Error{class: failure.Refused, Target: t.Raw, Msg: err.Error(), Uses: uses(err), Err: err}
 	}
@@ -563,7 +524,7 @@ func refuseImage(t Spec, why string) error {
 // LUNs of the same reader too; closeEP is called when the device closes or
 // fails to open. A reader with several LUNs and no /LUN in the target is
 // accepted only when exactly one slot has a card.
-func openSlot(ctx context.Context, t Spec, name string, tr *usbms.Transport, info *usbdev.Info, closeEP func() error, opts Options) (*Device, error) {
+func openSlot(ctx context.Context, t Spec, name string, tr *usbms.Transport, rd slotMaker, closeEP func() error, opts Options) (*Device, error) {
 	fail := func(err error) (*Device, error) {
 		closeEP()
 		return nil, err
@@ -599,12 +560,12 @@ func openSlot(ctx context.Context, t Spec, name string, tr *usbms.Transport, inf
 			name = fmt.Sprintf("%s/%d", name, slot.Number)
 		}
 	}
-	d := &Device{Name: name, USB: info, closer: closeEP}
+	d := &Device{Name: name, closer: closeEP}
 	switch {
 	case slot.LUN != nil:
-		d.Dev, d.LUN = slot.LUN, slot.LUN
+		d.Dev = rd.lun(slot.LUN)
 	case slot.NoMedium && opts.AllowNoMedium:
-		d.Slot = &slot
+		d.Dev = rd.empty(slot)
 	default:
 		return fail(slot.Err)
 	}

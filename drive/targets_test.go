@@ -105,8 +105,11 @@ func TestOpenTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := Open(context.Background(), spec, Options{ReadOnly: true, AllowNoMedium: true})
-	if err != nil || d.Dev != nil || d.Slot == nil || !d.Slot.NoMedium || d.Slot.Inquiry.Vendor != "ACME" || d.Slot.Inquiry.Product != "SLOT" {
-		t.Fatalf("an empty slot: %v, %+v", err, d)
+	if err != nil {
+		t.Fatalf("an empty slot: %v", err)
+	}
+	if s, ok := d.Dev.(EmptySlot); !ok || d.Capacity() != 0 || !s.Slot().NoMedium || s.Slot().Inquiry.Vendor != "ACME" || s.Slot().Inquiry.Product != "SLOT" {
+		t.Fatalf("an empty slot: %+v", d)
 	}
 	d.Close()
 }

@@ -129,9 +129,7 @@ type watchedReader struct {
 	close  func() error
 	writes sync.WaitGroup
 	slots  []slotState
-	quirks usbms.ReaderQuirks
-	usbID  string
-	serial string // a simulated reader's USB serial
+	facts  slotMaker // makes the slots' devices, with the reader's facts
 }
 
 // slotState remembers whether the card in a slot was given, so a card
@@ -195,11 +193,7 @@ func (w *watcher) scan(ctx context.Context) {
 			w.refuse(ctx, fr.Key, &Error{class: failure.Device, Target: fr.Name, Msg: fmt.Sprintf("%s: asking for the number of LUNs: %v", fr.Name, err), Err: err})
 			continue
 		}
-		wr := &watchedReader{found: fr, tr: tr, close: closer, slots: make([]slotState, maxLUN+1), quirks: rq, usbID: usbID}
-		if id, ok := ep.(usbms.Identified); ok {
-			_, _, wr.serial = id.Identity()
-		}
-		w.readers[fr.Key] = wr
+		w.readers[fr.Key] = &watchedReader{found: fr, tr: tr, close: closer, slots: make([]slotState, maxLUN+1), facts: readerOf(ep, fr.Info, nil, rq)}
 	}
 	for key, r := range w.readers {
 		if !present[key] {
@@ -260,7 +254,7 @@ func (w *watcher) check(ctx context.Context, r *watchedReader, n int) {
 	if len(r.slots) > 1 {
 		name = fmt.Sprintf("%s/%d", name, n)
 	}
-	d := &Device{Name: name, Dev: slot.LUN, LUN: slot.LUN, USB: r.found.Info, Quirks: &r.quirks, USBID: r.usbID, serial: r.serial}
+	d := &Device{Name: name, Dev: r.facts.lun(slot.LUN)}
 	w.mu.Lock()
 	r.slots[n].busy = true
 	w.mu.Unlock()

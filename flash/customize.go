@@ -8,6 +8,7 @@ import (
 
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/customize"
+	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/fanout"
 	"github.com/usbflash/usbflash/imagesrc"
@@ -150,9 +151,9 @@ func (s *session) customizeCard(ctx context.Context, c *card, dev blockdev.Devic
 	if d != nil {
 		own = &pipeline.Digests{BlockSize: d.BlockSize, Size: d.Size, List: append([]pipeline.TransferDigest(nil), d.List...)}
 	}
-	vars := customize.Vars{N: c.n, USBSerial: c.d.Serial()}
-	if c.d.LUN != nil {
-		vars.CardSerial = c.d.LUN.Serial()
+	vars := customize.Vars{N: c.n, USBSerial: readerSerial(c.d)}
+	if s, ok := c.d.Dev.(drive.SCSI); ok {
+		vars.CardSerial = s.SCSI().Serial()
 	}
 	e := pipeline.NewEdit(ctx, dev, first, own)
 	res, err := customize.Apply(e, dev.BlockSize(), s.cfg.Customize.Expand(vars), customize.Options{Card: c.n})

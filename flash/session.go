@@ -358,11 +358,11 @@ func (s *session) openCards(ctx context.Context, specs []drive.Spec, src *images
 // with Config.Check the fake-card probe).
 func (s *session) opened(ctx context.Context, c *card, src *imagesrc.Source) {
 	d := c.d
-	c.out.Target, c.out.Capacity, c.out.Serial = d.Name, d.Capacity(), d.Serial()
+	c.out.Target, c.out.Capacity, c.out.Serial = d.Name, d.Capacity(), readerSerial(d)
 	var note string
 	fit := blockdev.FitTransfer(d.Dev, s.transfer)
 	c.transfer, note = fit.Size, fit.Note(d.Name)
-	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: c.transfer, Transport: d.Transport()})
+	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: c.transfer, Transport: transportOf(d)})
 	if note != "" {
 		s.emit(Note{Card: d.Name, Message: note})
 	}
@@ -538,3 +538,21 @@ const (
 	BoundDevice  = "device"
 	BoundSlowest = "slowest"
 )
+
+// transportOf says how a card's reader is driven (its SCSI fact); the zero
+// value for a file: target.
+func transportOf(d *drive.Device) usbms.TransportInfo {
+	if s, ok := d.Dev.(drive.SCSI); ok {
+		return s.SCSI().Transport()
+	}
+	return usbms.TransportInfo{}
+}
+
+// readerSerial is the USB serial number of a card's reader (a sim:
+// reader's too), "" for a file: target or a reader without one.
+func readerSerial(d *drive.Device) string {
+	if r, ok := d.Dev.(drive.ReaderSlot); ok {
+		return r.ReaderID().Serial
+	}
+	return ""
+}

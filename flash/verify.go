@@ -98,7 +98,7 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 func (s *session) openedToRead(d *drive.Device, transfer int) int {
 	fit := blockdev.FitTransfer(d.Dev, transfer)
 	fitted, note := fit.Size, fit.Note(d.Name)
-	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: fitted, Transport: d.Transport()})
+	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: fitted, Transport: transportOf(d)})
 	if note != "" {
 		s.emit(Note{Card: d.Name, Message: note})
 	}

@@ -86,31 +86,37 @@ func (a *app) info(ctx context.Context, t drive.Spec, asJSON bool) error {
 	return nil
 }
 
+// describeDevice is what info says of an opened target: each fact it
+// has (drive's optional interfaces of its Dev).
 func describeDevice(d *drive.Device) infoReport {
 	rep := infoReport{Target: d.Name}
-	if d.USB != nil {
-		r := describeIdentity(*d.USB)
-		r.LUNs = nil
-		rep.USB = &r
-	} else if d.USBID != "" {
-		vid, pid, _ := strings.Cut(d.USBID, ":")
-		rep.SimReader = &simReaderReport{VID: vid, PID: pid, BCDDevice: d.BCDDevice(), Serial: d.Serial()}
-	}
-	if d.USBID != "" {
-		rep.Quirks = reportQuirks(d.Quirks, d.LUN)
-	}
-	switch {
-	case d.LUN != nil:
-		l := reportLUN(d.LUN)
-		rep.LUN = &l
-	case d.Slot != nil:
-		l := reportSlot(*d.Slot)
+	var lun *usbms.LUN
+	if s, ok := d.Dev.(drive.SCSI); ok {
+		lun = s.SCSI()
+		l := reportLUN(lun)
 		rep.LUN = &l
 	}
-	if d.File != nil {
+	if s, ok := d.Dev.(drive.EmptySlot); ok {
+		l := reportSlot(s.Slot())
+		rep.LUN = &l
+	}
+	if r, ok := d.Dev.(drive.ReaderSlot); ok {
+		if u, ok := d.Dev.(drive.USBReader); ok {
+			id := describeIdentity(u.USBInfo())
+			id.LUNs = nil
+			rep.USB = &id
+		} else {
+			id := r.ReaderID()
+			rep.SimReader = &simReaderReport{VID: fmt.Sprintf("%04x", id.VID), PID: fmt.Sprintf("%04x", id.PID),
+				BCDDevice: fmt.Sprintf("%04x", id.BCDDevice), Serial: id.Serial}
+		}
+		q := r.ReaderQuirks()
+		rep.Quirks = reportQuirks(&q, lun)
+	}
+	if f, ok := d.Dev.(drive.DirectIO); ok {
 		rep.File = &fileReport{
 			Path: strings.TrimPrefix(d.Name, "file:"), BlockSize: d.Dev.BlockSize(),
-			Blocks: d.Dev.BlockCount(), Bytes: d.Capacity(), Direct: d.File.Direct(),
+			Blocks: d.Dev.BlockCount(), Bytes: d.Capacity(), Direct: f.Direct(),
 		}
 	}
 	return rep

@@ -328,15 +328,16 @@ func (a *app) answeredYes() bool {
 // identityLine is the one line that lets a person recognise a card.
 func identityLine(d *drive.Device) string {
 	var parts []string
-	if d.USB != nil {
-		parts = append(parts, strings.TrimSpace(d.USB.Manufacturer+" "+d.USB.Product), "serial "+orDash(d.USB.Serial))
-	} else if s := d.Serial(); s != "" {
-		parts = append(parts, "serial "+s)
+	if u, ok := d.Dev.(drive.USBReader); ok {
+		info := u.USBInfo()
+		parts = append(parts, strings.TrimSpace(info.Manufacturer+" "+info.Product), "serial "+orDash(info.Serial))
+	} else if r, ok := d.Dev.(drive.ReaderSlot); ok && r.ReaderID().Serial != "" {
+		parts = append(parts, "serial "+r.ReaderID().Serial)
 	}
-	if d.LUN != nil {
-		inq := d.LUN.Inquiry()
+	if s, ok := d.Dev.(drive.SCSI); ok {
+		inq := s.SCSI().Inquiry()
 		parts = append(parts, strings.TrimSpace(inq.Vendor+" "+inq.Product+" "+inq.Revision))
-		if s := d.LUN.Serial(); s != "" {
+		if s := s.SCSI().Serial(); s != "" {
 			parts = append(parts, "card serial "+s)
 		}
 	}

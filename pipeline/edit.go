@@ -41,8 +41,15 @@ type Edit struct {
 	changed map[int64][]byte // block -> its new bytes
 	loaded  map[int][]byte   // digest index -> its range's bytes, checked
 	plain   map[int64][]byte // blocks read that no digest covers
-	maxRead int64            // the largest READ, in bytes
+	maxRead int64            // the largest WRITE and read-ahead, in bytes
 }
+
+// editRead is the largest READ an Edit sends: its reads go into Go
+// memory, which usbfs must match with memory of its own per command, and
+// a station's rings may already hold most of what Linux grants usbfs (16
+// MiB by default); a refused 1 MiB READ would mark a good reader as one
+// that fails large commands.
+const editRead = 128 << 10
 
 // NewEdit is an Edit of the card dev, whose held first transfer is first
 // and whose write recorded d (nil: none). d is changed by Commit.
@@ -119,8 +126,8 @@ func (e *Edit) block(lba int64) ([]byte, error) {
 		end = min(end, e.d.List[j].LBA)
 	}
 	buf := aligned.Bytes(int((end - lba) * e.bs))
-	if err := e.dev.ReadBlocks(e.ctx, lba, buf); err != nil {
-		return nil, &DeviceError{Device: blockdev.Name(e.dev, ""), Op: OpRead, LBA: lba, Count: end - lba, BlockSize: int(e.bs), Err: err}
+	if err := e.read(lba, buf); err != nil {
+		return nil, err
 	}
 	for k := lba; k < end; k++ {
 		if _, ok := e.plain[k]; !ok {
@@ -128,6 +135,19 @@ func (e *Edit) block(lba int64) ([]byte, error) {
 		}
 	}
 	return e.plain[lba], nil
+}
+
+// read reads p from lba in READs of at most editRead bytes.
+func (e *Edit) read(lba int64, p []byte) error {
+	chunk := max(editRead/e.bs, 1) * e.bs
+	for off := int64(0); off < int64(len(p)); off += chunk {
+		q := p[off:min(off+chunk, int64(len(p)))]
+		at := lba + off/e.bs
+		if err := e.dev.ReadBlocks(e.ctx, at, q); err != nil {
+			return &DeviceError{Device: blockdev.Name(e.dev, ""), Op: OpRead, LBA: at, Count: int64(len(q)) / e.bs, BlockSize: int(e.bs), Err: err}
+		}
+	}
+	return nil
 }
 
 // digestOf is the index of the digest whose range holds lba, -1 if none.
@@ -169,8 +189,8 @@ func (e *Edit) load(i int) ([]byte, error) {
 		r = slices.Clone(e.first[t.LBA*e.bs : t.LBA*e.bs+size])
 	} else {
 		r = aligned.Bytes(int(size))
-		if err := e.dev.ReadBlocks(e.ctx, t.LBA, r); err != nil {
-			return nil, &DeviceError{Device: blockdev.Name(e.dev, ""), Op: OpRead, LBA: t.LBA, Count: int64(t.Blocks), BlockSize: int(e.bs), Err: err}
+		if err := e.read(t.LBA, r); err != nil {
+			return nil, err
 		}
 	}
 	if sum := xxh3.Hash128(r).Bytes(); sum != t.Sum {

@@ -43,7 +43,12 @@ type Config struct {
 	// VerifyMethod is how: pipeline.MethodDigests (the zero value) or
 	// pipeline.MethodSHA256.
 	VerifyMethod pipeline.VerifyMethod
-	Eject        bool // eject each card when done
+	// Repair: a card whose read-back differs has the ranges that differ
+	// written again and compared again (pipeline.Repair), then is
+	// verified in full once more; one that does not hold them fails as
+	// without it. The image must be a file, decoded again.
+	Repair bool
+	Eject  bool // eject each card when done
 	// Force takes disks the system uses and writes images smaller than
 	// one transfer.
 	Force bool
@@ -105,6 +110,9 @@ type Outcome struct {
 	Slowest bool
 	// Verify is the read-back, nil when none was done.
 	Verify *pipeline.VerifyResult
+	// Repair is what a repair wrote again before the card matched; nil
+	// when none was needed (or asked).
+	Repair *pipeline.RepairResult
 	// Ejected is nil without Eject; EjectErr says why an eject failed.
 	Ejected  *bool
 	EjectErr error

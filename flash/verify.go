@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/usbflash/usbflash/imagesrc/httpsrc"
+	"io"
 
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/imagesrc/httpsrc"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/usbms"
@@ -27,12 +29,21 @@ type VerifyConfig struct {
 	BlockMap BlockMapChoice
 	Readers  *drive.Readers // nil: Verify enumerates
 	Observer Observer
+	// Repair: when the card differs, write the ranges that differ again
+	// and compare again (pipeline.Repair), then compare the whole card
+	// once more. The card is then opened to be written, and refused when
+	// it cannot be (write-protected); the image must be a file of known
+	// size.
+	Repair bool
 }
 
 // VerifyResult is a card that matched its image.
 type VerifyResult struct {
 	Card string // the card's name once open
 	pipeline.VerifyResult
+	// Repair is what was written again before the card matched; nil when
+	// it matched at once.
+	Repair *pipeline.RepairResult
 }
 
 // Verify compares the card spec names with the image: Started, then the
@@ -66,21 +77,35 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 		only = m.Extents()
 		s.emit(BlockMapChosen{Path: mapPath, Ranges: len(m.Ranges), MappedBytes: m.MappedBytes(), ImageSize: m.ImageSize})
 	}
-	d, err := drive.Open(ctx, spec, drive.Options{ReadOnly: true, Readers: cfg.Readers,
+	d, err := drive.Open(ctx, spec, drive.Options{ReadOnly: !cfg.Repair, Readers: cfg.Readers,
 		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }})
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
 	fitted := s.openedToRead(d, transfer)
+	if cfg.Repair {
+		if err := drive.CheckWritable(d); err != nil {
+			return nil, err
+		}
+	}
 	size := expectedSize(src)
 	if err := blockdev.CheckFits(d.Dev, d.Name, size, true); err != nil {
 		return nil, &SmallerCardError{Device: d.Name, Capacity: d.Capacity(), ImageSize: size}
 	}
-	res, err := pipeline.Verify(ctx, d.Dev, src, size, pipeline.VerifyOptions{
+	opts := pipeline.VerifyOptions{
 		Name: d.Name, TransferSize: fitted, Only: only,
 		Progress: func(p pipeline.Progress) { s.emit(cardProgress(d.Name, p)) },
-	})
+	}
+	res, err := pipeline.Verify(ctx, d.Dev, src, size, opts)
+	var rr *pipeline.RepairResult
+	if err != nil && cfg.Repair && size >= 0 && cfg.Image != "-" && !isURL(cfg.Image) && failure.Of(err) == failure.Verify {
+		open := func() (io.ReadCloser, error) { return imagesrc.Open(cfg.Image) }
+		ro := pipeline.RepairOptions{Verify: pipeline.VerifyOptions{Name: d.Name, TransferSize: fitted, Only: only}}
+		if rr, err = s.repair(ctx, d, open, size, ro, err); err == nil {
+			res, err = verifyAgain(ctx, d, open, size, opts)
+		}
+	}
 	var ce *blockdev.CapacityError
 	if errors.As(err, &ce) {
 		// The card matched the image as far as it goes, and the image
@@ -90,7 +115,18 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 	if err != nil {
 		return nil, err
 	}
-	return &VerifyResult{Card: d.Name, VerifyResult: res}, nil
+	return &VerifyResult{Card: d.Name, VerifyResult: res, Repair: rr}, nil
+}
+
+// verifyAgain compares the whole card with the image once more, after a
+// repair.
+func verifyAgain(ctx context.Context, d *drive.Device, open func() (io.ReadCloser, error), size int64, opts pipeline.VerifyOptions) (pipeline.VerifyResult, error) {
+	src, err := open()
+	if err != nil {
+		return pipeline.VerifyResult{}, &ImageError{Err: err}
+	}
+	defer src.Close()
+	return pipeline.Verify(ctx, d.Dev, src, size, opts)
 }
 
 // openedToRead says a card opened to be read and fits the transfer size

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/fanout"
 	"github.com/usbflash/usbflash/imagesrc"
@@ -179,8 +180,20 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 				written.Digests = *c.digests // the card as customised
 				written.Digests.Size = res.Digests.Size
 			}
-			v, err := pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, written, pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size,
-				Progress: func(p pipeline.Progress) { prog.card(i, p) }}, reopen)
+			opts := pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size, Progress: func(p pipeline.Progress) { prog.card(i, p) }}
+			v, err := pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, written, opts, reopen)
+			// A customised card differs from the image on purpose: a
+			// comparison with the image cannot tell what to repair.
+			if err != nil && s.cfg.Repair && reopen != nil && c.digests == nil && failure.Of(err) == failure.Verify {
+				var rr *pipeline.RepairResult
+				rr, err = s.repair(ctx, c.d, reopen, res.Bytes, pipeline.RepairOptions{Verify: pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size, Only: res.Written}, TransferSize: transfer}, err)
+				if err == nil {
+					// The ranges match now: the whole card is read back
+					// once more, as a write without a repair is.
+					c.out.Repair = rr
+					v, err = pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, written, opts, reopen)
+				}
+			}
 			if errors.Is(err, context.Canceled) {
 				// Written in full and synced: only the check was cut short.
 				err = &VerifyInterruptedError{Image: s.cfg.Image, Target: cmp.Or(c.spec, c.d.Name), Written: res.Bytes, Err: err}
@@ -195,6 +208,22 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 		}()
 	}
 	wg.Wait()
+}
+
+// repair writes again the ranges of a card whose read-back differed
+// (verr), and says so; a card with nothing to repair (the reader returned
+// different data for the same blocks) keeps verr.
+func (s *session) repair(ctx context.Context, d *drive.Device, open func() (io.ReadCloser, error), size int64, opts pipeline.RepairOptions, verr error) (*pipeline.RepairResult, error) {
+	rr, err := pipeline.Repair(ctx, d.Dev, open, size, opts)
+	switch {
+	case errors.Is(err, pipeline.ErrNothingToRepair):
+		return nil, verr
+	case err != nil:
+		return nil, err
+	}
+	s.emit(Note{Card: d.Name, Message: fmt.Sprintf("%s: %d ranges (%s) read back different; written again (%d rounds), they match",
+		d.Name, rr.Ranges, units.FormatBytes(rr.Bytes), rr.Rounds)})
+	return &rr, nil
 }
 
 // VerifyInterruptedError is a write whose verify was interrupted: the

@@ -36,6 +36,9 @@ type plan struct {
 	good int64
 	// status is the CSW status the command ends with.
 	status byte
+	// corrupt: a WRITE stores block corruptLBA inverted (fault Corrupt).
+	corrupt    bool
+	corruptLBA int64
 }
 
 // failed returns a plan that ends in CHECK CONDITION with s as sense,

@@ -147,6 +147,9 @@ func (d *Device) commitOut(q []byte) {
 	}
 	bs := b.plan.lun.blockSize
 	q = q[:min(int64(len(q)), b.commit-b.done)]
+	if b.plan.corrupt {
+		q = corrupted(q, b.done, (b.plan.corruptLBA-b.plan.lba)*bs, bs)
+	}
 	n, err := b.plan.lun.medium.WriteAt(q, b.plan.off+b.done)
 	end := b.done + int64(n)
 	if err != nil {
@@ -158,6 +161,21 @@ func (d *Device) commitOut(q []byte) {
 	if first, last := b.done/bs, end/bs; last > first {
 		d.stats.LUNs[b.lun].countWrite(b.plan.lba+first, last-first)
 	}
+}
+
+// corrupted is q, the command's bytes from done on, with the bytes of the
+// block at byte from..from+bs of the command inverted: a copy, as q is
+// the host's buffer.
+func corrupted(q []byte, done, from, bs int64) []byte {
+	lo, hi := max(from-done, 0), min(from+bs-done, int64(len(q)))
+	if lo >= hi {
+		return q
+	}
+	c := append([]byte(nil), q...)
+	for i := lo; i < hi; i++ {
+		c[i] = ^c[i]
+	}
+	return c
 }
 
 // sendCSW delivers the CSW, applying CSW faults. It stays pending when the

@@ -43,6 +43,11 @@ const (
 	// the transfer blocks until its ctx is done, and so does every bulk
 	// transfer until a Mass Storage Reset or ResetPort.
 	NeverAnswer
+	// Corrupt stores the block Fault.LBA of the next Count WRITEs that
+	// cover it with every byte inverted, and reports success: the silent
+	// corruption a card's failing flash or lost cache shows only when it
+	// is read back. Persistent: every WRITE of it.
+	Corrupt
 )
 
 // String is the name the fault has in a sim: target's fault= option.
@@ -72,12 +77,14 @@ func (k FaultKind) String() string {
 		return "disconnect"
 	case NeverAnswer:
 		return "never-answer"
+	case Corrupt:
+		return "corrupt"
 	}
 	return fmt.Sprintf("FaultKind(%d)", int(k))
 }
 
 // known reports whether k is one of the kinds above.
-func (k FaultKind) known() bool { return k >= StallDataOut && k <= NeverAnswer }
+func (k FaultKind) known() bool { return k >= StallDataOut && k <= Corrupt }
 
 // Fault is one injected misbehaviour.
 type Fault struct {
@@ -88,7 +95,8 @@ type Fault struct {
 	// Count is how many commands are affected (for StallCSW: how many
 	// stalls); 0 means 1.
 	Count int
-	// LBA is the failing block of MediumError.
+	// LBA is the failing block of MediumError, the corrupted one of
+	// Corrupt.
 	LBA int64
 	// AfterBytes is, for Disconnect, the data bytes moved (from Inject on)
 	// before the device drops off; for StallDataOut, StallDataIn and

@@ -283,3 +283,42 @@ func TestSpeedModel(t *testing.T) {
 		t.Fatalf("fast read: status %d, %d bytes", ex.csw.status, len(ex.data))
 	}
 }
+
+// TestCorrupt: a corrupting WRITE succeeds and stores the block it names
+// inverted, the others as sent; once it is used up a WRITE stores the
+// block right, a persistent one never does.
+func TestCorrupt(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		fault Fault
+		bad   []bool // per WRITE of blocks 0-7: block 5 reads back inverted
+	}{
+		{"once", Fault{Kind: Corrupt, LBA: 5}, []bool{true, false}},
+		{"twice", Fault{Kind: Corrupt, LBA: 5, Count: 2}, []bool{true, true, false}},
+		{"persistent", Fault{Kind: Corrupt, LBA: 5, Persistent: true}, []bool{true, true, true}},
+		{"outside the command", Fault{Kind: Corrupt, LBA: 100}, []bool{false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHost(t, oneLUN(LUN{BlockSize: 512}))
+			h.d.Inject(tc.fault)
+			data := pattern(8*512, 3)
+			for i, bad := range tc.bad {
+				if ex := h.run(0, false, 4096, cdbWrite10(0, 8), data); ex.csw.status != 0 {
+					t.Fatalf("write %d: status %d", i, ex.csw.status)
+				}
+				got := h.run(0, true, 4096, cdbRead10(0, 8), nil).data
+				want := append([]byte(nil), data...)
+				if bad {
+					for j := 5 * 512; j < 6*512; j++ {
+						want[j] = ^want[j]
+					}
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("write %d: block 5 inverted should be %v, card differs", i, bad)
+				}
+			}
+		})
+	}
+}

@@ -68,7 +68,8 @@ import (
 //
 // Fault kinds are stall-out, stall-in, stall-csw, bad-csw-signature,
 // bad-csw-tag, phase-error, short-in, unit-attention, not-ready,
-// medium-error, disconnect and never-answer; their parameters are lun=N,
+// medium-error, disconnect, never-answer and corrupt (a WRITE of block
+// lba= stores it inverted and succeeds); their parameters are lun=N,
 // count=N, lba=N, after=SIZE and persistent (or persistent=1), as in
 // fault=medium-error:lba=2048, fault=disconnect:after=1MiB,
 // fault=not-ready:count=3, fault=stall-out:after=64KiB,count=2.

@@ -111,6 +111,7 @@ func TestOpen(t *testing.T) {
 		{"unknown option", 1 << 20, 0, "?colour=red", `unknown option "colour"`, nil},
 		{"unknown fault", 1 << 20, 0, "?fault=explode", "never-answer", nil},
 		{"medium error without lba", 1 << 20, 0, "?fault=medium-error", "lba=N", nil},
+		{"corrupt without lba", 1 << 20, 0, "?fault=corrupt", "lba=N", nil},
 		{"fault count 0", 1 << 20, 0, "?fault=not-ready:count=0", "count=0", nil},
 		{"fault on missing LUN", 1 << 20, 0, "?fault=stall-in:lun=1", "lun=1", nil},
 		{"fault bad parameter", 1 << 20, 0, "?fault=disconnect:when=now", `unknown parameter "when"`, nil},

@@ -241,8 +241,8 @@ func parseFault(s string) (Fault, error) {
 			}
 		}
 	}
-	if f.Kind == MediumError && !haveLBA {
-		return f, fmt.Errorf("fault medium-error needs lba=N, the failing block")
+	if (f.Kind == MediumError || f.Kind == Corrupt) && !haveLBA {
+		return f, fmt.Errorf("fault %s needs lba=N, the block it is about", f.Kind)
 	}
 	return f, nil
 }

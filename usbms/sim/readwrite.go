@@ -46,9 +46,13 @@ func (d *Device) readWrite(lunIdx int, l *lun, cdb []byte) plan {
 			return p
 		}
 	}
-	hit := d.takeFault(MediumError, lunIdx, func(f *Fault) bool {
-		return f.LBA >= int64(lba) && f.LBA < end
-	})
+	covers := func(f *Fault) bool { return f.LBA >= int64(lba) && f.LBA < end }
+	if write {
+		if c := d.takeFault(Corrupt, lunIdx, covers); c != nil {
+			p.corrupt, p.corruptLBA = true, c.LBA
+		}
+	}
+	hit := d.takeFault(MediumError, lunIdx, covers)
 	if hit != nil {
 		p.good = (hit.LBA - int64(lba)) * l.blockSize
 		p.status = statusFailed

@@ -31,7 +31,7 @@ func TestWriteRepair(t *testing.T) {
 		{name: "a block stored wrong once", cards: []string{"a.img?size=8MiB&fault=corrupt:lba=3000"}, repair: true, repaired: []int{1}},
 		{name: "in the first transfer", cards: []string{"a.img?size=8MiB&fault=corrupt:lba=7,count=2"}, repair: true, repaired: []int{1}},
 		{name: "a block always stored wrong", cards: []string{"a.img?size=8MiB&fault=corrupt:lba=3000,persistent"}, repair: true, repaired: []int{-1},
-			err: "still reads back different after 3 repairs: 1 ranges, 512 B, at byte offset 1536000"},
+			err: "still reads back different after 3 repairs: 1 range(s), 512 B, at byte offset 1536000"},
 		{name: "without repair", cards: []string{"a.img?size=8MiB&fault=corrupt:lba=3000"}, repaired: []int{-1}, err: "verify failed"},
 		{name: "several cards", cards: []string{"a.img?size=8MiB", "b.img?size=8MiB&fault=corrupt:lba=3000", "c.img?size=8MiB&fault=corrupt:lba=5000,persistent"},
 			repair: true, repaired: []int{0, 1, -1}, err: "still reads back different"},

@@ -221,9 +221,17 @@ func (s *session) repair(ctx context.Context, d *drive.Device, open func() (io.R
 	case err != nil:
 		return nil, err
 	}
-	s.emit(Note{Card: d.Name, Message: fmt.Sprintf("%s: %d ranges (%s) read back different; written again (%d rounds), they match",
-		d.Name, rr.Ranges, units.FormatBytes(rr.Bytes), rr.Rounds)})
+	s.emit(Note{Card: d.Name, Message: fmt.Sprintf("%s: %s (%s) read back different; written again, %s, they match",
+		d.Name, count(rr.Ranges, "range"), units.FormatBytes(rr.Bytes), count(rr.Rounds, "time"))})
 	return &rr, nil
+}
+
+// count is n things, "1 range", "2 ranges".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // VerifyInterruptedError is a write whose verify was interrupted: the

@@ -59,6 +59,8 @@ type Station struct {
 	verifyFailures prometheus.Counter
 	recoveries     *prometheus.CounterVec
 	transferCaps   prometheus.Counter
+	repairedRanges prometheus.Counter
+	repairedBytes  prometheus.Counter
 
 	mu   sync.Mutex
 	open map[string]bool // cards opened and not done, by name
@@ -101,6 +103,8 @@ func New(opts Options) *Station {
 	s.verifyFailures = f.counter("usbflash_verify_failures_total", "Cards whose read-back differed from the image (after any repair).")
 	s.recoveries = f.counterVec("usbflash_reader_recoveries_total", "Recovery steps taken on readers that failed a command, each followed by the command again, by step.", "step")
 	s.transferCaps = f.counter("usbflash_transfer_size_lowered_total", "Readers that failed a large command and were sent smaller ones from then on.")
+	s.repairedRanges = f.counter("usbflash_repaired_ranges_total", "Ranges of cards that read back different, were written again and then matched.")
+	s.repairedBytes = f.counter("usbflash_repaired_bytes_total", "Bytes of the ranges repaired.")
 	for _, r := range ResultLabels() {
 		s.cardsFinished.WithLabelValues(r)
 	}
@@ -189,6 +193,10 @@ func (s *Station) cardDone(o *flash.Outcome) {
 	if o.Verify != nil {
 		s.bytesVerified.Add(float64(o.Verify.Bytes))
 		s.verifySeconds.Observe(o.Verify.Elapsed.Seconds())
+	}
+	if o.Repair != nil {
+		s.repairedRanges.Add(float64(o.Repair.Ranges))
+		s.repairedBytes.Add(float64(o.Repair.Bytes))
 	}
 	if failure.Of(o.Err) == failure.Verify {
 		s.verifyFailures.Inc()

@@ -42,6 +42,9 @@ func TestRun(t *testing.T) {
 		results map[string]float64 // cards finished, by result
 		written float64            // image bytes written
 		steps   map[string]float64 // recoveries by step (at least)
+		repair  bool
+		fails   float64 // verify failures
+		ranges  float64 // repaired
 	}{
 		{name: "many cards", cards: []string{"a.img?size=8MiB", "b.img?size=8MiB", "c.img?size=8MiB"},
 			results: map[string]float64{"ok": 3}, written: 3 * size},
@@ -49,6 +52,8 @@ func TestRun(t *testing.T) {
 			results: map[string]float64{"ok": 1, "device": 1}, written: size + 3000*512},
 		{name: "a card taken out", cards: []string{"a.img?size=8MiB", "gone.img?size=8MiB&fault=disconnect:after=1MiB"},
 			results: map[string]float64{"ok": 1, "removed": 1}, written: size},
+		{name: "a repair", cards: []string{"a.img?size=8MiB&fault=corrupt:lba=3000", "b.img?size=8MiB&fault=corrupt:lba=4000,persistent"}, repair: true,
+			results: map[string]float64{"ok": 1, "verify": 1}, written: 2 * size, fails: 1, ranges: 1},
 		{name: "a retry", cards: []string{"a.img?size=8MiB&fault=phase-error"},
 			results: map[string]float64{"ok": 1}, written: size, steps: map[string]float64{"reset": 1}},
 	} {
@@ -64,7 +69,7 @@ func TestRun(t *testing.T) {
 				specs = append(specs, spec)
 			}
 			st := New(Options{Version: "v1.2.3", Textfile: filepath.Join(dir, "usbflash.prom")})
-			_, _ = flash.Run(context.Background(), flash.Config{Image: image(t, dir, size), Verify: true, Observer: st, Lag: 2}, specs)
+			_, _ = flash.Run(context.Background(), flash.Config{Image: image(t, dir, size), Verify: true, Repair: tc.repair, Observer: st, Lag: 2}, specs)
 			if err := st.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +82,9 @@ func TestRun(t *testing.T) {
 				{"started", testutil.ToFloat64(st.cardsStarted), n},
 				{"in flight", testutil.ToFloat64(st.inFlight), 0},
 				{"verified bytes", testutil.ToFloat64(st.bytesVerified), ok * size},
-				{"verify failures", testutil.ToFloat64(st.verifyFailures), 0},
+				{"verify failures", testutil.ToFloat64(st.verifyFailures), tc.fails},
+				{"repaired ranges", testutil.ToFloat64(st.repairedRanges), tc.ranges},
+				{"repaired bytes", testutil.ToFloat64(st.repairedBytes), 512 * tc.ranges},
 			}
 			for _, r := range ResultLabels() {
 				checks = append(checks, struct {

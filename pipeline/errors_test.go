@@ -32,6 +32,8 @@ func TestErrorClasses(t *testing.T) {
 		{"inconsistent reads", &InconsistentError{Err: &VerifyError{Device: "sim:x", HashOnly: true, Size: 4096}}, failure.Verify},
 		{"cancelled write", &CancelledError{Device: "sim:x", Phase: PhaseWrite, Bytes: 1 << 20, LBA: 2048, Err: context.Canceled}, failure.Interrupted},
 		{"cancelled verify", &CancelledError{Device: "sim:x", Phase: PhaseVerify, Bytes: 1 << 20, LBA: 2048, Err: context.Canceled}, failure.Interrupted},
+		{"repair that did not hold", &RepairError{Device: "sim:x", Rounds: 3, Left: []blockdev.Extent{{Off: 4096, Len: 512}},
+			First: &VerifyError{Device: "sim:x", LBA: 8, Offset: 4096, Want: 1, Got: 2}}, failure.Verify},
 		{"image check after the stream", &ImageCheckError{Device: "sim:x", Err: &ImageSizeError{Declared: 4096, Actual: 1024}}, failure.Image},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,7 +69,7 @@ func (e *RepairError) Error() string {
 		}
 		ranges = append(ranges, fmt.Sprintf("byte offset %d (%s)", r.Off, units.FormatSize(r.Len)))
 	}
-	return fmt.Sprintf("%s still reads back different after %d repairs: %d ranges, %s, at %s",
+	return fmt.Sprintf("%s still reads back different after %d repairs: %d range(s), %s, at %s",
 		e.Device, e.Rounds, len(e.Left), units.FormatBytes(extentsLen(e.Left)), strings.Join(ranges, ", "))
 }
 

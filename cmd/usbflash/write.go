@@ -46,6 +46,7 @@ type writeFlags struct {
 	maxCache                string         // --check's cache bound
 	metrics                 metrics.Setup  // --metrics-listen, --metrics-textfile
 	custom                  customizeFlags // customize.go
+	repair                  bool
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -103,6 +104,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVar(&f.skipRefused, "skip-refused", false, "with several targets: write the others when some are refused (write-protected, too small, in use)")
 	fl.IntVar(&f.lag, "lag", flash.DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
 	fl.StringVar(&f.report, "report", "", "with several targets or --watch: save a record of every card to this .json or .csv file")
+	fl.BoolVar(&f.repair, "repair", false, "when a card reads back different, write the blocks that differ again (and only those) and compare again, up to 3 times, then verify it in full")
 	fl.StringVar(&f.metrics.Listen, "metrics-listen", "", "serve Prometheus metrics on this address (e.g. :9123) at /metrics while the write (or --watch) runs")
 	fl.StringVar(&f.metrics.Textfile, "metrics-textfile", "", "keep Prometheus metrics in this file (for node_exporter's textfile collector), rewritten atomically after every card")
 	f.bmap.register(fl)
@@ -160,7 +162,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		Image: image, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
 		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.sha256, NoSHA256: f.noSHA256, SHA256Keyring: f.sha256Keyring,
-		Check: f.check,
+		Check: f.check, Repair: f.repair,
 	}
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
 		return err
@@ -277,6 +279,8 @@ func writeArgs(f *writeFlags) cobra.PositionalArgs {
 			return &usageError{fmt.Sprintf("--verify-hash %s: want %s", f.verifyHash, strings.Join(verifyMethodNames(), " or "))}
 		case f.noVerify && c.Flags().Changed("verify-hash"):
 			return &usageError{"--no-verify reads nothing back: --verify-hash has nothing to check"}
+		case f.noVerify && f.repair:
+			return &usageError{"--no-verify reads nothing back: --repair has nothing to repair"}
 		}
 		return nil
 	}

@@ -132,39 +132,6 @@ func TestListWithoutUSBSaysSoAndSucceeds(t *testing.T) {
 	}
 }
 
-func TestInfoDescribesSimulatedCard(t *testing.T) {
-	t.Parallel()
-	card := writeFile(t, "card.img", make([]byte, 8<<20)) // info creates nothing
-	r := runCLI(t, "info", "--json", "sim:"+card+"?size=8MiB&block=4096&serial=XYZ&vid=0bda&pid=0158&bcd=5888")
-	if r.code != exitOK {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	var rep infoReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatal(err)
-	}
-	// The card's VPD serial is not asked for, as Linux asks a USB disk
-	// for no VPD page; the reader's USB serial names it.
-	if rep.LUN == nil || rep.LUN.Bytes != 8<<20 || rep.LUN.BlockSize != 4096 || rep.LUN.Serial != "" ||
-		rep.SimReader == nil || *rep.SimReader != (simReaderReport{VID: "0bda", PID: "0158", BCDDevice: "5888", Serial: "XYZ"}) || rep.Quirks != nil {
-		t.Errorf("info = %+v / %+v / %+v", rep, rep.LUN, rep.SimReader)
-	}
-	// Asked for VPD pages (a flag the kernel has no letter for), by the
-	// sim's own quirks=.
-	r = runCLI(t, "info", "--json", "sim:"+card+"?block=4096&serial=XYZ&quirks=TRY_VPD_PAGES")
-	rep = infoReport{}
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatal(err)
-	}
-	if rep.LUN == nil || rep.LUN.Serial != "XYZ" || rep.Quirks == nil || rep.Quirks.Flags != "TRY_VPD_PAGES" || rep.Quirks.From[0].Source != "sim quirks=" {
-		t.Errorf("info with quirks=TRY_VPD_PAGES: %+v / %+v", rep.LUN, rep.Quirks)
-	}
-	r = runCLI(t, "info", "sim:"+card+"?nomedium=1")
-	if r.code != exitOK || !strings.Contains(r.stdout, "no medium") { // described, not failed
-		t.Errorf("empty slot: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
-	}
-}
-
 func TestConfirmationAtATerminal(t *testing.T) {
 	t.Parallel()
 	img := testImage(256 << 10)

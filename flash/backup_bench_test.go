@@ -1,4 +1,4 @@
-package main
+package flash
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/internal/osimage"
+	"github.com/usbflash/usbflash/internal/testimage"
 	"github.com/usbflash/usbflash/pipeline"
 )
 
@@ -30,13 +30,22 @@ func benchImageMB(b *testing.B) int64 {
 	return 256
 }
 
-// cliTime runs one command line in-process and returns how long it took.
-func cliTime(b *testing.B, args ...string) time.Duration {
+// spec parses a target the benchmark names.
+func spec(b *testing.B, target string) drive.Spec {
 	b.Helper()
-	var stderr strings.Builder
+	s, err := drive.Parse(target)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// timed runs f and returns how long it took.
+func timed(b *testing.B, what string, f func() error) time.Duration {
+	b.Helper()
 	t := time.Now()
-	if code := run(context.Background(), args, strings.NewReader(""), io.Discard, &stderr); code != exitOK {
-		b.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+	if err := f(); err != nil {
+		b.Fatalf("%s: %v", what, err)
 	}
 	return time.Since(t)
 }
@@ -52,12 +61,18 @@ func BenchmarkBmapWrite(b *testing.B) {
 	if err := os.WriteFile(image, img, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	m := makeMap(b, image+".bmap", img)
-	card := "sim:" + filepath.Join(dir, "card.img") + "?size=" + strconv.FormatInt(size, 10) + "&speed=40MB/s"
+	m := testimage.WriteMap(b, image+".bmap", img)
+	card := []drive.Spec{spec(b, "sim:"+filepath.Join(dir, "card.img")+"?size="+strconv.FormatInt(size, 10)+"&speed=40MB/s")}
+	write := func(choice BlockMapChoice) func() error {
+		return func() error {
+			_, err := Run(context.Background(), Config{Image: image, Verify: true, BlockMap: choice}, card)
+			return err
+		}
+	}
 	b.ResetTimer()
 	for range b.N {
-		full := cliTime(b, "write", "--yes", "--quiet", "--no-bmap", image, card)
-		mapped := cliTime(b, "write", "--yes", "--quiet", image, card)
+		full := timed(b, "every byte", write(BlockMapChoice{Off: true}))
+		mapped := timed(b, "with the map", write(BlockMapChoice{}))
 		b.ReportMetric(full.Seconds(), "full-s")
 		b.ReportMetric(mapped.Seconds(), "bmap-s")
 		b.ReportMetric(mapped.Seconds()/full.Seconds(), "bmap/full")
@@ -65,11 +80,11 @@ func BenchmarkBmapWrite(b *testing.B) {
 	}
 }
 
-// BenchmarkReadBackup: `read` of a card holding the OS-like image from a
-// 40 MB/s simulated reader, against the reader's own speed (the same reads
-// into nothing). Goal: zst >= 0.95 of the reader. xz is compared with
-// `xz -T2` compressing the same bytes from a file (xz-speedup > 1: usbflash
-// is faster), and its size with xz's (xz-size: ours / xz's).
+// BenchmarkReadBackup: a backup of a card holding the OS-like image from
+// a 40 MB/s simulated reader, against the reader's own speed (the same
+// reads into nothing). Goal: zst >= 0.95 of the reader. xz is compared
+// with `xz -T2` compressing the same bytes from a file (xz-speedup > 1:
+// usbflash is faster), and its size with xz's (xz-size: ours / xz's).
 func BenchmarkReadBackup(b *testing.B) {
 	size := benchImageMB(b) << 20
 	dir := b.TempDir()
@@ -77,19 +92,34 @@ func BenchmarkReadBackup(b *testing.B) {
 	if err := os.WriteFile(cardPath, osimage.Generate(size, 2), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	card := "sim:" + cardPath + "?speed=40MB/s"
+	card := spec(b, "sim:"+cardPath+"?speed=40MB/s")
+	backup := func(out string) func() error {
+		return func() error {
+			bk, err := NewBackup(BackupConfig{Out: filepath.Join(dir, out), Force: true})
+			if err == nil {
+				_, err = bk.Run(context.Background(), card)
+			}
+			return err
+		}
+	}
 	b.ResetTimer()
 	for range b.N {
-		reader := readerTime(b, card, size)
-		zst := cliTime(b, "read", "--quiet", "--force", card, filepath.Join(dir, "b.img.zst"))
-		gz := cliTime(b, "read", "--quiet", "--force", card, filepath.Join(dir, "b.img.gz"))
-		ours := cliTime(b, "read", "--quiet", "--force", card, filepath.Join(dir, "b.img.xz"))
+		reader := timed(b, "the reader alone", func() error {
+			d, err := drive.Open(context.Background(), card, drive.Options{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			_, err = pipeline.Read(context.Background(), d.Dev, io.Discard, size, pipeline.ReadOptions{Name: d.Name})
+			return err
+		})
+		zst := timed(b, "zst", backup("b.img.zst"))
+		gz := timed(b, "gz", backup("b.img.gz"))
+		ours := timed(b, "xz", backup("b.img.xz"))
 		xzOut := filepath.Join(dir, "ref.xz")
-		t := time.Now()
-		if out, err := exec.Command("sh", "-c", "xz -T2 -6 -c "+cardPath+" > "+xzOut).CombinedOutput(); err != nil {
-			b.Fatalf("xz -T2: %v: %s", err, out)
-		}
-		ref := time.Since(t)
+		ref := timed(b, "xz -T2", func() error {
+			return exec.Command("sh", "-c", "xz -T2 -6 -c "+cardPath+" > "+xzOut).Run()
+		})
 		b.ReportMetric(reader.Seconds()/zst.Seconds(), "zst/reader")
 		b.ReportMetric(reader.Seconds()/gz.Seconds(), "gz/reader")
 		b.ReportMetric(ref.Seconds()/ours.Seconds(), "xz-speedup")
@@ -98,26 +128,6 @@ func BenchmarkReadBackup(b *testing.B) {
 		b.ReportMetric(float64(size)/ours.Seconds()/1e6, "xz-MB/s")
 		b.ReportMetric(float64(size)/ref.Seconds()/1e6, "xzT2-MB/s")
 	}
-}
-
-// readerTime reads size bytes of the card into nothing, through the same
-// open path and engine as `read`.
-func readerTime(b *testing.B, card string, size int64) time.Duration {
-	b.Helper()
-	t, err := drive.Parse(card)
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := drive.Open(context.Background(), t, drive.Options{ReadOnly: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
-	start := time.Now()
-	if _, err := pipeline.Read(context.Background(), d.Dev, io.Discard, size, pipeline.ReadOptions{Name: d.Name}); err != nil {
-		b.Fatal(err)
-	}
-	return time.Since(start)
 }
 
 func fileSize(b *testing.B, path string) float64 {

@@ -25,9 +25,42 @@ func notes(t *testing.T, stdout string) []jsonevents.Note {
 	return out
 }
 
-// TestQuirksShownWithSources: info shows each flag in force and where it
-// came from: the table (by the sim's VID:PID), the environment, --quirks.
-func TestQuirksShownWithSources(t *testing.T) {
+// TestInfoCommand: what info says of a card (its LUN, its reader, an empty
+// slot described rather than failed), and each quirk flag in force with
+// where it came from: the table (by the sim's VID:PID), the environment,
+// --quirks, the sim's quirks=, or what was learned driving the reader;
+// which flags win is usbms's (TestQuirkOverrides).
+func TestInfoCommand(t *testing.T) {
+	card8 := writeFile(t, "card8.img", make([]byte, 8<<20)) // info creates nothing
+	r := runCLI(t, "info", "--json", "sim:"+card8+"?size=8MiB&block=4096&serial=XYZ&vid=0bda&pid=0158&bcd=5888")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var rep infoReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	// The card's VPD serial is not asked for, as Linux asks a USB disk
+	// for no VPD page; the reader's USB serial names it.
+	if rep.LUN == nil || rep.LUN.Bytes != 8<<20 || rep.LUN.BlockSize != 4096 || rep.LUN.Serial != "" ||
+		rep.SimReader == nil || *rep.SimReader != (simReaderReport{VID: "0bda", PID: "0158", BCDDevice: "5888", Serial: "XYZ"}) || rep.Quirks != nil {
+		t.Errorf("info = %+v / %+v / %+v", rep, rep.LUN, rep.SimReader)
+	}
+	// Asked for VPD pages (a flag the kernel has no letter for), by the
+	// sim's own quirks=.
+	r = runCLI(t, "info", "--json", "sim:"+card8+"?block=4096&serial=XYZ&quirks=TRY_VPD_PAGES")
+	rep = infoReport{}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.LUN == nil || rep.LUN.Serial != "XYZ" || rep.Quirks == nil || rep.Quirks.Flags != "TRY_VPD_PAGES" || rep.Quirks.From[0].Source != "sim quirks=" {
+		t.Errorf("info with quirks=TRY_VPD_PAGES: %+v / %+v", rep.LUN, rep.Quirks)
+	}
+	r = runCLI(t, "info", "sim:"+card8+"?nomedium=1")
+	if r.code != exitOK || !strings.Contains(r.stdout, "no medium") { // described, not failed
+		t.Errorf("empty slot: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+
 	card := writeFile(t, "card.img", make([]byte, 4<<20))
 	datafab := "sim:" + card + "?vid=07c4&pid=a4a5&bcd=0100"
 	info := func(env string, args ...string) (infoReport, string) {

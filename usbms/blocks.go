@@ -162,6 +162,12 @@ func (l *LUN) plan(lba, count int64) (n int64, use16 bool) {
 	if c := l.t.capBytes.Load(); c > 0 {
 		limit = min(limit, max(c/int64(l.blockSize), 1))
 	}
+	if l.t.uas != nil {
+		// A UAS data phase is one transfer (one URB: a stream has no
+		// room for a second in flight), which usbfs_memory_mb bounds
+		// as it bounds BOT's chunks.
+		limit = min(limit, max(int64(l.t.opts.ChunkSize/l.blockSize), 1))
+	}
 	// Nothing crosses into the last blocks, and inside them one block
 	// goes per command.
 	if first := l.blocks - lastBuggy; lba >= first {

@@ -116,6 +116,7 @@ func TestUASRecovery(t *testing.T) {
 		{name: "hang, abort fails", hang: true, uas: sim.UASConfig{AbortFails: true}, aborts: 1, resets: 1, extraWrites: 2},
 		{name: "overlapped tag", uas: sim.UASConfig{OverlapAt: openCommands + 1}, aborts: 1},
 		{name: "response instead of sense", uas: sim.UASConfig{ResponseAt: openCommands + 1}, aborts: 1},
+		{name: "no READY IU", uas: sim.UASConfig{NoReadyAt: openCommands + 1}, aborts: 1, extraWrites: 1},
 	}
 	for _, m := range uasModes {
 		for _, c := range cases {
@@ -225,5 +226,29 @@ func TestUASBothOffered(t *testing.T) {
 			t.Errorf("SelectUAS(%v): OpenLUN: %v", uas, err)
 		}
 		dev.Close()
+	}
+}
+
+// TestUASCommandSize: a UAS data phase is one transfer, so a range larger
+// than ChunkSize goes out in commands of at most ChunkSize.
+func TestUASCommandSize(t *testing.T) {
+	for _, m := range uasModes {
+		t.Run(m.name, func(t *testing.T) {
+			cfg := uasConfig(m.streams, sim.UASConfig{})
+			cfg.LUNs[0].Blocks = 64 << 11 // 64 MiB
+			dev, _, l := uasRig(t, cfg)
+			data := pattern(20<<20, 9)
+			before := dev.Stats().Opcodes[opWrite10]
+			if err := l.WriteBlocks(context.Background(), 2048, data); err != nil {
+				t.Fatalf("WriteBlocks: %v", err)
+			}
+			if n := dev.Stats().Opcodes[opWrite10] - before; n != 3 {
+				t.Errorf("%d WRITEs for 20 MiB, want 3 (8, 8 and 4 MiB)", n)
+			}
+			got := make([]byte, len(data))
+			if err := l.ReadBlocks(context.Background(), 2048, got); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read back: %v", err)
+			}
+		})
 	}
 }

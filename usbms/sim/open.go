@@ -62,9 +62,10 @@ import (
 //	                    QEMU's usb-uas, or beside Bulk-Only (SelectUAS picks)
 //	streams=N           UAS bulk streams (SuperSpeed, stream ID = tag);
 //	                    0 (default): high speed, READ/WRITE READY IUs
-//	uas-overlap=N, uas-response=N, uas-abort=fail
+//	uas-overlap=N, uas-response=N, uas-no-ready=N, uas-abort=fail
 //	                    the Nth command answered "overlapped tag" or
-//	                    "invalid IU"; ABORT TASK fails (see UASConfig)
+//	                    "invalid IU", or its data phase never announced;
+//	                    ABORT TASK fails (see UASConfig)
 //
 // Fault kinds are stall-out, stall-in, stall-csw, bad-csw-signature,
 // bad-csw-tag, phase-error, short-in, unit-attention, not-ready,

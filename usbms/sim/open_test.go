@@ -345,7 +345,7 @@ func TestOpenUASOptions(t *testing.T) {
 	}{
 		{opts: "uas=only", want: UASConfig{Mode: UASOnly}},
 		{opts: "uas=both&streams=16", want: UASConfig{Mode: UASAndBOT, Streams: 16}},
-		{opts: "uas=only&uas-overlap=7&uas-response=9&uas-abort=fail", want: UASConfig{Mode: UASOnly, OverlapAt: 7, ResponseAt: 9, AbortFails: true}},
+		{opts: "uas=only&uas-overlap=7&uas-response=9&uas-abort=fail&uas-no-ready=11", want: UASConfig{Mode: UASOnly, OverlapAt: 7, ResponseAt: 9, AbortFails: true, NoReadyAt: 11}},
 		{opts: "uas=sometimes", err: true},
 		{opts: "uas=only&streams=-1", err: true},
 		{opts: "uas=only&uas-overlap=0", err: true},

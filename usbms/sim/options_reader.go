@@ -22,7 +22,7 @@ type readerOptions struct {
 var readerOptionNames = []string{"vid", "pid", "bcd", "quirks", "clock", "choke", "residue", "csw-signature",
 	"csw-in-data", "maxlun", "ignore-lun", "sense", "not-ready", "hang", "mode-placeholder",
 	"last-sector-bug", "capacity-off-by-one", "write-cache", "reset-settle", "initial-read10",
-	"uas", "streams", "uas-overlap", "uas-response", "uas-abort"}
+	"uas", "streams", "uas-overlap", "uas-response", "uas-abort", "uas-no-ready"}
 
 // setReader applies one of the options above; known is false for any
 // other key.
@@ -52,16 +52,19 @@ func (r *readerOptions) setReader(key, val string) (known bool, err error) {
 		if err != nil || r.uas.Streams < 0 || r.uas.Streams > 0xFFFF {
 			err = fmt.Errorf("want 0 (high speed: READY IUs) to 65535")
 		}
-	case "uas-overlap", "uas-response":
+	case "uas-overlap", "uas-response", "uas-no-ready":
 		var n int
 		n, err = strconv.Atoi(val)
 		if err != nil || n < 1 {
 			return true, fmt.Errorf("want the number of a command, 1 or more")
 		}
-		if key == "uas-overlap" {
+		switch key {
+		case "uas-overlap":
 			r.uas.OverlapAt = int64(n)
-		} else {
+		case "uas-response":
 			r.uas.ResponseAt = int64(n)
+		default:
+			r.uas.NoReadyAt = int64(n)
 		}
 	case "uas-abort":
 		if val != "fail" {

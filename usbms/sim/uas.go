@@ -45,6 +45,10 @@ type UASConfig struct {
 	// AbortFails answers ABORT TASK with "task management function
 	// failed", so that the host has to reset the logical unit.
 	AbortFails bool
+	// NoReadyAt never starts the data phase of the Nth COMMAND IU: no
+	// READ READY or WRITE READY without streams, no data on its stream
+	// with them, and so no status; 0 never.
+	NoReadyAt int64
 }
 
 // uasTask is one command the device holds, by tag.
@@ -225,6 +229,8 @@ func (d *Device) uasCommand(tag uint16, lunIdx int, cdb []byte) {
 	switch {
 	case p.dir == dirNone || p.n == 0 || p.status != statusPassed && p.good == 0:
 		t.over = true
+	case u.commands == d.cfg.UAS.NoReadyAt:
+		t.hung = true // its data phase is never announced
 	case hostIn:
 		d.beginDataIn()
 	default:

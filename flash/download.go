@@ -2,6 +2,7 @@ package flash
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/usbflash/usbflash/failure"
@@ -87,6 +88,27 @@ func findDownload(cfg Config, readBeside imagesrc.ReadFunc) (*download, []string
 	}
 	return d, notes, nil
 }
+
+// checkChecksum refuses, before anything is opened, checksum settings that
+// contradict each other: a keyring with no checksum looked for, or with a
+// sum given. A sum given is checked as it is: there is no list whose
+// signature a keyring could check, and a keyring read and then left
+// unused would claim a check never made.
+func checkChecksum(cfg Config) error {
+	switch {
+	case cfg.SHA256Keyring != "" && cfg.NoSHA256:
+		return &failure.SettingError{Setting: SettingKeyringNoSHA256,
+			Err: fmt.Errorf("%w: the keyring checks the signature of the checksum list beside the image, which is not looked for", ErrChecksumConflict)}
+	case cfg.SHA256Keyring != "" && cfg.SHA256 != "":
+		return &failure.SettingError{Setting: SettingKeyringSHA256,
+			Err: fmt.Errorf("%w: the keyring checks the signature of a checksum list, and the SHA-256 given comes from none", ErrChecksumConflict)}
+	}
+	return nil
+}
+
+// ErrChecksumConflict: the checksum choices contradict each other (a
+// keyring with no checksum looked for, or with a sum given).
+var ErrChecksumConflict = failure.New(failure.Usage, "contradictory checksum options")
 
 // sumGiven is the from of a sum the caller gave (Config.SHA256).
 const sumGiven = "the SHA-256 given"

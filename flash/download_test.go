@@ -17,6 +17,7 @@ import (
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/factsonly"
 	"github.com/usbflash/usbflash/internal/testfifo"
 	"github.com/usbflash/usbflash/internal/testpattern"
 )
@@ -283,18 +284,25 @@ func gpgKeys(t *testing.T) (home, keys string) {
 // TestRunDownloadSignature (issue 31): with the publisher's keys, a write
 // whose SHA256SUMS is clear-signed by them writes and says by which key;
 // one whose signed text was changed is refused as an image error naming
-// the list before any byte reaches the card, though its sum is right.
+// the list before any byte reaches the card, though its sum is right. Keys
+// with no list to check (no checksum looked for, a sum given) are a usage
+// error naming both settings, before the card is opened.
 func TestRunDownloadSignature(t *testing.T) {
 	t.Parallel()
 	home, keys := gpgKeys(t)
 	img := testpattern.Bytes(2<<20+300, 5)
 	for _, tc := range []struct {
-		name    string
-		tamper  bool // the signed text changed after signing (a line for another file)
-		matched string
+		name     string
+		tamper   bool // the signed text changed after signing (a line for another file)
+		noSHA256 bool
+		sum      bool // the image's right sum given
+		matched  string
+		conflict failure.Setting
 	}{
 		{name: "good signature", matched: "SHA256SUMS's signature was checked: a good signature by Test <t@example.invalid> (key "},
 		{name: "signed text changed", tamper: true},
+		{name: "no checksum looked for", noSHA256: true, conflict: SettingKeyringNoSHA256},
+		{name: "a sum given", sum: true, conflict: SettingKeyringSHA256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -323,8 +331,22 @@ func TestRunDownloadSignature(t *testing.T) {
 				t.Fatal(err)
 			}
 			log := &noteLog{}
-			_, err = Run(context.Background(), Config{Image: filepath.Join(dir, "os.img"), TransferSize: 1 << 20, Buffers: 2,
-				SHA256Keyring: keys, Observer: log}, []drive.Spec{spec})
+			cfg := Config{Image: filepath.Join(dir, "os.img"), TransferSize: 1 << 20, Buffers: 2,
+				SHA256Keyring: keys, NoSHA256: tc.noSHA256, Observer: log}
+			if tc.sum {
+				cfg.SHA256 = hexSum(img)
+			}
+			_, err = Run(context.Background(), cfg, []drive.Spec{spec})
+			if tc.conflict != "" {
+				if failure.SettingOf(err) != tc.conflict || !errors.Is(err, ErrChecksumConflict) || failure.Of(err) != failure.Usage {
+					t.Fatalf("write: %v, want a usage error of %q", err, tc.conflict)
+				}
+				if _, err := os.Stat(card); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the card was opened: %v", err)
+				}
+				factsonly.Check(t, err.Error())
+				return
+			}
 			got, rerr := os.ReadFile(card)
 			if rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 				t.Fatal(rerr)

@@ -75,8 +75,9 @@ type Config struct {
 	// SHA256Keyring is a file of the publisher's OpenPGP public keys
 	// (gpg --export, armoured or binary): a checksum list found beside
 	// the image must then carry a good signature by one of them, clear-
-	// signed or detached (LIST.gpg, .sig, .asc, .sign). A SHA256 given
-	// needs none.
+	// signed or detached (LIST.gpg, .sig, .asc, .sign). With NoSHA256 or
+	// a SHA256 given there is no list for it to check: refused
+	// (ErrChecksumConflict).
 	SHA256Keyring string
 	// HTTP is how an image at an http(s) URL is read (its timeouts,
 	// stall floor, retries); the zero value is httpsrc's defaults.
@@ -248,6 +249,9 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 		return s.res, err
 	}
 	if err := checkSizes(s.transfer, cfg.Buffers, cfg.Lag, len(specs)); err != nil {
+		return s.res, err
+	}
+	if err := checkChecksum(cfg); err != nil {
 		return s.res, err
 	}
 	if err := checkCustomize(&cfg); err != nil {

@@ -15,6 +15,10 @@ const (
 	SettingLag          failure.Setting = "lag"
 	SettingSHA256       failure.Setting = "sha256"
 	SettingKeyring      failure.Setting = "sha256 keyring"
+	// SettingKeyringNoSHA256 is a keyring named together with no checksum
+	// looked for; SettingKeyringSHA256 together with a sum given.
+	SettingKeyringNoSHA256 failure.Setting = "sha256 keyring and no sha256"
+	SettingKeyringSHA256   failure.Setting = "sha256 keyring and sha256"
 	// SettingBlockMap is a map named together with no map; SettingSparse
 	// a sparse write together with a map named.
 	SettingBlockMap failure.Setting = "block map"

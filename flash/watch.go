@@ -29,6 +29,9 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	if err := checkSizes(s.transfer, cfg.Buffers, 0, 1); err != nil {
 		return s.res, err
 	}
+	if err := checkChecksum(cfg); err != nil {
+		return s.res, err
+	}
 	if err := checkCustomize(&cfg); err != nil {
 		return s.res, err
 	}

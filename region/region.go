@@ -46,7 +46,11 @@ type Saved struct {
 	Region    Region
 	Device    string // names the device in errors
 	BlockSize int
-	data      []byte
+	// Disk is the node the system gives the device (/dev/sdb), when the
+	// caller knows one: what a command that puts the bytes back writes
+	// to. "" when not known.
+	Disk string
+	data []byte
 
 	keepOnce sync.Once
 	file     string // Keep's file
@@ -183,7 +187,7 @@ func (s *Saved) Finish(ctx context.Context, dev blockdev.Device, runErr error, o
 	}
 	if err := s.Restore(rctx, dev); err != nil {
 		file, ferr := s.Keep(o.Dir)
-		re := &RestoreError{Region: s.Region, Device: s.Device, BlockSize: s.BlockSize, Err: err, File: file, FileErr: ferr}
+		re := &RestoreError{Region: s.Region, Device: s.Device, Disk: s.Disk, BlockSize: s.BlockSize, Err: err, File: file, FileErr: ferr}
 		if runErr == nil {
 			return re
 		}
@@ -241,7 +245,7 @@ func (s *Saved) Abandon(dir string) *RestoreError {
 
 func (s *Saved) abandonError(dir string) *RestoreError {
 	file, ferr := s.Keep(dir)
-	return &RestoreError{Region: s.Region, Device: s.Device, BlockSize: s.BlockSize, Aborted: true, File: file, FileErr: ferr}
+	return &RestoreError{Region: s.Region, Device: s.Device, Disk: s.Disk, BlockSize: s.BlockSize, Aborted: true, File: file, FileErr: ferr}
 }
 
 // RestoreError is a preserved region that was not put back: the restore
@@ -249,6 +253,7 @@ func (s *Saved) abandonError(dir string) *RestoreError {
 type RestoreError struct {
 	Region    Region
 	Device    string
+	Disk      string // the Saved's: the device's node, "" when not known
 	BlockSize int
 	// Aborted: the user stopped the restore (a second interrupt); the
 	// region may be half restored. Err is then context.Canceled.

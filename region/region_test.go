@@ -154,6 +154,7 @@ func TestAbandon(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			saved.Disk = "/dev/sdz" // the caller's: every RestoreError names it
 			dev := &blockingWrites{Device: &hookedWrites{Device: c.lun, fail: tt.failWrites}, started: make(chan struct{}), release: make(chan struct{})}
 			dir := t.TempDir()
 			restored := false
@@ -177,7 +178,7 @@ func TestAbandon(t *testing.T) {
 			}
 
 			abandoned := saved.Abandon(dir)
-			if abandoned == nil || !abandoned.Aborted || !errors.Is(abandoned, context.Canceled) || abandoned.File == "" {
+			if abandoned == nil || !abandoned.Aborted || !errors.Is(abandoned, context.Canceled) || abandoned.File == "" || abandoned.Disk != "/dev/sdz" {
 				t.Fatalf("Abandon = %+v, want an aborted restore with a file", abandoned)
 			}
 			if got, _ := os.ReadFile(abandoned.File); !bytes.Equal(got, saved.Bytes()) {
@@ -190,7 +191,7 @@ func TestAbandon(t *testing.T) {
 			close(dev.release)
 			var re *RestoreError
 			err = <-done
-			if !errors.As(err, &re) || re.File != abandoned.File || re.Aborted != tt.wantAborted {
+			if !errors.As(err, &re) || re.File != abandoned.File || re.Aborted != tt.wantAborted || re.Disk != "/dev/sdz" {
 				t.Errorf("Finish after the abort = %v, want the file %s (aborted %v)", err, abandoned.File, tt.wantAborted)
 			}
 			if restored {

@@ -144,6 +144,7 @@ func adviceTable() []advice {
 		{failure.Usage, is(flash.ErrReportFormat), text("name a .json or .csv file")},
 		{failure.Usage, is(flash.ErrBlockMapOneCard), text("give one TARGET, without --all, --watch or --report")},
 		{failure.Usage, is(flash.ErrBlockMapConflict), text("pass one of them")},
+		{failure.Usage, is(flash.ErrChecksumConflict), text("pass one of them: --sha256 checks a sum you trust as it is, --sha256-keyring the publisher's signed list beside the image")},
 		{failure.Usage, asIf(func(e *outfile.Error) bool { return e.Op == outfile.OpCreate }), text("name a file in a directory that exists and that you can write to")},
 		// A path that cannot be a file: target, by its kind.
 		{failure.Usage, is(filedev.ErrBadSize), text("give a size that is a multiple of 512 bytes")},
@@ -356,16 +357,24 @@ func restoreAdvice(e *region.RestoreError) string {
 	if e.File == "" {
 		return "the region's old bytes are lost: restore them from a backup if you have one"
 	}
-	disk := "DISK"
-	if p, ok := strings.CutPrefix(e.Device, "file:"); ok {
-		disk = p
-	} else if p, ok := strings.CutPrefix(e.Device, "sim:"); ok {
-		disk = strings.TrimSuffix(p, "/0")
+	disk, how := e.Disk, ""
+	switch {
+	case strings.HasPrefix(e.Device, "file:"):
+		disk = strings.TrimPrefix(e.Device, "file:")
+	case strings.HasPrefix(e.Device, "sim:"):
+		disk = strings.TrimSuffix(strings.TrimPrefix(e.Device, "sim:"), "/0")
+	case disk != "":
+		// A usb: reader's disk as the kernel had made it before the
+		// claim: it comes back when the reader is let go, usually
+		// under that name.
+		how = fmt.Sprintf(" (%s was the reader's disk before usbflash claimed it: `usbflash list` shows whether it still is)", disk)
+	default:
+		disk, how = "DISK", ", DISK being the reader's disk, which `usbflash list` shows as kernel: /dev/sdX"
 	}
 	bs := int64(max(e.BlockSize, 1))
 	// The command on a line of its own, last: it works pasted whole.
-	return fmt.Sprintf("put them back with this command:\n  dd if=%s of=%s bs=%d seek=%d conv=notrunc,fsync",
-		shellWord(e.File), shellWord(disk), bs, e.Region.Offset/bs)
+	return fmt.Sprintf("put them back with this command%s:\n  dd if=%s of=%s bs=%d seek=%d conv=notrunc,fsync",
+		how, shellWord(e.File), shellWord(disk), bs, e.Region.Offset/bs)
 }
 
 // shellWord is s as one word of a POSIX shell command: as it is when it

@@ -24,6 +24,10 @@ func flagOf(s failure.Setting) string {
 		return "--sha256"
 	case flash.SettingKeyring:
 		return "--sha256-keyring"
+	case flash.SettingKeyringNoSHA256:
+		return "--sha256-keyring and --no-sha256"
+	case flash.SettingKeyringSHA256:
+		return "--sha256-keyring and --sha256"
 	case flash.SettingSize:
 		return "--size"
 	case flash.SettingOut:

@@ -43,6 +43,11 @@ type Config struct {
 	// VerifyMethod is how: pipeline.MethodDigests (the zero value) or
 	// pipeline.MethodSHA256.
 	VerifyMethod pipeline.VerifyMethod
+	// StopTimeout, for Watch: when ctx ends (a stop request: SIGTERM to
+	// a service) no new card is taken and the cards being written are
+	// finished, for up to this long, before they are stopped after the
+	// command in flight; 0 stops them at once.
+	StopTimeout time.Duration
 	// Repair: a card whose read-back differs has the ranges that differ
 	// written again and compared again (pipeline.Repair), then is
 	// verified in full once more; one that does not hold them fails as

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/usbms"
 )
@@ -18,6 +20,10 @@ import (
 // stop after the command in flight and sync. The buffers of all the
 // writes at once stay within blockdev.MaxBufferMemory: a card waits for a
 // free set when they would not.
+//
+// With Config.StopTimeout the end of ctx is a service's stop: no new card
+// is taken, the cards being written are finished for up to that long, and
+// a *StopTimeoutError says how many were still being written then.
 //
 // Watch returns nil when every card succeeded (or none came), and a
 // *CardsError when some did not.
@@ -73,7 +79,8 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }},
 		OnNote:    func(msg string) { s.emit(Note{Message: msg}) },
 		OnReaders: func(n int) { s.emit(Readers{Present: n}) }}
-	err = drive.Watch(ctx, find, opts, func(ctx context.Context, d *drive.Device, err error) {
+	writes, cut := s.drain(ctx)
+	err = drive.Watch(ctx, find, opts, func(_ context.Context, d *drive.Device, err error) {
 		s.mu.Lock()
 		found++
 		c := &card{d: d, n: found}
@@ -88,7 +95,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 		} else {
 			sets <- struct{}{}
 			defer func() { <-sets }()
-			s.writeOne(ctx, c)
+			s.writeOne(writes, c)
 		}
 		s.mu.Lock()
 		cards = append(cards, c)
@@ -107,11 +114,77 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 			ok++
 		}
 	}
+	if n := cut(); n > 0 {
+		return s.res, &StopTimeoutError{Timeout: cfg.StopTimeout, Cut: n}
+	}
 	if len(errs) == 0 {
 		return s.res, nil
 	}
 	return s.res, &CardsError{Succeeded: ok, Failed: len(errs), Errs: errs}
 }
+
+// drain is the context the cards' writes run under. Without a
+// StopTimeout it is ctx: a stop request stops them after the command in
+// flight. With one, a stop request takes no new card, and the cards being
+// written are finished for up to StopTimeout, then stopped as a stop
+// request stops them (the first transfer left zeroed). cut, called once
+// every write returned, is how many cards the timeout stopped.
+func (s *session) drain(ctx context.Context) (writes context.Context, cut func() int) {
+	if s.cfg.StopTimeout <= 0 {
+		return ctx, func() int { return 0 }
+	}
+	writes, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	timedOut := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-writes.Done():
+			return
+		}
+		s.emit(Note{Message: fmt.Sprintf("Stop requested: no new card is taken; the cards being written are finished, for up to %v", s.cfg.StopTimeout)})
+		t := time.NewTimer(s.cfg.StopTimeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			close(timedOut)
+			s.emit(Note{Message: fmt.Sprintf("The cards still being written after %v are stopped after the command in flight", s.cfg.StopTimeout)})
+			cancel()
+		case <-writes.Done():
+		}
+	}()
+	return writes, func() int {
+		cancel()
+		select {
+		case <-timedOut:
+		default:
+			return 0
+		}
+		n := 0
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, o := range s.res.Cards {
+			if failure.Of(o.Err) == failure.Interrupted {
+				n++
+			}
+		}
+		return n
+	}
+}
+
+// StopTimeoutError is a station (Watch) stopped with cards still being
+// written when its StopTimeout ran out: they were stopped after the
+// command in flight, their first transfer left zeroed.
+type StopTimeoutError struct {
+	Timeout time.Duration
+	Cut     int // cards stopped
+}
+
+func (e *StopTimeoutError) Error() string {
+	return fmt.Sprintf("stopped: %d card(s) were still being written %v after the stop request, and were stopped with their first transfer zeroed", e.Cut, e.Timeout)
+}
+
+// Class is Interrupted: a stop request ended the cards.
+func (e *StopTimeoutError) Class() failure.Class { return failure.Interrupted }
 
 // writeOne writes one card --watch found: its own decode, the checks, the
 // write.

@@ -47,6 +47,7 @@ type writeFlags struct {
 	metrics                 metrics.Setup  // --metrics-listen, --metrics-textfile
 	custom                  customizeFlags // customize.go
 	repair                  bool
+	stopTimeout             time.Duration // --watch: how long a stop request lets cards finish
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -104,6 +105,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVar(&f.skipRefused, "skip-refused", false, "with several targets: write the others when some are refused (write-protected, too small, in use)")
 	fl.IntVar(&f.lag, "lag", flash.DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
 	fl.StringVar(&f.report, "report", "", "with several targets or --watch: save a record of every card to this .json or .csv file")
+	fl.DurationVar(&f.stopTimeout, "stop-timeout", 0, "with --watch: on a stop request (SIGTERM, Ctrl-C) take no new card and finish the cards being written for up to this long (e.g. 10m), then stop them safely (0: stop them after the command in flight)")
 	fl.BoolVar(&f.repair, "repair", false, "when a card reads back different, write the blocks that differ again (and only those) and compare again, up to 3 times, then verify it in full")
 	fl.StringVar(&f.metrics.Listen, "metrics-listen", "", "serve Prometheus metrics on this address (e.g. :9123) at /metrics while the write (or --watch) runs")
 	fl.StringVar(&f.metrics.Textfile, "metrics-textfile", "", "keep Prometheus metrics in this file (for node_exporter's textfile collector), rewritten atomically after every card")
@@ -162,7 +164,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		Image: image, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
 		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.sha256, NoSHA256: f.noSHA256, SHA256Keyring: f.sha256Keyring,
-		Check: f.check, Repair: f.repair,
+		Check: f.check, Repair: f.repair, StopTimeout: f.stopTimeout,
 	}
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
 		return err
@@ -279,6 +281,8 @@ func writeArgs(f *writeFlags) cobra.PositionalArgs {
 			return &usageError{fmt.Sprintf("--verify-hash %s: want %s", f.verifyHash, strings.Join(verifyMethodNames(), " or "))}
 		case f.noVerify && c.Flags().Changed("verify-hash"):
 			return &usageError{"--no-verify reads nothing back: --verify-hash has nothing to check"}
+		case f.stopTimeout != 0 && !f.watch:
+			return &usageError{"--stop-timeout is how long a stop lets --watch's cards finish: add --watch"}
 		case f.noVerify && f.repair:
 			return &usageError{"--no-verify reads nothing back: --repair has nothing to repair"}
 		}

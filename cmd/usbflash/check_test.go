@@ -69,21 +69,3 @@ func readPrefix(path string, n int) ([]byte, error) {
 	_, err = f.ReadAt(b, 0)
 	return b, err
 }
-
-// TestParseMaxCacheSaysWhatIsTaken: a value that is refused says why and
-// what range is taken.
-func TestParseMaxCacheSaysWhatIsTaken(t *testing.T) {
-	const taken = "; want 0 (trust the first read-back) or a size such as 1GiB, any up to 8 EiB (one larger than the card sees through all of it)"
-	for _, tc := range []struct {
-		in, why string
-	}{
-		{"1PiB", `size "1PiB": unknown unit "pib" (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)`},
-		{"lots", `size "lots": want a number with an optional unit, like 4MiB`},
-		{"9999999999T", `size "9999999999T": not a whole number of bytes that fits in 63 bits`},
-	} {
-		_, err := parseMaxCache(tc.in)
-		if want := "--max-cache: " + tc.why + taken; err == nil || err.Error() != want {
-			t.Errorf("%s: %v\nwant %s", tc.in, err, want)
-		}
-	}
-}

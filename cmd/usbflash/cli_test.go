@@ -13,6 +13,9 @@ import (
 	"github.com/usbflash/usbflash/drive"
 )
 
+// maxCacheTaken is what a refused --max-cache says is taken.
+const maxCacheTaken = "; want 0 (trust the first read-back) or a size such as 1GiB, any up to 8 EiB (one larger than the card sees through all of it)"
+
 func TestCommandLineMistakesExit2(t *testing.T) {
 	t.Parallel()
 	image := writeFile(t, "os.img", testImage(4096))
@@ -45,6 +48,12 @@ func TestCommandLineMistakesExit2(t *testing.T) {
 		{[]string{"info"}, "info needs a TARGET, got 0 arguments"},
 		{[]string{"info", "usb:zz:00"}, "VID and PID must be hexadecimal"},
 		{[]string{"list", "extra"}, "list needs no arguments, got 1 argument"},
+		{[]string{"write", "--verify-hash", "md5", image, card}, "--verify-hash md5: want xxh3 or sha256"},
+		{[]string{"write", "--no-verify", "--verify-hash", "sha256", image, card}, "--verify-hash has nothing to check"},
+		// A --max-cache that is refused says why and what range is taken.
+		{[]string{"check", "--max-cache", "1PiB", card}, `--max-cache: size "1PiB": unknown unit "pib" (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)` + maxCacheTaken},
+		{[]string{"check", "--max-cache", "lots", card}, `--max-cache: size "lots": want a number with an optional unit, like 4MiB` + maxCacheTaken},
+		{[]string{"check", "--max-cache", "9999999999T", card}, `--max-cache: size "9999999999T": not a whole number of bytes that fits in 63 bits` + maxCacheTaken},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -10,40 +10,9 @@ import (
 )
 
 // The read-back's behaviour is flash's (TestRunVerifyHash, TestVerify,
-// TestRunVerifyInterrupted); these hold what the commands say of it.
-
-// TestWriteVerifyHash: --verify-hash names the method the summary says,
-// sha256 alone prints the image's SHA-256, and the flag's mistakes are
-// usage errors.
-func TestWriteVerifyHash(t *testing.T) {
-	t.Parallel()
-	image := writeFile(t, "os.img", testImage(3<<20+1234))
-	for _, tc := range []struct {
-		name   string
-		args   []string
-		code   int
-		stderr string // in the message
-	}{
-		{"sha256", []string{"--verify-hash", "sha256"}, exitOK, "SHA-256 checked"},
-		{"digests", nil, exitOK, "xxh3 digest checked"},
-		{"unknown hash", []string{"--verify-hash", "md5"}, exitUsage, "--verify-hash md5: want xxh3 or sha256"},
-		{"nothing to verify", []string{"--no-verify", "--verify-hash", "sha256"}, exitUsage, "--verify-hash has nothing to check"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			card := filepath.Join(t.TempDir(), "card.img")
-			args := append([]string{"write", "--yes"}, tc.args...)
-			r := runCLI(t, append(args, image, "sim:"+card+"?size=8MiB")...)
-			out := r.stderr + r.stdout
-			if r.code != tc.code || !strings.Contains(out, tc.stderr) {
-				t.Fatalf("exit %d, want %d with %q\nstdout: %s\nstderr: %s", r.code, tc.code, tc.stderr, r.stdout, r.stderr)
-			}
-			if hasSHA := strings.Contains(out, "SHA-256 "); hasSHA != (tc.code == exitOK && len(tc.args) > 0) {
-				t.Errorf("the image's SHA-256 printed: %v\n%s", hasSHA, out)
-			}
-		})
-	}
-}
+// TestRunVerifyInterrupted); this holds what the commands say of it
+// (what write says of --verify-hash is TestWriteCommand's, its mistakes
+// TestCommandLineMistakesExit2's).
 
 // TestVerifyContract: the READ size the verify and read commands use (4
 // MiB by default, the one given otherwise) and the write's read-back's, as

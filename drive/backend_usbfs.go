@@ -19,6 +19,10 @@ const Backend = "usbfs"
 // ListUSB lists the mass-storage interfaces of the USB devices.
 func ListUSB(ctx context.Context) ([]usbdev.Info, error) { return usbfs.List(ctx) }
 
+// accessUSB says, without opening it, whether this user may open the
+// reader's device node.
+func accessUSB(info usbdev.Info) error { return usbfs.Access(info) }
+
 // openUSB is the one place a reader is opened: for a write, a read, info,
 // list and --watch alike.
 func openUSB(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions) (usbDevice, error) {

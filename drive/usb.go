@@ -35,14 +35,33 @@ type Readers struct {
 	// (usbms.SettingTransport); "" is auto.
 	Transport string
 
+	// listFn and accessFn stand for the backend's enumeration and
+	// access check in tests; nil: the backend's (ListUSB, accessUSB).
+	listFn   func(context.Context) ([]usbdev.Info, error)
+	accessFn func(usbdev.Info) error
+
 	once  sync.Once
 	infos []usbdev.Info
 	err   error
 }
 
 func (r *Readers) list(ctx context.Context) ([]usbdev.Info, error) {
-	r.once.Do(func() { r.infos, r.err = ListUSB(ctx) })
+	r.once.Do(func() {
+		list := ListUSB
+		if r.listFn != nil {
+			list = r.listFn
+		}
+		r.infos, r.err = list(ctx)
+	})
 	return r.infos, r.err
+}
+
+// access says whether this user may open the reader info describes.
+func (r *Readers) access(info usbdev.Info) error {
+	if r.accessFn != nil {
+		return r.accessFn(info)
+	}
+	return accessUSB(info)
 }
 
 // find finds the one supported reader the target selects.
@@ -92,6 +111,9 @@ type Reader struct {
 	Slots []usbms.LUNSummary
 	// Err says why the reader could not be opened or probed.
 	Err error
+	// Access is an *AccessError when this user may not open the reader
+	// (its slots were not asked); nil otherwise.
+	Access error
 	// Quirks are the quirk flags chosen for the reader.
 	Quirks usbms.ReaderQuirks
 }
@@ -105,25 +127,37 @@ func (r *Readers) ListReaders(ctx context.Context) ([]Reader, error) {
 	}
 	out := make([]Reader, 0, len(infos))
 	for i, info := range infos {
-		out = append(out, describeReader(ctx, i, info, r.Quirks, r.Transport))
+		out = append(out, r.describeReader(ctx, i, info))
 	}
 	return out, nil
 }
 
-func describeReader(ctx context.Context, index int, info usbdev.Info, o usbms.QuirkOverrides, setting string) Reader {
+func (rs *Readers) describeReader(ctx context.Context, index int, info usbdev.Info) Reader {
 	r := Reader{Index: index, Info: info, Name: USBName(info)}
-	rq, topts := usbms.ReaderSetup(nil, &info, o)
+	rq, topts := usbms.ReaderSetup(nil, &info, rs.Quirks)
 	r.Quirks = rq
 	if !info.Supported {
 		return r
+	}
+	// Whether it could be opened is told of a reader the kernel holds
+	// too, without opening it: a write would.
+	if err := asAccessError(info, rs.access(info)); errors.As(err, new(*AccessError)) {
+		r.Access = err
 	}
 	if disks, err := usbdev.KernelDisks(info); err == nil && len(disks) > 0 {
 		r.KernelDisks = disks
 		return r
 	}
+	if r.Access != nil {
+		return r // its identity is sysfs's; its slots cannot be asked
+	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	dev, _, err := openChosen(ctx, info, usbdev.OpenOptions{}, setting, o)
+	dev, _, err := openChosen(ctx, info, usbdev.OpenOptions{}, rs.Transport, rs.Quirks)
+	if errors.As(err, new(*AccessError)) {
+		r.Access = err
+		return r
+	}
 	if err != nil {
 		r.Err = err
 		return r
@@ -245,5 +279,5 @@ func openChosen(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions, 
 		c = usbms.Choice{Why: "the host controller gives no bulk streams"}
 		d, err = openUSB(ctx, info, opts)
 	}
-	return d, c, err
+	return d, c, asAccessError(info, err)
 }

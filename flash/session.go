@@ -249,6 +249,9 @@ func (e *MemoryError) Class() failure.Class { return failure.Usage }
 // command-line mistake in any target is Run's error; otherwise Run returns
 // nil when every card succeeded and a *CardsError when some did not.
 func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
+	if cfg.Readers == nil {
+		cfg.Readers = &drive.Readers{}
+	}
 	s := newSession(cfg)
 	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
 		return s.res, err
@@ -266,6 +269,11 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 		if err := CheckReport(cfg.Report); err != nil {
 			return s.res, err
 		}
+	}
+	// A reader this user may not open is said before anything is read
+	// or downloaded, with what would give access.
+	if err := cfg.Readers.CheckAccess(ctx, specs); err != nil {
+		return s.res, err
 	}
 	// The checksum is found before the image is opened (a stream is
 	// hashed from its first byte) and its trouble said after.

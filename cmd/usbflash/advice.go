@@ -294,14 +294,19 @@ func checkRestoreAdvice(e *fakecheck.RestoreError) string {
 	return fmt.Sprintf("keep both files until they are back; put them back with this command:\n  usbflash restore %s %s", shellWord(e.Kept.Path), shellWord(e.Target))
 }
 
-// permissionAdvice names the device's vendor in a udev rule.
+// permissionAdvice says what would give access to a reader: the udev rule
+// usbflash's packages install (to the seat's user, or in its group
+// variant to a group), or sudo.
 func permissionAdvice(err error) string {
-	vid := uint16(0)
-	var e *usbdev.Error
-	if errors.As(err, &e) {
-		vid = e.VID
+	var e *drive.AccessError
+	errors.As(err, &e)
+	switch {
+	case e != nil && e.Group != "":
+		return fmt.Sprintf("%s opens readers to the group %s: join it (sudo usermod -aG %s $USER, then log in again), or run with sudo", e.Rule, e.Group, e.Group)
+	case e != nil && e.Rule != "":
+		return fmt.Sprintf("%s opens readers to the user at the seat (a local login) only: over ssh or on a station without a seat, enable its group variant (its comments say how), or run with sudo", e.Rule)
 	}
-	return fmt.Sprintf(`run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="%04x", MODE="0660", GROUP="plugdev"`, vid)
+	return "install usbflash's package: its udev rule (" + drive.RuleName + ") opens readers to the user at the seat, and its group variant to a group on a station without a seat; or run with sudo"
 }
 
 // notAnImageAdvice says how to get the image out of what an archive

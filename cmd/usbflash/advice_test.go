@@ -92,7 +92,7 @@ func usbAdviceCases() []adviceCase {
 	}{
 		{"usb/no USB support", usbdev.ErrNoUSBSupport, "build usbflash with a USB backend: make build (on Linux pure Go, no library needed; elsewhere cgo and libusb-1.0); sim: and file: targets still work"},
 		{"usb/no USB access", usbdev.ErrNoUSBAccess, "give this container or VM USB passthrough, or run usbflash on the host; sim: and file: targets still work"},
-		{"usb/permission", usbdev.ErrPermission, `run with sudo, or add a udev rule such as SUBSYSTEM=="usb", ATTR{idVendor}=="46f4", MODE="0660", GROUP="plugdev"`},
+		{"usb/permission", usbdev.ErrPermission, installAdvice},
 		{"usb/busy", usbdev.ErrBusy, "close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry"},
 		{"usb/not found", usbdev.ErrNotFound, "it was unplugged or re-enumerated; run `usbflash list` again"},
 		{"usb/device changed", usbdev.ErrDeviceChanged, "run `usbflash list` again and choose the reader you mean"},
@@ -123,8 +123,23 @@ func usbAdviceCases() []adviceCase {
 		cases = append(cases, adviceCase{k.name + ", under a failed write", &pipeline.DeviceError{Device: "usb:1-2",
 			Op: pipeline.OpWrite, LBA: 2048, Count: 2048, BlockSize: 512, Err: ladder}, k.advice})
 	}
-	return cases
+	// A reader this user may not open, as drive says it: what would give
+	// access follows from the rule installed here.
+	access := func(rule, group string) error {
+		return &drive.AccessError{Reader: "usb:46f4:0001:E2E", Node: "/dev/bus/usb/001/005", Rule: rule, Group: group, Err: usbErr(usbdev.ErrPermission)}
+	}
+	return append(cases,
+		adviceCase{"usb/permission, no rule installed", access("", ""), installAdvice},
+		adviceCase{"usb/permission, the seat's rule", access("/usr/lib/udev/rules.d/70-usbflash.rules", ""),
+			"/usr/lib/udev/rules.d/70-usbflash.rules opens readers to the user at the seat (a local login) only: over ssh or on a station without a seat, enable its group variant (its comments say how), or run with sudo"},
+		adviceCase{"usb/permission, the group variant", access("/etc/udev/rules.d/70-usbflash.rules", "usbflash"),
+			"/etc/udev/rules.d/70-usbflash.rules opens readers to the group usbflash: join it (sudo usermod -aG usbflash $USER, then log in again), or run with sudo"},
+	)
 }
+
+// installAdvice is for a reader this user may not open where usbflash's
+// udev rule is not installed.
+const installAdvice = "install usbflash's package: its udev rule (70-usbflash.rules) opens readers to the user at the seat, and its group variant to a group on a station without a seat; or run with sudo"
 
 // mediumAdviceCases makes the medium's conditions the way a reader reports
 // them, through the simulated reader.

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/usbflash/usbflash/drive"
@@ -131,5 +133,49 @@ func TestListShowsQuirks(t *testing.T) {
 	b, _ := json.Marshal(rep)
 	if !strings.Contains(string(b), `"quirks":{"flags":"w","from":[{"flag":"NO_WP_DETECT","letter":"w","source":"--quirks","detail":"07c4:a4a5:w"}]}`) {
 		t.Errorf("list JSON %s", b)
+	}
+}
+
+// TestListMarksReadersWithoutPermission: a reader this user may not open
+// is listed all the same, marked, the kernel's disks of one the kernel
+// holds shown from sysfs; what would give access is said once.
+func TestListMarksReadersWithoutPermission(t *testing.T) {
+	t.Parallel()
+	denied := func(addr int) error {
+		return &drive.AccessError{Reader: fmt.Sprintf("usb:1.%d", addr), Node: fmt.Sprintf("/dev/bus/usb/001/%03d", addr),
+			Err: &usbdev.Error{Op: "opening", Kind: usbdev.ErrPermission, Err: syscall.EACCES}}
+	}
+	info := func(addr int) usbdev.Info {
+		return usbdev.Info{VID: 0x46f4, PID: 0x0001, Bus: 1, Address: addr, PortPath: fmt.Sprintf("1-%d", addr), Supported: true}
+	}
+	found := []drive.Reader{
+		{Index: 0, Info: info(4), Name: "usb:1.4", Access: denied(4)},
+		{Index: 1, Info: info(5), Name: "usb:1.5", Access: denied(5), KernelDisks: []usbdev.KernelDisk{{LUN: 0, Node: "/dev/sdz", Size: 1 << 30}}},
+		{Index: 2, Info: info(6), Name: "usb:1.6", KernelDisks: []usbdev.KernelDisk{{LUN: 0, Node: "/dev/sdy", Size: 1 << 30}}},
+	}
+	var reps []readerReport
+	for _, r := range found {
+		reps = append(reps, describeReader(r))
+	}
+	var out bytes.Buffer
+	printReaders(&out, reps)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[1], "usb:1.4") || !strings.HasSuffix(lines[1], "no permission") ||
+		!strings.Contains(lines[2], "/dev/sdz") || !strings.Contains(lines[2], "no permission") || strings.Contains(lines[3], "no permission") {
+		t.Errorf("list table:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "EACCES") || strings.Contains(out.String(), "permission denied") {
+		t.Errorf("a bare errno in the table:\n%s", out.String())
+	}
+	b, _ := json.Marshal(reps)
+	if strings.Count(string(b), `"no_permission":true`) != 2 {
+		t.Errorf("list JSON %s", b)
+	}
+	note := accessNote(found)
+	if want := "No permission to open 2 readers: " + installAdvice + "."; note != want {
+		t.Errorf("note %q, want %q", note, want)
+	}
+	if accessNote(found[2:]) != "" {
+		t.Error("a note where every reader may be opened")
 	}
 }

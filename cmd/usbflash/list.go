@@ -47,20 +47,23 @@ type lunReport struct {
 
 // readerReport is one mass-storage interface of `usbflash list`.
 type readerReport struct {
-	Index        int         `json:"index"`
-	Bus          int         `json:"bus"`
-	Address      int         `json:"address"`
-	Path         string      `json:"path"`
-	VID          string      `json:"vid"`
-	PID          string      `json:"pid"`
-	Manufacturer string      `json:"manufacturer"`
-	Product      string      `json:"product"`
-	Serial       string      `json:"serial"`
-	Speed        string      `json:"speed"`
-	Interface    int         `json:"interface"`
-	Supported    bool        `json:"supported"`
-	Reason       string      `json:"reason,omitempty"`
-	Target       string      `json:"target"`
+	Index        int    `json:"index"`
+	Bus          int    `json:"bus"`
+	Address      int    `json:"address"`
+	Path         string `json:"path"`
+	VID          string `json:"vid"`
+	PID          string `json:"pid"`
+	Manufacturer string `json:"manufacturer"`
+	Product      string `json:"product"`
+	Serial       string `json:"serial"`
+	Speed        string `json:"speed"`
+	Interface    int    `json:"interface"`
+	Supported    bool   `json:"supported"`
+	Reason       string `json:"reason,omitempty"`
+	Target       string `json:"target"`
+	// NoPermission: this user may not open the reader (list's note says
+	// what would give access).
+	NoPermission bool        `json:"no_permission,omitempty"`
 	LUNs         []lunReport `json:"luns,omitempty"` // info reports its one LUN apart
 	// BCDDevice is the reader's release number (hex), which quirk
 	// tables go by.
@@ -182,15 +185,38 @@ func (a *app) list(ctx context.Context, asJSON bool) error {
 	for _, r := range found {
 		readers = append(readers, describeReader(r))
 	}
+	note := accessNote(found)
 	if asJSON {
-		return json.NewEncoder(a.stdout).Encode(map[string]any{"devices": readers})
+		out := map[string]any{"devices": readers}
+		if note != "" {
+			out["note"] = note
+		}
+		return json.NewEncoder(a.stdout).Encode(out)
 	}
 	if len(readers) == 0 {
 		fmt.Fprintln(a.stdout, "No USB mass-storage readers attached.")
 		return nil
 	}
 	printReaders(a.stdout, readers)
+	if note != "" {
+		fmt.Fprintln(a.stderr, note)
+	}
 	return nil
+}
+
+// accessNote says once, however many readers this user may not open,
+// what would give access; "" when it may open them all.
+func accessNote(found []drive.Reader) string {
+	var denied []error
+	for _, r := range found {
+		if r.Access != nil {
+			denied = append(denied, r.Access)
+		}
+	}
+	if len(denied) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("No permission to open %s: %s.", plural(len(denied), "reader"), hint(denied[0]))
 }
 
 // describeIdentity is what USB itself says of a reader, without asking it
@@ -229,6 +255,11 @@ func describeReader(r drive.Reader) readerReport {
 		rep.LUNs = append(rep.LUNs, l)
 	}
 	switch {
+	case r.Access != nil:
+		rep.NoPermission = true
+		if len(rep.LUNs) == 0 {
+			rep.Reason = noPermission
+		}
 	case r.Err != nil && r.Slots == nil:
 		rep.Reason = factsAndAdvice(r.Err)
 	case r.Err != nil:
@@ -268,6 +299,9 @@ func reportLUN(l *usbms.LUN) lunReport {
 	}
 }
 
+// noPermission marks a reader this user may not open.
+const noPermission = "no permission"
+
 func printReaders(w io.Writer, readers []readerReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tTARGET\tBUS-PORT\tID\tPRODUCT\tSPEED\tLUN\tMEDIUM\tSIZE\tNOTES")
@@ -293,6 +327,9 @@ func printReaders(w io.Writer, readers []readerReport) {
 			notes = append(notes, l.Mounted...)
 			if l.Error != "" {
 				notes = append(notes, l.Error)
+			}
+			if r.NoPermission {
+				notes = append(notes, noPermission)
 			}
 			if q := r.Quirks; q != nil {
 				notes = append(notes, "quirks "+q.Flags)

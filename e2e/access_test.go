@@ -1,0 +1,104 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNonRootAccess: usbflash run as a user without root in the guest.
+// Without access to the reader's usbfs node, list still lists it, marked,
+// and says once what would give access; write exits 5 with that advice
+// before anything else (its image does not even exist). With the rule's
+// group variant installed as an administrator would, the advice names the
+// group. The guest has no udevd, so the rule's effect is applied by hand
+// as udev would (chgrp usbflash, chmod 0660 on the node); the user, in
+// that group, then lists, writes and verifies the card.
+func TestNonRootAccess(t *testing.T) {
+	card := newCard(t, 16<<20)
+	const serial = "E2EUSER1"
+	target := serialTarget(serial)
+	m := boot(t, MachineSpec{Controller: XHCI, Readers: []Reader{{Serial: serial, LUNs: []LUN{{Backing: card}}}}})
+	img := makeImage(35, 3<<20+512)
+	p := putImage(t, m, "user.img", img, "raw")
+	rule, err := os.ReadFile(filepath.Join(moduleRoot(), "internal", "dist", "70-usbflash.rules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The administrator's copy of the rule, its group variant on.
+	variant := strings.Replace(string(rule), "# ACTION!=", "ACTION!=", 1)
+	if variant == string(rule) {
+		t.Fatal("the rule has no commented group variant")
+	}
+	if err := os.WriteFile(filepath.Join(m.Share, "70-usbflash.rules"), []byte(variant), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	guest(t, m, `echo 'flash:x:1000:1000::/tmp:/bin/sh' >>/etc/passwd && echo 'root:x:0:' >>/etc/group &&
+echo 'flash:x:1000:' >>/etc/group && echo 'usbflash:x:1001:flash' >>/etc/group &&
+cp `+p+` /tmp/user.img && chmod 644 /tmp/user.img && su flash -c id`)
+	node := strings.TrimSpace(guest(t, m, `for d in /sys/bus/usb/devices/*; do
+  [ "$(cat $d/serial 2>/dev/null)" = `+serial+` ] && printf '/dev/bus/usb/%03d/%03d\n' $(cat $d/busnum) $(cat $d/devnum); done; true`).Stdout)
+	if !strings.HasPrefix(node, "/dev/bus/usb/") {
+		t.Fatalf("no device node for %s: %q", serial, node)
+	}
+	asUser := func(args ...string) Result {
+		t.Helper()
+		cmd := "timeout -s TERM 100 usbflash " + sh(args...)
+		r, err := m.Run("su flash -c "+sh(cmd), 2*time.Minute)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, r)
+		}
+		t.Logf("$ (flash) usbflash %s\n%s", strings.Join(args, " "), r)
+		return r
+	}
+
+	// No rule: the reader is listed, marked; the advice is said once.
+	guest(t, m, "ls -l "+node)
+	r := asUser("list")
+	wantCode(t, r, 0, "list without access")
+	if !strings.Contains(r.Stdout, target) || !strings.Contains(r.Stdout, "no permission") {
+		t.Errorf("list does not show the reader it cannot open, marked:\n%s", r)
+	}
+	if n := strings.Count(all(r), "install usbflash's package"); n != 1 {
+		t.Errorf("the advice is said %d times, want once:\n%s", n, r)
+	}
+	if strings.Contains(strings.ToLower(all(r)), "permission denied") {
+		t.Errorf("a bare EACCES:\n%s", r)
+	}
+	r = asUser("list", "--json")
+	wantCode(t, r, 0, "list --json without access")
+	if !strings.Contains(r.Stdout, `"no_permission":true`) || !strings.Contains(r.Stdout, `"note":"No permission to open 1 reader`) {
+		t.Errorf("list --json:\n%s", r)
+	}
+	// write: the access, before the image (which does not exist).
+	r = asUser("write", "/tmp/absent.img", target, "--yes")
+	wantCode(t, r, 5, "write without access")
+	wantText(t, r, "write without access", "no permission to open "+node)
+	wantText(t, r, "write without access", "install usbflash's package")
+	if strings.Contains(all(r), "absent.img") {
+		t.Errorf("write looked at the image before the reader's access:\n%s", r)
+	}
+
+	// The rule installed, not yet applied: it names the group to join.
+	guest(t, m, "mkdir -p /etc/udev/rules.d && cp /host/70-usbflash.rules /etc/udev/rules.d/")
+	r = asUser("write", "/tmp/user.img", target, "--yes")
+	wantCode(t, r, 5, "write with the rule not applied")
+	wantText(t, r, "write with the rule not applied", "/etc/udev/rules.d/70-usbflash.rules opens readers to the group usbflash: join it")
+
+	// What udevd would do with the group variant, by hand: the user, in
+	// the group, lists, writes and verifies the card.
+	guest(t, m, fmt.Sprintf("chgrp usbflash %s && chmod 0660 %s && ls -l %s", node, node, node))
+	r = asUser("list")
+	wantCode(t, r, 0, "list with access")
+	if strings.Contains(all(r), "no permission") || !strings.Contains(r.Stdout, target) {
+		t.Errorf("list with access:\n%s", r)
+	}
+	r = asUser("write", "/tmp/user.img", target, "--yes")
+	wantCode(t, r, 0, "write and verify with access")
+	checkCard(t, card, img)
+}

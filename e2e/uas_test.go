@@ -44,11 +44,12 @@ func jsonEvent(t *testing.T, r Result, name string) map[string]any {
 func TestUAS(t *testing.T) {
 	const big = 96 << 20
 	x0, x1 := newCard(t, big+(8<<20)), newCard(t, 16<<20)
-	e0, b0 := newCard(t, 64<<20), newCard(t, big+(8<<20))
+	e0, b0, be := newCard(t, big+(8<<20)), newCard(t, big+(8<<20)), newCard(t, big+(8<<20))
 	m := boot(t, MachineSpec{Controller: XHCI, MemMB: 1024, QMP: true, Readers: []Reader{
 		{Serial: "UASX", UAS: true, LUNs: []LUN{{Backing: x0}, {Backing: x1}}},
 		{ID: "uase", Serial: "UASE", UAS: true, Controller: EHCI, LUNs: []LUN{{Backing: e0}}},
 		{Serial: "BOTX", LUNs: []LUN{{Backing: b0}}},
+		{Serial: "BOTE", Controller: EHCI, LUNs: []LUN{{Backing: be}}},
 	}})
 
 	r := usbflash(t, m, 2*time.Minute, "list", "--json")
@@ -77,7 +78,7 @@ func TestUAS(t *testing.T) {
 			luns      int
 			transport string
 			streams   bool
-		}{"UASX": {2, "UAS", true}, "UASE": {1, "UAS", false}, "BOTX": {1, "BOT", false}}[d.Serial]
+		}{"UASX": {2, "UAS", true}, "UASE": {1, "UAS", false}, "BOTX": {1, "BOT", false}, "BOTE": {1, "BOT", false}}[d.Serial]
 		if !d.Supported || len(d.LUNs) != want.luns {
 			t.Errorf("list: %s supported %v (%s), %d LUNs; want supported, %d LUNs", d.Serial, d.Supported, d.Reason, len(d.LUNs), want.luns)
 			continue
@@ -91,7 +92,7 @@ func TestUAS(t *testing.T) {
 			t.Errorf("list: UASX LUN 1 has %d blocks, want %d", d.LUNs[1].Blocks, 16<<20/512)
 		}
 	}
-	for _, s := range []string{"UASX", "UASE", "BOTX"} {
+	for _, s := range []string{"UASX", "UASE", "BOTX", "BOTE"} {
 		if !seen[s] {
 			t.Errorf("list: no reader %s\n%s", s, r)
 		}
@@ -125,41 +126,91 @@ func TestUAS(t *testing.T) {
 	wantCode(t, r, 2, "info --transport bot of a UAS-only reader")
 	wantText(t, r, "info --transport bot", "only UAS")
 
-	// Write speed, UAS against BOT, same controller, same boot, from RAM,
-	// alternating, three rounds each.
+	// Write speed from guest RAM, per controller: usbflash over UAS and
+	// over BOT (alternating, three rounds), then the guest kernel's uas
+	// and usb-storage with dd oflag=direct (three rounds). Wall-clock
+	// MB/s of the whole command; usbflash's own rate in parentheses.
 	img := makeImage(400, big)
 	p := putImage(t, m, "big", img, "raw")
 	guest(t, m, "cp "+p+" /tmp/big.img")
-	for _, ts := range []string{"1MiB", "4MiB"} {
-		rates := map[string][]float64{}
-		for round := range 3 {
-			for _, c := range []struct{ name, target, card string }{
-				{"UAS", uasTarget("UASX") + "/0", x0},
-				{"BOT", serialTarget("BOTX"), b0},
-			} {
-				r := usbflash(t, m, 10*time.Minute, "write", "--json", "-q", "--no-verify", "--transfer-size", ts, "/tmp/big.img", c.target, "--yes")
-				wantCode(t, r, 0, "write 96 MiB "+c.name+" "+ts)
-				if r.Code != 0 {
-					continue
-				}
-				s := jsonEvent(t, r, "summary")
-				rate, _ := s["rate"].(float64)
-				rates[c.name] = append(rates[c.name], rate/1e6)
-				if round == 0 {
-					checkPrefix(t, c.card, img)
-				}
+	type method struct {
+		name, ctrl, script, card string
+		usbflash                 bool
+	}
+	var methods []method
+	for _, ts := range []string{"1M", "4M"} {
+		for _, c := range []struct{ ctrl, uas, bot, uasCard, botCard string }{
+			{"xhci", uasTarget("UASX") + "/0", serialTarget("BOTX"), x0, b0},
+			{"ehci", uasTarget("UASE"), serialTarget("BOTE"), e0, be},
+		} {
+			for _, x := range []struct{ name, target, card string }{{"usbflash UAS", c.uas, c.uasCard}, {"usbflash BOT", c.bot, c.botCard}} {
+				methods = append(methods, method{name: x.name + " " + ts + "iB", ctrl: c.ctrl, card: x.card, usbflash: true,
+					script: "usbflash write --json -q --no-verify --transfer-size " + ts + "iB /tmp/big.img " + x.target + " --yes"})
 			}
 		}
-		for _, name := range []string{"UAS", "BOT"} {
-			v := slices.Clone(rates[name])
-			slices.Sort(v)
-			if len(v) == 3 {
-				t.Logf("RATE xhci %s transfer %s: median %.1f MB/s (rounds %.1f)", name, ts, v[1], rates[name])
+	}
+	for _, ts := range []string{"1M", "4M"} {
+		for _, c := range []struct{ ctrl, uas, bot string }{{"xhci", "UASX", "BOTX"}, {"ehci", "UASE", "BOTE"}} {
+			for _, x := range []struct{ name, serial string }{{"kernel uas + dd", c.uas}, {"kernel usb-storage + dd", c.bot}} {
+				methods = append(methods, method{name: x.name + " bs=" + ts, ctrl: c.ctrl,
+					script: "DEV=/dev/$(sdbyserial " + x.serial + ") || exit 99\ndd if=/tmp/big.img of=$DEV bs=" + ts + " oflag=direct conv=fsync 2>&1"})
 			}
 		}
+	}
+	wall, own := map[string][]float64{}, map[string][]float64{}
+	run := func(x method) {
+		script := "t0=$(cut -d' ' -f1 /proc/uptime)\n" + x.script + "\nrc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo \"ELAPSED $t0 $t1\"; exit $rc"
+		res, err := m.Run(script, 10*time.Minute)
+		if err != nil || res.Code != 0 {
+			t.Errorf("%s on %s: %v\n%s", x.name, x.ctrl, err, res)
+			return
+		}
+		key := x.ctrl + " " + x.name
+		if secs := elapsedOf(res.Stdout); secs > 0 {
+			wall[key] = append(wall[key], float64(big)/1e6/secs)
+		}
+		if x.usbflash {
+			rate, _ := jsonEvent(t, res, "summary")["rate"].(float64)
+			own[key] = append(own[key], rate/1e6)
+		}
+	}
+	for round := range 3 {
+		for _, x := range methods {
+			if !x.usbflash {
+				continue
+			}
+			run(x)
+			if round == 0 {
+				checkPrefix(t, x.card, img)
+			}
+		}
+	}
+	guest(t, m, "loadmod usb-storage sd_mod uas && sdbyserial UASX && sdbyserial UASE && sdbyserial BOTX && sdbyserial BOTE")
+	for range 3 {
+		for _, x := range methods {
+			if !x.usbflash {
+				run(x)
+			}
+		}
+	}
+	median := func(v []float64) float64 {
+		v = slices.Clone(v)
+		slices.Sort(v)
+		if len(v) == 0 {
+			return 0
+		}
+		return v[len(v)/2]
+	}
+	for _, x := range methods {
+		key := x.ctrl + " " + x.name
+		line := fmt.Sprintf("RATE %-4s %-28s median %6.1f MB/s wall %v", x.ctrl, x.name, median(wall[key]), wall[key])
+		if x.usbflash {
+			line += fmt.Sprintf(" (own %.1f MB/s)", median(own[key]))
+		}
+		t.Log(line)
 	}
 
 	// The UAS reader on EHCI is unplugged during a write: exit 5 naming
 	// the disconnect, quickly.
-	unplugTargetMidWrite(t, m, "uase", uasTarget("UASE"), "UASE", e0, 48<<20)
+	unplugTargetMidWrite(t, m, "uase", uasTarget("UASE"), "UASE", e0, 80<<20)
 }

@@ -32,42 +32,42 @@ type Plan struct {
 // in memory.
 const MaxPreserve = region.MaxSave
 
+// The settings of a Plan its errors are about (*failure.SettingError,
+// around a *PlanError): the caller names them in its own words.
+const (
+	// SettingSizes: a transfer size asked for.
+	SettingSizes failure.Setting = "transfer sizes"
+	// SettingRegion: the region given.
+	SettingRegion failure.Setting = "region"
+	// SettingPreserve: the region given, to be preserved.
+	SettingPreserve failure.Setting = "preserved region"
+)
+
+// ErrNotWholeBlocks is a PlanError's kind when the size at fault is not a
+// whole number of the card's blocks: its Limit is then the block size,
+// which sizes must be multiples of, where otherwise it is a bound they may
+// not pass.
+var ErrNotWholeBlocks = failure.New(failure.Usage, "not whole blocks")
+
 // PlanError is a plan no device can run, or that does not fit the device
-// it was opened on. It states the facts; nothing was measured.
+// it was opened on: a usage error of the setting at fault, which it comes
+// inside. It states the facts; nothing was measured.
 type PlanError struct {
-	Reason PlanReason
-	Size   int64 // the transfer size or region length at fault
-	Limit  int64 // the bound it passes: bytes of memory, of the card or region, or the block size
-	What   string
+	Size  int64 // the transfer size or region length at fault
+	Limit int64 // the bound it passes: bytes of memory, of the card or region; with ErrNotWholeBlocks the block size
+	What  string
+	Kind  error // ErrNotWholeBlocks, or nil: a bound passed
 }
 
 func (e *PlanError) Error() string { return e.What }
+func (e *PlanError) Unwrap() error { return e.Kind }
 
 // Class is Usage: the plan's sizes and region are the caller's.
 func (e *PlanError) Class() failure.Class { return failure.Usage }
 
-// PlanReason says what is wrong with a plan.
-type PlanReason int
-
-// Reasons of a PlanError.
-const (
-	// SizeOverMemory: a transfer size passes MaxTransferSize.
-	SizeOverMemory PlanReason = iota + 1
-	// PreserveOverMemory: a preserved region passes MaxPreserve.
-	PreserveOverMemory
-	// SizeNotBlocks: a transfer size is not a whole number of blocks.
-	SizeNotBlocks
-	// SizeOverCard: a transfer size is larger than the card.
-	SizeOverCard
-	// SizeOverRegion: a transfer size is larger than the region given.
-	SizeOverRegion
-	// RegionNotInCard: the region is not whole blocks inside the card.
-	RegionNotInCard
-)
-
-// PlanReasons lists every PlanReason, for tables keyed by them.
-func PlanReasons() []PlanReason {
-	return []PlanReason{SizeOverMemory, PreserveOverMemory, SizeNotBlocks, SizeOverCard, SizeOverRegion, RegionNotInCard}
+// planError is a PlanError about setting s.
+func planError(s failure.Setting, e *PlanError) error {
+	return &failure.SettingError{Setting: s, Err: e}
 }
 
 // Check refuses, before anything is opened, what no device could run: a
@@ -76,13 +76,13 @@ func PlanReasons() []PlanReason {
 func (p Plan) Check() error {
 	for _, n := range p.Sizes {
 		if n > MaxTransferSize {
-			return &PlanError{Reason: SizeOverMemory, Size: n, Limit: MaxTransferSize,
-				What: fmt.Sprintf("transfer size %s is more than the %s one transfer may hold in memory", units.FormatSize(n), units.FormatSize(MaxTransferSize))}
+			return planError(SettingSizes, &PlanError{Size: n, Limit: MaxTransferSize,
+				What: fmt.Sprintf("transfer size %s is more than the %s one transfer may hold in memory", units.FormatSize(n), units.FormatSize(MaxTransferSize))})
 		}
 	}
 	if r := p.Region; p.Preserve && r != nil && r.Length > MaxPreserve {
-		return &PlanError{Reason: PreserveOverMemory, Size: r.Length, Limit: MaxPreserve,
-			What: fmt.Sprintf("a region of %s cannot be preserved: it is kept in memory, at most %s", units.FormatSize(r.Length), units.FormatSize(MaxPreserve))}
+		return planError(SettingPreserve, &PlanError{Size: r.Length, Limit: MaxPreserve,
+			What: fmt.Sprintf("a region of %s cannot be preserved: it is kept in memory, at most %s", units.FormatSize(r.Length), units.FormatSize(MaxPreserve))})
 	}
 	return nil
 }
@@ -105,21 +105,21 @@ func (p Plan) Layout(name string, capacity int64, blockSize int) (Layout, error)
 	}
 	bs := int64(blockSize)
 	if r := p.Region; r != nil && (r.Offset%bs != 0 || r.Length%bs != 0 || r.Offset+r.Length > capacity) {
-		return Layout{}, &PlanError{Reason: RegionNotInCard, Size: r.Length, Limit: capacity,
-			What: fmt.Sprintf("region %d:%d is not whole %d-byte blocks inside %s's %d bytes", r.Offset, r.Length, bs, name, capacity)}
+		return Layout{}, planError(SettingRegion, &PlanError{Size: r.Length, Limit: capacity,
+			What: fmt.Sprintf("region %d:%d is not whole %d-byte blocks inside %s's %d bytes", r.Offset, r.Length, bs, name, capacity)})
 	}
 	sizes := slices.Clone(p.Sizes)
 	for _, n := range sizes {
 		switch {
 		case n%bs != 0:
-			return Layout{}, &PlanError{Reason: SizeNotBlocks, Size: n, Limit: bs,
-				What: fmt.Sprintf("transfer size %s is not a whole number of %s's %d-byte blocks", units.FormatSize(n), name, bs)}
+			return Layout{}, planError(SettingSizes, &PlanError{Size: n, Limit: bs, Kind: ErrNotWholeBlocks,
+				What: fmt.Sprintf("transfer size %s is not a whole number of %s's %d-byte blocks", units.FormatSize(n), name, bs)})
 		case p.Region != nil && n > p.Region.Length:
-			return Layout{}, &PlanError{Reason: SizeOverRegion, Size: n, Limit: p.Region.Length,
-				What: fmt.Sprintf("transfer size %s is larger than the %s region", units.FormatSize(n), units.FormatSize(p.Region.Length))}
+			return Layout{}, planError(SettingSizes, &PlanError{Size: n, Limit: p.Region.Length,
+				What: fmt.Sprintf("transfer size %s is larger than the %s region", units.FormatSize(n), units.FormatSize(p.Region.Length))})
 		case n > capacity:
-			return Layout{}, &PlanError{Reason: SizeOverCard, Size: n, Limit: capacity,
-				What: fmt.Sprintf("transfer size %s is larger than %s, which holds %s", units.FormatSize(n), name, units.FormatSize(capacity))}
+			return Layout{}, planError(SettingSizes, &PlanError{Size: n, Limit: capacity,
+				What: fmt.Sprintf("transfer size %s is larger than %s, which holds %s", units.FormatSize(n), name, units.FormatSize(capacity))})
 		}
 	}
 	slices.Sort(sizes)
@@ -138,8 +138,8 @@ func (p Plan) Layout(name string, capacity int64, blockSize int) (Layout, error)
 		}
 	}
 	if len(sizes) == 0 {
-		return Layout{}, &PlanError{Reason: SizeOverCard, Size: bs, Limit: capacity,
-			What: fmt.Sprintf("%s holds %d bytes, less than one %d-byte block", name, capacity, bs)}
+		return Layout{}, planError(SettingSizes, &PlanError{Size: bs, Limit: capacity,
+			What: fmt.Sprintf("%s holds %d bytes, less than one %d-byte block", name, capacity, bs)})
 	}
 	return Layout{Sizes: sizes, Regions: regions}, nil
 }

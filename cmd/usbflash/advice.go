@@ -119,6 +119,11 @@ func asIf[E error](ok func(E) bool) kind {
 	}
 }
 
+// planOf is a bench plan's error about setting s.
+func planOf(s failure.Setting) kind {
+	return func(err error) bool { return failure.SettingOf(err) == s && errors.As(err, new(*cardbench.PlanError)) }
+}
+
 // text is advice that is the same for every error of its kind.
 func text(s string) func(error) string { return func(error) string { return s } }
 
@@ -136,7 +141,17 @@ func from[E error](f func(E) string) func(error) string {
 // before the broad ones that wrap them.
 func adviceTable() []advice {
 	return []advice{
-		{failure.Usage, as[*cardbench.PlanError](), from(planAdvice)},
+		// A bench plan that does not fit, by the setting at fault.
+		{failure.Usage, is(cardbench.ErrNotWholeBlocks), from(func(e *cardbench.PlanError) string {
+			return fmt.Sprintf("give --sizes in multiples of %d bytes", e.Limit)
+		})},
+		{failure.Usage, planOf(cardbench.SettingSizes), from(func(e *cardbench.PlanError) string { return "give --sizes of at most " + units.FormatSize(e.Limit) })},
+		{failure.Usage, planOf(cardbench.SettingPreserve), from(func(e *cardbench.PlanError) string {
+			return fmt.Sprintf("give a --region of at most %s, or leave out --preserve if its data may be lost", units.FormatSize(e.Limit))
+		})},
+		{failure.Usage, planOf(cardbench.SettingRegion), from(func(e *cardbench.PlanError) string {
+			return fmt.Sprintf("give a --region of whole blocks that ends within %d bytes", e.Limit)
+		})},
 		{failure.Usage, as[*flash.MemoryError](), text("use a smaller --transfer-size, fewer --buffers or a smaller --lag")},
 		{failure.Usage, as[*flash.ChecksumArgError](), text("give the 64 hexadecimal digits the publisher lists, or --no-sha256")},
 		{failure.Usage, as[*imagesrc.KeyringError](), text("name the publisher's public keys as gpg --export writes them")},
@@ -395,25 +410,6 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// planAdvice is the advice for a bench plan that does not fit, by reason.
-func planAdvice(e *cardbench.PlanError) string {
-	switch e.Reason {
-	case cardbench.SizeOverMemory:
-		return fmt.Sprintf("give --sizes of at most %s", units.FormatSize(e.Limit))
-	case cardbench.PreserveOverMemory:
-		return fmt.Sprintf("give a --region of at most %s, or leave out --preserve if its data may be lost", units.FormatSize(e.Limit))
-	case cardbench.SizeNotBlocks:
-		return fmt.Sprintf("give --sizes in multiples of %d bytes", e.Limit)
-	case cardbench.SizeOverCard:
-		return fmt.Sprintf("give --sizes of at most %s", units.FormatSize(e.Limit))
-	case cardbench.SizeOverRegion:
-		return "give smaller --sizes or a longer --region"
-	case cardbench.RegionNotInCard:
-		return fmt.Sprintf("give a --region of whole blocks that ends within %d bytes", e.Limit)
-	}
-	return ""
 }
 
 // inUseAdvice says what frees a disk the system uses in these ways.

@@ -356,24 +356,33 @@ func pipelineAdviceCases() []adviceCase {
 	}
 }
 
-// benchAdviceCases has a case for every reason a bench plan does not fit.
+// benchAdviceCases has a case for every way a bench plan does not fit, as
+// the plan says it and the command names its flag.
 func benchAdviceCases(t *testing.T) []adviceCase {
-	want := map[cardbench.PlanReason]string{
-		cardbench.SizeOverMemory:     "give --sizes of at most 1 GiB",
-		cardbench.PreserveOverMemory: "give a --region of at most 1 GiB, or leave out --preserve if its data may be lost",
-		cardbench.SizeNotBlocks:      "give --sizes in multiples of 1073741824 bytes",
-		cardbench.SizeOverCard:       "give --sizes of at most 1 GiB",
-		cardbench.SizeOverRegion:     "give smaller --sizes or a longer --region",
-		cardbench.RegionNotInCard:    "give a --region of whole blocks that ends within 1073741824 bytes",
+	layout := func(p cardbench.Plan) error {
+		_, err := p.Layout("sim:c.img", 1<<30, 512)
+		return err
 	}
 	var cases []adviceCase
-	for _, r := range cardbench.PlanReasons() {
-		advice, ok := want[r]
-		if !ok {
-			t.Errorf("plan reason %d has no case here: give it its advice", r)
+	for _, c := range []struct {
+		name   string
+		err    error
+		advice string
+	}{
+		{"size past memory", cardbench.Plan{Sizes: []int64{2 << 30}}.Check(), "give --sizes of at most 1 GiB"},
+		{"preserved region past memory", cardbench.Plan{Region: &cardbench.Region{Length: 1 << 30}, Preserve: true}.Check(),
+			"give a --region of at most 512 MiB, or leave out --preserve if its data may be lost"},
+		{"size not whole blocks", layout(cardbench.Plan{Sizes: []int64{1000}}), "give --sizes in multiples of 512 bytes"},
+		{"size past the card", layout(cardbench.Plan{Sizes: []int64{1<<30 + 512}}), "give --sizes of at most 1 GiB"},
+		{"size past the region", layout(cardbench.Plan{Sizes: []int64{1 << 20}, Region: &cardbench.Region{Length: 4096}}), "give --sizes of at most 4 KiB"},
+		{"region past the card", layout(cardbench.Plan{Region: &cardbench.Region{Offset: 1 << 30, Length: 4096}}),
+			"give a --region of whole blocks that ends within 1073741824 bytes"},
+	} {
+		if c.err == nil {
+			t.Errorf("bench plan %s: accepted", c.name)
+			continue
 		}
-		e := &cardbench.PlanError{Reason: r, Size: 2 << 30, Limit: 1 << 30, What: "transfer size 2 GiB is what it is"}
-		cases = append(cases, adviceCase{fmt.Sprintf("bench plan/reason %d", r), benchError(e), advice})
+		cases = append(cases, adviceCase{"bench plan/" + c.name, withFlags(c.err), c.advice})
 	}
 	return cases
 }

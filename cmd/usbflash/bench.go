@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -178,7 +177,7 @@ func benchConfig(t drive.Spec, f benchFlags) (cardbench.Config, error) {
 		return c, &usageError{fmt.Sprintf("--plot %s: the file must end in .svg or .png", f.plot)}
 	}
 	if err := c.Plan.Check(); err != nil {
-		return c, benchError(err)
+		return c, err
 	}
 	// A plot that could not be saved must not be found out after the run.
 	if f.plot != "" {
@@ -187,23 +186,6 @@ func benchConfig(t drive.Spec, f benchFlags) (cardbench.Config, error) {
 		}
 	}
 	return c, nil
-}
-
-// benchError names the flag behind a plan the session refused (the
-// settings' flags are named for every command: withFlags).
-func benchError(err error) error {
-	var pe *cardbench.PlanError
-	if !errors.As(err, &pe) {
-		return err
-	}
-	flag := "--sizes"
-	switch pe.Reason {
-	case cardbench.PreserveOverMemory:
-		flag = "--preserve --region"
-	case cardbench.RegionNotInCard:
-		flag = "--region"
-	}
-	return fmt.Errorf("%s: %w", flag, err)
 }
 
 func (a *app) bench(ctx context.Context, rep termui.Reporter, t drive.Spec, f benchFlags) error {
@@ -236,7 +218,7 @@ func (a *app) bench(ctx context.Context, rep termui.Reporter, t drive.Spec, f be
 	}
 	run, err := cardbench.Run(ctx, cfg, (&benchPresenter{rep: rep, f: f}).observe)
 	if err != nil {
-		return benchError(err)
+		return err
 	}
 	return a.benchReport(rep, run, f)
 }

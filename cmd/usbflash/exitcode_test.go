@@ -60,7 +60,7 @@ func TestExitCodeClassification(t *testing.T) {
 		{&flash.CardsError{Failed: 2, Errs: []error{&pipeline.VerifyError{}, usbms.ErrNoDevice}}, exitDevice},
 		{fmt.Errorf("WRITE: %w", usbms.ErrRecoveryFailed), exitDevice},
 		{&pipeline.CancelledError{Err: context.Canceled}, exitCancelled},
-		{&cardbench.PlanError{Reason: cardbench.SizeOverMemory}, exitUsage},
+		{cardbench.Plan{Sizes: []int64{2 << 30}}.Check(), exitUsage},
 		{&region.RestoreError{Err: errors.New("medium error")}, exitDevice},
 		{errors.Join(context.Canceled, &region.RestoreError{Err: errors.New("medium error")}), exitDevice}, // the region is not back
 		{&region.RestoreError{Aborted: true}, exitCancelled},

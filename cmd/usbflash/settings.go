@@ -38,6 +38,12 @@ func flagOf(s failure.Setting) string {
 		return "--sparse and --bmap"
 	case cardbench.SettingCompare:
 		return "--compare"
+	case cardbench.SettingSizes:
+		return "--sizes"
+	case cardbench.SettingRegion:
+		return "--region"
+	case cardbench.SettingPreserve:
+		return "--preserve --region"
 	case customize.SettingFile:
 		return "--customize"
 	case customize.SettingInitFormat:

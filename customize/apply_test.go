@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/factsonly"
 )
 
 // raspiosBoot is what a Raspberry Pi OS (Bookworm) boot partition holds
@@ -279,5 +280,25 @@ func TestMergeAndKeys(t *testing.T) {
 		if err != nil && failure.SettingOf(err) != SettingSSHKey {
 			t.Errorf("ReadKeys(%q): %v is not about the key setting", tc.value, err)
 		}
+	}
+}
+
+// TestErrorTexts: the package's errors state facts, advice being the
+// CLI's (internal/factsonly).
+func TestErrorTexts(t *testing.T) {
+	cases := []Config{
+		{Password: "a", PasswordHash: "$6$x"}, {PasswordHash: "x"}, {WiFi: WiFi{Password: "12345678"}},
+		{WiFi: WiFi{SSID: strings.Repeat("s", 33)}}, {WiFi: WiFi{SSID: "s", Password: "short"}},
+		{SSHKeys: []string{"ssh-rsa A\nssh-rsa B"}}, {Files: map[string]string{"a:b": "x"}}, {InitFormat: "x"},
+	}
+	for _, c := range cases {
+		err := c.Check()
+		if err == nil {
+			t.Fatalf("%+v: no error", c)
+		}
+		factsonly.Check(t, err.Error())
+	}
+	for _, err := range []error{ErrUnrecognised, ErrNoCmdline, ErrFull, ErrEmptyFile, ErrNotFAT} {
+		factsonly.Check(t, err.Error())
 	}
 }

@@ -134,7 +134,7 @@ func (c *Config) Check() error {
 		return &failure.SettingError{Setting: SettingFile, Err: fmt.Errorf(format, args...)}
 	}
 	if c.Password != "" && c.PasswordHash != "" {
-		return bad("both a password and a password hash: give one")
+		return bad("both a password and a password hash")
 	}
 	if c.PasswordHash != "" && !strings.HasPrefix(c.PasswordHash, "$") {
 		return bad("password hash %.3q... is not a crypt(3) hash", c.PasswordHash)
@@ -150,7 +150,7 @@ func (c *Config) Check() error {
 	}
 	for _, k := range c.SSHKeys {
 		if strings.ContainsAny(strings.TrimSpace(k), "\r\n") {
-			return bad("an SSH key spans several lines: give each key as its own value")
+			return bad("an SSH key spans several lines")
 		}
 	}
 	for _, p := range []string{c.FirstRun, c.UserData, c.NetworkConfig} {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -51,6 +53,25 @@ func TestGenerated(t *testing.T) {
 			golden(t, tc.name+".user-data", s.userData())
 			golden(t, tc.name+".network-config", s.networkConfig())
 			golden(t, tc.name+".rpi-preseed.toml", s.preseed())
+			if ud := s.userData(); ud != nil {
+				checkCloudConfig(t, append([]byte("#cloud-config\n"), ud...))
+			}
+			if nc := s.networkConfig(); nc != nil {
+				var doc struct {
+					Network struct {
+						Version int
+						Wifis   map[string]struct {
+							AccessPoints map[string]map[string]any `yaml:"access-points"`
+						}
+					}
+				}
+				if err := yaml.Unmarshal(nc, &doc); err != nil || doc.Network.Version != 2 {
+					t.Fatalf("network-config is not netplan version 2 YAML: %v\n%s", err, nc)
+				}
+				if _, ok := doc.Network.Wifis["wlan0"].AccessPoints[tc.c.WiFi.SSID]; !ok {
+					t.Errorf("network-config names no access point %q: %+v", tc.c.WiFi.SSID, doc)
+				}
+			}
 			if path, err := exec.LookPath("shellcheck"); err == nil {
 				script := filepath.Join(t.TempDir(), "firstrun.sh")
 				if err := os.WriteFile(script, s.firstRun(), 0o755); err != nil {
@@ -65,6 +86,24 @@ func TestGenerated(t *testing.T) {
 				t.Fatal("shellcheck is not installed (.ci/run installs it)")
 			}
 		})
+	}
+}
+
+// checkCloudConfig validates user-data with Debian's cloud-init (cloud-init
+// schema: its JSON schema of every module's keys).
+func checkCloudConfig(t *testing.T, userData []byte) {
+	t.Helper()
+	path, err := exec.LookPath("cloud-init")
+	if err != nil {
+		t.Fatal("cloud-init is not installed (.ci/run installs it)")
+	}
+	f := filepath.Join(t.TempDir(), "user-data")
+	if err := os.WriteFile(f, userData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(path, "schema", "--config-file", f).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Valid cloud-config") {
+		t.Errorf("cloud-init schema: %v\n%s\n%s", err, out, userData)
 	}
 }
 

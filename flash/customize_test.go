@@ -1,6 +1,7 @@
 package flash
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/usbflash/usbflash/customize"
 	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/factsonly"
 	"github.com/usbflash/usbflash/internal/osimage"
 	"github.com/usbflash/usbflash/pipeline"
 )
@@ -145,6 +147,9 @@ func TestRunCustomizeRefused(t *testing.T) {
 		if (tc.err != nil && !errors.Is(err, tc.err)) || failure.Of(err) != tc.class {
 			t.Errorf("%s: Run = %v (class %v)", tc.name, err, failure.Of(err))
 		}
+		if err != nil {
+			factsonly.Check(t, err.Error())
+		}
 		if b, _ := os.ReadFile(card); !isZeros(b) {
 			t.Errorf("%s: the card was written", tc.name)
 		}
@@ -161,3 +166,46 @@ func isZeros(b []byte) bool {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestRunCustomizeInterrupted: a card lost while it is customised (its
+// boot partition read, its changes written) keeps its first transfer
+// zeroed: it boots neither the image nor half a customisation.
+func TestRunCustomizeInterrupted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	image := bootImage(t, dir, 4<<20, osimage.RaspiosBoot)
+	img, err := os.ReadFile(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(img))
+	inWrites := 0
+	// The stream moves the zeroed first transfer and the rest of the
+	// image; the card goes at points past it, into the customisation.
+	for extra := int64(8 << 10); extra < 2<<20; extra += 96 << 10 {
+		card := filepath.Join(dir, "card.img")
+		os.Remove(card)
+		cfg := Config{Image: image, TransferSize: 1 << 20, Verify: true, Customize: &customize.Config{Hostname: "h", User: "maker"}}
+		spec := "card.img?size=64MiB&fault=disconnect:after=" + strconv.FormatInt(n+extra, 10)
+		_, err := Run(context.Background(), cfg, simSpecs(t, dir, spec))
+		if err == nil || strings.Contains(err.Error(), "at LBA 0-") {
+			continue // the card went after or while its first transfer was written, as any write's may
+		}
+		b, rerr := os.ReadFile(card)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if !isZeros(b[:1<<20]) {
+			t.Fatalf("gone %d bytes past the image: the first transfer was written (%v)", extra, err)
+		}
+		if !bytes.Equal(b[n-(1<<20):n], img[n-(1<<20):]) {
+			t.Fatalf("gone %d bytes past the image: the stream did not reach the card's end", extra)
+		}
+		if strings.Contains(err.Error(), "WRITE") {
+			inWrites++
+		}
+	}
+	if inWrites == 0 {
+		t.Error("no card went while the customisation's changes were written")
+	}
+}

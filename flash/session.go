@@ -87,6 +87,12 @@ type Config struct {
 	// HTTP is how an image at an http(s) URL is read (its timeouts,
 	// stall floor, retries); the zero value is httpsrc's defaults.
 	HTTP httpsrc.Options
+	// Cache is a directory that keeps images read from URLs (dlcache):
+	// reused when their SHA-256 or the server's validator says they are
+	// the image, resumed from a .part an earlier run left; "": none.
+	// CacheMax bounds it (0: only the free space, which it never fills).
+	Cache    string
+	CacheMax int64
 	// Readers is the command's enumeration of readers; nil: Run enumerates.
 	Readers *drive.Readers
 	// Check probes each card for a fake capacity after the pre-write

@@ -19,6 +19,8 @@ const (
 	// looked for; SettingKeyringSHA256 together with a sum given.
 	SettingKeyringNoSHA256 failure.Setting = "sha256 keyring and no sha256"
 	SettingKeyringSHA256   failure.Setting = "sha256 keyring and sha256"
+	// SettingCache is the directory of images read from URLs.
+	SettingCache failure.Setting = "cache"
 	// SettingBlockMap is a map named together with no map; SettingSparse
 	// a sparse write together with a map named.
 	SettingBlockMap failure.Setting = "block map"

@@ -3,6 +3,12 @@ package flash
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
+
+	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/imagesrc/dlcache"
+	"github.com/usbflash/usbflash/internal/units"
 
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/imagesrc/httpsrc"
@@ -64,14 +70,163 @@ func (s *session) openImage(ctx context.Context, d *download) (*imagesrc.Source,
 		}
 		return src, nil
 	}
+	if s.cfg.Cache != "" {
+		return s.openCached(ctx, d, opts)
+	}
 	b, err := s.httpClient().Open(ctx, s.cfg.Image)
 	if err != nil {
 		return nil, &ImageError{Err: err}
 	}
-	src, err := imagesrc.OpenStream(b, b.Size(), b.Name(), opts)
+	return openBody(b, b, b.Size(), b.Name(), opts)
+}
+
+// openBody decodes the stream r of the body b; closing the source closes
+// r, which closes b.
+func openBody(b *httpsrc.Body, r io.ReadCloser, size int64, name string, opts imagesrc.Options) (*imagesrc.Source, error) {
+	src, err := imagesrc.OpenStream(r, size, name, opts)
 	if err != nil {
-		b.Close()
+		r.Close()
 		return nil, &ImageError{Err: fmt.Errorf("image %s: %w", b.URL(), err)}
 	}
 	return src, nil
+}
+
+// openCached opens a URL image through the cache: an entry whose SHA-256
+// is the one the download is checked against, or that the server still
+// serves (its validator, asked for the last byte), is read as a local
+// file; else the body is written to the URL's .part as it is read,
+// resuming the .part an earlier run left when the server still serves its
+// version. A cache that cannot take the file (no room, another run filling
+// it) is said and the write goes on from the network.
+func (s *session) openCached(ctx context.Context, d *download, opts imagesrc.Options) (*imagesrc.Source, error) {
+	cache, err := dlcache.Open(s.cfg.Cache, s.cfg.CacheMax, 0)
+	if err != nil {
+		return nil, &failure.SettingError{Setting: SettingCache, Err: err}
+	}
+	url := s.cfg.Image
+	if d != nil && !d.decodedOnly {
+		if p := cache.Lookup(d.want); p != "" {
+			s.emit(Note{Message: "Reading " + displayImage(url) + " from the cache: " + p + " has " + d.the()})
+			return s.openLocal(p, opts)
+		}
+	}
+	client := s.httpClient()
+	m, path, have, known := cache.ForURL(url)
+	var b *httpsrc.Body
+	switch {
+	case known && m.SHA256 != "" && m.Validator() != "" && m.Size > 0:
+		var same bool
+		b, same, err = client.OpenFrom(ctx, url, m.Size-1, m.Validator(), m.Size)
+		if err != nil {
+			return nil, &ImageError{Err: err}
+		}
+		if same {
+			b.Close()
+			s.emit(Note{Message: "Reading " + displayImage(url) + " from the cache: the server still serves " + path + "'s version (" + m.Validator() + ")"})
+			return s.openLocal(path, opts)
+		}
+		have = 0
+	case known && m.SHA256 == "" && have > 0:
+		var resumed bool
+		b, resumed, err = client.OpenFrom(ctx, url, have, m.Validator(), m.Size)
+		if err != nil {
+			return nil, &ImageError{Err: err}
+		}
+		if resumed {
+			s.emit(Note{Message: fmt.Sprintf("Resuming %s from the cache's %s at %s", displayImage(url), path, units.FormatBytes(have))})
+		} else {
+			have = 0
+		}
+	default:
+		if b, err = client.Open(ctx, url); err != nil {
+			return nil, &ImageError{Err: err}
+		}
+		have = 0
+	}
+	size := b.Size()
+	if have > 0 {
+		size = m.Size
+	}
+	name := b.Name()
+	if have > 0 && m.Name != "" {
+		name = m.Name
+	}
+	fill, err := cache.Begin(dlcache.Meta{URL: url, ETag: etagOf(b.Validator()), LastModified: lastModifiedOf(b.Validator()),
+		Size: size, Name: name}, have)
+	if err != nil {
+		s.emit(Note{Message: "Not caching " + displayImage(url) + ": " + err.Error()})
+		return openBody(b, b, size, name, opts)
+	}
+	fill.Note = func(msg string) { s.emit(Note{Message: msg}) }
+	return openBody(b, &filling{Reader: fill.Reader(b), b: b, fill: fill}, size, name, opts)
+}
+
+// maxDrain bounds what Close reads of a body the decoder left, to make
+// the .part whole.
+const maxDrain = 4 << 20
+
+// filling is a body read through a cache fill; Close ends both.
+type filling struct {
+	io.Reader
+	b    *httpsrc.Body
+	fill *dlcache.Fill
+}
+
+func (f *filling) Close() error {
+	if n := f.fill.Remaining(); n > 0 && n <= maxDrain {
+		// A decoder stops at its container's end and leaves what
+		// follows (xz's index and padding): the file's bytes all the
+		// same, which the entry needs.
+		io.Copy(io.Discard, io.LimitReader(f.Reader, n))
+	}
+	f.b.Close()
+	_, err := f.fill.Close()
+	return err
+}
+
+func etagOf(v string) string {
+	if strings.HasPrefix(v, `"`) {
+		return v
+	}
+	return ""
+}
+
+func lastModifiedOf(v string) string {
+	if strings.HasPrefix(v, `"`) {
+		return ""
+	}
+	return v
+}
+
+// openLocal opens a cache entry as the image file it is.
+func (s *session) openLocal(path string, opts imagesrc.Options) (*imagesrc.Source, error) {
+	src, err := imagesrc.OpenWith(path, opts)
+	if err != nil {
+		return nil, &ImageError{Err: err}
+	}
+	return src, nil
+}
+
+// prefetch reads a URL image into the cache before a station's first
+// card, so that every card reads the same local file: a station downloads
+// once. Without a cache it does nothing.
+func (s *session) prefetch(ctx context.Context, d *download) error {
+	if s.cfg.Cache == "" || !isURL(s.cfg.Image) {
+		return nil
+	}
+	src, err := s.openCached(ctx, d, imagesrc.Options{})
+	if err != nil {
+		return err
+	}
+	if src.Stream() {
+		s.emit(Note{Message: "Reading " + displayImage(s.cfg.Image) + " into the cache before the first card"})
+		_, err = io.Copy(io.Discard, src)
+	}
+	if cerr := src.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &ImageError{Err: err}
+	}
+	return nil
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -225,6 +227,74 @@ func TestRunURLSignature(t *testing.T) {
 			}
 			if len(bytes.Trim(got, "\x00")) != 0 {
 				t.Error("the card was written to")
+			}
+		})
+	}
+}
+
+// TestRunURLCache: with a cache, a write from a URL leaves the file in it
+// (named by its SHA-256) while the card is written; the next write reads it
+// from there (no request for the image when the sum beside the URL names
+// it, one for its last byte when only the server's ETag does); a write cut
+// short leaves a .part that the next run resumes from where it ended.
+func TestRunURLCache(t *testing.T) {
+	t.Parallel()
+	img := testpattern.Bytes(3<<20+700, 31)
+	file := xzBytes(t, img)
+	write := func(t *testing.T, url, cache string) ([]string, []byte, error) {
+		card, spec := newSimCard(t)
+		log := &noteLog{}
+		_, err := Run(context.Background(), Config{Image: url, TransferSize: 1 << 20, Buffers: 2, Observer: log,
+			HTTP: instantHTTP(), Cache: cache}, []drive.Spec{spec})
+		got, _ := os.ReadFile(card)
+		return log.all(), got, err
+	}
+	for _, tc := range []struct {
+		name   string
+		sum    bool // a sidecar beside the URL gives the file's SHA-256
+		faults map[int]flakyhttp.Fault
+		// What the second write asks for the image (Range headers).
+		second []string
+		// The first write fails (a server that fails hard mid-body).
+		firstFails bool
+		note       string // the second write says
+	}{
+		{name: "reused by its SHA-256", sum: true, second: nil, note: "from the cache: "},
+		{name: "reused by the server's ETag", second: []string{fmt.Sprintf("bytes=%d-", len(file)-1)},
+			note: `the server still serves`},
+		{name: "a .part resumed across runs", faults: map[int]flakyhttp.Fault{0: {DropAt: 200000}, 1: {Status: 404}},
+			firstFails: true, second: []string{"bytes=200000-"}, note: "from the cache's "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := flakyhttp.New(flakyhttp.Version{Data: file, ETag: `"c1"`}, tc.faults)
+			srv.Path = "/os.img.xz"
+			if tc.sum {
+				srv.Files["/os.img.xz.sha256"] = []byte(hexSum(file) + "\n")
+			}
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			cache := t.TempDir()
+			notes, got, err := write(t, ts.URL+"/os.img.xz", cache)
+			if tc.firstFails != (err != nil) {
+				t.Fatalf("first write: %v\n%s", err, strings.Join(notes, "\n"))
+			}
+			if !tc.firstFails && !bytes.Equal(got[:len(img)], img) {
+				t.Fatal("the first write's card does not hold the image")
+			}
+			before := len(srv.Ranges)
+			notes, got, err = write(t, ts.URL+"/os.img.xz", cache)
+			if err != nil || !bytes.Equal(got[:len(img)], img) {
+				t.Fatalf("second write: %v\n%s", err, strings.Join(notes, "\n"))
+			}
+			if asked := srv.Ranges[before:]; !slices.Equal(asked, tc.second) {
+				t.Errorf("the second write asked for %q, want %q\n%s", asked, tc.second, strings.Join(notes, "\n"))
+			}
+			if !strings.Contains(strings.Join(notes, "\n"), tc.note) {
+				t.Errorf("the second write's notes do not say %q:\n%s", tc.note, strings.Join(notes, "\n"))
+			}
+			if _, err := os.Stat(filepath.Join(cache, "sha256-"+hexSum(file))); err != nil {
+				t.Errorf("no entry for the file's SHA-256: %v", err)
 			}
 		})
 	}

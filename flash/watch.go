@@ -49,6 +49,12 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	// The image must open now, not at the first card; it stays open for
 	// its checksum, hashed once for every card.
 	dl, dlNotes, dlErr := findDownload(cfg, s.readBeside(ctx))
+	if dlErr == nil {
+		// With a cache, a URL is read once, before the first card.
+		if err := s.prefetch(ctx, dl); err != nil {
+			return s.res, err
+		}
+	}
 	src, err := s.openImage(ctx, dl)
 	if err != nil {
 		return s.res, err

@@ -155,7 +155,8 @@ func OpenStream(r io.Reader, size int64, name string, opts Options) (*Source, er
 	}
 	s.sums.set(s, nil, -1, tee)
 	if c, ok := r.(io.Closer); ok {
-		s.closers = append(s.closers, c.Close)
+		// Closed last, once no decoder reads it any more.
+		s.closers = append([]func() error{c.Close}, s.closers...)
 	}
 	return s, nil
 }

@@ -28,6 +28,8 @@ func flagOf(s failure.Setting) string {
 		return "--sha256-keyring and --no-sha256"
 	case flash.SettingKeyringSHA256:
 		return "--sha256-keyring and --sha256"
+	case flash.SettingCache:
+		return "--cache"
 	case flash.SettingSize:
 		return "--size"
 	case flash.SettingOut:

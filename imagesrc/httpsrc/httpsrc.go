@@ -329,6 +329,43 @@ func (c *Client) Open(ctx context.Context, rawURL string) (*Body, error) {
 	return b, nil
 }
 
+// OpenFrom asks for rawURL from byte off of the version whose validator
+// (an ETag or a Last-Modified, as a .part kept from an earlier run
+// recorded it) and total size are given, and returns its body from off
+// when the server answers with the rest of that version (resumed true);
+// when it answers with the whole file (it changed, or ignores ranges), the
+// body is the whole file from its first byte (resumed false) and the
+// caller starts over.
+func (c *Client) OpenFrom(ctx context.Context, rawURL string, off int64, validator string, size int64) (b *Body, resumed bool, err error) {
+	if off <= 0 || validator == "" {
+		b, err := c.Open(ctx, rawURL)
+		return b, false, err
+	}
+	b = &Body{c: c, ctx: ctx, url: rawURL, display: Display(rawURL), size: size, ranges: true, opened: true,
+		name: fileName(rawURL, "")}
+	if strings.HasPrefix(validator, `"`) {
+		b.etag = validator
+	} else {
+		b.lastModified = validator
+	}
+	b.off.Store(off)
+	if err := b.attempt(); err != nil {
+		var se *StatusError
+		if !errors.Is(err, ErrResumeWhole) && !errors.Is(err, ErrChanged) && !errors.Is(err, ErrBadRange) &&
+			!(errors.As(err, &se) && se.Code == http.StatusRequestedRangeNotSatisfiable) {
+			return nil, false, err
+		}
+		b, err := c.Open(ctx, rawURL)
+		return b, false, err
+	}
+	return b, true, nil
+}
+
+// Validator is what a resume of the body sends as If-Range: its strong
+// ETag, else its Last-Modified; "" when it has neither and cannot be
+// resumed.
+func (b *Body) Validator() string { return cmp.Or(b.etag, b.lastModified) }
+
 // Name is the file's name: the Content-Disposition's filename, else the
 // last segment of the URL's path as given (a CDN's redirect target is
 // often an opaque name), for telling the format by its name.

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,13 +164,13 @@ func TestBodyResumes(t *testing.T) {
 			}
 			got, err := h.readAll(New(h.options()), ts.URL+path)
 			checkOutcome(t, got, err, tc.v.Data, tc.want)
-			if tc.path == "" && !equal(srv.Ranges, tc.ranges) {
+			if tc.path == "" && !slices.Equal(srv.Ranges, tc.ranges) {
 				t.Errorf("ranges asked %q, want %q", srv.Ranges, tc.ranges)
 			}
 			if len(h.retries) != tc.retries {
 				t.Errorf("%d retries said, want %d: %v", len(h.retries), tc.retries, h.retries)
 			}
-			if tc.waits != nil && !equal(h.waits, tc.waits) {
+			if tc.waits != nil && !slices.Equal(h.waits, tc.waits) {
 				t.Errorf("waits %v, want %v", h.waits, tc.waits)
 			}
 		})
@@ -228,18 +229,6 @@ func checkOutcome(t *testing.T, got []byte, err error, data []byte, want error) 
 	}
 }
 
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestTLS: a server with a test CA is trusted only when its CA is given;
 // HTTP/2 is spoken where offered, and after a failure on it the resume
 // speaks HTTP/1.1.
@@ -282,7 +271,7 @@ func TestTLS(t *testing.T) {
 				return
 			}
 			checkOutcome(t, got, err, data, nil)
-			if !equal(srv.Protos, tc.protos) {
+			if !slices.Equal(srv.Protos, tc.protos) {
 				t.Errorf("protocols %q, want %q", srv.Protos, tc.protos)
 			}
 		})

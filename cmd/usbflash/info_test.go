@@ -10,7 +10,7 @@ import (
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/internal/jsonevents"
-	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/readerinfo"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
@@ -38,20 +38,20 @@ func TestInfoCommand(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	var rep infoReport
+	var rep readerinfo.Target
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
 	// The card's VPD serial is not asked for, as Linux asks a USB disk
 	// for no VPD page; the reader's USB serial names it.
 	if rep.LUN == nil || rep.LUN.Bytes != 8<<20 || rep.LUN.BlockSize != 4096 || rep.LUN.Serial != "" ||
-		rep.SimReader == nil || *rep.SimReader != (simReaderReport{VID: "0bda", PID: "0158", BCDDevice: "5888", Serial: "XYZ"}) || rep.Quirks != nil {
+		rep.SimReader == nil || *rep.SimReader != (readerinfo.SimReader{VID: "0bda", PID: "0158", BCDDevice: "5888", Serial: "XYZ"}) || rep.Quirks != nil {
 		t.Errorf("info = %+v / %+v / %+v", rep, rep.LUN, rep.SimReader)
 	}
 	// Asked for VPD pages (a flag the kernel has no letter for), by the
 	// sim's own quirks=.
 	r = runCLI(t, "info", "--json", "sim:"+card8+"?block=4096&serial=XYZ&quirks=TRY_VPD_PAGES")
-	rep = infoReport{}
+	rep = readerinfo.Target{}
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -65,14 +65,14 @@ func TestInfoCommand(t *testing.T) {
 
 	card := writeFile(t, "card.img", make([]byte, 4<<20))
 	datafab := "sim:" + card + "?vid=07c4&pid=a4a5&bcd=0100"
-	info := func(env string, args ...string) (infoReport, string) {
+	info := func(env string, args ...string) (readerinfo.Target, string) {
 		t.Helper()
 		t.Setenv("USBFLASH_QUIRKS", env)
 		r := runCLI(t, append([]string{"info", "--json"}, args...)...)
 		if r.code != exitOK {
 			t.Fatalf("info %v: exit %d: %s", args, r.code, r.stderr)
 		}
-		var rep infoReport
+		var rep readerinfo.Target
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatal(err)
 		}
@@ -114,28 +114,6 @@ func TestInfoCommand(t *testing.T) {
 	}
 }
 
-// TestListShowsQuirks: list's row of a reader names its quirk flags, in
-// the table and in JSON, with their sources and its bcdDevice.
-func TestListShowsQuirks(t *testing.T) {
-	t.Parallel()
-	info := usbdev.Info{VID: 0x07c4, PID: 0xa4a5, BCDDevice: 0x0100, Bus: 1, Address: 4, PortPath: "1-2", Supported: true}
-	r := drive.Reader{Info: info, Name: "usb:1.4", Quirks: usbms.ResolveQuirks(0x07c4, 0xa4a5, 0x0100, usbms.QuirkOverrides{Setting: "07c4:a4a5:w"}, ""),
-		KernelDisks: []usbdev.KernelDisk{{LUN: 0, Node: "/dev/sdz", Size: 1 << 30}}}
-	rep := describeReader(r)
-	if rep.BCDDevice != "0100" || rep.Quirks == nil || rep.Quirks.Flags != "w" || rep.Quirks.From[0].Source != "--quirks" || rep.Quirks.From[0].Letter != "w" {
-		t.Errorf("list row %+v, quirks %+v", rep, rep.Quirks)
-	}
-	var out bytes.Buffer
-	printReaders(&out, []readerReport{rep})
-	if !strings.Contains(out.String(), "quirks w") {
-		t.Errorf("list table:\n%s", out.String())
-	}
-	b, _ := json.Marshal(rep)
-	if !strings.Contains(string(b), `"quirks":{"flags":"w","from":[{"flag":"NO_WP_DETECT","letter":"w","source":"--quirks","detail":"07c4:a4a5:w"}]}`) {
-		t.Errorf("list JSON %s", b)
-	}
-}
-
 // TestListMarksReadersWithoutPermission: a reader this user may not open
 // is listed all the same, marked, the kernel's disks of one the kernel
 // holds shown from sysfs; what would give access is said once.
@@ -153,12 +131,12 @@ func TestListMarksReadersWithoutPermission(t *testing.T) {
 		{Index: 1, Info: info(5), Name: "usb:1.5", Access: denied(5), KernelDisks: []usbdev.KernelDisk{{LUN: 0, Node: "/dev/sdz", Size: 1 << 30}}},
 		{Index: 2, Info: info(6), Name: "usb:1.6", KernelDisks: []usbdev.KernelDisk{{LUN: 0, Node: "/dev/sdy", Size: 1 << 30}}},
 	}
-	var reps []readerReport
+	var reps []readerinfo.Reader
 	for _, r := range found {
-		reps = append(reps, describeReader(r))
+		reps = append(reps, readerinfo.DescribeReader(r, readerWords()))
 	}
 	var out bytes.Buffer
-	printReaders(&out, reps)
+	readerinfo.PrintReaders(&out, reps)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 4 || !strings.Contains(lines[1], "usb:1.4") || !strings.HasSuffix(lines[1], "no permission") ||
 		!strings.Contains(lines[2], "/dev/sdz") || !strings.Contains(lines[2], "no permission") || strings.Contains(lines[3], "no permission") {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/usbflash/usbflash/readerinfo"
 )
 
 // TestTransport: --transport picks Bulk-Only or UAS for a sim reader that
@@ -53,7 +55,7 @@ func TestTransport(t *testing.T) {
 				t.Fatalf("card differs from the image (%v)", err)
 			}
 			r = runCLI(t, "info", "--json", "--transport", c.flag, "sim:"+card+"?"+c.opts)
-			var rep infoReport
+			var rep readerinfo.Target
 			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.LUN == nil || rep.LUN.Transport != c.transport || rep.LUN.UASStreams != int(c.streams) {
 				t.Errorf("info: %v, %+v", err, rep.LUN)
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/metrics"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/readerinfo"
 	"github.com/usbflash/usbflash/termui"
 )
 
@@ -316,7 +317,7 @@ func (a *app) confirmOverwrite(cards []*drive.Device, what string) error {
 	}
 	var b strings.Builder
 	for _, d := range cards {
-		fmt.Fprintf(&b, "Target: %s\n%s\n", d.Name, identityLine(d))
+		fmt.Fprintf(&b, "Target: %s\n%s\n", d.Name, readerinfo.IdentityLine(d))
 	}
 	if len(cards) == 1 {
 		fmt.Fprintf(a.stderr, "%sWrite %s to it? ALL DATA ON IT WILL BE LOST. [y/N] ", b.String(), what)
@@ -338,26 +339,6 @@ func (a *app) answeredYes() bool {
 		return true
 	}
 	return false
-}
-
-// identityLine is the one line that lets a person recognise a card.
-func identityLine(d *drive.Device) string {
-	var parts []string
-	if u, ok := d.Dev.(drive.USBReader); ok {
-		info := u.USBInfo()
-		parts = append(parts, strings.TrimSpace(info.Manufacturer+" "+info.Product), "serial "+orDash(info.Serial))
-	} else if r, ok := d.Dev.(drive.ReaderSlot); ok && r.ReaderID().Serial != "" {
-		parts = append(parts, "serial "+r.ReaderID().Serial)
-	}
-	if s, ok := d.Dev.(drive.SCSI); ok {
-		inq := s.SCSI().Inquiry()
-		parts = append(parts, strings.TrimSpace(inq.Vendor+" "+inq.Product+" "+inq.Revision))
-		if s := s.SCSI().Serial(); s != "" {
-			parts = append(parts, "card serial "+s)
-		}
-	}
-	parts = append(parts, units.FormatBytes(d.Capacity()))
-	return "  " + strings.Join(parts, ", ")
 }
 
 func describeSize(src *imagesrc.Source) string {

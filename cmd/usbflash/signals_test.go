@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -82,12 +83,13 @@ func exitStatusOf(t *testing.T, err error) int {
 // file size limit, and what the binary links.
 func TestProcess(t *testing.T) {
 	t.Parallel()
+	procs := concurrently(t)
+	defer procs.wait()
 	bin := usbflashBinary(t)
 	img := testImage(4 << 20)
 	image := writeFile(t, "os.img", img)
 
-	t.Run("closed stdout does not stop a write", func(t *testing.T) {
-		t.Parallel()
+	procs.run("closed stdout does not stop a write", func(t *testing.T) {
 		card := filepath.Join(t.TempDir(), "card.img")
 		var stderr bytes.Buffer
 		// usbflash write --json ... | head -1
@@ -110,8 +112,7 @@ func TestProcess(t *testing.T) {
 		}
 	})
 
-	t.Run("a second signal during a preserve restore keeps the bytes in a file", func(t *testing.T) {
-		t.Parallel()
+	procs.run("a second signal during a preserve restore keeps the bytes in a file", func(t *testing.T) {
 		card := benchCard(t)
 		orig, _ := os.ReadFile(card)
 		tmp := t.TempDir()
@@ -148,8 +149,7 @@ func TestProcess(t *testing.T) {
 		}
 	})
 
-	t.Run("a second signal while check puts blocks back leaves one command that puts them back", func(t *testing.T) {
-		t.Parallel()
+	procs.run("a second signal while check puts blocks back leaves one command that puts them back", func(t *testing.T) {
 		// Half pattern, half zeros: zero regions must go back too (dd
 		// conv=sparse skips them).
 		card := writeFile(t, "card.img", append(testImage(32<<20), make([]byte, 32<<20)...))
@@ -186,8 +186,7 @@ func TestProcess(t *testing.T) {
 		}
 	})
 
-	t.Run("read to a disk that takes no more", func(t *testing.T) {
-		t.Parallel()
+	procs.run("read to a disk that takes no more", func(t *testing.T) {
 		sh, err := exec.LookPath("sh")
 		if err != nil {
 			t.Skip("no sh to set a file size limit with")
@@ -211,8 +210,7 @@ func TestProcess(t *testing.T) {
 		noFiles(t, dir)
 	})
 
-	t.Run("a second signal during read removes OUT.part", func(t *testing.T) {
-		t.Parallel()
+	procs.run("a second signal during read removes OUT.part", func(t *testing.T) {
 		card := cardWith(t, holeyImage(), 16<<20)
 		dir := t.TempDir()
 		// Each READ takes 4 s: the first signal waits for the one in flight.
@@ -255,8 +253,7 @@ func TestProcess(t *testing.T) {
 	// graceful path: finish the command in flight, sync, say how far it got,
 	// exit 130, the first transfer zeroed and the rest of what it says it
 	// wrote on the card.
-	t.Run("one stop request is one stop", func(t *testing.T) {
-		t.Parallel()
+	procs.run("one stop request is one stop", func(t *testing.T) {
 		timeoutCmd, err := exec.LookPath("timeout")
 		if err != nil {
 			t.Fatalf("no timeout(1) on PATH (coreutils): %v", err)
@@ -281,6 +278,8 @@ func TestProcess(t *testing.T) {
 		// timeout's own timer: SIGALRM is what it gets when the time is up,
 		// so the test picks the moment instead of guessing a duration.
 		timedOut := func(cmd *exec.Cmd) error { return cmd.Process.Signal(syscall.SIGALRM) }
+		stops := concurrently(t)
+		defer stops.wait()
 		for _, tc := range []struct {
 			name string
 			wrap []string // the command line before usbflash's
@@ -297,8 +296,7 @@ func TestProcess(t *testing.T) {
 			{"SIGINT to the process and its group", nil, true, group(syscall.SIGINT), []string{"interrupted"}},
 			{"SIGTERM then SIGHUP to the process and its group (systemd, SendSIGHUP=yes)", nil, true, group(syscall.SIGTERM, syscall.SIGHUP), []string{"terminated", "hangup (the terminal went away)"}},
 		} {
-			t.Run(tc.name, func(t *testing.T) {
-				t.Parallel()
+			stops.run(tc.name, func(t *testing.T) {
 				card := filepath.Join(t.TempDir(), "card.img")
 				args := append(slices.Clone(tc.wrap), bin, "write", "--json", "--yes", "--transfer-size", "256KiB",
 					image, "sim:"+card+"?size=16MiB&speed=1MB/s")
@@ -353,8 +351,7 @@ func TestProcess(t *testing.T) {
 	// writer, the LaTeX symbol tables, the Liberation fonts) for one option of
 	// one command; the plot is drawn with chartdraw, whose fonts are read when
 	// a plot is drawn.
-	t.Run("the binary links no package whose init is costly", func(t *testing.T) {
-		t.Parallel()
+	procs.run("the binary links no package whose init is costly", func(t *testing.T) {
 		goTool, err := exec.LookPath("go")
 		if err != nil {
 			t.Fatalf("no go command on PATH: %v", err)
@@ -417,3 +414,28 @@ func secondRequestAt(t *testing.T, cmd *exec.Cmd, lines *bufio.Scanner, what str
 	cmd.Process.Kill()
 	t.Fatalf("no line with %q", what)
 }
+
+// group runs subtests at once, each t.Run in a goroutine of its own (as
+// testing allows), in the one parallel slot of the test that made it.
+// TestProcess's subtests wait on child processes and on their simulated
+// cards' clocks, not on the CPU; as parallel subtests they would each
+// hold one of the slots go test has as many of as there are CPUs.
+type group struct {
+	t  *testing.T
+	wg sync.WaitGroup
+}
+
+func concurrently(t *testing.T) *group { return &group{t: t} }
+
+// run starts the subtest f.
+func (g *group) run(name string, f func(t *testing.T)) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		g.t.Run(name, f)
+	}()
+}
+
+// wait returns once every subtest has ended: before the test that made
+// the group returns.
+func (g *group) wait() { g.wg.Wait() }

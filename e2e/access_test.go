@@ -3,12 +3,15 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/usbflash/usbflash/internal/dist"
 )
 
 // TestNonRootAccess: usbflash run as a user without root in the guest.
@@ -101,4 +104,119 @@ cp `+p+` /tmp/user.img && chmod 644 /tmp/user.img && su flash -c id`)
 	r = asUser("write", "/tmp/user.img", target, "--yes")
 	wantCode(t, r, 0, "write and verify with access")
 	checkCard(t, card, img)
+}
+
+// TestDebWithUdevd: the amd64 .deb that make dist builds, installed by
+// dpkg (busybox's) into a guest that runs Debian's own udevd (the udev
+// package's udevadm as systemd-udevd, with its 50-udev-default.rules, the
+// libraries it links taken from Debian's packages): the package's
+// postinst reloads udevd, the package's rule tags the reader uaccess (the
+// guest has no logind, so no seat turns the tag into an ACL: the seat's
+// user is not tested here) and leaves a non-root user without access,
+// advised that the rule serves the seat only; the rule's group variant, as
+// an administrator enables it, is applied by udevd, and the user in the
+// group lists, writes and verifies the card with the packaged binary.
+// USBFLASH_E2E_DEB names a .deb to use instead of building one.
+func TestDebWithUdevd(t *testing.T) {
+	card := newCard(t, 16<<20)
+	const serial = "E2EUDEV1"
+	target := serialTarget(serial)
+	deb := os.Getenv("USBFLASH_E2E_DEB")
+	if deb == "" {
+		out := t.TempDir()
+		names, err := dist.Build(context.Background(), dist.Options{Repo: moduleRoot(), Out: out,
+			Platforms: []dist.Platform{dist.Platforms()[0]}, Log: testWriter{t}})
+		if err != nil {
+			t.Fatalf("make dist: %v", err)
+		}
+		for _, n := range names {
+			if strings.HasSuffix(n, "_amd64.deb") {
+				deb = filepath.Join(out, n)
+			}
+		}
+	}
+	logf := func(f string, a ...any) { t.Logf(f, a...) }
+	udev, err := DebFiles(ArchAMD64, "udev", logf)
+	if err != nil {
+		skipOrFail(t, "Debian's udev: %v", err)
+	}
+	shared, err := DebFiles(ArchAMD64, "libsystemd-shared", logf)
+	if err != nil {
+		skipOrFail(t, "Debian's libsystemd-shared: %v", err)
+	}
+	m := boot(t, MachineSpec{Controller: XHCI, Readers: []Reader{{Serial: serial, LUNs: []LUN{{Backing: card}}}}})
+	udevadm := filepath.Join(udev, "bin", "udevadm")
+	libs, err := LibClosure(ArchAMD64, udevadm, filepath.Join(shared, "usr", "lib", ArchAMD64.Triplet, "systemd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, l := range libs {
+		if err := linkOrCopy(l, filepath.Join(m.Share, "lib", name)); err != nil && !fileExists(filepath.Join(m.Share, "lib", name)) {
+			t.Fatal(err)
+		}
+	}
+	for src, dst := range map[string]string{udevadm: "udevadm", deb: "usbflash.deb",
+		filepath.Join(udev, "lib", "udev", "rules.d", "50-udev-default.rules"): "50-udev-default.rules"} {
+		if err := linkOrCopy(src, filepath.Join(m.Share, dst)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	installLoader(t, m, udevadm)
+	img := makeImage(36, 3<<20+512)
+	p := putImage(t, m, "deb.img", img, "raw")
+	guest(t, m, `mkdir -p /usr/lib/udev/rules.d /etc/udev/rules.d /run/udev /var/lib/dpkg/info /var/lib/dpkg/updates &&
+touch /var/lib/dpkg/status && cp /host/udevadm /usr/bin/udevadm && ln -s /usr/bin/udevadm /usr/bin/systemd-udevd &&
+cp /host/50-udev-default.rules /usr/lib/udev/rules.d/ && systemd-udevd --daemon && udevadm --version &&
+echo 'flash:x:1000:1000::/tmp:/bin/sh' >>/etc/passwd && echo 'root:x:0:' >>/etc/group &&
+echo 'flash:x:1000:' >>/etc/group && echo 'usbflash:x:1001:flash' >>/etc/group &&
+cp `+p+` /tmp/deb.img && chmod 644 /tmp/deb.img`)
+	r := guest(t, m, "dpkg -i /host/usbflash.deb && ls -l /usr/bin/usbflash /usr/lib/udev/rules.d/70-usbflash.rules && udevadm settle")
+	t.Logf("dpkg -i:\n%s", r)
+	node := strings.TrimSpace(guest(t, m, `for d in /sys/bus/usb/devices/*; do
+  [ "$(cat $d/serial 2>/dev/null)" = `+serial+` ] && printf '/dev/bus/usb/%03d/%03d\n' $(cat $d/busnum) $(cat $d/devnum); done; true`).Stdout)
+	if !strings.HasPrefix(node, "/dev/bus/usb/") {
+		t.Fatalf("no device node for %s: %q", serial, node)
+	}
+	// The postinst's reload and trigger ran the package's rule: the
+	// reader is tagged for the seat's user; no group is given access.
+	r = guest(t, m, "udevadm info "+node+" && ls -ln "+node)
+	if !strings.Contains(r.Stdout, ":080650:") || !strings.Contains(r.Stdout, "uaccess") {
+		t.Errorf("udevd did not tag the reader uaccess:\n%s", r)
+	}
+	asUser := func(args ...string) Result {
+		t.Helper()
+		cmd := "timeout -s TERM 100 /usr/bin/usbflash " + sh(args...)
+		r, err := m.Run("su flash -c "+sh(cmd), 2*time.Minute)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, r)
+		}
+		t.Logf("$ (flash) usbflash %s\n%s", strings.Join(args, " "), r)
+		return r
+	}
+	r = asUser("write", "/tmp/deb.img", target, "--yes")
+	wantCode(t, r, 5, "write with the package's rule, no seat")
+	wantText(t, r, "write with the package's rule, no seat", "/usr/lib/udev/rules.d/70-usbflash.rules opens readers to the user at the seat (a local login) only")
+
+	// The group variant, as usage.md says to enable it.
+	r = guest(t, m, `cp /usr/lib/udev/rules.d/70-usbflash.rules /etc/udev/rules.d/ && sed -i 's/^# ACTION/ACTION/' /etc/udev/rules.d/70-usbflash.rules &&
+udevadm control --reload && udevadm trigger --subsystem-match=usb && udevadm settle && ls -l `+node)
+	if !strings.HasPrefix(r.Stdout, "crw-rw----") || !strings.Contains(r.Stdout, " usbflash ") {
+		t.Errorf("udevd did not give the node to the group usbflash, 0660:\n%s", r)
+	}
+	r = asUser("list")
+	wantCode(t, r, 0, "list in the group")
+	if strings.Contains(all(r), "no permission") || !strings.Contains(r.Stdout, target) {
+		t.Errorf("list in the group:\n%s", r)
+	}
+	r = asUser("write", "/tmp/deb.img", target, "--yes")
+	wantCode(t, r, 0, "write and verify in the group")
+	checkCard(t, card, img)
+}
+
+// testWriter logs what is written to it, line by line.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

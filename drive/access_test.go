@@ -42,7 +42,7 @@ func TestInstalledRule(t *testing.T) {
 // deniedReaders lists infos and refuses access to those in denied.
 func deniedReaders(infos []usbdev.Info, denied map[int]bool) *Readers {
 	return &Readers{
-		listFn: func(context.Context) ([]usbdev.Info, error) { return infos, nil },
+		List: func(context.Context) ([]usbdev.Info, error) { return infos, nil },
 		accessFn: func(info usbdev.Info) error {
 			if denied[info.Address] {
 				return usbdev.NewError("opening "+info.DevNode(), info, usbdev.ErrPermission, errors.New("permission denied"))

@@ -35,9 +35,13 @@ type Readers struct {
 	// (usbms.SettingTransport); "" is auto.
 	Transport string
 
-	// listFn and accessFn stand for the backend's enumeration and
-	// access check in tests; nil: the backend's (ListUSB, accessUSB).
-	listFn   func(context.Context) ([]usbdev.Info, error)
+	// List is the enumeration of USB readers; nil: the backend's
+	// (ListUSB). A caller shows a command another machine through it
+	// (one without USB access, or with other readers).
+	List func(context.Context) ([]usbdev.Info, error)
+
+	// accessFn stands for the backend's access check in tests; nil: the
+	// backend's (accessUSB).
 	accessFn func(usbdev.Info) error
 
 	once  sync.Once
@@ -48,8 +52,8 @@ type Readers struct {
 func (r *Readers) list(ctx context.Context) ([]usbdev.Info, error) {
 	r.once.Do(func() {
 		list := ListUSB
-		if r.listFn != nil {
-			list = r.listFn
+		if r.List != nil {
+			list = r.List
 		}
 		r.infos, r.err = list(ctx)
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/internal/stopsignal"
 	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // app holds what every command shares: the process's streams. Commands get
@@ -40,6 +42,9 @@ type app struct {
 	quirks string
 	// transport is --transport: auto, bot or uas.
 	transport string
+	// listUSB is how the readers are enumerated; nil: the backend's.
+	// Tests show a machine without USB through it.
+	listUSB func(context.Context) ([]usbdev.Info, error)
 }
 
 // newReaders is the command's enumeration of readers, with the quirk
@@ -53,7 +58,7 @@ func (a *app) newReaders() (*drive.Readers, error) {
 	if err := usbms.CheckTransportSetting(a.transport); err != nil {
 		return nil, err
 	}
-	return &drive.Readers{Quirks: o, Transport: a.transport}, nil
+	return &drive.Readers{Quirks: o, Transport: a.transport, List: a.listUSB}, nil
 }
 
 func newRootCommand(a *app) *cobra.Command {

@@ -21,6 +21,7 @@ import (
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/region"
+	"github.com/usbflash/usbflash/termui"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/sim"
 	"github.com/usbflash/usbflash/usbms/usbdev"
@@ -39,9 +40,6 @@ func settingFlag(s failure.Setting) string {
 	}
 	return ""
 }
-
-// errNotConfirmed is a write nobody confirmed.
-var errNotConfirmed = failure.New(failure.Refused, "not confirmed")
 
 // explain is what a person reads of err: the facts, each once, and one
 // piece of advice ("" when there is none worth giving).
@@ -202,7 +200,7 @@ func adviceTable() []advice {
 		{failure.Refused, is(drive.ErrTooSmallImage), text("pass --force to write it anyway")},
 		{failure.Refused, as[*imagedst.ExistsError](), text("pass --force to overwrite it")},
 		{failure.Refused, as[*imagedst.SizeError](), text("give a smaller --size, or leave it out to read the whole card")},
-		{failure.Refused, is(errNotConfirmed), text("pass --yes to write without being asked")},
+		{failure.Refused, is(termui.ErrNotConfirmed), text("pass --yes to write without being asked")},
 		{failure.Refused, is(blockdev.ErrWriteProtected), text("slide the card's lock switch to unlock it, or use another card")},
 		{failure.Refused, as[*blockdev.CapacityError](), text("use a larger card")},
 		{failure.Refused, is(usbms.ErrCapacityOffByOne), text(capacityAdvice)},

@@ -342,7 +342,7 @@ func driveAdviceCases(t *testing.T) []adviceCase {
 // pipelineAdviceCases are the kinds the pipeline and the CLI itself report.
 func pipelineAdviceCases() []adviceCase {
 	return []adviceCase{
-		{"pipeline/not confirmed", fmt.Errorf("%w: no terminal to ask on", errNotConfirmed), "pass --yes to write without being asked"},
+		{"pipeline/not confirmed", fmt.Errorf("%w: no terminal to ask on", termui.ErrNotConfirmed), "pass --yes to write without being asked"},
 		{"pipeline/too large", &blockdev.CapacityError{Device: "sim:x", ImageSize: 3 << 20, Capacity: 2 << 20}, "use a larger card"},
 		{"pipeline/verify", &pipeline.VerifyError{Device: "sim:x", LBA: 8, Offset: 4096, Want: 1, Got: 2},
 			"write the image again; if the difference stays, the card is failing or fake: use another card"},

@@ -69,8 +69,7 @@ the kernel made for a usb: reader (before usbflash takes the interface),
 		},
 		ValidArgsFunction: targetArgs(false),
 		RunE: func(c *cobra.Command, args []string) error {
-			rep := a.reporterFor(f.asJSON, f.quiet)
-			return a.reported(rep, func() error {
+			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
 				spec, err := compareArg(args, &f)
 				if err != nil {
 					return err

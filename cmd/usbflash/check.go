@@ -41,17 +41,16 @@ for a card whose content does not matter; it asks first, as write does.`,
 		Args:              exactArgs(1, "TARGET"),
 		ValidArgsFunction: targetArgs(false),
 		RunE: func(c *cobra.Command, args []string) error {
-			rep := a.reporterFor(f.asJSON, f.quiet)
-			return a.reported(rep, func() error {
+			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
 				maxCache, err := parseMaxCache(f.maxCache)
 				if err != nil {
 					return err
 				}
-				t, err := drive.Parse(args[0])
+				t, readers, err := a.target(args[0])
 				if err != nil {
 					return err
 				}
-				return a.check(c.Context(), rep, t, maxCache, f)
+				return a.check(c.Context(), rep, t, readers, maxCache, f)
 			})
 		},
 	}
@@ -65,11 +64,7 @@ for a card whose content does not matter; it asks first, as write does.`,
 	return c
 }
 
-func (a *app) check(ctx context.Context, rep termui.Reporter, t drive.Spec, maxCache int64, f checkFlags) error {
-	readers, err := a.newReaders()
-	if err != nil {
-		return err
-	}
+func (a *app) check(ctx context.Context, rep termui.Reporter, t drive.Spec, readers *drive.Readers, maxCache int64, f checkFlags) error {
 	cfg := fakecheck.Config{Target: t, Readers: readers, Force: f.force, MaxCache: maxCache, Destructive: f.destructive,
 		// A second Ctrl-C keeps the saved blocks in a file before the
 		// process ends.
@@ -81,7 +76,7 @@ func (a *app) check(ctx context.Context, rep termui.Reporter, t drive.Spec, maxC
 			return a.confirmOverwrite([]*drive.Device{d}, "fake-card probe data (--destructive: nothing is restored)")
 		}
 	}
-	_, err = fakecheck.Run(ctx, cfg, &checkPresenter{rep: rep})
+	_, err := fakecheck.Run(ctx, cfg, &checkPresenter{rep: rep})
 	return err
 }
 

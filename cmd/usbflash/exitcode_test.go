@@ -18,6 +18,7 @@ import (
 	"github.com/usbflash/usbflash/internal/outfile"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/region"
+	"github.com/usbflash/usbflash/termui"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
@@ -46,7 +47,7 @@ func TestExitCodeClassification(t *testing.T) {
 		{&blockdev.CapacityError{}, exitRefused},
 		{&blockdev.CapacityError{Written: 512}, exitRefused}, // found by writing to the end: still does not fit
 		{&pipeline.ImageSizeError{}, exitSource},
-		{fmt.Errorf("%w: no terminal", errNotConfirmed), exitRefused},
+		{fmt.Errorf("%w: no terminal", termui.ErrNotConfirmed), exitRefused},
 		{fmt.Errorf("sim:x is %w", blockdev.ErrWriteProtected), exitRefused},
 		{&drive.Error{Err: drive.ErrInUse}, exitRefused},
 		{&drive.Error{Err: drive.ErrNotFound}, exitDevice},

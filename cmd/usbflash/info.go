@@ -21,22 +21,18 @@ reader is claimed, which detaches the kernel driver (refused while mounted,
 unless --force).`,
 		Args: exactArgs(1, "a TARGET"),
 		RunE: func(c *cobra.Command, args []string) error {
-			t, err := drive.Parse(args[0])
+			t, readers, err := a.target(args[0])
 			if err != nil {
 				return err
 			}
-			return a.info(c.Context(), t, asJSON)
+			return a.info(c.Context(), t, readers, asJSON)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c
 }
 
-func (a *app) info(ctx context.Context, t drive.Spec, asJSON bool) error {
-	readers, err := a.newReaders()
-	if err != nil {
-		return err
-	}
+func (a *app) info(ctx context.Context, t drive.Spec, readers *drive.Readers, asJSON bool) error {
 	d, err := drive.Open(ctx, t, drive.Options{ReadOnly: true, AllowNoMedium: true, Readers: readers})
 	if err != nil {
 		return err

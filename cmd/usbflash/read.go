@@ -54,13 +54,8 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 		Args:              exactArgs(2, "TARGET and OUT"),
 		ValidArgsFunction: readArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			rep := a.reporterFor(f.asJSON, f.quiet)
-			return a.reported(rep, func() error {
-				t, err := drive.Parse(args[0])
-				if err != nil {
-					return err
-				}
-				return a.backup(c.Context(), rep, c, t, args[1], f)
+			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
+				return a.backup(c.Context(), rep, c, args[0], args[1], f)
 			})
 		},
 	}
@@ -87,13 +82,16 @@ func readArgs(c *cobra.Command, args []string, toComplete string) ([]string, cob
 	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
-func (a *app) backup(ctx context.Context, rep termui.Reporter, c *cobra.Command, t drive.Spec, out string, f readFlags) error {
-	cfg := flash.BackupConfig{Out: out, Used: f.used, Force: f.force, Verify: f.verify, Buffers: f.buffers,
+func (a *app) backup(ctx context.Context, rep termui.Reporter, c *cobra.Command, target, out string, f readFlags) error {
+	t, readers, err := a.target(target)
+	if err != nil {
+		return err
+	}
+	cfg := flash.BackupConfig{Out: out, Readers: readers, Used: f.used, Force: f.force, Verify: f.verify, Buffers: f.buffers,
 		Observer: flash.ObserverFunc(func(e flash.Event) { presentBackup(rep, e) })}
 	if f.size != "" && f.used {
 		return &usageError{"--size and --used both say where to stop: pass one"}
 	}
-	var err error
 	if cfg.TransferSize, err = transferFlag(c, f.transferSize); err != nil {
 		return err
 	}
@@ -101,9 +99,6 @@ func (a *app) backup(ctx context.Context, rep termui.Reporter, c *cobra.Command,
 		if cfg.Size, err = units.ParseSize(f.size); err != nil || cfg.Size <= 0 {
 			return &usageError{fmt.Sprintf("--size %q: want a positive size such as 4GiB", f.size)}
 		}
-	}
-	if cfg.Readers, err = a.newReaders(); err != nil {
-		return err
 	}
 	b, err := flash.NewBackup(cfg)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/fakecheck"
 	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
@@ -32,8 +31,7 @@ one LIST was saved from is refused before anything is written.`,
 		Args:              exactArgs(2, "LIST TARGET"),
 		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {
-			rep := a.reporterFor(false, false)
-			return a.reported(rep, func() error { return a.restore(c.Context(), rep, args[0], args[1], force) })
+			return a.reported(false, false, func(rep termui.Reporter) error { return a.restore(c.Context(), rep, args[0], args[1], force) })
 		},
 	}
 	c.Flags().BoolVar(&force, "force", false, "write even though the target's disk is mounted")
@@ -41,11 +39,7 @@ one LIST was saved from is refused before anything is written.`,
 }
 
 func (a *app) restore(ctx context.Context, rep termui.Reporter, list, target string, force bool) error {
-	t, err := drive.Parse(target)
-	if err != nil {
-		return err
-	}
-	readers, err := a.newReaders()
+	t, readers, err := a.target(target)
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,17 @@ func (a *app) newReaders() (*drive.Readers, error) {
 	return &drive.Readers{Quirks: o, Transport: a.transport, List: a.listUSB}, nil
 }
 
+// target is the TARGET argument arg, parsed, and the readers it is opened
+// among.
+func (a *app) target(arg string) (drive.Spec, *drive.Readers, error) {
+	t, err := drive.Parse(arg)
+	if err != nil {
+		return t, nil, err
+	}
+	readers, err := a.newReaders()
+	return t, readers, err
+}
+
 func newRootCommand(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "usbflash",

@@ -37,17 +37,12 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 		Args:              exactArgs(2, "IMAGE and TARGET"),
 		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {
-			rep := a.reporterFor(asJSON, quiet)
-			return a.reported(rep, func() error {
+			return a.reported(asJSON, quiet, func(rep termui.Reporter) error {
 				transfer, err := transferFlag(c, transferSize)
 				if err != nil {
 					return err
 				}
-				t, err := drive.Parse(args[1])
-				if err != nil {
-					return err
-				}
-				readers, err := a.newReaders()
+				t, readers, err := a.target(args[1])
 				if err != nil {
 					return err
 				}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ import (
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/metrics"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/readerinfo"
 	"github.com/usbflash/usbflash/termui"
 )
 
@@ -76,8 +74,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 		Args:              writeArgs(&f),
 		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {
-			rep := a.reporterFor(f.asJSON, f.quiet)
-			return a.reported(rep, func() error {
+			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
 				var err error
 				if f.transfer, err = transferFlag(c, f.transferSize); err != nil {
 					return err
@@ -145,14 +142,12 @@ func transferFlag(c *cobra.Command, value string) (int, error) {
 	return int(transfer), nil
 }
 
-func (a *app) reporterFor(asJSON, quiet bool) termui.Reporter {
-	return termui.New(a.stdout, a.stderr, termui.Options{JSON: asJSON, Quiet: quiet, Terminal: a.stderrTerminal, LineEvery: a.lineEvery})
-}
-
-// reported runs a command's body and reports its error through rep, so a
-// JSON run ends with an error event and a progress bar is closed first.
-func (a *app) reported(rep termui.Reporter, body func() error) error {
-	err := withFlags(body())
+// reported runs a command's body with the reporter its --json and --quiet
+// choose, and reports its error through it, so a JSON run ends with an
+// error event and a progress bar is closed first.
+func (a *app) reported(asJSON, quiet bool, body func(termui.Reporter) error) error {
+	rep := termui.New(a.stdout, a.stderr, termui.Options{JSON: asJSON, Quiet: quiet, Terminal: a.stderrTerminal, LineEvery: a.lineEvery})
+	err := withFlags(body(rep))
 	if err != nil {
 		rep.Fail(newErrorEvent(err, exitCode(err)))
 		err = &reportedError{err}
@@ -308,37 +303,7 @@ func (a *app) confirm(cards []*drive.Device, image string, src *imagesrc.Source)
 // confirmOverwrite asks the person at the terminal whether to write what
 // (in words) over cards.
 func (a *app) confirmOverwrite(cards []*drive.Device, what string) error {
-	target := cards[0].Name
-	if len(cards) > 1 {
-		target = fmt.Sprintf("%d cards", len(cards))
-	}
-	if !a.interactive {
-		return fmt.Errorf("%w: no terminal to ask whether to overwrite %s", errNotConfirmed, target)
-	}
-	var b strings.Builder
-	for _, d := range cards {
-		fmt.Fprintf(&b, "Target: %s\n%s\n", d.Name, readerinfo.IdentityLine(d))
-	}
-	if len(cards) == 1 {
-		fmt.Fprintf(a.stderr, "%sWrite %s to it? ALL DATA ON IT WILL BE LOST. [y/N] ", b.String(), what)
-	} else {
-		fmt.Fprintf(a.stderr, "%sWrite %s to these %d cards? ALL DATA ON THEM WILL BE LOST. [y/N] ", b.String(), what, len(cards))
-	}
-	if a.answeredYes() {
-		return nil
-	}
-	return &refusedError{fmt.Sprintf("not confirmed: nothing was written to %s", target)}
-}
-
-// answeredYes reads one line from the person at the terminal: only y or
-// yes agrees.
-func (a *app) answeredYes() bool {
-	answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(answer)) {
-	case "y", "yes":
-		return true
-	}
-	return false
+	return termui.Prompt{In: a.stdin, Out: a.stderr, Interactive: a.interactive}.ConfirmOverwrite(cards, what)
 }
 
 func describeSize(src *imagesrc.Source) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/imagesrc/catalog"
 )
 
 // download checks the image against its publisher's SHA-256 before the
@@ -21,6 +22,9 @@ import (
 // stream (standard input, a pipe) is hashed as the decoder reads it, once.
 type download struct {
 	want, from string
+	// alsoDecoded is a sum the decoded image must have too, once the
+	// file matched (a catalog's extract_sha256), from alsoFrom; "": none.
+	alsoDecoded, alsoFrom string
 	// decodedOnly: the sum is the decoded image's (a list's line for
 	// os.img beside os.img.xz).
 	decodedOnly bool
@@ -38,7 +42,10 @@ type download struct {
 // findDownload is the sum the image is checked against (Config.SHA256, or
 // a list beside the image or its URL: readBeside, nil for a file), nil for none, and what the lists beside the
 // image that have no line for it say, for the session to pass on once.
-func findDownload(cfg Config, readBeside imagesrc.ReadFunc) (*download, []string, error) {
+func findDownload(cfg Config, readBeside imagesrc.ReadFunc, entry *catalog.Entry) (*download, []string, error) {
+	if d := catalogDownload(cfg, entry); d != nil {
+		return d, nil, nil
+	}
 	switch {
 	case cfg.SHA256 != "":
 		sum, err := imagesrc.ParseSHA256(cfg.SHA256)
@@ -157,8 +164,11 @@ func (s *session) checkDownload(ctx context.Context, src *imagesrc.Source) (stri
 		if file, err = d.fileSum(ctx, src); err != nil {
 			return "", &ImageError{Err: err}
 		}
-		if file == d.want {
+		if file == d.want && d.alsoDecoded == "" {
 			return "The image file matches " + d.the(), nil
+		}
+		if file == d.want {
+			return s.checkAlsoDecoded(ctx, d, src)
 		}
 	}
 	mismatch := &imagesrc.ChecksumMismatchError{Image: imageName(s.cfg.Image), From: d.from, Want: d.want, Got: file}
@@ -180,6 +190,19 @@ func (s *session) checkDownload(ctx context.Context, src *imagesrc.Source) (stri
 	}
 	mismatch.GotDecoded = decoded
 	return "", mismatch
+}
+
+// checkAlsoDecoded compares the decoded image with the second sum, once
+// the file matched the first.
+func (s *session) checkAlsoDecoded(ctx context.Context, d *download, src *imagesrc.Source) (string, error) {
+	decoded, err := d.decodedSum(ctx, src)
+	if err != nil {
+		return "", &ImageError{Err: err}
+	}
+	if decoded != d.alsoDecoded {
+		return "", &imagesrc.ChecksumMismatchError{Image: imageName(s.cfg.Image), From: d.alsoFrom, Want: d.alsoDecoded, GotDecoded: decoded}
+	}
+	return "The image file matches " + d.the() + ", and the decoded image the SHA-256 in " + d.alsoFrom, nil
 }
 
 // imageName is the image as a message names it.

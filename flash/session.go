@@ -13,6 +13,7 @@ import (
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/imagesrc/catalog"
 	"github.com/usbflash/usbflash/imagesrc/httpsrc"
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/pipeline"
@@ -93,6 +94,9 @@ type Config struct {
 	// CacheMax bounds it (0: only the free space, which it never fills).
 	Cache    string
 	CacheMax int64
+	// Catalog is the os_list (an http(s) URL or a file) an Image named
+	// catalog:NAME is looked up in.
+	Catalog string
 	// Readers is the command's enumeration of readers; nil: Run enumerates.
 	Readers *drive.Readers
 	// Check probes each card for a fake capacity after the pre-write
@@ -152,7 +156,8 @@ type session struct {
 	mu       sync.Mutex // serialises the observer and guards report
 	report   *Report
 	res      *Result
-	download *download // the image file's checksum check; nil: none
+	download *download      // the image file's checksum check; nil: none
+	entry    *catalog.Entry // the catalog entry Image named; nil: none
 	httpOnce sync.Once
 	http     *httpsrc.Client // an image at a URL's (url.go)
 }
@@ -259,6 +264,10 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 		cfg.Readers = &drive.Readers{}
 	}
 	s := newSession(cfg)
+	if err := s.resolveCatalog(ctx); err != nil {
+		return s.res, err
+	}
+	cfg.Image = s.cfg.Image // the catalog entry's URL
 	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
 		return s.res, err
 	}
@@ -283,7 +292,7 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	}
 	// The checksum is found before the image is opened (a stream is
 	// hashed from its first byte) and its trouble said after.
-	dl, dlNotes, dlErr := findDownload(cfg, s.readBeside(ctx))
+	dl, dlNotes, dlErr := findDownload(cfg, s.readBeside(ctx), s.entry)
 	src, err := s.openImage(ctx, dl)
 	if err != nil {
 		return s.res, err

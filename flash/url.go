@@ -62,6 +62,18 @@ func (s *session) readBeside(ctx context.Context) imagesrc.ReadFunc {
 // openImage opens the image; a stream is hashed as it is read when there
 // is a download to check (it cannot be read again).
 func (s *session) openImage(ctx context.Context, d *download) (*imagesrc.Source, error) {
+	src, err := s.openImageAt(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.expectCatalogSize(src); err != nil {
+		src.Close()
+		return nil, err
+	}
+	return src, nil
+}
+
+func (s *session) openImageAt(ctx context.Context, d *download) (*imagesrc.Source, error) {
 	opts := imagesrc.Options{HashStream: d != nil, Stdin: s.cfg.Stdin}
 	if !isURL(s.cfg.Image) {
 		src, err := imagesrc.OpenWith(s.cfg.Image, opts)

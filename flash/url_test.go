@@ -299,3 +299,68 @@ func TestRunURLCache(t *testing.T) {
 		})
 	}
 }
+
+// TestRunCatalog: catalog:NAME picks an entry of an os_list (exactly or by
+// an unambiguous prefix) and writes its URL, checked against both of the
+// entry's SHA-256s (the download's, then the decoded image's) before the
+// first transfer is written; the entry's size refuses a card too small
+// before anything is written.
+func TestRunCatalog(t *testing.T) {
+	t.Parallel()
+	img := testpattern.Bytes(3<<20+512, 41)
+	file := xzBytes(t, img)
+	srv := flakyhttp.New(flakyhttp.Version{Data: file, ETag: `"k"`}, nil)
+	srv.Path = "/os/os.img.xz"
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close) // after the parallel subtests
+	entry := func(name, dl, ex string, size int) string {
+		return fmt.Sprintf(`{"name": %q, "url": "os/os.img.xz", "image_download_sha256": %q, "extract_sha256": %q,
+			"extract_size": %d, "image_download_size": %d, "release_date": "2026-11-19", "devices": ["pi5-64bit"]}`,
+			name, dl, ex, size, len(file))
+	}
+	bad := strings.Repeat("0", 64)
+	srv.Files["/os_list.json"] = []byte(`{"os_list": [` + strings.Join([]string{
+		entry("Good OS", hexSum(file), hexSum(img), len(img)),
+		`{"name": "Others", "subitems": [` + entry("Bad Extract", hexSum(file), bad, len(img)) + `,` +
+			entry("Bad Download", bad, hexSum(img), len(img)) + `]}`,
+		entry("Huge OS", hexSum(file), hexSum(img), 64<<20),
+	}, ",") + `]}`)
+	for _, tc := range []struct {
+		name, image string
+		matched     string // the note that the write matched; "" for a failure
+		class       failure.Class
+		written     bool // the card was written to (its first transfer zeroed)
+	}{
+		{name: "both sums", image: "catalog:good", matched: "and the decoded image the SHA-256 in the catalog's entry Good OS (extract_sha256)"},
+		{name: "the decoded image's sum differs", image: "catalog:Bad Extract", class: failure.Image, written: true},
+		{name: "the download's sum differs", image: "catalog:others / bad d", class: failure.Image, written: true},
+		{name: "larger than the card", image: "catalog:Huge OS", class: failure.Refused},
+		{name: "ambiguous", image: "catalog:Bad", class: failure.Usage},
+		{name: "no such entry", image: "catalog:Fedora", class: failure.Usage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			card, spec := newSimCard(t)
+			log := &noteLog{}
+			_, err := Run(context.Background(), Config{Image: tc.image, Catalog: ts.URL + "/os_list.json", TransferSize: 1 << 20,
+				Buffers: 2, Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
+			notes := strings.Join(log.all(), "\n")
+			got, _ := os.ReadFile(card)
+			if tc.matched != "" {
+				if err != nil || !bytes.Equal(got[:len(img)], img) || !strings.Contains(notes, tc.matched) {
+					t.Fatalf("write: %v\nnotes:\n%s\nwant the image and a note saying %q", err, notes, tc.matched)
+				}
+				return
+			}
+			if failure.Of(err) != tc.class {
+				t.Fatalf("write: %v (class %v), want class %v\n%s", err, failure.Of(err), tc.class, notes)
+			}
+			switch {
+			case tc.written && (len(got) < len(img) || !bytes.Equal(got[:512], make([]byte, 512)) || !bytes.Equal(got[1<<20:len(img)], img[1<<20:])):
+				t.Error("the card is not the image with its first transfer zeroed")
+			case !tc.written && len(bytes.Trim(got, "\x00")) != 0:
+				t.Error("the card was written to")
+			}
+		})
+	}
+}

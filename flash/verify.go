@@ -21,6 +21,8 @@ import (
 type VerifyConfig struct {
 	Image string          // a path, an http(s) URL, or "-" for standard input
 	HTTP  httpsrc.Options // how a URL is read
+	// Catalog is the os_list an Image named catalog:NAME is looked up in.
+	Catalog string
 	// TransferSize is the bytes per READ, lowered to what the card takes;
 	// 0: pipeline.DefaultReadSize.
 	TransferSize int
@@ -53,7 +55,11 @@ type VerifyResult struct {
 // the image's format: found before reading when the image says its size,
 // at the card's end otherwise.
 func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResult, error) {
-	s := newSession(Config{Image: cfg.Image, Observer: cfg.Observer, HTTP: cfg.HTTP})
+	s := newSession(Config{Image: cfg.Image, Observer: cfg.Observer, HTTP: cfg.HTTP, Catalog: cfg.Catalog})
+	if err := s.resolveCatalog(ctx); err != nil {
+		return nil, err
+	}
+	cfg.Image = s.cfg.Image
 	transfer := cfg.TransferSize
 	if transfer == 0 {
 		transfer = pipeline.DefaultReadSize

@@ -29,6 +29,10 @@ import (
 // *CardsError when some did not.
 func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) {
 	s := newSession(cfg)
+	if err := s.resolveCatalog(ctx); err != nil {
+		return s.res, err
+	}
+	cfg.Image = s.cfg.Image // the catalog entry's URL
 	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
 		return s.res, err
 	}
@@ -48,7 +52,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	}
 	// The image must open now, not at the first card; it stays open for
 	// its checksum, hashed once for every card.
-	dl, dlNotes, dlErr := findDownload(cfg, s.readBeside(ctx))
+	dl, dlNotes, dlErr := findDownload(cfg, s.readBeside(ctx), s.entry)
 	if dlErr == nil {
 		// With a cache, a URL is read once, before the first card.
 		if err := s.prefetch(ctx, dl); err != nil {

@@ -174,3 +174,14 @@ func zstdMagicPrefix(b []byte) bool {
 	}
 	return bytes.HasPrefix(frame, b)
 }
+
+// ExpectSize states the decoded image's size as the source the image was
+// named in gives it (a catalog), when the container states none: reading
+// is then checked against it as against a container's (a different size
+// is damage), and a card too small is known before anything is written.
+// Call it before the first Read; it changes nothing when Size is exact.
+func (s *Source) ExpectSize(n int64) {
+	if !s.SizeExact && n > 0 {
+		s.Size, s.SizeExact = n, true
+	}
+}

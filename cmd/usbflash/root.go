@@ -109,6 +109,7 @@ Targets:
 		newBenchCommand(a),
 		newCheckCommand(a),
 		newRestoreCommand(a),
+		newCatalogCommand(a),
 	)
 	if c := genDocsCommand(); c != nil {
 		root.AddCommand(c)

@@ -30,6 +30,8 @@ func flagOf(s failure.Setting) string {
 		return "--sha256-keyring and --sha256"
 	case flash.SettingCache:
 		return "--cache"
+	case flash.SettingCatalog:
+		return "--catalog"
 	case flash.SettingSize:
 		return "--size"
 	case flash.SettingOut:

@@ -23,6 +23,7 @@ func newVerifyCommand(a *app) *cobra.Command {
 		bmapPath      string
 		noBmap        bool
 		repair        bool
+		catalog       string
 	)
 	c := &cobra.Command{
 		Use:   "verify IMAGE TARGET",
@@ -47,7 +48,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 					return err
 				}
 				return a.verify(c.Context(), rep, flash.VerifyConfig{Image: args[0], TransferSize: transfer,
-					BlockMap: flash.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair}, t)
+					BlockMap: flash.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair, Catalog: catalog}, t)
 			})
 		},
 	}
@@ -56,6 +57,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")
 	c.Flags().StringVar(&bmapPath, "bmap", "", "compare only the ranges this bmaptool block map lists (default: IMAGE.bmap next to the image, as write finds it)")
 	c.Flags().BoolVar(&noBmap, "no-bmap", false, "compare every byte even when a block map lies next to the image")
+	addCatalogFlag(c, &catalog)
 	c.Flags().BoolVar(&repair, "repair", false, "when the card differs, write the blocks that differ again (and only those) and compare again, up to 3 times; the card is opened to be written")
 	return c
 }

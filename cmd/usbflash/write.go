@@ -48,6 +48,7 @@ type writeFlags struct {
 	repair                  bool
 	stopTimeout             time.Duration // --watch: how long a stop request lets cards finish
 	cache, cacheSize        string        // --cache DIR, --cache-size
+	catalog                 string        // --catalog
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -110,6 +111,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.StringVar(&f.metrics.Textfile, "metrics-textfile", "", "keep Prometheus metrics in this file (for node_exporter's textfile collector), rewritten atomically after every card")
 	fl.StringVar(&f.cache, "cache", "", "keep an image read from a URL in this directory, named by its SHA-256: reused by later writes, a cut-short one resumed from where it ended")
 	fl.StringVar(&f.cacheSize, "cache-size", "0", "with --cache: at most this much in the directory, the least recently used going first (0: bounded only by the free space, of which 1 GiB is always left)")
+	addCatalogFlag(c, &f.catalog)
 	f.bmap.register(fl)
 	f.custom.register(fl)
 	return c
@@ -168,7 +170,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
 		return err
 	}
-	cfg.Cache = f.cache
+	cfg.Cache, cfg.Catalog = f.cache, f.catalog
 	if cfg.CacheMax, err = units.ParseSize(f.cacheSize); err != nil {
 		return &usageError{fmt.Sprintf("--cache-size: %v", err)}
 	}

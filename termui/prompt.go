@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+
+	"golang.org/x/term"
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
@@ -14,6 +17,13 @@ import (
 // ErrNotConfirmed is an overwrite nobody could confirm: there was no
 // terminal to ask at.
 var ErrNotConfirmed = failure.New(failure.Refused, "not confirmed")
+
+// IsTerminal says whether f (a stream) is a terminal: a person answers
+// at it, or reads a progress bar drawn on it.
+func IsTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
+}
 
 // Prompt asks the person at a terminal.
 type Prompt struct {

@@ -361,15 +361,6 @@ func containerAdvice(container string) string {
 	return "turn it into a raw disk image first"
 }
 
-// sourceError classifies an error from opening the image, which already
-// names it: an image failure unless it says its own class.
-func sourceError(err error) error {
-	if failure.Of(err) != failure.Unknown {
-		return err
-	}
-	return failure.Wrap(failure.Image, err)
-}
-
 // restoreAdvice says how to put back a region --preserve could not.
 func restoreAdvice(e *region.RestoreError) string {
 	if e.File == "" {

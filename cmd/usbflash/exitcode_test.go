@@ -11,6 +11,7 @@ import (
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/cardbench"
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/filedev"
 	"github.com/usbflash/usbflash/flash"
 	"github.com/usbflash/usbflash/imagedst"
@@ -37,7 +38,7 @@ func TestExitCodeClassification(t *testing.T) {
 		{&usbms.CommandError{Op: "WRITE(10)", Err: errors.New("timeout")}, exitDevice},
 		{&imagesrc.Error{Err: errors.New("bad")}, exitSource},
 		{&imagesrc.Error{Kind: imagesrc.ErrUnsupported, Container: "7z archive", Err: errors.New("a 7z archive")}, exitSource},
-		{sourceError(errors.New("open image: no such file")), exitSource},
+		{failure.Wrap(failure.Image, errors.New("open image: no such file")), exitSource},
 		{&filedev.TargetError{Path: "/tmp", Kind: filedev.ErrWrongType, What: "is a directory"}, exitUsage},
 		{fmt.Errorf("WRITE: %w", &usbdev.Error{Op: "bulk OUT transfer", Kind: usbdev.ErrNoMemory}), exitDevice},
 		{fmt.Errorf("WRITE: %w", &usbdev.Error{Op: "re-opening", Kind: usbdev.ErrReenumerationLost}), exitDevice},

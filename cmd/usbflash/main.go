@@ -34,7 +34,7 @@ func main() {
 	stopProfiling := startProfiling()
 	ctx, aborts, stop := stopsignal.Context(os.Stderr, exitCancelled)
 	code := runApp(ctx, &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
-		interactive: isTerminalReader(os.Stdin), stderrTerminal: isTerminal(os.Stderr), aborts: aborts}, os.Args[1:])
+		interactive: termui.IsTerminal(os.Stdin), stderrTerminal: termui.IsTerminal(os.Stderr), aborts: aborts}, os.Args[1:])
 	stop()
 	stopProfiling()
 	os.Exit(code)
@@ -44,7 +44,7 @@ func main() {
 // arguments and streams, and read the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runApp(ctx, &app{stdin: stdin, stdout: stdout, stderr: stderr,
-		interactive: isTerminalReader(stdin), stderrTerminal: isTerminal(stderr)}, args)
+		interactive: termui.IsTerminal(stdin), stderrTerminal: termui.IsTerminal(stderr)}, args)
 }
 
 // runApp runs one command line with a's streams and says how it ended.

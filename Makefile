@@ -30,7 +30,7 @@ LDFLAGS  := -X main.stampedVersion=$(VERSION) -X main.stampedRevision=$(REVISION
 STATICCHECK := $(GO) tool staticcheck
 
 .PHONY: all deps libusb-deps test-deps build build-libusb demo test lint fuzz bench e2e e2e-libusb bench-e2e profile-slowhost clean \
-	cross-deps cross cross-linux cross-nousb test-arm64 test-arm e2e-arm64 bench-e2e-arm64 bench-slowhost \
+	cross-deps cross cross-linux cross-nousb test-arm64 test-arm test-riscv64 test-386 e2e-arm64 bench-e2e-arm64 bench-slowhost \
 	bench-slowhost-arm64 bench-slowhost-ab dist dist-repro dist-check
 
 all: build
@@ -194,6 +194,15 @@ test-arm64: cross-deps
 
 test-arm: cross-deps
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) test -count=1 -exec qemu-arm-static $(EMU_TEST_PKGS)
+
+test-riscv64: cross-deps
+	CGO_ENABLED=0 GOOS=linux GOARCH=riscv64 $(GO) test -count=1 -exec qemu-riscv64-static $(EMU_TEST_PKGS)
+
+# i386 needs no emulator: an amd64 kernel runs i386 programs (Debian's
+# qemu-i386 user emulator crashes any Go program). TestI386 (make e2e)
+# runs the i386 binary's USB path in the amd64 guest.
+test-386:
+	CGO_ENABLED=0 GOOS=linux GOARCH=386 $(GO) test -count=1 $(EMU_TEST_PKGS)
 
 # The static arm64 build in an arm64 guest with no libusb (see e2e/README.md).
 e2e-arm64: cross-deps cross-linux

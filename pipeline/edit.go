@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -287,7 +288,7 @@ func (e *Edit) Commit() error {
 			e.d.List[i].Sum = xxh3.Hash128(r).Bytes()
 		}
 		e.d.List = append(e.d.List, fresh...)
-		slices.SortFunc(e.d.List, func(a, b TransferDigest) int { return int(min(max(a.LBA-b.LBA, -1), 1)) })
+		slices.SortFunc(e.d.List, func(a, b TransferDigest) int { return cmp.Compare(a.LBA, b.LBA) })
 	}
 	if err := e.dev.WriteBlocks(e.ctx, 0, e.first); err != nil {
 		return &DeviceError{Device: blockdev.Name(e.dev, ""), Op: OpWrite, LBA: 0, Count: int64(len(e.first)) / e.bs, BlockSize: int(e.bs), Err: err}

@@ -13,6 +13,7 @@ import (
 	"github.com/usbflash/usbflash/blockdev"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/simcards"
 	"github.com/usbflash/usbflash/internal/testimage"
 	"github.com/usbflash/usbflash/internal/testpattern"
 )
@@ -31,16 +32,7 @@ func testImage(t *testing.T, dir string, n int) (string, []byte) {
 
 // simSpecs parses sim: targets of cards in dir ("name.img?options").
 func simSpecs(t *testing.T, dir string, cards ...string) []drive.Spec {
-	t.Helper()
-	var specs []drive.Spec
-	for _, c := range cards {
-		spec, err := drive.Parse("sim:" + filepath.Join(dir, c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		specs = append(specs, spec)
-	}
-	return specs
+	return simcards.Specs(t, dir, cards...)
 }
 
 // holds says whether the file at path starts with img.

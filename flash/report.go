@@ -36,6 +36,28 @@ type Record struct {
 	// and each file's name, size and SHA-256 (never its text, which can
 	// hold secrets); JSON only, absent without a customisation.
 	Customized *Customized `json:"customized,omitempty"`
+	// A station's fields (station.go): the card's result in one word
+	// (Outcome.Result), the labels of the station, the card's slot and
+	// identity, how it was written, its phases' times, what a repair
+	// wrote again, and where a card that failed its verify differs.
+	Result         string  `json:"result"`
+	Station        string  `json:"station,omitempty"`
+	Operator       string  `json:"operator,omitempty"`
+	Image          string  `json:"image,omitempty"`
+	Slot           string  `json:"slot,omitempty"`
+	USBPath        string  `json:"usb_path,omitempty"`
+	Vendor         string  `json:"vendor,omitempty"`
+	Product        string  `json:"product,omitempty"`
+	Revision       string  `json:"revision,omitempty"`
+	Transport      string  `json:"transport,omitempty"`
+	TransferSize   int     `json:"transfer_size,omitempty"`
+	WriteS         float64 `json:"write_s,omitempty"`
+	VerifyS        float64 `json:"verify_s,omitempty"`
+	RepairedRanges int     `json:"repaired_ranges,omitempty"`
+	RepairedBytes  int64   `json:"repaired_bytes,omitempty"`
+	BadLBA         *int64  `json:"bad_lba,omitempty"`
+	Expected       string  `json:"expected,omitempty"`
+	Read           string  `json:"read,omitempty"`
 }
 
 // Customized is a card's customisation as the report records it.
@@ -144,16 +166,16 @@ var csvHeader = []string{"image", "sha256", "target", "serial", "capacity", "byt
 
 func (s *Report) writeCSV(f *os.File) error {
 	w := csv.NewWriter(f)
-	if err := w.Write(csvHeader); err != nil {
+	if err := w.Write(append(append([]string(nil), csvHeader...), csvStation...)); err != nil {
 		return err
 	}
 	for _, c := range s.Cards {
-		if err := w.Write([]string{
+		if err := w.Write(append([]string{
 			s.Image, s.SHA256, c.Target, c.Serial, strconv.FormatInt(c.Capacity, 10),
 			strconv.FormatInt(c.Bytes, 10), strconv.FormatFloat(c.Rate/1e6, 'f', 1, 64),
 			c.Bound, strconv.FormatBool(c.Verified), strconv.Itoa(c.Code), c.Error,
 			c.Started.UTC().Format(time.RFC3339), c.Finished.UTC().Format(time.RFC3339), c.Verify,
-		}); err != nil {
+		}, csvStationRow(&c)...)); err != nil {
 			return err
 		}
 	}

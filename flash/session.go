@@ -44,6 +44,9 @@ type Config struct {
 	// VerifyMethod is how: pipeline.MethodDigests (the zero value) or
 	// pipeline.MethodSHA256.
 	VerifyMethod pipeline.VerifyMethod
+	// Station and Operator label every card's record (a station's name,
+	// who ran it); "" leaves them out.
+	Station, Operator string
 	// StopTimeout, for Watch: when ctx ends (a stop request: SIGTERM to
 	// a service) no new card is taken and the cards being written are
 	// finished, for up to this long, before they are stopped after the
@@ -129,6 +132,12 @@ type Outcome struct {
 	// Repair is what a repair wrote again before the card matched; nil
 	// when none was needed (or asked).
 	Repair *pipeline.RepairResult
+	// Identity is the card's slot and who it and its reader are, once
+	// open.
+	Identity Identity
+	// Image, Station and Operator label the card's record: the image as
+	// messages show it, and the session's Config.Station and Operator.
+	Image, Station, Operator string
 	// Ejected is nil without Eject; EjectErr says why an eject failed.
 	Ejected  *bool
 	EjectErr error
@@ -402,6 +411,7 @@ func (s *session) opened(ctx context.Context, c *card, src *imagesrc.Source) {
 	var note string
 	fit := blockdev.FitTransfer(d.Dev, s.transfer)
 	c.transfer, note = fit.Size, fit.Note(d.Name)
+	c.out.Identity = identityOf(d, c.transfer)
 	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: c.transfer, Transport: transportOf(d)})
 	if note != "" {
 		s.emit(Note{Card: d.Name, Message: note})
@@ -520,6 +530,7 @@ func (s *session) finish(cards []*card, _ error) error {
 // record adds a finished card to the result and the report (saved at
 // once: --watch runs until Ctrl-C) and says what became of it.
 func (s *session) record(c *card) {
+	c.out.Image, c.out.Station, c.out.Operator = displayImage(s.cfg.Image), s.cfg.Station, s.cfg.Operator
 	out := c.out
 	s.mu.Lock()
 	s.res.Cards = append(s.res.Cards, &out)
@@ -557,6 +568,7 @@ func RecordOf(o *Outcome, codes map[failure.Class]int) Record {
 	if o.Customized != nil {
 		r.Customized = &Customized{Format: string(o.Customized.Format), Files: o.Customized.Files}
 	}
+	stationFields(&r, o)
 	switch {
 	case o.Err != nil:
 		r.Error = o.Err.Error()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/internal/simcards"
 	"github.com/usbflash/usbflash/internal/testpattern"
 )
 
@@ -60,14 +61,7 @@ func TestRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			var specs []drive.Spec
-			for _, c := range tc.cards {
-				spec, err := drive.Parse("sim:" + filepath.Join(dir, c))
-				if err != nil {
-					t.Fatal(err)
-				}
-				specs = append(specs, spec)
-			}
+			specs := simcards.Specs(t, dir, tc.cards...)
 			st := New(Options{Version: "v1.2.3", Textfile: filepath.Join(dir, "usbflash.prom")})
 			_, _ = flash.Run(context.Background(), flash.Config{Image: image(t, dir, size), Verify: true, Repair: tc.repair, Observer: st, Lag: 2}, specs)
 			if err := st.Close(); err != nil {

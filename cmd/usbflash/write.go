@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/usbflash/usbflash/internal/units"
 	"github.com/usbflash/usbflash/metrics"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/slotlog"
 	"github.com/usbflash/usbflash/termui"
 )
 
@@ -46,6 +48,8 @@ type writeFlags struct {
 	stopTimeout             time.Duration // --watch: how long a stop request lets cards finish
 	cache, cacheSize        string        // --cache DIR, --cache-size
 	catalog                 string        // --catalog
+	logDir                  string        // --log-dir: one log per slot
+	station, operator       string        // labels of every record
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -103,6 +107,9 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.IntVar(&f.lag, "lag", flash.DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
 	fl.StringVar(&f.report, "report", "", "with several targets or --watch: save a record of every card to this .json or .csv file")
 	fl.DurationVar(&f.stopTimeout, "stop-timeout", 0, "with --watch: on a stop request (SIGTERM, Ctrl-C) take no new card and finish the cards being written for up to this long (e.g. 10m), then stop them safely (0: stop them after the command in flight)")
+	fl.StringVar(&f.logDir, "log-dir", "", "keep one log per reader slot in this directory: each card's notes and record, one JSON object per line, rotated at 1 MiB (5 kept)")
+	fl.StringVar(&f.station, "station", "", "a label for every card's record: this station's name")
+	fl.StringVar(&f.operator, "operator", "", "a label for every card's record: who runs the station")
 	fl.BoolVar(&f.repair, "repair", false, "when a card reads back different, write the blocks that differ again (and only those) and compare again, up to 3 times, then verify it in full")
 	fl.StringVar(&f.metrics.Listen, "metrics-listen", "", "serve Prometheus metrics on this address (e.g. :9123) at /metrics while the write (or --watch) runs")
 	fl.StringVar(&f.metrics.Textfile, "metrics-textfile", "", "keep Prometheus metrics in this file (for node_exporter's textfile collector), rewritten atomically after every card")
@@ -162,7 +169,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		Image: image, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
 		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.sha256, NoSHA256: f.noSHA256, SHA256Keyring: f.sha256Keyring,
-		Check: f.check, Repair: f.repair, StopTimeout: f.stopTimeout,
+		Check: f.check, Repair: f.repair, StopTimeout: f.stopTimeout, Station: f.station, Operator: f.operator,
 	}
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
 		return err
@@ -179,8 +186,13 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	if err != nil {
 		return err
 	}
+	logs, closeLogs, err := slotlog.Start(f.logDir, cfg.ExitCodes)
+	if err != nil {
+		stopMetrics()
+		return err
+	}
 	defer func() {
-		if merr := stopMetrics(); err == nil {
+		if merr := errors.Join(stopMetrics(), closeLogs()); err == nil {
 			err = merr
 		}
 	}()
@@ -196,7 +208,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 			return &usageError{"--watch writes every card that appears without asking: add --yes"}
 		}
 		p := newSessionPresenter(rep, f, true)
-		cfg.Observer = flash.Tee(p, station)
+		cfg.Observer = flash.Tee(p, station, logs)
 		find := a.watchFinder
 		if find == nil {
 			find = drive.USBFinder(f.force)
@@ -218,7 +230,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	} else {
 		p = newCardPresenter(rep, f)
 	}
-	cfg.Observer = flash.Tee(p, station)
+	cfg.Observer = flash.Tee(p, station, logs)
 	res, err := flash.Run(ctx, cfg, specs)
 	return p.finish(res, err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/filedev"
 	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/observe"
 	"github.com/usbflash/usbflash/region"
 	"github.com/usbflash/usbflash/usbms"
 )
@@ -54,7 +55,7 @@ type Config struct {
 // Event is one of the types below. Run tells them, in order, to the
 // function it is given, from several goroutines (a reader's notices come
 // from its own) but never at once.
-type Event interface{ isEvent() }
+type Event = observe.Event
 
 // Started comes before the first measurement: the layout of the device
 // read first, which with Compare is the kernel's disk (Compare names it).
@@ -66,13 +67,10 @@ type Started struct {
 	Compare   string // the kernel's disk measured first; "" without Compare
 }
 
-// Note is something worth knowing that changes nothing. Notice is the
-// reader's own notice the note passes on (a recovery step, commands made
-// smaller), nil for the run's own notes.
-type Note struct {
-	Message string
-	Notice  *usbms.Notice
-}
+// Note is something worth knowing that changes nothing, as every session
+// passes one on. Notice is the reader's own notice the note passes on (a
+// recovery step, commands made smaller), nil for the run's own notes.
+type Note = observe.Note
 
 // StepStarted says a measurement began: a step (StepReadSweep, ...) or a
 // kernel path's sweep (PathKernelDirect, PathKernelBuffered). Total is its
@@ -82,11 +80,9 @@ type StepStarted struct {
 	Total int
 }
 
-// Progress says how far a sweep got.
-type Progress struct {
-	Step        string
-	Done, Total int
-}
+// Progress says how far a sweep got, in points, as every session's step
+// progress.
+type Progress = observe.Progress
 
 // Measured is one point of a sweep, as it is measured.
 type Measured struct{ Point Point }
@@ -105,13 +101,11 @@ type Restored struct {
 	Region Region
 }
 
-func (Started) isEvent()     {}
-func (Note) isEvent()        {}
-func (StepStarted) isEvent() {}
-func (Progress) isEvent()    {}
-func (Measured) isEvent()    {}
-func (Restoring) isEvent()   {}
-func (Restored) isEvent()    {}
+func (Started) SessionEvent()     {}
+func (StepStarted) SessionEvent() {}
+func (Measured) SessionEvent()    {}
+func (Restoring) SessionEvent()   {}
+func (Restored) SessionEvent()    {}
 
 // Report is a whole run: what was measured, on which device.
 type Report struct {
@@ -127,7 +121,7 @@ type Report struct {
 // passes and Confirm; then Measure. It returns what was measured also when
 // it stopped early.
 func Run(ctx context.Context, cfg Config, observe func(Event)) (*Report, error) {
-	s := &session{cfg: cfg, observe: observe}
+	s := &session{cfg: cfg, observe: observe, start: time.Now()}
 	rep := &Report{Target: cfg.Target.Raw, Result: &Result{}}
 	if err := cfg.Plan.Check(); err != nil {
 		return rep, err
@@ -186,6 +180,7 @@ type session struct {
 	cfg     Config
 	observe func(Event) // nil: nobody is told
 	mu      sync.Mutex  // one event at a time
+	start   time.Time   // of the run: Progress's Elapsed
 }
 
 func (s *session) emit(e Event) {
@@ -226,8 +221,10 @@ func (s *session) compare(ctx context.Context, rep *Report) (*KernelDevice, erro
 		path := k.Path()
 		s.emit(StepStarted{Step: path, Total: len(l.Sizes) * len(l.Regions)})
 		pts, err := Sweep(ctx, k, SweepOptions{Path: path, Op: OpRead, Sizes: l.Sizes, Regions: l.Regions, PointTime: s.cfg.PointTime,
-			Progress: func(done, total int) { s.emit(Progress{Step: path, Done: done, Total: total}) },
-			Point:    func(p Point) { s.emit(Measured{Point: p}) }})
+			Progress: func(done, total int) {
+				s.emit(Progress{Step: path, Done: int64(done), Total: int64(total), Elapsed: time.Since(s.start)})
+			},
+			Point: func(p Point) { s.emit(Measured{Point: p}) }})
 		k.Close()
 		rep.Points = append(rep.Points, pts...)
 		if err != nil {
@@ -284,10 +281,12 @@ func (s *session) runOptions(device string, l Layout) RunOptions {
 	o := RunOptions{
 		Device: device, Layout: l, Write: c.Write, Region: c.Plan.Region, Preserve: c.Plan.Preserve,
 		Skip: c.Skip, PointTime: c.PointTime, RandomTime: c.RandomTime, Seed: c.Seed,
-		Step:     func(step string, total int) { s.emit(StepStarted{Step: step, Total: total}) },
-		Progress: func(step string, done, total int) { s.emit(Progress{Step: step, Done: done, Total: total}) },
-		Point:    func(p Point) { s.emit(Measured{Point: p}) },
-		Saved:    c.Saved,
+		Step: func(step string, total int) { s.emit(StepStarted{Step: step, Total: total}) },
+		Progress: func(step string, done, total int) {
+			s.emit(Progress{Step: step, Done: int64(done), Total: int64(total), Elapsed: time.Since(s.start)})
+		},
+		Point: func(p Point) { s.emit(Measured{Point: p}) },
+		Saved: c.Saved,
 	}
 	if r := c.Plan.Region; r != nil {
 		o.Finish = region.FinishOptions{

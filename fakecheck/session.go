@@ -8,6 +8,7 @@ import (
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/observe"
 	"github.com/usbflash/usbflash/usbms"
 )
 
@@ -31,26 +32,20 @@ type Config struct {
 	SaveDir   string
 }
 
-// Observer is told what a check does, in order, from the goroutine that
-// called Run and the reader's (its notes).
-type Observer interface {
-	Observe(Event)
-}
+// Observer is told what a check does, in order (observe's, as every
+// session's), from the goroutine that called Run and the reader's (its
+// notes).
+type Observer = observe.Observer
 
 // ObserverFunc adapts a function to Observer.
-type ObserverFunc func(Event)
-
-// Observe calls f(e).
-func (f ObserverFunc) Observe(e Event) { f(e) }
+type ObserverFunc = observe.Func
 
 // Event is one of the types below.
-type Event interface{ isEvent() }
+type Event = observe.Event
 
-// Note is the reader's notice (a recovery step, commands made smaller).
-type Note struct {
-	Card   string
-	Notice usbms.Notice
-}
+// Note is the reader's notice (a recovery step, commands made smaller),
+// as every session passes one on.
+type Note = observe.Note
 
 // Started says the card is open and checked and the probe begins.
 type Started struct {
@@ -61,12 +56,9 @@ type Started struct {
 	Destructive bool
 }
 
-// Stepped is how far the probe got: a step as it starts, and the cache
-// flush's bytes as they go.
-type Stepped struct {
-	Progress
-	Elapsed time.Duration
-}
+// Stepped is how far the probe got, as every session's step progress: a
+// step (a Step) as it starts, and the cache flush's bytes as they go.
+type Stepped = observe.Progress
 
 // PuttingBack says a cancelled probe is putting back the blocks it wrote
 // before Run returns (a second interrupt stops that: Abortable).
@@ -79,11 +71,9 @@ type Finished struct {
 	Result *Result
 }
 
-func (Note) isEvent()        {}
-func (Started) isEvent()     {}
-func (Stepped) isEvent()     {}
-func (PuttingBack) isEvent() {}
-func (Finished) isEvent()    {}
+func (Started) SessionEvent()     {}
+func (PuttingBack) SessionEvent() {}
+func (Finished) SessionEvent()    {}
 
 // Run checks one card: it opens cfg.Target, refuses a write-protected
 // medium, asks cfg.Confirm for a destructive probe, and probes. A fake
@@ -97,7 +87,7 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 		}
 	}
 	d, err := drive.Open(ctx, cfg.Target, drive.Options{Force: cfg.Force, Readers: cfg.Readers,
-		OnNotice: func(_ string, n usbms.Notice) { emit(Note{Card: cfg.Target.Raw, Notice: n}) }})
+		OnNotice: func(_ string, n usbms.Notice) { emit(Note{Card: cfg.Target.Raw, Message: n.Text, Notice: &n}) }})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +108,7 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 			if p.Step == StepRestore && ctx.Err() != nil {
 				emit(PuttingBack{Card: d.Name})
 			}
-			emit(Stepped{Progress: p, Elapsed: time.Since(start)})
+			emit(Stepped{Step: string(p.Step), Done: p.Done, Total: p.Total, Elapsed: time.Since(start)})
 		}}
 	res, err := Probe(ctx, d.Dev, opts)
 	if err != nil {

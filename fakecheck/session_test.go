@@ -63,10 +63,10 @@ func TestRun(t *testing.T) {
 			res, err := Run(ctx, cfg, ObserverFunc(func(e Event) {
 				switch e := e.(type) {
 				case Stepped:
-					if len(steps) == 0 || steps[len(steps)-1] != e.Step {
-						steps = append(steps, e.Step)
+					if step := Step(e.Step); len(steps) == 0 || steps[len(steps)-1] != step {
+						steps = append(steps, step)
 					}
-					if e.Step == tt.cancel {
+					if Step(e.Step) == tt.cancel {
 						cancel()
 					}
 				case Finished:

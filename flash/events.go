@@ -10,25 +10,22 @@ import (
 
 	"github.com/usbflash/usbflash/imagedst"
 	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/observe"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/usbms"
 )
 
-// Observer is told everything a session does, in order. Observe is called
-// from several goroutines (recovery notes come from the reader's, progress
-// from the engine's), never at once: the session serialises the calls.
-type Observer interface {
-	Observe(Event)
-}
+// Observer is told everything a session does, in order (observe's, as
+// every session's). Observe is called from several goroutines (recovery
+// notes come from the reader's, progress from the engine's), never at
+// once: the session serialises the calls.
+type Observer = observe.Observer
 
 // ObserverFunc adapts a function to Observer.
-type ObserverFunc func(Event)
-
-// Observe calls f(e).
-func (f ObserverFunc) Observe(e Event) { f(e) }
+type ObserverFunc = observe.Func
 
 // Event is one of the types below.
-type Event interface{ isEvent() }
+type Event = observe.Event
 
 // Started comes before the first command to any target: a reader that
 // does not answer must not leave the user looking at nothing.
@@ -55,13 +52,7 @@ type Opened struct {
 
 // Note is something worth knowing that changes nothing: a recovery step,
 // a transfer size lowered, a sparse write. Card is "" for the session.
-type Note struct {
-	Card    string
-	Message string
-	// Notice is the reader's own notice the note passes on (a recovery
-	// step, commands made smaller), nil for the session's notes.
-	Notice *usbms.Notice
-}
+type Note = observe.Note
 
 // BlockMapChosen says the write uses a block map: only what it maps is
 // written and verified.
@@ -134,14 +125,13 @@ type ExtentChosen struct {
 	Extent imagedst.Extent
 }
 
-func (BackupStarted) isEvent()  {}
-func (InUse) isEvent()          {}
-func (ExtentChosen) isEvent()   {}
-func (Started) isEvent()        {}
-func (Opened) isEvent()         {}
-func (Note) isEvent()           {}
-func (BlockMapChosen) isEvent() {}
-func (WriteStarted) isEvent()   {}
-func (Progress) isEvent()       {}
-func (CardDone) isEvent()       {}
-func (Readers) isEvent()        {}
+func (BackupStarted) SessionEvent()  {}
+func (InUse) SessionEvent()          {}
+func (ExtentChosen) SessionEvent()   {}
+func (Started) SessionEvent()        {}
+func (Opened) SessionEvent()         {}
+func (BlockMapChosen) SessionEvent() {}
+func (WriteStarted) SessionEvent()   {}
+func (Progress) SessionEvent()       {}
+func (CardDone) SessionEvent()       {}
+func (Readers) SessionEvent()        {}

@@ -99,13 +99,13 @@ func parseMaxCache(s string) (int64, error) {
 type checkPresenter struct {
 	rep      termui.Reporter
 	last     time.Time
-	lastStep fakecheck.Step
+	lastStep string
 }
 
 func (p *checkPresenter) Observe(e fakecheck.Event) {
 	switch e := e.(type) {
 	case fakecheck.Note:
-		p.rep.Event(noteWithAdvice(e.Notice.Text, &e.Notice))
+		p.rep.Event(noteWithAdvice(e.Message, e.Notice))
 	case fakecheck.Started:
 		how := "each block saved first and put back after"
 		if e.Destructive {
@@ -140,7 +140,7 @@ func (p *checkPresenter) progress(e fakecheck.Stepped) {
 	}
 	p.last, p.lastStep = time.Now(), e.Step
 	ph := jsonevents.PhaseProbe
-	switch e.Step {
+	switch fakecheck.Step(e.Step) {
 	case fakecheck.StepCache:
 		ph = jsonevents.PhaseCache
 	case fakecheck.StepRestore:

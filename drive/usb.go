@@ -34,6 +34,9 @@ type Readers struct {
 	// Transport is the setting that chooses between Bulk-Only and UAS
 	// (usbms.SettingTransport); "" is auto.
 	Transport string
+	// QueueDepth is how many READs or WRITEs a UAS reader gets in flight
+	// at once (usbms.TransportOptions.QueueDepth); 0: the default.
+	QueueDepth int
 
 	// List is the enumeration of USB readers; nil: the backend's
 	// (ListUSB). A caller shows a command another machine through it
@@ -168,6 +171,7 @@ func (rs *Readers) describeReader(ctx context.Context, index int, info usbdev.In
 	}
 	defer dev.Close()
 	topts.Name = r.Name
+	topts.QueueDepth = rs.QueueDepth
 	r.Slots, r.Err = usbms.ProbeLUNs(ctx, usbms.NewTransport(dev, topts), usbms.LUNOptions{ReadyWait: 3 * time.Second, SpinUpWait: 3 * time.Second})
 	return r
 }
@@ -264,6 +268,14 @@ func (r *Readers) transport() string {
 		return ""
 	}
 	return r.Transport
+}
+
+// queueDepth is the QueueDepth setting; 0 (the default) without Readers.
+func (r *Readers) queueDepth() int {
+	if r == nil {
+		return 0
+	}
+	return r.QueueDepth
 }
 
 // openChosen opens a listed reader on the transport the setting chooses

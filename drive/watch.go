@@ -186,6 +186,7 @@ func (w *watcher) scan(ctx context.Context) {
 		case w.opts.OnRecovery != nil:
 			topts.OnRecovery = func(step string) { w.opts.OnRecovery(fr.Name, step) }
 		}
+		topts.QueueDepth = w.opts.Readers.queueDepth()
 		tr := usbms.NewTransport(ep, topts)
 		maxLUN, err := tr.MaxLUN(ctx)
 		if err != nil {

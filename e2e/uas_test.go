@@ -143,9 +143,13 @@ func TestUAS(t *testing.T) {
 			{"xhci", uasTarget("UASX") + "/0", serialTarget("BOTX"), x0, b0},
 			{"ehci", uasTarget("UASE"), serialTarget("BOTE"), e0, be},
 		} {
-			for _, x := range []struct{ name, target, card string }{{"usbflash UAS", c.uas, c.uasCard}, {"usbflash BOT", c.bot, c.botCard}} {
+			for _, x := range []struct{ name, flags, target, card string }{
+				{"usbflash UAS qd1", "", c.uas, c.uasCard},
+				{"usbflash UAS qd4", "--queue-depth 4 ", c.uas, c.uasCard},
+				{"usbflash BOT", "", c.bot, c.botCard},
+			} {
 				methods = append(methods, method{name: x.name + " " + ts + "iB", ctrl: c.ctrl, card: x.card, usbflash: true,
-					script: "usbflash write --json -q --no-verify --transfer-size " + ts + "iB /tmp/big.img " + x.target + " --yes"})
+					script: "usbflash write --json -q --no-verify " + x.flags + "--transfer-size " + ts + "iB /tmp/big.img " + x.target + " --yes"})
 			}
 		}
 	}

@@ -42,6 +42,14 @@ func (l *LUN) transfer(ctx context.Context, write bool, lba int64, p []byte) err
 			Err: fmt.Errorf("%d bytes at LBA %d is not whole %d-byte blocks inside the %d blocks of the medium", len(p), lba, bs, l.blocks)}
 	}
 	for len(p) > 0 {
+		if n, err := l.queued(ctx, write, lba, p); err != nil || n > 0 {
+			if err != nil {
+				return err
+			}
+			lba += n
+			p = p[n*bs:]
+			continue
+		}
 		n, use16 := l.plan(lba, int64(len(p))/bs)
 		err := l.rw(ctx, write, use16, lba, p[:n*bs])
 		if use16 && scsi.IsInvalidOpcode(err) && lba+n-1 <= scsi.MaxLBA10 {
@@ -63,6 +71,88 @@ func (l *LUN) transfer(ctx context.Context, write bool, lba int64, p []byte) err
 		p = p[n*bs:]
 	}
 	return nil
+}
+
+// minQueuedPiece is the smallest command a range is cut into to keep
+// several in flight: below it a command's own cost outweighs the overlap.
+const minQueuedPiece = 128 << 10
+
+// queued moves the start of p as several READs or WRITEs in flight at
+// once, when the transport is UAS with a queue depth above 1 and p holds
+// at least two commands' worth; it returns the blocks it covered (0:
+// nothing was sent, go on one command at a time). A command of the batch
+// that failed is sent again alone with the whole policy of do, so a
+// failure is met as it would be without the queue; a medium change seen
+// by any of them after writing began fails the range.
+func (l *LUN) queued(ctx context.Context, write bool, lba int64, p []byte) (int64, error) {
+	depth := l.t.uasDepth()
+	bs := int64(l.blockSize)
+	count := int64(len(p)) / bs
+	if depth < 2 || count*bs < 2*minQueuedPiece || l.no16 {
+		return 0, nil
+	}
+	piece := max((count+int64(depth)-1)/int64(depth), minQueuedPiece/bs)
+	type cmd struct {
+		lba, n int64
+		use16  bool
+	}
+	var cmds []cmd
+	var rs []request
+	at := lba
+	for len(cmds) < depth && at < lba+count {
+		n, use16 := l.plan(at, min(piece, lba+count-at))
+		if n < 1 {
+			break
+		}
+		cdb := scsi.Read10(uint32(at), uint16(n))
+		switch {
+		case write && use16:
+			cdb = scsi.Write16(uint64(at), uint32(n), false)
+		case write:
+			cdb = scsi.Write10(uint32(at), uint16(n), false)
+		case use16:
+			cdb = scsi.Read16(uint64(at), uint32(n))
+		}
+		dir := DataIn
+		if write {
+			dir = DataOut
+		}
+		off := (at - lba) * bs
+		r := l.essential(cdb.Bytes(), dir, p[off:off+n*bs])
+		r.lun = l.lun
+		cmds, rs = append(cmds, cmd{at, n, use16}), append(rs, r)
+		at += n
+	}
+	if len(cmds) < 2 {
+		return 0, nil
+	}
+	l.t.consumePortReset()
+	errs := l.t.uasBatch(ctx, rs)
+	for i, err := range errs {
+		if se, ok := scsi.AsSense(err); ok && l.wrote && scsi.IsMediumSwap(se) {
+			l.changed = true
+			c := cmds[i]
+			return 0, l.cmdError(rs[i], span{c.lba, c.n}, fmt.Errorf("%w: %w", ErrMediumChanged, err))
+		}
+	}
+	for i, err := range errs {
+		c := cmds[i]
+		if err == nil {
+			if write {
+				l.wrote = true
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return 0, l.cmdError(rs[i], span{c.lba, c.n}, ctx.Err())
+		}
+		// Alone, with the sense policy and the recovery ladder.
+		off := (c.lba - lba) * bs
+		if err := l.rw(ctx, write, c.use16, c.lba, p[off:off+c.n*bs]); err != nil {
+			return 0, err
+		}
+	}
+	return at - lba, nil
 }
 
 // capSteps are the command sizes a reader that fails large READs and

@@ -12,6 +12,10 @@ import (
 // *failure.SettingError naming it.
 const SettingTransport failure.Setting = "transport"
 
+// SettingQueueDepth is the setting that gives TransportOptions.QueueDepth:
+// an error about it is a *failure.SettingError naming it.
+const SettingQueueDepth failure.Setting = "queue depth"
+
 // Values of SettingTransport.
 const (
 	// TransportAuto takes UAS where the reader offers it and nothing

@@ -67,6 +67,11 @@ type TransportOptions struct {
 	Inquiry scsi.InquiryData
 	// CommandSet is the interface's command set (its subclass).
 	CommandSet CommandSet
+	// QueueDepth is how many READs or WRITEs a UAS transport keeps in
+	// flight at once (DefaultUASQueueDepth when 0; 1: one at a time; a
+	// range is cut into that many commands).
+	// Bulk-Only Transport has one.
+	QueueDepth int
 }
 
 // CommandSet is the command set an interface's subclass names, which

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/usbflash/usbflash/scsi"
@@ -29,12 +30,20 @@ const openCommands = 6
 // uasRig opens LUN 0 of a UAS sim reader.
 func uasRig(t *testing.T, cfg sim.Config) (*sim.Device, *usbms.Transport, *usbms.LUN) {
 	t.Helper()
+	return uasRigDepth(t, cfg, 0)
+}
+
+// uasRigDepth is uasRig with a queue depth (0: the default).
+func uasRigDepth(t *testing.T, cfg sim.Config, depth int) (*sim.Device, *usbms.Transport, *usbms.LUN) {
+	t.Helper()
 	dev, err := sim.New(cfg)
 	if err != nil {
 		t.Fatalf("sim.New: %v", err)
 	}
 	t.Cleanup(func() { dev.Close() })
-	tr := usbms.NewTransport(dev, testTransport)
+	topts := testTransport
+	topts.QueueDepth = depth
+	tr := usbms.NewTransport(dev, topts)
 	l, err := usbms.OpenLUN(context.Background(), tr, 0, testLUN)
 	if err != nil {
 		t.Fatalf("OpenLUN: %v", err)
@@ -49,31 +58,95 @@ func uasConfig(streams int, u sim.UASConfig) sim.Config {
 
 func TestUASWriteRead(t *testing.T) {
 	for _, m := range uasModes {
-		t.Run(m.name, func(t *testing.T) {
-			dev, tr, l := uasRig(t, uasConfig(m.streams, sim.UASConfig{}))
-			if tr.Protocol() != "UAS" {
-				t.Fatalf("Protocol() = %q, want UAS", tr.Protocol())
-			}
-			if info := l.Transport(); info.Protocol != "UAS" || info.Streams != m.streams || info.QueueDepth != 1 {
-				t.Fatalf("Transport() = %+v; want UAS, %d streams, depth 1", info, m.streams)
-			}
-			ctx := context.Background()
-			data := pattern(1<<20, 7)
-			if err := l.WriteBlocks(ctx, 100, data); err != nil {
-				t.Fatalf("WriteBlocks: %v", err)
-			}
-			got := make([]byte, len(data))
-			if err := l.ReadBlocks(ctx, 100, got); err != nil {
-				t.Fatalf("ReadBlocks: %v", err)
-			}
-			if !bytes.Equal(got, data) {
-				t.Fatal("read back differs from what was written")
-			}
-			st := dev.Stats()
-			if st.BytesOut != int64(len(data)) || st.Opcodes[opSense] != 0 {
-				t.Errorf("device took %d bytes and %d REQUEST SENSE, want %d and none (UAS sense comes with the status)", st.BytesOut, st.Opcodes[opSense], len(data))
-			}
-		})
+		for _, depth := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%s/depth %d", m.name, depth), func(t *testing.T) {
+				dev, tr, l := uasRigDepth(t, uasConfig(m.streams, sim.UASConfig{}), depth)
+				if tr.Protocol() != "UAS" {
+					t.Fatalf("Protocol() = %q, want UAS", tr.Protocol())
+				}
+				if info := l.Transport(); info.Protocol != "UAS" || info.Streams != m.streams || info.QueueDepth != depth {
+					t.Fatalf("Transport() = %+v; want UAS, %d streams, depth %d", info, m.streams, depth)
+				}
+				ctx := context.Background()
+				data := pattern(1<<20, 7)
+				before := dev.Stats().Opcodes[opWrite10]
+				if err := l.WriteBlocks(ctx, 100, data); err != nil {
+					t.Fatalf("WriteBlocks: %v", err)
+				}
+				if n := dev.Stats().Opcodes[opWrite10] - before; n != int64(depth) {
+					t.Errorf("1 MiB went as %d WRITEs, want %d (the queue depth)", n, depth)
+				}
+				got := make([]byte, len(data))
+				if err := l.ReadBlocks(ctx, 100, got); err != nil {
+					t.Fatalf("ReadBlocks: %v", err)
+				}
+				if !bytes.Equal(got, data) {
+					t.Fatal("read back differs from what was written")
+				}
+				st := dev.Stats()
+				if st.BytesOut != int64(len(data)) || st.Opcodes[opSense] != 0 {
+					t.Errorf("device took %d bytes and %d REQUEST SENSE, want %d and none (UAS sense comes with the status)", st.BytesOut, st.Opcodes[opSense], len(data))
+				}
+			})
+		}
+	}
+}
+
+// TestUASQueued: one command of several in flight that fails is sent
+// again alone, with the whole policy: a medium error is reported for its
+// own blocks, a command never answered is aborted and sent again, a
+// medium changed after writing began fails the range.
+func TestUASQueued(t *testing.T) {
+	cases := []struct {
+		name   string
+		fault  sim.Fault
+		sense  scsi.SenseKey
+		change bool
+		aborts int64
+	}{
+		{name: "medium error", fault: sim.Fault{Kind: sim.MediumError, LBA: 100 + 700, Persistent: true}, sense: scsi.MediumError},
+		{name: "never answered", fault: sim.Fault{Kind: sim.NeverAnswer}, aborts: 1},
+		{name: "medium changed", fault: sim.Fault{Kind: sim.UnitAttention}, change: true},
+	}
+	for _, m := range uasModes {
+		for _, c := range cases {
+			t.Run(m.name+"/"+c.name, func(t *testing.T) {
+				dev, _, l := uasRigDepth(t, uasConfig(m.streams, sim.UASConfig{}), 4)
+				ctx := context.Background()
+				if err := l.WriteBlocks(ctx, 0, pattern(4096, 1)); err != nil {
+					t.Fatalf("first WriteBlocks: %v", err)
+				}
+				dev.Inject(c.fault)
+				before := dev.Stats()
+				data := pattern(1<<20, 5)
+				err := l.WriteBlocks(ctx, 100, data)
+				after := dev.Stats()
+				switch {
+				case c.change:
+					if !errors.Is(err, usbms.ErrMediumChanged) {
+						t.Fatalf("WriteBlocks: %v, want ErrMediumChanged", err)
+					}
+					return
+				case c.sense != 0:
+					se, ok := scsi.AsSense(err)
+					var ce *usbms.CommandError
+					if !ok || se.Key != c.sense || !errors.As(err, &ce) || ce.LBA > 800 || ce.LBA+ce.Blocks <= 800 || ce.Blocks != 512 {
+						t.Fatalf("WriteBlocks: %v, want %v for the 512 blocks holding LBA 800", err, c.sense)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("WriteBlocks: %v", err)
+				}
+				if a := after.UASAborts - before.UASAborts; a != c.aborts {
+					t.Errorf("%d ABORT TASK, want %d", a, c.aborts)
+				}
+				got := make([]byte, len(data))
+				if err := l.ReadBlocks(ctx, 100, got); err != nil || !bytes.Equal(got, data) {
+					t.Fatalf("read back: %v (equal %v)", err, bytes.Equal(got, data))
+				}
+			})
+		}
 	}
 }
 
@@ -236,7 +309,7 @@ func TestUASCommandSize(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			cfg := uasConfig(m.streams, sim.UASConfig{})
 			cfg.LUNs[0].Blocks = 64 << 11 // 64 MiB
-			dev, _, l := uasRig(t, cfg)
+			dev, _, l := uasRigDepth(t, cfg, 1)
 			data := pattern(20<<20, 9)
 			before := dev.Stats().Opcodes[opWrite10]
 			if err := l.WriteBlocks(context.Background(), 2048, data); err != nil {

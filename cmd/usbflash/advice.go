@@ -35,6 +35,8 @@ func settingFlag(s failure.Setting) string {
 		return "--quirks"
 	case usbms.SettingTransport:
 		return "--transport"
+	case usbms.SettingQueueDepth:
+		return "--queue-depth"
 	case drive.SettingKernelDisk:
 		return "--compare"
 	}

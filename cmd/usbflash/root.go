@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/stopsignal"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"
@@ -45,6 +46,8 @@ type app struct {
 	// listUSB is how the readers are enumerated; nil: the backend's.
 	// Tests show a machine without USB through it.
 	listUSB func(context.Context) ([]usbdev.Info, error)
+	// queueDepth is --queue-depth: UAS commands in flight at once.
+	queueDepth int
 }
 
 // newReaders is the command's enumeration of readers, with the quirk
@@ -58,7 +61,10 @@ func (a *app) newReaders() (*drive.Readers, error) {
 	if err := usbms.CheckTransportSetting(a.transport); err != nil {
 		return nil, err
 	}
-	return &drive.Readers{Quirks: o, Transport: a.transport, List: a.listUSB}, nil
+	if a.queueDepth < 1 {
+		return nil, &failure.SettingError{Setting: usbms.SettingQueueDepth, Err: fmt.Errorf("%d: want 1 or more", a.queueDepth)}
+	}
+	return &drive.Readers{Quirks: o, Transport: a.transport, QueueDepth: a.queueDepth, List: a.listUSB}, nil
 }
 
 // target is the TARGET argument arg, parsed, and the readers it is opened
@@ -98,6 +104,8 @@ Targets:
 			" (also $"+usbms.QuirksEnv+" and /sys/module/usb_storage/parameters/quirks)")
 	root.PersistentFlags().StringVar(&a.transport, "transport", usbms.TransportAuto,
 		"how readers are driven: auto (UAS where the reader offers it, unless its quirks or the kernel's ASMedia rules say not), bot (Bulk-Only) or uas (USB Attached SCSI)")
+	root.PersistentFlags().IntVar(&a.queueDepth, "queue-depth", usbms.DefaultUASQueueDepth,
+		"READs or WRITEs a UAS reader gets in flight at once, a range cut into that many commands (at most its streams less one)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newListCommand(a),

@@ -61,7 +61,17 @@ func TestTransport(t *testing.T) {
 			}
 		})
 	}
-	if r := runCLI(t, "info", "--transport", "scsi", "sim:"+filepath.Join(t.TempDir(), "c.img")+"?size=1MiB"); r.code != exitUsage || !strings.Contains(r.stderr, "--transport") {
-		t.Errorf("--transport scsi: exit %d, %s", r.code, r.stderr)
+	for _, bad := range [][]string{{"--transport", "scsi"}, {"--queue-depth", "0"}} {
+		args := append([]string{"info"}, bad...)
+		if r := runCLI(t, append(args, "sim:"+filepath.Join(t.TempDir(), "c.img")+"?size=1MiB")...); r.code != exitUsage || !strings.Contains(r.stderr, bad[0]) {
+			t.Errorf("%v: exit %d, %s", bad, r.code, r.stderr)
+		}
+	}
+	// --queue-depth reaches the reader: info says it.
+	card := filepath.Join(t.TempDir(), "q.img")
+	r := runCLI(t, "info", "--json", "--queue-depth", "2", "sim:"+card+"?size=1MiB&uas=only&streams=16")
+	var rep readerinfo.Target
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.LUN == nil || rep.LUN.QueueDepth != 2 {
+		t.Errorf("info --queue-depth 2: %v, %+v", err, rep.LUN)
 	}
 }

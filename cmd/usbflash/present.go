@@ -38,7 +38,7 @@ func (p *cardPresenter) Observe(e flash.Event) {
 			Command: jsonevents.CommandWrite,
 			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
-		}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", e.Image, src.Format, describeSize(src), e.Targets[0]))
+		}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", e.Image, src.Format, termui.ImageSize(src), e.Targets[0]))
 		noChecksumNote(p.rep, src)
 	case flash.Opened:
 		p.rep.Event(newDeviceEvent(e), "")
@@ -64,10 +64,10 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 	sum := &jsonevents.Summary{
 		Command: jsonevents.CommandWrite,
 		Bytes:   res.Bytes, BytesWritten: res.BytesWritten, Transfers: int64(res.Transfers),
-		ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed),
-		Bound: boundOf(res), BoundRatio: res.BoundRatio,
+		ElapsedS: res.Elapsed.Seconds(), Rate: termui.Rate(res.Bytes, res.Elapsed),
+		Bound: jsonevents.BoundOf(res.Bound), BoundRatio: res.BoundRatio,
 		DecoderWaitS: ptr(res.DecoderWait.Seconds()), DeviceWaitS: ptr(res.DeviceWait.Seconds()),
-		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
+		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: termui.PerGiB(res.CPU, res.Bytes),
 	}
 	wrote := units.FormatBytes(res.Bytes)
 	if o.SkippedWhy != "" {
@@ -77,8 +77,8 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 	text := []string{
 		fmt.Sprintf("Wrote %s in %s (%s), %s", wrote, res.Elapsed.Round(time.Millisecond),
 			units.FormatRate(sum.Rate), plural(res.Transfers, "command")),
-		boundLine(res),
-		cpuLine(res.CPU, res.Bytes, res.Memory),
+		termui.WriteBoundLine(res),
+		termui.CPULine(res.CPU, res.Bytes, res.Memory),
 	}
 	if o.SkippedWhy != "" {
 		sum.SkippedBytes = ptr(o.Skipped)
@@ -90,7 +90,7 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 		sum.VerifyTransferSize = int64(v.TransferSize)
 		sum.Verify = v.Method.Report()
 		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s), %s", units.FormatBytes(v.Bytes),
-			v.Elapsed.Round(time.Millisecond), units.FormatRate(rate(v.Bytes, v.Elapsed)), v.Method.Describe()))
+			v.Elapsed.Round(time.Millisecond), units.FormatRate(termui.Rate(v.Bytes, v.Elapsed)), v.Method.Describe()))
 	}
 	if res.SHA256 != ([32]byte{}) {
 		sum.SHA256 = hex.EncodeToString(res.SHA256[:])
@@ -159,7 +159,7 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 	switch e := e.(type) {
 	case flash.Started:
 		src := e.Source
-		text := fmt.Sprintf("Writing %s (%s, %s) to %s: %s", e.Image, src.Format, describeSize(src),
+		text := fmt.Sprintf("Writing %s (%s, %s) to %s: %s", e.Image, src.Format, termui.ImageSize(src),
 			plural(len(e.Targets), "card"), strings.Join(e.Targets, ", "))
 		if e.Watch {
 			text = ""
@@ -241,13 +241,6 @@ func (p *sessionPresenter) finish(res *flash.Result, err error) error {
 		}
 	}
 	return err
-}
-
-func boundOf(res pipeline.WriteResult) jsonevents.Bound {
-	if b := jsonevents.Bound(res.Bound); b == jsonevents.BoundDecoder || b == jsonevents.BoundDevice {
-		return b
-	}
-	return jsonevents.BoundNone
 }
 
 // noticeNotes passes a reader's notices (recovery steps, commands made

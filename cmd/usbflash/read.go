@@ -119,16 +119,16 @@ func (a *app) backup(ctx context.Context, rep termui.Reporter, c *cobra.Command,
 	read := res.Read
 	sum := &jsonevents.ReadSummary{
 		Command: jsonevents.CommandRead,
-		Bytes:   read.Bytes, Reads: read.Reads, ElapsedS: read.Elapsed.Seconds(), Rate: rate(read.Bytes, read.Elapsed),
+		Bytes:   read.Bytes, Reads: read.Reads, ElapsedS: read.Elapsed.Seconds(), Rate: termui.Rate(read.Bytes, read.Elapsed),
 		SHA256: hex.EncodeToString(read.SHA256[:]), Out: out, Format: res.Format, OutBytes: res.Written,
-		BMap: res.BMap, MappedBytes: res.MappedBytes, Bound: readBound(read), BoundRatio: read.BoundRatio,
+		BMap: res.BMap, MappedBytes: res.MappedBytes, Bound: jsonevents.BoundOf(read.Bound), BoundRatio: read.BoundRatio,
 		PartitionTable: res.Extent.Table,
 	}
 	text := []string{
 		fmt.Sprintf("Read %s in %s (%s), %s", units.FormatBytes(read.Bytes), read.Elapsed.Round(time.Millisecond),
 			units.FormatRate(sum.Rate), plural(read.Reads, "command")),
 		fmt.Sprintf("Wrote %s (%s, %s) and its block map %s (%s of the image is not zero)", out, res.Format, units.FormatSize(res.Written), res.BMap, units.FormatSize(res.MappedBytes)),
-		readBoundLine(read),
+		termui.ReadBoundLine(read),
 	}
 	if v := res.Verify; v != nil {
 		sum.Verified = true
@@ -185,22 +185,4 @@ func extentNote(name string, e imagedst.Extent) string {
 		return fmt.Sprintf("GPT: reading up to the end of the last partition, %s; the backup GPT at the end of the card is not included (sgdisk -e rebuilds it after a restore)", units.FormatSize(e.Size))
 	}
 	return fmt.Sprintf("MBR: reading up to the end of the last partition, %s of %s", units.FormatSize(e.Size), units.FormatSize(e.Capacity))
-}
-
-// readBound names the side that limited a read.
-func readBound(res pipeline.ReadResult) jsonevents.Bound {
-	switch res.Bound {
-	case pipeline.BoundSink:
-		return jsonevents.BoundSink
-	case pipeline.BoundDevice:
-		return jsonevents.BoundDevice
-	}
-	return jsonevents.BoundNone
-}
-
-func readBoundLine(res pipeline.ReadResult) string {
-	if res.Bound == pipeline.BoundSink {
-		return fmt.Sprintf("Bottleneck: compressing and writing the file (busy %.1fx longer than the card)", res.BoundRatio)
-	}
-	return fmt.Sprintf("Bottleneck: the card (busy %.1fx longer than compressing and writing)", res.BoundRatio)
 }

@@ -71,11 +71,11 @@ func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg flash.VerifyC
 	}
 	rep.Event(&jsonevents.Summary{
 		Command: jsonevents.CommandVerify,
-		Bytes:   res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: rate(res.Bytes, res.Elapsed), Verified: true,
-		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: perGiB(res.CPU, res.Bytes),
+		Bytes:   res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: termui.Rate(res.Bytes, res.Elapsed), Verified: true,
+		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: termui.PerGiB(res.CPU, res.Bytes),
 	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", res.Card, cfg.Image, units.FormatBytes(res.Bytes),
-		res.Elapsed.Round(time.Millisecond), units.FormatRate(rate(res.Bytes, res.Elapsed)),
-		cpuLine(res.CPU, res.Bytes, res.Memory)))
+		res.Elapsed.Round(time.Millisecond), units.FormatRate(termui.Rate(res.Bytes, res.Elapsed)),
+		termui.CPULine(res.CPU, res.Bytes, res.Memory)))
 	return nil
 }
 
@@ -89,7 +89,7 @@ func presentRead(rep termui.Reporter, cmd jsonevents.Command, e flash.Event) {
 			Command: cmd,
 			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize),
-		}, fmt.Sprintf("Comparing %s (%s, %s) with %s ...", e.Image, src.Format, describeSize(src), e.Targets[0]))
+		}, fmt.Sprintf("Comparing %s (%s, %s) with %s ...", e.Image, src.Format, termui.ImageSize(src), e.Targets[0]))
 	case flash.BlockMapChosen:
 		presentBlockMap(rep, e)
 	case flash.Opened:

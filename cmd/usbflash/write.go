@@ -308,51 +308,11 @@ func writeArgs(f *writeFlags) cobra.PositionalArgs {
 // one it refuses, so a script never writes to a card it did not name with
 // --yes.
 func (a *app) confirm(cards []*drive.Device, image string, src *imagesrc.Source) error {
-	return a.confirmOverwrite(cards, fmt.Sprintf("%s (%s, %s)", image, src.Format, describeSize(src)))
+	return a.confirmOverwrite(cards, fmt.Sprintf("%s (%s, %s)", image, src.Format, termui.ImageSize(src)))
 }
 
 // confirmOverwrite asks the person at the terminal whether to write what
 // (in words) over cards.
 func (a *app) confirmOverwrite(cards []*drive.Device, what string) error {
 	return termui.Prompt{In: a.stdin, Out: a.stderr, Interactive: a.interactive}.ConfirmOverwrite(cards, what)
-}
-
-func describeSize(src *imagesrc.Source) string {
-	switch {
-	case src.Size < 0:
-		return "size unknown until decoded"
-	case !src.SizeExact:
-		return "about " + units.FormatBytes(src.Size)
-	}
-	return units.FormatBytes(src.Size)
-}
-
-// perGiB is CPU seconds per GiB of image.
-func perGiB(cpu time.Duration, bytes int64) float64 {
-	if bytes <= 0 {
-		return 0
-	}
-	return cpu.Seconds() / (float64(bytes) / (1 << 30))
-}
-
-// cpuLine says what the command cost the host and what memory it sent from.
-func cpuLine(cpu time.Duration, bytes int64, memory string) string {
-	return fmt.Sprintf("CPU: %.2f s (%.2f s per GiB), buffers in %s memory", cpu.Seconds(), perGiB(cpu, bytes), memory)
-}
-
-func boundLine(res pipeline.WriteResult) string {
-	switch boundOf(res) {
-	case jsonevents.BoundDecoder:
-		return fmt.Sprintf("Bottleneck: the decoder (busy %.1fx longer than the device; the writer waited %s for data)", res.BoundRatio, res.DecoderWait.Round(time.Millisecond))
-	case jsonevents.BoundDevice:
-		return fmt.Sprintf("Bottleneck: the device (busy %.1fx longer than the decoder; the decoder waited %s for free buffers)", res.BoundRatio, res.DeviceWait.Round(time.Millisecond))
-	}
-	return "Bottleneck: none measured"
-}
-
-func rate(n int64, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
 }

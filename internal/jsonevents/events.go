@@ -43,6 +43,16 @@ const (
 	BoundNone    Bound = "none" // nothing measured
 )
 
+// BoundOf is the bound of the engine's measure b: none for a side it
+// did not measure.
+func BoundOf(b pipeline.Bound) Bound {
+	switch b {
+	case pipeline.BoundDecoder, pipeline.BoundDevice, pipeline.BoundSink:
+		return Bound(b)
+	}
+	return BoundNone
+}
+
 // Command names the command in start and summary events.
 type Command string
 

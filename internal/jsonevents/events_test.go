@@ -3,6 +3,8 @@ package jsonevents
 import (
 	"testing"
 	"time"
+
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // TestProgressRateWaitsForTheFirstSecond: no rate before a phase has run
@@ -23,6 +25,18 @@ func TestProgressRateWaitsForTheFirstSecond(t *testing.T) {
 			t.Errorf("%d bytes in %v: rate %v, want none yet", tt.done, tt.elapsed, *p.Rate)
 		case tt.want != 0 && (p.Rate == nil || *p.Rate != tt.want):
 			t.Errorf("%d bytes in %v: rate %v, want %v", tt.done, tt.elapsed, p.Rate, tt.want)
+		}
+	}
+}
+
+// TestBoundOf: the side the engine measured as the limit, and none when
+// it measured none.
+func TestBoundOf(t *testing.T) {
+	for in, want := range map[pipeline.Bound]Bound{
+		pipeline.BoundDecoder: BoundDecoder, pipeline.BoundDevice: BoundDevice, pipeline.BoundSink: BoundSink, "": BoundNone,
+	} {
+		if got := BoundOf(in); got != want {
+			t.Errorf("BoundOf(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

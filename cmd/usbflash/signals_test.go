@@ -92,9 +92,11 @@ func TestProcess(t *testing.T) {
 	procs.run("closed stdout does not stop a write", func(t *testing.T) {
 		card := filepath.Join(t.TempDir(), "card.img")
 		var stderr bytes.Buffer
-		// usbflash write --json ... | head -1
+		// usbflash write --json ... | head -1. The card takes a second
+		// to write and one to verify: the pipe closes while the write
+		// goes on, before its events would all fit in the pipe's buffer.
 		cmd, lines, closeOut := startWrite(t, bin, &stderr, "write", "--json", "--yes", "--transfer-size", "256KiB",
-			image, "sim:"+card+"?size=8MiB&speed=40MB/s")
+			image, "sim:"+card+"?size=8MiB&speed=4MB/s")
 		if !lines.Scan() || !strings.Contains(lines.Text(), `"event":"start"`) {
 			t.Fatalf("first line %q", lines.Text())
 		}
@@ -117,10 +119,13 @@ func TestProcess(t *testing.T) {
 		orig, _ := os.ReadFile(card)
 		tmp := t.TempDir()
 		var stderr bytes.Buffer
-		// Reads are fast, writes slow: the restore of 8 MiB takes seconds.
+		// Reads are fast, writes slow: each point of the write sweep takes
+		// a second, so the first signal lands within the sweep however
+		// late the test reads its line, and the restore of 8 MiB takes
+		// seconds.
 		cmd, lines, _ := startCommand(t, bin, []string{"TMPDIR=" + tmp}, &stderr, "bench", "--json", "--write", "--preserve", "--yes",
 			"--region", "4MiB:8MiB", "--sizes", "1MiB", "--time", "20ms", "--skip", "align,random,roundtrip",
-			"sim:"+card+"?speed=200MB/s&write-speed=2MB/s")
+			"sim:"+card+"?speed=200MB/s&write-speed=1MB/s")
 		signalAt(t, cmd, lines, `"phase":"write sweep"`, syscall.SIGINT)
 		secondRequestAt(t, cmd, lines, `Restoring bytes 4194304 to 12582912`, syscall.SIGINT)
 		var rest strings.Builder
@@ -385,16 +390,10 @@ func startCommand(t *testing.T, bin string, env []string, stderr *bytes.Buffer, 
 // signalAt reads lines until one holds what, then sends sig.
 func signalAt(t *testing.T, cmd *exec.Cmd, lines *bufio.Scanner, what string, sig syscall.Signal) {
 	t.Helper()
-	for lines.Scan() {
-		if strings.Contains(lines.Text(), what) {
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
+	waitFor(t, cmd, lines, what)
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
 	}
-	cmd.Process.Kill()
-	t.Fatalf("no line with %q", what)
 }
 
 // secondRequestAt reads lines until one holds what, then sends sig once
@@ -402,17 +401,26 @@ func signalAt(t *testing.T, cmd *exec.Cmd, lines *bufio.Scanner, what string, si
 // request and not part of the first.
 func secondRequestAt(t *testing.T, cmd *exec.Cmd, lines *bufio.Scanner, what string, sig syscall.Signal) {
 	t.Helper()
+	waitFor(t, cmd, lines, what)
+	time.Sleep(stopsignal.Window)
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor reads lines until one holds what; when none does, it kills the
+// process and fails, with the lines it read.
+func waitFor(t *testing.T, cmd *exec.Cmd, lines *bufio.Scanner, what string) {
+	t.Helper()
+	var seen []string
 	for lines.Scan() {
 		if strings.Contains(lines.Text(), what) {
-			time.Sleep(stopsignal.Window)
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
 			return
 		}
+		seen = append(seen, lines.Text())
 	}
 	cmd.Process.Kill()
-	t.Fatalf("no line with %q", what)
+	t.Fatalf("no line with %q among:\n%s", what, strings.Join(seen, "\n"))
 }
 
 // group runs subtests at once, each t.Run in a goroutine of its own (as

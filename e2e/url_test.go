@@ -96,6 +96,29 @@ func TestWriteURL(t *testing.T) {
 	if string(got[:512]) != string(make([]byte, 512)) {
 		t.Error("the first transfer is not zeroed after the failed write")
 	}
+
+	// --cache across runs: a write killed (SIGKILL) once 1 MB is in the
+	// cache's .part is resumed from there by the next run, which leaves
+	// the file in the cache; a third reads it from the cache alone.
+	const cache = "/tmp/ucache"
+	killed := "usbflash " + sh("write", url, target, "--yes", "--cache", cache) + " & p=$!\n" +
+		"i=0; while [ \"$(cat " + cache + "/url-*.part 2>/dev/null | wc -c)\" -lt 1000000 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n" +
+		"kill -9 $p; wait $p; echo killed at $(cat " + cache + "/url-*.part | wc -c) bytes; " +
+		"usbflash " + sh("write", url, target, "--yes", "--cache", cache)
+	r = serveAndRun(t, m, "-rate 1000000", killed)
+	wantCode(t, r, 0, "write resumed from the cache's .part")
+	for _, want := range []string{"killed at", "from the cache's " + cache + "/url-", "Cached http://127.0.0.1:8080/os.img.xz as " + cache + "/sha256-"} {
+		if !strings.Contains(all(r), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	checkPrefix(t, card, img)
+	r = serveAndRun(t, m, "", "usbflash "+sh("write", url, target, "--yes", "--cache", cache))
+	wantCode(t, r, 0, "write from the cache")
+	if out := all(r); !strings.Contains(out, "from the cache: "+cache+"/sha256-") || strings.Contains(out, "GET /os.img.xz Range") {
+		t.Errorf("the third write did not read the cache alone")
+	}
+	checkPrefix(t, card, img)
 }
 
 // zeroCard is a backing file of zeros: the block map's unmapped (zero)

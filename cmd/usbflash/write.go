@@ -114,7 +114,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.StringVar(&f.metrics.Listen, "metrics-listen", "", "serve Prometheus metrics on this address (e.g. :9123) at /metrics while the write (or --watch) runs")
 	fl.StringVar(&f.metrics.Textfile, "metrics-textfile", "", "keep Prometheus metrics in this file (for node_exporter's textfile collector), rewritten atomically after every card")
 	fl.StringVar(&f.cache, "cache", "", "keep an image read from a URL in this directory, named by its SHA-256: reused by later writes, a cut-short one resumed from where it ended")
-	fl.StringVar(&f.cacheSize, "cache-size", "0", "with --cache: at most this much in the directory, the least recently used going first (0: bounded only by the free space, of which 1 GiB is always left)")
+	fl.StringVar(&f.cacheSize, "cache-size", "0", "with --cache: at most this much in the directory, the least recently used going first (0: bounded only by the free space, of which 1 GiB, or a tenth of a smaller disk, is always left)")
 	addCatalogFlag(c, &f.catalog)
 	f.bmap.register(fl)
 	f.custom.register(fl)

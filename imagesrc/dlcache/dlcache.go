@@ -28,7 +28,8 @@ import (
 	"github.com/usbflash/usbflash/internal/flock"
 )
 
-// DefaultReserve is the free space a cache never takes.
+// DefaultReserve is the free space a cache never takes: 1 GiB, or a
+// tenth of a smaller file system.
 const DefaultReserve = 1 << 30
 
 // checkEvery is how many bytes a fill writes between looks at the free
@@ -50,13 +51,16 @@ type Cache struct {
 
 // Open uses dir (made if missing) as a cache of at most maxSize bytes (0:
 // bounded by the free space alone), leaving reserve bytes free (0:
-// DefaultReserve).
+// DefaultReserve, or a tenth of a file system smaller than 10 GiB).
 func Open(dir string, maxSize, reserve int64) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, failure.Wrap(failure.Usage, fmt.Errorf("cache %s: %w", dir, err))
 	}
 	if reserve <= 0 {
 		reserve = DefaultReserve
+		if total := totalSpace(dir); total > 0 {
+			reserve = min(reserve, total/10)
+		}
 	}
 	return &Cache{dir: dir, maxSize: max(maxSize, 0), reserve: reserve, free: freeSpace, every: checkEvery}, nil
 }

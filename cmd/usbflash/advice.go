@@ -27,20 +27,16 @@ import (
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
-// settingFlag is the flag that gives a library's setting; "" for one no
-// flag gives.
+// settingFlag is the flag that gives a library's setting, said before
+// the error's own words (flagOf's settings are named by withFlags); "" for
+// one no flag gives.
 func settingFlag(s failure.Setting) string {
-	switch s {
-	case usbms.SettingQuirks:
-		return "--quirks"
-	case usbms.SettingTransport:
-		return "--transport"
-	case usbms.SettingQueueDepth:
-		return "--queue-depth"
-	case drive.SettingKernelDisk:
-		return "--compare"
-	}
-	return ""
+	return map[failure.Setting]string{
+		usbms.SettingQuirks:     "--quirks",
+		usbms.SettingTransport:  "--transport",
+		usbms.SettingQueueDepth: "--queue-depth",
+		drive.SettingKernelDisk: "--compare",
+	}[s]
 }
 
 // explain is what a person reads of err: the facts, each once, and one
@@ -336,29 +332,23 @@ func notAnImageAdvice(e *imagesrc.Error) string {
 // containerAdvice says how to get a disk image out of a container usbflash
 // does not decode (imagesrc.UnsupportedContainers names them).
 func containerAdvice(container string) string {
-	switch container {
-	case "7z archive":
-		return "extract the image first (7z x FILE)"
-	case "RAR archive":
-		return "extract the image first (unrar x FILE)"
-	case "lz4 stream", "lz4 legacy stream":
-		return "decompress it first (lz4 -d FILE)"
-	case "lzip stream":
-		return "decompress it first (lzip -d FILE)"
-	case "lzop stream":
-		return "decompress it first (lzop -d FILE)"
-	case "compress (.Z) stream":
-		return "decompress it first (uncompress FILE)"
-	case "qcow2 disk image", "VMDK disk image", "VHDX disk image":
-		return "convert it first (qemu-img convert -O raw FILE out.img)"
-	case "Android sparse image":
-		return "convert it first (simg2img FILE out.img)"
-	case "tar archive":
-		return "extract the image from it first (tar -xf FILE), then write the .img"
-	case "lzma (lzma_alone) stream":
-		return "decompress it first (xz -d --format=lzma FILE)"
-	case "brotli stream":
-		return "decompress it first (brotli -d FILE)"
+	if advice, ok := map[string]string{
+		"7z archive":               "extract the image first (7z x FILE)",
+		"RAR archive":              "extract the image first (unrar x FILE)",
+		"lz4 stream":               "decompress it first (lz4 -d FILE)",
+		"lz4 legacy stream":        "decompress it first (lz4 -d FILE)",
+		"lzip stream":              "decompress it first (lzip -d FILE)",
+		"lzop stream":              "decompress it first (lzop -d FILE)",
+		"compress (.Z) stream":     "decompress it first (uncompress FILE)",
+		"qcow2 disk image":         "convert it first (qemu-img convert -O raw FILE out.img)",
+		"VMDK disk image":          "convert it first (qemu-img convert -O raw FILE out.img)",
+		"VHDX disk image":          "convert it first (qemu-img convert -O raw FILE out.img)",
+		"Android sparse image":     "convert it first (simg2img FILE out.img)",
+		"tar archive":              "extract the image from it first (tar -xf FILE), then write the .img",
+		"lzma (lzma_alone) stream": "decompress it first (xz -d --format=lzma FILE)",
+		"brotli stream":            "decompress it first (brotli -d FILE)",
+	}[container]; ok {
+		return advice
 	}
 	return "turn it into a raw disk image first"
 }

@@ -13,49 +13,28 @@ import (
 // flagOf is the command-line name of a setting the libraries' errors are
 // about ("" for one no flag gives).
 func flagOf(s failure.Setting) string {
-	switch s {
-	case flash.SettingTransferSize:
-		return "--transfer-size"
-	case flash.SettingBuffers:
-		return "--buffers"
-	case flash.SettingLag:
-		return "--lag"
-	case flash.SettingSHA256:
-		return "--sha256"
-	case flash.SettingKeyring:
-		return "--sha256-keyring"
-	case flash.SettingKeyringNoSHA256:
-		return "--sha256-keyring and --no-sha256"
-	case flash.SettingKeyringSHA256:
-		return "--sha256-keyring and --sha256"
-	case flash.SettingCache:
-		return "--cache"
-	case flash.SettingCatalog:
-		return "--catalog"
-	case flash.SettingSize:
-		return "--size"
-	case flash.SettingOut:
-		return "OUT"
-	case flash.SettingBlockMap:
-		return "--bmap and --no-bmap"
-	case flash.SettingSparse:
-		return "--sparse and --bmap"
-	case cardbench.SettingCompare:
-		return "--compare"
-	case cardbench.SettingSizes:
-		return "--sizes"
-	case cardbench.SettingRegion:
-		return "--region"
-	case cardbench.SettingPreserve:
-		return "--preserve --region"
-	case customize.SettingFile:
-		return "--customize"
-	case customize.SettingInitFormat:
-		return "--init-format"
-	case customize.SettingSSHKey:
-		return "--ssh-key"
-	}
-	return ""
+	return map[failure.Setting]string{
+		flash.SettingTransferSize:    "--transfer-size",
+		flash.SettingBuffers:         "--buffers",
+		flash.SettingLag:             "--lag",
+		flash.SettingSHA256:          "--sha256",
+		flash.SettingKeyring:         "--sha256-keyring",
+		flash.SettingKeyringNoSHA256: "--sha256-keyring and --no-sha256",
+		flash.SettingKeyringSHA256:   "--sha256-keyring and --sha256",
+		flash.SettingCache:           "--cache",
+		flash.SettingCatalog:         "--catalog",
+		flash.SettingSize:            "--size",
+		flash.SettingOut:             "OUT",
+		flash.SettingBlockMap:        "--bmap and --no-bmap",
+		flash.SettingSparse:          "--sparse and --bmap",
+		cardbench.SettingCompare:     "--compare",
+		cardbench.SettingSizes:       "--sizes",
+		cardbench.SettingRegion:      "--region",
+		cardbench.SettingPreserve:    "--preserve --region",
+		customize.SettingFile:        "--customize",
+		customize.SettingInitFormat:  "--init-format",
+		customize.SettingSSHKey:      "--ssh-key",
+	}[s]
 }
 
 // settingFlagError is a library's error about a setting, told in the words of

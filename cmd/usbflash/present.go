@@ -40,16 +40,10 @@ func (p *cardPresenter) Observe(e flash.Event) {
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
 		}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", e.Image, src.Format, termui.ImageSize(src), e.Targets[0]))
 		noChecksumNote(p.rep, src)
-	case flash.Opened:
-		p.rep.Event(newDeviceEvent(e), "")
-	case flash.Note:
-		p.rep.Event(noteWithAdvice(e.Message, e.Notice))
-	case flash.BlockMapChosen:
-		presentBlockMap(p.rep, e)
-	case flash.Progress:
-		p.rep.Progress(progressOf(e))
 	case flash.CardDone:
 		p.outcome = e.Outcome
+	default:
+		presentCard(p.rep, e)
 	}
 }
 

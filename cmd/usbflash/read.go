@@ -156,7 +156,7 @@ func presentBackup(rep termui.Reporter, e flash.Event) {
 			rep.Event(jsonevents.NewNote(msg), msg)
 		}
 	default:
-		presentRead(rep, jsonevents.CommandRead, e)
+		presentCard(rep, e)
 	}
 }
 

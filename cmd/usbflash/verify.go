@@ -64,7 +64,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 
 // verify runs a verify session and presents it.
 func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg flash.VerifyConfig, t drive.Spec) error {
-	cfg.Observer = flash.ObserverFunc(func(e flash.Event) { presentRead(rep, jsonevents.CommandVerify, e) })
+	cfg.Observer = flash.ObserverFunc(func(e flash.Event) { presentVerify(rep, e) })
 	res, err := flash.Verify(ctx, cfg, t)
 	if err != nil {
 		return &compareError{err}
@@ -79,17 +79,25 @@ func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg flash.VerifyC
 	return nil
 }
 
-// presentRead shows the events of a session that reads one card (verify,
-// read) as the single-card contract has them.
-func presentRead(rep termui.Reporter, cmd jsonevents.Command, e flash.Event) {
-	switch e := e.(type) {
-	case flash.Started:
+// presentVerify shows a verify session's events as the single-card
+// contract has them.
+func presentVerify(rep termui.Reporter, e flash.Event) {
+	if e, ok := e.(flash.Started); ok {
 		src := e.Source
 		rep.Event(&jsonevents.Start{
-			Command: cmd,
+			Command: jsonevents.CommandVerify,
 			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize),
 		}, fmt.Sprintf("Comparing %s (%s, %s) with %s ...", e.Image, src.Format, termui.ImageSize(src), e.Targets[0]))
+		return
+	}
+	presentCard(rep, e)
+}
+
+// presentCard shows the events every session of one card has (write,
+// verify, read): the card opened, notes, the block map chosen, progress.
+func presentCard(rep termui.Reporter, e flash.Event) {
+	switch e := e.(type) {
 	case flash.BlockMapChosen:
 		presentBlockMap(rep, e)
 	case flash.Opened:

@@ -43,10 +43,11 @@ func jsonEvent(t *testing.T, r Result, name string) map[string]any {
 // 4 MiB transfers, and the rates are logged (RATE lines).
 func TestUAS(t *testing.T) {
 	const big = 96 << 20
-	x0, x1 := newCard(t, big+(8<<20)), newCard(t, 16<<20)
+	x0, x1, x2 := newCard(t, big+(8<<20)), newCard(t, 16<<20), newCard(t, 16<<20)
 	e0, b0, be := newCard(t, big+(8<<20)), newCard(t, big+(8<<20)), newCard(t, big+(8<<20))
 	m := boot(t, MachineSpec{Controller: XHCI, MemMB: 1024, QMP: true, Readers: []Reader{
-		{Serial: "UASX", UAS: true, LUNs: []LUN{{Backing: x0}, {Backing: x1}}},
+		// LUN 2 fails writes at writeFaultSector (blkdebug EIO).
+		{Serial: "UASX", UAS: true, LUNs: []LUN{{Backing: x0}, {Backing: x1}, {Backing: x2, Fault: &Fault{Sector: writeFaultSector}}}},
 		{ID: "uase", Serial: "UASE", UAS: true, Controller: EHCI, LUNs: []LUN{{Backing: e0}}},
 		{Serial: "BOTX", LUNs: []LUN{{Backing: b0}}},
 		{Serial: "BOTE", Controller: EHCI, LUNs: []LUN{{Backing: be}}},
@@ -78,7 +79,7 @@ func TestUAS(t *testing.T) {
 			luns      int
 			transport string
 			streams   bool
-		}{"UASX": {2, "UAS", true}, "UASE": {1, "UAS", false}, "BOTX": {1, "BOT", false}, "BOTE": {1, "BOT", false}}[d.Serial]
+		}{"UASX": {3, "UAS", true}, "UASE": {1, "UAS", false}, "BOTX": {1, "BOT", false}, "BOTE": {1, "BOT", false}}[d.Serial]
 		if !d.Supported || len(d.LUNs) != want.luns {
 			t.Errorf("list: %s supported %v (%s), %d LUNs; want supported, %d LUNs", d.Serial, d.Supported, d.Reason, len(d.LUNs), want.luns)
 			continue
@@ -122,6 +123,23 @@ func TestUAS(t *testing.T) {
 		r = usbflash(t, m, 5*time.Minute, "verify", p, c.target)
 		wantCode(t, r, 0, "verify "+c.target)
 	}
+	// read gives the written card back, byte for byte, over UAS.
+	readImg := makeImage(301, 6<<20+3*512)
+	r = usbflash(t, m, 3*time.Minute, "read", "--size", "6MiB", uasTarget("UASX")+"/1", "/tmp/back.img")
+	wantCode(t, r, 0, "read over UAS")
+	if r.Code == 0 {
+		guest(t, m, "cp /tmp/back.img /host/img/back.img")
+		checkPrefix(t, m.Share+"/img/back.img", readImg[:6<<20])
+	}
+	// A backend write error comes back in a SENSE IU: exit 5 naming the
+	// failing command's LBA range, no hang.
+	pf := putImage(t, m, "fault", makeImage(6, 8<<20), "raw")
+	r = usbflash(t, m, 2*time.Minute, "write", pf, uasTarget("UASX")+"/2", "--yes", "--transfer-size", "1MiB")
+	wantCode(t, r, 5, "write over a failing sector, UAS")
+	if !lbaIn(all(r), 4096, 6143, writeFaultSector) {
+		t.Errorf("UAS write error: output names no LBA in 4096..6143 (bad sector %d)\n%s", writeFaultSector, r)
+	}
+
 	r = usbflash(t, m, time.Minute, "info", "--transport", "bot", uasTarget("UASE"))
 	wantCode(t, r, 2, "info --transport bot of a UAS-only reader")
 	wantText(t, r, "info --transport bot", "only UAS")

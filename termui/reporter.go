@@ -1,7 +1,8 @@
 // Package termui shows a command's session to its audience: a progress
 // bar for a person at a terminal (one per card for several), a line every
 // few seconds for a log, JSON lines for scripts (internal/jsonevents), or
-// nothing but the outcome; and the tables a person reads at the end.
+// nothing but the outcome; the table and the summary lines a person reads
+// at the end; and the question asked before cards are overwritten.
 package termui
 
 import (

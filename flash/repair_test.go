@@ -10,6 +10,7 @@ import (
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/factsonly"
 )
 
 // TestWriteRepair: a write whose read-back differs has the blocks that
@@ -54,6 +55,7 @@ func TestWriteRepair(t *testing.T) {
 					if failure.Of(o.Err) != failure.Verify || !strings.Contains(o.Err.Error(), tc.err) {
 						t.Errorf("%s: err %v, want a verify failure saying %q", name, o.Err, tc.err)
 					}
+					factsonly.Check(t, o.Err.Error())
 				case o.Err != nil || !o.Verified():
 					t.Errorf("%s: %v", name, o.Err)
 				case want == 0 && o.Repair != nil, want > 0 && (o.Repair == nil || o.Repair.Ranges != want || o.Repair.Bytes != 512):

@@ -10,6 +10,7 @@ import (
 
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/factsonly"
 	"github.com/usbflash/usbflash/pipeline"
 )
 
@@ -53,6 +54,9 @@ func TestWatchStop(t *testing.T) {
 			res, err := Watch(ctx, Config{Image: image, Verify: true, StopTimeout: tc.timeout, Observer: obs}, find)
 			if !tc.err(err) {
 				t.Fatalf("err = %v", err)
+			}
+			if err != nil {
+				factsonly.Check(t, err.Error())
 			}
 			if len(res.Cards) != 1 {
 				t.Fatalf("%d cards", len(res.Cards))

@@ -16,7 +16,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/internal/factsonly"
 	"github.com/usbflash/usbflash/internal/simcards"
 	"github.com/usbflash/usbflash/internal/testpattern"
 )
@@ -219,4 +221,26 @@ func scrape(t *testing.T, addr string) string {
 		t.Error(err)
 	}
 	return string(b)
+}
+
+// TestStart: a textfile that cannot be kept and an address that cannot be
+// listened on are said before the first card, as usage errors.
+func TestStart(t *testing.T) {
+	t.Parallel()
+	taken, err := New(Options{}).Serve("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, setup := range []Setup{
+		{Textfile: filepath.Join(t.TempDir(), "no", "such", "dir", "usbflash.prom")},
+		{Listen: taken.Addr()},
+	} {
+		_, _, err := Start(setup)
+		if failure.Of(err) != failure.Usage {
+			t.Errorf("%+v: %v, want a usage error", setup, err)
+			continue
+		}
+		factsonly.Check(t, err.Error())
+	}
 }

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/internal/factsonly"
 	"github.com/usbflash/usbflash/internal/simcards"
 	"github.com/usbflash/usbflash/internal/testpattern"
 )
@@ -118,8 +120,11 @@ func TestOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{file, filepath.Join(file, "x")} {
-		if _, err := Open(Options{Dir: dir}); err == nil {
-			t.Errorf("%s: no error", dir)
+		_, err := Open(Options{Dir: dir})
+		if failure.Of(err) != failure.Usage {
+			t.Errorf("%s: %v, want a usage error", dir, err)
+			continue
 		}
+		factsonly.Check(t, err.Error())
 	}
 }

@@ -142,6 +142,9 @@ func (l *sumList) add(no int, text string) {
 			l.others++
 			return
 		}
+		if len(hexSum) != 64 {
+			return // not a SHA-256: sha256sum -c calls the line improperly formatted
+		}
 	} else {
 		end := strings.IndexAny(s, " \t")
 		if end < 0 {

@@ -38,12 +38,18 @@ func bootImage(t *testing.T, dir string, bootStart int64, files map[string]strin
 // from it with mtools.
 func bootFiles(t *testing.T, card string, bootStart int64, names ...string) map[string]string {
 	t.Helper()
+	return bootFilesAt(t, card, bootStart, 40<<20, names...)
+}
+
+// bootFilesAt is bootFiles of a boot partition of size bytes.
+func bootFilesAt(t *testing.T, card string, bootStart, size int64, names ...string) map[string]string {
+	t.Helper()
 	b, err := os.ReadFile(card)
 	if err != nil {
 		t.Fatal(err)
 	}
 	part := filepath.Join(t.TempDir(), "boot.part")
-	if err := os.WriteFile(part, b[bootStart:bootStart+40<<20], 0o644); err != nil {
+	if err := os.WriteFile(part, b[bootStart:bootStart+size], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("fsck.fat", "-n", part).CombinedOutput(); err != nil {

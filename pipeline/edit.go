@@ -225,6 +225,71 @@ func (e *Edit) sortedChanged() []int64 {
 // card's first transfer is still zeroed: an interrupted Commit leaves a
 // card that does not boot.
 func (e *Edit) Commit() error {
+	if err := e.WriteChanges(); err != nil {
+		return err
+	}
+	if err := e.dev.WriteBlocks(e.ctx, 0, e.first); err != nil {
+		return &DeviceError{Device: blockdev.Name(e.dev, ""), Op: OpWrite, LBA: 0, Count: int64(len(e.first)) / e.bs, BlockSize: int(e.bs), Err: err}
+	}
+	return nil
+}
+
+// Change is a run of consecutive blocks an Edit changed past its first
+// transfer: the bytes the card held there and the new ones.
+type Change struct {
+	LBA      int64
+	Old, New []byte
+}
+
+// Changes are the runs WriteChanges writes, one WRITE each, in LBA order,
+// with the bytes each held before (a caller keeps both, to undo or to
+// finish a customisation that was interrupted).
+func (e *Edit) Changes() []Change {
+	var list []Change
+	for _, r := range e.runs() {
+		c := Change{LBA: r[0], Old: make([]byte, r[1]*e.bs), New: make([]byte, r[1]*e.bs)}
+		for k := range r[1] {
+			copy(c.New[k*e.bs:], e.changed[r[0]+k])
+			copy(c.Old[k*e.bs:], e.original(r[0]+k))
+		}
+		list = append(list, c)
+	}
+	return list
+}
+
+// original is the bytes block lba held before the Edit changed it: a
+// changed block was read (and kept) before its first change.
+func (e *Edit) original(lba int64) []byte {
+	if i := e.digestOf(lba); i >= 0 {
+		t := e.d.List[i]
+		return e.loaded[i][(lba-t.LBA)*e.bs : (lba-t.LBA+1)*e.bs]
+	}
+	return e.plain[lba]
+}
+
+// runs are the changed blocks past the first transfer in runs of
+// consecutive blocks, [first LBA, blocks), each at most one WRITE.
+func (e *Edit) runs() [][2]int64 {
+	firstBlocks := int64(len(e.first)) / e.bs
+	var runs [][2]int64
+	for _, lba := range e.sortedChanged() {
+		if lba < firstBlocks {
+			continue
+		}
+		if k := len(runs) - 1; k >= 0 && runs[k][0]+runs[k][1] == lba && runs[k][1]*e.bs < e.maxRead {
+			runs[k][1]++
+		} else {
+			runs = append(runs, [2]int64{lba, 1})
+		}
+	}
+	return runs
+}
+
+// WriteChanges writes the changed blocks past the first transfer, changes
+// the first transfer's bytes (the caller's buffer) as asked, and brings
+// the digests up to what the card will hold once that is written: Commit
+// but for its last command, for a caller that syncs between them.
+func (e *Edit) WriteChanges() error {
 	lbas := e.sortedChanged()
 	// Every range a digest covers is read and checked before anything of
 	// it changes on the card.
@@ -237,21 +302,16 @@ func (e *Edit) Commit() error {
 			touched[i] = true
 		}
 	}
-	// The changes past the first transfer, in runs of consecutive blocks,
-	// one WRITE each up to the transfer size.
+	// The changes inside the first transfer go into its bytes; those past
+	// it in runs of consecutive blocks, one WRITE each up to the transfer
+	// size.
 	firstBlocks := int64(len(e.first)) / e.bs
-	var runs [][2]int64 // [first LBA, blocks)
 	for _, lba := range lbas {
 		if lba < firstBlocks {
 			copy(e.first[lba*e.bs:], e.changed[lba])
-			continue
-		}
-		if k := len(runs) - 1; k >= 0 && runs[k][0]+runs[k][1] == lba && runs[k][1]*e.bs < e.maxRead {
-			runs[k][1]++
-		} else {
-			runs = append(runs, [2]int64{lba, 1})
 		}
 	}
+	runs := e.runs()
 	buf := aligned.Bytes(int(e.maxRead))
 	var fresh []TransferDigest
 	for _, r := range runs {
@@ -289,9 +349,6 @@ func (e *Edit) Commit() error {
 		}
 		e.d.List = append(e.d.List, fresh...)
 		slices.SortFunc(e.d.List, func(a, b TransferDigest) int { return cmp.Compare(a.LBA, b.LBA) })
-	}
-	if err := e.dev.WriteBlocks(e.ctx, 0, e.first); err != nil {
-		return &DeviceError{Device: blockdev.Name(e.dev, ""), Op: OpWrite, LBA: 0, Count: int64(len(e.first)) / e.bs, BlockSize: int(e.bs), Err: err}
 	}
 	return nil
 }

@@ -79,6 +79,13 @@ func Save(ctx context.Context, dev blockdev.Device, name string, region Region) 
 	return s, nil
 }
 
+// Held is a region whose content the caller already holds (data, whole
+// blocks of the card, kept as it is): what a List keeps, for a change the
+// caller made in memory before writing it.
+func Held(region Region, device string, blockSize int, data []byte) *Saved {
+	return &Saved{Region: region, Device: device, BlockSize: blockSize, data: data}
+}
+
 // Bytes is the saved content.
 func (s *Saved) Bytes() []byte { return s.data }
 

@@ -226,6 +226,7 @@ func adviceTable() []advice {
 		})},
 		{failure.Image, as[*pipeline.ImageSizeError](), text("download the image again and compare its checksum")},
 
+		{failure.Verify, as[*flash.CustomizeInterruptedError](), from(customizeAdvice)},
 		{failure.Verify, asIf(func(e *compareError) bool { return errors.As(e, new(*pipeline.VerifyError)) }),
 			text("the card holds something other than this image (another image, or an older write): write the image to it if it should hold it")},
 		{failure.Verify, asIf(func(e *imagedst.VerifyError) bool { return errors.As(e.Err, new(*pipeline.VerifyError)) }), from(func(e *imagedst.VerifyError) string {
@@ -234,6 +235,7 @@ func adviceTable() []advice {
 		{failure.Verify, as[*pipeline.InconsistentError](), text("the reader returned different data for the same blocks: write the image again through another reader or USB port")},
 		{failure.Verify, as[*pipeline.VerifyError](), text("write the image again; if the difference stays, the card is failing or fake: use another card")},
 
+		{failure.Device, as[*flash.CustomizeInterruptedError](), from(customizeAdvice)},
 		{failure.Device, is(drive.ErrNotFound), text("run 'usbflash list'")},
 		{failure.Device, as[*fakecheck.RestoreError](), from(checkRestoreAdvice)},
 		{failure.Device, as[*region.RestoreError](), from(restoreAdvice)},
@@ -272,6 +274,7 @@ func adviceTable() []advice {
 		{failure.Interrupted, as[*flash.VerifyInterruptedError](), from(func(e *flash.VerifyInterruptedError) string {
 			return fmt.Sprintf("the image is on the card: `usbflash verify %s %s` checks it", shellWord(e.Image), shellWord(e.Target))
 		})},
+		{failure.Interrupted, as[*flash.CustomizeInterruptedError](), from(customizeAdvice)},
 		{failure.Interrupted, as[*pipeline.CancelledError](), from(cancelledAdvice)},
 		{failure.Interrupted, as[*region.RestoreError](), from(restoreAdvice)},
 		{failure.Interrupted, as[*fakecheck.RestoreError](), from(checkRestoreAdvice)},
@@ -303,6 +306,14 @@ func checkRestoreAdvice(e *fakecheck.RestoreError) string {
 	}
 	// The command on a line of its own, last: it works pasted whole.
 	return fmt.Sprintf("keep both files until they are back; put them back with this command:\n  usbflash restore %s %s", shellWord(e.Kept.Path), shellWord(e.Target))
+}
+
+// customizeAdvice gives the two commands that end a customisation in
+// place that stopped: one finishes it, the other puts the card back.
+func customizeAdvice(e *flash.CustomizeInterruptedError) string {
+	t := shellWord(e.Target)
+	return fmt.Sprintf("keep the four files until one is used; finish the customisation with\n  usbflash restore %s %s\nor put the card back as it was with\n  usbflash restore %s %s",
+		shellWord(e.Finish.Path), t, shellWord(e.Undo.Path), t)
 }
 
 // permissionAdvice says what would give access to a reader: the udev rule

@@ -3,9 +3,15 @@ package main
 import (
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/usbflash/usbflash/customize"
+	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/internal/jsonevents"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/termui"
 )
 
 // customizeFlags are write's first-boot settings: a file, and the common
@@ -63,4 +69,70 @@ func (f *customizeFlags) config() (*customize.Config, error) {
 		return nil, nil
 	}
 	return &c, nil
+}
+
+// newCustomizeCommand is `usbflash customize`: write's first-boot
+// settings into cards already written, or image files, in place
+// (flash.Customize).
+func newCustomizeCommand(a *app) *cobra.Command {
+	var (
+		custom       customizeFlags
+		force        bool
+		transferSize string
+	)
+	c := &cobra.Command{
+		Use:   "customize TARGET...",
+		Short: "Write first-boot settings into a written card's (or an image file's) boot partition",
+		Long: `Write the first-boot settings write --customize writes (hostname, user, SSH,
+Wi-Fi, locale, cloud-init: the same flags) into the boot partition of each
+TARGET, a card already written or an image file (file:PATH), through
+usbflash's own block devices, never a mount.
+
+Everything is read and decided before the first byte is written. The
+card's first transfer (its partition table) is zeroed first and written
+back last, each step synced, so an interrupted customisation leaves a card
+that boots nothing rather than half customised; the bytes it held and
+those it is to hold are kept in two files until it is read back the same,
+and the error names them: usbflash restore puts either back.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return &usageError{"customize needs a TARGET; see 'usbflash customize --help'"}
+			}
+			return nil
+		},
+		ValidArgsFunction: targetArgs(false),
+		RunE: func(c *cobra.Command, args []string) error {
+			return a.reported(false, false, func(rep termui.Reporter) error {
+				transfer, err := transferFlag(c, transferSize)
+				if err != nil {
+					return err
+				}
+				cfg, err := custom.config()
+				if err != nil {
+					return err
+				}
+				if cfg == nil {
+					return &usageError{"say what to write: --customize FILE or a setting (--hostname, --user, --ssh-key, ...)"}
+				}
+				specs := make([]drive.Spec, len(args))
+				for i, arg := range args {
+					if specs[i], err = drive.Parse(arg); err != nil {
+						return err
+					}
+				}
+				readers, err := a.newReaders()
+				if err != nil {
+					return err
+				}
+				obs := flash.ObserverFunc(func(e flash.Event) { presentRead(rep, jsonevents.CommandWrite, e) })
+				_, err = flash.Customize(c.Context(), flash.CustomizeConfig{Customize: *cfg, TransferSize: transfer, Force: force,
+					Readers: readers, Observer: obs}, specs)
+				return err
+			})
+		},
+	}
+	addTransferFlag(c, &transferSize, pipeline.DefaultTransferSize, "the first transfer, held back and written last as write holds it, and the read-back's READ size")
+	c.Flags().BoolVar(&force, "force", false, "customise even though the target's disk is mounted")
+	custom.register(c.Flags())
+	return c
 }

@@ -117,6 +117,7 @@ Targets:
 		newBenchCommand(a),
 		newCheckCommand(a),
 		newRestoreCommand(a),
+		newCustomizeCommand(a),
 		newCatalogCommand(a),
 	)
 	if c := genDocsCommand(); c != nil {

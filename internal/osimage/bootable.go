@@ -3,6 +3,7 @@ package osimage
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,19 @@ var RaspiosBoot = map[string]string{
 // (dosfstools) holding files (mcopy, mtools), and a second partition of
 // rootSize bytes of Generate's data. dir holds the tools' scratch files.
 func Bootable(dir string, bootStart, bootSize, rootSize int64, files map[string]string, seed uint64) ([]byte, error) {
+	return BootableAs(dir, Layout{}, bootStart, bootSize, rootSize, files, seed)
+}
+
+// Layout is how BootableAs makes its disk: the boot partition's FAT
+// ("12", "16", "32"; "": 32) and its partition table (MBR, or a GPT with
+// its backup in the last 33 blocks, past the root partition).
+type Layout struct {
+	FAT string
+	GPT bool
+}
+
+// BootableAs is Bootable with the layout l.
+func BootableAs(dir string, l Layout, bootStart, bootSize, rootSize int64, files map[string]string, seed uint64) ([]byte, error) {
 	part := filepath.Join(dir, "boot.part")
 	os.Remove(part)
 	run := func(name string, args ...string) error {
@@ -32,7 +46,11 @@ func Bootable(dir string, bootStart, bootSize, rootSize int64, files map[string]
 		}
 		return nil
 	}
-	if err := run("mkfs.fat", "-C", "-F", "32", "-n", "bootfs", part, strconv.FormatInt(bootSize>>10, 10)); err != nil {
+	fat := l.FAT
+	if fat == "" {
+		fat = "32"
+	}
+	if err := run("mkfs.fat", "-C", "-F", fat, "-n", "bootfs", part, strconv.FormatInt(bootSize>>10, 10)); err != nil {
 		return nil, err
 	}
 	for name, content := range files {
@@ -48,9 +66,17 @@ func Bootable(dir string, bootStart, bootSize, rootSize int64, files map[string]
 	if err != nil {
 		return nil, err
 	}
-	img := make([]byte, bootStart+bootSize+rootSize)
+	tail := int64(0)
+	if l.GPT {
+		tail = 33 * 512
+	}
+	img := make([]byte, bootStart+bootSize+rootSize+tail)
 	copy(img[bootStart:], boot)
 	copy(img[bootStart+bootSize:], Generate(rootSize, seed))
+	if l.GPT {
+		putGPT(img, [][2]int64{{bootStart, bootSize}, {bootStart + bootSize, rootSize}})
+		return img, nil
+	}
 	for i, p := range [][3]int64{{0x0c, bootStart, bootSize}, {0x83, bootStart + bootSize, rootSize}} {
 		e := img[446+16*i:]
 		e[4] = byte(p[0])
@@ -59,4 +85,53 @@ func Bootable(dir string, bootStart, bootSize, rootSize int64, files map[string]
 	}
 	img[510], img[511] = 0x55, 0xAA
 	return img, nil
+}
+
+// putGPT writes a protective MBR, a GPT at LBA 1 (entries from LBA 2) and
+// its backup in the last 33 blocks, listing parts ([start, size] in bytes):
+// the first a FAT ("Microsoft basic data"), the others Linux filesystems.
+func putGPT(img []byte, parts [][2]int64) {
+	const bs = 512
+	blocks := int64(len(img)) / bs
+	mbr := img[446:]
+	mbr[4] = 0xEE
+	binary.LittleEndian.PutUint32(mbr[8:], 1)
+	binary.LittleEndian.PutUint32(mbr[12:], uint32(min(blocks-1, 0xFFFFFFFF)))
+	img[510], img[511] = 0x55, 0xAA
+	entries := make([]byte, 128*128)
+	fat := []byte{0xA2, 0xA0, 0xD0, 0xEB, 0xE5, 0xB9, 0x33, 0x44, 0x87, 0xC0, 0x68, 0xB6, 0xB7, 0x26, 0x99, 0xC7}
+	linux := []byte{0xAF, 0x3D, 0xC6, 0x0F, 0x83, 0x84, 0x72, 0x47, 0x8E, 0x79, 0x3D, 0x69, 0xD8, 0x47, 0x7D, 0xE4}
+	for i, p := range parts {
+		e := entries[128*i:]
+		if i == 0 {
+			copy(e, fat)
+		} else {
+			copy(e, linux)
+		}
+		e[16], e[17] = byte(i+1), 0x5A // a unique partition GUID
+		binary.LittleEndian.PutUint64(e[32:], uint64(p[0]/bs))
+		binary.LittleEndian.PutUint64(e[40:], uint64((p[0]+p[1])/bs-1))
+	}
+	crc := crc32.ChecksumIEEE(entries)
+	header := func(my, alt, entriesAt int64) []byte {
+		h := make([]byte, bs)
+		copy(h, "EFI PART")
+		binary.LittleEndian.PutUint32(h[8:], 0x00010000)
+		binary.LittleEndian.PutUint32(h[12:], 92)
+		binary.LittleEndian.PutUint64(h[24:], uint64(my))
+		binary.LittleEndian.PutUint64(h[32:], uint64(alt))
+		binary.LittleEndian.PutUint64(h[40:], 34)
+		binary.LittleEndian.PutUint64(h[48:], uint64(blocks-34))
+		h[56], h[57] = 0x55, 0x53 // a disk GUID that is not zero
+		binary.LittleEndian.PutUint64(h[72:], uint64(entriesAt))
+		binary.LittleEndian.PutUint32(h[80:], 128)
+		binary.LittleEndian.PutUint32(h[84:], 128)
+		binary.LittleEndian.PutUint32(h[88:], crc)
+		binary.LittleEndian.PutUint32(h[16:], crc32.ChecksumIEEE(h[:92]))
+		return h
+	}
+	copy(img[bs:], header(1, blocks-1, 2))
+	copy(img[2*bs:], entries)
+	copy(img[(blocks-33)*bs:], entries)
+	copy(img[(blocks-1)*bs:], header(blocks-1, 1, blocks-33))
 }

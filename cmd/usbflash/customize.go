@@ -9,7 +9,6 @@ import (
 	"github.com/usbflash/usbflash/customize"
 	"github.com/usbflash/usbflash/drive"
 	"github.com/usbflash/usbflash/flash"
-	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/termui"
 )
@@ -124,7 +123,7 @@ and the error names them: usbflash restore puts either back.`,
 				if err != nil {
 					return err
 				}
-				obs := flash.ObserverFunc(func(e flash.Event) { presentRead(rep, jsonevents.CommandWrite, e) })
+				obs := flash.ObserverFunc(func(e flash.Event) { presentCard(rep, e) })
 				_, err = flash.Customize(c.Context(), flash.CustomizeConfig{Customize: *cfg, TransferSize: transfer, Force: force,
 					Readers: readers, Observer: obs}, specs)
 				return err

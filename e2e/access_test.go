@@ -211,6 +211,13 @@ udevadm control --reload && udevadm trigger --subsystem-match=usb && udevadm set
 	r = asUser("write", "/tmp/deb.img", target, "--yes")
 	wantCode(t, r, 0, "write and verify in the group")
 	checkCard(t, card, img)
+	// What the packaged bash, zsh and fish completions ask the binary:
+	// the live targets.
+	r = asUser("__complete", "write", "/tmp/deb.img", "")
+	wantCode(t, r, 0, "completing write's target")
+	if !strings.Contains(r.Stdout, target+"\t") || !strings.Contains(r.Stdout, "sim:") {
+		t.Errorf("completion does not offer the reader:\n%s", r)
+	}
 }
 
 // testWriter logs what is written to it, line by line.

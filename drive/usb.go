@@ -281,7 +281,7 @@ func (r *Readers) queueDepth() int {
 // openChosen opens a listed reader on the transport the setting chooses
 // (usbms.ChooseTransport): UAS, or Bulk-Only. Auto falls back to
 // Bulk-Only, where the reader has it, when the host controller gives UAS
-// no streams at SuperSpeed.
+// no scatter-gather, or no streams at SuperSpeed.
 func openChosen(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions, setting string, o usbms.QuirkOverrides) (usbDevice, usbms.Choice, error) {
 	rq, _ := usbms.ReaderSetup(nil, &info, o)
 	c, err := usbms.ChooseTransport(setting, usbms.OfferOf(info, rq.Flags))
@@ -292,7 +292,7 @@ func openChosen(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions, 
 	d, err := openUSB(ctx, info, opts)
 	if err != nil && c.UAS && setting != usbms.TransportUAS && info.HasBOT() && errors.Is(err, usbdev.ErrNoStreams) {
 		opts.UAS = false
-		c = usbms.Choice{Why: "the host controller gives no bulk streams"}
+		c = usbms.Choice{Why: "the host controller gives UAS no scatter-gather or no bulk streams"}
 		d, err = openUSB(ctx, info, opts)
 	}
 	return d, c, asAccessError(info, err)

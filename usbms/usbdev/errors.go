@@ -29,10 +29,10 @@ var (
 	// ErrNotFound means the device is no longer attached where Info said:
 	// it was unplugged or re-enumerated.
 	ErrNotFound = failure.New(failure.Device, "device not found")
-	// ErrNoStreams means UAS at SuperSpeed was asked of a host
-	// controller that gives no bulk streams, or no scatter-gather:
-	// Linux's uas refuses such a controller too.
-	ErrNoStreams = failure.New(failure.Device, "the host controller gives no bulk streams or no scatter-gather, which UAS at SuperSpeed needs")
+	// ErrNoStreams means UAS was asked of a host controller without
+	// scatter-gather, or at SuperSpeed without bulk streams: Linux's uas
+	// refuses such a controller too.
+	ErrNoStreams = failure.New(failure.Device, "the host controller gives UAS no scatter-gather, or no bulk streams at SuperSpeed")
 	// ErrDeviceChanged means a different device (another serial number)
 	// is at the device's port. It matches ErrNotFound too.
 	ErrDeviceChanged error = &kindError{"a different device is at its port", ErrNotFound}

@@ -71,10 +71,16 @@ func (d *Device) setupUAS() error {
 	d.uas.on = true
 	d.uas.eps = [5]uint8{0, u.Command, u.Status, u.DataIn, u.DataOut}
 	d.uas.streams = 0
+	if d.caps&capBulkScatterGath == 0 {
+		// A data phase is one URB of up to a transfer's size, which
+		// usbfs can only map with scatter-gather; Linux's uas refuses
+		// such a controller at any speed too.
+		return usbdev.ErrNoStreams
+	}
 	if d.info.Speed < usbdev.SpeedSuper {
 		return nil
 	}
-	if d.caps&capBulkScatterGath == 0 || u.MaxStreams < 2 {
+	if u.MaxStreams < 2 {
 		return usbdev.ErrNoStreams
 	}
 	arg := streamsArg{NumStreams: uint32(min(u.MaxStreams, maxStreams)), NumEps: 3, Eps: [3]uint8{u.Status, u.DataIn, u.DataOut}}

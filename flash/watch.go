@@ -83,7 +83,10 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 
 	// Bounded at the size asked: a card that takes less needs less.
 	sets := make(chan struct{}, max(blockdev.MaxBufferMemory/pipeline.BufferMemory(s.transfer, buffers), 1))
-	var cards []*card
+	// What the exit policy needs of the cards done, not the cards (their
+	// readers' handles, closed), which a week of running would pile up.
+	ok := 0
+	var errs []error
 	found := 0 // cards found, for {n}
 	opts := drive.WatchOptions{Options: drive.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
 		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }},
@@ -107,22 +110,21 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 			defer func() { <-sets }()
 			s.writeOne(writes, c)
 		}
-		s.mu.Lock()
-		cards = append(cards, c)
-		s.mu.Unlock()
+		// Its digests (32 bytes a write command: 128 KiB for a 4 GiB
+		// image) served its verify; a station that keeps every outcome
+		// for a week must not keep them too.
+		c.out.Write.Digests.List, c.digests = nil, nil
 		s.record(c)
-	})
-	if err != nil {
-		return s.res, err
-	}
-	ok := 0
-	var errs []error
-	for _, c := range cards {
+		s.mu.Lock()
 		if c.failed() {
 			errs = append(errs, c.out.Err)
 		} else {
 			ok++
 		}
+		s.mu.Unlock()
+	})
+	if err != nil {
+		return s.res, err
 	}
 	if n := cut(); n > 0 {
 		return s.res, &StopTimeoutError{Timeout: cfg.StopTimeout, Cut: n}

@@ -62,6 +62,9 @@ func TestWatchStop(t *testing.T) {
 				t.Fatalf("%d cards", len(res.Cards))
 			}
 			o := res.Cards[0]
+			if o.Write.Digests.List != nil {
+				t.Error("a finished card's outcome keeps its digests")
+			}
 			if tc.done != o.Verified() || tc.done != holds(card, img) {
 				t.Errorf("verified %v, holds the image %v (%v), want %v", o.Verified(), holds(card, img), o.Err, tc.done)
 			}

@@ -196,13 +196,13 @@ test-arm: cross-deps
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) test -count=1 -exec qemu-arm-static $(EMU_TEST_PKGS)
 
 test-riscv64: cross-deps
-	CGO_ENABLED=0 GOOS=linux GOARCH=riscv64 $(GO) test -count=1 -exec qemu-riscv64-static $(EMU_TEST_PKGS)
+	CGO_ENABLED=0 GOOS=linux GOARCH=riscv64 $(GO) test -count=1 -timeout 30m -exec qemu-riscv64-static $(EMU_TEST_PKGS)
 
 # i386 needs no emulator: an amd64 kernel runs i386 programs (Debian's
 # qemu-i386 user emulator crashes any Go program). TestI386 (make e2e)
 # runs the i386 binary's USB path in the amd64 guest.
 test-386:
-	CGO_ENABLED=0 GOOS=linux GOARCH=386 $(GO) test -count=1 $(EMU_TEST_PKGS)
+	CGO_ENABLED=0 GOOS=linux GOARCH=386 $(GO) test -count=1 -timeout 30m $(EMU_TEST_PKGS)
 
 # The static arm64 build in an arm64 guest with no libusb (see e2e/README.md).
 e2e-arm64: cross-deps cross-linux

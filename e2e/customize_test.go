@@ -94,7 +94,9 @@ func fsckCard(t *testing.T, backing string) {
 // file reads back as asked: two cards of one run with their own hostnames
 // (systemd format, an extra file with a long name), then a --watch run
 // that gives three cards three hostnames (cloud-init, decided from the
-// image). Each card's boot partition passes fsck.fat on the host.
+// image), then a card written plainly and customised in place twice with
+// usbflash customize. Each card's boot partition passes fsck.fat on the
+// host.
 func TestCustomize(t *testing.T) {
 	const size = 64 << 20
 	serials := []string{"CUST1", "CUST2", "CUST3"}
@@ -195,4 +197,22 @@ kill -INT $pid; wait $pid; rc=$?; cat /tmp/cw.out; exit $rc`)
 	if slices.Sort(ids); len(slices.Compact(ids)) != 3 {
 		t.Errorf("the watched cards share an instance-id: %v", ids)
 	}
+
+	// A card written without a customisation, then customised in place
+	// over USB, twice (cmdline.txt carries one entry): usbflash customize.
+	r = usbflash(t, m, 5*time.Minute, "write", p1, serialTarget("CUST3"), "--yes")
+	wantCode(t, r, 0, "a plain write")
+	for _, host := range []string{"late-{n}", "later-{n}"} {
+		r = usbflash(t, m, 2*time.Minute, "customize", serialTarget("CUST3"), "--hostname", host, "--user", "maker")
+		wantCode(t, r, 0, "usbflash customize")
+		wantText(t, r, "usbflash customize", "customised (systemd, FAT32): firstrun.sh, cmdline.txt; read back the same")
+	}
+	f := bootFilesInGuest(t, m, serials[2:], "firstrun.sh", "cmdline.txt")["CUST3"]
+	if !strings.Contains(f["firstrun.sh"], "imager_custom set_hostname later-1\n") {
+		t.Errorf("customised in place: firstrun.sh lacks later-1:\n%s", f["firstrun.sh"])
+	}
+	if strings.Count(f["cmdline.txt"], "systemd.run=") != 1 || strings.Contains(f["cmdline.txt"], "ds=nocloud") {
+		t.Errorf("customised in place twice: cmdline.txt = %q", f["cmdline.txt"])
+	}
+	fsckCard(t, cards[2])
 }

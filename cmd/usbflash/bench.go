@@ -233,7 +233,7 @@ func (p *benchPresenter) observe(e cardbench.Event) {
 	rep := p.rep
 	switch e := e.(type) {
 	case cardbench.Started:
-		p.start(e)
+		rep.Event(benchview.Start(e, p.f.pointTime, p.f.write, p.f.preserve))
 	case cardbench.Note:
 		if e.Notice != nil {
 			rep.Event(noteWithAdvice(e.Message, e.Notice))
@@ -263,66 +263,33 @@ func (p *benchPresenter) observe(e cardbench.Event) {
 	}
 }
 
-// start says what the run measures, before its first measurement: the
-// target's layout, or with --compare that of the kernel's disk, the first
-// one read.
-func (p *benchPresenter) start(e cardbench.Started) {
-	l, f := e.Layout, p.f
-	ev := &jsonevents.BenchStart{Command: jsonevents.CommandBench,
-		Target: e.Target, Capacity: e.Capacity, BlockSize: e.BlockSize, Sizes: l.Sizes, Regions: l.Regions,
-		PointTimeS: f.pointTime.Seconds(), Write: f.write, Preserve: f.preserve, Compare: e.Compare}
-	what := fmt.Sprintf("%s (%s, %d-byte blocks)", e.Target, units.FormatSize(e.Capacity), e.BlockSize)
-	if e.Compare != "" {
-		what = fmt.Sprintf("%s, and first the kernel's %s (%s, %d-byte blocks)", e.Target, e.Compare, units.FormatSize(e.Capacity), e.BlockSize)
-	}
-	p.rep.Event(ev, fmt.Sprintf("Measuring %s: %d sizes from %s to %s, %s per size in each of %s",
-		what, len(l.Sizes), units.FormatSize(l.Sizes[0]), units.FormatSize(l.Sizes[len(l.Sizes)-1]), f.pointTime, cardbench.RegionNames(l.Regions)))
-}
-
 // benchReport presents the run: a table and a chart of the curves, the
 // alignment test, random operations, the round trip and the recommended
 // transfer size; as text, or as one JSON summary after the points.
 func (a *app) benchReport(rep termui.Reporter, run *cardbench.Report, f benchFlags) error {
 	series := cardbench.Summarize(run.Points)
-	rec := cardbench.Recommendation(series)
+	summary := benchview.Summary(run, series)
 	// The measurements are shown even when the plot cannot be saved; the
 	// failure follows them, with its exit code.
 	var plotErr error
 	if f.plot != "" {
-		plotErr = benchview.WritePlot(f.plot, series, run.Target, rec.Size)
+		if plotErr = benchview.WritePlot(f.plot, series, run.Target, summary.RecommendedTransferSize); plotErr == nil {
+			summary.Plot = f.plot
+		}
 	}
-	summary := &jsonevents.BenchSummary{Command: jsonevents.CommandBench,
-		Target: run.Target, Capacity: run.Capacity, BlockSize: run.BlockSize,
-		Series: series, Points: run.Points, Random: randomJSON(run.Random),
-		RecommendedTransferSize: rec.Size, RecommendedFrom: rec.From, BestRate: rec.Best, BestSize: rec.BestSize,
-		Alignment: run.Align, RoundTrip: run.RoundTrip,
-	}
-	if f.plot != "" && plotErr == nil {
-		summary.Plot = f.plot
-	}
-	var b strings.Builder
-	b.WriteString(benchview.Text(run, series))
-	if rec.Size > 0 {
+	text := benchview.Text(run, series)
+	if summary.RecommendedTransferSize > 0 {
 		summary.Recommendation = fmt.Sprintf("Recommended --transfer-size %s: the smallest within %.0f%% of the best %s (%s at %s)",
-			units.FormatSize(rec.Size), cardbench.Tolerance*100, rec.From, units.FormatRate(rec.Best), units.FormatSize(rec.BestSize))
-		b.WriteString(summary.Recommendation)
+			units.FormatSize(summary.RecommendedTransferSize), cardbench.Tolerance*100, summary.RecommendedFrom,
+			units.FormatRate(summary.BestRate), units.FormatSize(summary.BestSize))
+		text += summary.Recommendation
 	}
 	if summary.Plot != "" {
-		fmt.Fprintf(&b, "\nPlot: %s", f.plot)
+		text += "\nPlot: " + f.plot
 	}
-	rep.Event(summary, b.String())
+	rep.Event(summary, text)
 	if plotErr != nil {
 		return fmt.Errorf("--plot: %w", plotErr)
 	}
 	return nil
-}
-
-// randomJSON is the summary's random operations: an empty list, not
-// null, when none were measured.
-func randomJSON(rs []cardbench.RandomResult) []jsonevents.BenchRandom {
-	out := []jsonevents.BenchRandom{}
-	for _, r := range rs {
-		out = append(out, jsonevents.BenchRandom{Op: r.Op, Size: r.Size, Region: r.Region, Commands: r.Commands, ElapsedS: r.Elapsed.Seconds(), PerSecond: r.PerSecond()})
-	}
-	return out
 }

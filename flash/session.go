@@ -167,6 +167,7 @@ type session struct {
 	res      *Result
 	download *download      // the image file's checksum check; nil: none
 	entry    *catalog.Entry // the catalog entry Image named; nil: none
+	bodies   sync.Map       // *imagesrc.Source -> its *httpsrc.Body (url.go)
 	httpOnce sync.Once
 	http     *httpsrc.Client // an image at a URL's (url.go)
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc/dlcache"
 	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/pipeline"
 
 	"github.com/usbflash/usbflash/imagesrc"
 	"github.com/usbflash/usbflash/imagesrc/httpsrc"
@@ -89,18 +91,42 @@ func (s *session) openImageAt(ctx context.Context, d *download) (*imagesrc.Sourc
 	if err != nil {
 		return nil, &ImageError{Err: err}
 	}
-	return openBody(b, b, b.Size(), b.Name(), opts)
+	return s.openBody(b, b, b.Size(), b.Name(), opts)
 }
 
 // openBody decodes the stream r of the body b; closing the source closes
-// r, which closes b.
-func openBody(b *httpsrc.Body, r io.ReadCloser, size int64, name string, opts imagesrc.Options) (*imagesrc.Source, error) {
+// r, which closes b. The session keeps b for the source's download note.
+func (s *session) openBody(b *httpsrc.Body, r io.ReadCloser, size int64, name string, opts imagesrc.Options) (*imagesrc.Source, error) {
 	src, err := imagesrc.OpenStream(r, size, name, opts)
 	if err != nil {
 		r.Close()
 		return nil, &ImageError{Err: fmt.Errorf("image %s: %w", b.URL(), err)}
 	}
+	s.bodies.Store(src, b)
 	return src, nil
+}
+
+// downloadNote says, once a write from a URL ended, what the download did
+// beside the card: bytes, time, rate, resumes, and whether the writer
+// waited for it (a download slower than the card sets the pace).
+func (s *session) downloadNote(src *imagesrc.Source, res pipeline.WriteResult) {
+	v, ok := s.bodies.Load(src)
+	if !ok {
+		return
+	}
+	b := v.(*httpsrc.Body)
+	got, took, resumes := b.Stats()
+	msg := fmt.Sprintf("Downloaded %s from %s in %s (%s) while the card was written", units.FormatBytes(got), b.URL(),
+		took.Round(time.Millisecond), units.FormatRate(float64(got)/max(took.Seconds(), 1e-3)))
+	if resumes > 0 {
+		msg += fmt.Sprintf(", after %d resumes", resumes)
+	}
+	if res.Bound == pipeline.BoundDecoder {
+		msg += fmt.Sprintf("; the writer waited %s for its data: the download (with the decoding) set the pace", res.DecoderWait.Round(time.Millisecond))
+	} else if res.Bound == pipeline.BoundDevice {
+		msg += "; the card set the pace"
+	}
+	s.emit(Note{Message: msg})
 }
 
 // openCached opens a URL image through the cache: an entry whose SHA-256
@@ -167,10 +193,10 @@ func (s *session) openCached(ctx context.Context, d *download, opts imagesrc.Opt
 		Size: size, Name: name}, have)
 	if err != nil {
 		s.emit(Note{Message: "Not caching " + displayImage(url) + ": " + err.Error()})
-		return openBody(b, b, size, name, opts)
+		return s.openBody(b, b, size, name, opts)
 	}
 	fill.Note = func(msg string) { s.emit(Note{Message: msg}) }
-	return openBody(b, &filling{Reader: fill.Reader(b), b: b, fill: fill}, size, name, opts)
+	return s.openBody(b, &filling{Reader: fill.Reader(b), b: b, fill: fill}, size, name, opts)
 }
 
 // maxDrain bounds what Close reads of a body the decoder left, to make

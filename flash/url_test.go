@@ -21,6 +21,7 @@ import (
 	"github.com/usbflash/usbflash/imagesrc/httpsrc"
 	"github.com/usbflash/usbflash/internal/flakyhttp"
 	"github.com/usbflash/usbflash/internal/testpattern"
+	"github.com/usbflash/usbflash/internal/units"
 )
 
 // instantHTTP reads URLs with no waits between attempts.
@@ -108,6 +109,15 @@ func TestRunURL(t *testing.T) {
 			}
 			if n := strings.Count(notes, "resuming in"); n != tc.resumes {
 				t.Errorf("%d resumes said, want %d:\n%s", n, tc.resumes, notes)
+			}
+			if tc.want == nil {
+				want := "Downloaded " + units.FormatBytes(int64(len(tc.v.Data))) + " from "
+				if tc.resumes > 0 {
+					want = fmt.Sprintf("after %d resumes", tc.resumes)
+				}
+				if !strings.Contains(notes, want) {
+					t.Errorf("notes:\n%s\nwant the download said (%q)", notes, want)
+				}
 			}
 			got, _ := os.ReadFile(card)
 			if tc.want != nil {

@@ -80,6 +80,9 @@ func (s *session) writeCards(ctx context.Context, src *imagesrc.Source, plan *wr
 	}
 	res, werr := pipeline.Write(ctx, dev, plan.source(src), plan.options(opts))
 	prog.stop()
+	if werr == nil {
+		s.downloadNote(src, res)
+	}
 	if group != nil {
 		group.Close()
 	}

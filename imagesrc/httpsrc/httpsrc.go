@@ -315,6 +315,11 @@ type Body struct {
 	moved  atomic.Int64 // bytes received, for the stall watch
 	off    atomic.Int64
 	fails  int   // attempts in a row without a byte
+	// For Stats: when the body was asked for, from which byte, and how
+	// many attempts followed a failure.
+	start   time.Time
+	from    int64
+	resumes int
 	failed error // what ended the attempt in flight; nil: none
 	err    error // sticky
 }
@@ -322,7 +327,7 @@ type Body struct {
 // Open asks for rawURL and returns its body once the server answered
 // with it (200); failures before that are retried as a resume is.
 func (c *Client) Open(ctx context.Context, rawURL string) (*Body, error) {
-	b := &Body{c: c, ctx: ctx, url: rawURL, display: Display(rawURL), size: -1}
+	b := &Body{c: c, ctx: ctx, url: rawURL, display: Display(rawURL), size: -1, start: time.Now()}
 	if err := b.attempt(); err != nil {
 		return nil, err
 	}
@@ -342,7 +347,7 @@ func (c *Client) OpenFrom(ctx context.Context, rawURL string, off int64, validat
 		return b, false, err
 	}
 	b = &Body{c: c, ctx: ctx, url: rawURL, display: Display(rawURL), size: size, ranges: true, opened: true,
-		name: fileName(rawURL, "")}
+		name: fileName(rawURL, ""), start: time.Now(), from: off}
 	if strings.HasPrefix(validator, `"`) {
 		b.etag = validator
 	} else {
@@ -374,6 +379,13 @@ func (b *Body) Name() string { return b.name }
 // Size is the body's length (Content-Length), -1 when the server did not
 // say it.
 func (b *Body) Size() int64 { return b.size }
+
+// Stats is what the body moved so far: the bytes received over the
+// network (a body opened from an offset counts from there), the time since
+// it was asked for, and the attempts that followed a failure.
+func (b *Body) Stats() (received int64, elapsed time.Duration, resumes int) {
+	return b.off.Load() - b.from, time.Since(b.start), b.resumes
+}
 
 // Offset is how many bytes Read has returned.
 func (b *Body) Offset() int64 { return b.off.Load() }
@@ -483,6 +495,7 @@ func (b *Body) attempt() error {
 			if errors.As(b.failed, &se) && se.RetryAfter > wait {
 				wait = min(se.RetryAfter, maxWait)
 			}
+			b.resumes++
 			if o.OnRetry != nil {
 				o.OnRetry(Retry{URL: b.display, Attempt: b.fails, Of: o.Retries, Offset: off, Wait: wait, Err: b.failed})
 			}

@@ -314,14 +314,14 @@ type Body struct {
 	stall  atomic.Bool
 	moved  atomic.Int64 // bytes received, for the stall watch
 	off    atomic.Int64
-	fails  int   // attempts in a row without a byte
+	fails  int // attempts in a row without a byte
 	// For Stats: when the body was asked for, from which byte, and how
 	// many attempts followed a failure.
 	start   time.Time
 	from    int64
 	resumes int
-	failed error // what ended the attempt in flight; nil: none
-	err    error // sticky
+	failed  error // what ended the attempt in flight; nil: none
+	err     error // sticky
 }
 
 // Open asks for rawURL and returns its body once the server answered

@@ -103,6 +103,11 @@ kill -TERM $pid; wait $pid; rc=$?; cat /tmp/w.out; ls /tmp/logs | wc -l | sed 's
 		deadline := time.Now().Add(time.Minute)
 		for {
 			mt := scrape()
+			for _, name := range []string{"usbflash_readers", "usbflash_cards_in_flight", "process_resident_memory_bytes", "process_open_fds", "go_goroutines"} {
+				if _, ok := mt[name]; !ok {
+					t.Fatalf("/metrics has no %s", name)
+				}
+			}
 			if mt["usbflash_readers"] == 0 && mt["usbflash_cards_in_flight"] == 0 {
 				return mt
 			}
@@ -265,8 +270,9 @@ func waitRecord(t *testing.T, path, serial string, p *Pending, timeout time.Dura
 }
 
 // parseMetrics reads the Prometheus text format: each sample by its name
-// and labels as written.
+// and labels as written, but for the station label (--station soak).
 func parseMetrics(text string) map[string]float64 {
+	text = strings.NewReplacer(`{station="soak"}`, "", `station="soak",`, "", `,station="soak"`, "").Replace(text)
 	out := map[string]float64{}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {

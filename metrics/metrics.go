@@ -37,9 +37,9 @@ type Options struct {
 	// node_exporter's textfile collector: atomically (a temporary file
 	// renamed), so the collector never reads half of it.
 	Textfile string
-	// Labels are constant labels of every usbflash_ metric (a station's
-	// name); never a value that changes per card.
-	Labels prometheus.Labels
+	// Station, when set, is the station label of every usbflash_ metric:
+	// stations sharing one node_exporter (a textfile each) stay apart.
+	Station string
 }
 
 // Station counts a flash session's events.
@@ -91,7 +91,11 @@ func StepLabels() []string {
 // counter at 0 is a fact a dashboard can show, a missing one is not).
 func New(opts Options) *Station {
 	s := &Station{opts: opts, reg: prometheus.NewRegistry(), run: prometheus.NewRegistry(), open: map[string]bool{}}
-	f := factory{reg: s.reg, labels: opts.Labels}
+	var labels prometheus.Labels
+	if opts.Station != "" {
+		labels = prometheus.Labels{"station": opts.Station}
+	}
+	f := factory{reg: s.reg, labels: labels}
 	s.cardsStarted = f.counter("usbflash_cards_started_total", "Cards a session took on: opened, or refused as they were found.")
 	s.cardsFinished = f.counterVec("usbflash_cards_finished_total", "Cards done, by result: ok, removed (the card or its reader went away), or the failure's class.", "result")
 	s.bytesWritten = f.counter("usbflash_written_bytes_total", "Image bytes written to cards.")
@@ -112,7 +116,7 @@ func New(opts Options) *Station {
 		s.recoveries.WithLabelValues(st)
 	}
 	info := register(f, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "usbflash_build_info",
-		Help: "The build: its version and the Go version it was built with; always 1.", ConstLabels: opts.Labels}, []string{"version", "goversion"}))
+		Help: "The build: its version and the Go version it was built with; always 1.", ConstLabels: labels}, []string{"version", "goversion"}))
 	info.WithLabelValues(opts.Version, runtime.Version()).Set(1)
 	// The process's memory, file descriptors and goroutines: what a week
 	// of running would show growing. Not in the textfile, where
@@ -277,7 +281,7 @@ func (v *Server) Close() error {
 // Setup is what a command asks of the metrics: an address to serve
 // /metrics on, a textfile to keep, or neither.
 type Setup struct {
-	Listen, Textfile, Version string
+	Listen, Textfile, Version, Station string
 }
 
 // Start makes the Station a command's settings ask for and starts serving
@@ -287,7 +291,7 @@ func Start(setup Setup) (obs flash.Observer, stop func() error, err error) {
 	if setup.Listen == "" && setup.Textfile == "" {
 		return nil, func() error { return nil }, nil
 	}
-	st := New(Options{Version: setup.Version, Textfile: setup.Textfile})
+	st := New(Options{Version: setup.Version, Textfile: setup.Textfile, Station: setup.Station})
 	if setup.Textfile != "" {
 		// Written now, so a path that cannot be kept is said before the
 		// first card, and a collector sees the station at 0 meanwhile.

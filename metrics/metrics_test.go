@@ -64,7 +64,7 @@ func TestRun(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			specs := simcards.Specs(t, dir, tc.cards...)
-			st := New(Options{Version: "v1.2.3", Textfile: filepath.Join(dir, "usbflash.prom")})
+			st := New(Options{Version: "v1.2.3", Textfile: filepath.Join(dir, "usbflash.prom"), Station: "line 3"})
 			_, _ = flash.Run(context.Background(), flash.Config{Image: image(t, dir, size), Verify: true, Repair: tc.repair, Observer: st, Lag: 2}, specs)
 			if err := st.Close(); err != nil {
 				t.Fatal(err)
@@ -108,8 +108,8 @@ func TestRun(t *testing.T) {
 			// The histograms hold one observation per card that got so far.
 			text := gathered(t, filepath.Join(dir, "usbflash.prom"))
 			for _, want := range []string{
-				"usbflash_write_duration_seconds_count " + itoa(ok),
-				"usbflash_verify_duration_seconds_count " + itoa(ok),
+				`usbflash_write_duration_seconds_count{station="line 3"} ` + itoa(ok),
+				`usbflash_verify_duration_seconds_count{station="line 3"} ` + itoa(ok),
 				`usbflash_build_info{goversion="`,
 			} {
 				if !strings.Contains(text, want) {

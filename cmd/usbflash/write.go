@@ -181,7 +181,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	if cfg.Customize, err = f.custom.config(); err != nil {
 		return err
 	}
-	f.metrics.Version = buildVersion()
+	f.metrics.Version, f.metrics.Station = buildVersion(), f.station
 	station, stopMetrics, err := metrics.Start(f.metrics)
 	if err != nil {
 		return err

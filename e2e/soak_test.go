@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -46,7 +47,7 @@ type soakRecord struct {
 // QMP device_add and unplugged by device_del, cycle after cycle, one card
 // of every four unplugged in the middle of its write; then SIGTERM. Every
 // card that completed holds the image byte for byte, every unplugged one is
-// recorded as removed, the station never stopped on its own, its memory
+// recorded as removed (its boot sector still zeroed), the station never stopped on its own, its memory
 // after the last round is at most 1.1x what it was after the second, its
 // file descriptors and goroutines did not grow, and /metrics, scraped
 // while it runs, counts what the report holds.
@@ -163,6 +164,12 @@ kill -TERM $pid; wait $pid; rc=$?; cat /tmp/w.out; ls /tmp/logs | wc -l | sed 's
 			switch {
 			case pl.removed && rec.Result != "removed":
 				t.Errorf("cycle %d: unplugged mid-write, recorded as %q: %s", pl.n, rec.Result, rec.Error)
+			case pl.removed:
+				// The first transfer is written last: a card unplugged
+				// mid-write holds zeros where its boot sector goes.
+				if b, err := os.ReadFile(pl.card); err != nil || !bytes.Equal(b[:512], make([]byte, 512)) {
+					t.Errorf("cycle %d: unplugged mid-write, LBA 0 is not zeroed (%v)", pl.n, err)
+				}
 			case !pl.removed && (rec.Result != "ok" || !rec.Verified):
 				t.Errorf("cycle %d: recorded as %q (verified %v): %s", pl.n, rec.Result, rec.Verified, rec.Error)
 			case !pl.removed:

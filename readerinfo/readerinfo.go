@@ -44,12 +44,14 @@ type LUN struct {
 	Memory          string `json:"memory,omitempty"` // what write's buffers are: usbfs zero-copy or page-aligned
 	// Transport is how the reader is driven: BOT or UAS, with UAS's
 	// streams (0: none, high speed) and queue depth.
-	Transport  string   `json:"transport,omitempty"`
-	UASStreams int      `json:"uas_streams,omitempty"`
-	QueueDepth int      `json:"queue_depth,omitempty"`
-	KernelDisk string   `json:"kernel_disk,omitempty"`
-	Mounted    []string `json:"mounted,omitempty"`
-	Error      string   `json:"error,omitempty"`
+	Transport  string `json:"transport,omitempty"`
+	UASStreams int    `json:"uas_streams,omitempty"`
+	QueueDepth int    `json:"queue_depth,omitempty"`
+	// TransportWhy says why Bulk-Only is driven where UAS is offered too.
+	TransportWhy string   `json:"transport_why,omitempty"`
+	KernelDisk   string   `json:"kernel_disk,omitempty"`
+	Mounted      []string `json:"mounted,omitempty"`
+	Error        string   `json:"error,omitempty"`
 }
 
 // Reader is one mass-storage interface of `usbflash list`.
@@ -229,6 +231,7 @@ func lunOf(l *usbms.LUN) LUN {
 		Bytes: l.BlockCount() * bs, WriteProtected: l.WriteProtected(), Removable: inq.Removable,
 		Medium: true, MaxTransfer: l.MaxTransfer() * bs, OptimalTransfer: l.OptimalTransfer() * bs,
 		Memory: l.MemoryKind(), Transport: l.Transport().Protocol, UASStreams: l.Transport().Streams, QueueDepth: l.Transport().QueueDepth,
+		TransportWhy: l.Transport().Why,
 	}
 }
 
@@ -268,8 +271,11 @@ func PrintReaders(w io.Writer, readers []Reader) {
 			if q := r.Quirks; q != nil {
 				notes = append(notes, "quirks "+q.Flags)
 			}
-			if l.Transport == "UAS" {
-				notes = append(notes, "UAS")
+			switch {
+			case l.Transport == "UAS":
+				notes = append(notes, fmt.Sprintf("UAS, queue depth %d", l.QueueDepth))
+			case l.TransportWhy != "":
+				notes = append(notes, "BOT (UAS offered too)")
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", head, l.LUN, medium, size, strings.Join(notes, "; "))
 		}
@@ -378,7 +384,7 @@ func PrintTarget(w io.Writer, rep Target) {
 		fmt.Fprintf(tw, "max transfer\t%s\n", sizeOrUnknown(l.MaxTransfer))
 		fmt.Fprintf(tw, "optimal transfer\t%s\n", sizeOrUnknown(l.OptimalTransfer))
 		fmt.Fprintf(tw, "buffer memory\t%s\n", orDash(l.Memory))
-		fmt.Fprintf(tw, "transport\t%s\n", usbms.TransportInfo{Protocol: l.Transport, Streams: l.UASStreams, QueueDepth: l.QueueDepth})
+		fmt.Fprintf(tw, "transport\t%s\n", usbms.TransportInfo{Protocol: l.Transport, Streams: l.UASStreams, QueueDepth: l.QueueDepth, Why: l.TransportWhy})
 	}
 	if f := rep.File; f != nil {
 		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(f.Bytes), f.Bytes, f.Blocks, f.BlockSize)

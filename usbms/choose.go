@@ -18,9 +18,8 @@ const SettingQueueDepth failure.Setting = "queue depth"
 
 // Values of SettingTransport.
 const (
-	// TransportAuto takes UAS where the reader offers it and nothing
-	// speaks against it (IGNORE_UAS, the ASMedia rules), Bulk-Only
-	// otherwise.
+	// TransportAuto takes UAS where the reader offers only UAS, and
+	// Bulk-Only where it offers both (ChooseTransport says why).
 	TransportAuto = "auto"
 	TransportBOT  = "bot"
 	TransportUAS  = "uas"
@@ -72,11 +71,22 @@ type Choice struct {
 // reader does not offer.
 var ErrTransportNotOffered = failure.New(failure.Usage, "the reader does not offer that transport")
 
+// WhyBOTOverUAS is why auto takes Bulk-Only where a reader offers both.
+const WhyBOTOverUAS = "Bulk-Only measured faster than UAS where both are offered"
+
 // ChooseTransport picks the transport of a reader by the setting. Auto
-// takes UAS where it is offered, as Linux does, except where Linux's uas
-// would not bind: IGNORE_UAS, and the ASMedia bridges 174c:5106 and
-// 174c:55aa below SuperSpeed or with 32 streams (uas-detect.h); those
-// take Bulk-Only when they have it. An ASMedia bridge on UAS gets
+// takes UAS where it is the only transport offered, and Bulk-Only where
+// the reader offers both: unlike Linux, whose usb-storage path is slower
+// than its uas, usbflash's Bulk-Only measured faster than its UAS on the
+// same device (QEMU usb-uas and usb-storage, docs/performance.md: 113/146
+// against 91/123 MB/s on xHCI at 1/4 MiB, 72/93 against 56/85 on EHCI),
+// because one UAS command costs the status pipe's IU besides the data
+// while a Bulk-Only one costs a 13-byte CSW, and SD readers gain nothing
+// from queued commands (the card is the limit); a reader where UAS is
+// faster is driven with it by the setting. Where UAS is the only choice it is taken, except
+// where Linux's uas would not bind either (IGNORE_UAS, and the ASMedia
+// bridges 174c:5106 and 174c:55aa below SuperSpeed or with 32 streams,
+// uas-detect.h) and there is Bulk-Only. An ASMedia bridge on UAS gets
 // QuirkMaxSectors240, as Linux gives it. bot and uas force one; a reader
 // that lacks it is an error.
 func ChooseTransport(setting string, o Offer) (Choice, error) {
@@ -111,6 +121,8 @@ func ChooseTransport(setting string, o Offer) (Choice, error) {
 		why = "an ASMedia bridge with 32 streams (ASM1051), which Linux drives over Bulk-Only"
 	case o.VID == 0x174c && (o.PID == 0x5106 || o.PID == 0x55aa) && o.Speed < usbdev.SpeedSuper:
 		why = "an ASMedia bridge below SuperSpeed, which Linux drives over Bulk-Only"
+	case o.BOT:
+		why = WhyBOTOverUAS
 	}
 	if why != "" && o.BOT {
 		return Choice{Why: why}, nil

@@ -72,6 +72,9 @@ type TransportOptions struct {
 	// range is cut into that many commands).
 	// Bulk-Only Transport has one.
 	QueueDepth int
+	// UASPassedOver says why Bulk-Only is driven where the reader also
+	// offers UAS (Choice.Why); "" when it was not offered or is driven.
+	UASPassedOver string
 }
 
 // CommandSet is the command set an interface's subclass names, which

@@ -136,10 +136,15 @@ type TransportInfo struct {
 	Protocol   string // "BOT" or "UAS"
 	Streams    int    // UAS bulk streams; 0 in the high-speed mode and for BOT
 	QueueDepth int    // commands in flight at once
+	// Why says why Bulk-Only is driven where UAS is offered too ("" when
+	// UAS is not offered or is driven).
+	Why string
 }
 
 func (i TransportInfo) String() string {
 	switch {
+	case i.Protocol != "UAS" && i.Why != "":
+		return i.Protocol + " (UAS offered too: " + i.Why + ")"
 	case i.Protocol != "UAS":
 		return i.Protocol
 	case i.Streams > 0:
@@ -159,7 +164,7 @@ func (t *Transport) Protocol() string {
 // Info says how the transport drives the reader.
 func (t *Transport) Info() TransportInfo {
 	if t.uas == nil {
-		return TransportInfo{Protocol: "BOT", QueueDepth: 1}
+		return TransportInfo{Protocol: "BOT", QueueDepth: 1, Why: t.opts.UASPassedOver}
 	}
 	return TransportInfo{Protocol: "UAS", Streams: t.uas.streams, QueueDepth: t.uasDepth()}
 }

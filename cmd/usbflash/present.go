@@ -271,5 +271,6 @@ func ptr[T any](v T) *T { return &v }
 // newDeviceEvent is the device event of an opened card.
 func newDeviceEvent(e flash.Opened) *jsonevents.Device {
 	return &jsonevents.Device{Target: e.Card, Capacity: e.Capacity,
-		BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize), Transport: e.Transport.Protocol, UASStreams: e.Transport.Streams}
+		BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize), Transport: e.Transport.Protocol, UASStreams: e.Transport.Streams,
+		QueueDepth: e.Transport.QueueDepth, TransportWhy: e.Transport.Why}
 }

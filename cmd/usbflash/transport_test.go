@@ -23,10 +23,12 @@ func TestTransport(t *testing.T) {
 		transport        string
 		streams          float64
 		code             int
+		why              bool // Bulk-Only though UAS is offered: the device event and info say why
 	}{
 		{name: "UAS only, streams", opts: "uas=only&streams=16", flag: "auto", transport: "UAS", streams: 16},
 		{name: "UAS only, high speed", opts: "uas=only", flag: "auto", transport: "UAS"},
-		{name: "both: auto takes UAS", opts: "uas=both&streams=4", flag: "auto", transport: "UAS", streams: 4},
+		{name: "both: auto takes BOT", opts: "uas=both&streams=4", flag: "auto", transport: "BOT", why: true},
+		{name: "both: uas forced", opts: "uas=both&streams=4", flag: "uas", transport: "UAS", streams: 4},
 		{name: "both: bot forced", opts: "uas=both&streams=4", flag: "bot", transport: "BOT"},
 		{name: "BOT only", opts: "serial=X", flag: "auto", transport: "BOT"},
 		{name: "UAS only, bot forced", opts: "uas=only", flag: "bot", code: exitUsage},
@@ -50,13 +52,16 @@ func TestTransport(t *testing.T) {
 			if d["transport"] != c.transport || (d["uas_streams"] != nil && d["uas_streams"] != c.streams) || (c.streams > 0) != (d["uas_streams"] != nil) {
 				t.Errorf("device event %v, want transport %s, %v streams", d, c.transport, c.streams)
 			}
+			if (d["transport_why"] != nil) != c.why || d["queue_depth"] != float64(1) {
+				t.Errorf("device event %v: want queue depth 1, transport_why given %v", d, c.why)
+			}
 			got, err := os.ReadFile(card)
 			if err != nil || !bytes.Equal(got[:len(img)], img) {
 				t.Fatalf("card differs from the image (%v)", err)
 			}
 			r = runCLI(t, "info", "--json", "--transport", c.flag, "sim:"+card+"?"+c.opts)
 			var rep readerinfo.Target
-			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.LUN == nil || rep.LUN.Transport != c.transport || rep.LUN.UASStreams != int(c.streams) {
+			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.LUN == nil || rep.LUN.Transport != c.transport || rep.LUN.UASStreams != int(c.streams) || (rep.LUN.TransportWhy != "") != c.why {
 				t.Errorf("info: %v, %+v", err, rep.LUN)
 			}
 		})

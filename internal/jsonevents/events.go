@@ -100,6 +100,10 @@ type Device struct {
 	// file), and UAS's bulk streams (absent without).
 	Transport  string `json:"transport,omitempty"`
 	UASStreams int    `json:"uas_streams,omitempty"`
+	// QueueDepth is the commands in flight at once (1 for Bulk-Only);
+	// TransportWhy says why Bulk-Only is driven where UAS is offered too.
+	QueueDepth   int    `json:"queue_depth,omitempty"`
+	TransportWhy string `json:"transport_why,omitempty"`
 }
 
 type PhaseEvent struct {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
@@ -14,16 +13,19 @@ import (
 	"github.com/usbflash/usbflash/internal/units"
 )
 
-// CatalogPrefix starts an image named by its catalog entry
-// (catalog:NAME): Config.Catalog is the catalog.
-const CatalogPrefix = "catalog:"
-
 // SettingCatalog is the catalog an image is looked up in.
 const SettingCatalog failure.Setting = "catalog"
+
+// SettingOS is the catalog entry (Config.OS) that names the image.
+const SettingOS failure.Setting = "os"
 
 // ErrNoCatalog: an image is named by a catalog entry and no catalog was
 // given.
 var ErrNoCatalog = failure.New(failure.Usage, "an image named by a catalog entry needs a catalog (an os_list URL or file)")
+
+// ErrImageAndOS: an image was given both as a file or URL and as a
+// catalog entry.
+var ErrImageAndOS = failure.New(failure.Usage, "an image is named by a file or URL or by a catalog entry, not both")
 
 // LoadCatalog reads the catalog at ref (an http(s) URL or a file) with
 // the session's client: its entries, in order.
@@ -49,14 +51,17 @@ func (s *session) loadCatalog(ctx context.Context, ref string) ([]catalog.Entry,
 	})
 }
 
-// resolveCatalog turns an image named catalog:NAME into the entry's URL,
+// resolveCatalog turns the catalog entry Config.OS names into the image's URL,
 // whose download and decoded image are then checked against the entry's
 // two SHA-256s (a sum given or a keyring is for lists beside an image, and
 // the catalog's are used instead), and whose decoded size is the entry's.
 func (s *session) resolveCatalog(ctx context.Context) error {
-	name, ok := strings.CutPrefix(s.cfg.Image, CatalogPrefix)
-	if !ok {
+	name := s.cfg.OS
+	if name == "" {
 		return nil
+	}
+	if s.cfg.Image != "" {
+		return &failure.SettingError{Setting: SettingOS, Err: ErrImageAndOS}
 	}
 	if s.cfg.Catalog == "" {
 		return &failure.SettingError{Setting: SettingCatalog, Err: ErrNoCatalog}
@@ -82,7 +87,7 @@ func (s *session) resolveCatalog(ctx context.Context) error {
 	if e.ExtractSize > 0 {
 		what += ", " + units.FormatBytes(e.ExtractSize)
 	}
-	s.emit(Note{Message: fmt.Sprintf("%s%s is %s: %s", CatalogPrefix, name, what, displayImage(e.URL))})
+	s.emit(Note{Message: fmt.Sprintf("%q is %s: %s", name, what, displayImage(e.URL))})
 	s.cfg.Image, s.entry = e.URL, &e
 	return nil
 }

@@ -97,9 +97,10 @@ type Config struct {
 	// CacheMax bounds it (0: only the free space, which it never fills).
 	Cache    string
 	CacheMax int64
-	// Catalog is the os_list (an http(s) URL or a file) an Image named
-	// catalog:NAME is looked up in.
-	Catalog string
+	// Catalog is the os_list (an http(s) URL or a file) OS is looked up
+	// in; OS names one of its entries (exactly, or the start of only one
+	// entry's name), whose URL is then the Image (which is left empty).
+	Catalog, OS string
 	// Readers is the command's enumeration of readers; nil: Run enumerates.
 	Readers *drive.Readers
 	// Check probes each card for a fake capacity after the pre-write

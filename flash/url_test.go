@@ -310,7 +310,7 @@ func TestRunURLCache(t *testing.T) {
 	}
 }
 
-// TestRunCatalog: catalog:NAME picks an entry of an os_list (exactly or by
+// TestRunCatalog: Config.OS names and picks an entry of an os_list (exactly or by
 // an unambiguous prefix) and writes its URL, checked against both of the
 // entry's SHA-256s (the download's, then the decoded image's) before the
 // first transfer is written; the entry's size refuses a card too small
@@ -336,23 +336,24 @@ func TestRunCatalog(t *testing.T) {
 		entry("Huge OS", hexSum(file), hexSum(img), 64<<20),
 	}, ",") + `]}`)
 	for _, tc := range []struct {
-		name, image string
-		matched     string // the note that the write matched; "" for a failure
-		class       failure.Class
-		written     bool // the card was written to (its first transfer zeroed)
+		name, image, os string
+		matched         string // the note that the write matched; "" for a failure
+		class           failure.Class
+		written         bool // the card was written to (its first transfer zeroed)
 	}{
-		{name: "both sums", image: "catalog:good", matched: "and the decoded image the SHA-256 in the catalog's entry Good OS (extract_sha256)"},
-		{name: "the decoded image's sum differs", image: "catalog:Bad Extract", class: failure.Image, written: true},
-		{name: "the download's sum differs", image: "catalog:others / bad d", class: failure.Image, written: true},
-		{name: "larger than the card", image: "catalog:Huge OS", class: failure.Refused},
-		{name: "ambiguous", image: "catalog:Bad", class: failure.Usage},
-		{name: "no such entry", image: "catalog:Fedora", class: failure.Usage},
+		{name: "both sums", os: "good", matched: "and the decoded image the SHA-256 in the catalog's entry Good OS (extract_sha256)"},
+		{name: "the decoded image's sum differs", os: "Bad Extract", class: failure.Image, written: true},
+		{name: "the download's sum differs", os: "others / bad d", class: failure.Image, written: true},
+		{name: "larger than the card", os: "Huge OS", class: failure.Refused},
+		{name: "ambiguous", os: "Bad", class: failure.Usage},
+		{name: "no such entry", os: "Fedora", class: failure.Usage},
+		{name: "an image and an entry", image: ts.URL + "/os/os.img.xz", os: "Good OS", class: failure.Usage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			card, spec := newSimCard(t)
 			log := &noteLog{}
-			_, err := Run(context.Background(), Config{Image: tc.image, Catalog: ts.URL + "/os_list.json", TransferSize: 1 << 20,
+			_, err := Run(context.Background(), Config{Image: tc.image, OS: tc.os, Catalog: ts.URL + "/os_list.json", TransferSize: 1 << 20,
 				Buffers: 2, Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
 			notes := strings.Join(log.all(), "\n")
 			got, _ := os.ReadFile(card)

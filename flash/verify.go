@@ -21,8 +21,8 @@ import (
 type VerifyConfig struct {
 	Image string          // a path, an http(s) URL, or "-" for standard input
 	HTTP  httpsrc.Options // how a URL is read
-	// Catalog is the os_list an Image named catalog:NAME is looked up in.
-	Catalog string
+	// Catalog and OS name the image by a catalog entry, as Config's.
+	Catalog, OS string
 	// TransferSize is the bytes per READ, lowered to what the card takes;
 	// 0: pipeline.DefaultReadSize.
 	TransferSize int
@@ -55,7 +55,7 @@ type VerifyResult struct {
 // the image's format: found before reading when the image says its size,
 // at the card's end otherwise.
 func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResult, error) {
-	s := newSession(Config{Image: cfg.Image, Observer: cfg.Observer, HTTP: cfg.HTTP, Catalog: cfg.Catalog})
+	s := newSession(Config{Image: cfg.Image, Observer: cfg.Observer, HTTP: cfg.HTTP, Catalog: cfg.Catalog, OS: cfg.OS})
 	if err := s.resolveCatalog(ctx); err != nil {
 		return nil, err
 	}

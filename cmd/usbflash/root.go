@@ -118,7 +118,7 @@ Targets:
 		newCheckCommand(a),
 		newRestoreCommand(a),
 		newCustomizeCommand(a),
-		newCatalogCommand(a),
+		newImagesCommand(a),
 	)
 	if c := genDocsCommand(); c != nil {
 		root.AddCommand(c)

@@ -23,6 +23,7 @@ func flagOf(s failure.Setting) string {
 		flash.SettingKeyringSHA256:   "--sha256-keyring and --sha256",
 		flash.SettingCache:           "--cache",
 		flash.SettingCatalog:         "--catalog",
+		flash.SettingOS:              "--os",
 		flash.SettingSize:            "--size",
 		flash.SettingOut:             "OUT",
 		flash.SettingBlockMap:        "--bmap and --no-bmap",

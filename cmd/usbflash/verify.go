@@ -23,10 +23,10 @@ func newVerifyCommand(a *app) *cobra.Command {
 		bmapPath      string
 		noBmap        bool
 		repair        bool
-		catalog       string
+		catalog       catalogFlags
 	)
 	c := &cobra.Command{
-		Use:   "verify IMAGE TARGET",
+		Use:   "verify IMAGE|--os NAME TARGET",
 		Short: "Read a card back and compare it with an image",
 		Long: `Decode IMAGE and compare it byte for byte with what TARGET reads back,
 reporting the first differing LBA. Nothing is written. With a block map
@@ -35,7 +35,12 @@ mapped ranges are compared: a write with the map left the rest of the card
 as it was.
 
 The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(blockdev.MaxBufferMemory) + `.`,
-		Args:              exactArgs(2, "IMAGE and TARGET"),
+		Args: func(c *cobra.Command, args []string) error {
+			if catalog.os != "" {
+				return exactArgs(1, "TARGET (the IMAGE is --os's)")(c, args)
+			}
+			return exactArgs(2, "IMAGE and TARGET")(c, args)
+		},
 		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.reported(asJSON, quiet, func(rep termui.Reporter) error {
@@ -43,12 +48,13 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 				if err != nil {
 					return err
 				}
-				t, readers, err := a.target(args[1])
+				image, targets := catalog.image(args)
+				t, readers, err := a.target(targets[0])
 				if err != nil {
 					return err
 				}
-				return a.verify(c.Context(), rep, flash.VerifyConfig{Image: args[0], TransferSize: transfer,
-					BlockMap: flash.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair, Catalog: catalog}, t)
+				return a.verify(c.Context(), rep, flash.VerifyConfig{Image: image, TransferSize: transfer,
+					BlockMap: flash.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair, Catalog: catalog.catalog, OS: catalog.os}, t)
 			})
 		},
 	}
@@ -57,7 +63,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")
 	c.Flags().StringVar(&bmapPath, "bmap", "", "compare only the ranges this bmaptool block map lists (default: IMAGE.bmap next to the image, as write finds it)")
 	c.Flags().BoolVar(&noBmap, "no-bmap", false, "compare every byte even when a block map lies next to the image")
-	addCatalogFlag(c, &catalog)
+	catalog.register(c, true)
 	c.Flags().BoolVar(&repair, "repair", false, "when the card differs, write the blocks that differ again (and only those) and compare again, up to 3 times; the card is opened to be written")
 	return c
 }

@@ -47,7 +47,7 @@ type writeFlags struct {
 	repair                  bool
 	stopTimeout             time.Duration // --watch: how long a stop request lets cards finish
 	cache, cacheSize        string        // --cache DIR, --cache-size
-	catalog                 string        // --catalog
+	catalog                 catalogFlags  // --catalog, --os (images.go)
 	logDir                  string        // --log-dir: one log per slot
 	station, operator       string        // labels of every record
 }
@@ -55,7 +55,7 @@ type writeFlags struct {
 func newWriteCommand(a *app) *cobra.Command {
 	var f writeFlags
 	c := &cobra.Command{
-		Use:   "write IMAGE TARGET",
+		Use:   "write IMAGE|--os NAME TARGET",
 		Short: "Write an OS image to a card, sync, and verify it",
 		Long: `Write IMAGE (raw, gzip, xz, zstd, bzip2, or a zip holding one image; the
 format is read from the file's bytes, not its name; - is standard input; an
@@ -115,7 +115,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.StringVar(&f.metrics.Textfile, "metrics-textfile", "", "keep Prometheus metrics in this file (for node_exporter's textfile collector), rewritten atomically after every card")
 	fl.StringVar(&f.cache, "cache", "", "keep an image read from a URL in this directory, named by its SHA-256: reused by later writes, a cut-short one resumed from where it ended")
 	fl.StringVar(&f.cacheSize, "cache-size", "0", "with --cache: at most this much in the directory, the least recently used going first (0: bounded only by the free space, of which 1 GiB, or a tenth of a smaller disk, is always left)")
-	addCatalogFlag(c, &f.catalog)
+	f.catalog.register(c, true)
 	f.bmap.register(fl)
 	f.custom.register(fl)
 	return c
@@ -164,9 +164,9 @@ func (a *app) reported(asJSON, quiet bool, body func(termui.Reporter) error) err
 // write runs `usbflash write`: one card, several, --all or --watch, all
 // through one flash session.
 func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f writeFlags) (err error) {
-	image := args[0]
+	image, targets := f.catalog.image(args)
 	cfg := flash.Config{
-		Image: image, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
+		Image: image, OS: f.catalog.os, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
 		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.sha256, NoSHA256: f.noSHA256, SHA256Keyring: f.sha256Keyring,
 		Check: f.check, Repair: f.repair, StopTimeout: f.stopTimeout, Station: f.station, Operator: f.operator,
@@ -174,7 +174,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
 		return err
 	}
-	cfg.Cache, cfg.Catalog = f.cache, f.catalog
+	cfg.Cache, cfg.Catalog = f.cache, f.catalog.catalog
 	if cfg.CacheMax, err = units.ParseSize(f.cacheSize); err != nil {
 		return &usageError{fmt.Sprintf("--cache-size: %v", err)}
 	}
@@ -197,7 +197,11 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		}
 	}()
 	if !f.yes {
-		cfg.Confirm = func(cards []*drive.Device, src *imagesrc.Source) error { return a.confirm(cards, image, src) }
+		named := image
+		if named == "" {
+			named = f.catalog.os
+		}
+		cfg.Confirm = func(cards []*drive.Device, src *imagesrc.Source) error { return a.confirm(cards, named, src) }
 	}
 	// Enumerated once, for --all and the opens alike.
 	if cfg.Readers, err = a.newReaders(); err != nil {
@@ -216,7 +220,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		res, err := flash.Watch(ctx, cfg, find)
 		return p.finish(res, err)
 	}
-	specs, err := a.writeTargets(ctx, rep, cfg.Readers, args[1:], f)
+	specs, err := a.writeTargets(ctx, rep, cfg.Readers, targets, f)
 	if err != nil {
 		return err
 	}
@@ -284,12 +288,16 @@ func writeArgs(f *writeFlags) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		m, methodErr := pipeline.ParseVerifyMethod(f.verifyHash)
 		f.verifyMethod = m
+		n := len(args) // with --os, the IMAGE is its entry's
+		if f.catalog.os != "" {
+			n++
+		}
 		switch {
-		case (f.all || f.watch) && len(args) != 1:
+		case (f.all || f.watch) && n != 1:
 			return &usageError{fmt.Sprintf("write --all and --watch take only the IMAGE (got %d arguments): they find the readers themselves", len(args))}
 		case f.all && f.watch:
 			return &usageError{"--all and --watch are two ways to choose the readers: give one"}
-		case !f.all && !f.watch && len(args) < 2:
+		case !f.all && !f.watch && n < 2:
 			return &usageError{fmt.Sprintf("write needs IMAGE and at least one TARGET (got %d argument(s)); see 'usbflash write --help'", len(args))}
 		case methodErr != nil:
 			return &usageError{fmt.Sprintf("--verify-hash %s: want %s", f.verifyHash, strings.Join(verifyMethodNames(), " or "))}

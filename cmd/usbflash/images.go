@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/internal/units"
+)
+
+// catalogEnv names the catalog when --catalog does not.
+const catalogEnv = "USBFLASH_CATALOG"
+
+// catalogFlags are --catalog and --os: the image named by a catalog entry.
+type catalogFlags struct{ catalog, os string }
+
+// register adds --catalog (default $USBFLASH_CATALOG) and, withOS, --os,
+// completed with the catalog's entries.
+func (f *catalogFlags) register(c *cobra.Command, withOS bool) {
+	c.Flags().StringVar(&f.catalog, "catalog", os.Getenv(catalogEnv), "the OS list (rpi-imager's os_list JSON, a URL or a file) that --os is looked up in (default $"+catalogEnv+")")
+	if !withOS {
+		return
+	}
+	c.Flags().StringVar(&f.os, "os", "", "write the image of this catalog entry (its name, with its folders' or alone, or the start of only one entry's) instead of an IMAGE: checked against the entry's SHA-256s and size")
+	_ = c.RegisterFlagCompletionFunc("os", func(c *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		entries, _ := flash.LoadCatalog(c.Context(), f.catalog, flash.Config{})
+		names := make([]string, len(entries))
+		for i, e := range entries {
+			names[i] = e.Name
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// image splits the arguments into the IMAGE and the targets: with --os
+// there is no IMAGE argument.
+func (f *catalogFlags) image(args []string) (string, []string) {
+	if f.os != "" || len(args) == 0 {
+		return "", args
+	}
+	return args[0], args[1:]
+}
+
+func newImagesCommand(a *app) *cobra.Command {
+	var asJSON bool
+	var f catalogFlags
+	c := &cobra.Command{
+		Use:   "images [--catalog URL|FILE]",
+		Short: "List the images of an OS list (rpi-imager's os_list JSON)",
+		Long: `List the images of an OS list in rpi-imager's os_list format (folders of
+entries with a url, the image's and the download's sizes and SHA-256s),
+read from --catalog URL or FILE (default $` + catalogEnv + `). Write one
+with 'usbflash write --catalog LIST --os NAME TARGET': NAME is an entry's
+name, with its folders' or alone, or the start of only one entry's.`,
+		Args: exactArgs(0, "no arguments (the list is --catalog)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if f.catalog == "" {
+				return &usageError{"images needs an OS list: --catalog URL|FILE or $" + catalogEnv}
+			}
+			entries, err := flash.LoadCatalog(c.Context(), f.catalog, flash.Config{})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				for _, e := range entries {
+					if err := enc.Encode(e); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tRELEASED\tIMAGE\tDOWNLOAD")
+			for _, e := range entries {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", e.Name, e.ReleaseDate, sizeOrDash(e.ExtractSize), sizeOrDash(e.DownloadSize))
+			}
+			return w.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per entry")
+	f.register(c, false)
+	return c
+}
+
+func sizeOrDash(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return units.FormatBytes(n)
+}

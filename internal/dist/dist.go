@@ -38,11 +38,18 @@ var (
 	postInstall []byte
 	//go:embed lintian-overrides
 	lintianOverrides []byte
+	//go:embed usbflash-station.service
+	stationUnit []byte
 )
 
 // RulePath is where the packages put the udev rule. Its name sorts before
 // 73-seat-late.rules, which turns the uaccess tag into an ACL.
 const RulePath = "/usr/lib/udev/rules.d/70-usbflash.rules"
+
+// UnitPath is where the packages put the station's systemd unit. No
+// package enables it: a station is a machine its owner sets up (a user, an
+// image), not what installing usbflash on a desktop should start.
+const UnitPath = "/usr/lib/systemd/system/usbflash-station.service"
 
 // Platform is one Linux architecture usbflash is shipped for.
 type Platform struct {

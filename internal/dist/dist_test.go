@@ -120,6 +120,7 @@ func TestTarballIsTheSameWhateverTheOrder(t *testing.T) {
 		"usbflash-1.0.0-linux-amd64/":                          0o755,
 		"usbflash-1.0.0-linux-amd64/usbflash":                  0o755,
 		"usbflash-1.0.0-linux-amd64/70-usbflash.rules":         0o644,
+		"usbflash-1.0.0-linux-amd64/usbflash-station.service":  0o644,
 		"usbflash-1.0.0-linux-amd64/README.md":                 0o644,
 		"usbflash-1.0.0-linux-amd64/completions/":              0o755,
 		"usbflash-1.0.0-linux-amd64/completions/usbflash.bash": 0o644,
@@ -223,9 +224,10 @@ func TestPackagesHoldEveryFileWhereTheirSystemLooks(t *testing.T) {
 		t.Run(tc.format, func(t *testing.T) {
 			b, got := packageFiles(t, tc.format, fs)
 			want := map[string]string{
-				"/usr/bin/usbflash":                                  "binary",
-				RulePath:                                             string(udevRule),
-				"/usr/share/man/man1/usbflash.1.gz":                  "page",
+				"/usr/bin/usbflash":                 "binary",
+				RulePath:                            string(udevRule),
+				UnitPath:                            string(stationUnit),
+				"/usr/share/man/man1/usbflash.1.gz": "page",
 				"/usr/share/man/man1/usbflash-write.1.gz":            "write page",
 				"/usr/share/bash-completion/completions/usbflash":    "bash",
 				"/usr/share/fish/vendor_completions.d/usbflash.fish": "fish",
@@ -264,7 +266,7 @@ func TestRPMIsReproducible(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Error("two builds of the rpm differ")
 	}
-	for _, want := range []string{"/usr/bin/usbflash", RulePath, "/usr/share/zsh/site-functions/_usbflash"} {
+	for _, want := range []string{"/usr/bin/usbflash", RulePath, UnitPath, "/usr/share/zsh/site-functions/_usbflash"} {
 		if !bytes.Contains(a, []byte(filepath.Base(want))) {
 			t.Errorf("the rpm does not name %s", want)
 		}
@@ -314,5 +316,78 @@ func TestUdevRuleMatchesOnlyWhatUsbflashOpens(t *testing.T) {
 				t.Errorf("interfaces %s: rule matches %t, usbflash supports %t", ifaces, matched, supported)
 			}
 		}
+	}
+}
+
+// TestStationUnitFitsTheRuleAndTheStop: the packaged unit runs as the
+// group the udev rule's station variant opens the readers to, reaches
+// usbfs through its device policy, and gives a stop more time than
+// usbflash takes to finish the cards in flight; nothing enables it.
+func TestStationUnitFitsTheRuleAndTheStop(t *testing.T) {
+	settings := map[string][]string{}
+	var execStart string
+	lines := strings.Split(strings.ReplaceAll(string(stationUnit), "\\\n", " "), "\n")
+	for _, line := range lines {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		settings[k] = append(settings[k], v)
+		if k == "ExecStart" {
+			execStart = v
+		}
+	}
+	one := func(k string) string {
+		if len(settings[k]) != 1 {
+			t.Errorf("%s set %d times, want once", k, len(settings[k]))
+			return ""
+		}
+		return settings[k][0]
+	}
+	if g := one("Group"); !strings.Contains(string(udevRule), `GROUP="`+g+`"`) {
+		t.Errorf("Group=%s is not the udev rule's station group", g)
+	}
+	for k, want := range map[string]string{"KillSignal": "SIGTERM", "SendSIGHUP": "no", "DevicePolicy": "closed",
+		"DeviceAllow": "char-usb_device rw", "LogsDirectory": "usbflash", "StateDirectory": "usbflash", "WantedBy": "multi-user.target"} {
+		if got := one(k); got != want {
+			t.Errorf("%s=%s, want %s", k, got, want)
+		}
+	}
+	if _, ok := settings["PrivateDevices"]; ok {
+		t.Error("PrivateDevices= hides /dev/bus/usb")
+	}
+	args := strings.Fields(execStart)
+	flag := func(name string) string {
+		i := slices.Index(args, name)
+		if i < 0 || i+1 >= len(args) {
+			t.Errorf("ExecStart has no %s: %s", name, execStart)
+			return ""
+		}
+		return args[i+1]
+	}
+	if !slices.Contains(args, "--watch") {
+		t.Errorf("ExecStart does not watch: %s", execStart)
+	}
+	if dir := flag("--log-dir"); dir != "/var/log/usbflash" {
+		t.Errorf("--log-dir %s is not LogsDirectory's", dir)
+	}
+	if report := flag("--report"); !strings.HasPrefix(report, "/var/lib/usbflash/") {
+		t.Errorf("--report %s is not under StateDirectory", report)
+	}
+	flag("--metrics-listen")
+	stop, err := time.ParseDuration(flag("--stop-timeout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// systemd's "11min" is Go's "11m".
+	kill, err := time.ParseDuration(strings.TrimSuffix(one("TimeoutStopSec"), "in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kill <= stop {
+		t.Errorf("TimeoutStopSec %v is not longer than --stop-timeout %v: SIGKILL comes first", kill, stop)
+	}
+	if strings.Contains(string(postInstall), "systemctl") {
+		t.Error("the postinstall touches systemd units: the station is enabled by its owner")
 	}
 }

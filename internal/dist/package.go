@@ -63,6 +63,7 @@ func payload(binary []byte, d *docs) []file {
 	fs := []file{
 		{Dest: "/usr/bin/usbflash", Tar: "usbflash", Data: binary, Mode: 0o755},
 		{Dest: RulePath, Tar: path.Base(RulePath), Data: udevRule, Mode: 0o644},
+		{Dest: UnitPath, Tar: path.Base(UnitPath), Data: stationUnit, Mode: 0o644},
 		{Dest: "/usr/share/doc/usbflash/README.md", Tar: "README.md", Data: d.readme, Mode: 0o644},
 		{Dest: "/usr/share/bash-completion/completions/usbflash", Tar: "completions/usbflash.bash", Data: d.bash, Mode: 0o644},
 		{Dest: "/usr/share/fish/vendor_completions.d/usbflash.fish", Tar: "completions/usbflash.fish", Data: d.fish, Mode: 0o644},

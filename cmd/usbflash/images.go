@@ -1,15 +1,12 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/flash"
-	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/imagesrc/catalog"
 )
 
 // catalogEnv names the catalog when --catalog does not.
@@ -28,11 +25,7 @@ func (f *catalogFlags) register(c *cobra.Command, withOS bool) {
 	c.Flags().StringVar(&f.os, "os", "", "write the image of this catalog entry (its name, with its folders' or alone, or the start of only one entry's) instead of an IMAGE: checked against the entry's SHA-256s and size")
 	_ = c.RegisterFlagCompletionFunc("os", func(c *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 		entries, _ := flash.LoadCatalog(c.Context(), f.catalog, flash.Config{})
-		names := make([]string, len(entries))
-		for i, e := range entries {
-			names[i] = e.Name
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return catalog.Names(entries), cobra.ShellCompDirectiveNoFileComp
 	})
 }
 
@@ -65,31 +58,10 @@ name, with its folders' or alone, or the start of only one entry's.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				for _, e := range entries {
-					if err := enc.Encode(e); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tRELEASED\tIMAGE\tDOWNLOAD")
-			for _, e := range entries {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", e.Name, e.ReleaseDate, sizeOrDash(e.ExtractSize), sizeOrDash(e.DownloadSize))
-			}
-			return w.Flush()
+			return catalog.List(a.stdout, entries, asJSON)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per entry")
 	f.register(c, false)
 	return c
-}
-
-func sizeOrDash(n int64) string {
-	if n <= 0 {
-		return "-"
-	}
-	return units.FormatBytes(n)
 }

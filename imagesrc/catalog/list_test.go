@@ -1,0 +1,54 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestList: the table has a row per entry with its sizes (a dash for a
+// size the entry does not give), and --json one object per entry.
+func TestList(t *testing.T) {
+	entries := []Entry{
+		{Name: "A / Lite", ReleaseDate: "2026-11-19", ExtractSize: 2 << 30, DownloadSize: 512 << 20},
+		{Name: "B"},
+	}
+	for _, tc := range []struct {
+		name   string
+		asJSON bool
+		lines  []string // each line's fields
+	}{
+		{"table", false, []string{"NAME RELEASED IMAGE DOWNLOAD", "A / Lite 2026-11-19 2.15 GB 536.9 MB", "B - -"}},
+		{"json", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := List(&b, entries, tc.asJSON); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+			if tc.asJSON {
+				for i, l := range lines {
+					var e Entry
+					if err := json.Unmarshal([]byte(l), &e); err != nil || e.Name != entries[i].Name || e.ExtractSize != entries[i].ExtractSize {
+						t.Errorf("line %d: %q: %v", i, l, err)
+					}
+				}
+				if len(lines) != len(entries) {
+					t.Errorf("%d lines, want %d", len(lines), len(entries))
+				}
+				return
+			}
+			for i := range lines {
+				lines[i] = strings.Join(strings.Fields(lines[i]), " ")
+			}
+			if strings.Join(lines, "\n") != strings.Join(tc.lines, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(tc.lines, "\n"))
+			}
+		})
+	}
+	if got := Names(entries); len(got) != 2 || got[0] != "A / Lite" || got[1] != "B" {
+		t.Errorf("Names = %q", got)
+	}
+}

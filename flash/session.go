@@ -52,6 +52,12 @@ type Config struct {
 	// finished, for up to this long, before they are stopped after the
 	// command in flight; 0 stops them at once.
 	StopTimeout time.Duration
+	// SaysStop, if set, is called by Watch with a StopTimeout, which says
+	// itself (a Note) what a stop request does: whatever announces stop
+	// requests (the process's signal handler) must not say "stopped after
+	// the command in flight" then. Watch calls what it returns as it
+	// returns.
+	SaysStop func() (remove func())
 	// Repair: a card whose read-back differs has the ranges that differ
 	// written again and compared again (pipeline.Repair), then is
 	// verified in full once more; one that does not hold them fails as

@@ -29,6 +29,9 @@ import (
 // *CardsError when some did not.
 func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) {
 	s := newSession(cfg)
+	if cfg.StopTimeout > 0 && cfg.SaysStop != nil {
+		defer cfg.SaysStop()()
+	}
 	if err := s.resolveCatalog(ctx); err != nil {
 		return s.res, err
 	}
@@ -153,7 +156,7 @@ func (s *session) drain(ctx context.Context) (writes context.Context, cut func()
 		case <-writes.Done():
 			return
 		}
-		s.emit(Note{Message: fmt.Sprintf("Stop requested: no new card is taken; the cards being written are finished, for up to %v", s.cfg.StopTimeout)})
+		s.emit(Note{Message: fmt.Sprintf("Stop requested: no new card is taken; the cards being written are finished, for up to %v, then stopped after the command in flight", s.cfg.StopTimeout)})
 		t := time.NewTimer(s.cfg.StopTimeout)
 		defer t.Stop()
 		select {

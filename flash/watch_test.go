@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -25,15 +26,17 @@ func TestWatchStop(t *testing.T) {
 		timeout time.Duration
 		done    bool // the card holds the image, verified
 		err     func(error) bool
+		says    string // the Note that says what the stop does
 	}{
 		{name: "stopped at once", err: func(err error) bool {
 			return failure.Of(err) == failure.Interrupted && errors.As(err, new(*CardsError))
 		}},
-		{name: "finished", timeout: time.Hour, done: true, err: func(err error) bool { return err == nil }},
+		{name: "finished", timeout: time.Hour, done: true, err: func(err error) bool { return err == nil },
+			says: "Stop requested: no new card is taken; the cards being written are finished, for up to 1h0m0s, then stopped after the command in flight"},
 		{name: "the timeout runs out", timeout: time.Nanosecond, err: func(err error) bool {
 			var se *StopTimeoutError
 			return errors.As(err, &se) && se.Cut == 1 && failure.Of(err) == failure.Interrupted
-		}},
+		}, says: "Stop requested: no new card is taken; the cards being written are finished, for up to 1ns, then stopped after the command in flight"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -44,17 +47,46 @@ func TestWatchStop(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var once sync.Once
+			var mu sync.Mutex
+			var notes []string
+			registered, removed := 0, 0
+			saysStop := func() func() {
+				mu.Lock()
+				defer mu.Unlock()
+				registered++
+				return func() {
+					mu.Lock()
+					defer mu.Unlock()
+					removed++
+				}
+			}
 			obs := ObserverFunc(func(e Event) {
+				if n, ok := e.(Note); ok {
+					mu.Lock()
+					notes = append(notes, n.Message)
+					mu.Unlock()
+				}
 				// The stop request comes while the card is being written.
 				if p, ok := e.(Progress); ok && p.Phase == pipeline.PhaseWrite && p.Done > 0 {
 					once.Do(cancel)
 				}
 			})
 			find := func(context.Context) ([]drive.Found, error) { return readers, nil }
-			res, err := Watch(ctx, Config{Image: image, Verify: true, StopTimeout: tc.timeout, Observer: obs}, find)
+			res, err := Watch(ctx, Config{Image: image, Verify: true, StopTimeout: tc.timeout, SaysStop: saysStop, Observer: obs}, find)
 			if !tc.err(err) {
 				t.Fatalf("err = %v", err)
 			}
+			// Watch says what a stop does when, and only when, it does
+			// something else than stop after the command in flight, and
+			// ends saying so as it returns.
+			mu.Lock()
+			if want := min(len(tc.says), 1); registered != want || removed != want {
+				t.Errorf("SaysStop registered %d times, removed %d, want %d", registered, removed, want)
+			}
+			if tc.says != "" && !slices.Contains(notes, tc.says) {
+				t.Errorf("notes %q, want %q", notes, tc.says)
+			}
+			mu.Unlock()
 			if err != nil {
 				factsonly.Check(t, err.Error())
 			}

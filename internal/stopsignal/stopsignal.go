@@ -20,11 +20,53 @@ import (
 // interrupt: keep bytes that only it holds (a region --preserve saved),
 // remove a file it left unfinished. A step runs beside the command, which
 // may be stuck in a command the reader does not answer: it touches no
-// device.
+// device. It also holds whether the command says itself what a first
+// stop request does (Says).
 type Aborts struct {
 	mu    sync.Mutex
 	next  int
 	steps map[int]func()
+	// says counts the registrations of Says in force.
+	says int
+}
+
+// Says registers, until the returned func is called, that the command
+// says itself what a first stop request does, as that stop begins: a
+// station that finishes the cards being written, for a while, before it
+// stops them. The first request is then only acknowledged; "stopping
+// after the command in flight" would be wrong there, and this package
+// cannot know what the command does instead.
+func (s *Aborts) Says() (remove func()) {
+	if s == nil {
+		return func() {}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.says++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.says--
+		})
+	}
+}
+
+// commandSays reports whether a Says registration is in force.
+func (s *Aborts) commandSays() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.says > 0
+}
+
+// firstRequest is what a first stop request by sig prints: what the
+// stop does, unless the command says that itself.
+func firstRequest(sig os.Signal, commandSays bool) string {
+	if commandSays {
+		return fmt.Sprintf("\nusbflash: %s (Ctrl-C again to abort)\n", signalName(sig))
+	}
+	return fmt.Sprintf("\nusbflash: %s: stopping after the command in flight (Ctrl-C again to abort)\n", signalName(sig))
 }
 
 // Add registers step until the returned func is called.
@@ -157,7 +199,7 @@ func Context(stderr io.Writer, exitCode int) (context.Context, *Aborts, func()) 
 		case <-done:
 			return
 		}
-		fmt.Fprintf(stderr, "\nusbflash: %s: stopping after the command in flight (Ctrl-C again to abort)\n", signalName(s))
+		fmt.Fprint(stderr, firstRequest(s, steps.commandSays()))
 		cancel()
 		select {
 		case <-sig:

@@ -72,3 +72,37 @@ func TestRequestsStampsEachSignal(t *testing.T) {
 		t.Errorf("the clock was read %d times for %d signals", i, len(sent))
 	}
 }
+
+// TestFirstRequestSaysWhatTheCommandDoes: a first stop request says
+// "stopping after the command in flight" only while no command has said
+// it tells what its stop does (a station finishing its cards); the
+// registration ends with its remove, however often that is called, and
+// registrations nest.
+func TestFirstRequestSaysWhatTheCommandDoes(t *testing.T) {
+	const inFlight = "stopping after the command in flight"
+	var a Aborts
+	removeA := a.Says()
+	removeB := a.Says()
+	for _, tc := range []struct {
+		name   string
+		step   func()
+		says   bool
+		signal os.Signal
+		want   string
+	}{
+		{"two registrations", func() {}, true, syscall.SIGTERM, "\nusbflash: terminated (Ctrl-C again to abort)\n"},
+		{"one removed twice, one left", func() { removeA(); removeA() }, true, os.Interrupt, "\nusbflash: interrupted (Ctrl-C again to abort)\n"},
+		{"none left", removeB, false, syscall.SIGTERM, "\nusbflash: terminated: " + inFlight + " (Ctrl-C again to abort)\n"},
+	} {
+		tc.step()
+		if got := a.commandSays(); got != tc.says {
+			t.Fatalf("%s: the command says %v, want %v", tc.name, got, tc.says)
+		}
+		got := firstRequest(tc.signal, a.commandSays())
+		if got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	var none *Aborts
+	none.Says()() // a command run without a signal handler (tests)
+}

@@ -23,7 +23,7 @@ func Summary(run *cardbench.Report, series []cardbench.Series) *jsonevents.Bench
 		Target: run.Target, Capacity: run.Capacity, BlockSize: run.BlockSize,
 		Series: series, Points: run.Points, Random: random,
 		RecommendedTransferSize: rec.Size, RecommendedFrom: rec.From, BestRate: rec.Best, BestSize: rec.BestSize,
-		Alignment: run.Align, RoundTrip: run.RoundTrip,
+		Alignment: run.Align, RoundTrip: run.RoundTrip, Transports: run.Transports,
 	}
 }
 

@@ -41,6 +41,23 @@ func Text(run *cardbench.Report, series []cardbench.Series) string {
 	if line := compareLine(series); line != "" {
 		b.WriteString(line + "\n")
 	}
+	if t := run.Transports; t != nil {
+		b.WriteString(transportRows(*t))
+	}
+	return b.String()
+}
+
+// transportRows is a row per transport of a reader that offers both, and
+// which was faster.
+func transportRows(t cardbench.Transports) string {
+	var b strings.Builder
+	b.WriteString("\nBulk-Only against UAS on this reader (the same sequential pass):\n")
+	for _, r := range t.Rates {
+		fmt.Fprintf(&b, "  %-4s %-5s %s in %s: %s\n", r.Transport, r.Op, units.FormatSize(r.Size), r.Region.Name, units.FormatRate(r.Rate))
+	}
+	if t.Faster != "" {
+		fmt.Fprintf(&b, "%s is faster (%.2fx, %ss)\n", t.Faster, t.Ratio, t.Op)
+	}
 	return b.String()
 }
 

@@ -63,6 +63,9 @@ type Result struct {
 	Align     *AlignResult
 	Random    []RandomResult
 	RoundTrip *RoundTrip
+	// Transports is the same pass over Bulk-Only and over UAS, for a
+	// reader that offers both; nil otherwise.
+	Transports *Transports
 }
 
 // StoppedError is a run that failed or was cancelled, and what it left on

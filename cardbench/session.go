@@ -143,7 +143,12 @@ func Run(ctx context.Context, cfg Config, observe func(Event)) (*Report, error) 
 	if err != nil {
 		return rep, err
 	}
-	defer d.Close()
+	closed := false
+	defer func() {
+		if !closed {
+			d.Close()
+		}
+	}()
 	rep.Target, rep.Capacity, rep.BlockSize = d.Name, d.Capacity(), d.Dev.BlockSize()
 	l, err := cfg.Plan.Layout(d.Name, d.Capacity(), d.Dev.BlockSize())
 	if err != nil {
@@ -172,6 +177,16 @@ func Run(ctx context.Context, cfg Config, observe func(Event)) (*Report, error) 
 	res, err := Measure(ctx, d.Dev, rt, o)
 	rep.Points = append(rep.Points, res.Points...)
 	rep.Align, rep.Random, rep.RoundTrip = res.Align, res.Random, res.RoundTrip
+	if err != nil || !offersBoth(d) {
+		return rep, err
+	}
+	// A reader that offers both transports is measured on each, so that
+	// which is faster on this reader is known, not assumed.
+	closed = true
+	if err := d.Close(); err != nil {
+		return rep, err
+	}
+	rep.Transports, err = s.compareTransports(ctx, l)
 	return rep, err
 }
 

@@ -45,6 +45,9 @@ func TestRun(t *testing.T) {
 		wantEvents []string
 		points     int  // Measured events
 		changes    bool // the region changed
+		// transports is the rows of Report.Transports (a reader that
+		// offers Bulk-Only and UAS), each a BOT and a UAS one per op.
+		transports int
 	}{
 		{name: "reads only", cfg: Config{Plan: Plan{Sizes: []int64{4 << 10, 64 << 10, 1 << 20}}},
 			wantEvents: []string{"Started", StepReadSweep, StepAlignment, StepRandomRead}, points: 9},
@@ -52,6 +55,12 @@ func TestRun(t *testing.T) {
 			wantEvents: []string{"Started", StepReadSweep, StepRandomRead, StepWriteSweep, StepRandomWrite}, points: 4, changes: true},
 		{name: "preserves its region", cfg: Config{Write: true, Plan: Plan{Sizes: []int64{64 << 10, 1 << 20}, Region: region, Preserve: true}},
 			wantEvents: []string{"Started", StepReadSweep, StepRandomRead, StepSave, StepWriteSweep, StepRandomWrite, StepRestore, "Restoring", "Restored"}, points: 4},
+		{name: "both transports: reads on each", spec: "?uas=both&streams=4", cfg: Config{Plan: Plan{Sizes: []int64{64 << 10, 1 << 20}}},
+			wantEvents: []string{"Started", StepReadSweep, StepAlignment, StepRandomRead, StepTransports}, points: 6, transports: 2},
+		{name: "both transports at high speed: writes on each", spec: "?uas=both", cfg: Config{Write: true, Plan: Plan{Sizes: []int64{64 << 10, 1 << 20}, Region: region}},
+			wantEvents: []string{"Started", StepReadSweep, StepRandomRead, StepWriteSweep, StepRandomWrite, StepTransports}, points: 4, changes: true, transports: 4},
+		{name: "both transports, preserved: reads on each", spec: "?uas=both&streams=4", cfg: Config{Write: true, Plan: Plan{Sizes: []int64{64 << 10, 1 << 20}, Region: region, Preserve: true}},
+			wantEvents: []string{"Started", StepReadSweep, StepRandomRead, StepSave, StepWriteSweep, StepRandomWrite, StepRestore, "Restoring", "Restored", StepTransports}, points: 4, transports: 2},
 		{name: "a write-protected card is refused", spec: "?wp=1", cfg: Config{Write: true, Plan: Plan{Sizes: []int64{1 << 20}, Region: region}},
 			wantErr: func(err error) bool { return drive.IsRefusal(err) }},
 		{name: "an unconfirmed write writes nothing", cfg: Config{Write: true, Plan: Plan{Sizes: []int64{1 << 20}, Region: region},
@@ -127,7 +136,7 @@ func TestRun(t *testing.T) {
 					if i != 0 {
 						t.Errorf("Started is event %d, not the first", i)
 					}
-					if (e.Compare != "") != (cfg.Compare != "") || e.Target != spec.Raw {
+					if (e.Compare != "") != (cfg.Compare != "") || e.Target != "sim:"+card {
 						t.Errorf("Started %+v for target %s, compare %q", e, spec.Raw, cfg.Compare)
 					}
 				case Measured:
@@ -148,10 +157,47 @@ func TestRun(t *testing.T) {
 			if points != tt.points || len(rep.Points) != tt.points {
 				t.Errorf("%d Measured events, %d points reported; want %d", points, len(rep.Points), tt.points)
 			}
+			checkTransports(t, rep.Transports, tt.transports, cfg.Plan.Sizes)
 			if rep.Target != "sim:"+card || rep.Capacity != 32<<20 || rep.BlockSize != 512 {
 				t.Errorf("report of %s, %d bytes in %d-byte blocks", rep.Target, rep.Capacity, rep.BlockSize)
 			}
 		})
+	}
+}
+
+// checkTransports: a reader that offers both transports has a row per
+// transport and op, BOT and UAS alike, of the largest size, each with
+// bytes moved, and the faster named by its rate; other readers none.
+func checkTransports(t *testing.T, tr *Transports, rows int, sizes []int64) {
+	t.Helper()
+	if rows == 0 {
+		if tr != nil {
+			t.Errorf("transports %+v on a reader that offers one", tr)
+		}
+		return
+	}
+	if tr == nil || len(tr.Rates) != rows {
+		t.Fatalf("transports %+v, want %d rows", tr, rows)
+	}
+	seen := map[string]float64{}
+	for _, r := range tr.Rates {
+		if r.Size != sizes[len(sizes)-1] || r.Bytes <= 0 || r.Rate <= 0 {
+			t.Errorf("row %+v: want %d-byte transfers that moved bytes", r, sizes[len(sizes)-1])
+		}
+		seen[r.Transport+" "+r.Op] = r.Rate
+	}
+	for _, want := range []string{"BOT " + OpRead, "UAS " + OpRead} {
+		if _, ok := seen[want]; !ok {
+			t.Errorf("no %s row in %+v", want, tr.Rates)
+		}
+	}
+	op := OpRead
+	if rows == 4 {
+		op = OpWrite
+	}
+	other := map[string]string{"BOT": "UAS", "UAS": "BOT"}[tr.Faster]
+	if tr.Op != op || other == "" || seen[tr.Faster+" "+op] < seen[other+" "+op] || tr.Ratio < 1 {
+		t.Errorf("faster %s at %s (%.2fx), rates %v", tr.Faster, tr.Op, tr.Ratio, seen)
 	}
 }
 

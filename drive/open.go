@@ -227,7 +227,7 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 	ep, closeEP, info, name := e.ep, e.close, e.info, e.name
 	rq, topts := usbms.ReaderSetup(ep, info, opts.overrides(readers))
 	topts.Quirks |= e.choice.Quirks
-	topts.UASPassedOver = e.choice.Why
+	topts.UASPassedOver, topts.BothOffered = e.choice.Why, e.choice.Both
 	topts.QueueDepth = readers.queueDepth()
 	topts.Name = name
 	usbID := usbms.ReaderID(ep, info)

@@ -52,6 +52,12 @@ type Readers struct {
 	err   error
 }
 
+// WithTransport is r with another transport setting, sharing r's
+// enumeration (bench drives a reader that offers both with each).
+func (r *Readers) WithTransport(setting string) *Readers {
+	return &Readers{Quirks: r.Quirks, Transport: setting, QueueDepth: r.QueueDepth, List: r.list, accessFn: r.accessFn}
+}
+
 func (r *Readers) list(ctx context.Context) ([]usbdev.Info, error) {
 	r.once.Do(func() {
 		list := ListUSB

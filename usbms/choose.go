@@ -65,6 +65,9 @@ type Choice struct {
 	// Quirks are flags the choice brings (QuirkMaxSectors240 for an
 	// ASMedia bridge on UAS), to add to the reader's.
 	Quirks Quirks
+	// Both: the reader offers Bulk-Only and UAS, so either can be driven
+	// (bench measures both).
+	Both bool
 }
 
 // ErrTransportNotOffered means the setting asks for a transport the
@@ -82,14 +85,21 @@ const WhyBOTOverUAS = "Bulk-Only measured faster than UAS where both are offered
 // against 91/123 MB/s on xHCI at 1/4 MiB, 72/93 against 56/85 on EHCI),
 // because one UAS command costs the status pipe's IU besides the data
 // while a Bulk-Only one costs a 13-byte CSW, and SD readers gain nothing
-// from queued commands (the card is the limit); a reader where UAS is
-// faster is driven with it by the setting. Where UAS is the only choice it is taken, except
+// from queued commands (the card is the limit). bench measures both on a
+// reader that offers both; one where UAS is faster is driven with it by
+// the setting. Where UAS is the only choice it is taken, except
 // where Linux's uas would not bind either (IGNORE_UAS, and the ASMedia
 // bridges 174c:5106 and 174c:55aa below SuperSpeed or with 32 streams,
 // uas-detect.h) and there is Bulk-Only. An ASMedia bridge on UAS gets
 // QuirkMaxSectors240, as Linux gives it. bot and uas force one; a reader
 // that lacks it is an error.
 func ChooseTransport(setting string, o Offer) (Choice, error) {
+	c, err := chooseTransport(setting, o)
+	c.Both = err == nil && o.BOT && o.UAS
+	return c, err
+}
+
+func chooseTransport(setting string, o Offer) (Choice, error) {
 	if err := CheckTransportSetting(setting); err != nil {
 		return Choice{}, err
 	}

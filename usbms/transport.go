@@ -75,6 +75,8 @@ type TransportOptions struct {
 	// UASPassedOver says why Bulk-Only is driven where the reader also
 	// offers UAS (Choice.Why); "" when it was not offered or is driven.
 	UASPassedOver string
+	// BothOffered: the reader offers Bulk-Only and UAS (Choice.Both).
+	BothOffered bool
 }
 
 // CommandSet is the command set an interface's subclass names, which

@@ -139,6 +139,8 @@ type TransportInfo struct {
 	// Why says why Bulk-Only is driven where UAS is offered too ("" when
 	// UAS is not offered or is driven).
 	Why string
+	// Both: the reader offers Bulk-Only and UAS, whichever is driven.
+	Both bool
 }
 
 func (i TransportInfo) String() string {
@@ -164,9 +166,9 @@ func (t *Transport) Protocol() string {
 // Info says how the transport drives the reader.
 func (t *Transport) Info() TransportInfo {
 	if t.uas == nil {
-		return TransportInfo{Protocol: "BOT", QueueDepth: 1, Why: t.opts.UASPassedOver}
+		return TransportInfo{Protocol: "BOT", QueueDepth: 1, Why: t.opts.UASPassedOver, Both: t.opts.BothOffered}
 	}
-	return TransportInfo{Protocol: "UAS", Streams: t.uas.streams, QueueDepth: t.uasDepth()}
+	return TransportInfo{Protocol: "UAS", Streams: t.uas.streams, QueueDepth: t.uasDepth(), Both: t.opts.BothOffered}
 }
 
 // Transport says how the LUN's reader is driven.

@@ -234,6 +234,8 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 		{"bench", "--json", "--time", "20ms", "--random-time", "20ms", "--sizes", "4KiB,64KiB", "--skip", "align,roundtrip",
 			"--write", "--preserve", "--yes", "--region", "1MiB:1MiB", "--compare=file:" + bench, "--plot", filepath.Join(dir, "bench.svg"), "sim:" + bench},
 		{"bench", "--json", "-q", "--time", "20ms", "--skip", "align,random,roundtrip", "--sizes", "64KiB", "sim:" + bench},
+		// A reader that offers both transports: the same pass on each.
+		{"bench", "--json", "--time", "20ms", "--skip", "align,random,roundtrip", "--sizes", "64KiB", "--write", "--yes", "--region", "1MiB:1MiB", "sim:" + bench + "?uas=both&streams=4"},
 		{"bench", "--json", "--time", "20ms", "--write", "--yes", "--region", "1MiB:1MiB", "sim:" + bench + "?wp=1"},
 		{"bench", "--json", "--write", "sim:" + bench},
 		// Block maps and backups (bmap.go, read.go).

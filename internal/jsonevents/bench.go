@@ -99,6 +99,9 @@ type BenchSummary struct {
 	Alignment               *cardbench.AlignResult `json:"alignment,omitempty"`  // absent with --skip align
 	RoundTrip               *cardbench.RoundTrip   `json:"round_trip,omitempty"` // absent with --skip roundtrip and for file: targets
 	Plot                    string                 `json:"plot,omitempty"`       // with --plot
+	// Transports is the same pass over Bulk-Only and UAS, for a reader
+	// that offers both.
+	Transports *cardbench.Transports `json:"transports,omitempty"`
 
 	// Recommendation is the line -q prints.
 	Recommendation string `json:"-"`

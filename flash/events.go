@@ -89,7 +89,31 @@ type Progress struct {
 	CompressedTotal int64 // -1 when unknown
 	Elapsed         time.Duration
 	Cards           []CardProgress
+	// Download is the image's download beside the write, for an image
+	// read from a URL while it is written; nil otherwise.
+	Download *Download
 }
+
+// Download is how far an image's download got while it is written:
+// Bytes received of Total (-1 when neither the server nor the catalog
+// says), its Rate in bytes per second since it was asked for, the Resumes
+// after failures, and which side bounds the run: BoundDownload when the
+// reader waited for the network most of the time, else BoundWrite (the
+// decoding and the cards keep up with nothing faster).
+type Download struct {
+	URL          string
+	Bytes, Total int64
+	Elapsed      time.Duration
+	Rate         float64
+	Resumes      int
+	Bound        string
+}
+
+// Sides in Download.Bound.
+const (
+	BoundDownload = "download"
+	BoundWrite    = "write"
+)
 
 // Readers says how many readers a station (Watch) holds open, when the
 // number changes.

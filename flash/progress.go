@@ -67,6 +67,9 @@ func (p *writeProgress) emit(e pipeline.Progress) {
 	if p.src.Format != imagesrc.FormatRaw && e.Phase == pipeline.PhaseWrite {
 		ev.CompressedDone, ev.CompressedTotal = p.src.CompressedRead(), p.src.CompressedSize
 	}
+	if e.Phase == pipeline.PhaseWrite {
+		ev.Download = p.s.downloadProgress(p.src)
+	}
 	ev.Cards = make([]CardProgress, len(p.cards))
 	var results []fanout.Result
 	if p.group != nil {

@@ -106,6 +106,29 @@ func (s *session) openBody(b *httpsrc.Body, r io.ReadCloser, size int64, name st
 	return src, nil
 }
 
+// downloadProgress is the download of src so far (nil for an image not
+// read from a URL): what its body counted, the catalog entry's
+// image_download_size when the server gave no size.
+func (s *session) downloadProgress(src *imagesrc.Source) *Download {
+	v, ok := s.bodies.Load(src)
+	if !ok {
+		return nil
+	}
+	b := v.(*httpsrc.Body)
+	got, took, resumes := b.Stats()
+	d := &Download{URL: b.URL(), Bytes: got, Total: b.Size(), Elapsed: took, Resumes: resumes, Bound: BoundWrite}
+	if d.Total < 0 && s.entry != nil && s.entry.DownloadSize > 0 {
+		d.Total = s.entry.DownloadSize
+	}
+	if took > 0 {
+		d.Rate = float64(got) / took.Seconds()
+		if b.Waited() > took/2 {
+			d.Bound = BoundDownload
+		}
+	}
+	return d
+}
+
 // downloadNote says, once a write from a URL ended, what the download did
 // beside the card: bytes, time, rate, resumes, and whether the writer
 // waited for it (a download slower than the card sets the pace).

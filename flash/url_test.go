@@ -32,8 +32,9 @@ func instantHTTP() httpsrc.Options {
 // eventLog keeps a session's notes and the block map it chose.
 type eventLog struct {
 	noteLog
-	mu   sync.Mutex
-	map_ string
+	mu        sync.Mutex
+	map_      string
+	downloads []Download // with the write's progress
 }
 
 func (l *eventLog) Observe(e Event) {
@@ -42,6 +43,29 @@ func (l *eventLog) Observe(e Event) {
 		l.mu.Lock()
 		l.map_ = m.Path
 		l.mu.Unlock()
+	}
+	if p, ok := e.(Progress); ok && p.Download != nil {
+		l.mu.Lock()
+		l.downloads = append(l.downloads, *p.Download)
+		l.mu.Unlock()
+	}
+}
+
+// checkDownloads: the write's progress carried its download, counting up
+// to the file's size (which the server gave), its resumes up to the
+// run's, the URL without its query, and a side that sets the pace.
+func checkDownloads(t *testing.T, ds []Download, size int64, resumes int) {
+	t.Helper()
+	if len(ds) == 0 {
+		t.Fatal("no progress carried the download")
+	}
+	var last Download
+	for _, d := range ds {
+		if d.Bytes < last.Bytes || d.Bytes > size || d.Total != size || d.Resumes < last.Resumes || d.Resumes > resumes ||
+			strings.Contains(d.URL, "secret") || (d.Bound != BoundDownload && d.Bound != BoundWrite) {
+			t.Fatalf("download progress %+v after %+v: want bytes counting up to %d of %d, at most %d resumes", d, last, size, size, resumes)
+		}
+		last = d
 	}
 }
 
@@ -118,6 +142,7 @@ func TestRunURL(t *testing.T) {
 				if !strings.Contains(notes, want) {
 					t.Errorf("notes:\n%s\nwant the download said (%q)", notes, want)
 				}
+				checkDownloads(t, log.downloads, int64(len(tc.v.Data)), tc.resumes)
 			}
 			got, _ := os.ReadFile(card)
 			if tc.want != nil {

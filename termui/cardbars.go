@@ -107,9 +107,16 @@ func (b *CardBars) Update(p flash.Progress) {
 	case b.out != nil:
 		if now := b.now(); now.Sub(b.lastLine) >= b.lineEvery {
 			b.lastLine = now
-			fmt.Fprintln(b.out, cardsLine(p))
+			line := cardsLine(p)
+			if p.Download != nil {
+				line += " | " + DownloadText(DownloadEvent(p.Download))
+			}
+			fmt.Fprintln(b.out, line)
 		}
 	default:
+		if p.Download != nil {
+			b.rep.Event(DownloadEvent(p.Download), "")
+		}
 		for _, c := range p.Cards {
 			b.rep.Event(&jsonevents.CardProgress{Phase: jsonevents.Phase(c.Phase),
 				Target: c.Card, Done: c.Done, Total: c.Total, Failed: c.Failed}, "")
@@ -164,4 +171,9 @@ func (b *CardBars) Done() {
 	if b != nil {
 		b.finishBars()
 	}
+}
+
+// DownloadEvent is the download event of a write's download.
+func DownloadEvent(d *flash.Download) *jsonevents.Download {
+	return &jsonevents.Download{URL: d.URL, Bytes: d.Bytes, Total: d.Total, Rate: d.Rate, Resumes: d.Resumes, Bound: d.Bound}
 }

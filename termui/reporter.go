@@ -17,6 +17,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/usbflash/usbflash/flash"
 	"github.com/usbflash/usbflash/internal/jsonevents"
 	"github.com/usbflash/usbflash/internal/units"
 )
@@ -99,6 +100,9 @@ func (r *jsonReporter) Progress(p jsonevents.Progress) {
 	if p.Phase != r.phase {
 		r.phase = p.Phase
 		r.emit(&jsonevents.PhaseEvent{Phase: p.Phase})
+	}
+	if p.Download != nil {
+		r.emit(p.Download)
 	}
 	r.emit(&p)
 }
@@ -225,6 +229,29 @@ func progressText(p jsonevents.Progress, percent bool) string {
 		if eta, ok := remaining(p); ok {
 			fmt.Fprintf(&b, ", ETA %s", eta)
 		}
+	}
+	if d := p.Download; d != nil {
+		b.WriteString(" | " + DownloadText(d))
+	}
+	return b.String()
+}
+
+// DownloadText is the download's half of a write's progress line:
+// "download: 120 MB of 480 MB, 11.2 MB/s, 1 resume, sets the pace".
+func DownloadText(d *jsonevents.Download) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "download: %s", units.FormatBytes(d.Bytes))
+	if d.Total > 0 {
+		fmt.Fprintf(&b, " of %s", units.FormatBytes(d.Total))
+	}
+	fmt.Fprintf(&b, ", %s", units.FormatRate(d.Rate))
+	if d.Resumes > 0 {
+		fmt.Fprintf(&b, ", %d resumed", d.Resumes)
+	}
+	if d.Bound == flash.BoundDownload {
+		b.WriteString(", sets the pace")
+	} else {
+		b.WriteString(", the write sets the pace")
 	}
 	return b.String()
 }

@@ -48,6 +48,15 @@ func TestTextProgress(t *testing.T) {
 			{6 * time.Second, jsonevents.Progress{Phase: jsonevents.PhaseWrite, Done: 5e6, Total: -1, ElapsedS: 6, Rate: rate(5e6 / 6.0)}},
 		},
 			"write: 5.00 MB, 0.8 MB/s\n"},
+		{"from a URL: the download beside the write, and which sets the pace", []step{
+			{0, jsonevents.Progress{Phase: jsonevents.PhaseWrite, Done: 0, Total: 4e9}},
+			{6 * time.Second, jsonevents.Progress{Phase: jsonevents.PhaseWrite, Done: 1e9, Total: 4e9, ElapsedS: 6, Rate: rate(1e9 / 6.0),
+				Download: &jsonevents.Download{Bytes: 3e8, Total: 12e8, Rate: 5e7, Resumes: 2, Bound: "download"}}},
+			{6 * time.Second, jsonevents.Progress{Phase: jsonevents.PhaseWrite, Done: 2e9, Total: 4e9, ElapsedS: 12, Rate: rate(2e9 / 12.0),
+				Download: &jsonevents.Download{Bytes: 6e8, Total: -1, Rate: 5e7, Bound: "write"}}},
+		},
+			"write: 1.00 GB of 4.00 GB (25%), 166.7 MB/s, ETA 18s | download: 300.0 MB of 1.20 GB, 50.0 MB/s, 2 resumed, sets the pace\n" +
+				"write: 2.00 GB of 4.00 GB (50%), 166.7 MB/s, ETA 12s | download: 600.0 MB, 50.0 MB/s, the write sets the pace\n"},
 		{"bench: points, not bytes; a step has no count", []step{
 			{0, jsonevents.Progress{Phase: jsonevents.PhaseReadSweep, Done: 0, Total: 36, Unit: jsonevents.UnitPoints}},
 			{6 * time.Second, jsonevents.Progress{Phase: jsonevents.PhaseReadSweep, Done: 9, Total: 36, ElapsedS: 6, Unit: jsonevents.UnitPoints}},

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -199,7 +201,12 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 	holeyPath := writeFile(t, "holey.img", holey)
 	blockMap := filepath.Join(dir, "holey.img.bmap")
 	makeMap(t, blockMap, holey)
+	web := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(gz))))
+	defer web.Close()
 	runs := [][]string{
+		// From a URL: the download beside the write, one card and two.
+		{"write", "--json", "--yes", "--transfer-size", "256KiB", web.URL + "/os.img.gz", "sim:" + card("u1") + "?size=4MiB"},
+		{"write", "--json", "--yes", web.URL + "/os.img.gz", "sim:" + card("u2") + "?size=4MiB", "sim:" + card("u3") + "?size=4MiB"},
 		{"write", "--json", "--yes", "--transfer-size", "256KiB", gz, "sim:" + card("a") + "?size=4MiB&max-transfer=256"},
 		{"write", "--json", "--yes", "--no-verify", raw, "sim:" + card("b") + "?size=4MiB"},
 		{"write", "--json", "--yes", "--eject", raw, "file:" + card("c") + "?size=4MiB"},
@@ -282,7 +289,7 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"start", "device", "phase", "progress", "note", "summary", "error", "card", "card_progress", "point", "restored",
-		"block_map", "start of read", "summary of read", "start of check", "summary of check"} {
+		"block_map", "start of read", "summary of read", "start of check", "summary of check", "download"} {
 		if !seen[name] {
 			t.Errorf("no run emitted a %s event", name)
 		}

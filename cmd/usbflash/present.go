@@ -129,6 +129,9 @@ func progressOf(p flash.Progress) jsonevents.Progress {
 			e.CompressedTotal = ptr(p.CompressedTotal)
 		}
 	}
+	if d := p.Download; d != nil {
+		e.Download = termui.DownloadEvent(d)
+	}
 	return e
 }
 

@@ -319,9 +319,10 @@ type Body struct {
 	// many attempts followed a failure.
 	start   time.Time
 	from    int64
-	resumes int
-	failed  error // what ended the attempt in flight; nil: none
-	err     error // sticky
+	resumes atomic.Int64 // read by Stats while Read runs
+	waited  atomic.Int64 // nanoseconds Read spent waiting for the network
+	failed  error        // what ended the attempt in flight; nil: none
+	err     error        // sticky
 }
 
 // Open asks for rawURL and returns its body once the server answered
@@ -384,8 +385,13 @@ func (b *Body) Size() int64 { return b.size }
 // network (a body opened from an offset counts from there), the time since
 // it was asked for, and the attempts that followed a failure.
 func (b *Body) Stats() (received int64, elapsed time.Duration, resumes int) {
-	return b.off.Load() - b.from, time.Since(b.start), b.resumes
+	return b.off.Load() - b.from, time.Since(b.start), int(b.resumes.Load())
 }
+
+// Waited is how long Read waited for the network so far: beside Stats'
+// elapsed, whether the download sets a write's pace (a reader that waits
+// most of the time) or its reader does (it reads what had arrived).
+func (b *Body) Waited() time.Duration { return time.Duration(b.waited.Load()) }
 
 // Offset is how many bytes Read has returned.
 func (b *Body) Offset() int64 { return b.off.Load() }
@@ -405,7 +411,9 @@ func (b *Body) Read(p []byte) (int, error) {
 				return 0, err
 			}
 		}
+		t := time.Now()
 		n, err := b.resp.Body.Read(p)
+		b.waited.Add(int64(time.Since(t)))
 		off := b.off.Add(int64(n))
 		b.moved.Add(int64(n))
 		if n > 0 {
@@ -495,7 +503,7 @@ func (b *Body) attempt() error {
 			if errors.As(b.failed, &se) && se.RetryAfter > wait {
 				wait = min(se.RetryAfter, maxWait)
 			}
-			b.resumes++
+			b.resumes.Add(1)
 			if o.OnRetry != nil {
 				o.OnRetry(Retry{URL: b.display, Attempt: b.fails, Of: o.Retries, Offset: off, Wait: wait, Err: b.failed})
 			}

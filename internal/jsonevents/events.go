@@ -125,6 +125,10 @@ type Progress struct {
 	// Rate is bytes per second over the phase; absent until it means
 	// something (a second into the phase).
 	Rate *float64 `json:"rate,omitempty"`
+	// Download, for a write from a URL, is its download beside the write:
+	// its own event in JSON (the reporter emits it first), the progress
+	// line's second half in text.
+	Download *Download `json:"-"`
 	// Unit, when set, is what Done and Total count instead of bytes
 	// (bench counts the points of a sweep): the text names it. The JSON
 	// tells them apart by the phase.

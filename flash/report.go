@@ -129,7 +129,8 @@ func unwrapPath(err error) error {
 
 // Save writes the whole report to path (JSON or CSV by extension). It
 // writes a temporary file and renames it, so a reader of the report, or a
-// crash, never sees half a record; --watch saves after every card.
+// crash, never sees half a record. A Watch session saves its first card
+// so, then adds each card to the file (reportLog).
 func (s *Report) Save(path string) error {
 	format, err := reportFormat(path)
 	if err != nil {
@@ -164,18 +165,23 @@ var csvHeader = []string{"image", "sha256", "target", "serial", "capacity", "byt
 	"bound", "verified", "exit_code", "error", "started", "finished",
 	"verify"} // last: added after the others, which readers may take by position
 
+// csvRow is c's row of the CSV report of s.
+func csvRow(s *Report, c *Record) []string {
+	return append([]string{
+		s.Image, s.SHA256, c.Target, c.Serial, strconv.FormatInt(c.Capacity, 10),
+		strconv.FormatInt(c.Bytes, 10), strconv.FormatFloat(c.Rate/1e6, 'f', 1, 64),
+		c.Bound, strconv.FormatBool(c.Verified), strconv.Itoa(c.Code), c.Error,
+		c.Started.UTC().Format(time.RFC3339), c.Finished.UTC().Format(time.RFC3339), c.Verify,
+	}, csvStationRow(c)...)
+}
+
 func (s *Report) writeCSV(f *os.File) error {
 	w := csv.NewWriter(f)
 	if err := w.Write(append(append([]string(nil), csvHeader...), csvStation...)); err != nil {
 		return err
 	}
-	for _, c := range s.Cards {
-		if err := w.Write(append([]string{
-			s.Image, s.SHA256, c.Target, c.Serial, strconv.FormatInt(c.Capacity, 10),
-			strconv.FormatInt(c.Bytes, 10), strconv.FormatFloat(c.Rate/1e6, 'f', 1, 64),
-			c.Bound, strconv.FormatBool(c.Verified), strconv.Itoa(c.Code), c.Error,
-			c.Started.UTC().Format(time.RFC3339), c.Finished.UTC().Format(time.RFC3339), c.Verify,
-		}, csvStationRow(&c)...)); err != nil {
+	for i := range s.Cards {
+		if err := w.Write(csvRow(s, &s.Cards[i])); err != nil {
 			return err
 		}
 	}

@@ -160,9 +160,49 @@ func (o *Outcome) Verified() bool { return o.Err == nil && o.Verify != nil }
 
 // Result is a whole session.
 type Result struct {
+	// Cards are the finished cards, in the order they finished; of a
+	// Watch session the last RecentCards of them (its report holds all).
 	Cards   []*Outcome
+	Tally   Tally // every finished card, counted
 	Started time.Time
-	Report  *Report // what Config.Report holds
+	// Report is what Config.Report holds; a Watch session's holds no
+	// cards (they were written to the file as they finished).
+	Report *Report
+}
+
+// Tally is what a session's summary says of all its cards: a station's
+// week of them costs no more than one.
+type Tally struct {
+	Cards, Succeeded int
+	// Interrupted counts the cards a stop request stopped.
+	Interrupted int
+	// SHA256 is the image's as the first card that has it says ("" for
+	// none), Verify how the first verified card was checked.
+	SHA256, Verify string
+}
+
+// add counts a finished card, r being its record, and keeps it in Cards
+// (only the last keep of them, if keep > 0).
+func (res *Result) add(o *Outcome, r *Record, keep int) {
+	t := &res.Tally
+	t.Cards++
+	switch {
+	case o.Err == nil:
+		t.Succeeded++
+	case failure.Of(o.Err) == failure.Interrupted:
+		t.Interrupted++
+	}
+	if t.SHA256 == "" {
+		t.SHA256 = r.SHA256
+	}
+	if t.Verify == "" {
+		t.Verify = r.Verify
+	}
+	if keep > 0 && len(res.Cards) == keep {
+		copy(res.Cards, res.Cards[1:])
+		res.Cards = res.Cards[:keep-1]
+	}
+	res.Cards = append(res.Cards, o)
 }
 
 // session is the state of one Run or Watch.
@@ -172,6 +212,11 @@ type session struct {
 	mu       sync.Mutex // serialises the observer and guards report
 	report   *Report
 	res      *Result
+	// keep is how many finished cards res keeps (0: all); log, when set,
+	// writes each card's record to the report file instead of keeping it
+	// in report. Watch sets both.
+	keep     int
+	log      *reportLog
 	download *download      // the image file's checksum check; nil: none
 	entry    *catalog.Entry // the catalog entry Image named; nil: none
 	bodies   sync.Map       // *imagesrc.Source -> its *httpsrc.Body (url.go)
@@ -472,7 +517,7 @@ func (e *RefusedError) Unwrap() []error { return e.Refused }
 // CardsError ends a session in which some cards failed.
 type CardsError struct {
 	Succeeded, Failed int
-	Errs              []error // each failed card's error
+	Errs              []error // each failed card's error; of Watch, the first of each class
 }
 
 func (e *CardsError) Error() string {
@@ -536,19 +581,27 @@ func (s *session) finish(cards []*card, _ error) error {
 }
 
 // record adds a finished card to the result and the report (saved at
-// once: --watch runs until Ctrl-C) and says what became of it.
+// once: a Watch session runs until stopped) and says what became of it.
 func (s *session) record(c *card) {
 	c.out.Image, c.out.Station, c.out.Operator = displayImage(s.cfg.Image), s.cfg.Station, s.cfg.Operator
 	out := c.out
+	rec := RecordOf(&out, s.cfg.ExitCodes)
 	s.mu.Lock()
-	s.res.Cards = append(s.res.Cards, &out)
-	s.report.Cards = append(s.report.Cards, RecordOf(&out, s.cfg.ExitCodes))
+	s.res.add(&out, &rec, s.keep)
 	if s.report.SHA256 == "" && out.Write.Bytes > 0 && out.Write.SHA256 != ([32]byte{}) {
 		s.report.SHA256 = fmt.Sprintf("%x", out.Write.SHA256)
 	}
 	var saveErr error
-	if s.cfg.Report != "" {
-		saveErr = s.report.Save(s.cfg.Report)
+	switch {
+	case s.log != nil:
+		saveErr = s.log.add(s.report, rec)
+	case s.keep > 0:
+		// A station without a report file keeps no records.
+	default:
+		s.report.Cards = append(s.report.Cards, rec)
+		if s.cfg.Report != "" {
+			saveErr = s.report.Save(s.cfg.Report)
+		}
 	}
 	s.res.Report = s.report
 	s.mu.Unlock()

@@ -29,6 +29,11 @@ import (
 // *CardsError when some did not.
 func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) {
 	s := newSession(cfg)
+	s.keep = RecentCards
+	if cfg.Report != "" {
+		s.log = &reportLog{path: cfg.Report}
+		defer s.log.close()
+	}
 	if cfg.StopTimeout > 0 && cfg.SaysStop != nil {
 		defer cfg.SaysStop()()
 	}
@@ -88,9 +93,9 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	sets := make(chan struct{}, max(blockdev.MaxBufferMemory/pipeline.BufferMemory(s.transfer, buffers), 1))
 	// What the exit policy needs of the cards done, not the cards (their
 	// readers' handles, closed), which a week of running would pile up.
-	ok := 0
-	var errs []error
-	found := 0 // cards found, for {n}
+	ok, failed := 0, 0
+	var errs []error // one error of each class: what CardsError.Class needs
+	found := 0       // cards found, for {n}
 	opts := drive.WatchOptions{Options: drive.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
 		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }},
 		OnNote:    func(msg string) { s.emit(Note{Message: msg}) },
@@ -120,7 +125,8 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 		s.record(c)
 		s.mu.Lock()
 		if c.failed() {
-			errs = append(errs, c.out.Err)
+			errs = appendClass(errs, c.out.Err)
+			failed++
 		} else {
 			ok++
 		}
@@ -132,10 +138,10 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	if n := cut(); n > 0 {
 		return s.res, &StopTimeoutError{Timeout: cfg.StopTimeout, Cut: n}
 	}
-	if len(errs) == 0 {
+	if failed == 0 {
 		return s.res, nil
 	}
-	return s.res, &CardsError{Succeeded: ok, Failed: len(errs), Errs: errs}
+	return s.res, &CardsError{Succeeded: ok, Failed: failed, Errs: errs}
 }
 
 // drain is the context the cards' writes run under. Without a
@@ -174,15 +180,9 @@ func (s *session) drain(ctx context.Context) (writes context.Context, cut func()
 		default:
 			return 0
 		}
-		n := 0
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		for _, o := range s.res.Cards {
-			if failure.Of(o.Err) == failure.Interrupted {
-				n++
-			}
-		}
-		return n
+		return s.res.Tally.Interrupted
 	}
 }
 
@@ -216,4 +216,17 @@ func (s *session) writeOne(ctx context.Context, c *card) {
 		return
 	}
 	s.writeCards(ctx, src, &writePlan{}, []*card{c})
+}
+
+// appendClass adds err to errs unless an error of its class is there: a
+// station's failed cards over a week are a few classes, and the class of
+// their CardsError is all that is asked of them (each card's error is in
+// its record).
+func appendClass(errs []error, err error) []error {
+	for _, e := range errs {
+		if failure.Of(e) == failure.Of(err) {
+			return errs
+		}
+	}
+	return append(errs, err)
 }

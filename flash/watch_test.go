@@ -1,8 +1,13 @@
 package flash
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -102,4 +107,132 @@ func TestWatchStop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWatchKeepsLittlePerCard: a station's Result keeps the last
+// RecentCards cards and counts the rest, its Report keeps no records,
+// and its report file holds every card finished so far whenever a card
+// is told as done (a station killed between cards loses none), in Save's
+// format.
+func TestWatchKeepsLittlePerCard(t *testing.T) {
+	t.Parallel()
+	const n = 3 * RecentCards
+	for _, format := range []string{"json", "csv"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			image, img := testImage(t, dir, 256<<10+100)
+			var readers []drive.Found
+			for i := range n {
+				readers = append(readers, drive.SimReader(filepath.Join(dir, fmt.Sprintf("c%02d.img?size=1MiB", i))))
+			}
+			report := filepath.Join(dir, "station."+format)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var done []string
+			var fileErrs []string
+			obs := ObserverFunc(func(e Event) {
+				d, ok := e.(CardDone)
+				if !ok {
+					return
+				}
+				done = append(done, d.Outcome.Target)
+				// What a kill now would leave.
+				targets, err := reportTargets(report, format)
+				if err != nil {
+					fileErrs = append(fileErrs, err.Error())
+				}
+				for _, want := range done {
+					if !slices.Contains(targets, want) {
+						fileErrs = append(fileErrs, fmt.Sprintf("after %d cards the report lacks %s", len(done), want))
+					}
+				}
+				if len(done) == n {
+					cancel()
+				}
+			})
+			find := func(context.Context) ([]drive.Found, error) { return readers, nil }
+			res, err := Watch(ctx, Config{Image: image, TransferSize: 64 << 10, Verify: true, Report: report, Observer: obs}, find)
+			if err != nil {
+				var first error
+				if len(res.Cards) > 0 {
+					first = res.Cards[0].Err
+				}
+				t.Fatalf("%v (%v)", err, first)
+			}
+			if len(fileErrs) > 0 {
+				t.Errorf("%d problems, first %s", len(fileErrs), fileErrs[0])
+			}
+			if len(res.Cards) != RecentCards || res.Tally.Cards != n || res.Tally.Succeeded != n || len(res.Report.Cards) != 0 {
+				t.Errorf("Result keeps %d cards, counts %d (%d ok), its report %d records; want %d, %d, 0",
+					len(res.Cards), res.Tally.Cards, res.Tally.Succeeded, len(res.Report.Cards), RecentCards, n)
+			}
+			// The last cards finished, in the report's order.
+			targets, err := reportTargets(report, format)
+			if err != nil || len(targets) != n {
+				t.Fatalf("the report holds %d cards (%v), want %d", len(targets), err, n)
+			}
+			if !slices.EqualFunc(res.Cards, targets[n-RecentCards:], func(o *Outcome, t string) bool { return o.Target == t }) {
+				t.Error("Result does not keep the last cards finished")
+			}
+			if res.Tally.Verify != "xxh3 per transfer" {
+				t.Errorf("tally %+v: how cards were verified is lost", res.Tally)
+			}
+			for i := range n {
+				if !holds(filepath.Join(dir, fmt.Sprintf("c%02d.img", i)), img) {
+					t.Errorf("card %d does not hold the image", i)
+				}
+			}
+			// The file is what Save writes of the same records.
+			got, _ := os.ReadFile(report)
+			var back Report
+			if format == "json" {
+				if err := json.Unmarshal(got, &back); err != nil {
+					t.Fatal(err)
+				}
+				if back.SHA256 != res.Tally.SHA256 {
+					t.Errorf("tally's SHA-256 %q, the report's %q", res.Tally.SHA256, back.SHA256)
+				}
+				again := filepath.Join(dir, "again.json")
+				if err := back.Save(again); err != nil {
+					t.Fatal(err)
+				}
+				if want, _ := os.ReadFile(again); !bytes.Equal(got, want) {
+					t.Errorf("the report is not Save's:\n%s\nwant\n%s", got, want)
+				}
+			}
+		})
+	}
+}
+
+// reportTargets reads a report file as a reader would, and the target of
+// each card in it.
+func reportTargets(path, format string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	switch format {
+	case "json":
+		var r Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		for _, c := range r.Cards {
+			out = append(out, c.Target)
+		}
+	case "csv":
+		rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(rows) == 0 || rows[0][2] != "target" {
+			return nil, fmt.Errorf("%s: no header", path)
+		}
+		for _, r := range rows[1:] {
+			out = append(out, r[2])
+		}
+	}
+	return out, nil
 }

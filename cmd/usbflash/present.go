@@ -212,25 +212,20 @@ func (p *sessionPresenter) finish(res *flash.Result, err error) error {
 	if res == nil || (len(res.Cards) == 0 && err != nil && !p.watch) {
 		return err
 	}
-	ok, sha, how := 0, "", ""
 	records := make([]flash.Record, len(res.Cards))
 	for i, o := range res.Cards {
 		records[i] = recordOf(o)
-		if o.Err == nil {
-			ok++
-		}
-		if sha == "" {
-			sha = records[i].SHA256
-		}
-		if how == "" {
-			how = records[i].Verify
-		}
 	}
+	t := res.Tally
 	p.rep.Event(&jsonevents.ManySummary{
 		Command: jsonevents.CommandWrite,
-		Cards:   len(records), Succeeded: ok, Failed: len(records) - ok, SHA256: sha, Verify: how,
+		Cards:   t.Cards, Succeeded: t.Succeeded, Failed: t.Cards - t.Succeeded, SHA256: t.SHA256, Verify: t.Verify,
 		ElapsedS: time.Since(res.Started).Seconds(),
 	}, termui.CardTable(records, p.f.noVerify))
+	if t.Cards > len(records) {
+		msg := fmt.Sprintf("The table shows the last %d of %d cards; the report holds every card", len(records), t.Cards)
+		p.rep.Event(jsonevents.NewNote(msg), msg)
+	}
 	for _, o := range res.Cards {
 		if o.EjectErr != nil {
 			msg := fmt.Sprintf("%s: eject failed (the image is written and synced): %v", o.Target, o.EjectErr)

@@ -128,6 +128,35 @@ type uasState struct {
 	failedLUN int
 	// aborts and luResets count the task management the transport sent.
 	aborts, luResets int
+	// statusDone and dataDone carry the outcome of a command's status
+	// read and data transfer on streams (uasStreams), made once so that a
+	// command allocates no channels.
+	statusDone chan uasStatusDone
+	dataDone   chan uasDataDone
+}
+
+// uasStatusDone is what a status read on a stream ended with.
+type uasStatusDone struct {
+	iu  statusIU
+	err error
+}
+
+// uasDataDone is what a data transfer on a stream ended with.
+type uasDataDone struct {
+	n   int
+	err error
+}
+
+// uasStatusTo reads the status pipe's stream into buf and tells done.
+func (t *Transport) uasStatusTo(ctx context.Context, stream uint16, buf []byte, done chan<- uasStatusDone) {
+	iu, err := t.uasReadStatus(ctx, stream, buf)
+	done <- uasStatusDone{iu, err}
+}
+
+// uasDataTo moves p on a data pipe's stream and tells done.
+func (u *uasState) uasDataTo(ctx context.Context, pipe Pipe, stream uint16, p []byte, done chan<- uasDataDone) {
+	n, err := u.ep.PipeTransfer(ctx, pipe, stream, p)
+	done <- uasDataDone{n, err}
 }
 
 // TransportInfo says how a reader is driven: the protocol, and for UAS
@@ -386,48 +415,47 @@ func (t *Transport) uasReady(ctx context.Context, r request, tag uint16) (status
 }
 
 // uasStreams is the SuperSpeed mode: every transfer of the command on the
-// stream of its tag.
+// stream of its tag. The status read and the data transfer are submitted
+// before the COMMAND IU, in the order of Linux's uas_submit_urbs (status,
+// data, command), so that a command costs no round trip more than its
+// transfers; one context ends both, and the data transfer still pending
+// when the status came (the device sent less) is cancelled then. The
+// channels are the transport's own: a command allocates none.
 func (t *Transport) uasStreams(ctx context.Context, r request, tag uint16) (statusIU, int, error) {
 	u := t.uas
-	status, scancel := t.uasStatusAsync(ctx, u.stream(tag), u.status[:])
-	defer scancel()
-	type data struct {
-		n   int
-		err error
+	if u.statusDone == nil {
+		u.statusDone, u.dataDone = make(chan uasStatusDone, 1), make(chan uasDataDone, 1)
 	}
-	dt := make(chan data, 1)
-	dctx, dcancel := context.WithCancel(ctx)
-	defer dcancel()
-	if r.dir != NoData && len(r.data) > 0 {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream := u.stream(tag)
+	go t.uasStatusTo(cctx, stream, u.status[:], u.statusDone)
+	hasData := r.dir != NoData && len(r.data) > 0
+	if hasData {
 		pipe := PipeDataIn
 		if r.dir == DataOut {
 			pipe = PipeDataOut
 		}
-		go func() {
-			n, err := u.ep.PipeTransfer(dctx, pipe, u.stream(tag), r.data)
-			dt <- data{n, err}
-		}()
-	} else {
-		dt <- data{}
+		go u.uasDataTo(cctx, pipe, stream, r.data, u.dataDone)
 	}
-	// The goroutines end before the buffers go back to the caller.
-	var serr error
-	wait := func() (statusIU, data) {
-		iu, err := status()
-		serr = err
-		dcancel()
-		d := <-dt
-		return iu, d
-	}
-	if err := t.uasSendIU(ctx, u.cmd[:]); err != nil {
-		scancel()
-		wait()
-		return statusIU{}, 0, err
-	}
-	iu, d := wait()
-	moved := max(0, min(d.n, len(r.data)))
+	serr := t.uasSendIU(ctx, u.cmd[:])
 	if serr != nil {
-		return statusIU{}, moved, serr
+		cancel()
+	}
+	// Both transfers end before the buffers go back to the caller.
+	st := <-u.statusDone
+	cancel()
+	var d uasDataDone
+	if hasData {
+		d = <-u.dataDone
+	}
+	if serr != nil {
+		return statusIU{}, 0, serr
+	}
+	iu := st.iu
+	moved := max(0, min(d.n, len(r.data)))
+	if st.err != nil {
+		return statusIU{}, moved, st.err
 	}
 	if iu.tag != tag {
 		return statusIU{}, moved, fmt.Errorf("%w: IU 0x%02x for tag %d on the stream of tag %d", ErrUASProtocol, iu.id, iu.tag, tag)

@@ -28,13 +28,13 @@ var uasModes = []struct {
 const openCommands = 6
 
 // uasRig opens LUN 0 of a UAS sim reader.
-func uasRig(t *testing.T, cfg sim.Config) (*sim.Device, *usbms.Transport, *usbms.LUN) {
+func uasRig(t testing.TB, cfg sim.Config) (*sim.Device, *usbms.Transport, *usbms.LUN) {
 	t.Helper()
 	return uasRigDepth(t, cfg, 0)
 }
 
 // uasRigDepth is uasRig with a queue depth (0: the default).
-func uasRigDepth(t *testing.T, cfg sim.Config, depth int) (*sim.Device, *usbms.Transport, *usbms.LUN) {
+func uasRigDepth(t testing.TB, cfg sim.Config, depth int) (*sim.Device, *usbms.Transport, *usbms.LUN) {
 	t.Helper()
 	dev, err := sim.New(cfg)
 	if err != nil {

@@ -220,6 +220,7 @@ type session struct {
 	download *download      // the image file's checksum check; nil: none
 	entry    *catalog.Entry // the catalog entry Image named; nil: none
 	bodies   sync.Map       // *imagesrc.Source -> its *httpsrc.Body (url.go)
+	pinned   string         // the cache entry a station's cards read (url.go's prefetch)
 	httpOnce sync.Once
 	http     *httpsrc.Client // an image at a URL's (url.go)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -83,6 +84,9 @@ func (s *session) openImageAt(ctx context.Context, d *download) (*imagesrc.Sourc
 			return nil, &ImageError{Err: err}
 		}
 		return src, nil
+	}
+	if s.pinned != "" {
+		return s.openLocal(s.pinned, opts)
 	}
 	if s.cfg.Cache != "" {
 		return s.openCached(ctx, d, opts)
@@ -268,9 +272,29 @@ func (s *session) openLocal(path string, opts imagesrc.Options) (*imagesrc.Sourc
 	return src, nil
 }
 
+// stationCache gives a station (Watch) writing a URL image with no cache
+// a temporary one under the system's temporary directory, so that every
+// card reads the one download (bounded by the free space, as any cache:
+// an image that does not fit streams to each card, said); the returned
+// function removes it.
+func (s *session) stationCache() func() {
+	if s.cfg.Cache != "" || !isURL(s.cfg.Image) {
+		return func() {}
+	}
+	dir, err := os.MkdirTemp("", "usbflash-download-")
+	if err != nil {
+		s.emit(Note{Message: "Each card reads " + displayImage(s.cfg.Image) + " from the server: no temporary directory to download it to once: " + err.Error()})
+		return func() {}
+	}
+	s.cfg.Cache = dir
+	s.emit(Note{Message: "Downloading " + displayImage(s.cfg.Image) + " once into " + dir + " (removed when the station ends)"})
+	return func() { os.RemoveAll(dir) }
+}
+
 // prefetch reads a URL image into the cache before a station's first
-// card, so that every card reads the same local file: a station downloads
-// once. Without a cache it does nothing.
+// card, so that every card reads the same local file (pinned: not asked
+// of the server again, nor replaced by a newer version mid-station): a
+// station downloads once. Without a cache it does nothing.
 func (s *session) prefetch(ctx context.Context, d *download) error {
 	if s.cfg.Cache == "" || !isURL(s.cfg.Image) {
 		return nil
@@ -288,6 +312,11 @@ func (s *session) prefetch(ctx context.Context, d *download) error {
 	}
 	if err != nil {
 		return &ImageError{Err: err}
+	}
+	if cache, err := dlcache.Open(s.cfg.Cache, s.cfg.CacheMax, 0); err == nil {
+		if m, path, _, known := cache.ForURL(s.cfg.Image); known && m.SHA256 != "" {
+			s.pinned = path
+		}
 	}
 	return nil
 }

@@ -60,6 +60,8 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	}
 	// The image must open now, not at the first card; it stays open for
 	// its checksum, hashed once for every card.
+	defer s.stationCache()()
+	cfg.Cache = s.cfg.Cache
 	dl, dlNotes, dlErr := findDownload(cfg, s.readBeside(ctx), s.entry)
 	if dlErr == nil {
 		// With a cache, a URL is read once, before the first card.

@@ -47,6 +47,8 @@ type file struct {
 	Mode os.FileMode
 	// Only names the one package format that holds it; "" for all.
 	Only string
+	// NotIn names a package format that leaves it out.
+	NotIn string
 }
 
 // zshDirs are where each system's zsh looks for vendor completions:
@@ -63,7 +65,8 @@ func payload(binary []byte, d *docs) []file {
 	fs := []file{
 		{Dest: "/usr/bin/usbflash", Tar: "usbflash", Data: binary, Mode: 0o755},
 		{Dest: RulePath, Tar: path.Base(RulePath), Data: udevRule, Mode: 0o644},
-		{Dest: UnitPath, Tar: path.Base(UnitPath), Data: stationUnit, Mode: 0o644},
+		// Alpine runs OpenRC: its package has no systemd unit.
+		{Dest: UnitPath, Tar: path.Base(UnitPath), Data: stationUnit, Mode: 0o644, NotIn: "apk"},
 		{Dest: "/usr/share/doc/usbflash/README.md", Tar: "README.md", Data: d.readme, Mode: 0o644},
 		{Dest: "/usr/share/bash-completion/completions/usbflash", Tar: "completions/usbflash.bash", Data: d.bash, Mode: 0o644},
 		{Dest: "/usr/share/fish/vendor_completions.d/usbflash.fish", Tar: "completions/usbflash.fish", Data: d.fish, Mode: 0o644},
@@ -131,7 +134,7 @@ func writeTarball(w io.Writer, top string, fs []file, mtime time.Time) error {
 func packageInfo(format string, p Platform, v Version, s Stamp, fs []file, root string) (*nfpm.Info, error) {
 	var contents files.Contents
 	for _, f := range fs {
-		if f.Only != "" && f.Only != format {
+		if (f.Only != "" && f.Only != format) || f.NotIn == format {
 			continue
 		}
 		src := filepath.Join(root, filepath.FromSlash(f.Dest))

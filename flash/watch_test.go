@@ -1,6 +1,7 @@
 package flash
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/csv"
@@ -8,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -235,4 +238,76 @@ func reportTargets(path, format string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// TestWatchReportSurvivesKill: a station killed (SIGKILL, no chance to
+// finish) while it writes holds, in its report, every card it said was
+// done, in a file a JSON reader takes. The station is this test binary
+// run again as watchStation.
+func TestWatchReportSurvivesKill(t *testing.T) {
+	t.Parallel()
+	if dir := os.Getenv("USBFLASH_WATCH_STATION"); dir != "" {
+		watchStation(t, dir)
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWatchReportSurvivesKill$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "USBFLASH_WATCH_STATION="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var done, other []string
+	lines := bufio.NewScanner(out)
+	for len(done) < 5 && lines.Scan() {
+		if target, ok := strings.CutPrefix(lines.Text(), "done "); ok {
+			done = append(done, target)
+		} else {
+			other = append(other, lines.Text())
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if len(done) < 5 {
+		t.Fatalf("the station said %d cards were done before it ended:\n%s", len(done), strings.Join(other, "\n"))
+	}
+	targets, err := reportTargets(filepath.Join(dir, "station.json"), "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range done {
+		if !slices.Contains(targets, want) {
+			t.Errorf("the report of the killed station lacks %s (it holds %d cards)", want, len(targets))
+		}
+	}
+}
+
+// watchStation runs a station over 16 sim cards, saying "done TARGET" as
+// each is told as done, until it is killed: 5 fast cards, then 11 that
+// take seconds each, being written when the kill comes.
+func watchStation(t *testing.T, dir string) {
+	image, _ := testImage(t, dir, 256<<10+100)
+	var readers []drive.Found
+	for i := range 16 {
+		speed := "50MB/s"
+		if i >= 5 {
+			speed = "50kB/s"
+		}
+		readers = append(readers, drive.SimReader(filepath.Join(dir, fmt.Sprintf("c%02d.img?size=1MiB&speed=%s", i, speed))))
+	}
+	obs := ObserverFunc(func(e Event) {
+		if d, ok := e.(CardDone); ok {
+			fmt.Printf("done %s\n", d.Outcome.Target)
+		}
+	})
+	find := func(context.Context) ([]drive.Found, error) { return readers, nil }
+	_, err := Watch(context.Background(), Config{Image: image, TransferSize: 64 << 10, Verify: true,
+		Report: filepath.Join(dir, "station.json"), Observer: obs}, find)
+	t.Fatalf("the station ended: %v", err)
 }

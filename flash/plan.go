@@ -56,7 +56,7 @@ func (s *session) planWrite(ctx context.Context, src *imagesrc.Source, f BlockMa
 	if many && f.Path == "" {
 		return &writePlan{}, nil // a map beside the image is for one card
 	}
-	m, path, err := findBlockMapWith(s.cfg.Image, src, f, s.readBeside(ctx))
+	m, path, err := findBlockMapWith(s.cfg.Image, src, f, s.readBeside(ctx), s.blockMapSig())
 	switch {
 	case err != nil:
 		return nil, err
@@ -74,7 +74,7 @@ func (s *session) planWrite(ctx context.Context, src *imagesrc.Source, f BlockMa
 // at the end of the stream otherwise). verify uses it to compare what such
 // a write wrote.
 func FindBlockMap(image string, src *imagesrc.Source, f BlockMapChoice) (*bmap.Map, string, error) {
-	return findBlockMapWith(image, src, f, nil)
+	return findBlockMapWith(image, src, f, nil, blockMapSig{})
 }
 
 // maxBlockMap bounds a block map read from a URL: a map of a 64 GiB image
@@ -83,7 +83,7 @@ const maxBlockMap = 64 << 20
 
 // findBlockMapWith is FindBlockMap with readBeside reading the files
 // beside a URL image (and a map given as a URL); nil for a file image.
-func findBlockMapWith(image string, src *imagesrc.Source, f BlockMapChoice, readBeside imagesrc.ReadFunc) (*bmap.Map, string, error) {
+func findBlockMapWith(image string, src *imagesrc.Source, f BlockMapChoice, readBeside imagesrc.ReadFunc, sig blockMapSig) (*bmap.Map, string, error) {
 	if f.Path != "" && f.Off {
 		return nil, "", &failure.SettingError{Setting: SettingBlockMap, Err: ErrBlockMapConflict}
 	}
@@ -108,6 +108,9 @@ func findBlockMapWith(image string, src *imagesrc.Source, f BlockMapChoice, read
 	}
 	if err != nil {
 		return nil, "", &BlockMapError{Path: path, Err: err, Unreadable: true}
+	}
+	if data, err = sig.check(path, data, readBeside); err != nil {
+		return nil, "", err
 	}
 	m, err := bmap.Parse(data)
 	if err == nil && src.SizeExact {

@@ -74,7 +74,7 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 	}
 	defer src.Close()
 	s.emit(Started{Image: displayImage(cfg.Image), Source: src, Targets: []string{spec.Raw}, TransferSize: transfer})
-	m, mapPath, err := findBlockMapWith(cfg.Image, src, cfg.BlockMap, s.readBeside(ctx))
+	m, mapPath, err := findBlockMapWith(cfg.Image, src, cfg.BlockMap, s.readBeside(ctx), blockMapSig{})
 	if err != nil {
 		return nil, err
 	}

@@ -144,6 +144,64 @@ func verifyList(path string, data []byte, read ReadFunc, keys *Keyring) (signed 
 	return nil, "", Signer{}, &ChecksumSignatureError{List: path, Err: ErrListUnsigned}
 }
 
+// VerifySigned checks a signed file other than a checksum list (what
+// names its kind: "block map") as a list's signature is checked: a good
+// signature by a key of keys, clear-signed or detached beside it
+// (PATH.gpg, .sig, .asc, .sign, read with read; nil reads local files).
+// It returns the text to read (the signed text of a clear-signed file,
+// else data), the detached signature's file ("" for a clear-signed one),
+// and the key that signed it.
+func VerifySigned(what, path string, data []byte, read ReadFunc, keys *Keyring) ([]byte, string, Signer, error) {
+	if read == nil {
+		read = readBounded
+	}
+	signed, sigPath, by, err := verifyList(path, data, read, keys)
+	var se *ChecksumSignatureError
+	if errors.As(err, &se) {
+		se.What = what
+	}
+	if signed == nil {
+		signed = data
+	} else {
+		signed = withLastNewline(signed)
+	}
+	return signed, sigPath, by, err
+}
+
+// withLastNewline is a clear-signed file's text as gpg --decrypt writes it
+// out, ending with the line end that the signature's armour took: the
+// bytes a checksum inside the file (a block map's own) was made over.
+func withLastNewline(text []byte) []byte {
+	if len(text) > 0 && text[len(text)-1] != '\n' {
+		text = append(text[:len(text):len(text)], '\n')
+	}
+	return text
+}
+
+// SignatureBeside is the first detached signature beside path (PATH.gpg,
+// .sig, .asc, .sign, read with read; nil reads local files), "" for none:
+// a file used without keys says it carries one it did not check.
+func SignatureBeside(path string, read ReadFunc) string {
+	if read == nil {
+		read = readBounded
+	}
+	for _, suffix := range detachedSuffixes {
+		if _, err := read(path+suffix, maxKeyring); err == nil {
+			return path + suffix
+		}
+	}
+	return ""
+}
+
+// ClearSignedText is the signed text of a clear-signed file, its
+// signature not checked; ok is false for a file that is not clear-signed.
+func ClearSignedText(data []byte) (text []byte, ok bool) {
+	if block, _ := clearsign.Decode(data); block != nil {
+		return withLastNewline(block.Plaintext), true
+	}
+	return data, false
+}
+
 // checkArmoured checks an armoured detached signature; an armour block of
 // another kind (a key saved under the signature's name) is no signature.
 func checkArmoured(keys *Keyring, data, sig []byte) (*openpgp.Entity, error) {
@@ -211,13 +269,18 @@ type ChecksumSignatureError struct {
 	List      string
 	Signature string // the detached signature's file, "" for a clear-signed list or none
 	Err       error
+	What      string // the signed file's kind (VerifySigned); "": a checksum list
 }
 
 func (e *ChecksumSignatureError) Error() string {
-	if e.Signature != "" {
-		return fmt.Sprintf("checksum list %s (signature %s) %v", e.List, e.Signature, e.Err)
+	what := e.What
+	if what == "" {
+		what = "checksum list"
 	}
-	return fmt.Sprintf("checksum list %s %v", e.List, e.Err)
+	if e.Signature != "" {
+		return fmt.Sprintf("%s %s (signature %s) %v", what, e.List, e.Signature, e.Err)
+	}
+	return fmt.Sprintf("%s %s %v", what, e.List, e.Err)
 }
 func (e *ChecksumSignatureError) Unwrap() error { return e.Err }
 

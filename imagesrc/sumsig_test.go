@@ -1,111 +1,16 @@
 package imagesrc
 
 import (
-	"bytes"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/testpgp"
 )
-
-// signer is a throwaway OpenPGP key in a GNUPGHOME of its own, made by
-// gpg as a publisher makes one.
-type signer struct {
-	t           *testing.T
-	home        string
-	uid         string
-	fingerprint string
-}
-
-// newSigner makes a key for uid; extra arguments go before gpg's command
-// (a --faked-system-time for a key that has expired), expire is its
-// lifetime as --quick-gen-key takes it.
-func newSigner(t *testing.T, uid, expire string, extra ...string) *signer {
-	t.Helper()
-	home := t.TempDir()
-	if err := os.Chmod(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	s := &signer{t: t, home: home, uid: uid}
-	t.Cleanup(func() { exec.Command("gpgconf", "--homedir", home, "--kill", "gpg-agent").Run() })
-	s.gpg("", append(extra, "--passphrase", "", "--quick-gen-key", uid, "default", "default", expire)...)
-	for _, line := range strings.Split(s.gpg("", "--with-colons", "--list-keys", uid), "\n") {
-		if f := strings.Split(line, ":"); f[0] == "fpr" && s.fingerprint == "" {
-			s.fingerprint = f[9]
-		}
-	}
-	if s.fingerprint == "" {
-		t.Fatal("gpg listed no fingerprint")
-	}
-	return s
-}
-
-// gpg runs gpg in dir with the signer's home and returns its output. A
-// missing gpg fails the test.
-func (s *signer) gpg(dir string, args ...string) string {
-	s.t.Helper()
-	cmd := exec.Command("gpg", append([]string{"--batch", "--homedir", s.home, "--pinentry-mode", "loopback"}, args...)...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		s.t.Fatalf("gpg %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out)
-}
-
-// keyring exports the signer's public key to a file, armoured or not.
-func (s *signer) keyring(armour bool) string {
-	s.t.Helper()
-	path := filepath.Join(s.t.TempDir(), "keys.gpg")
-	args := []string{"--output", path, "--export", s.fingerprint}
-	if armour {
-		args = append([]string{"--armor"}, args...)
-	}
-	s.gpg("", args...)
-	return path
-}
-
-// revoke revokes the key with the revocation certificate gpg made with
-// it, as its owner would publish it.
-func (s *signer) revoke() {
-	s.t.Helper()
-	cert, err := os.ReadFile(filepath.Join(s.home, "openpgp-revocs.d", s.fingerprint+".rev"))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	// gpg keeps the certificate with its armour line escaped by a colon.
-	p := filepath.Join(s.t.TempDir(), "revoke.asc")
-	if err := os.WriteFile(p, bytes.Replace(cert, []byte(":-----BEGIN"), []byte("-----BEGIN"), 1), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	s.gpg("", "--import", p)
-}
-
-// sign signs the file name in dir: "clear" writes it clear-signed in
-// place, a suffix (.gpg, .asc, ...) writes a detached signature beside
-// it, armoured for .asc and .sign as publishers write those.
-func (s *signer) sign(dir, name, how string, extra ...string) {
-	s.t.Helper()
-	args := append(extra, "--passphrase", "", "--yes")
-	switch how {
-	case "clear":
-		s.gpg(dir, append(args, "--output", name+".clear", "--clearsign", name)...)
-		if err := os.Rename(filepath.Join(dir, name+".clear"), filepath.Join(dir, name)); err != nil {
-			s.t.Fatal(err)
-		}
-		return
-	case ".asc", ".sign":
-		args = append(args, "--armor")
-	}
-	s.gpg(dir, append(args, "--output", name+how, "--detach-sign", name)...)
-}
 
 // TestChecksumSignature (issue 31): with the publisher's keys, the list
 // the sum comes from must carry a good signature by one of them, clear-
@@ -113,23 +18,23 @@ func (s *signer) sign(dir, name, how string, extra ...string) {
 // the list and why; without keys a clear-signed list is read unchecked.
 func TestChecksumSignature(t *testing.T) {
 	t.Parallel()
-	pub := newSigner(t, "Publisher <pub@example.invalid>", "never")
-	other := newSigner(t, "Someone else <else@example.invalid>", "never")
-	expired := newSigner(t, "Expired <old@example.invalid>", "1d", "--faked-system-time", "20200101T000000")
-	revoked := newSigner(t, "Revoked <rev@example.invalid>", "never")
+	pub := testpgp.New(t, "Publisher <pub@example.invalid>", "never")
+	other := testpgp.New(t, "Someone else <else@example.invalid>", "never")
+	expired := testpgp.New(t, "Expired <old@example.invalid>", "1d", "--faked-system-time", "20200101T000000")
+	revoked := testpgp.New(t, "Revoked <rev@example.invalid>", "never")
 	// A list the key signed before it was revoked.
 	revokedList := func() string {
 		d := newListDir(t, "", "os.img.xz", "other.iso")
 		d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-		revoked.sign(d.dir, "SHA256SUMS", "clear")
+		revoked.Sign(d.dir, "SHA256SUMS", "clear")
 		list, err := os.ReadFile(filepath.Join(d.dir, "SHA256SUMS"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		revoked.revoke()
+		revoked.Revoke()
 		return string(list)
 	}()
-	revokedKeys := revoked.keyring(true)
+	revokedKeys := revoked.Keyring(true)
 	zeros := strings.Repeat("0", 64)
 
 	for _, tc := range []struct {
@@ -137,110 +42,110 @@ func TestChecksumSignature(t *testing.T) {
 		keys  string                // the keyring file, "" for none
 		lists func(d *listDir)      // writes SHA256SUMS and what signs it
 		sum   func(*listDir) string // the sum found, nil for a refusal
-		by    *signer               // the key the find says signed it
+		by    *testpgp.Signer       // the key the find says signed it
 		sig   string                // the detached signature it names, "" for a clear-signed list
 		want  error                 // the refusal's reason
 		check func(*ChecksumFile) bool
 	}{
-		{name: "clear-signed, good", keys: pub.keyring(true), sum: sumOf("os.img.xz"), by: pub,
+		{name: "clear-signed, good", keys: pub.Keyring(true), sum: sumOf("os.img.xz"), by: pub,
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "other.iso", "os.img.xz"))
-				pub.sign(d.dir, "SHA256SUMS", "clear")
+				pub.Sign(d.dir, "SHA256SUMS", "clear")
 			},
 			check: func(f *ChecksumFile) bool { return f.Signed && f.Line == 5 }},
-		{name: "clear-signed, good, a binary keyring", keys: pub.keyring(false), sum: sumOf("os.img.xz"), by: pub,
+		{name: "clear-signed, good, a binary keyring", keys: pub.Keyring(false), sum: sumOf("os.img.xz"), by: pub,
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				pub.sign(d.dir, "SHA256SUMS", "clear")
+				pub.Sign(d.dir, "SHA256SUMS", "clear")
 			}},
-		{name: "clear-signed, lines outside the signed text are not read", keys: pub.keyring(true), sum: sumOf("os.img.xz"), by: pub,
+		{name: "clear-signed, lines outside the signed text are not read", keys: pub.Keyring(true), sum: sumOf("os.img.xz"), by: pub,
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				pub.sign(d.dir, "SHA256SUMS", "clear")
+				pub.Sign(d.dir, "SHA256SUMS", "clear")
 				signed, _ := os.ReadFile(filepath.Join(d.dir, "SHA256SUMS"))
 				d.write("SHA256SUMS", zeros+"  os.img.xz\n"+string(signed)+zeros+"  os.img.xz\n")
 			}},
-		{name: "clear-signed, the signed text changed", keys: pub.keyring(true), want: ErrBadSignature,
+		{name: "clear-signed, the signed text changed", keys: pub.Keyring(true), want: ErrBadSignature,
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				pub.sign(d.dir, "SHA256SUMS", "clear")
+				pub.Sign(d.dir, "SHA256SUMS", "clear")
 				signed, _ := os.ReadFile(filepath.Join(d.dir, "SHA256SUMS"))
 				d.write("SHA256SUMS", strings.Replace(string(signed), d.sums["os.img.xz"], zeros, 1))
 			}},
-		{name: "clear-signed by a key not in the keyring", keys: pub.keyring(true), want: ErrUnknownSigner,
+		{name: "clear-signed by a key not in the keyring", keys: pub.Keyring(true), want: ErrUnknownSigner,
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				other.sign(d.dir, "SHA256SUMS", "clear")
+				other.Sign(d.dir, "SHA256SUMS", "clear")
 			}},
-		{name: "clear-signed by an expired key", keys: expired.keyring(true), want: ErrSignerExpired,
+		{name: "clear-signed by an expired key", keys: expired.Keyring(true), want: ErrSignerExpired,
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				expired.sign(d.dir, "SHA256SUMS", "clear", "--faked-system-time", "20200101T120000")
+				expired.Sign(d.dir, "SHA256SUMS", "clear", "--faked-system-time", "20200101T120000")
 			}},
 		{name: "clear-signed by a revoked key", keys: revokedKeys, want: ErrSignerRevoked,
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", revokedList)
 			}},
-		{name: "SHA256SUMS.gpg, good", keys: pub.keyring(true), sum: sumOf("os.img.xz"), by: pub, sig: "SHA256SUMS.gpg",
+		{name: "SHA256SUMS.gpg, good", keys: pub.Keyring(true), sum: sumOf("os.img.xz"), by: pub, sig: "SHA256SUMS.gpg",
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "other.iso", "os.img.xz"))
-				pub.sign(d.dir, "SHA256SUMS", ".gpg")
+				pub.Sign(d.dir, "SHA256SUMS", ".gpg")
 			},
 			check: func(f *ChecksumFile) bool { return !f.Signed && f.Line == 2 }},
-		{name: "SHA256SUMS.asc, good", keys: pub.keyring(false), sum: sumOf("os.img.xz"), by: pub, sig: "SHA256SUMS.asc",
+		{name: "SHA256SUMS.asc, good", keys: pub.Keyring(false), sum: sumOf("os.img.xz"), by: pub, sig: "SHA256SUMS.asc",
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				pub.sign(d.dir, "SHA256SUMS", ".asc")
+				pub.Sign(d.dir, "SHA256SUMS", ".asc")
 			}},
-		{name: "SHA256SUMS.sign, good (Debian's name)", keys: pub.keyring(true), sum: sumOf("os.img.xz"), by: pub, sig: "SHA256SUMS.sign",
+		{name: "SHA256SUMS.sign, good (Debian's name)", keys: pub.Keyring(true), sum: sumOf("os.img.xz"), by: pub, sig: "SHA256SUMS.sign",
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				pub.sign(d.dir, "SHA256SUMS", ".sign")
+				pub.Sign(d.dir, "SHA256SUMS", ".sign")
 			}},
-		{name: "SHA256SUMS.gpg over a list changed since", keys: pub.keyring(true), want: ErrBadSignature, sig: "SHA256SUMS.gpg",
+		{name: "SHA256SUMS.gpg over a list changed since", keys: pub.Keyring(true), want: ErrBadSignature, sig: "SHA256SUMS.gpg",
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				pub.sign(d.dir, "SHA256SUMS", ".gpg")
+				pub.Sign(d.dir, "SHA256SUMS", ".gpg")
 				d.write("SHA256SUMS", zeros+"  os.img.xz\n")
 			}},
-		{name: "SHA256SUMS.asc over a list changed since", keys: pub.keyring(true), want: ErrBadSignature, sig: "SHA256SUMS.asc",
+		{name: "SHA256SUMS.asc over a list changed since", keys: pub.Keyring(true), want: ErrBadSignature, sig: "SHA256SUMS.asc",
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				pub.sign(d.dir, "SHA256SUMS", ".asc")
+				pub.Sign(d.dir, "SHA256SUMS", ".asc")
 				d.write("SHA256SUMS", zeros+"  os.img.xz\n")
 			}},
-		{name: "SHA256SUMS.gpg by another key", keys: pub.keyring(true), want: ErrUnknownSigner, sig: "SHA256SUMS.gpg",
+		{name: "SHA256SUMS.gpg by another key", keys: pub.Keyring(true), want: ErrUnknownSigner, sig: "SHA256SUMS.gpg",
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				other.sign(d.dir, "SHA256SUMS", ".gpg")
+				other.Sign(d.dir, "SHA256SUMS", ".gpg")
 			}},
-		{name: "SHA256SUMS.asc that is a key, not a signature", keys: pub.keyring(true), want: ErrSignatureUnreadable, sig: "SHA256SUMS.asc",
+		{name: "SHA256SUMS.asc that is a key, not a signature", keys: pub.Keyring(true), want: ErrSignatureUnreadable, sig: "SHA256SUMS.asc",
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				key, _ := os.ReadFile(pub.keyring(true))
+				key, _ := os.ReadFile(pub.Keyring(true))
 				d.write("SHA256SUMS.asc", string(key))
 			}},
-		{name: "a list without a signature", keys: pub.keyring(true), want: ErrListUnsigned,
+		{name: "a list without a signature", keys: pub.Keyring(true), want: ErrListUnsigned,
 			lists: func(d *listDir) { d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz")) }},
-		{name: "a sidecar without a signature", keys: pub.keyring(true), want: ErrListUnsigned,
+		{name: "a sidecar without a signature", keys: pub.Keyring(true), want: ErrListUnsigned,
 			lists: func(d *listDir) { d.write("os.img.xz.sha256", d.run("", "sha256sum", "os.img.xz")) }},
-		{name: "an unsigned list for other files is passed over, the signed one used", keys: pub.keyring(true),
+		{name: "an unsigned list for other files is passed over, the signed one used", keys: pub.Keyring(true),
 			sum: sumOf("os.img.xz"), by: pub, sig: "SHA256SUMS.gpg",
 			lists: func(d *listDir) {
 				d.write("os.img.xz.sha256", d.run("", "sha256sum", "other.iso"))
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				pub.sign(d.dir, "SHA256SUMS", ".gpg")
+				pub.Sign(d.dir, "SHA256SUMS", ".gpg")
 			}},
 		{name: "no keyring: clear-signed by anyone, read unchecked", sum: sumOf("os.img.xz"),
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				other.sign(d.dir, "SHA256SUMS", "clear")
+				other.Sign(d.dir, "SHA256SUMS", "clear")
 			},
 			check: func(f *ChecksumFile) bool { return f.Signed }},
 		{name: "no keyring: the changed signed text is what is read", sum: literal(zeros),
 			lists: func(d *listDir) {
 				d.write("SHA256SUMS", d.run("", "sha256sum", "os.img.xz"))
-				pub.sign(d.dir, "SHA256SUMS", "clear")
+				pub.Sign(d.dir, "SHA256SUMS", "clear")
 				signed, _ := os.ReadFile(filepath.Join(d.dir, "SHA256SUMS"))
 				d.write("SHA256SUMS", strings.Replace(string(signed), d.sums["os.img.xz"], zeros, 1))
 			}},
@@ -285,8 +190,8 @@ func TestChecksumSignature(t *testing.T) {
 			switch {
 			case tc.by == nil && got.SignedBy != nil:
 				t.Errorf("signed by %v, want no signature checked", got.SignedBy)
-			case tc.by != nil && (got.SignedBy == nil || got.SignedBy.Fingerprint != tc.by.fingerprint || got.SignedBy.UserID != tc.by.uid):
-				t.Errorf("signed by %v, want %s (%s)", got.SignedBy, tc.by.uid, tc.by.fingerprint)
+			case tc.by != nil && (got.SignedBy == nil || got.SignedBy.Fingerprint != tc.by.Fingerprint || got.SignedBy.UserID != tc.by.UID):
+				t.Errorf("signed by %v, want %s (%s)", got.SignedBy, tc.by.UID, tc.by.Fingerprint)
 			}
 			if want := filepath.Join(d.dir, tc.sig); tc.sig != "" && got.SignatureFile != want || tc.sig == "" && got.SignatureFile != "" {
 				t.Errorf("signature file %q, want %q", got.SignatureFile, tc.sig)

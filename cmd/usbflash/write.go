@@ -93,7 +93,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	_ = c.RegisterFlagCompletionFunc("verify-hash", cobra.FixedCompletions(verifyMethodNames(), cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&f.sha256, "sha256", "", "the SHA-256 its publisher gives for the image file or for the image in it: checked as it is written (standard input and pipes too), before the first transfer (default: IMAGE.sha256, IMAGE.sha or SHA256SUMS beside the image, when there is one)")
 	fl.BoolVar(&f.noSHA256, "no-sha256", false, "do not look for the image's checksum beside it")
-	fl.StringVar(&f.sha256Keyring, "sha256-keyring", "", "the publisher's OpenPGP public keys (gpg --export [--armor]): the checksum list beside the image must carry a good signature by one of them, clear-signed or in LIST.gpg, LIST.sig, LIST.asc or LIST.sign beside it, or the write is refused")
+	fl.StringVar(&f.sha256Keyring, "sha256-keyring", "", "the publisher's OpenPGP public keys (gpg --export [--armor]): the checksum list beside the image must carry a good signature by one of them, clear-signed or in LIST.gpg, LIST.sig, LIST.asc or LIST.sign beside it, or the write is refused; a block map beside the image is checked as bmaptool --keyring does")
 	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
 	fl.BoolVar(&f.check, "check", false, "first probe each card for a fake capacity (as usbflash check): refuse one the image does not fit in")
 	fl.StringVar(&f.maxCache, "max-cache", units.FormatSize(fakecheck.DefaultMaxCache), "with --check: see through a cache up to this size (0: trust the first read-back)")

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUsageURLExamples runs the examples of docs/usage.md's sections on
+// images from a URL and from a catalog as printed, in-process: a local
+// server answers at the printed paths (its address in place of the
+// printed hosts, http in place of https), a simulated card is usb:1, the
+// cache directory is a temporary one, and --yes answers the question no
+// person is there to answer. Each must succeed, the card holding the image.
+func TestUsageURLExamples(t *testing.T) {
+	img := testImage(3<<20 + 512)
+	file := compress(t, "xz", img)
+	sum := func(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
+	entry := func(name, url string) string {
+		return fmt.Sprintf(`{"name": %q, "url": %q, "release_date": "2025-08-07", "extract_size": %d, "extract_sha256": %q,
+			"image_download_size": %d, "image_download_sha256": %q}`, name, url, len(img), sum(img), len(file), sum(file))
+	}
+	// A list shaped as rpi-imager's: folders of entries.
+	list := `{"os_list": [
+		{"name": "Raspberry Pi OS (other)", "subitems": [` + entry("Raspberry Pi OS Lite (64-bit)", "os/os.img.xz") + `]},
+		{"name": "Other general-purpose OS", "subitems": [` + entry("Ubuntu Server 24.04.3 LTS (64-bit)", "os/os.img.xz") + `]}]}`
+	mux := http.NewServeMux()
+	mux.HandleFunc("/os/os.img.xz", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "os.img.xz", time.Unix(1e9, 0), bytes.NewReader(file))
+	})
+	mux.HandleFunc("/os_list.json", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(list)) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	var sections [][]string
+	for _, heading := range []string{"### Images from a URL", "### Images from a catalog"} {
+		sections = append(sections, docSection(t, "docs/usage.md", heading))
+	}
+	dir := t.TempDir()
+	t.Chdir(dir) // os_list.json, as the examples name it
+	if err := os.WriteFile("os_list.json", []byte(strings.ReplaceAll(list, `"os/`, `"`+srv.URL+`/os/`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	card := filepath.Join(dir, "card.img")
+	var ran int
+	for _, section := range sections {
+		in := false
+		for _, line := range section {
+			if strings.HasPrefix(line, "```") {
+				in = !in
+				continue
+			}
+			if !in {
+				continue
+			}
+			words := shellWords(t, line)
+			env := map[string]string{}
+			for len(words) > 0 && strings.Contains(words[0], "=") {
+				k, v, _ := strings.Cut(words[0], "=")
+				env[k] = v
+				words = words[1:]
+			}
+			if len(words) == 0 || words[0] != "usbflash" {
+				t.Fatalf("not a usbflash command: %q", line)
+			}
+			args := words[1:]
+			for i, a := range args {
+				a = strings.Replace(a, "https://downloads.example.org", srv.URL, 1)
+				a = strings.Replace(a, "https://example.org", srv.URL, 1)
+				switch {
+				case a == "usb:1":
+					a = "sim:" + card + "?size=8MiB"
+				case strings.HasPrefix(a, "~/"):
+					a = filepath.Join(dir, a[2:])
+				}
+				args[i] = a
+			}
+			if args[0] == "write" {
+				args = append([]string{"write", "--yes"}, args[1:]...)
+				os.Remove(card) // each write starts from a blank card
+			}
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			r := runCLI(t, args...)
+			for k := range env {
+				os.Unsetenv(k)
+			}
+			if r.code != 0 {
+				t.Fatalf("%s\nexit %d\nstdout: %s\nstderr: %s", line, r.code, r.stdout, r.stderr)
+			}
+			if args[0] == "write" && !holds(card, img) {
+				t.Fatalf("%s: the card does not hold the image", line)
+			}
+			ran++
+		}
+	}
+	if ran < 7 {
+		t.Errorf("ran %d examples; the sections print 7", ran)
+	}
+}
+
+// holds says the file at path starts with img.
+func holds(path string, img []byte) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && len(b) >= len(img) && bytes.Equal(b[:len(img)], img)
+}
+
+// shellWords splits a shell command line as sh does for the examples:
+// blanks between words, single and double quotes, a # comment.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var w strings.Builder
+	inWord := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := strings.IndexByte(line[i+1:], c)
+			if j < 0 {
+				t.Fatalf("unterminated quote: %q", line)
+			}
+			w.WriteString(line[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == ' ' || c == '\t':
+			if inWord {
+				words, inWord = append(words, w.String()), false
+				w.Reset()
+			}
+		case c == '#' && !inWord:
+			return words
+		default:
+			w.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
+}

@@ -2,16 +2,10 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestUsageURLExamples runs the examples of docs/usage.md's sections on
@@ -23,22 +17,12 @@ import (
 func TestUsageURLExamples(t *testing.T) {
 	img := testImage(3<<20 + 512)
 	file := compress(t, "xz", img)
-	sum := func(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
-	entry := func(name, url string) string {
-		return fmt.Sprintf(`{"name": %q, "url": %q, "release_date": "2025-08-07", "extract_size": %d, "extract_sha256": %q,
-			"image_download_size": %d, "image_download_sha256": %q}`, name, url, len(img), sum(img), len(file), sum(file))
-	}
+	entry := func(name, url string) string { return osEntry(name, url, img, file) }
 	// A list shaped as rpi-imager's: folders of entries.
 	list := `{"os_list": [
 		{"name": "Raspberry Pi OS (other)", "subitems": [` + entry("Raspberry Pi OS Lite (64-bit)", "os/os.img.xz") + `]},
 		{"name": "Other general-purpose OS", "subitems": [` + entry("Ubuntu Server 24.04.3 LTS (64-bit)", "os/os.img.xz") + `]}]}`
-	mux := http.NewServeMux()
-	mux.HandleFunc("/os/os.img.xz", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeContent(w, r, "os.img.xz", time.Unix(1e9, 0), bytes.NewReader(file))
-	})
-	mux.HandleFunc("/os_list.json", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(list)) })
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	srv := serveFiles(t, map[string][]byte{"/os/os.img.xz": file, "/os_list.json": []byte(list)})
 
 	var sections [][]string
 	for _, heading := range []string{"### Images from a URL", "### Images from a catalog"} {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,20 +19,31 @@ import (
 // TestImagesAndOS: `images --catalog` lists an os_list (a table and
 // --json), and `write --os NAME` and `verify --os NAME` pick an entry by its
 // name or the start of only one entry's, with no IMAGE argument.
+// osEntry is an os_list entry for the image img, downloaded as file.
+func osEntry(name, url string, img, file []byte) string {
+	sum := func(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
+	return fmt.Sprintf(`{"name": %q, "url": %q, "release_date": "2026-11-19", "extract_size": %d, "extract_sha256": %q,
+		"image_download_size": %d, "image_download_sha256": %q}`, name, url, len(img), sum(img), len(file), sum(file))
+}
+
+// serveFiles serves files by path (ranges too) until the test ends.
+func serveFiles(t *testing.T, files map[string][]byte) *httptest.Server {
+	mux := http.NewServeMux()
+	for p, b := range files {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			http.ServeContent(w, r, path.Base(p), time.Unix(1e9, 0), bytes.NewReader(b))
+		})
+	}
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
 func TestImagesAndOS(t *testing.T) {
 	img := testImage(300<<10 + 512)
 	file := compress(t, "xz", img)
-	sum := func(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
-	list := fmt.Sprintf(`{"os_list": [{"name": "Good OS", "url": "good.img.xz", "release_date": "2026-11-19",
-		"extract_size": %d, "extract_sha256": %q, "image_download_size": %d, "image_download_sha256": %q},
-		{"name": "Other", "url": "other.img.xz"}]}`, len(img), sum(img), len(file), sum(file))
-	mux := http.NewServeMux()
-	mux.HandleFunc("/good.img.xz", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeContent(w, r, "good.img.xz", time.Unix(1e9, 0), bytes.NewReader(file))
-	})
-	mux.HandleFunc("/os_list.json", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(list)) })
-	ts := httptest.NewServer(mux)
-	defer ts.Close()
+	list := `{"os_list": [` + osEntry("Good OS", "good.img.xz", img, file) + `, {"name": "Other", "url": "other.img.xz"}]}`
+	ts := serveFiles(t, map[string][]byte{"/good.img.xz": file, "/os_list.json": []byte(list)})
 	catalog := ts.URL + "/os_list.json"
 	card := filepath.Join(t.TempDir(), "card.img")
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/vbauerster/mpb/v8"
@@ -27,6 +28,9 @@ type CardBars struct {
 	p     *mpb.Progress
 	bars  []*mpb.Bar // one per card, then the average
 	shown pipeline.Phase
+	// The download of an image from a URL, beside the average's bar: read
+	// by mpb's drawing goroutine.
+	download atomic.Pointer[string]
 
 	// Without one: where the lines go, and the clock they keep.
 	out       io.Writer
@@ -64,13 +68,22 @@ func (b *CardBars) draw(ph pipeline.Phase, total int64, tr *textReporter) {
 		label := mpb.PrependDecorators(decor.Name(name, decor.WC{W: width + 1, C: decor.DindentRight}),
 			decor.Name(string(ph), decor.WC{W: 7, C: decor.DindentRight}))
 		speed := decor.AverageSpeed(decor.SizeB1000(0), "% .1f")
+		var download decor.Decorator = decor.Name("")
+		if name == "average" {
+			download = decor.Any(func(decor.Statistics) string {
+				if d := b.download.Load(); d != nil {
+					return " | " + *d
+				}
+				return ""
+			})
+		}
 		if total < 0 {
 			// The image's size is known only once it is written: count.
 			return b.p.New(0, mpb.SpinnerStyle(), label, mpb.AppendDecorators(
-				decor.Current(decor.SizeB1000(0), "% .1f"), decor.Name("  "), speed))
+				decor.Current(decor.SizeB1000(0), "% .1f"), decor.Name("  "), speed, download))
 		}
 		return b.p.New(total, mpb.BarStyle(), label, mpb.AppendDecorators(
-			decor.Counters(decor.SizeB1000(0), "% .1f / % .1f"), decor.Name("  "), speed))
+			decor.Counters(decor.SizeB1000(0), "% .1f / % .1f"), decor.Name("  "), speed, download))
 	}
 	b.bars = b.bars[:0]
 	for _, n := range b.names {
@@ -83,6 +96,10 @@ func (b *CardBars) draw(ph pipeline.Phase, total int64, tr *textReporter) {
 // their average.
 func (b *CardBars) Update(p flash.Progress) {
 	tr := b.terminal()
+	if p.Download != nil {
+		text := DownloadText(DownloadEvent(p.Download))
+		b.download.Store(&text)
+	}
 	switch {
 	case tr != nil:
 		// The write's bars stay through the sync; the verify gets its own.
@@ -108,8 +125,8 @@ func (b *CardBars) Update(p flash.Progress) {
 		if now := b.now(); now.Sub(b.lastLine) >= b.lineEvery {
 			b.lastLine = now
 			line := cardsLine(p)
-			if p.Download != nil {
-				line += " | " + DownloadText(DownloadEvent(p.Download))
+			if d := b.download.Load(); d != nil && p.Download != nil {
+				line += " | " + *d
 			}
 			fmt.Fprintln(b.out, line)
 		}

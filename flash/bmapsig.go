@@ -1,7 +1,6 @@
 package flash
 
 import (
-	"github.com/usbflash/usbflash/failure"
 	"github.com/usbflash/usbflash/imagesrc"
 )
 
@@ -11,13 +10,14 @@ import (
 // by one of them, clear-signed or detached beside it; without, a map that
 // carries one is used and the session says, once, that it was not checked.
 type blockMapSig struct {
+	cfg     Config       // its SHA256Keyring and SHA256Fingerprint
 	keyring string       // "": none given
 	note    func(string) // the session's notes; nil says nothing
 }
 
 // blockMapSig is the session's: its keyring and its notes.
 func (s *session) blockMapSig() blockMapSig {
-	return blockMapSig{keyring: s.cfg.SHA256Keyring, note: func(msg string) { s.emit(Note{Message: msg}) }}
+	return blockMapSig{cfg: s.cfg, keyring: s.cfg.SHA256Keyring, note: func(msg string) { s.emit(Note{Message: msg}) }}
 }
 
 // check returns the map's text to parse (a clear-signed map's signed
@@ -38,9 +38,9 @@ func (c blockMapSig) check(path string, data []byte, read imagesrc.ReadFunc) ([]
 		}
 		return text, nil
 	}
-	keys, err := imagesrc.ReadKeyring(c.keyring)
+	keys, err := readKeys(c.cfg)
 	if err != nil {
-		return nil, &failure.SettingError{Setting: SettingKeyring, Err: err}
+		return nil, err
 	}
 	text, sig, by, err := imagesrc.VerifySigned("block map", path, data, read, keys)
 	if err != nil {

@@ -53,6 +53,7 @@ func TestBlockMapSignature(t *testing.T) {
 		url   bool
 		files map[string][]byte
 		keys  string
+		fpr   string        // the one key of keys that may sign
 		note  string        // said when the write succeeds
 		want  error         // nil: written with the map
 		class failure.Class // of want
@@ -64,6 +65,10 @@ func TestBlockMapSignature(t *testing.T) {
 		{name: "URL, .sig, no keyring", url: true, files: signed(pub, ".sig"), note: "has a signature beside it (http"},
 		{name: "file, clear-signed, no keyring", files: signed(pub, "clear"), note: "is PGP clear-signed; its signature was not checked: no keyring was given"},
 		{name: "file, .gpg, good", files: signed(pub, ".gpg"), keys: keys, note: "os.img.bmap.gpg is a good signature of block map"},
+		{name: "file, .gpg, the fingerprint's key", files: signed(pub, ".gpg"), keys: keys, fpr: strings.ToLower(pub.Fingerprint),
+			note: "os.img.bmap.gpg is a good signature of block map"},
+		{name: "a fingerprint of no key in the keyring", files: signed(pub, ".gpg"), keys: keys, fpr: other.Fingerprint, class: failure.Usage},
+		{name: "a fingerprint without a keyring", files: signed(pub, ".gpg"), fpr: pub.Fingerprint, class: failure.Usage},
 		{name: "file, .gpg over a changed map", files: func() map[string][]byte {
 			f := signed(pub, ".gpg")
 			f["os.img.bmap"] = append(f["os.img.bmap"], "\n"...)
@@ -94,10 +99,16 @@ func TestBlockMapSignature(t *testing.T) {
 			}
 			card, spec := newSimCard(t)
 			log := &eventLog{}
-			_, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2, SHA256Keyring: tc.keys,
+			_, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2, SHA256Keyring: tc.keys, SHA256Fingerprint: tc.fpr,
 				Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
 			notes := strings.Join(log.all(), "\n")
 			got, _ := os.ReadFile(card)
+			if tc.class == failure.Usage {
+				if failure.Of(err) != failure.Usage || len(bytes.Trim(got, "\x00")) != 0 {
+					t.Fatalf("write: %v (class %v), want a usage error, nothing written", err, failure.Of(err))
+				}
+				return
+			}
 			if tc.want != nil {
 				if !errors.Is(err, tc.want) || failure.Of(err) != failure.Image || len(bytes.Trim(got, "\x00")) != 0 {
 					t.Fatalf("write: %v (class %v), want %v, an image error, nothing written\n%s", err, failure.Of(err), tc.want, notes)

@@ -56,16 +56,12 @@ func findDownload(cfg Config, readBeside imagesrc.ReadFunc, entry *catalog.Entry
 	case cfg.NoSHA256:
 		return nil, nil, nil
 	}
-	var keys *imagesrc.Keyring
-	if cfg.SHA256Keyring != "" {
-		var err error
-		if keys, err = imagesrc.ReadKeyring(cfg.SHA256Keyring); err != nil {
-			return nil, nil, &failure.SettingError{Setting: SettingKeyring, Err: err}
-		}
+	keys, err := readKeys(cfg)
+	if err != nil {
+		return nil, nil, err
 	}
 	var found *imagesrc.ChecksumFile
 	var passed []imagesrc.NoChecksumLine
-	var err error
 	if readBeside != nil {
 		found, passed, err = imagesrc.FindChecksumURL(cfg.Image, readBeside, keys)
 	} else {
@@ -95,6 +91,31 @@ func findDownload(cfg Config, readBeside imagesrc.ReadFunc, entry *catalog.Entry
 	}
 	return d, notes, nil
 }
+
+// readKeys is the keyring Config names, narrowed to its fingerprint's
+// key when one is given; nil for none.
+func readKeys(cfg Config) (*imagesrc.Keyring, error) {
+	if cfg.SHA256Keyring == "" {
+		if cfg.SHA256Fingerprint != "" {
+			return nil, &failure.SettingError{Setting: SettingFingerprint, Err: ErrFingerprintAlone}
+		}
+		return nil, nil
+	}
+	keys, err := imagesrc.ReadKeyring(cfg.SHA256Keyring)
+	if err == nil && cfg.SHA256Fingerprint != "" {
+		if keys, err = keys.Only(cfg.SHA256Fingerprint); err != nil {
+			return nil, &failure.SettingError{Setting: SettingFingerprint, Err: err}
+		}
+	}
+	if err != nil {
+		return nil, &failure.SettingError{Setting: SettingKeyring, Err: err}
+	}
+	return keys, nil
+}
+
+// ErrFingerprintAlone: a fingerprint names a key of a keyring, and none
+// was given.
+var ErrFingerprintAlone = failure.New(failure.Usage, "a key's fingerprint picks one key of a keyring, and no keyring was given")
 
 // checkChecksum refuses, before anything is opened, checksum settings that
 // contradict each other: a keyring with no checksum looked for, or with a

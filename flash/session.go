@@ -94,6 +94,9 @@ type Config struct {
 	// a SHA256 given there is no list for it to check: refused
 	// (ErrChecksumConflict).
 	SHA256Keyring string
+	// SHA256Fingerprint, with SHA256Keyring, narrows it to the one key
+	// with this fingerprint, as bmaptool's --fingerprint does.
+	SHA256Fingerprint string
 	// HTTP is how an image at an http(s) URL is read (its timeouts,
 	// stall floor, retries); the zero value is httpsrc's defaults.
 	HTTP httpsrc.Options

@@ -15,6 +15,7 @@ const (
 	SettingLag          failure.Setting = "lag"
 	SettingSHA256       failure.Setting = "sha256"
 	SettingKeyring      failure.Setting = "sha256 keyring"
+	SettingFingerprint  failure.Setting = "sha256 fingerprint"
 	// SettingKeyringNoSHA256 is a keyring named together with no checksum
 	// looked for; SettingKeyringSHA256 together with a sum given.
 	SettingKeyringNoSHA256 failure.Setting = "sha256 keyring and no sha256"

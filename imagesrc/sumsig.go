@@ -56,6 +56,20 @@ func ReadKeyring(path string) (*Keyring, error) {
 	return &Keyring{path: path, entities: keys}, nil
 }
 
+// Only is the keyring reduced to the key whose fingerprint is fpr (hex,
+// any case, blanks and colons ignored, as gpg and bmaptool's --fingerprint
+// write it): only that key's signatures are good then. A fingerprint of no
+// key in the keyring is a KeyringError.
+func (k *Keyring) Only(fpr string) (*Keyring, error) {
+	want := strings.ToUpper(strings.NewReplacer(" ", "", ":", "").Replace(fpr))
+	for _, e := range k.entities {
+		if e.PrimaryKey != nil && fmt.Sprintf("%X", e.PrimaryKey.Fingerprint) == want {
+			return &Keyring{path: k.path, entities: openpgp.EntityList{e}}, nil
+		}
+	}
+	return nil, &KeyringError{Path: k.path, Err: fmt.Errorf("holds no key with fingerprint %s", want)}
+}
+
 // Path is the file the keyring was read from.
 func (k *Keyring) Path() string { return k.path }
 

@@ -19,6 +19,7 @@ func flagOf(s failure.Setting) string {
 		flash.SettingLag:             "--lag",
 		flash.SettingSHA256:          "--sha256",
 		flash.SettingKeyring:         "--sha256-keyring",
+		flash.SettingFingerprint:     "--sha256-fingerprint",
 		flash.SettingKeyringNoSHA256: "--sha256-keyring and --no-sha256",
 		flash.SettingKeyringSHA256:   "--sha256-keyring and --sha256",
 		flash.SettingCache:           "--cache",

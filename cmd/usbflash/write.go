@@ -30,7 +30,7 @@ type writeFlags struct {
 	verifyMethod                pipeline.VerifyMethod
 	sha256                      string
 	noSHA256                    bool
-	sha256Keyring               string
+	sha256Keyring, fingerprint  string
 	transferSize                string
 	transfer                    int // --transfer-size as given; 0: the engine's default
 	buffers                     int // as given; 0: the engine's, for the size the cards take
@@ -94,6 +94,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.StringVar(&f.sha256, "sha256", "", "the SHA-256 its publisher gives for the image file or for the image in it: checked as it is written (standard input and pipes too), before the first transfer (default: IMAGE.sha256, IMAGE.sha or SHA256SUMS beside the image, when there is one)")
 	fl.BoolVar(&f.noSHA256, "no-sha256", false, "do not look for the image's checksum beside it")
 	fl.StringVar(&f.sha256Keyring, "sha256-keyring", "", "the publisher's OpenPGP public keys (gpg --export [--armor]): the checksum list beside the image must carry a good signature by one of them, clear-signed or in LIST.gpg, LIST.sig, LIST.asc or LIST.sign beside it, or the write is refused; a block map beside the image is checked as bmaptool --keyring does")
+	fl.StringVar(&f.fingerprint, "sha256-fingerprint", "", "with --sha256-keyring: only the key with this fingerprint signs (as bmaptool --fingerprint)")
 	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
 	fl.BoolVar(&f.check, "check", false, "first probe each card for a fake capacity (as usbflash check): refuse one the image does not fit in")
 	fl.StringVar(&f.maxCache, "max-cache", units.FormatSize(fakecheck.DefaultMaxCache), "with --check: see through a cache up to this size (0: trust the first read-back)")
@@ -168,7 +169,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	cfg := flash.Config{
 		Image: image, OS: f.catalog.os, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
-		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.sha256, NoSHA256: f.noSHA256, SHA256Keyring: f.sha256Keyring,
+		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.sha256, NoSHA256: f.noSHA256, SHA256Keyring: f.sha256Keyring, SHA256Fingerprint: f.fingerprint,
 		Check: f.check, Repair: f.repair, StopTimeout: f.stopTimeout, SaysStop: a.aborts.Says, Station: f.station, Operator: f.operator,
 	}
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {

@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,21 @@ import (
 
 // uasTarget names a QEMU usb-uas reader (46f4:0003) by serial.
 func uasTarget(serial string) string { return "usb:" + qemuVID + ":0003:" + serial }
+
+// envInt is the positive integer in the environment variable name, or def
+// when it is not set.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
 
 // jsonEvent is the last event of that name a --json command printed.
 func jsonEvent(t *testing.T, r Result, name string) map[string]any {
@@ -38,14 +55,18 @@ func jsonEvent(t *testing.T, r Result, name string) map[string]any {
 // speed: READ/WRITE READY IUs, no streams), and a usb-storage (BOT) reader
 // on qemu-xhci beside them. list sees both UAS readers as supported and
 // says how each is driven; write and verify are byte for byte on every
-// LUN; --transport bot is refused for a UAS-only reader. Then 96 MiB from
+// LUN; check finds the second LUN genuine and leaves it as it was;
+// --transport bot is refused for a UAS-only reader. Then 96 MiB from
 // guest RAM is written to the UAS and the BOT reader on xHCI, at 1 MiB and
 // 4 MiB transfers, and the rates are logged (RATE lines).
 func TestUAS(t *testing.T) {
-	const big = 96 << 20
-	x0, x1, x2 := newCard(t, big+(8<<20)), newCard(t, 16<<20), newCard(t, 16<<20)
-	e0, b0, be := newCard(t, big+(8<<20)), newCard(t, big+(8<<20)), newCard(t, big+(8<<20))
-	m := boot(t, MachineSpec{Controller: XHCI, MemMB: 1024, QMP: true, Readers: []Reader{
+	// USBFLASH_UAS_MIB and USBFLASH_UAS_ROUNDS size the speed runs (96 MiB,
+	// 3 rounds in CI; the table takes 384 MiB): the guest's RAM
+	// grows with the image, which it holds in /tmp.
+	big, rounds := envInt(t, "USBFLASH_UAS_MIB", 96)<<20, envInt(t, "USBFLASH_UAS_ROUNDS", 3)
+	x0, x1, x2 := newCard(t, int64(big)+(8<<20)), newCard(t, 16<<20), newCard(t, 16<<20)
+	e0, b0, be := newCard(t, int64(big)+(8<<20)), newCard(t, int64(big)+(8<<20)), newCard(t, int64(big)+(8<<20))
+	m := boot(t, MachineSpec{Controller: XHCI, MemMB: max(1024, 3*big>>20), QMP: true, Readers: []Reader{
 		// LUN 2 fails writes at writeFaultSector (blkdebug EIO).
 		{Serial: "UASX", UAS: true, LUNs: []LUN{{Backing: x0}, {Backing: x1}, {Backing: x2, Fault: &Fault{Sector: writeFaultSector}}}},
 		{ID: "uase", Serial: "UASE", UAS: true, Controller: EHCI, LUNs: []LUN{{Backing: e0}}},
@@ -131,6 +152,16 @@ func TestUAS(t *testing.T) {
 		guest(t, m, "cp /tmp/back.img /host/img/back.img")
 		checkPrefix(t, m.Share+"/img/back.img", readImg[:6<<20])
 	}
+	// check over UAS: the 16 MiB LUN is genuine, every block it wrote put
+	// back (the image read above is still there, byte for byte).
+	r = usbflash(t, m, 5*time.Minute, "check", "--json", uasTarget("UASX")+"/1")
+	wantCode(t, r, 0, "check over UAS")
+	if r.Code == 0 {
+		if c := checkSummaryOf(t, r); c.Kind != "genuine" || c.UsableSize != 16<<20 || !c.Restored {
+			t.Errorf("check over UAS: %+v, want genuine, 16 MiB usable, restored", c)
+		}
+		checkPrefix(t, x1, readImg[:6<<20])
+	}
 	// A backend write error comes back in a SENSE IU: exit 5 naming the
 	// failing command's LBA range, no hang.
 	pf := putImage(t, m, "fault", makeImage(6, 8<<20), "raw")
@@ -196,7 +227,7 @@ func TestUAS(t *testing.T) {
 			own[key] = append(own[key], rate/1e6)
 		}
 	}
-	for round := range 3 {
+	for round := range rounds {
 		for _, x := range methods {
 			if !x.usbflash {
 				continue
@@ -208,7 +239,7 @@ func TestUAS(t *testing.T) {
 		}
 	}
 	guest(t, m, "loadmod usb-storage sd_mod uas && sdbyserial UASX && sdbyserial UASE && sdbyserial BOTX && sdbyserial BOTE")
-	for range 3 {
+	for range rounds {
 		for _, x := range methods {
 			if !x.usbflash {
 				run(x)

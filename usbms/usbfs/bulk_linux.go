@@ -225,6 +225,7 @@ func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in
 		short     bool
 		refused   bool // a continuation URB was refused: see below
 		firstErr  error
+		memWaits  int // waits for usbfs memory with nothing in flight
 	)
 	for (off < len(p) && !short && !refused && firstErr == nil) || cnt > 0 {
 		for cnt < depth && off < len(p) && !short && !refused && firstErr == nil {
@@ -241,6 +242,18 @@ func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in
 			}
 			if err := d.io.submit(d.fd, u); err != nil {
 				u.Buffer = nil
+				if err == unix.ENOMEM && cnt == 0 && memWaits < noMemoryTries {
+					// usbfs_memory_mb is one limit for every usbfs
+					// user: other readers' URBs in flight hold it
+					// and end within a transfer's time, so wait for
+					// them rather than fail this card.
+					if werr := d.waitForMemory(ctx, memWaits); werr != nil {
+						firstErr = werr
+						break
+					}
+					memWaits++
+					continue
+				}
 				if err == unix.ENOMEM && cnt > 0 {
 					// usbfs_memory_mb is spent by the URBs in flight:
 					// fewer at once for the rest of this transfer.
@@ -393,5 +406,27 @@ func (d *Device) discardAll(head, cnt int) {
 	}
 	for _, u := range d.urbs {
 		u.Buffer = nil
+	}
+}
+
+// noMemoryTries is how often a transfer with no URB in flight waits for
+// usbfs memory before it fails: 10 ms doubled each time, 1.27 s in all,
+// which is many transfers' time for the readers holding it.
+const noMemoryTries = 7
+
+// waitForMemory waits before the try-th retry of a URB usbfs refused
+// memory for, or returns ctx's error.
+func (d *Device) waitForMemory(ctx context.Context, try int) error {
+	first := d.noMemoryWait
+	if first == 0 {
+		first = 10 * time.Millisecond
+	}
+	t := time.NewTimer(first << try)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }

@@ -52,10 +52,13 @@ type Device struct {
 	kernelHad bool
 	// urbs are the URB structures, allocated once; the kernel writes
 	// their status at reap time, so they must not move (heap).
-	urbs  []*urb
-	io    urbIO // the URB ioctls and poll: usbfsIO but in tests
-	pfd   [1]unix.PollFd
-	piece int // bytes per URB
+	urbs []*urb
+	io   urbIO // the URB ioctls and poll: usbfsIO but in tests
+	// noMemoryWait is the first wait for usbfs memory (waitForMemory);
+	// 0 is 10 ms, tests make it short.
+	noMemoryWait time.Duration
+	pfd          [1]unix.PollFd
+	piece        int // bytes per URB
 	// uas is the UAS side, when the interface is opened in UAS mode.
 	uas uasIO
 	// regions is the memory AllocBuffers handed out and not yet freed.

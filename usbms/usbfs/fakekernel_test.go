@@ -4,6 +4,7 @@ package usbfs
 
 import (
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -57,6 +58,7 @@ type fakeKernel struct {
 	subs          []fakeURB // every URB accepted, in order
 	next          int       // the offset the next URB must start at
 	enomem        int
+	freeAfter     int // the limit is lifted at this ENOMEM (0: never)
 	maxInFlight   int
 	maxAfterNoMem int
 	discards      int
@@ -121,6 +123,9 @@ func (f *fakeKernel) submit(_ int, u *urb) error {
 	}
 	if f.limit > 0 && f.bytesInFlight()+n > f.limit {
 		f.enomem++
+		if f.freeAfter > 0 && f.enomem >= f.freeAfter {
+			f.limit = 0 // another user's URBs ended: the memory is back
+		}
 		return unix.ENOMEM
 	}
 	if u.Flags&urbBulkContinuation == 0 {
@@ -299,7 +304,7 @@ func (f *fakeKernel) checkIdle(d *Device) {
 // fakeDevice is an open Device whose transfers go to f: depth URBs of
 // piece bytes, with the kernel's capabilities caps.
 func fakeDevice(f *fakeKernel, depth, piece int, caps uint32) *Device {
-	d := &Device{io: f, fd: 1000, caps: caps, piece: piece}
+	d := &Device{io: f, fd: 1000, caps: caps, piece: piece, noMemoryWait: time.Microsecond}
 	d.info.Bus, d.info.Address, d.info.BulkIn, d.info.BulkOut = 1, 5, 0x81, 0x02
 	d.urbs = make([]*urb, depth)
 	for i := range d.urbs {

@@ -158,9 +158,47 @@ func TestTransferNoMemory(t *testing.T) {
 		if n != 0 || !errors.Is(err, usbdev.ErrNoMemory) {
 			t.Errorf("BulkOut: %d, %v; want 0 and %v", n, err, usbdev.ErrNoMemory)
 		}
+		if f.enomem != noMemoryTries+1 {
+			t.Errorf("ENOMEM %d times, want %d: the first try and one after each wait", f.enomem, noMemoryTries+1)
+		}
 		var le *usbdev.Error
 		if !errors.As(err, &le) || le.DevNode != "/dev/bus/usb/001/005" {
 			t.Errorf("not the device's *usbdev.Error: %#v", err)
+		}
+		f.checkIdle(d)
+	})
+	t.Run("nothing in flight, memory freed while waiting", func(t *testing.T) {
+		// The soak's failure: other readers' URBs held the limit for a
+		// moment, and a CBW with nothing of its own in flight failed.
+		f := newFakeKernel(t, 0x02)
+		f.limit = mib / 2
+		f.freeAfter = 3
+		d := fakeDevice(f, 4, mib, capBulkContinuation)
+		p := make([]byte, 4*mib)
+		f.src = pattern(len(p))
+		copy(p, f.src)
+		f.start(p)
+		n, err := d.BulkOut(context.Background(), p)
+		if err != nil || n != len(p) {
+			t.Fatalf("BulkOut: %d, %v; want %d, nil", n, err, len(p))
+		}
+		if !bytes.Equal(f.sink, f.src) {
+			t.Error("the bytes moved are not the transfer's")
+		}
+		f.checkIdle(d)
+	})
+	t.Run("nothing in flight, cancelled while waiting", func(t *testing.T) {
+		f := newFakeKernel(t, 0x02)
+		f.limit = mib / 2
+		d := fakeDevice(f, 4, mib, capBulkContinuation)
+		d.noMemoryWait = time.Hour
+		p := make([]byte, 4*mib)
+		f.start(p)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Millisecond, cancel)
+		n, err := d.BulkOut(ctx, p)
+		if n != 0 || !errors.Is(err, context.Canceled) {
+			t.Errorf("BulkOut: %d, %v; want 0 and %v", n, err, context.Canceled)
 		}
 		f.checkIdle(d)
 	})

@@ -25,19 +25,26 @@ func Formats() []Format {
 	return []Format{FormatAuto, FormatSystemd, FormatCloudInit, FormatCloudInitRPi, FormatPreseed}
 }
 
+// FormatNames are the formats' names, auto first, joined with ", ".
+func FormatNames() string {
+	var names []string
+	for _, f := range Formats() {
+		names = append(names, string(f))
+	}
+	return strings.Join(names, ", ")
+}
+
 // ParseFormat is the format named s; empty is auto.
 func ParseFormat(s string) (Format, error) {
 	if s == "" {
 		return FormatAuto, nil
 	}
-	names := make([]string, 0, 5)
 	for _, f := range Formats() {
 		if string(f) == s {
 			return f, nil
 		}
-		names = append(names, string(f))
 	}
-	return "", &failure.SettingError{Setting: SettingInitFormat, Err: fmt.Errorf("%q: the formats are %s", s, strings.Join(names, ", "))}
+	return "", &failure.SettingError{Setting: SettingInitFormat, Err: fmt.Errorf("%q: the formats are %s", s, FormatNames())}
 }
 
 func (f Format) cloud() bool { return f == FormatCloudInit || f == FormatCloudInitRPi }

@@ -203,7 +203,7 @@ kill -INT $pid; wait $pid; rc=$?; cat /tmp/cw.out; exit $rc`)
 	r = usbflash(t, m, 5*time.Minute, "write", p1, serialTarget("CUST3"), "--yes")
 	wantCode(t, r, 0, "a plain write")
 	for _, host := range []string{"late-{n}", "later-{n}"} {
-		r = usbflash(t, m, 2*time.Minute, "customize", serialTarget("CUST3"), "--hostname", host, "--user", "maker")
+		r = usbflash(t, m, 2*time.Minute, "customize", "--yes", serialTarget("CUST3"), "--hostname", host, "--user", "maker")
 		wantCode(t, r, 0, "usbflash customize")
 		wantText(t, r, "usbflash customize", "customised (systemd, FAT32): firstrun.sh, cmdline.txt; read back the same")
 	}

@@ -53,6 +53,10 @@ type CustomizeConfig struct {
 	Dir      string
 	Readers  *drive.Readers // nil: enumerated here
 	Observer Observer
+	// Confirm is asked for each card once it is open and checked and its
+	// changes are decided, before the first byte is written: an error
+	// leaves the card as it was. nil asks nothing.
+	Confirm func(card *drive.Device) error
 }
 
 // CustomizedCard is a card customised, synced and read back the same.
@@ -189,6 +193,11 @@ func (s *session) customizeInPlace(ctx context.Context, cfg CustomizeConfig, spe
 	res, err := customize.Apply(e, int(bs), cfg.Customize.Expand(vars), customize.Options{Card: n})
 	if err != nil {
 		return CustomizedCard{}, failure.Wrap(failure.Within(failure.Image, err), fmt.Errorf("customising %s (nothing was written): %w", d.Name, err))
+	}
+	if cfg.Confirm != nil {
+		if err := cfg.Confirm(d); err != nil {
+			return CustomizedCard{}, err
+		}
 	}
 	final := make([]byte, firstLen)
 	if _, err := e.ReadAt(final, 0); err != nil {

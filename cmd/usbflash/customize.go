@@ -1,8 +1,6 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -23,7 +21,7 @@ type customizeFlags struct {
 
 func (f *customizeFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.file, "customize", "", "first-boot settings for the card's system, a .toml or .yaml file (hostname, user, password, SSH, Wi-Fi, locale, config.txt lines, files, cloud-init files): written into its boot partition (see docs/usage.md)")
-	fl.StringVar(&f.initFormat, "init-format", "", "how the image applies them: "+strings.Join(formatNames(), ", ")+" (default auto: from what its boot partition holds)")
+	fl.StringVar(&f.initFormat, "init-format", "", "how the image applies them: "+customize.FormatNames()+" (default auto: from what its boot partition holds)")
 	fl.StringVar(&f.hostname, "hostname", "", "the card's hostname; {n} is its number in the run, {usb_serial} and {card_serial} its reader's and its own serial")
 	fl.StringVar(&f.user, "user", "", "rename the image's first user to this")
 	fl.StringSliceVar(&f.sshKeys, "ssh-key", nil, "enable SSH with this public key (or the keys of this .pub file); repeatable")
@@ -31,14 +29,6 @@ func (f *customizeFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.wifiCountry, "wifi-country", "", "the Wi-Fi regulatory country (GB, US, DE...)")
 	fl.StringVar(&f.timezone, "timezone", "", "the system's time zone (Europe/London)")
 	fl.StringVar(&f.keymap, "keymap", "", "the console and X keyboard layout (gb, us, de...)")
-}
-
-func formatNames() []string {
-	var names []string
-	for _, f := range customize.Formats() {
-		names = append(names, string(f))
-	}
-	return names
 }
 
 // config is the customisation asked for, nil when none: the file's
@@ -76,7 +66,7 @@ func (f *customizeFlags) config() (*customize.Config, error) {
 func newCustomizeCommand(a *app) *cobra.Command {
 	var (
 		custom       customizeFlags
-		force        bool
+		force, yes   bool
 		transferSize string
 	)
 	c := &cobra.Command{
@@ -124,14 +114,21 @@ and the error names them: usbflash restore puts either back.`,
 					return err
 				}
 				obs := flash.ObserverFunc(func(e flash.Event) { presentCard(rep, e) })
+				var confirm func(*drive.Device) error // --yes: ask nothing
+				if !yes {
+					confirm = func(d *drive.Device) error {
+						return a.confirmOverwrite([]*drive.Device{d}, "first-boot settings, into its boot partition")
+					}
+				}
 				_, err = flash.Customize(c.Context(), flash.CustomizeConfig{Customize: *cfg, TransferSize: transfer, Force: force,
-					Readers: readers, Observer: obs}, specs)
+					Readers: readers, Observer: obs, Confirm: confirm}, specs)
 				return err
 			})
 		},
 	}
 	addTransferFlag(c, &transferSize, pipeline.DefaultTransferSize, "the first transfer, held back and written last as write holds it, and the read-back's READ size")
 	c.Flags().BoolVar(&force, "force", false, "customise even though the target's disk is mounted")
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
 	custom.register(c.Flags())
 	return c
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,7 +23,12 @@ func TestCustomizeCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	card := writeFile(t, "card.img", img)
-	r := runCLI(t, "customize", "--hostname", "station-{n}", "--user", "maker", "sim:"+card)
+	// No terminal and no --yes: asked nobody, so refused, the card as it was.
+	r := runCLI(t, "customize", "--hostname", "station-{n}", "sim:"+card)
+	if b, _ := os.ReadFile(card); r.code != 3 || !strings.Contains(r.stderr, "--yes") || !bytes.Equal(b, img) {
+		t.Fatalf("customize without --yes: code %d, card unchanged %v\n%s", r.code, bytes.Equal(b, img), r.stderr)
+	}
+	r = runCLI(t, "customize", "--yes", "--hostname", "station-{n}", "--user", "maker", "sim:"+card)
 	if r.code != 0 || !strings.Contains(r.stdout, "card.img customised (systemd, FAT12): firstrun.sh, cmdline.txt; read back the same") {
 		t.Fatalf("customize: code %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -30,7 +36,7 @@ func TestCustomizeCommand(t *testing.T) {
 	// Lost after 1.2 MB: past the first transfer's read and the boot
 	// partition's, within the 128 KiB of zeros over the first transfer.
 	lost := writeFile(t, "lost.img", img)
-	r = runCLI(t, "customize", "--transfer-size", "128KiB", "--hostname", "h", "sim:"+lost+"?fault=disconnect:after=1250000")
+	r = runCLI(t, "customize", "--yes", "--transfer-size", "128KiB", "--hostname", "h", "sim:"+lost+"?fault=disconnect:after=1250000")
 	m := regexp.MustCompile(`usbflash restore (\S+) (\S+)\nor put the card back as it was with\n  usbflash restore (\S+) `).FindStringSubmatch(r.stderr)
 	if r.code == 0 || m == nil || !strings.Contains(r.stderr, "while its first 131072 bytes were zeroed") {
 		t.Fatalf("customize, lost: code %d\n%s", r.code, r.stderr)

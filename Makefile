@@ -198,13 +198,13 @@ cross-nousb:
 # tree holds.
 EMU_TEST_PKGS = $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/)
 test-arm64: cross-deps
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(EMU_TEST_PKGS)
+	USBFLASH_TEST_EXEC=qemu-aarch64-static CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(EMU_TEST_PKGS)
 
 test-arm: cross-deps
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) test -count=1 -exec qemu-arm-static $(EMU_TEST_PKGS)
+	USBFLASH_TEST_EXEC=qemu-arm-static CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) test -count=1 -exec qemu-arm-static $(EMU_TEST_PKGS)
 
 test-riscv64: cross-deps
-	CGO_ENABLED=0 GOOS=linux GOARCH=riscv64 $(GO) test -count=1 -timeout 30m -exec qemu-riscv64-static $(EMU_TEST_PKGS)
+	USBFLASH_TEST_EXEC=qemu-riscv64-static CGO_ENABLED=0 GOOS=linux GOARCH=riscv64 $(GO) test -count=1 -timeout 30m -exec qemu-riscv64-static $(EMU_TEST_PKGS)
 
 # i386 needs no emulator: an amd64 kernel runs i386 programs (Debian's
 # qemu-i386 user emulator crashes any Go program). TestI386 (make e2e)

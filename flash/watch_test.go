@@ -251,7 +251,13 @@ func TestWatchReportSurvivesKill(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWatchReportSurvivesKill$", "-test.count=1")
+	// Under a user-mode emulator (make test-arm64 and the like) the test
+	// binary is not one this kernel runs: the emulator runs it again.
+	self := []string{os.Args[0], "-test.run=^TestWatchReportSurvivesKill$", "-test.count=1"}
+	if emu := os.Getenv("USBFLASH_TEST_EXEC"); emu != "" {
+		self = append([]string{emu}, self...)
+	}
+	cmd := exec.Command(self[0], self[1:]...)
 	cmd.Env = append(os.Environ(), "USBFLASH_WATCH_STATION="+dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -93,6 +93,9 @@ type Options struct {
 	Stamp Stamp
 	// Log gets a line per step; nil: none.
 	Log io.Writer
+	// Signing says which packages are signed, with which keys; the zero
+	// value signs none.
+	Signing Signing
 }
 
 // Build builds the release files into o.Out and returns their names, the
@@ -106,6 +109,13 @@ func Build(ctx context.Context, o Options) ([]string, error) {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	// A key that cannot be read fails the build now, not after the
+	// first platform's binary.
+	if k := o.Signing.APKKey; k != "" {
+		if _, err := os.ReadFile(k); err != nil {
+			return nil, fmt.Errorf("the apk signing key: %w", err)
+		}
 	}
 	if o.Stamp.Revision == "" {
 		s, err := GitStamp(ctx, o.Repo)
@@ -156,7 +166,7 @@ func Build(ctx context.Context, o Options) ([]string, error) {
 		}
 		names = append(names, tarName)
 		for _, format := range formats {
-			name, err := writePackage(o.Out, format, p, v, o.Stamp, files, work)
+			name, err := writePackage(o.Out, format, p, v, o.Stamp, files, work, o.Signing)
 			if err != nil {
 				return nil, fmt.Errorf("%s for %s: %w", format, p.Name, err)
 			}

@@ -180,7 +180,7 @@ func packageFiles(t *testing.T, format string, fs []file) ([]byte, map[string]en
 	t.Helper()
 	dir := t.TempDir()
 	v := ParseVersion(Stamp{Describe: "v1.2.3-4-gabcdef0", Revision: "abcdef0123", Time: commitTime})
-	name, err := writePackage(dir, format, Platforms()[0], v, Stamp{Revision: "abcdef0123", Time: commitTime}, fs, t.TempDir())
+	name, err := writePackage(dir, format, Platforms()[0], v, Stamp{Revision: "abcdef0123", Time: commitTime}, fs, t.TempDir(), Signing{})
 	if err != nil {
 		t.Fatal(err)
 	}

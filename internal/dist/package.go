@@ -2,6 +2,7 @@ package dist
 
 import (
 	"archive/tar"
+	"cmp"
 	"compress/gzip"
 	"fmt"
 	"io"
@@ -129,9 +130,34 @@ func writeTarball(w io.Writer, top string, fs []file, mtime time.Time) error {
 	return z.Close()
 }
 
+// Signing names the keys the packages are signed with. Its zero value
+// signs none: the packages of a commit are then the same bytes in every
+// build (make dist-repro).
+type Signing struct {
+	// APKKey is the file of the RSA private key that signs the .apk, in
+	// PEM, as abuild-keygen or `openssl genrsa` writes it (PKCS#1 or
+	// PKCS#8; encrypted only as traditional PEM, `openssl genrsa
+	// -traditional -aes256`, which is what nfpm decrypts); "" leaves the
+	// .apk unsigned. The signature is RSA PKCS#1 v1.5 over the SHA-1 of
+	// the control segment, as apk checks it: deterministic, so a signed
+	// build with one key is reproducible too.
+	APKKey string
+	// APKKeyName is the public key's file name in /etc/apk/keys that apk
+	// checks the signature with ("*.rsa.pub"); "" is the maintainer's
+	// address's, DefaultAPKKeyName.
+	APKKeyName string
+	// APKPassphrase decrypts an encrypted APKKey.
+	APKPassphrase string
+}
+
+// DefaultAPKKeyName is the name a signed .apk gives its key when
+// Signing.APKKeyName is empty: nfpm's default, the maintainer's address.
+const DefaultAPKKeyName = "usbflash@users.noreply.github.com.rsa.pub"
+
 // packageInfo is nfpm's description of the package of format for p,
-// its files put under root (nfpm reads them from disk).
-func packageInfo(format string, p Platform, v Version, s Stamp, fs []file, root string) (*nfpm.Info, error) {
+// its files put under root (nfpm reads them from disk), signed as sign
+// says.
+func packageInfo(format string, p Platform, v Version, s Stamp, fs []file, root string, sign Signing) (*nfpm.Info, error) {
 	var contents files.Contents
 	for _, f := range fs {
 		if (f.Only != "" && f.Only != format) || f.NotIn == format {
@@ -184,6 +210,10 @@ func packageInfo(format string, p Platform, v Version, s Stamp, fs []file, root 
 		// apk has no "+": a snapshot is a _git suffix, which orders
 		// after the release it follows, as deb's and rpm's "+" does.
 		info.Prerelease = v.Snapshot
+		if sign.APKKey != "" {
+			info.APK.Signature = nfpm.APKSignature{KeyName: cmp.Or(sign.APKKeyName, DefaultAPKKeyName),
+				PackageSignature: nfpm.PackageSignature{KeyFile: sign.APKKey, KeyPassphrase: sign.APKPassphrase}}
+		}
 	}
 	if err := nfpm.PrepareForPackager(nfpm.WithDefaults(info), format); err != nil {
 		return nil, err
@@ -197,9 +227,9 @@ const (
 	Homepage   = "https://github.com/usbflash/usbflash"
 )
 
-// writePackage writes the package of format for p into out and returns
-// its file name.
-func writePackage(out, format string, p Platform, v Version, s Stamp, fs []file, work string) (string, error) {
+// writePackage writes the package of format for p into out, signed as
+// sign says, and returns its file name.
+func writePackage(out, format string, p Platform, v Version, s Stamp, fs []file, work string, sign Signing) (string, error) {
 	pk, err := packager(format)
 	if err != nil {
 		return "", err
@@ -210,7 +240,7 @@ func writePackage(out, format string, p Platform, v Version, s Stamp, fs []file,
 	}
 	fs = append(slices.Clone(fs), extra...)
 	root := filepath.Join(work, "root", format+"-"+p.Name)
-	info, err := packageInfo(format, p, v, s, fs, root)
+	info, err := packageInfo(format, p, v, s, fs, root, sign)
 	if err != nil {
 		return "", err
 	}

@@ -1,9 +1,15 @@
 // Command dist builds usbflash's release files into a directory (make
 // dist): per Linux platform the static binary, a tarball and .deb, .rpm
 // and .apk packages, and one SHA256SUMS. See internal/dist.
+//
+// The .apk is signed when USBFLASH_APK_KEY names an RSA private key (PEM;
+// USBFLASH_APK_KEY_PASSPHRASE decrypts it, USBFLASH_APK_KEY_NAME is its
+// public key's name in /etc/apk/keys); the key's file stays out of the
+// repository. Without it the .apk is unsigned, and the build says so.
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -22,7 +28,11 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	o := dist.Options{Repo: *repo, Out: *out, Go: *goCmd, Log: os.Stderr}
+	o := dist.Options{Repo: *repo, Out: *out, Go: *goCmd, Log: os.Stderr, Signing: dist.Signing{
+		APKKey:        os.Getenv("USBFLASH_APK_KEY"),
+		APKKeyName:    os.Getenv("USBFLASH_APK_KEY_NAME"),
+		APKPassphrase: os.Getenv("USBFLASH_APK_KEY_PASSPHRASE"),
+	}}
 	if *only != "" {
 		for _, n := range strings.Split(*only, ",") {
 			p, ok := find(n)
@@ -40,6 +50,12 @@ func main() {
 	}
 	for _, n := range built {
 		fmt.Println(n)
+	}
+	if k := o.Signing.APKKey; k != "" {
+		fmt.Fprintf(os.Stderr, "dist: the .apk packages are signed with %s (apk checks them with /etc/apk/keys/%s)\n",
+			k, cmp.Or(o.Signing.APKKeyName, dist.DefaultAPKKeyName))
+	} else {
+		fmt.Fprintln(os.Stderr, "dist: the .apk packages are unsigned (USBFLASH_APK_KEY names a key to sign them); the .deb and .rpm are not signed")
 	}
 }
 

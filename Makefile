@@ -233,8 +233,9 @@ bench-slowhost-arm64: cross-deps cross-linux
 # and .apk packages (nfpm) with the udev rule, man pages of every command
 # and the bash, zsh and fish completions, generated here from the command
 # tree; then SHA256SUMS over them all. PLATFORMS=amd64,arm64 builds some.
-# USBFLASH_APK_KEY=key.pem (an RSA key kept outside the repository) signs
-# the .apk; without it the .apk is unsigned and the build says so.
+# USBFLASH_APK_KEY=key.pem (an RSA key) signs the .apk, USBFLASH_PGP_KEY
+# (an OpenPGP secret key) the .rpm and .deb; keys are kept outside the
+# repository. Without them the packages are unsigned and the build says so.
 DIST_DIR ?= bin/dist
 PLATFORMS ?=
 dist:

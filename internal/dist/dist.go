@@ -112,9 +112,12 @@ func Build(ctx context.Context, o Options) ([]string, error) {
 	}
 	// A key that cannot be read fails the build now, not after the
 	// first platform's binary.
-	if k := o.Signing.APKKey; k != "" {
+	for _, k := range []string{o.Signing.APKKey, o.Signing.PGPKey} {
+		if k == "" {
+			continue
+		}
 		if _, err := os.ReadFile(k); err != nil {
-			return nil, fmt.Errorf("the apk signing key: %w", err)
+			return nil, fmt.Errorf("a signing key: %w", err)
 		}
 	}
 	if o.Stamp.Revision == "" {

@@ -148,6 +148,15 @@ type Signing struct {
 	APKKeyName string
 	// APKPassphrase decrypts an encrypted APKKey.
 	APKPassphrase string
+	// PGPKey is the file of an OpenPGP secret key (armoured or not, as
+	// `gpg --export-secret-keys` writes it; one signing key) that signs
+	// the .rpm (its header signature, which `rpm -K` and dnf check) and
+	// the .deb (debsign's _gpgorigin member over debian-binary, control
+	// and data); "" leaves both unsigned. An OpenPGP signature holds its
+	// creation time: such a build is not reproducible byte for byte.
+	PGPKey string
+	// PGPPassphrase decrypts an encrypted PGPKey.
+	PGPPassphrase string
 }
 
 // DefaultAPKKeyName is the name a signed .apk gives its key when
@@ -203,9 +212,15 @@ func packageInfo(format string, p Platform, v Version, s Stamp, fs []file, root 
 			RPM:      nfpm.RPM{BuildHost: "reproducible", Summary: "Write OS images to SD cards and USB sticks, fast and safely", Group: "Applications/System"},
 		},
 	}
+	pgp := nfpm.PackageSignature{KeyFile: sign.PGPKey, KeyPassphrase: sign.PGPPassphrase}
 	switch format {
 	case "deb", "rpm":
 		info.VersionMetadata = v.Metadata()
+		if sign.PGPKey != "" && format == "deb" {
+			info.Deb.Signature = nfpm.DebSignature{PackageSignature: pgp, Method: "debsign", Type: "origin"}
+		} else if sign.PGPKey != "" {
+			info.RPM.Signature = nfpm.RPMSignature{PackageSignature: pgp}
+		}
 	case "apk":
 		// apk has no "+": a snapshot is a _git suffix, which orders
 		// after the release it follows, as deb's and rpm's "+" does.

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/usbflash/usbflash/internal/testpgp"
 )
 
 // apkSegments splits an apk into its gzip streams, as apk reads it:
@@ -171,6 +173,99 @@ func TestSignedAPKVerifiesWithOpenSSL(t *testing.T) {
 		}
 		if name, _ := firstEntry(t, segs[0]); name != ".PKGINFO" {
 			t.Errorf("an unsigned apk starts with %q, want .PKGINFO", name)
+		}
+	})
+}
+
+// pgpSigned builds the amd64 package of format signed with key.
+func pgpSigned(t *testing.T, format, key string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	v := ParseVersion(Stamp{Describe: "v1.2.3", Revision: "abcdef0123", Time: commitTime})
+	name, err := writePackage(dir, format, Platforms()[0], v, Stamp{Revision: "abcdef0123", Time: commitTime},
+		payload([]byte("binary"), testDocs()), t.TempDir(), Signing{PGPKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// run runs a command in dir and returns its output and error; a missing
+// command fails the test.
+func run(t *testing.T, dir, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if errors.Is(err, exec.ErrNotFound) {
+		t.Fatalf("%s is needed to check the packages' signatures", name)
+	}
+	return string(out), err
+}
+
+// TestSignedRPMAndDebVerify signs the .rpm and the .deb with a throwaway
+// OpenPGP key made by gpg, then checks them as their systems would: rpm -K
+// with the public key imported into an rpm database of its own, and gpg
+// --verify of the .deb's _gpgorigin over debian-binary, control and data
+// (debsign's signature, as debsig-verify reads it).
+func TestSignedRPMAndDebVerify(t *testing.T) {
+	s := testpgp.New(t, "usbflash release <release@example.org>", "1y")
+	key := filepath.Join(t.TempDir(), "secret.asc")
+	s.GPG("", "--armor", "--output", key, "--passphrase", "", "--export-secret-keys", s.Fingerprint)
+	pub := s.Keyring(true)
+
+	t.Run("rpm", func(t *testing.T) {
+		dir := t.TempDir()
+		signed := filepath.Join(dir, "signed.rpm")
+		if err := os.WriteFile(signed, pgpSigned(t, "rpm", key), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		unsigned, _ := packageFiles(t, "rpm", payload([]byte("binary"), testDocs()))
+		if err := os.WriteFile(filepath.Join(dir, "unsigned.rpm"), unsigned, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		db, empty := t.TempDir(), t.TempDir()
+		if out, err := run(t, dir, "rpm", "--dbpath", db, "--import", pub); err != nil {
+			t.Fatalf("rpm --import: %v\n%s", err, out)
+		}
+		out, err := run(t, dir, "rpm", "--dbpath", db, "-K", signed)
+		if err != nil || !strings.Contains(out, "signatures OK") {
+			t.Errorf("rpm -K with the key: %v\n%s", err, out)
+		}
+		// Without the key rpm refuses it: the check is the signature's.
+		if out, err := run(t, dir, "rpm", "--dbpath", empty, "-K", signed); err == nil {
+			t.Errorf("rpm -K without the key passes:\n%s", out)
+		}
+		if out, _ := run(t, dir, "rpm", "--dbpath", db, "-K", "unsigned.rpm"); strings.Contains(out, "signature") {
+			t.Errorf("the unsigned rpm has a signature:\n%s", out)
+		}
+	})
+	t.Run("deb", func(t *testing.T) {
+		deb := pgpSigned(t, "deb", key)
+		dir := t.TempDir()
+		var data []byte
+		for _, m := range []string{"debian-binary", "control.tar.gz", "data.tar.gz"} {
+			data = append(data, arMember(t, deb, m)...)
+		}
+		tampered := bytes.Clone(data)
+		tampered[len(tampered)-1] ^= 1
+		for name, b := range map[string][]byte{"_gpgorigin": arMember(t, deb, "_gpgorigin"), "data": data, "tampered": tampered} {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		gpg := func(file string) (string, error) {
+			return run(t, dir, "gpg", "--batch", "--homedir", s.Home, "--verify", "_gpgorigin", file)
+		}
+		if out, err := gpg("data"); err != nil || !strings.Contains(out, "Good signature") {
+			t.Errorf("gpg --verify of the .deb: %v\n%s", err, out)
+		}
+		if out, err := gpg("tampered"); err == nil {
+			t.Errorf("gpg verifies a changed .deb:\n%s", out)
 		}
 	})
 }

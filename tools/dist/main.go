@@ -4,8 +4,10 @@
 //
 // The .apk is signed when USBFLASH_APK_KEY names an RSA private key (PEM;
 // USBFLASH_APK_KEY_PASSPHRASE decrypts it, USBFLASH_APK_KEY_NAME is its
-// public key's name in /etc/apk/keys); the key's file stays out of the
-// repository. Without it the .apk is unsigned, and the build says so.
+// public key's name in /etc/apk/keys), and the .rpm and .deb when
+// USBFLASH_PGP_KEY names an OpenPGP secret key (USBFLASH_PGP_KEY_PASSPHRASE
+// decrypts it). The keys' files stay out of the repository. Without them
+// the packages are unsigned, and the build says so.
 package main
 
 import (
@@ -32,6 +34,8 @@ func main() {
 		APKKey:        os.Getenv("USBFLASH_APK_KEY"),
 		APKKeyName:    os.Getenv("USBFLASH_APK_KEY_NAME"),
 		APKPassphrase: os.Getenv("USBFLASH_APK_KEY_PASSPHRASE"),
+		PGPKey:        os.Getenv("USBFLASH_PGP_KEY"),
+		PGPPassphrase: os.Getenv("USBFLASH_PGP_KEY_PASSPHRASE"),
 	}}
 	if *only != "" {
 		for _, n := range strings.Split(*only, ",") {
@@ -55,7 +59,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "dist: the .apk packages are signed with %s (apk checks them with /etc/apk/keys/%s)\n",
 			k, cmp.Or(o.Signing.APKKeyName, dist.DefaultAPKKeyName))
 	} else {
-		fmt.Fprintln(os.Stderr, "dist: the .apk packages are unsigned (USBFLASH_APK_KEY names a key to sign them); the .deb and .rpm are not signed")
+		fmt.Fprintln(os.Stderr, "dist: the .apk packages are unsigned (USBFLASH_APK_KEY names an RSA key to sign them)")
+	}
+	if k := o.Signing.PGPKey; k != "" {
+		fmt.Fprintf(os.Stderr, "dist: the .rpm and .deb packages are signed with %s\n", k)
+	} else {
+		fmt.Fprintln(os.Stderr, "dist: the .rpm and .deb packages are unsigned (USBFLASH_PGP_KEY names an OpenPGP key to sign them)")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -182,6 +183,13 @@ func TestUAS(t *testing.T) {
 	img := makeImage(400, big)
 	p := putImage(t, m, "big", img, "raw")
 	guest(t, m, "cp "+p+" /tmp/big.img")
+	// USBFLASH_UAS_BASE_BIN, when set, is another build (the one before a
+	// change) run beside this one in the same boot: rows "base ...".
+	base := os.Getenv("USBFLASH_UAS_BASE_BIN")
+	if base != "" {
+		shipProbe(t, m, "usbflash-base", base)
+		guest(t, m, "cp /host/bin/usbflash-base /bin/")
+	}
 	type method struct {
 		name, ctrl, script, card string
 		usbflash                 bool
@@ -192,13 +200,17 @@ func TestUAS(t *testing.T) {
 			{"xhci", uasTarget("UASX") + "/0", serialTarget("BOTX"), x0, b0},
 			{"ehci", uasTarget("UASE"), serialTarget("BOTE"), e0, be},
 		} {
-			for _, x := range []struct{ name, flags, target, card string }{
-				{"usbflash UAS qd1", "", c.uas, c.uasCard},
-				{"usbflash UAS qd4", "--queue-depth 4 ", c.uas, c.uasCard},
-				{"usbflash BOT", "", c.bot, c.botCard},
-			} {
+			xs := []struct{ name, bin, flags, target, card string }{
+				{"usbflash UAS qd1", "usbflash", "", c.uas, c.uasCard},
+				{"usbflash UAS qd4", "usbflash", "--queue-depth 4 ", c.uas, c.uasCard},
+				{"usbflash BOT", "usbflash", "", c.bot, c.botCard},
+			}
+			if base != "" {
+				xs = append(xs, struct{ name, bin, flags, target, card string }{"base UAS qd1", "usbflash-base", "", c.uas, c.uasCard})
+			}
+			for _, x := range xs {
 				methods = append(methods, method{name: x.name + " " + ts + "iB", ctrl: c.ctrl, card: x.card, usbflash: true,
-					script: "usbflash write --json -q --no-verify " + x.flags + "--transfer-size " + ts + "iB /tmp/big.img " + x.target + " --yes"})
+					script: x.bin + " write --json -q --no-verify " + x.flags + "--transfer-size " + ts + "iB /tmp/big.img " + x.target + " --yes"})
 			}
 		}
 	}
@@ -210,30 +222,39 @@ func TestUAS(t *testing.T) {
 			}
 		}
 	}
-	wall, own := map[string][]float64{}, map[string][]float64{}
-	run := func(x method) {
-		script := "t0=$(cut -d' ' -f1 /proc/uptime)\n" + x.script + "\nrc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo \"ELAPSED $t0 $t1\"; exit $rc"
+	// Beside MB/s each row has the command's user+system CPU seconds per
+	// GiB (the shell's `times`) and, for usbflash, the seconds outside its
+	// write phase (wall time less the summary's elapsed_s: the process's
+	// start, the reader's open and close, the first and last commands).
+	wall, own, cpu, fixed := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+	run := func(x method) bool {
+		script := "t0=$(cut -d' ' -f1 /proc/uptime)\n" + x.script + "\nrc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo \"ELAPSED $t0 $t1\"; times; exit $rc"
 		res, err := m.Run(script, 10*time.Minute)
 		if err != nil || res.Code != 0 {
 			t.Errorf("%s on %s: %v\n%s", x.name, x.ctrl, err, res)
-			return
+			return false
 		}
 		key := x.ctrl + " " + x.name
-		if secs := elapsedOf(res.Stdout); secs > 0 {
+		secs := elapsedOf(res.Stdout)
+		if secs > 0 {
 			wall[key] = append(wall[key], float64(big)/1e6/secs)
 		}
+		cpu[key] = append(cpu[key], childCPU(res.Stdout)/(float64(big)/(1<<30)))
 		if x.usbflash {
-			rate, _ := jsonEvent(t, res, "summary")["rate"].(float64)
+			sum := jsonEvent(t, res, "summary")
+			rate, _ := sum["rate"].(float64)
 			own[key] = append(own[key], rate/1e6)
+			el, _ := sum["elapsed_s"].(float64)
+			fixed[key] = append(fixed[key], secs-el)
 		}
+		return true
 	}
 	for round := range rounds {
 		for _, x := range methods {
 			if !x.usbflash {
 				continue
 			}
-			run(x)
-			if round == 0 {
+			if run(x) && round == 0 {
 				checkPrefix(t, x.card, img)
 			}
 		}
@@ -246,6 +267,25 @@ func TestUAS(t *testing.T) {
 			}
 		}
 	}
+	// The fixed cost of a command, per UAS reader: the process alone
+	// (version), and the process with the reader's open, identification
+	// and close (info), wall and CPU seconds, median of the rounds.
+	fixedRuns := map[string][][2]float64{}
+	for range rounds {
+		for _, f := range []struct{ name, script string }{
+			{"version", "usbflash version >/dev/null"},
+			{"info xhci UAS", "usbflash info " + uasTarget("UASX") + "/0 >/dev/null"},
+			{"info ehci UAS", "usbflash info " + uasTarget("UASE") + " >/dev/null"},
+			{"info xhci BOT", "usbflash info " + serialTarget("BOTX") + " >/dev/null"},
+		} {
+			res, err := m.Run("t0=$(cut -d' ' -f1 /proc/uptime)\n"+f.script+"\nrc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo \"ELAPSED $t0 $t1\"; times; exit $rc", 2*time.Minute)
+			if err != nil || res.Code != 0 {
+				t.Errorf("%s: %v\n%s", f.name, err, res)
+				continue
+			}
+			fixedRuns[f.name] = append(fixedRuns[f.name], [2]float64{elapsedOf(res.Stdout), childCPU(res.Stdout)})
+		}
+	}
 	median := func(v []float64) float64 {
 		v = slices.Clone(v)
 		slices.Sort(v)
@@ -254,11 +294,18 @@ func TestUAS(t *testing.T) {
 		}
 		return v[len(v)/2]
 	}
+	for _, name := range slices.Sorted(maps.Keys(fixedRuns)) {
+		var w, c []float64
+		for _, r := range fixedRuns[name] {
+			w, c = append(w, r[0]), append(c, r[1])
+		}
+		t.Logf("FIXED %-14s median %.2f s wall, %.2f CPU s (wall %v)", name, median(w), median(c), w)
+	}
 	for _, x := range methods {
 		key := x.ctrl + " " + x.name
-		line := fmt.Sprintf("RATE %-4s %-28s median %6.1f MB/s wall %v", x.ctrl, x.name, median(wall[key]), wall[key])
+		line := fmt.Sprintf("RATE %-4s %-28s median %6.1f MB/s wall %v, %.2f CPU s/GiB", x.ctrl, x.name, median(wall[key]), wall[key], median(cpu[key]))
 		if x.usbflash {
-			line += fmt.Sprintf(" (own %.1f MB/s)", median(own[key]))
+			line += fmt.Sprintf(" (own %.1f MB/s, %.2f s outside the write phase)", median(own[key]), median(fixed[key]))
 		}
 		t.Log(line)
 	}

@@ -40,17 +40,132 @@ func (p Pipe) String() string {
 // opened in its UAS alternate setting. A Transport over such an Endpoint
 // speaks UAS instead of Bulk-Only Transport; ClassRequest, ClearHalt and
 // the bulk methods of Endpoint are not used then, ResetPort is.
+//
+// Transfers are submitted and reaped, as URBs are: a command on streams
+// submits its status read, its data transfer and its COMMAND IU at once
+// (the order of Linux's uas_submit_urbs) and reaps the three in the
+// goroutine that sent them, so that a command costs its transfers and no
+// goroutine or round trip more. One goroutine at a time submits and reaps
+// (the Transport's lock); a transfer is not waited for by anyone else.
 type UASEndpoint interface {
 	// UASMode reports whether the interface speaks UAS and on how many
 	// bulk streams: 0 is the high-speed mode, in which the device
 	// announces each data phase with a READ READY or WRITE READY IU on
 	// the status pipe; more is SuperSpeed with streams, stream ID = tag.
 	UASMode() (uas bool, streams int)
-	// PipeTransfer moves p on pipe, on stream (0 without streams); an IN
-	// transfer ends early at a short packet. Transfers on different pipes
-	// may run at once, from different goroutines. A transfer still
-	// pending when ctx is done is cancelled and reports what moved.
-	PipeTransfer(ctx context.Context, pipe Pipe, stream uint16, p []byte) (int, error)
+	// PipeSubmit queues x on its pipe (and stream) and returns at once;
+	// x and x.Buf are the endpoint's until PipeReap gives x back.
+	// Transfers on different pipes, or different streams, run at once;
+	// those on one pipe and stream in the order submitted. An error means
+	// x was not queued (and will not be given back).
+	PipeSubmit(x *PipeXfer) error
+	// PipeReap waits for a submitted transfer to end and gives it back
+	// with N and Err set; a device that is gone ends every one pending.
+	// It returns an error and no transfer only when ctx is done (or the
+	// endpoint's deadline has passed) first, and then only while no
+	// cancelled transfer is pending: one that PipeCancel ended is waited
+	// for whatever ctx says, so that its buffer can be handed back.
+	PipeReap(ctx context.Context) (*PipeXfer, error)
+	// PipeCancel ends x early if it is still pending; PipeReap still gives
+	// it back, with what moved before and an error that is
+	// context.Canceled when the cancel ended it.
+	PipeCancel(x *PipeXfer)
+}
+
+// PipeXfer is one transfer on a pipe of a UAS interface.
+type PipeXfer struct {
+	Pipe   Pipe
+	Stream uint16 // the stream ID; 0 without streams and on the command pipe
+	Buf    []byte // what to send, or room for what comes (not empty)
+	// N and Err say how it ended, once PipeReap gave it back: the bytes
+	// moved (an IN transfer ends early at a short packet) and nil, or
+	// why it failed.
+	N   int
+	Err error
+
+	pending   bool // submitted and not yet given back
+	cancelled bool // uasRun cancelled it
+}
+
+// uasRun submits xs in order and reaps until every one is given back, so
+// that no buffer is the device's when it returns. A transfer that fails,
+// or ctx ending, cancels every one still pending; a status read on a
+// stream that ends cancels the data transfer of its stream still pending
+// (the device ended the command having moved less). It returns the error
+// of a PipeSubmit, or ctx's (or the deadline's) when that ended the wait;
+// each transfer's own outcome is in its N and Err.
+func (u *uasState) uasRun(ctx context.Context, xs ...*PipeXfer) error {
+	var stop error
+	pending := 0
+	for i, x := range xs {
+		x.N, x.Err, x.pending, x.cancelled = 0, nil, false, false
+		if stop != nil {
+			x.Err = errNotSubmitted
+			continue
+		}
+		if err := u.ep.PipeSubmit(x); err != nil {
+			x.Err, stop = err, err
+			uasCancelAll(u.ep, xs[:i])
+			continue
+		}
+		x.pending = true
+		pending++
+	}
+	failed := stop != nil
+	for pending > 0 {
+		x, err := u.ep.PipeReap(ctx)
+		if err != nil {
+			if stop == nil {
+				stop = err
+			}
+			failed = true
+			uasCancelAll(u.ep, xs)
+			continue
+		}
+		if x == nil || !x.pending {
+			continue // not one of ours: the endpoint's, or given back already
+		}
+		x.pending = false
+		pending--
+		switch {
+		case x.Err != nil && !failed && !(x.cancelled && errors.Is(x.Err, context.Canceled)):
+			failed = true
+			uasCancelAll(u.ep, xs)
+		case x.Err == nil && x.Pipe == PipeStatus && x.Stream != 0:
+			for _, y := range xs {
+				if y.pending && !y.cancelled && y.Stream == x.Stream && (y.Pipe == PipeDataIn || y.Pipe == PipeDataOut) {
+					y.cancelled = true
+					u.ep.PipeCancel(y)
+				}
+			}
+		}
+	}
+	return stop
+}
+
+// uasCancelAll cancels every transfer of xs still pending.
+func uasCancelAll(ep UASEndpoint, xs []*PipeXfer) {
+	for _, x := range xs {
+		if x.pending && !x.cancelled {
+			x.cancelled = true
+			ep.PipeCancel(x)
+		}
+	}
+}
+
+// errNotSubmitted is the outcome of a transfer behind one that could not
+// be submitted.
+var errNotSubmitted = errors.New("not submitted: an earlier transfer failed")
+
+// uasTransfer moves p on pipe and stream and waits for it, with the
+// transport's one transfer of its own.
+func (u *uasState) uasTransfer(ctx context.Context, pipe Pipe, stream uint16, p []byte) (int, error) {
+	x := &u.one
+	*x = PipeXfer{Pipe: pipe, Stream: stream, Buf: p}
+	if err := u.uasRun(ctx, x); err != nil {
+		return max(0, min(x.N, len(p))), err
+	}
+	return max(0, min(x.N, len(p))), x.Err
 }
 
 // IU identifiers (UAS 6.2).
@@ -128,35 +243,10 @@ type uasState struct {
 	failedLUN int
 	// aborts and luResets count the task management the transport sent.
 	aborts, luResets int
-	// statusDone and dataDone carry the outcome of a command's status
-	// read and data transfer on streams (uasStreams), made once so that a
-	// command allocates no channels.
-	statusDone chan uasStatusDone
-	dataDone   chan uasDataDone
-}
-
-// uasStatusDone is what a status read on a stream ended with.
-type uasStatusDone struct {
-	iu  statusIU
-	err error
-}
-
-// uasDataDone is what a data transfer on a stream ended with.
-type uasDataDone struct {
-	n   int
-	err error
-}
-
-// uasStatusTo reads the status pipe's stream into buf and tells done.
-func (t *Transport) uasStatusTo(ctx context.Context, stream uint16, buf []byte, done chan<- uasStatusDone) {
-	iu, err := t.uasReadStatus(ctx, stream, buf)
-	done <- uasStatusDone{iu, err}
-}
-
-// uasDataTo moves p on a data pipe's stream and tells done.
-func (u *uasState) uasDataTo(ctx context.Context, pipe Pipe, stream uint16, p []byte, done chan<- uasDataDone) {
-	n, err := u.ep.PipeTransfer(ctx, pipe, stream, p)
-	done <- uasDataDone{n, err}
+	// The transfers of a command (status, data, COMMAND IU), of a task
+	// management function (its status, its IU) and of one transfer
+	// alone, made once so that a command allocates none.
+	xStatus, xData, xCmd, xTStatus, xTMF, one PipeXfer
 }
 
 // TransportInfo says how a reader is driven: the protocol, and for UAS
@@ -358,7 +448,7 @@ func (t *Transport) uasAttempt(ctx context.Context, r request) (result, error) {
 
 // uasSendIU sends an IU on the command pipe.
 func (t *Transport) uasSendIU(ctx context.Context, b []byte) error {
-	n, err := t.uas.ep.PipeTransfer(ctx, PipeCommand, 0, b)
+	n, err := t.uas.uasTransfer(ctx, PipeCommand, 0, b)
 	if err != nil {
 		return fmt.Errorf("send IU on the command pipe: %w", err)
 	}
@@ -370,7 +460,7 @@ func (t *Transport) uasSendIU(ctx context.Context, b []byte) error {
 
 // uasReadStatus reads one IU from the status pipe into buf.
 func (t *Transport) uasReadStatus(ctx context.Context, stream uint16, buf []byte) (statusIU, error) {
-	n, err := t.uas.ep.PipeTransfer(ctx, PipeStatus, stream, buf)
+	n, err := t.uas.uasTransfer(ctx, PipeStatus, stream, buf)
 	if err != nil {
 		return statusIU{}, fmt.Errorf("read the status pipe: %w", err)
 	}
@@ -406,8 +496,7 @@ func (t *Transport) uasReady(ctx context.Context, r request, tag uint16) (status
 			return statusIU{}, moved, fmt.Errorf("%w: %s READY for a command with %s data of %d bytes", ErrUASProtocol, want, r.dir, len(r.data))
 		}
 		dataDone = true
-		moved, err = u.ep.PipeTransfer(ctx, pipe, 0, r.data)
-		moved = max(0, min(moved, len(r.data)))
+		moved, err = u.uasTransfer(ctx, pipe, 0, r.data)
 		if err != nil {
 			return statusIU{}, moved, fmt.Errorf("data %s at byte %d of %d: %w", r.dir, moved, len(r.data), err)
 		}
@@ -417,45 +506,45 @@ func (t *Transport) uasReady(ctx context.Context, r request, tag uint16) (status
 // uasStreams is the SuperSpeed mode: every transfer of the command on the
 // stream of its tag. The status read and the data transfer are submitted
 // before the COMMAND IU, in the order of Linux's uas_submit_urbs (status,
-// data, command), so that a command costs no round trip more than its
-// transfers; one context ends both, and the data transfer still pending
-// when the status came (the device sent less) is cancelled then. The
-// channels are the transport's own: a command allocates none.
+// data, command), and the three are reaped here, so that a command costs
+// no round trip and no goroutine more than its transfers; the data
+// transfer still pending when the status came (the device sent less) is
+// cancelled then.
 func (t *Transport) uasStreams(ctx context.Context, r request, tag uint16) (statusIU, int, error) {
 	u := t.uas
-	if u.statusDone == nil {
-		u.statusDone, u.dataDone = make(chan uasStatusDone, 1), make(chan uasDataDone, 1)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	stream := u.stream(tag)
-	go t.uasStatusTo(cctx, stream, u.status[:], u.statusDone)
-	hasData := r.dir != NoData && len(r.data) > 0
-	if hasData {
+	st, d, c := &u.xStatus, &u.xData, &u.xCmd
+	*st = PipeXfer{Pipe: PipeStatus, Stream: stream, Buf: u.status[:]}
+	*c = PipeXfer{Pipe: PipeCommand, Buf: u.cmd[:]}
+	var err error
+	if r.dir != NoData && len(r.data) > 0 {
 		pipe := PipeDataIn
 		if r.dir == DataOut {
 			pipe = PipeDataOut
 		}
-		go u.uasDataTo(cctx, pipe, stream, r.data, u.dataDone)
+		*d = PipeXfer{Pipe: pipe, Stream: stream, Buf: r.data}
+		err = u.uasRun(ctx, st, d, c)
+	} else {
+		*d = PipeXfer{}
+		err = u.uasRun(ctx, st, c)
 	}
-	serr := t.uasSendIU(ctx, u.cmd[:])
-	if serr != nil {
-		cancel()
+	moved := max(0, min(d.N, len(r.data)))
+	switch {
+	case c.Err != nil && !errors.Is(c.Err, context.Canceled):
+		return statusIU{}, 0, fmt.Errorf("send IU on the command pipe: %w", c.Err)
+	case err == nil && c.N != len(c.Buf):
+		return statusIU{}, 0, fmt.Errorf("send IU on the command pipe: device took %d of %d bytes", c.N, len(c.Buf))
+	case err != nil:
+		return statusIU{}, moved, fmt.Errorf("read the status pipe: %w", err)
+	case st.Err != nil && d.Err != nil && !errors.Is(d.Err, context.Canceled):
+		// The data transfer failed first and cancelled the status read.
+		return statusIU{}, moved, fmt.Errorf("data %s at byte %d of %d: %w", r.dir, moved, len(r.data), d.Err)
+	case st.Err != nil:
+		return statusIU{}, moved, fmt.Errorf("read the status pipe: %w", st.Err)
 	}
-	// Both transfers end before the buffers go back to the caller.
-	st := <-u.statusDone
-	cancel()
-	var d uasDataDone
-	if hasData {
-		d = <-u.dataDone
-	}
-	if serr != nil {
-		return statusIU{}, 0, serr
-	}
-	iu := st.iu
-	moved := max(0, min(d.n, len(r.data)))
-	if st.err != nil {
-		return statusIU{}, moved, st.err
+	iu, perr := parseStatusIU(st.Buf[:max(0, min(st.N, len(st.Buf)))])
+	if perr != nil {
+		return statusIU{}, moved, perr
 	}
 	if iu.tag != tag {
 		return statusIU{}, moved, fmt.Errorf("%w: IU 0x%02x for tag %d on the stream of tag %d", ErrUASProtocol, iu.id, iu.tag, tag)
@@ -465,28 +554,10 @@ func (t *Transport) uasStreams(ctx context.Context, r request, tag uint16) (stat
 	}
 	// The data transfer was cancelled once the status came: what moved
 	// before it counts, a cancellation does not.
-	if d.err != nil && !errors.Is(d.err, context.Canceled) {
-		return statusIU{}, moved, fmt.Errorf("data %s at byte %d of %d: %w", r.dir, moved, len(r.data), d.err)
+	if d.Err != nil && !errors.Is(d.Err, context.Canceled) {
+		return statusIU{}, moved, fmt.Errorf("data %s at byte %d of %d: %w", r.dir, moved, len(r.data), d.Err)
 	}
 	return iu, moved, nil
-}
-
-// uasStatusAsync reads the status pipe's stream in a goroutine, so that
-// the read waits on the stream before the IU that answers it goes out.
-// wait returns what came; cancel ends the read (wait must still be
-// called before buf is used again).
-func (t *Transport) uasStatusAsync(ctx context.Context, stream uint16, buf []byte) (wait func() (statusIU, error), cancel func()) {
-	type status struct {
-		iu  statusIU
-		err error
-	}
-	st := make(chan status, 1)
-	sctx, cancel := context.WithCancel(ctx)
-	go func() {
-		iu, err := t.uasReadStatus(sctx, stream, buf)
-		st <- status{iu, err}
-	}()
-	return func() (statusIU, error) { s := <-st; return s.iu, s.err }, cancel
 }
 
 // uasSenseError is the sense of the last CHECK CONDITION, which UAS
@@ -548,14 +619,23 @@ func (t *Transport) uasTMF(ctx context.Context, function uint8, taskTag uint16, 
 	}
 	encodeTMFIU(&u.tmf, tag, function, taskTag, lun)
 	if u.streams > 0 {
-		status, cancel := t.uasStatusAsync(ctx, u.stream(tag), u.tstatus[:])
-		defer cancel()
-		if err := t.uasSendIU(ctx, u.tmf[:]); err != nil {
-			cancel()
-			status()
-			return err
+		// The status read waits on the stream before the IU goes out.
+		st, c := &u.xTStatus, &u.xTMF
+		*st = PipeXfer{Pipe: PipeStatus, Stream: u.stream(tag), Buf: u.tstatus[:]}
+		*c = PipeXfer{Pipe: PipeCommand, Buf: u.tmf[:]}
+		err := u.uasRun(ctx, st, c)
+		switch {
+		case c.Err != nil && !errors.Is(c.Err, context.Canceled):
+			return fmt.Errorf("send IU on the command pipe: %w", c.Err)
+		case err == nil && c.N != len(c.Buf):
+			return fmt.Errorf("send IU on the command pipe: device took %d of %d bytes", c.N, len(c.Buf))
+		case err == nil:
+			err = st.Err
 		}
-		iu, err := status()
+		if err != nil {
+			return fmt.Errorf("read the status pipe: %w", err)
+		}
+		iu, err := parseStatusIU(st.Buf[:max(0, min(st.N, len(st.Buf)))])
 		if err != nil {
 			return err
 		}
@@ -646,6 +726,9 @@ type uasPiece struct {
 	tag    uint16
 	n      int
 	status [uasStatusLen]byte
+	cmd    [uasCommandLen]byte
+	// xStatus, xData and xCmd are its transfers on streams.
+	xStatus, xData, xCmd PipeXfer
 	// finished: the device answered it (SENSE or RESPONSE IU), so it
 	// holds the tag no more; err is nil when it passed and moved all.
 	finished bool
@@ -721,62 +804,61 @@ func (t *Transport) uasEnd(p *uasPiece, iu statusIU) {
 	}
 }
 
-// uasBatchStreams: every command's status and data wait on its stream;
-// the COMMAND IUs go out one after the other.
+// uasBatchStreams: every command's status read and data transfer wait on
+// its stream, then the COMMAND IUs go out one after the other; all are
+// submitted at once and reaped here.
 func (t *Transport) uasBatchStreams(ctx context.Context, ps []*uasPiece) {
 	u := t.uas
-	type data struct {
-		n   int
-		err error
-	}
-	waits := make([]func() (statusIU, error), len(ps))
-	dts := make([]chan data, len(ps))
-	dcancels := make([]context.CancelFunc, len(ps))
-	scancels := make([]context.CancelFunc, len(ps))
-	for i, p := range ps {
-		waits[i], scancels[i] = t.uasStatusAsync(ctx, u.stream(p.tag), p.status[:])
-		dts[i] = make(chan data, 1)
-		var dctx context.Context
-		dctx, dcancels[i] = context.WithCancel(ctx)
+	xs := make([]*PipeXfer, 0, 3*len(ps))
+	for _, p := range ps {
 		pipe := PipeDataIn
 		if p.r.dir == DataOut {
 			pipe = PipeDataOut
 		}
-		go func() {
-			n, err := u.ep.PipeTransfer(dctx, pipe, u.stream(p.tag), p.r.data)
-			dts[i] <- data{n, err}
-		}()
+		p.xStatus = PipeXfer{Pipe: PipeStatus, Stream: u.stream(p.tag), Buf: p.status[:]}
+		p.xData = PipeXfer{Pipe: pipe, Stream: u.stream(p.tag), Buf: p.r.data}
+		xs = append(xs, &p.xStatus, &p.xData)
 	}
-	sent := len(ps)
-	for i, p := range ps {
-		encodeCommandIU(&u.cmd, p.tag, p.r.lun, t.padCDB(p.r.cdb))
-		if err := t.uasSendIU(ctx, u.cmd[:]); err != nil {
-			p.err, sent = err, i
-			break
-		}
+	for _, p := range ps {
+		encodeCommandIU(&p.cmd, p.tag, p.r.lun, t.padCDB(p.r.cdb))
+		p.xCmd = PipeXfer{Pipe: PipeCommand, Buf: p.cmd[:]}
+		xs = append(xs, &p.xCmd)
 	}
-	for i, p := range ps {
-		if i >= sent {
-			// Never sent: nothing waits for it in the device.
-			scancels[i]()
-			dcancels[i]()
-			waits[i]()
-			<-dts[i]
-			p.finished = true
+	stop := u.uasRun(ctx, xs...)
+	for _, p := range ps {
+		c, st, d := &p.xCmd, &p.xStatus, &p.xData
+		p.n = max(0, min(d.N, len(p.r.data)))
+		if c.Err != nil || c.N != len(c.Buf) {
+			// Not sent whole: nothing waits for it in the device when
+			// nothing of it went out.
+			p.finished = c.N == 0
+			if c.Err != nil && !errors.Is(c.Err, context.Canceled) && c.Err != errNotSubmitted {
+				p.err = fmt.Errorf("send IU on the command pipe: %w", c.Err)
+			}
 			continue
 		}
-		iu, err := waits[i]()
-		dcancels[i]()
-		d := <-dts[i]
-		p.n = max(0, min(d.n, len(p.r.data)))
+		if st.Err != nil {
+			// Unanswered: what cancelled it says why.
+			err := st.Err
+			if d.Err != nil && !errors.Is(d.Err, context.Canceled) {
+				err = fmt.Errorf("data %s at byte %d of %d: %w", p.r.dir, p.n, len(p.r.data), d.Err)
+			} else if errors.Is(err, context.Canceled) && stop != nil {
+				err = fmt.Errorf("read the status pipe: %w", stop)
+			} else {
+				err = fmt.Errorf("read the status pipe: %w", err)
+			}
+			p.err = err
+			continue
+		}
+		iu, err := parseStatusIU(st.Buf[:max(0, min(st.N, len(st.Buf)))])
 		switch {
 		case err != nil:
 			p.err = err
 		case iu.tag != p.tag || (iu.id != iuSense && iu.id != iuResponse):
 			p.err = fmt.Errorf("%w: IU 0x%02x for tag %d on the stream of tag %d", ErrUASProtocol, iu.id, iu.tag, p.tag)
-		case d.err != nil && !errors.Is(d.err, context.Canceled):
+		case d.Err != nil && !errors.Is(d.Err, context.Canceled):
 			p.finished = true
-			p.err = d.err
+			p.err = fmt.Errorf("data %s at byte %d of %d: %w", p.r.dir, p.n, len(p.r.data), d.Err)
 		default:
 			t.uasEnd(p, iu)
 		}
@@ -828,8 +910,8 @@ func (t *Transport) uasBatchReady(ctx context.Context, ps []*uasPiece) {
 			p.err = fmt.Errorf("%w: %s READY for a %s command", ErrUASProtocol, want, p.r.dir)
 			return
 		}
-		n, err := u.ep.PipeTransfer(ctx, pipe, 0, p.r.data)
-		p.n = max(0, min(n, len(p.r.data)))
+		n, err := u.uasTransfer(ctx, pipe, 0, p.r.data)
+		p.n = n
 		if err != nil {
 			p.err = fmt.Errorf("data %s at byte %d of %d: %w", p.r.dir, p.n, len(p.r.data), err)
 			return

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/usbflash/usbflash/scsi"
 	"github.com/usbflash/usbflash/usbms"
@@ -240,6 +241,37 @@ func TestUASResidue(t *testing.T) {
 			}
 			if got := dev.Stats().Opcodes[opRead10] - before; got != 2 {
 				t.Errorf("%d READs, want 2 (the short one repeated)", got)
+			}
+		})
+	}
+}
+
+// TestUASCancel: a caller that gives up on a command the device never
+// answers (Ctrl-C) gets its context's error, with every transfer of the
+// command taken back: the next command on the same transport works.
+func TestUASCancel(t *testing.T) {
+	for _, m := range uasModes {
+		t.Run(m.name, func(t *testing.T) {
+			dev, _, l := uasRig(t, uasConfig(m.streams, sim.UASConfig{}))
+			dev.Inject(sim.Fault{Kind: sim.NeverAnswer})
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				for dev.Stats().Opcodes[opWrite10] == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				cancel()
+			}()
+			err := l.WriteBlocks(ctx, 0, make([]byte, 64<<10))
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("WriteBlocks: %v, want context.Canceled", err)
+			}
+			data := pattern(64<<10, 9)
+			if err := l.WriteBlocks(context.Background(), 0, data); err != nil {
+				t.Fatalf("WriteBlocks after the cancel: %v", err)
+			}
+			got := make([]byte, len(data))
+			if err := l.ReadBlocks(context.Background(), 0, got); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read back: %v (equal %v)", err, bytes.Equal(got, data))
 			}
 		})
 	}

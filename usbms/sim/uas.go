@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/usbflash/usbflash/usbms"
 )
@@ -69,6 +70,9 @@ type uasState struct {
 	current  *uasTask          // no streams: the task whose data phase was announced
 	wake     chan struct{}     // closed and replaced whenever the state changes
 	commands int64
+	// submitted are the host's transfers not yet ended, in the order
+	// submitted; ended are those ended and not yet reaped.
+	submitted, ended []*usbms.PipeXfer
 }
 
 // UASMode reports whether the device is in its UAS alternate setting and
@@ -134,30 +138,112 @@ func (d *Device) uasWait(ctx context.Context, what string) error {
 	}
 }
 
-// PipeTransfer moves p on one pipe of the UAS interface. It implements
-// usbms.UASEndpoint.
-func (d *Device) PipeTransfer(ctx context.Context, pipe usbms.Pipe, stream uint16, p []byte) (int, error) {
+// PipeSubmit queues a transfer on one pipe of the UAS interface. It
+// implements usbms.UASEndpoint: the device moves it when PipeReap asks,
+// as soon as the device's state lets it (a status read once an IU waits
+// for it, a data transfer once its command's data phase began).
+func (d *Device) PipeSubmit(x *usbms.PipeXfer) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	what := pipe.String()
-	if !d.uas.on {
-		return 0, fmt.Errorf("sim: %s: the UAS alternate setting is not selected: %w", what, usbms.ErrStall)
+	what := x.Pipe.String()
+	switch {
+	case !d.uas.on:
+		d.uasEnd(x, 0, fmt.Errorf("sim: %s: the UAS alternate setting is not selected: %w", what, usbms.ErrStall))
+	case (x.Stream != 0) != (d.cfg.UAS.Streams > 0 && x.Pipe != usbms.PipeCommand) || int(x.Stream) > d.cfg.UAS.Streams:
+		d.uasEnd(x, 0, fmt.Errorf("sim: %s: stream %d with %d streams allocated: %w", what, x.Stream, d.cfg.UAS.Streams, usbms.ErrStall))
+	case x.Pipe < usbms.PipeCommand || x.Pipe > usbms.PipeDataOut:
+		d.uasEnd(x, 0, fmt.Errorf("sim: %s: no such pipe: %w", what, usbms.ErrStall))
+	default:
+		d.uas.submitted = append(d.uas.submitted, x)
 	}
-	if (stream != 0) != (d.cfg.UAS.Streams > 0 && pipe != usbms.PipeCommand) || int(stream) > d.cfg.UAS.Streams {
-		return 0, fmt.Errorf("sim: %s: stream %d with %d streams allocated: %w", what, stream, d.cfg.UAS.Streams, usbms.ErrStall)
+	return nil
+}
+
+// PipeCancel ends x if it is still pending, having moved nothing. It
+// implements usbms.UASEndpoint.
+func (d *Device) PipeCancel(x *usbms.PipeXfer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i := slices.Index(d.uas.submitted, x); i >= 0 {
+		d.uas.submitted = slices.Delete(d.uas.submitted, i, i+1)
+		d.uasEnd(x, 0, fmt.Errorf("sim: %s: %w", x.Pipe, context.Canceled))
 	}
-	if err := d.usable(ctx, what); err != nil {
-		return 0, err
+}
+
+// PipeReap gives back the oldest ended transfer, moving those the device
+// can move until one ends, or waiting for the device. It implements
+// usbms.UASEndpoint.
+func (d *Device) PipeReap(ctx context.Context) (*usbms.PipeXfer, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	u := &d.uas
+	for {
+		if len(u.ended) > 0 {
+			x := u.ended[0]
+			u.ended = slices.Delete(u.ended, 0, 1)
+			return x, nil
+		}
+		if len(u.submitted) == 0 {
+			return nil, errors.New("sim: no UAS transfer pending")
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("sim: UAS transfers: no answer from the device: %w", err)
+		}
+		if err := d.usable(context.Background(), "UAS transfer"); err != nil {
+			for _, x := range u.submitted {
+				d.uasEnd(x, 0, err)
+			}
+			u.submitted = u.submitted[:0]
+			continue
+		}
+		for d.uasPass(ctx) {
+		}
+		if len(u.ended) > 0 {
+			continue
+		}
+		if err := d.uasWait(ctx, "UAS transfers"); err != nil && ctx.Err() == nil {
+			// Closed: every transfer ends with it.
+			for _, x := range u.submitted {
+				d.uasEnd(x, 0, err)
+			}
+			u.submitted = u.submitted[:0]
+		}
 	}
-	switch pipe {
-	case usbms.PipeCommand:
-		return d.uasCommandPipe(p)
-	case usbms.PipeStatus:
-		return d.uasStatusPipe(ctx, stream, p)
-	case usbms.PipeDataIn, usbms.PipeDataOut:
-		return d.uasDataPipe(ctx, pipe == usbms.PipeDataIn, stream, p)
+}
+
+// uasEnd ends x with n bytes moved and err. Called with d.mu held.
+func (d *Device) uasEnd(x *usbms.PipeXfer, n int, err error) {
+	x.N, x.Err = n, err
+	d.uas.ended = append(d.uas.ended, x)
+}
+
+// uasPass moves, in the order submitted, each transfer the device's state
+// lets it move now, and reports whether one ended. Called with d.mu held.
+func (d *Device) uasPass(ctx context.Context) bool {
+	u := &d.uas
+	ended := false
+	for i := 0; i < len(u.submitted); {
+		x := u.submitted[i]
+		var n int
+		var err error
+		ready := true
+		switch x.Pipe {
+		case usbms.PipeCommand:
+			n, err = d.uasCommandPipe(x.Buf)
+		case usbms.PipeStatus:
+			n, ready, err = d.uasStatusPipe(ctx, x.Stream, x.Buf)
+		default:
+			n, ready, err = d.uasDataPipe(ctx, x.Pipe == usbms.PipeDataIn, x.Stream, x.Buf)
+		}
+		if !ready {
+			i++
+			continue
+		}
+		u.submitted = slices.Delete(u.submitted, i, i+1)
+		d.uasEnd(x, n, err)
+		ended = true
 	}
-	return 0, fmt.Errorf("sim: %s: no such pipe: %w", what, usbms.ErrStall)
+	return ended
 }
 
 // uasCommandPipe takes a COMMAND or TASK MANAGEMENT IU.
@@ -365,40 +451,31 @@ func (d *Device) uasTaskManagement(tag uint16, function byte, taskTag uint16, lu
 	}
 }
 
-// uasStatusPipe sends the next IU: of tag's stream, or the oldest queued.
-func (d *Device) uasStatusPipe(ctx context.Context, stream uint16, p []byte) (int, error) {
-	for {
-		var iu []byte
-		if d.cfg.UAS.Streams > 0 {
-			iu = d.uas.byStream[stream]
-			delete(d.uas.byStream, stream)
-		} else if len(d.uas.queue) > 0 {
-			iu = d.uas.queue[0]
-			d.uas.queue = d.uas.queue[1:]
-		}
-		if iu != nil {
-			if err := d.pace(ctx, 0, "status pipe"); err != nil {
-				return 0, err
-			}
-			return copy(p, iu), nil
-		}
-		if err := d.uasWait(ctx, "status pipe"); err != nil {
-			return 0, err
-		}
-		if err := d.usable(ctx, "status pipe"); err != nil {
-			return 0, err
-		}
+// uasStatusPipe sends the next IU: of tag's stream, or the oldest queued;
+// not ready while there is none.
+func (d *Device) uasStatusPipe(ctx context.Context, stream uint16, p []byte) (int, bool, error) {
+	var iu []byte
+	if d.cfg.UAS.Streams > 0 {
+		iu = d.uas.byStream[stream]
+		delete(d.uas.byStream, stream)
+	} else if len(d.uas.queue) > 0 {
+		iu = d.uas.queue[0]
+		d.uas.queue = d.uas.queue[1:]
 	}
+	if iu == nil {
+		return 0, false, nil
+	}
+	if err := d.pace(ctx, 0, "status pipe"); err != nil {
+		return 0, true, err
+	}
+	return copy(p, iu), true, nil
 }
 
 // uasDataPipe moves the data of the task the stream names (the announced
 // one without streams), with BOT's data machinery: the speed model,
-// medium errors, short data, a disconnect.
-func (d *Device) uasDataPipe(ctx context.Context, in bool, stream uint16, p []byte) (int, error) {
-	what := "data-out pipe"
-	if in {
-		what = "data-in pipe"
-	}
+// medium errors, short data, a disconnect. It is not ready while no such
+// task's data phase has begun.
+func (d *Device) uasDataPipe(ctx context.Context, in bool, stream uint16, p []byte) (int, bool, error) {
 	moved := 0
 	for moved < len(p) {
 		t := d.uas.current
@@ -406,16 +483,8 @@ func (d *Device) uasDataPipe(ctx context.Context, in bool, stream uint16, p []by
 			t = d.uas.tasks[stream]
 		}
 		if t == nil || t.hung || t.over || t.bot.hostIn != in {
-			if moved > 0 {
-				return moved, nil // the device ended the phase short
-			}
-			if err := d.uasWait(ctx, what); err != nil {
-				return 0, err
-			}
-			if err := d.usable(ctx, what); err != nil {
-				return 0, err
-			}
-			continue
+			// The device ended the phase short, or has not begun it.
+			return moved, moved > 0, nil
 		}
 		d.bot = t.bot
 		var n int
@@ -441,15 +510,15 @@ func (d *Device) uasDataPipe(ctx context.Context, in bool, stream uint16, p []by
 			t.bot.haltIn, t.bot.haltOut = false, false
 			t.over = true
 			d.uasFinish(t)
-			return moved, nil
+			return moved, true, nil
 		}
 		if err != nil {
 			d.uasWake()
-			return moved, err
+			return moved, true, err
 		}
 		if n == 0 {
-			return moved, nil
+			return moved, true, nil
 		}
 	}
-	return moved, nil
+	return moved, true, nil
 }

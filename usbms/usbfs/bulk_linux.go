@@ -277,7 +277,7 @@ func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in
 		if cnt == 0 {
 			break
 		}
-		u, err := d.reap(ctx)
+		u, err := d.reap(ctx, d.urbs, &d.deadline)
 		if err != nil {
 			// Cancelled, past the deadline, or the device is gone:
 			// take back every URB before p goes back to the caller.
@@ -328,12 +328,13 @@ func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in
 	return done, firstErr
 }
 
-// reap waits for one URB to complete, honouring ctx and the deadline. A
-// URB that has completed is taken even when ctx is done or the deadline
-// has passed. reapWait tries to reap before it waits, so a URB that
+// reap waits for one URB of pool to complete, honouring ctx and
+// *deadline (none when zero; read at each wait, as SetDeadline may move
+// it). A URB that has completed is taken even when ctx is
+// done or the deadline has passed. reapWait tries to reap before it waits, so a URB that
 // completed already costs no wait, and one that has not costs one
 // REAPURBNDELAY before the wait and one after it.
-func (d *Device) reap(ctx context.Context) (*urb, error) {
+func (d *Device) reap(ctx context.Context, pool []*urb, deadline *time.Time) (*urb, error) {
 	for {
 		wait := pollSlice
 		now := time.Now()
@@ -341,8 +342,8 @@ func (d *Device) reap(ctx context.Context) (*urb, error) {
 			wait = min(wait, dl.Sub(now))
 		}
 		var stop error
-		if !d.deadline.IsZero() {
-			left := d.deadline.Sub(now)
+		if !deadline.IsZero() {
+			left := deadline.Sub(now)
 			if left <= 0 {
 				stop = context.DeadlineExceeded
 			}
@@ -355,7 +356,7 @@ func (d *Device) reap(ctx context.Context) (*urb, error) {
 			// Too late to wait; one that completed still counts.
 			got, err := d.io.reap(d.fd, false)
 			if err == nil {
-				if u := d.ours(got); u != nil {
+				if u := ours(pool, got); u != nil {
 					return u, nil
 				}
 				continue
@@ -368,7 +369,7 @@ func (d *Device) reap(ctx context.Context) (*urb, error) {
 		ms := int(max(wait/time.Millisecond, 1))
 		got, err := d.io.reapWait(d.fd, ms)
 		if err == nil {
-			if u := d.ours(got); u != nil {
+			if u := ours(pool, got); u != nil {
 				return u, nil
 			}
 			continue
@@ -379,10 +380,10 @@ func (d *Device) reap(ctx context.Context) (*urb, error) {
 	}
 }
 
-// ours is the URB of d.urbs at address got; nil for one that is not
-// (a URB of an earlier discard, reaped late).
-func (d *Device) ours(got uintptr) *urb {
-	for _, u := range d.urbs {
+// ours is the URB of pool at address got; nil for one that is not (a URB
+// of an earlier discard, reaped late).
+func ours(pool []*urb, got uintptr) *urb {
+	for _, u := range pool {
 		if uintptr(unsafe.Pointer(u)) == got {
 			return u
 		}

@@ -427,7 +427,6 @@ func (d *Device) Close() error {
 
 // closeNode closes the usbfs node and its waiter's duplicate.
 func (d *Device) closeNode() {
-	d.stopReaper()
 	if io, ok := d.io.(usbfsIO); ok {
 		io.w.close()
 		d.io = usbfsIO{pfd: &d.pfd}

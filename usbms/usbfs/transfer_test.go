@@ -460,10 +460,10 @@ func TestReapWhenDone(t *testing.T) {
 			tt.stop(cancel, d)
 			stranger := new(urb)
 			f.completed = append(f.completed, fakeURB{u: stranger}, fakeURB{u: d.urbs[1], actual: 512})
-			if u, err := d.reap(ctx); err != nil || u != d.urbs[1] {
+			if u, err := d.reap(ctx, d.urbs, &d.deadline); err != nil || u != d.urbs[1] {
 				t.Fatalf("reap = %p, %v; want the completed URB %p", u, err, d.urbs[1])
 			}
-			if u, err := d.reap(ctx); !errors.Is(err, tt.want) {
+			if u, err := d.reap(ctx, d.urbs, &d.deadline); !errors.Is(err, tt.want) {
 				t.Errorf("reap with none completed = %p, %v; want %v", u, err, tt.want)
 			}
 			if f.polls != 0 {

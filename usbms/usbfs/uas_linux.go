@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -37,17 +37,25 @@ const maxStreams = 256
 var _ usbms.UASEndpoint = (*Device)(nil)
 
 // uasIO is the UAS side of a Device: its pipes, its streams, and the
-// goroutine that reaps URBs of transfers that run at once.
+// URBs of the transfers submitted. Only the goroutine that holds the
+// Transport's lock submits and reaps, so these need no lock of their own.
 type uasIO struct {
 	on      bool
 	eps     [5]uint8 // by usbms.Pipe
 	streams int
 
-	mu      sync.Mutex
-	pending map[*urb]chan struct{}
-	stop    chan struct{} // closed to end the reaper
-	done    chan struct{} // closed when the reaper ended
-	dead    error         // why the reaper ended on its own
+	// urbs[i] carries xfers[i] while it is pending (nil: a free slot);
+	// cancelled[i] when PipeCancel discarded it. The URBs are allocated
+	// as more are needed at once and never move: the kernel holds their
+	// addresses.
+	urbs      []*urb
+	xfers     []*usbms.PipeXfer
+	cancelled []bool
+	pending   int
+	ncancel   int
+	// gone is the reap error that said the device is gone: every
+	// transfer still pending ends with it, without the kernel.
+	gone error
 }
 
 // UASMode implements usbms.UASEndpoint.
@@ -107,149 +115,126 @@ func (d *Device) freeStreams() {
 	d.uas.streams = 0
 }
 
-// PipeTransfer implements usbms.UASEndpoint: one URB on the pipe's
-// endpoint, on stream (stream_id, with streams), reaped by the Device's
-// reaper so that transfers on several pipes run at once. It honours ctx
-// and the deadline of SetDeadline.
-func (d *Device) PipeTransfer(ctx context.Context, pipe usbms.Pipe, stream uint16, p []byte) (int, error) {
+// pipeOp names a UAS transfer in an error.
+func pipeOp(x *usbms.PipeXfer) string {
+	return fmt.Sprintf("UAS %s transfer of %d bytes", x.Pipe, len(x.Buf))
+}
+
+// PipeSubmit implements usbms.UASEndpoint: one URB on the pipe's endpoint,
+// on x.Stream (stream_id, with streams), submitted and not waited for.
+func (d *Device) PipeSubmit(x *usbms.PipeXfer) error {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	op := fmt.Sprintf("UAS %s transfer of %d bytes", pipe, len(p))
 	if d.fd < 0 {
-		return 0, d.closedErr(op)
+		return d.closedErr(pipeOp(x))
 	}
-	if !d.uas.on || pipe < usbms.PipeCommand || pipe > usbms.PipeDataOut {
-		return 0, usbdev.NewError(op, d.info, nil, errors.New("the interface is not in its UAS alternate setting"))
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, err := d.pipeTransfer(ctx, d.uas.eps[pipe], stream, p, d.deadline)
-	if err != nil {
-		return n, mapError(ctx, op, d.info, err)
-	}
-	return n, nil
-}
-
-func (d *Device) pipeTransfer(ctx context.Context, ep uint8, stream uint16, p []byte, deadline time.Time) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	u := &urb{Type: urbTypeBulk, Endpoint: ep, Buffer: unsafe.Pointer(&p[0]), BufferLength: int32(len(p)), NumPackets: int32(stream)}
-	done, err := d.startReap(u)
-	if err != nil {
-		return 0, err
-	}
-	if err := d.io.submit(d.fd, u); err != nil {
-		d.forget(u)
-		return 0, err
-	}
-	var timeout <-chan time.Time
-	if !deadline.IsZero() {
-		t := time.NewTimer(time.Until(deadline))
-		defer t.Stop()
-		timeout = t.C
-	}
-	var stop error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		stop = ctx.Err()
-	case <-timeout:
-		stop = context.DeadlineExceeded
-	}
-	if stop != nil {
-		// Take the URB back before p goes back to the caller; what
-		// moved before the discard still counts.
-		_ = d.io.discard(d.fd, u)
-		<-done
-	}
-	n := int(u.ActualLength)
-	u.Buffer = nil
+	r := &d.uas
 	switch {
-	case u.Status == 0:
-		return n, nil
-	case stop != nil:
-		return n, stop
+	case !r.on || x.Pipe < usbms.PipeCommand || x.Pipe > usbms.PipeDataOut:
+		return usbdev.NewError(pipeOp(x), d.info, nil, errors.New("the interface is not in its UAS alternate setting"))
+	case len(x.Buf) == 0:
+		return usbdev.NewError(pipeOp(x), d.info, nil, errors.New("a transfer of no bytes"))
+	case r.gone != nil:
+		return mapError(context.Background(), pipeOp(x), d.info, r.gone)
 	}
-	return n, urbStatus(unix.Errno(-u.Status))
+	i := slices.Index(r.xfers, nil)
+	if i < 0 {
+		i = len(r.urbs)
+		r.urbs, r.xfers, r.cancelled = append(r.urbs, new(urb)), append(r.xfers, nil), append(r.cancelled, false)
+	}
+	u := r.urbs[i]
+	*u = urb{Type: urbTypeBulk, Endpoint: r.eps[x.Pipe], Buffer: unsafe.Pointer(&x.Buf[0]), BufferLength: int32(len(x.Buf)), NumPackets: int32(x.Stream)}
+	if err := d.io.submit(d.fd, u); err != nil {
+		u.Buffer = nil
+		return mapError(context.Background(), pipeOp(x), d.info, err)
+	}
+	r.xfers[i], r.cancelled[i] = x, false
+	r.pending++
+	return nil
 }
 
-// startReap registers u with the reaper, starting it when none runs.
-func (d *Device) startReap(u *urb) (chan struct{}, error) {
+// PipeCancel implements usbms.UASEndpoint: the URB is discarded, and
+// reaped as any other.
+func (d *Device) PipeCancel(x *usbms.PipeXfer) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	r := &d.uas
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.dead != nil {
-		return nil, r.dead
+	i := slices.Index(r.xfers, x)
+	if i < 0 || r.cancelled[i] {
+		return
 	}
-	if r.pending == nil {
-		r.pending = map[*urb]chan struct{}{}
+	r.cancelled[i] = true
+	r.ncancel++
+	if d.fd >= 0 && r.gone == nil {
+		// EINVAL: it completed already and waits to be reaped.
+		_ = d.io.discard(d.fd, r.urbs[i])
 	}
-	if r.stop == nil {
-		r.stop, r.done = make(chan struct{}), make(chan struct{})
-		go d.reaper(d.fd, d.io, r.stop, r.done)
-	}
-	done := make(chan struct{})
-	r.pending[u] = done
-	return done, nil
 }
 
-// forget drops a URB that was never submitted.
-func (d *Device) forget(u *urb) {
-	d.uas.mu.Lock()
-	delete(d.uas.pending, u)
-	d.uas.mu.Unlock()
-}
-
-// reaper reaps every completed URB of fd and wakes its transfer. When the
-// device is gone, the URBs still pending are failed with ENODEV: the
-// kernel no longer writes to them.
-func (d *Device) reaper(fd int, io urbIO, stop, done chan struct{}) {
-	defer close(done)
+// PipeReap implements usbms.UASEndpoint with the wait the bulk transfers
+// use (reap): in Go's poller, honouring ctx and the deadline of
+// SetDeadline while no cancelled URB is pending; a discarded URB comes
+// back at once, so it is waited for whatever they say.
+func (d *Device) PipeReap(ctx context.Context) (*usbms.PipeXfer, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	r := &d.uas
+	if r.pending == 0 {
+		return nil, errors.New("no UAS transfer pending")
+	}
 	for {
-		select {
-		case <-stop:
-			return
-		default:
+		if r.gone != nil {
+			// The kernel no longer writes to the URBs it dropped.
+			i := slices.IndexFunc(r.xfers, func(x *usbms.PipeXfer) bool { return x != nil })
+			return d.giveBack(i, -int32(unix.ENODEV), 0), nil
 		}
-		got, err := io.reapWait(fd, int(pollSlice/time.Millisecond))
-		if err == unix.EAGAIN || err == unix.EINTR {
+		var u *urb
+		var err error
+		if r.ncancel > 0 {
+			u, err = d.reap(context.Background(), r.urbs, new(time.Time))
+		} else {
+			u, err = d.reap(ctx, r.urbs, &d.deadline)
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+			return nil, mapError(ctx, "waiting for a UAS transfer", d.info, err)
+		default:
+			r.gone = err
 			continue
 		}
-		r.mu.Lock()
-		if err != nil {
-			r.dead = err
-			for u, ch := range r.pending {
-				u.Status = -int32(unix.ENODEV)
-				close(ch)
-			}
-			r.pending = nil
-			r.mu.Unlock()
-			return
+		i := slices.Index(r.urbs, u)
+		if i < 0 || r.xfers[i] == nil {
+			continue // not pending: cannot happen, but never hand back a stranger
 		}
-		for u, ch := range r.pending {
-			if uintptr(unsafe.Pointer(u)) == got {
-				delete(r.pending, u)
-				close(ch)
-				break
-			}
-		}
-		r.mu.Unlock()
+		return d.giveBack(i, u.Status, int(u.ActualLength)), nil
 	}
 }
 
-// stopReaper ends the reaper before its fd closes. Called with d.mu held
-// for writing: no transfer is pending then.
-func (d *Device) stopReaper() {
+// giveBack frees slot i and sets its transfer's outcome from the URB's
+// status and length.
+func (d *Device) giveBack(i int, status int32, n int) *usbms.PipeXfer {
 	r := &d.uas
-	r.mu.Lock()
-	stop, done := r.stop, r.done
-	r.stop, r.done, r.dead = nil, nil, nil
-	r.mu.Unlock()
-	if stop != nil {
-		close(stop)
-		<-done
+	x, cancelled := r.xfers[i], r.cancelled[i]
+	r.urbs[i].Buffer = nil
+	r.xfers[i], r.cancelled[i] = nil, false
+	r.pending--
+	if cancelled {
+		r.ncancel--
 	}
+	if r.pending == 0 {
+		// Every URB is back: the next submit asks the kernel again
+		// (after a port reset the device may answer).
+		r.gone = nil
+	}
+	x.N, x.Err = n, nil
+	st := unix.Errno(-status)
+	switch {
+	case status == 0:
+	case cancelled && (st == unix.ENOENT || st == unix.ECONNRESET):
+		x.Err = usbdev.NewError(pipeOp(x), d.info, context.Canceled, nil)
+	default:
+		x.Err = mapError(context.Background(), pipeOp(x), d.info, urbStatus(st))
+	}
+	return x
 }

@@ -94,86 +94,110 @@ func uasDevice(k *pipeKernel) *Device {
 	return d
 }
 
-type xfer struct {
-	n   int
-	err error
-}
-
 // TestPipeTransfers: a status read and a data read wait on one stream
-// while the command goes out; each URB carries its pipe's endpoint and
-// the stream, and each transfer gets its own URB back whatever the order
-// they complete in.
+// while the command goes out, all three submitted at once; each URB
+// carries its pipe's endpoint and the stream, and each reap gives back
+// its own transfer whatever the order they complete in, with what moved
+// and how it ended (a stall on the data pipe is ErrStall).
 func TestPipeTransfers(t *testing.T) {
-	k := newPipeKernel()
-	d := uasDevice(k)
-	defer func() { d.mu.Lock(); d.stopReaper(); d.mu.Unlock() }()
-	ctx := context.Background()
-	status, data := make([]byte, 112), make([]byte, 4096)
-	res := make(chan xfer, 3)
-	run := func(pipe usbms.Pipe, stream uint16, p []byte) {
-		go func() { n, err := d.PipeTransfer(ctx, pipe, stream, p); res <- xfer{n, err} }()
-	}
-	run(usbms.PipeStatus, 7, status)
-	run(usbms.PipeDataIn, 7, data)
-	run(usbms.PipeCommand, 0, make([]byte, 32))
-	got := map[uint8]*urb{}
-	for range 3 {
-		u := <-k.subs
-		got[u.Endpoint] = u
-	}
-	for ep, stream := range map[uint8]int32{0x01: 0, 0x82: 7, 0x83: 7} {
-		if u := got[ep]; u == nil || u.NumPackets != stream || u.Type != urbTypeBulk {
-			t.Fatalf("endpoint 0x%02x: urb %+v, want stream %d", ep, u, stream)
+	for _, stall := range []bool{false, true} {
+		k := newPipeKernel()
+		d := uasDevice(k)
+		ctx := context.Background()
+		st := &usbms.PipeXfer{Pipe: usbms.PipeStatus, Stream: 7, Buf: make([]byte, 112)}
+		data := &usbms.PipeXfer{Pipe: usbms.PipeDataIn, Stream: 7, Buf: make([]byte, 4096)}
+		cmd := &usbms.PipeXfer{Pipe: usbms.PipeCommand, Buf: make([]byte, 32)}
+		for _, x := range []*usbms.PipeXfer{st, data, cmd} {
+			if err := d.PipeSubmit(x); err != nil {
+				t.Fatalf("PipeSubmit %s: %v", x.Pipe, err)
+			}
 		}
-	}
-	// Status first, then the data, then the command: any order.
-	k.complete(got[0x82], []byte{3, 0, 0, 7}, 0, 0)
-	k.complete(got[0x83], nil, 1000, 0) // short: 1000 of 4096
-	k.complete(got[0x01], nil, 32, 0)
-	ns := map[int]bool{}
-	for range 3 {
-		x := <-res
-		if x.err != nil {
-			t.Fatalf("transfer: %v", x.err)
+		got := map[uint8]*urb{}
+		for range 3 {
+			u := <-k.subs
+			got[u.Endpoint] = u
 		}
-		ns[x.n] = true
-	}
-	if !ns[4] || !ns[1000] || !ns[32] {
-		t.Errorf("lengths %v, want 4, 1000 and 32", ns)
+		for ep, stream := range map[uint8]int32{0x01: 0, 0x82: 7, 0x83: 7} {
+			if u := got[ep]; u == nil || u.NumPackets != stream || u.Type != urbTypeBulk {
+				t.Fatalf("endpoint 0x%02x: urb %+v, want stream %d", ep, u, stream)
+			}
+		}
+		// Status first, then the data, then the command: any order.
+		k.complete(got[0x82], []byte{3, 0, 0, 7}, 0, 0)
+		if stall {
+			k.complete(got[0x83], nil, 512, unix.EPIPE)
+		} else {
+			k.complete(got[0x83], nil, 1000, 0) // short: 1000 of 4096
+		}
+		k.complete(got[0x01], nil, 32, 0)
+		for i, want := range []*usbms.PipeXfer{st, data, cmd} {
+			x, err := d.PipeReap(ctx)
+			if err != nil || x != want {
+				t.Fatalf("reap %d: %v, %v; want the %s transfer", i, x, err, want.Pipe)
+			}
+		}
+		switch {
+		case st.N != 4 || st.Err != nil || cmd.N != 32 || cmd.Err != nil:
+			t.Errorf("status %d %v, command %d %v; want 4 and 32 bytes, no error", st.N, st.Err, cmd.N, cmd.Err)
+		case stall && (data.N != 512 || !errors.Is(data.Err, usbms.ErrStall)):
+			t.Errorf("stalled data: %d, %v; want 512, ErrStall", data.N, data.Err)
+		case !stall && (data.N != 1000 || data.Err != nil):
+			t.Errorf("data: %d, %v; want 1000 bytes", data.N, data.Err)
+		}
+		if x, err := d.PipeReap(ctx); x != nil || err == nil {
+			t.Errorf("reap with nothing pending: %v, %v; want an error", x, err)
+		}
 	}
 }
 
-// TestPipeTransferCancel: a transfer the device never answers is
-// discarded when ctx ends, and says so; a device that goes away fails
-// every pending transfer with ErrNoDevice.
+// TestPipeTransferCancel: a reap whose ctx ends, or whose deadline
+// passed, gives nothing back and leaves the transfer pending; once
+// cancelled it is discarded and given back whatever ctx says, as
+// cancelled; a device that goes away ends every pending transfer with
+// ErrNoDevice, and a submit after that fails.
 func TestPipeTransferCancel(t *testing.T) {
 	k := newPipeKernel()
 	d := uasDevice(k)
-	defer func() { d.mu.Lock(); d.stopReaper(); d.mu.Unlock() }()
 	ctx, cancel := context.WithCancel(context.Background())
-	res := make(chan xfer, 1)
-	go func() {
-		n, err := d.PipeTransfer(ctx, usbms.PipeDataOut, 3, make([]byte, 512))
-		res <- xfer{n, err}
-	}()
-	<-k.subs
 	cancel()
-	if x := <-res; !errors.Is(x.err, context.Canceled) || x.n != 0 {
-		t.Fatalf("cancelled: %d, %v; want 0, context.Canceled", x.n, x.err)
+	x := &usbms.PipeXfer{Pipe: usbms.PipeDataOut, Stream: 3, Buf: make([]byte, 512)}
+	if err := d.PipeSubmit(x); err != nil {
+		t.Fatal(err)
 	}
-
-	go func() {
-		n, err := d.PipeTransfer(context.Background(), usbms.PipeStatus, 3, make([]byte, 112))
-		res <- xfer{n, err}
-	}()
 	<-k.subs
+	if got, err := d.PipeReap(ctx); got != nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("reap, ctx done: %v, %v; want nothing, context.Canceled", got, err)
+	}
+	d.deadline = time.Now().Add(-time.Second)
+	if got, err := d.PipeReap(context.Background()); got != nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("reap past the deadline: %v, %v; want nothing, DeadlineExceeded", got, err)
+	}
+	d.PipeCancel(x)
+	if got, err := d.PipeReap(ctx); got != x || err != nil || x.N != 0 || !errors.Is(x.Err, context.Canceled) {
+		t.Fatalf("cancelled: %v, %v (%d, %v); want the transfer, 0 bytes, context.Canceled", got, err, x.N, x.Err)
+	}
+	d.deadline = time.Time{}
+
+	xs := []*usbms.PipeXfer{
+		{Pipe: usbms.PipeStatus, Stream: 3, Buf: make([]byte, 112)},
+		{Pipe: usbms.PipeDataOut, Stream: 3, Buf: make([]byte, 512)},
+	}
+	for _, x := range xs {
+		if err := d.PipeSubmit(x); err != nil {
+			t.Fatal(err)
+		}
+		<-k.subs
+	}
 	k.mu.Lock()
 	k.gone = true
 	k.mu.Unlock()
-	if x := <-res; !errors.Is(x.err, usbms.ErrNoDevice) {
-		t.Fatalf("device gone: %v, want ErrNoDevice", x.err)
+	for range xs {
+		got, err := d.PipeReap(context.Background())
+		if err != nil || got == nil || !errors.Is(got.Err, usbms.ErrNoDevice) {
+			t.Fatalf("device gone: %v, %v; want a transfer ended with ErrNoDevice", got, err)
+		}
 	}
-	if _, err := d.PipeTransfer(context.Background(), usbms.PipeStatus, 3, make([]byte, 112)); !errors.Is(err, usbms.ErrNoDevice) {
-		t.Fatalf("after the device went: %v, want ErrNoDevice", err)
+	if err := d.PipeSubmit(xs[0]); !errors.Is(err, usbms.ErrNoDevice) {
+		t.Fatalf("submit after the device went: %v, want ErrNoDevice", err)
 	}
 }

@@ -1,0 +1,124 @@
+package usbms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// scriptEndpoint is a UASEndpoint whose transfers end as a script says:
+// each reap ends the next step's transfer (by index in the order
+// submitted) unless a cancelled one is waiting, which comes back first; a
+// step of -1 is a reap whose ctx is done.
+type scriptEndpoint struct {
+	subs      []*PipeXfer
+	steps     []scriptStep
+	cancelled []*PipeXfer // cancelled, not yet reaped
+	cancels   []int       // indexes cancelled, in order
+	failAt    int         // PipeSubmit of this index fails (-1: none)
+}
+
+type scriptStep struct {
+	i   int // transfer index; -1: ctx done
+	n   int
+	err error
+}
+
+func (e *scriptEndpoint) UASMode() (bool, int) { return true, 16 }
+
+func (e *scriptEndpoint) PipeSubmit(x *PipeXfer) error {
+	if len(e.subs) == e.failAt {
+		return errors.New("submit refused")
+	}
+	e.subs = append(e.subs, x)
+	return nil
+}
+
+func (e *scriptEndpoint) PipeCancel(x *PipeXfer) {
+	if slices.Contains(e.cancelled, x) {
+		return
+	}
+	e.cancels = append(e.cancels, slices.Index(e.subs, x))
+	e.cancelled = append(e.cancelled, x)
+}
+
+func (e *scriptEndpoint) PipeReap(ctx context.Context) (*PipeXfer, error) {
+	if len(e.cancelled) > 0 {
+		x := e.cancelled[0]
+		e.cancelled = e.cancelled[1:]
+		x.N, x.Err = 0, fmt.Errorf("discarded: %w", context.Canceled)
+		return x, nil
+	}
+	if len(e.steps) == 0 {
+		return nil, errors.New("script ran out: the transfer would wait for ever")
+	}
+	s := e.steps[0]
+	e.steps = e.steps[1:]
+	if s.i < 0 {
+		return nil, context.DeadlineExceeded
+	}
+	x := e.subs[s.i]
+	x.N, x.Err = s.n, s.err
+	return x, nil
+}
+
+// TestUASRun: uasRun submits in order and reaps until every transfer is
+// back: a status read on a stream that ends cancels the data transfer of
+// its stream (residue) but no other; a failing transfer (a stall) cancels
+// all the rest; a ctx that ends cancels all and still reaps them; a
+// submit that fails cancels those submitted and submits no more.
+func TestUASRun(t *testing.T) {
+	stall := errors.New("stall")
+	cases := []struct {
+		name    string
+		steps   []scriptStep
+		failAt  int
+		wantErr error
+		cancels []int
+		want    []int // N of each transfer after the run; -1: not checked
+	}{
+		{name: "all answered", steps: []scriptStep{{4, 32, nil}, {1, 4096, nil}, {0, 16, nil}, {3, 4096, nil}, {2, 16, nil}, {5, 32, nil}},
+			failAt: -1, want: []int{16, 4096, 16, 4096, 32, 32}},
+		{name: "residue: status ends its stream's data", steps: []scriptStep{{4, 32, nil}, {5, 32, nil}, {0, 16, nil}, {3, 4096, nil}, {2, 16, nil}},
+			failAt: -1, cancels: []int{1}, want: []int{16, 0, 16, 4096, 32, 32}},
+		{name: "a stall cancels the rest", steps: []scriptStep{{4, 32, nil}, {1, 512, stall}},
+			failAt: -1, cancels: []int{0, 2, 3, 5}, want: []int{0, 512, 0, 0, 32, 0}},
+		{name: "ctx done", steps: []scriptStep{{4, 32, nil}, {-1, 0, nil}},
+			failAt: -1, wantErr: context.DeadlineExceeded, cancels: []int{0, 1, 2, 3, 5}, want: []int{0, 0, 0, 0, 32, 0}},
+		{name: "submit refused", failAt: 2, wantErr: errors.New("submit refused"), cancels: []int{0, 1}, want: []int{0, 0, 0, 0, 0, 0}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ep := &scriptEndpoint{steps: c.steps, failAt: c.failAt}
+			u := &uasState{ep: ep, streams: 16}
+			xs := []*PipeXfer{
+				{Pipe: PipeStatus, Stream: 1, Buf: make([]byte, 112)},
+				{Pipe: PipeDataOut, Stream: 1, Buf: make([]byte, 4096)},
+				{Pipe: PipeStatus, Stream: 2, Buf: make([]byte, 112)},
+				{Pipe: PipeDataOut, Stream: 2, Buf: make([]byte, 4096)},
+				{Pipe: PipeCommand, Buf: make([]byte, 32)},
+				{Pipe: PipeCommand, Buf: make([]byte, 32)},
+			}
+			err := u.uasRun(context.Background(), xs...)
+			if (err == nil) != (c.wantErr == nil) || err != nil && err.Error() != c.wantErr.Error() {
+				t.Errorf("uasRun: %v, want %v", err, c.wantErr)
+			}
+			for i, x := range xs {
+				if x.pending {
+					t.Errorf("transfer %d still pending: its buffer is the device's", i)
+				}
+				if x.N != c.want[i] {
+					t.Errorf("transfer %d moved %d, want %d", i, x.N, c.want[i])
+				}
+			}
+			if !slices.Equal(ep.cancels, c.cancels) {
+				t.Errorf("cancelled %v, want %v", ep.cancels, c.cancels)
+			}
+			if len(ep.steps) != 0 {
+				t.Errorf("%d steps of the script left", len(ep.steps))
+			}
+		})
+	}
+}

@@ -89,9 +89,9 @@ type PipeXfer struct {
 
 // uasRun submits xs in order and reaps until every one is given back, so
 // that no buffer is the device's when it returns. A transfer that fails,
-// or ctx ending, cancels every one still pending; a status read on a
-// stream that ends cancels the data transfer of its stream still pending
-// (the device ended the command having moved less). It returns the error
+// or ctx ending, cancels every one still pending; a status read that ends
+// cancels the data transfer of its stream (stream 0 without streams)
+// still pending (the device ended the command having moved less). It returns the error
 // of a PipeSubmit, or ctx's (or the deadline's) when that ended the wait;
 // each transfer's own outcome is in its N and Err.
 func (u *uasState) uasRun(ctx context.Context, xs ...*PipeXfer) error {
@@ -131,7 +131,7 @@ func (u *uasState) uasRun(ctx context.Context, xs ...*PipeXfer) error {
 		case x.Err != nil && !failed && !(x.cancelled && errors.Is(x.Err, context.Canceled)):
 			failed = true
 			uasCancelAll(u.ep, xs)
-		case x.Err == nil && x.Pipe == PipeStatus && x.Stream != 0:
+		case x.Err == nil && x.Pipe == PipeStatus:
 			for _, y := range xs {
 				if y.pending && !y.cancelled && y.Stream == x.Stream && (y.Pipe == PipeDataIn || y.Pipe == PipeDataOut) {
 					y.cancelled = true
@@ -468,16 +468,33 @@ func (t *Transport) uasReadStatus(ctx context.Context, stream uint16, buf []byte
 }
 
 // uasReady is the high-speed mode: no streams, the device says when the
-// data phase may go.
+// data phase may go. A status read is always waiting, as Linux's uas keeps
+// one: it goes with the COMMAND IU and again with the data transfer, so
+// the READY IU and the SENSE IU each find it queued instead of costing a
+// round trip more; a status that ends the command while the data transfer
+// is still pending (the device took less) cancels that.
 func (t *Transport) uasReady(ctx context.Context, r request, tag uint16) (statusIU, int, error) {
 	u := t.uas
-	if err := t.uasSendIU(ctx, u.cmd[:]); err != nil {
-		return statusIU{}, 0, err
+	st, c, d := &u.xStatus, &u.xCmd, &u.xData
+	*st = PipeXfer{Pipe: PipeStatus, Buf: u.status[:]}
+	*c = PipeXfer{Pipe: PipeCommand, Buf: u.cmd[:]}
+	err := u.uasRun(ctx, st, c)
+	switch {
+	case c.Err != nil && !errors.Is(c.Err, context.Canceled):
+		return statusIU{}, 0, fmt.Errorf("send IU on the command pipe: %w", c.Err)
+	case err == nil && c.N != len(c.Buf):
+		return statusIU{}, 0, fmt.Errorf("send IU on the command pipe: device took %d of %d bytes", c.N, len(c.Buf))
 	}
 	moved := 0
 	dataDone := false
 	for {
-		iu, err := t.uasReadStatus(ctx, 0, u.status[:])
+		if err == nil {
+			err = st.Err
+		}
+		if err != nil {
+			return statusIU{}, moved, fmt.Errorf("read the status pipe: %w", err)
+		}
+		iu, err := parseStatusIU(st.Buf[:max(0, min(st.N, len(st.Buf)))])
 		if err != nil {
 			return statusIU{}, moved, err
 		}
@@ -496,9 +513,12 @@ func (t *Transport) uasReady(ctx context.Context, r request, tag uint16) (status
 			return statusIU{}, moved, fmt.Errorf("%w: %s READY for a command with %s data of %d bytes", ErrUASProtocol, want, r.dir, len(r.data))
 		}
 		dataDone = true
-		moved, err = u.uasTransfer(ctx, pipe, 0, r.data)
-		if err != nil {
-			return statusIU{}, moved, fmt.Errorf("data %s at byte %d of %d: %w", r.dir, moved, len(r.data), err)
+		*d = PipeXfer{Pipe: pipe, Buf: r.data}
+		*st = PipeXfer{Pipe: PipeStatus, Buf: u.status[:]}
+		err = u.uasRun(ctx, d, st)
+		moved = max(0, min(d.N, len(r.data)))
+		if d.Err != nil && !(d.cancelled && errors.Is(d.Err, context.Canceled)) {
+			return statusIU{}, moved, fmt.Errorf("data %s at byte %d of %d: %w", r.dir, moved, len(r.data), d.Err)
 		}
 	}
 }

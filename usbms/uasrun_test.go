@@ -122,3 +122,19 @@ func TestUASRun(t *testing.T) {
 		})
 	}
 }
+
+// TestUASRunNoStreams: without streams (stream 0) too, a status read that
+// ends while the data transfer is pending (the device ended the command
+// having taken less) cancels it, and the cancel is no failure.
+func TestUASRunNoStreams(t *testing.T) {
+	ep := &scriptEndpoint{steps: []scriptStep{{1, 16, nil}}, failAt: -1}
+	u := &uasState{ep: ep}
+	data := &PipeXfer{Pipe: PipeDataOut, Buf: make([]byte, 4096)}
+	st := &PipeXfer{Pipe: PipeStatus, Buf: make([]byte, 112)}
+	if err := u.uasRun(context.Background(), data, st); err != nil {
+		t.Fatalf("uasRun: %v", err)
+	}
+	if st.Err != nil || st.N != 16 || !errors.Is(data.Err, context.Canceled) || !data.cancelled || data.pending {
+		t.Errorf("status %d %v, data %v (cancelled %v, pending %v); want the status, the data cancelled", st.N, st.Err, data.Err, data.cancelled, data.pending)
+	}
+}

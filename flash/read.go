@@ -65,7 +65,7 @@ func NewBackup(cfg BackupConfig) (*Backup, error) {
 	if cfg.TransferSize == 0 {
 		cfg.TransferSize = pipeline.DefaultReadSize
 	}
-	if err := checkSizes(cfg.TransferSize, cfg.Buffers, 0, 1); err != nil {
+	if err := checkSizes(cfg.TransferSize, cfg.Buffers, 0, 1, 0); err != nil {
 		return nil, err
 	}
 	if err := imagedst.CheckBackup(cfg.Out, cfg.Force); err != nil {

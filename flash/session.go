@@ -281,26 +281,37 @@ func (e *ImageError) Unwrap() error { return e.Err }
 func (e *ImageError) Class() failure.Class { return failure.Within(failure.Image, e.Err) }
 
 // checkMemory refuses, before anything is opened, a session whose buffers
-// would pass blockdev.MaxBufferMemory: the ring ((buffers + 2) x transfer)
-// and, with several cards and a lag, each card's window of lag transfers.
-func checkMemory(transfer, buffers, lag, cards int) error {
+// would pass blockdev.MaxBufferMemory: the ring ((buffers + 2) x transfer),
+// with several cards and a lag each card's window of lag transfers, and
+// the download's read-ahead (ahead bytes; 0 for an image that is a file).
+func checkMemory(transfer, buffers, lag, cards int, ahead int64) error {
 	t, b, l, n := int64(transfer), int64(buffers), int64(max(lag, 0)), int64(cards)
 	const limit = blockdev.MaxBufferMemory
 	if n < 2 {
 		l = 0
 	}
 	// One factor at a time, so no product can overflow.
-	if t <= 0 || t > limit || b > limit || l > limit || n > limit ||
-		(b+2)*t > limit || (l > 0 && n*l > limit/t) || (b+2)*t+n*l*t > limit {
-		return &MemoryError{TransferSize: t, Buffers: b, Lag: l, Cards: n}
+	if t <= 0 || t > limit || b > limit || l > limit || n > limit || ahead < 0 || ahead > limit ||
+		(b+2)*t > limit-ahead || (l > 0 && n*l > limit/t) || (b+2)*t+n*l*t > limit-ahead {
+		return &MemoryError{TransferSize: t, Buffers: b, Lag: l, Cards: n, ReadAhead: ahead}
 	}
 	return nil
+}
+
+// readAhead is what the image's download holds ahead of its decoder
+// (httpsrc's read-ahead), 0 for an image that is not a URL.
+func readAhead(image string) int64 {
+	if isURL(image) {
+		return httpsrc.ReadAheadMemory
+	}
+	return 0
 }
 
 // MemoryError is a session whose buffers would take more than
 // blockdev.MaxBufferMemory.
 type MemoryError struct {
 	TransferSize, Buffers, Lag, Cards int64
+	ReadAhead                         int64 // the download's, in bytes
 }
 
 func (e *MemoryError) Error() string {
@@ -308,6 +319,9 @@ func (e *MemoryError) Error() string {
 		units.FormatSize(e.TransferSize), e.Buffers, e.Buffers+2)
 	if e.Lag > 0 {
 		what += fmt.Sprintf(", and a lag of %d transfers with %d cards %d more", e.Lag, e.Cards, e.Lag*e.Cards)
+	}
+	if e.ReadAhead > 0 {
+		what += fmt.Sprintf(", and %s of the image read ahead from the network", units.FormatSize(e.ReadAhead))
 	}
 	return fmt.Sprintf("%s: more than the %s the buffers may take", what, units.FormatSize(blockdev.MaxBufferMemory))
 }
@@ -337,7 +351,7 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
 		return s.res, err
 	}
-	if err := checkSizes(s.transfer, cfg.Buffers, cfg.Lag, len(specs)); err != nil {
+	if err := checkSizes(s.transfer, cfg.Buffers, cfg.Lag, len(specs), readAhead(cfg.Image)); err != nil {
 		return s.res, err
 	}
 	if err := checkChecksum(cfg); err != nil {

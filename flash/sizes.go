@@ -31,10 +31,10 @@ const (
 
 // checkSizes refuses, before anything is opened, sizes no card can make
 // work: a negative transfer size or lag, fewer than 2 buffers (0 is the
-// engine's default), or buffers that would pass
-// blockdev.MaxBufferMemory at the transfer size asked (a card that takes
-// less only lowers it).
-func checkSizes(transfer, buffers, lag, cards int) error {
+// engine's default), or buffers (with a download's read-ahead of ahead
+// bytes) that would pass blockdev.MaxBufferMemory at the transfer size
+// asked (a card that takes less only lowers it).
+func checkSizes(transfer, buffers, lag, cards int, ahead int64) error {
 	switch {
 	case transfer < 0:
 		return &failure.SettingError{Setting: SettingTransferSize, Err: fmt.Errorf("%d bytes is not a size", transfer)}
@@ -43,7 +43,7 @@ func checkSizes(transfer, buffers, lag, cards int) error {
 	case lag < 0:
 		return &failure.SettingError{Setting: SettingLag, Err: fmt.Errorf("%d is less than 0 (lockstep)", lag)}
 	}
-	return checkMemory(transfer, buffersFor(transfer, buffers), lag, cards)
+	return checkMemory(transfer, buffersFor(transfer, buffers), lag, cards, ahead)
 }
 
 // buffersFor is the buffer count of transfers of transfer bytes: the one

@@ -65,7 +65,7 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 		transfer = pipeline.DefaultReadSize
 	}
 	// A verify's buffers: two to read into, one for the image's side.
-	if err := checkSizes(transfer, 2, 0, 1); err != nil {
+	if err := checkSizes(transfer, 2, 0, 1, readAhead(cfg.Image)); err != nil {
 		return nil, err
 	}
 	src, err := s.openImage(ctx, nil)

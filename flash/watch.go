@@ -44,7 +44,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
 		return s.res, err
 	}
-	if err := checkSizes(s.transfer, cfg.Buffers, 0, 1); err != nil {
+	if err := checkSizes(s.transfer, cfg.Buffers, 0, 1, readAhead(cfg.Image)); err != nil {
 		return s.res, err
 	}
 	if err := checkChecksum(cfg); err != nil {

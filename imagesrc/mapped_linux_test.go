@@ -125,7 +125,7 @@ func TestMappedFileUnreadablePage(t *testing.T) {
 		t.Fatalf("ReadAt(0) = %d, %v", n, err)
 	}
 
-	s, err := newSource(bytes.NewReader(nil), m, int64(len(img)), p)
+	s, err := newSource(bytes.NewReader(nil), m, int64(len(img)), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,6 +89,12 @@ type Options struct {
 	HashStream bool
 	// Stdin is what the path "-" reads; nil: the process's standard input.
 	Stdin *os.File
+	// Decoding, when set, is called once by OpenStream, on its caller's
+	// goroutine, when the stream's format needs a decoder, before the
+	// decoder reads: a network body then reads ahead of it (a raw stream
+	// is read straight into the engine's buffers, where a read-ahead
+	// would add a copy).
+	Decoding func()
 }
 
 // Open opens the image at path, or standard input when path is "-",
@@ -122,7 +128,7 @@ func OpenWith(path string, opts Options) (*Source, error) {
 		}
 	}
 	tee := streamTee(&r, size, opts)
-	s, err := newSource(r, ra, size, path)
+	s, err := newSource(r, ra, size, path, nil)
 	if err != nil {
 		for _, c := range closers {
 			c()
@@ -145,7 +151,7 @@ func OpenWith(path string, opts Options) (*Source, error) {
 func OpenStream(r io.Reader, size int64, name string, opts Options) (*Source, error) {
 	in := r
 	tee := streamTee(&in, -1, opts)
-	s, err := newSource(in, nil, size, name)
+	s, err := newSource(in, nil, size, name, opts.Decoding)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +186,7 @@ func openStdin(opts Options) (*Source, error) {
 	}
 	var r io.Reader = stdin
 	tee := streamTee(&r, size, opts)
-	s, err := newSource(r, ra, size, "")
+	s, err := newSource(r, ra, size, "", nil)
 	if err != nil {
 		return nil, fmt.Errorf("image on standard input: %w", err)
 	}
@@ -222,12 +228,12 @@ func New(r io.Reader, size int64) (*Source, error) {
 	if size < 0 {
 		ra = nil
 	}
-	return newSource(r, ra, size, "")
+	return newSource(r, ra, size, "", nil)
 }
 
 // newSource sniffs and opens the image; name is the file's name, "" for a
 // stream, and only serves to catch a file that is not what it is called.
-func newSource(r io.Reader, ra io.ReaderAt, size int64, name string) (*Source, error) {
+func newSource(r io.Reader, ra io.ReaderAt, size int64, name string, decoding func()) (*Source, error) {
 	s := &Source{CompressedSize: size, Size: -1, meter: &inputMeter{}}
 	if size < 0 {
 		s.CompressedSize = -1
@@ -270,6 +276,9 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string) (*Source, e
 
 	if err := s.readHeaders(head, ra, size); err != nil {
 		return nil, err
+	}
+	if decoding != nil && s.Format != FormatRaw {
+		decoding()
 	}
 	if err := s.openDecoder(stream, ra, size); err != nil {
 		s.Close()

@@ -419,3 +419,55 @@ func TestSourceZipAfterPrefix(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestOpenStreamDecoding: Options.Decoding is called once for a stream
+// that needs a decoder, before the decoder reads past the sniffed bytes,
+// and never for a raw stream (which is read straight into the engine's
+// buffers).
+func TestOpenStreamDecoding(t *testing.T) {
+	img := genOSImage(1<<20, 3)
+	gz, err := srcGzipGo(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		input []byte
+		calls int
+	}{
+		{"raw", img, 0},
+		{"gzip", gz, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &countReader{r: bytes.NewReader(tc.input)}
+			calls, readBefore := 0, int64(-1)
+			s, err := OpenStream(r, int64(len(tc.input)), "", Options{Decoding: func() { calls++; readBefore = r.n }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			got, err := io.ReadAll(s)
+			if err != nil || !bytes.Equal(got, img) {
+				t.Fatalf("decoded %d bytes, %v", len(got), err)
+			}
+			if calls != tc.calls {
+				t.Errorf("Decoding called %d times, want %d", calls, tc.calls)
+			}
+			if calls > 0 && readBefore != sniffLen {
+				t.Errorf("Decoding called after %d bytes were read, want the %d sniffed", readBefore, sniffLen)
+			}
+		})
+	}
+}
+
+// countReader counts what was read of r.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -321,15 +321,24 @@ type Body struct {
 	from    int64
 	resumes atomic.Int64 // read by Stats while Read runs
 	waited  atomic.Int64 // nanoseconds Read spent waiting for the network
-	failed  error        // what ended the attempt in flight; nil: none
-	err     error        // sticky
+	given   atomic.Int64 // bytes Read returned
+	// stopCtx cancels ctx (Close: an attempt in flight ends).
+	stopCtx context.CancelFunc
+	// ahead, after ReadAhead, holds what its goroutine read; the attempt's
+	// state (resp, cancel, stop, fails, failed, err, h1) is then that
+	// goroutine's until Close waited for it.
+	ahead  *ring
+	failed error // what ended the attempt in flight; nil: none
+	err    error // sticky
 }
 
 // Open asks for rawURL and returns its body once the server answered
 // with it (200); failures before that are retried as a resume is.
 func (c *Client) Open(ctx context.Context, rawURL string) (*Body, error) {
-	b := &Body{c: c, ctx: ctx, url: rawURL, display: Display(rawURL), size: -1, start: time.Now()}
+	b := &Body{c: c, url: rawURL, display: Display(rawURL), size: -1, start: time.Now()}
+	b.ctx, b.stopCtx = context.WithCancel(ctx)
 	if err := b.attempt(); err != nil {
+		b.stopCtx()
 		return nil, err
 	}
 	return b, nil
@@ -347,15 +356,18 @@ func (c *Client) OpenFrom(ctx context.Context, rawURL string, off int64, validat
 		b, err := c.Open(ctx, rawURL)
 		return b, false, err
 	}
-	b = &Body{c: c, ctx: ctx, url: rawURL, display: Display(rawURL), size: size, ranges: true, opened: true,
+	b = &Body{c: c, url: rawURL, display: Display(rawURL), size: size, ranges: true, opened: true,
 		name: fileName(rawURL, ""), start: time.Now(), from: off}
+	b.ctx, b.stopCtx = context.WithCancel(ctx)
 	if strings.HasPrefix(validator, `"`) {
 		b.etag = validator
 	} else {
 		b.lastModified = validator
 	}
 	b.off.Store(off)
+	b.given.Store(off)
 	if err := b.attempt(); err != nil {
+		b.stopCtx()
 		var se *StatusError
 		if !errors.Is(err, ErrResumeWhole) && !errors.Is(err, ErrChanged) && !errors.Is(err, ErrBadRange) &&
 			!(errors.As(err, &se) && se.Code == http.StatusRequestedRangeNotSatisfiable) {
@@ -393,15 +405,29 @@ func (b *Body) Stats() (received int64, elapsed time.Duration, resumes int) {
 // most of the time) or its reader does (it reads what had arrived).
 func (b *Body) Waited() time.Duration { return time.Duration(b.waited.Load()) }
 
-// Offset is how many bytes Read has returned.
-func (b *Body) Offset() int64 { return b.off.Load() }
+// Offset is the file's offset of the next byte Read returns.
+func (b *Body) Offset() int64 { return b.given.Load() }
 
 // URL is the URL as messages show it (Display).
 func (b *Body) URL() string { return b.display }
 
 // Read reads the body; a failure is resumed before Read returns, so that
-// it returns an error only when the stream cannot go on.
+// it returns an error only when the stream cannot go on. After ReadAhead
+// it copies from the read-ahead ring.
 func (b *Body) Read(p []byte) (int, error) {
+	if b.ahead != nil {
+		n, err := b.ahead.read(p, &b.waited)
+		b.given.Add(int64(n))
+		return n, err
+	}
+	n, err := b.read(p)
+	b.given.Add(int64(n))
+	return n, err
+}
+
+// read reads the network, resuming a failed attempt: Read's, or the
+// read-ahead goroutine's once it runs.
+func (b *Body) read(p []byte) (int, error) {
 	for {
 		if b.err != nil {
 			return 0, b.err
@@ -413,7 +439,10 @@ func (b *Body) Read(p []byte) (int, error) {
 		}
 		t := time.Now()
 		n, err := b.resp.Body.Read(p)
-		b.waited.Add(int64(time.Since(t)))
+		if b.ahead == nil {
+			// With a read-ahead, Read's own wait for the ring counts.
+			b.waited.Add(int64(time.Since(t)))
+		}
 		off := b.off.Add(int64(n))
 		b.moved.Add(int64(n))
 		if n > 0 {
@@ -449,8 +478,13 @@ func (b *Body) Read(p []byte) (int, error) {
 	}
 }
 
-// Close ends the stream.
+// Close ends the stream; a Read waiting for the read-ahead returns, and
+// the read-ahead's goroutine has ended when Close returns.
 func (b *Body) Close() error {
+	b.stopCtx()
+	if b.ahead != nil {
+		b.ahead.stop()
+	}
 	b.end()
 	if b.err == nil {
 		b.err = errClosed

@@ -44,6 +44,7 @@ type harness struct {
 	// bytes before it were read (stallAt), as a window would find them.
 	delivered atomic.Int64
 	stallAt   int64
+	ahead     bool // readAll reads through the read-ahead
 }
 
 func newHarness() *harness { return &harness{} }
@@ -99,16 +100,7 @@ func TestBodyResumes(t *testing.T) {
 	data := testData(n, 1)
 	v1 := flakyhttp.Version{Data: data, ETag: `"v1"`, LastModified: lastMod}
 	v2 := flakyhttp.Version{Data: testData(n, 2), ETag: `"v2"`, LastModified: lastMod.Add(time.Hour)}
-	tests := []struct {
-		name    string
-		v       flakyhttp.Version
-		faults  map[int]flakyhttp.Fault
-		path    string
-		want    error // nil: the file, byte-exact
-		ranges  []string
-		retries int
-		waits   []time.Duration
-	}{
+	tests := []resumeCase{
 		{name: "clean", v: v1, ranges: []string{""}},
 		{name: "drop after the first byte", v: v1, faults: map[int]flakyhttp.Fault{0: {DropAt: 1}},
 			ranges: []string{"", "bytes=1-"}, retries: 1},
@@ -149,31 +141,55 @@ func TestBodyResumes(t *testing.T) {
 		{name: "not found", v: v1, path: "/missing", want: fs.ErrNotExist},
 		{name: "redirect loop", v: v1, path: "/loop", want: errRedirects},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness()
-			srv := flakyhttp.New(tc.v, tc.faults)
-			srv.Path = "/os.img"
-			srv.OnStall = h.onStall
-			h.stallAt = tc.faults[0].StallAt
-			ts := httptest.NewServer(srv)
-			defer ts.Close()
-			path := "/os.img"
-			if tc.path != "" {
-				path = tc.path
+	// Each case read by Read itself and through the read-ahead ring,
+	// whose goroutine meets the faults while Read drains earlier chunks.
+	for _, ahead := range []bool{false, true} {
+		for _, tc := range tests {
+			name := tc.name
+			if ahead {
+				name += " read ahead"
 			}
-			got, err := h.readAll(New(h.options()), ts.URL+path)
-			checkOutcome(t, got, err, tc.v.Data, tc.want)
-			if tc.path == "" && !slices.Equal(srv.Ranges, tc.ranges) {
-				t.Errorf("ranges asked %q, want %q", srv.Ranges, tc.ranges)
-			}
-			if len(h.retries) != tc.retries {
-				t.Errorf("%d retries said, want %d: %v", len(h.retries), tc.retries, h.retries)
-			}
-			if tc.waits != nil && !slices.Equal(h.waits, tc.waits) {
-				t.Errorf("waits %v, want %v", h.waits, tc.waits)
-			}
-		})
+			t.Run(name, func(t *testing.T) { tc.run(t, ahead) })
+		}
+	}
+}
+
+type resumeCase struct {
+	name    string
+	v       flakyhttp.Version
+	faults  map[int]flakyhttp.Fault
+	path    string
+	want    error // nil: the file, byte-exact
+	ranges  []string
+	retries int
+	waits   []time.Duration
+}
+
+// run reads the case's file from its misbehaving server, with or without
+// the read-ahead.
+func (tc resumeCase) run(t *testing.T, ahead bool) {
+	h := newHarness()
+	h.ahead = ahead
+	srv := flakyhttp.New(tc.v, tc.faults)
+	srv.Path = "/os.img"
+	srv.OnStall = h.onStall
+	h.stallAt = tc.faults[0].StallAt
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	path := "/os.img"
+	if tc.path != "" {
+		path = tc.path
+	}
+	got, err := h.readAll(New(h.options()), ts.URL+path)
+	checkOutcome(t, got, err, tc.v.Data, tc.want)
+	if tc.path == "" && !slices.Equal(srv.Ranges, tc.ranges) {
+		t.Errorf("ranges asked %q, want %q", srv.Ranges, tc.ranges)
+	}
+	if len(h.retries) != tc.retries {
+		t.Errorf("%d retries said, want %d: %v", len(h.retries), tc.retries, h.retries)
+	}
+	if tc.waits != nil && !slices.Equal(h.waits, tc.waits) {
+		t.Errorf("waits %v, want %v", h.waits, tc.waits)
 	}
 }
 
@@ -183,6 +199,9 @@ func (h *harness) readAll(c *Client, url string) ([]byte, error) {
 		return nil, err
 	}
 	defer b.Close()
+	if h.ahead {
+		b.ReadAhead()
+	}
 	// Small reads, as a decoder's are, so faults land between them.
 	var out bytes.Buffer
 	buf := make([]byte, 3000)
@@ -335,5 +354,107 @@ func TestReadFile(t *testing.T) {
 		if _, err := c.ReadFile(context.Background(), ts.URL+p, 100); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s: %v, want fs.ErrNotExist", p, err)
 		}
+	}
+}
+
+// aheadBody is a body of data from a server with faults, reading ahead.
+func aheadBody(t *testing.T, ctx context.Context, data []byte, faults map[int]flakyhttp.Fault) *Body {
+	t.Helper()
+	srv := flakyhttp.New(flakyhttp.Version{Data: data, ETag: `"v1"`, LastModified: lastMod}, faults)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	b, err := New(newHarness().options()).Open(ctx, ts.URL+"/os.img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ReadAhead()
+	return b
+}
+
+// ended says the read-ahead's goroutine has returned.
+func ended(b *Body) bool {
+	select {
+	case <-b.ahead.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestReadAheadCancelFull: a context cancelled while every buffer of the
+// ring is queued ends the stream after the queued bytes (in order, the
+// file's), with the cancellation, and the goroutine ends.
+func TestReadAheadCancelFull(t *testing.T) {
+	data := testData(4*ReadAheadMemory, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b := aheadBody(t, ctx, data, nil)
+	defer b.Close()
+	for len(b.ahead.full) < ReadAheadBuffers {
+		time.Sleep(time.Millisecond) // until the goroutine waits for a free buffer
+	}
+	cancel()
+	got, err := io.ReadAll(b)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v after %d bytes, want the cancellation", err, len(got))
+	}
+	if queued := (ReadAheadBuffers - 1) * ReadAheadSize; len(got) < queued || len(got) >= len(data) {
+		t.Errorf("%d bytes before the cancellation, want the %d queued at least and not the whole file", len(got), queued)
+	}
+	if !bytes.Equal(got, data[:len(got)]) {
+		t.Error("the bytes before the cancellation are not the file's first bytes")
+	}
+	b.Close()
+	if !ended(b) {
+		t.Error("the read-ahead's goroutine runs on after Close")
+	}
+}
+
+// TestReadAheadClose: Close ends the read-ahead's goroutine whatever it
+// is doing, and a Read waiting on the ring (the server stalled, the
+// stall watch not ticking) returns.
+func TestReadAheadClose(t *testing.T) {
+	data := testData(256<<10, 5)
+	tests := []struct {
+		name   string
+		faults map[int]flakyhttp.Fault
+		read   int // bytes read before Close
+		wait   bool
+	}{
+		{name: "nothing read", read: 0},
+		{name: "half read", read: 128 << 10},
+		{name: "a Read waits for a stalled server", faults: map[int]flakyhttp.Fault{0: {StallAt: 5000}}, read: 5000, wait: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := aheadBody(t, context.Background(), data, tc.faults)
+			got := make([]byte, tc.read)
+			if _, err := io.ReadFull(b, got); err != nil || !bytes.Equal(got, data[:tc.read]) {
+				t.Fatalf("the first %d bytes: %v", tc.read, err)
+			}
+			type result struct {
+				n   int
+				err error
+			}
+			waiting := make(chan result, 1)
+			if tc.wait {
+				go func() {
+					n, err := b.Read(make([]byte, 100))
+					waiting <- result{n, err}
+				}()
+			}
+			b.Close()
+			if !ended(b) {
+				t.Error("the read-ahead's goroutine runs on after Close")
+			}
+			if tc.wait {
+				if r := <-waiting; r.n != 0 || !errors.Is(r.err, errClosed) {
+					t.Errorf("the waiting Read returned %d, %v; want 0, %v", r.n, r.err, errClosed)
+				}
+			}
+			if n, err := b.Read(make([]byte, 100)); n != 0 || !errors.Is(err, errClosed) {
+				t.Errorf("Read after Close: %d, %v", n, err)
+			}
+		})
 	}
 }

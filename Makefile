@@ -29,7 +29,7 @@ LDFLAGS  := -X main.stampedVersion=$(VERSION) -X main.stampedRevision=$(REVISION
 	-X main.stampedTime=$(REVTIME) -X main.stampedModified=$(MODIFIED)
 STATICCHECK := $(GO) tool staticcheck
 
-.PHONY: all deps libusb-deps test-deps build build-libusb demo test lint fuzz bench bench-customize e2e e2e-libusb bench-e2e profile-slowhost clean \
+.PHONY: all deps libusb-deps test-deps build build-libusb demo test lint fuzz bench bench-customize bench-url e2e e2e-libusb bench-e2e profile-slowhost clean \
 	cross-deps cross cross-linux cross-nousb test-arm64 test-arm test-riscv64 test-386 e2e-arm64 bench-e2e-arm64 bench-slowhost \
 	bench-slowhost-arm64 bench-slowhost-ab dist dist-repro dist-check
 
@@ -115,6 +115,22 @@ bench: deps
 bench-customize:
 	USBFLASH_BENCH_MB=1024 USBFLASH_BENCH_ROUNDS=$(or $(ROUNDS),5) \
 	  $(GO) test -run '^$$' -bench 'BenchmarkCustomizedWrite$$' -benchtime 1x -count 1 -v ./flash/
+
+# Issue 33's goal: a write from a URL (e2e/httpserve on the loopback)
+# against the same image from a file, side by side in one run on sim
+# cards: medians of wall, MB/s, CPU s/GiB, the URL/file ratio (goal >=
+# 0.95x) and the download alone (e2e/urlbench). BEFORE=path/to/usbflash
+# adds its URL/file column; URLBENCH_MIB=96,384, URLBENCH_FORMATS=
+# raw,gz,zst,xz, URLBENCH_SPEEDS=,40MB/s (empty: memory speed),
+# ROUNDS=3, URLBENCH_DIR= keeps the compressed images between runs.
+URLBENCH_MIB ?= 96,384
+URLBENCH_FORMATS ?= raw,gz,zst,xz
+URLBENCH_SPEEDS ?= ,40MB/s
+bench-url: build
+	$(GO) build -tags e2e -o bin/httpserve ./e2e/httpserve
+	$(GO) run -tags e2e ./e2e/urlbench -bin $(BIN) -serve bin/httpserve $(if $(BEFORE),-before $(BEFORE)) \
+	  -mib '$(URLBENCH_MIB)' -formats '$(URLBENCH_FORMATS)' -speeds '$(URLBENCH_SPEEDS)' -rounds $(or $(ROUNDS),3) \
+	  $(if $(URLBENCH_DIR),-dir $(URLBENCH_DIR))
 
 # The whole QEMU suite with bin/usbflash (on Linux: usbfs, static).
 e2e: build

@@ -44,9 +44,6 @@ func TestAlignedBuffersRing(t *testing.T) {
 // cost no more allocations (a little slack for the runtime's own, unrelated
 // ones).
 func TestRingSteadyStateAllocs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("allocation counting is slow-ish")
-	}
 	for _, tc := range []struct {
 		name string
 		run  func(testing.TB, int, int)

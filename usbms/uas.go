@@ -494,9 +494,9 @@ func (t *Transport) uasReady(ctx context.Context, r request, tag uint16) (status
 		if err != nil {
 			return statusIU{}, moved, fmt.Errorf("read the status pipe: %w", err)
 		}
-		iu, err := parseStatusIU(st.Buf[:max(0, min(st.N, len(st.Buf)))])
-		if err != nil {
-			return statusIU{}, moved, err
+		iu, perr := parseStatusIU(st.Buf[:max(0, min(st.N, len(st.Buf)))])
+		if perr != nil {
+			return statusIU{}, moved, perr
 		}
 		if iu.tag != tag {
 			return statusIU{}, moved, fmt.Errorf("%w: IU 0x%02x for tag %d while tag %d is in flight", ErrUASProtocol, iu.id, iu.tag, tag)
@@ -718,9 +718,10 @@ func (t *Transport) uasMaxLUN(ctx context.Context) (int, error) {
 // DefaultUASQueueDepth is how many READs or WRITEs a UAS transport keeps
 // in flight at once, bounded by its streams. It is 1 because that was
 // measured fastest (docs/performance.md): against QEMU's usb-uas a range
-// cut into 4 commands in flight wrote at 0.4-0.9x the speed of one
-// command at a time, on xHCI with streams and on EHCI without; a reader
-// that gains from queued commands is given more with the setting.
+// cut into 4 commands in flight wrote at 0.25-0.5x the speed of one
+// command at a time on EHCI (no streams: one READY at a time) and 0.8-1.1x
+// on xHCI with streams; a reader that gains from queued commands is given
+// more with the setting.
 const DefaultUASQueueDepth = 1
 
 // uasDepth is the queue depth in use: TransportOptions.QueueDepth

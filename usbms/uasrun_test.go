@@ -21,9 +21,10 @@ type scriptEndpoint struct {
 }
 
 type scriptStep struct {
-	i   int // transfer index; -1: ctx done
-	n   int
-	err error
+	i    int // transfer index; -1: ctx done
+	n    int
+	err  error
+	data []byte // what an IN transfer brings (n is then its length)
 }
 
 func (e *scriptEndpoint) UASMode() (bool, int) { return true, 16 }
@@ -61,6 +62,9 @@ func (e *scriptEndpoint) PipeReap(ctx context.Context) (*PipeXfer, error) {
 	}
 	x := e.subs[s.i]
 	x.N, x.Err = s.n, s.err
+	if s.data != nil {
+		x.N = copy(x.Buf, s.data)
+	}
 	return x, nil
 }
 
@@ -79,13 +83,13 @@ func TestUASRun(t *testing.T) {
 		cancels []int
 		want    []int // N of each transfer after the run; -1: not checked
 	}{
-		{name: "all answered", steps: []scriptStep{{4, 32, nil}, {1, 4096, nil}, {0, 16, nil}, {3, 4096, nil}, {2, 16, nil}, {5, 32, nil}},
+		{name: "all answered", steps: []scriptStep{{4, 32, nil, nil}, {1, 4096, nil, nil}, {0, 16, nil, nil}, {3, 4096, nil, nil}, {2, 16, nil, nil}, {5, 32, nil, nil}},
 			failAt: -1, want: []int{16, 4096, 16, 4096, 32, 32}},
-		{name: "residue: status ends its stream's data", steps: []scriptStep{{4, 32, nil}, {5, 32, nil}, {0, 16, nil}, {3, 4096, nil}, {2, 16, nil}},
+		{name: "residue: status ends its stream's data", steps: []scriptStep{{4, 32, nil, nil}, {5, 32, nil, nil}, {0, 16, nil, nil}, {3, 4096, nil, nil}, {2, 16, nil, nil}},
 			failAt: -1, cancels: []int{1}, want: []int{16, 0, 16, 4096, 32, 32}},
-		{name: "a stall cancels the rest", steps: []scriptStep{{4, 32, nil}, {1, 512, stall}},
+		{name: "a stall cancels the rest", steps: []scriptStep{{4, 32, nil, nil}, {1, 512, stall, nil}},
 			failAt: -1, cancels: []int{0, 2, 3, 5}, want: []int{0, 512, 0, 0, 32, 0}},
-		{name: "ctx done", steps: []scriptStep{{4, 32, nil}, {-1, 0, nil}},
+		{name: "ctx done", steps: []scriptStep{{4, 32, nil, nil}, {-1, 0, nil, nil}},
 			failAt: -1, wantErr: context.DeadlineExceeded, cancels: []int{0, 1, 2, 3, 5}, want: []int{0, 0, 0, 0, 32, 0}},
 		{name: "submit refused", failAt: 2, wantErr: errors.New("submit refused"), cancels: []int{0, 1}, want: []int{0, 0, 0, 0, 0, 0}},
 	}
@@ -127,7 +131,7 @@ func TestUASRun(t *testing.T) {
 // ends while the data transfer is pending (the device ended the command
 // having taken less) cancels it, and the cancel is no failure.
 func TestUASRunNoStreams(t *testing.T) {
-	ep := &scriptEndpoint{steps: []scriptStep{{1, 16, nil}}, failAt: -1}
+	ep := &scriptEndpoint{steps: []scriptStep{{1, 16, nil, nil}}, failAt: -1}
 	u := &uasState{ep: ep}
 	data := &PipeXfer{Pipe: PipeDataOut, Buf: make([]byte, 4096)}
 	st := &PipeXfer{Pipe: PipeStatus, Buf: make([]byte, 112)}
@@ -136,5 +140,27 @@ func TestUASRunNoStreams(t *testing.T) {
 	}
 	if st.Err != nil || st.N != 16 || !errors.Is(data.Err, context.Canceled) || !data.cancelled || data.pending {
 		t.Errorf("status %d %v, data %v (cancelled %v, pending %v); want the status, the data cancelled", st.N, st.Err, data.Err, data.cancelled, data.pending)
+	}
+}
+
+// TestUASReadyDeadline: without streams, a deadline that passes while the
+// data and the status read after WRITE READY are pending is reported as
+// the deadline (so the attempt counts as not answered), not as the
+// cancel it caused.
+func TestUASReadyDeadline(t *testing.T) {
+	ep := &scriptEndpoint{failAt: -1, steps: []scriptStep{
+		{i: 1, n: 32}, // the COMMAND IU
+		{i: 0, data: []byte{iuWriteReady, 0, 0, 1}}, // WRITE READY, tag 1
+		{i: 2, n: 4096}, // the data
+		{i: -1},         // the deadline, the SENSE IU not come
+	}}
+	tr := &Transport{uas: &uasState{ep: ep}}
+	_, moved, err := tr.uasReady(context.Background(), request{dir: DataOut, data: make([]byte, 4096)}, 1)
+	if !errors.Is(err, context.DeadlineExceeded) || moved != 4096 {
+		t.Fatalf("uasReady: %d bytes, %v; want 4096 and the deadline", moved, err)
+	}
+	// The status read is one PipeXfer, submitted twice: index 0.
+	if len(ep.steps) != 0 || !slices.Equal(ep.cancels, []int{0}) {
+		t.Errorf("steps left %d, cancelled %v; want none left, the status read (0) cancelled", len(ep.steps), ep.cancels)
 	}
 }

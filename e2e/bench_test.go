@@ -32,8 +32,8 @@ import (
 var (
 	wroteRe      = regexp.MustCompile(`Wrote [^\n]* in ([0-9hmsµun.]+) \(`)
 	bottleneckRe = regexp.MustCompile(`Bottleneck: ([^\n]*)`)
-	// ownRateRe is devbench's and zcprobe's own rate.
-	ownRateRe = regexp.MustCompile(`(?m)^(?:DEVBENCH|ZC) .*: ([0-9.]+) MB/s`)
+	// ownRateRe is devbench's, zcprobe's and uasprobe's own rate.
+	ownRateRe = regexp.MustCompile(`(?m)^(?:DEVBENCH|ZC|UASZC) .*: ([0-9.]+) MB/s`)
 	// timesRe is a line of the shell's `times`: user and system time; the
 	// last one is the children's.
 	timesRe = regexp.MustCompile(`(?m)^(\d+)m([0-9.]+)s (\d+)m([0-9.]+)s$`)
@@ -64,13 +64,14 @@ func elapsedOf(out string) float64 {
 	return 0
 }
 
-// buildZcprobe compiles e2e/testdata/zcprobe.c on the host.
-func buildZcprobe(t *testing.T) string {
+// buildCProbe compiles e2e/testdata/name.c (a C loop over libusb) on the
+// host.
+func buildCProbe(t *testing.T, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "zcprobe")
-	out, err := exec.Command("gcc", "-O2", "-o", bin, filepath.Join(moduleRoot(), "e2e", "testdata", "zcprobe.c"), "-lusb-1.0").CombinedOutput()
+	bin := filepath.Join(t.TempDir(), name)
+	out, err := exec.Command("gcc", "-O2", "-o", bin, filepath.Join(moduleRoot(), "e2e", "testdata", name+".c"), "-lusb-1.0").CombinedOutput()
 	if err != nil {
-		skipOrFail(t, "zcprobe.c does not build: %v\n%s", err, out)
+		skipOrFail(t, "%s.c does not build: %v\n%s", name, err, out)
 	}
 	return bin
 }
@@ -82,7 +83,7 @@ func TestBenchE2E(t *testing.T) {
 		mb = v
 	}
 	img := makeImage(77, mb<<20)
-	devbench, zcprobe := buildProbe(t, "devbench"), buildZcprobe(t)
+	devbench, zcprobe := buildProbe(t, "devbench"), buildCProbe(t, "zcprobe")
 	type row struct {
 		name   string
 		script string
@@ -236,7 +237,7 @@ func TestBenchDeviceSide(t *testing.T) {
 	if e := os.Getenv("USBFLASH_E2E_DEVBENCH_ENV"); e != "" {
 		devEnv = "env " + e + " "
 	}
-	devbench, zcprobe := buildProbe(t, "devbench"), buildZcprobe(t)
+	devbench, zcprobe := buildProbe(t, "devbench"), buildCProbe(t, "zcprobe")
 	var b strings.Builder
 	for _, c := range []Controller{EHCI, XHCI} {
 		t.Run(string(c), func(t *testing.T) {

@@ -28,8 +28,8 @@ func TestChooseTransport(t *testing.T) {
 		quirks  usbms.Quirks
 		refused bool
 	}{
-		{name: "both: auto takes BOT", setting: "auto", offer: both, why: "measured faster"},
-		{name: "both: empty is auto", setting: "", offer: both, why: "measured faster"},
+		{name: "both: auto takes BOT", setting: "auto", offer: both, why: "no clear gain"},
+		{name: "both: empty is auto", setting: "", offer: both, why: "no clear gain"},
 		{name: "both: uas forced", setting: "uas", offer: both, uas: true},
 		{name: "both: bot forced", setting: "bot", offer: both},
 		{name: "UAS only: auto", setting: "auto", offer: uasOnly, uas: true},
@@ -41,7 +41,7 @@ func TestChooseTransport(t *testing.T) {
 		{name: "IGNORE_UAS on a UAS-only device: nothing else", setting: "auto", offer: with(uasOnly, func(o *usbms.Offer) { o.Quirks = usbms.QuirkIgnoreUAS }), uas: true},
 		{name: "ASMedia at high speed", setting: "auto", offer: asm(usbdev.SpeedHigh, 0), why: "below SuperSpeed"},
 		{name: "ASMedia with 32 streams", setting: "auto", offer: asm(usbdev.SpeedSuper, 32), why: "32 streams", quirks: 0},
-		{name: "ASMedia at SuperSpeed: both offered", setting: "auto", offer: asm(usbdev.SpeedSuper, 16), why: "measured faster"},
+		{name: "ASMedia at SuperSpeed: both offered", setting: "auto", offer: asm(usbdev.SpeedSuper, 16), why: "no clear gain"},
 		{name: "ASMedia at SuperSpeed on UAS: 240 blocks", setting: "uas", offer: asm(usbdev.SpeedSuper, 16), uas: true, quirks: usbms.QuirkMaxSectors240},
 		{name: "bad setting", setting: "scsi", offer: both, refused: true},
 	}

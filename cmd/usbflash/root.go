@@ -103,7 +103,7 @@ Targets:
 		"quirk flags for readers that need them, as Linux's usb-storage.quirks= takes them: "+usbms.QuirkSyntax+
 			" (also $"+usbms.QuirksEnv+" and /sys/module/usb_storage/parameters/quirks)")
 	root.PersistentFlags().StringVar(&a.transport, "transport", usbms.TransportAuto,
-		"how readers are driven: auto (UAS where the reader offers only UAS, Bulk-Only where it offers both: measured faster), bot (Bulk-Only) or uas (USB Attached SCSI)")
+		"how readers are driven: auto (UAS where the reader offers only UAS, Bulk-Only where it offers both: UAS measured no clear gain), bot (Bulk-Only) or uas (USB Attached SCSI)")
 	root.PersistentFlags().IntVar(&a.queueDepth, "queue-depth", usbms.DefaultUASQueueDepth,
 		"READs or WRITEs a UAS reader gets in flight at once, a range cut into that many commands (at most its streams less one)")
 	root.SetFlagErrorFunc(flagError)

@@ -229,6 +229,7 @@ func makeImage(dir string, raw []byte, mib int, f string, keep bool) (*image, er
 // start serves the image on a free loopback port.
 func (im *image) start(serve, dir string) error {
 	ready := im.path + ".ready"
+	os.Remove(ready) // an earlier run's, with its address
 	im.server = exec.Command(serve, "-addr", "127.0.0.1:0", "-image", im.path, "-ready", ready)
 	im.server.Stderr = io.Discard // its log of requests
 	if err := im.server.Start(); err != nil {

@@ -101,9 +101,10 @@ func (s *session) openImageAt(ctx context.Context, d *download) (*imagesrc.Sourc
 // openBody decodes the stream r of the body b; closing the source closes
 // r, which closes b. The session keeps b for the source's download note.
 func (s *session) openBody(b *httpsrc.Body, r io.ReadCloser, size int64, name string, opts imagesrc.Options) (*imagesrc.Source, error) {
-	// The download runs ahead of a decoder, which decodes while the next
-	// bytes arrive (counted in checkMemory's bound).
-	opts.Decoding = b.ReadAhead
+	// The download runs ahead of a decoder that reads on its caller's
+	// goroutine, which decodes while the next bytes arrive (counted in
+	// checkMemory's bound).
+	opts.ReadAhead = b.ReadAhead
 	src, err := imagesrc.OpenStream(r, size, name, opts)
 	if err != nil {
 		r.Close()

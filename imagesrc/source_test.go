@@ -420,13 +420,21 @@ func TestSourceZipAfterPrefix(t *testing.T) {
 	s.Close()
 }
 
-// TestOpenStreamDecoding: Options.Decoding is called once for a stream
-// that needs a decoder, before the decoder reads past the sniffed bytes,
-// and never for a raw stream (which is read straight into the engine's
-// buffers).
-func TestOpenStreamDecoding(t *testing.T) {
+// TestOpenStreamReadAhead: Options.ReadAhead is called once for a stream
+// whose decoder reads on the caller's goroutine, before the decoder reads
+// past the sniffed bytes, and never for a raw stream (read straight into
+// the engine's buffers) or zstd (which reads ahead itself).
+func TestOpenStreamReadAhead(t *testing.T) {
 	img := genOSImage(1<<20, 3)
 	gz, err := srcGzipGo(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xz, err := srcXzGo(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zst, err := srcZstdGo(img)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,11 +445,13 @@ func TestOpenStreamDecoding(t *testing.T) {
 	}{
 		{"raw", img, 0},
 		{"gzip", gz, 1},
+		{"xz", xz, 1},
+		{"zstd", zst, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &countReader{r: bytes.NewReader(tc.input)}
 			calls, readBefore := 0, int64(-1)
-			s, err := OpenStream(r, int64(len(tc.input)), "", Options{Decoding: func() { calls++; readBefore = r.n }})
+			s, err := OpenStream(r, int64(len(tc.input)), "", Options{ReadAhead: func() { calls++; readBefore = r.n }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -451,10 +461,10 @@ func TestOpenStreamDecoding(t *testing.T) {
 				t.Fatalf("decoded %d bytes, %v", len(got), err)
 			}
 			if calls != tc.calls {
-				t.Errorf("Decoding called %d times, want %d", calls, tc.calls)
+				t.Errorf("ReadAhead called %d times, want %d", calls, tc.calls)
 			}
-			if calls > 0 && readBefore != sniffLen {
-				t.Errorf("Decoding called after %d bytes were read, want the %d sniffed", readBefore, sniffLen)
+			if sniffed := min(sniffLen, int64(len(tc.input))); calls > 0 && readBefore != sniffed {
+				t.Errorf("ReadAhead called after %d bytes were read, want the %d sniffed", readBefore, sniffed)
 			}
 		})
 	}

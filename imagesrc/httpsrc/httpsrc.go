@@ -622,12 +622,34 @@ func (b *Body) request(off int64) error {
 	}
 	if err := b.check(resp, off); err != nil {
 		stop()
+		drain(resp, cancel)
 		cancel()
 		resp.Body.Close()
 		return err
 	}
 	b.resp, b.cancel, b.stop = resp, cancel, stop
 	return nil
+}
+
+// maxDrain bounds the answer drain reads, and drainTime its wait.
+const (
+	maxDrain  = 16 << 10
+	drainTime = time.Second
+)
+
+// drain reads the rest of a small answer that is not taken (a 404's page,
+// a 503's) so that net/http keeps its connection for the next request
+// instead of closing it: the files looked for beside a URL are mostly
+// missing, and each new connection cost a write from a local server a
+// connect and its wait. A body of unknown or larger length is left, and
+// cancel ends a server that sends less than it said.
+func drain(resp *http.Response, cancel context.CancelFunc) {
+	if resp.ContentLength < 0 || resp.ContentLength > maxDrain {
+		return
+	}
+	t := time.AfterFunc(drainTime, cancel)
+	defer t.Stop()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 }
 
 // watch cancels the attempt when fewer than the floor's bytes move in a

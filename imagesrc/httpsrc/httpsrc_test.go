@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -340,8 +341,24 @@ func TestReadFile(t *testing.T) {
 	srv.Path = "/os.img"
 	srv.Files["/SHA256SUMS"] = []byte("abc  os.img\n")
 	srv.Files["/page"] = []byte("<!doctype html><title>Not here</title>")
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewUnstartedServer(srv)
+	var conns atomic.Int64
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
 	defer ts.Close()
+	// The lookups beside an image, one after the other as a session
+	// makes them: missing files (404s) keep their connection.
+	c0 := New(newHarness().options())
+	for _, p := range []string{"/os.img.sha256", "/os.img.sha256sum", "/os.img.sha", "/SHA256SUMS", "/os.img.bmap"} {
+		c0.ReadFile(context.Background(), ts.URL+p, 100)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("5 small files read over %d connections, want 1", n)
+	}
 	c := New(newHarness().options())
 	got, err := c.ReadFile(context.Background(), ts.URL+"/SHA256SUMS", 100)
 	if err != nil || string(got) != "abc  os.img\n" {

@@ -20,7 +20,7 @@ import (
 //
 // A device may offer more through the optional interfaces below, which
 // users check for as io.Copy checks for io.WriterTo: WriteProtector,
-// TransferLimiter, BufferAllocator, Ejector, and fmt.Stringer for its name.
+// TransferLimiter, BufferAllocator, QueuedWriter, Ejector, and fmt.Stringer for its name.
 // A wrapper that embeds a Device interface value hides them, so the
 // engine must be handed the device itself; a name for messages is passed
 // beside it instead (see Name).
@@ -102,6 +102,24 @@ type WriteProtector interface {
 // it, so every ReadBlocks or WriteBlocks is one command.
 type TransferLimiter interface {
 	MaxTransfer() int64
+}
+
+// QueuedWriter is a device that keeps several WRITEs in flight at once (a
+// UAS reader with a queue depth above 1). The engine hands it up to
+// WriteQueueDepth full transfers that follow each other on the medium in
+// one WriteBlocksQueued, each its own command; the call returns when all
+// are written, so every promise of WriteBlocks holds (an error names the
+// failing command's blocks, the buffers are the caller's again).
+type QueuedWriter interface {
+	WriteQueueDepth() int
+	WriteBlocksQueued(ctx context.Context, lba int64, bufs [][]byte) error
+}
+
+// BlockRanger is an error that names the blocks of the command that
+// failed, so that a failure of a WriteBlocksQueued is reported at that
+// command's blocks rather than the whole call's.
+type BlockRanger interface {
+	BlockRange() (lba, blocks int64)
 }
 
 // BufferAllocator is a device with memory it sends from and reads into

@@ -80,6 +80,16 @@ func (r *ring) receive(ctx context.Context) (fill, error) {
 	}
 }
 
+// tryReceive is the next filled buffer if one is waiting; it never waits.
+func (r *ring) tryReceive() (fill, bool) {
+	select {
+	case f := <-r.full:
+		return f, true
+	default:
+		return fill{}, false
+	}
+}
+
 // data is the part of f's buffer that goes to the device: whole blocks.
 func (r *ring) data(f fill) []byte { return r.bufs[f.idx][:f.padded] }
 

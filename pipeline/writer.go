@@ -34,6 +34,15 @@ type writer struct {
 	streamed  int64 // image bytes streamed, first transfer excluded
 	busy      time.Duration
 	transfers int
+
+	// queue is the device's when it keeps several WRITEs in flight
+	// (depth above 1, at most the cycling buffers less one): full
+	// transfers waiting in the ring go to it together; bufs is the slice
+	// handed to it, reused.
+	queue blockdev.QueuedWriter
+	depth int
+	batch []fill
+	bufs  [][]byte
 }
 
 // newWriter builds a write of src to dev with normalized options: mem's
@@ -49,6 +58,13 @@ func newWriter(ctx context.Context, dev blockdev.Device, name string, src io.Rea
 		r:        newRing(mem.bufs[:len(mem.bufs)-1]),
 		zero:     mem.bufs[len(mem.bufs)-1],
 		prog:     progress{fn: opts.Progress},
+	}
+	// A batch leaves the filler one of the cycling buffers, so reading
+	// the image goes on while the batch is on the wire.
+	if q, ok := dev.(blockdev.QueuedWriter); ok {
+		if d := min(q.WriteQueueDepth(), opts.Buffers-1); d > 1 {
+			w.queue, w.depth = q, d
+		}
 	}
 	w.res.Memory = mem.kind
 	w.res.TransferSize, w.res.Buffers = opts.TransferSize, opts.Buffers
@@ -137,6 +153,9 @@ func (w *writer) consume(f fill) (bool, error) {
 		w.nextLBA = int64(f.padded / w.bs) // a full transfer unless the image ends in it
 		return f.err == nil, nil
 	}
+	if w.queue != nil && w.full(f) {
+		return w.consumeQueued(f)
+	}
 	if f.part {
 		if err := w.writePieces(f); err != nil {
 			return false, err
@@ -145,14 +164,81 @@ func (w *writer) consume(f fill) (bool, error) {
 		if err := w.write(w.nextLBA, w.r.data(f)); err != nil {
 			return false, err
 		}
-		w.res.BytesWritten += int64(f.padded)
-		w.noteWritten(f.off, int64(f.n))
+		w.wrote(f)
 	}
+	w.advance(f)
+	w.prog.update(w.streamed, false)
+	return f.err == nil, nil
+}
+
+// wrote counts f's transfer as written.
+func (w *writer) wrote(f fill) {
+	w.res.BytesWritten += int64(f.padded)
+	w.noteWritten(f.off, int64(f.n))
+}
+
+// advance moves past f and gives its buffer back.
+func (w *writer) advance(f fill) {
 	w.nextLBA += int64(f.padded / w.bs)
 	w.streamed += int64(f.n)
 	w.r.giveBack(f)
+}
+
+// full is a fill that is a whole transfer with more to come: what goes to
+// a QueuedWriter.
+func (w *writer) full(f fill) bool {
+	return f.err == nil && !f.part && f.padded == w.opts.TransferSize
+}
+
+// consumeQueued writes f with the full transfers already waiting behind
+// it, up to the device's queue depth, in one WriteBlocksQueued (they
+// follow each other on the medium), and gives them back once all are
+// written. A fill behind them that is not a full transfer (the last, a
+// pieced one) is consumed after them as any other.
+func (w *writer) consumeQueued(f fill) (bool, error) {
+	w.batch = append(w.batch[:0], f)
+	var next fill
+	ahead := false
+	for len(w.batch) < w.depth {
+		g, ok := w.r.tryReceive()
+		if !ok {
+			break
+		}
+		if !w.full(g) {
+			next, ahead = g, true
+			break
+		}
+		w.batch = append(w.batch, g)
+	}
+	w.bufs = w.bufs[:0]
+	n := 0
+	for _, b := range w.batch {
+		w.bufs = append(w.bufs, w.r.data(b))
+		n += b.padded
+	}
+	t := time.Now()
+	err := w.queue.WriteBlocksQueued(w.devCtx, w.nextLBA, w.bufs)
+	w.busy += time.Since(t)
+	w.transfers += len(w.batch)
+	if err != nil {
+		lba, count := w.nextLBA, int64(n/w.bs)
+		if br := blockdev.BlockRanger(nil); errors.As(err, &br) {
+			if l, c := br.BlockRange(); c > 0 && l >= lba && l+c <= lba+count {
+				lba, count = l, c
+			}
+		}
+		return false, &DeviceError{Device: w.name, Op: OpWrite, LBA: lba, Count: count, BlockSize: w.bs, Err: err}
+	}
+	for _, b := range w.batch {
+		w.last = b
+		w.wrote(b)
+		w.advance(b)
+	}
 	w.prog.update(w.streamed, false)
-	return f.err == nil, nil
+	if ahead {
+		return w.consume(next)
+	}
+	return true, nil
 }
 
 // finish ends a stream that reached its end: the first transfer, then

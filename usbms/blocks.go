@@ -77,13 +77,37 @@ func (l *LUN) transfer(ctx context.Context, write bool, lba int64, p []byte) err
 // several in flight: below it a command's own cost outweighs the overlap.
 const minQueuedPiece = 128 << 10
 
+// queuedCmd is one READ or WRITE of a batch in flight.
+type queuedCmd struct {
+	lba, n int64
+	use16  bool
+	p      []byte
+}
+
+// queuedRequest builds the request of c.
+func (l *LUN) queuedRequest(write bool, c queuedCmd) request {
+	cdb := scsi.Read10(uint32(c.lba), uint16(c.n))
+	switch {
+	case write && c.use16:
+		cdb = scsi.Write16(uint64(c.lba), uint32(c.n), false)
+	case write:
+		cdb = scsi.Write10(uint32(c.lba), uint16(c.n), false)
+	case c.use16:
+		cdb = scsi.Read16(uint64(c.lba), uint32(c.n))
+	}
+	dir := DataIn
+	if write {
+		dir = DataOut
+	}
+	r := l.essential(cdb.Bytes(), dir, c.p)
+	r.lun = l.lun
+	return r
+}
+
 // queued moves the start of p as several READs or WRITEs in flight at
 // once, when the transport is UAS with a queue depth above 1 and p holds
 // at least two commands' worth; it returns the blocks it covered (0:
-// nothing was sent, go on one command at a time). A command of the batch
-// that failed is sent again alone with the whole policy of do, so a
-// failure is met as it would be without the queue; a medium change seen
-// by any of them after writing began fails the range.
+// nothing was sent, go on one command at a time).
 func (l *LUN) queued(ctx context.Context, write bool, lba int64, p []byte) (int64, error) {
 	depth := l.t.uasDepth()
 	bs := int64(l.blockSize)
@@ -92,39 +116,34 @@ func (l *LUN) queued(ctx context.Context, write bool, lba int64, p []byte) (int6
 		return 0, nil
 	}
 	piece := max((count+int64(depth)-1)/int64(depth), minQueuedPiece/bs)
-	type cmd struct {
-		lba, n int64
-		use16  bool
-	}
-	var cmds []cmd
-	var rs []request
+	var cmds []queuedCmd
 	at := lba
 	for len(cmds) < depth && at < lba+count {
 		n, use16 := l.plan(at, min(piece, lba+count-at))
 		if n < 1 {
 			break
 		}
-		cdb := scsi.Read10(uint32(at), uint16(n))
-		switch {
-		case write && use16:
-			cdb = scsi.Write16(uint64(at), uint32(n), false)
-		case write:
-			cdb = scsi.Write10(uint32(at), uint16(n), false)
-		case use16:
-			cdb = scsi.Read16(uint64(at), uint32(n))
-		}
-		dir := DataIn
-		if write {
-			dir = DataOut
-		}
 		off := (at - lba) * bs
-		r := l.essential(cdb.Bytes(), dir, p[off:off+n*bs])
-		r.lun = l.lun
-		cmds, rs = append(cmds, cmd{at, n, use16}), append(rs, r)
+		cmds = append(cmds, queuedCmd{at, n, use16, p[off : off+n*bs]})
 		at += n
 	}
 	if len(cmds) < 2 {
 		return 0, nil
+	}
+	if err := l.batch(ctx, write, cmds); err != nil {
+		return 0, err
+	}
+	return at - lba, nil
+}
+
+// batch sends cmds at once and waits for all. A command of the batch that
+// failed is sent again alone with the whole policy of do, so a failure is
+// met as it would be without the queue; a medium change seen by any of
+// them after writing began fails the range.
+func (l *LUN) batch(ctx context.Context, write bool, cmds []queuedCmd) error {
+	rs := make([]request, len(cmds))
+	for i, c := range cmds {
+		rs[i] = l.queuedRequest(write, c)
 	}
 	l.t.consumePortReset()
 	errs := l.t.uasBatch(ctx, rs)
@@ -132,7 +151,7 @@ func (l *LUN) queued(ctx context.Context, write bool, lba int64, p []byte) (int6
 		if se, ok := scsi.AsSense(err); ok && l.wrote && scsi.IsMediumSwap(se) {
 			l.changed = true
 			c := cmds[i]
-			return 0, l.cmdError(rs[i], span{c.lba, c.n}, fmt.Errorf("%w: %w", ErrMediumChanged, err))
+			return l.cmdError(rs[i], span{c.lba, c.n}, fmt.Errorf("%w: %w", ErrMediumChanged, err))
 		}
 	}
 	for i, err := range errs {
@@ -144,15 +163,60 @@ func (l *LUN) queued(ctx context.Context, write bool, lba int64, p []byte) (int6
 			continue
 		}
 		if ctx.Err() != nil {
-			return 0, l.cmdError(rs[i], span{c.lba, c.n}, ctx.Err())
+			return l.cmdError(rs[i], span{c.lba, c.n}, ctx.Err())
 		}
 		// Alone, with the sense policy and the recovery ladder.
-		off := (c.lba - lba) * bs
-		if err := l.rw(ctx, write, c.use16, c.lba, p[off:off+c.n*bs]); err != nil {
-			return 0, err
+		if err := l.rw(ctx, write, c.use16, c.lba, c.p); err != nil {
+			return err
 		}
 	}
-	return at - lba, nil
+	return nil
+}
+
+// WriteQueueDepth implements blockdev.QueuedWriter: the queue depth of a
+// UAS reader, 1 over Bulk-Only.
+func (l *LUN) WriteQueueDepth() int { return l.t.uasDepth() }
+
+// WriteBlocksQueued implements blockdev.QueuedWriter: bufs, which follow
+// each other on the medium from lba, go as one WRITE each, all in flight
+// at once (up to the queue depth a batch); it returns when every one is
+// written or one failed for good, naming its blocks. A buffer that one
+// command cannot carry, or a transport without a queue, is written with
+// WriteBlocks, one after the other.
+func (l *LUN) WriteBlocksQueued(ctx context.Context, lba int64, bufs [][]byte) error {
+	depth := l.t.uasDepth()
+	bs := int64(l.blockSize)
+	for len(bufs) > 0 {
+		var cmds []queuedCmd
+		at := lba
+		for _, p := range bufs[:min(len(bufs), depth)] {
+			count := int64(len(p)) / bs
+			if l.wp || l.changed || l.no16 || int64(len(p))%bs != 0 || count == 0 || at+count > l.blocks {
+				break
+			}
+			n, use16 := l.plan(at, count)
+			if n != count {
+				break
+			}
+			cmds = append(cmds, queuedCmd{at, n, use16, p})
+			at += n
+		}
+		if len(cmds) < 2 {
+			// WriteBlocks says what is wrong with the range, or moves it.
+			if err := l.WriteBlocks(ctx, lba, bufs[0]); err != nil {
+				return err
+			}
+			lba += int64(len(bufs[0])) / bs
+			bufs = bufs[1:]
+			continue
+		}
+		if err := l.batch(ctx, true, cmds); err != nil {
+			return err
+		}
+		lba = at
+		bufs = bufs[len(cmds):]
+	}
+	return nil
 }
 
 // capSteps are the command sizes a reader that fails large READs and

@@ -62,6 +62,9 @@ func (e *CommandError) Class() failure.Class { return failure.Within(failure.Dev
 
 func (e *CommandError) Unwrap() error { return e.Err }
 
+// BlockRange implements blockdev.BlockRanger: the failing command's blocks.
+func (e *CommandError) BlockRange() (lba, blocks int64) { return e.LBA, e.Blocks }
+
 // markMedium marks err as write protection when its sense data says
 // the medium is write-protected (DATA PROTECT, ASC 27h: any ASCQ, hardware
 // or software protection alike), as when the lock switch moved after MODE

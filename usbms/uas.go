@@ -717,11 +717,12 @@ func (t *Transport) uasMaxLUN(ctx context.Context) (int, error) {
 
 // DefaultUASQueueDepth is how many READs or WRITEs a UAS transport keeps
 // in flight at once, bounded by its streams. It is 1 because that was
-// measured fastest (docs/performance.md): against QEMU's usb-uas a range
-// cut into 4 commands in flight wrote at 0.25-0.5x the speed of one
-// command at a time on EHCI (no streams: one READY at a time) and 0.8-1.1x
-// on xHCI with streams; a reader that gains from queued commands is given
-// more with the setting.
+// measured fastest but in one case (docs/performance.md): against QEMU's
+// usb-uas a write's full transfers 4 in flight ran at 1.13-1.19x one at a
+// time on xHCI at 1 MiB, 0.6-0.8x at 4 MiB, 0.5-0.7x on EHCI (no streams:
+// one READY at a time), and a READ or WRITE cut into 4 commands at
+// 0.25-1.1x; a reader that gains from queued commands is given more with
+// the setting.
 const DefaultUASQueueDepth = 1
 
 // uasDepth is the queue depth in use: TransportOptions.QueueDepth

@@ -357,3 +357,63 @@ func TestUASCommandSize(t *testing.T) {
 		})
 	}
 }
+
+// TestUASWriteBlocksQueued: consecutive buffers go as one WRITE each, all
+// in flight at once; one that fails is sent again alone with the whole
+// policy (a command never answered is aborted and sent again), and a
+// medium error names that buffer's own blocks. Over Bulk-Only, or at
+// depth 1, the buffers go one after the other.
+func TestUASWriteBlocksQueued(t *testing.T) {
+	const piece = 64 << 10
+	cases := []struct {
+		name   string
+		depth  int
+		fault  *sim.Fault
+		aborts int64
+		bad    int64 // LBA of a medium error; its buffer is named
+	}{
+		{name: "written", depth: 4},
+		{name: "depth 1", depth: 1},
+		{name: "never answered", depth: 4, fault: &sim.Fault{Kind: sim.NeverAnswer}, aborts: 1},
+		{name: "medium error", depth: 4, fault: &sim.Fault{Kind: sim.MediumError, LBA: 100 + 128 + 5, Persistent: true}, bad: 100 + 128 + 5},
+	}
+	for _, m := range uasModes {
+		for _, c := range cases {
+			t.Run(m.name+"/"+c.name, func(t *testing.T) {
+				dev, _, l := uasRigDepth(t, uasConfig(m.streams, sim.UASConfig{}), c.depth)
+				if got := l.WriteQueueDepth(); got != c.depth {
+					t.Fatalf("WriteQueueDepth() = %d, want %d", got, c.depth)
+				}
+				ctx := context.Background()
+				if c.fault != nil {
+					dev.Inject(*c.fault)
+				}
+				data := pattern(3*piece, 11)
+				bufs := [][]byte{data[:piece], data[piece : 2*piece], data[2*piece:]}
+				before := dev.Stats()
+				err := l.WriteBlocksQueued(ctx, 100, bufs)
+				after := dev.Stats()
+				if c.bad != 0 {
+					var ce *usbms.CommandError
+					if !errors.As(err, &ce) || ce.LBA != 100+128 || ce.Blocks != 128 {
+						t.Fatalf("WriteBlocksQueued: %v; want a CommandError for the 128 blocks at LBA 228", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("WriteBlocksQueued: %v", err)
+				}
+				if w := after.Opcodes[opWrite10] - before.Opcodes[opWrite10]; w != 3+c.aborts {
+					t.Errorf("%d WRITEs, want %d (one a buffer, and the one sent again)", w, 3+c.aborts)
+				}
+				if a := after.UASAborts - before.UASAborts; a != c.aborts {
+					t.Errorf("%d ABORT TASK, want %d", a, c.aborts)
+				}
+				got := make([]byte, len(data))
+				if err := l.ReadBlocks(ctx, 100, got); err != nil || !bytes.Equal(got, data) {
+					t.Fatalf("read back: %v (equal %v)", err, bytes.Equal(got, data))
+				}
+			})
+		}
+	}
+}

@@ -36,8 +36,14 @@ func openFor(t *testing.T, target string, opts Options) (*Device, error) {
 // refused, as writing it would destroy the image as it is read; a free
 // disk opens (the exclusive open does not stand in the way); a disk in use
 // opens to read, with the use as a fact to warn of.
+//
+// Not parallel with the package's other tests (its subtests are parallel
+// among themselves): it forks losetup, mount and mkswap, and a forked child
+// holds a copy of every descriptor, the exclusively locked cards of other
+// tests included, until it execs; a test that closes a card and opens it
+// again could find it "in use" (TestOpenTargets, seen once in CI under
+// qemu-user, where the window from fork to exec is long).
 func TestOpenDisksTheSystemUses(t *testing.T) {
-	t.Parallel()
 	image := filepath.Join(t.TempDir(), "os.img")
 	if err := os.WriteFile(image, bytes.Repeat([]byte("usbflash image  "), 1<<16), 0o644); err != nil {
 		t.Fatal(err)
@@ -114,11 +120,11 @@ func TestOpenDisksTheSystemUses(t *testing.T) {
 // to write; one that cannot be opened at all failed as a device; a
 // directory is no card (a usage error).
 //
-// Not parallel: the write opens lock the card exclusively, and a parallel
-// test that runs losetup or mount forks; the child holds a copy of the
+// Not parallel: the write opens lock the card exclusively, and a test
+// that runs losetup or mount forks; the child holds a copy of the
 // descriptor, and with it the lock, until it execs, so the read-only opens
 // at the end could find the lock still held after the writer closed
-// (seen once in CI).
+// (seen once in CI). See TestOpenDisksTheSystemUses.
 func TestFileAndSimAgree(t *testing.T) {
 	dir := t.TempDir()
 	notDir := filepath.Join(dir, "not-a-dir")

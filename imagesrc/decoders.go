@@ -52,7 +52,10 @@ func newStreamDecoder(f Format, r *bufio.Reader, inputRead func() int64) (stream
 	case FormatXz:
 		// xzdec names the offsets in its errors itself.
 		d, err := newXzDecoder(r)
-		return streamDecoder{Reader: d}, err
+		if err != nil {
+			return streamDecoder{}, err
+		}
+		return streamDecoder{Reader: d, close: d.Close}, nil
 	case FormatZstd:
 		// zstd reads its input on goroutines of its own.
 		in := &countingReader{r: r}

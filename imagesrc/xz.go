@@ -8,12 +8,15 @@ import (
 	"github.com/usbflash/usbflash/xzdec"
 )
 
-// newXzDecoder decodes .xz on one goroutine with xzdec, which verifies every
-// block check, index and stream footer itself (so a download cut at a block
-// boundary is reported as truncated, not as a short image) and handles
-// concatenated streams and stream padding.
-func newXzDecoder(r io.Reader) (io.Reader, error) {
-	return xzdec.NewReader(r)
+// newXzDecoder decodes a .xz stream (a download, a pipe) with xzdec, which
+// verifies every block check, index and stream footer itself (so a download
+// cut at a block boundary is reported as truncated, not as a short image)
+// and handles concatenated streams and stream padding. Blocks whose headers
+// record their sizes (xz -T) are decoded on up to GOMAXPROCS goroutines, as
+// a file's are, with at most xzdec.DefaultMaxInFlight bytes held; others on
+// the goroutine that reads the stream.
+func newXzDecoder(r io.Reader) (io.ReadCloser, error) {
+	return xzdec.NewParallelStreamReader(context.Background(), r, xzdec.Options{})
 }
 
 // openParallelXz decodes a seekable .xz file whose index lists several

@@ -20,8 +20,10 @@ func smallMultiBlock(t *testing.T) []byte {
 	return xzCompress(t, genImage(200000, 5, false), "-6", "--check=crc64", "--block-size=60000")
 }
 
-// decodeErr decodes c with both front ends and returns their errors.
-func decodeErr(c []byte) (stream, parallel error) {
+// decodeErr decodes c with every front end and returns their errors: the
+// streaming Reader, the parallel reader of a file, and the parallel reader
+// of a stream.
+func decodeErr(c []byte) (stream, parallel, parallelStream error) {
 	r, err := NewReader(bytes.NewReader(c))
 	if err == nil {
 		_, err = io.Copy(io.Discard, r)
@@ -32,30 +34,50 @@ func decodeErr(c []byte) (stream, parallel error) {
 		_, err = io.Copy(io.Discard, pr)
 		pr.Close()
 	}
-	return stream, err
+	parallel = err
+	sr, err := NewParallelStreamReader(context.Background(), bytes.NewReader(c), Options{Workers: 2})
+	if err == nil {
+		_, err = io.Copy(io.Discard, sr)
+		sr.Close()
+	}
+	return stream, parallel, err
 }
 
 func TestTruncated(t *testing.T) {
-	c := smallMultiBlock(t)
-	for n := 0; n < len(c); n += 1 + n/64 {
-		s, p := decodeErr(c[:n])
-		requireXZError(t, s, n)
-		requireXZError(t, p, n)
+	// Both kinds of block: -T2 records the sizes in the block headers, so
+	// the stream's blocks go to the workers; without -T they are decoded
+	// where they are read.
+	for _, c := range [][]byte{smallMultiBlock(t), smallMultiBlockT2(t)} {
+		for n := 0; n < len(c); n += 1 + n/64 {
+			s, p, ps := decodeErr(c[:n])
+			requireXZError(t, s, n)
+			requireXZError(t, p, n)
+			requireXZError(t, ps, n)
+		}
 	}
 }
 
+// smallMultiBlockT2 is smallMultiBlock as xz -T2 writes it: every block
+// header records its compressed and uncompressed sizes.
+func smallMultiBlockT2(t *testing.T) []byte {
+	needXZ(t)
+	return xzCompress(t, genImage(200000, 5, false), "-6", "-T2", "--check=crc64", "--block-size=60000")
+}
+
 func TestCorrupted(t *testing.T) {
-	c := smallMultiBlock(t)
-	for i := 0; i < len(c); i += 1 + i/100 {
-		for _, x := range []byte{0x01, 0x80, 0xFF} {
-			d := bytes.Clone(c)
-			d[i] ^= x
-			s, p := decodeErr(d)
-			if s == nil || p == nil {
-				t.Fatalf("flip %#x at %d not detected: stream %v, parallel %v", x, i, s, p)
+	for _, c := range [][]byte{smallMultiBlock(t), smallMultiBlockT2(t)} {
+		for i := 0; i < len(c); i += 1 + i/100 {
+			for _, x := range []byte{0x01, 0x80, 0xFF} {
+				d := bytes.Clone(c)
+				d[i] ^= x
+				s, p, ps := decodeErr(d)
+				if s == nil || p == nil || ps == nil {
+					t.Fatalf("flip %#x at %d not detected: stream %v, parallel %v, parallel stream %v", x, i, s, p, ps)
+				}
+				requireXZError(t, s, len(d))
+				requireXZError(t, p, len(d))
+				requireXZError(t, ps, len(d))
 			}
-			requireXZError(t, s, len(d))
-			requireXZError(t, p, len(d))
 		}
 	}
 }
@@ -104,10 +126,13 @@ func TestIndexMismatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := rewriteIndex(t, c, tt.edit)
-			s, p := decodeErr(d)
-			requireXZError(t, s, len(d))
-			requireXZError(t, p, len(d))
+			for _, c := range [][]byte{c, smallMultiBlockT2(t)} {
+				d := rewriteIndex(t, c, tt.edit)
+				s, p, ps := decodeErr(d)
+				requireXZError(t, s, len(d))
+				requireXZError(t, p, len(d))
+				requireXZError(t, ps, len(d))
+			}
 		})
 	}
 }
@@ -134,9 +159,10 @@ func TestFooterMismatch(t *testing.T) {
 			d := bytes.Clone(c)
 			tt.edit(d[len(d)-streamFooterSize:])
 			d = fix(d)
-			s, p := decodeErr(d)
+			s, p, ps := decodeErr(d)
 			requireXZError(t, s, len(d))
 			requireXZError(t, p, len(d))
+			requireXZError(t, ps, len(d))
 			_, err := ReadIndex(bytes.NewReader(d), int64(len(d)))
 			requireXZError(t, err, len(d))
 		})
@@ -177,4 +203,27 @@ func TestReadIndexMatchesXZList(t *testing.T) {
 		t.Fatalf("ReadIndex: %d streams, %d blocks, %d bytes; xz --list: %d, %d, %d (file %d, xz %d)",
 			len(idx.Streams), len(idx.Blocks), idx.UncompressedSize, streams, blocks, uncomp, len(c), comp)
 	}
+}
+
+// TestParallelStreamCloseWhileStalled closes the parallel stream reader
+// while its input has stopped mid-file (a stalled download): Close returns
+// and a later Read fails, without waiting for the input's read to end;
+// closing the input then ends the reading goroutine.
+func TestParallelStreamCloseWhileStalled(t *testing.T) {
+	c := smallMultiBlockT2(t)
+	pr, pw := io.Pipe()
+	go pw.Write(c[:len(c)/2]) // and no more: the writer stalls
+	sr, err := NewParallelStreamReader(context.Background(), pr, Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1000)
+	if _, err := io.ReadFull(sr, buf); err != nil {
+		t.Fatalf("first bytes: %v", err)
+	}
+	sr.Close()
+	if _, err := sr.Read(buf); err == nil {
+		t.Fatal("Read after Close succeeded")
+	}
+	pr.CloseWithError(io.ErrClosedPipe)
 }

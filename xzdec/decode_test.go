@@ -83,6 +83,20 @@ func decodeAll(t *testing.T, c, want []byte) {
 		_, err = pr.(io.WriterTo).WriteTo(&buf)
 		check("parallel WriteTo", buf.Bytes(), err)
 		pr.Close()
+
+		// The same from a stream, read in pieces of any size.
+		sr, err := NewParallelStreamReader(context.Background(), iotest.HalfReader(bytes.NewReader(c)), opt)
+		if err != nil {
+			t.Fatalf("NewParallelStreamReader %+v: %v", opt, err)
+		}
+		got, err = io.ReadAll(iotest.HalfReader(sr))
+		check("parallel stream Read", got, err)
+		sr.Close()
+		sr, _ = NewParallelStreamReader(context.Background(), bytes.NewReader(c), opt)
+		buf.Reset()
+		_, err = sr.(io.WriterTo).WriteTo(&buf)
+		check("parallel stream WriteTo", buf.Bytes(), err)
+		sr.Close()
 	}
 }
 

@@ -2,7 +2,7 @@
 // shipped in, faster than github.com/ulikunitz/xz and, on multi-block
 // files, on several cores.
 //
-// Two front ends share one block decoder:
+// Three front ends share one block decoder:
 //
 //   - NewReader streams from any io.Reader on one goroutine. It handles
 //     concatenated streams and stream padding and verifies every check,
@@ -13,8 +13,11 @@
 //     Options for the memory bound. Otherwise it falls back to NewReader.
 //     A caller that needs the index too (for the decoded size) reads it
 //     once with ReadIndex and passes it to NewParallelReaderIndex.
+//   - NewParallelStreamReader takes an io.Reader read once (a download):
+//     blocks whose headers record their sizes (xz -T) are read whole and
+//     decoded concurrently, the others on the goroutine reading the input.
 //
-// Both implement io.WriterTo, which hands the writer slices of the decoder's
+// All implement io.WriterTo, which hands the writer slices of the decoder's
 // own buffers: decoded bytes are written once into the LZMA window (which,
 // in parallel mode, is the block's output buffer) and copied only by Read.
 //

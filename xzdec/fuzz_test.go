@@ -65,6 +65,25 @@ func FuzzDecode(f *testing.F) {
 		if sErr != nil && pErr == nil {
 			t.Fatalf("parallel accepted input the streaming decoder rejects: %v", sErr)
 		}
+		// The parallel stream reader trusts the block headers' sizes: it
+		// must agree with the streaming decoder exactly, errors included.
+		sr, psErr := NewParallelStreamReader(context.Background(), bytes.NewReader(c),
+			Options{Workers: 2, MaxInFlight: 4 << 20})
+		var psOut bytes.Buffer
+		if psErr == nil {
+			_, psErr = io.CopyN(&psOut, sr, fuzzOutputLimit+1)
+			if psErr == io.EOF {
+				psErr = nil
+			}
+			sr.Close()
+		}
+		checkFuzzErr(t, psErr, len(c))
+		if (sErr == nil) != (psErr == nil) {
+			t.Fatalf("streaming (%v) and parallel stream (%v) disagree", sErr, psErr)
+		}
+		if sErr == nil && !bytes.Equal(sOut.Bytes(), psOut.Bytes()) {
+			t.Fatalf("streaming and parallel stream outputs differ")
+		}
 	})
 }
 

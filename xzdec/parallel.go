@@ -153,8 +153,13 @@ type parallelReader struct {
 // pjob is one block being decoded. done is published after each decoded
 // span so the reader can stream the head block while it is still decoding.
 type pjob struct {
-	info     BlockInfo
-	check    CheckType
+	info  BlockInfo
+	check CheckType
+	// src holds the block's compressed bytes at their offsets in the
+	// input; nil means the parallelReader's ra. A stream's blocks are read
+	// into memory whole (NewParallelStreamReader).
+	src      io.ReaderAt
+	cost     int64 // what the job holds against the budget
 	buf      []byte
 	done     atomic.Int64
 	progress chan struct{}
@@ -168,34 +173,52 @@ func (p *parallelReader) dispatch() {
 	defer close(p.jobs)
 	defer close(p.queue)
 	for _, b := range p.idx.Blocks {
-		buf, ok := p.admit(b.UncompressedSize)
+		buf, ok := p.admit(b.UncompressedSize, b.UncompressedSize)
 		if !ok {
 			return
 		}
-		j := &pjob{
-			info: b, check: p.idx.Streams[b.Stream].Check, buf: buf,
-			progress: make(chan struct{}, 1), finished: make(chan struct{}),
-		}
-		select {
-		case p.queue <- j:
-		case <-p.ctx.Done():
-			return
-		}
-		select {
-		case p.jobs <- j:
-		case <-p.ctx.Done():
+		j := p.newJob(b, p.idx.Streams[b.Stream].Check, buf, b.UncompressedSize)
+		if !p.enqueue(j) || !p.assign(j) {
 			return
 		}
 	}
 }
 
-// admit waits until a block of n bytes fits the budget and returns its
-// buffer. A block is always admitted when nothing else is in flight.
-func (p *parallelReader) admit(n int64) ([]byte, bool) {
+func (p *parallelReader) newJob(b BlockInfo, check CheckType, buf []byte, cost int64) *pjob {
+	return &pjob{
+		info: b, check: check, buf: buf, cost: cost,
+		progress: make(chan struct{}, 1), finished: make(chan struct{}),
+	}
+}
+
+// enqueue hands j to the reader, in input order.
+func (p *parallelReader) enqueue(j *pjob) bool {
+	select {
+	case p.queue <- j:
+		return true
+	case <-p.ctx.Done():
+		return false
+	}
+}
+
+// assign hands j to a worker.
+func (p *parallelReader) assign(j *pjob) bool {
+	select {
+	case p.jobs <- j:
+		return true
+	case <-p.ctx.Done():
+		return false
+	}
+}
+
+// admit waits until a job costing cost bytes fits the budget and returns
+// an output buffer of n bytes. A job is always admitted when nothing else
+// is in flight.
+func (p *parallelReader) admit(cost, n int64) ([]byte, bool) {
 	for {
 		p.mu.Lock()
-		if p.nJobs == 0 || (p.inFlight+n <= p.limit && p.nJobs < p.maxJobs) {
-			p.inFlight += n
+		if p.nJobs == 0 || (p.inFlight+cost <= p.limit && p.nJobs < p.maxJobs) {
+			p.inFlight += cost
 			p.nJobs++
 			var buf []byte
 			for i, f := range p.free {
@@ -223,7 +246,7 @@ func (p *parallelReader) admit(n int64) ([]byte, bool) {
 // release returns a fully read block's budget and buffer.
 func (p *parallelReader) release(j *pjob) {
 	p.mu.Lock()
-	p.inFlight -= int64(len(j.buf))
+	p.inFlight -= j.cost
 	p.nJobs--
 	if len(p.free) < p.maxJobs/2 {
 		p.free = append(p.free, j.buf)
@@ -240,13 +263,29 @@ func (p *parallelReader) work() {
 	defer p.wg.Done()
 	var lz lzma2Dec
 	var in *inReader
-	for j := range p.jobs {
+	for {
+		// A stream's dispatcher may be stuck in a read when the reader is
+		// closed: the workers do not wait for it to close jobs.
+		var j *pjob
+		select {
+		case j = <-p.jobs:
+		case <-p.ctx.Done():
+			return
+		}
+		if j == nil {
+			return
+		}
 		err := p.decode(j, &lz, &in)
 		if errors.Is(err, ErrTruncated) {
-			// The file's size was validated by ReadIndex, so running out of
-			// input means the block overran the size its index records.
+			// The file's size was validated by ReadIndex (a stream's block
+			// was read whole), so running out of input means the block
+			// overran the size its index (or header) records.
 			end := j.info.Offset + (j.info.UnpaddedSize+3)&^3
-			err = errAt(end, ErrFormat, "block at offset %d runs past the size its index records", j.info.Offset)
+			what := "index"
+			if j.src != nil {
+				what = "header"
+			}
+			err = errAt(end, ErrFormat, "block at offset %d runs past the size its %s records", j.info.Offset, what)
 		}
 		j.err = err
 		close(j.finished)
@@ -259,7 +298,11 @@ func (p *parallelReader) work() {
 func (p *parallelReader) decode(j *pjob, lz *lzma2Dec, inp **inReader) error {
 	b := j.info
 	end := b.Offset + (b.UnpaddedSize+3)&^3
-	sr := io.NewSectionReader(p.ra, b.Offset, end-b.Offset)
+	src := j.src
+	if src == nil {
+		src = p.ra
+	}
+	sr := io.NewSectionReader(src, b.Offset, end-b.Offset)
 	if *inp == nil {
 		*inp = newInReader(sr, b.Offset, inBufSize)
 	} else {

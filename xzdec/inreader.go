@@ -97,3 +97,42 @@ func (in *inReader) atEOF() (bool, error) {
 	}
 	return false, nil
 }
+
+// readFull consumes len(dst) bytes into dst: what is buffered first, the
+// rest read from the input straight into dst, not through buf (a stream's
+// whole block, read for a worker). A short input gives an ErrTruncated
+// *Error at the offset where it ended.
+func (in *inReader) readFull(dst []byte) error {
+	n := copy(dst, in.buf[in.rpos:in.wpos])
+	in.rpos += n
+	if n == len(dst) {
+		return nil
+	}
+	in.base += int64(in.wpos)
+	in.rpos, in.wpos = 0, 0
+	for n < len(dst) {
+		if in.err != nil {
+			if in.err == io.EOF {
+				return errAt(in.base, ErrTruncated, "unexpected end of input")
+			}
+			return &Error{Offset: in.base, Err: in.err}
+		}
+		k, err := in.r.Read(dst[n:])
+		if k < 0 || k > len(dst)-n {
+			k, err = 0, errors.New("input reader returned an invalid count")
+		}
+		n += k
+		in.base += int64(k)
+		switch {
+		case err != nil:
+			in.err = err
+		case k > 0:
+			in.idle = 0
+		default:
+			if in.idle++; in.idle > 100 {
+				in.err = io.ErrNoProgress
+			}
+		}
+	}
+	return nil
+}

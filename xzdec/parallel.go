@@ -143,6 +143,7 @@ type parallelReader struct {
 	inFlight int64
 	nJobs    int
 	free     [][]byte
+	rawFree  [][]byte // a stream's compressed blocks' buffers
 	released chan struct{}
 
 	cur  *pjob
@@ -286,6 +287,10 @@ func (p *parallelReader) work() {
 				what = "header"
 			}
 			err = errAt(end, ErrFormat, "block at offset %d runs past the size its %s records", j.info.Offset, what)
+		}
+		if src, ok := j.src.(*bytesAt); ok {
+			j.src = nil
+			p.putRaw(src.b)
 		}
 		j.err = err
 		close(j.finished)

@@ -111,7 +111,7 @@ func (p *parallelReader) streamStep(z *Reader) error {
 		return err
 	}
 	check := z.flags.check()
-	if hdr.compSize < 0 || hdr.uncompSize < 0 || hdr.uncompSize > p.limit {
+	if hdr.compSize < 0 || hdr.uncompSize < 0 || hdr.uncompSize > p.limit || hdr.compSize > p.limit {
 		return p.decodeInline(z)
 	}
 	unpadded := int64(hdr.size) + hdr.compSize + int64(check.Size())
@@ -122,16 +122,13 @@ func (p *parallelReader) streamStep(z *Reader) error {
 	}
 	j := p.newJob(BlockInfo{Offset: start, UnpaddedSize: unpadded, UncompressedSize: hdr.uncompSize},
 		check, buf, hdr.uncompSize+raw)
-	// Grown as the bytes arrive: a header that claims more than the input
-	// holds costs what the input holds.
-	data := make([]byte, 0, min(raw, inlineChunk))
-	for int64(len(data)) < raw {
-		b, err := in.next(int(min(raw-int64(len(data)), int64(len(in.buf)))))
-		if err != nil {
-			p.release(j)
-			return err
-		}
-		data = append(data, b...)
+	// Like the decoded bytes, the compressed ones are bounded by the
+	// budget, not by what the input turns out to hold.
+	data := p.rawBuffer(raw)
+	if err := in.readFull(data); err != nil {
+		p.putRaw(data)
+		p.release(j)
+		return err
 	}
 	j.src = &bytesAt{b: data, base: start}
 	// The worker checks the block's data against these sizes.
@@ -218,4 +215,27 @@ func (r *bytesAt) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// rawBuffer returns a buffer of n bytes for a block's compressed bytes,
+// one a decoded block gave back when it is large enough.
+func (p *parallelReader) rawBuffer(n int64) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, f := range p.rawFree {
+		if int64(cap(f)) >= n {
+			p.rawFree = append(p.rawFree[:i], p.rawFree[i+1:]...)
+			return f[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// putRaw keeps a block's compressed bytes' buffer for the next block.
+func (p *parallelReader) putRaw(b []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.rawFree) < p.maxJobs {
+		p.rawFree = append(p.rawFree, b)
+	}
 }

@@ -132,5 +132,23 @@ func BenchmarkParallel(b *testing.B) {
 				return discard(r)
 			})
 		})
+		// The same file read once, in order, as a download is: its blocks
+		// found by their headers, not by the index.
+		b.Run(kind+"/xzdec-stream", func(b *testing.B) {
+			p, n := benchFile(b, kind, "-6", "-T2", "--block-size=8MiB")
+			benchDecoder(b, p, n, []string{"-T2"}, func(f *os.File) error {
+				r, err := NewParallelStreamReader(context.Background(), onlyReader{f}, Options{Workers: 2})
+				if err != nil {
+					return err
+				}
+				defer r.Close()
+				return discard(r)
+			})
+		})
 	}
 }
+
+// onlyReader hides every method but Read.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }

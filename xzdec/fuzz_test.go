@@ -46,16 +46,8 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		checkFuzzErr(t, sErr, len(c))
-		pr, pErr := NewParallelReader(context.Background(), bytes.NewReader(c), int64(len(c)),
-			Options{Workers: 2, MaxInFlight: 4 << 20})
-		var pOut bytes.Buffer
-		if pErr == nil {
-			_, pErr = io.CopyN(&pOut, pr, fuzzOutputLimit+1)
-			if pErr == io.EOF {
-				pErr = nil
-			}
-			pr.Close()
-		}
+		pOut, pErr := fuzzDrain(NewParallelReader(context.Background(), bytes.NewReader(c), int64(len(c)),
+			Options{Workers: 2, MaxInFlight: 4 << 20}))
 		checkFuzzErr(t, pErr, len(c))
 		// The parallel path trusts the index to split work, so it must never
 		// accept what the streaming decoder rejects, and both must agree.
@@ -67,16 +59,8 @@ func FuzzDecode(f *testing.F) {
 		}
 		// The parallel stream reader trusts the block headers' sizes: it
 		// must agree with the streaming decoder exactly, errors included.
-		sr, psErr := NewParallelStreamReader(context.Background(), bytes.NewReader(c),
-			Options{Workers: 2, MaxInFlight: 4 << 20})
-		var psOut bytes.Buffer
-		if psErr == nil {
-			_, psErr = io.CopyN(&psOut, sr, fuzzOutputLimit+1)
-			if psErr == io.EOF {
-				psErr = nil
-			}
-			sr.Close()
-		}
+		psOut, psErr := fuzzDrain(NewParallelStreamReader(context.Background(), bytes.NewReader(c),
+			Options{Workers: 2, MaxInFlight: 4 << 20}))
 		checkFuzzErr(t, psErr, len(c))
 		if (sErr == nil) != (psErr == nil) {
 			t.Fatalf("streaming (%v) and parallel stream (%v) disagree", sErr, psErr)
@@ -85,6 +69,20 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("streaming and parallel stream outputs differ")
 		}
 	})
+}
+
+// fuzzDrain reads what a parallel front end decodes, up to one byte past
+// the fuzz output limit, and closes it.
+func fuzzDrain(r io.ReadCloser, err error) (*bytes.Buffer, error) {
+	var out bytes.Buffer
+	if err != nil {
+		return &out, err
+	}
+	defer r.Close()
+	if _, err = io.CopyN(&out, r, fuzzOutputLimit+1); err == io.EOF {
+		err = nil
+	}
+	return &out, err
 }
 
 func checkFuzzErr(t *testing.T, err error, size int) {

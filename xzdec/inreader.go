@@ -53,11 +53,16 @@ func (in *inReader) fill(n int) {
 		in.base += int64(in.rpos)
 		in.rpos, in.wpos = 0, m
 	}
-	k, err := in.r.Read(in.buf[in.wpos:])
-	if k < 0 || k > len(in.buf)-in.wpos {
+	in.wpos += in.read(in.buf[in.wpos:])
+}
+
+// read reads once from the input into p and returns the count, keeping
+// the error sticky in in.err.
+func (in *inReader) read(p []byte) int {
+	k, err := in.r.Read(p)
+	if k < 0 || k > len(p) {
 		k, err = 0, errors.New("input reader returned an invalid count")
 	}
-	in.wpos += k
 	switch {
 	case err != nil:
 		in.err = err
@@ -69,6 +74,7 @@ func (in *inReader) fill(n int) {
 			in.err = io.ErrNoProgress
 		}
 	}
+	return k
 }
 
 // buffered returns the unread bytes already read from the input: after a
@@ -117,22 +123,9 @@ func (in *inReader) readFull(dst []byte) error {
 			}
 			return &Error{Offset: in.base, Err: in.err}
 		}
-		k, err := in.r.Read(dst[n:])
-		if k < 0 || k > len(dst)-n {
-			k, err = 0, errors.New("input reader returned an invalid count")
-		}
+		k := in.read(dst[n:])
 		n += k
 		in.base += int64(k)
-		switch {
-		case err != nil:
-			in.err = err
-		case k > 0:
-			in.idle = 0
-		default:
-			if in.idle++; in.idle > 100 {
-				in.err = io.ErrNoProgress
-			}
-		}
 	}
 	return nil
 }

@@ -90,16 +90,13 @@ func (p *parallelReader) streamStep(z *Reader) error {
 	if err := p.ctx.Err(); err != nil {
 		return err
 	}
+	if atIndex, err := z.streamEnd(); atIndex || err != nil {
+		return err
+	}
 	in := z.in
 	first, err := in.peek(1)
 	if err != nil {
 		return err
-	}
-	if first[0] == 0 {
-		if err := z.endStream(); err != nil {
-			return err
-		}
-		return z.nextStream()
 	}
 	start := in.offset()
 	hb, err := in.peek((int(first[0]) + 1) * 4)
@@ -142,12 +139,8 @@ func (p *parallelReader) streamStep(z *Reader) error {
 // decodeInline decodes the block at z's input position here, into jobs of
 // inlineChunk bytes the reader streams as they fill.
 func (p *parallelReader) decodeInline(z *Reader) error {
-	hdr, start, err := readBlockHeader(z.in)
-	if err != nil {
-		return err
-	}
-	z.lz.lz.w.setStreaming(windowMax(hdr))
-	if err := z.blk.init(z.in, start, hdr, z.flags.check(), &z.lz, -1, -1); err != nil {
+	start := z.in.offset()
+	if err := z.startBlock(); err != nil {
 		return err
 	}
 	var j *pjob

@@ -89,26 +89,42 @@ func (z *Reader) step() error {
 		z.span = span
 		return err
 	}
-	p, err := z.in.peek(1)
-	if err != nil {
+	if atIndex, err := z.streamEnd(); atIndex || err != nil {
 		return err
 	}
-	if p[0] == 0 {
-		if err := z.endStream(); err != nil {
-			return err
-		}
-		return z.nextStream()
+	if err := z.startBlock(); err != nil {
+		return err
 	}
+	z.inBlock = true
+	return nil
+}
+
+// startBlock reads the header of the block at the input position and
+// prepares z.blk to decode it in the streaming window.
+func (z *Reader) startBlock() error {
 	hdr, start, err := readBlockHeader(z.in)
 	if err != nil {
 		return err
 	}
 	z.lz.lz.w.setStreaming(windowMax(hdr))
-	if err := z.blk.init(z.in, start, hdr, z.flags.check(), &z.lz, -1, -1); err != nil {
-		return err
+	return z.blk.init(z.in, start, hdr, z.flags.check(), &z.lz, -1, -1)
+}
+
+// streamEnd, where a block or the index starts, reports whether it is the
+// index; if it is, it checks the index and footer and moves to the next
+// stream (io.EOF at the end of the input).
+func (z *Reader) streamEnd() (atIndex bool, err error) {
+	p, err := z.in.peek(1)
+	if err != nil {
+		return false, err
 	}
-	z.inBlock = true
-	return nil
+	if p[0] != 0 {
+		return false, nil
+	}
+	if err := z.endStream(); err != nil {
+		return true, err
+	}
+	return true, z.nextStream()
 }
 
 func (z *Reader) startStream() error {

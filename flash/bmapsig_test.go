@@ -77,7 +77,7 @@ func TestBlockMapSignature(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var image string
+			var imageRef string
 			if tc.url {
 				srv := flakyhttp.New(flakyhttp.Version{Data: file, ETag: `"s"`}, nil)
 				srv.Path = "/d/os.img.xz"
@@ -86,10 +86,10 @@ func TestBlockMapSignature(t *testing.T) {
 				}
 				ts := httptest.NewServer(srv)
 				defer ts.Close()
-				image = ts.URL + srv.Path
+				imageRef = ts.URL + srv.Path
 			} else {
 				dir := t.TempDir()
-				image = filepath.Join(dir, "os.img.xz")
+				imageRef = filepath.Join(dir, "os.img.xz")
 				tc.files["os.img.xz"] = file
 				for name, b := range tc.files {
 					if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
@@ -99,7 +99,7 @@ func TestBlockMapSignature(t *testing.T) {
 			}
 			card, spec := newSimCard(t)
 			log := &eventLog{}
-			_, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2, SHA256Keyring: tc.keys, SHA256Fingerprint: tc.fpr,
+			_, err := Run(context.Background(), Config{Image: imageRef, TransferSize: 1 << 20, Buffers: 2, SHA256Keyring: tc.keys, SHA256Fingerprint: tc.fpr,
 				Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
 			notes := strings.Join(log.all(), "\n")
 			got, _ := os.ReadFile(card)

@@ -31,8 +31,8 @@ func (s *session) checkFake(ctx context.Context, c *card, src *imagesrc.Source) 
 	case need > res.Usable:
 		c.fail(&fakecheck.FakeError{Name: name, Result: res, Need: need})
 	default:
-		image, _, _ := units.FormatBytesPair(need, res.Usable)
+		imageSize, _, _ := units.FormatBytesPair(need, res.Usable)
 		s.emit(Note{Card: name, Message: fmt.Sprintf("Warning: %s is fake: %s; the image (%s) fits in what it holds, so it is written",
-			name, res.Describe(), image)})
+			name, res.Describe(), imageSize)})
 	}
 }

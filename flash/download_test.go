@@ -145,11 +145,11 @@ func TestRunDownloadStreams(t *testing.T) {
 			if tc.sha256 != nil {
 				sum = tc.sha256(file, img)
 			}
-			image, stdin := streamImage(t, tc.input, filepath.Join(dir, name), file), (*os.File)(nil)
+			imageRef, stdin := streamImage(t, tc.input, filepath.Join(dir, name), file), (*os.File)(nil)
 			if strings.HasPrefix(tc.input, "stdin") {
-				image, stdin = "-", stdinOf(t, tc.input, image, file)
+				imageRef, stdin = "-", stdinOf(t, tc.input, imageRef, file)
 			}
-			notes, err := writeStream(t, image, stdin, card, sum)
+			notes, err := writeStream(t, imageRef, stdin, card, sum)
 			checkDownloadOutcome(t, tc, card, img, file, notes, err)
 			var mismatch *imagesrc.ChecksumMismatchError
 			if errors.As(err, &mismatch) && tc.xz && (mismatch.Got != hexSum(file) || mismatch.GotDecoded != hexSum(img)) {
@@ -171,14 +171,14 @@ func newSimCard(t *testing.T) (string, drive.Spec) {
 }
 
 // writeStream writes the image to a new 8 MiB card and returns the notes.
-func writeStream(t *testing.T, image string, stdin *os.File, card, sum string) ([]string, error) {
+func writeStream(t *testing.T, imageRef string, stdin *os.File, card, sum string) ([]string, error) {
 	t.Helper()
 	spec, err := drive.Parse("sim:" + card + "?size=8MiB")
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := &noteLog{}
-	_, err = Run(context.Background(), Config{Image: image, Stdin: stdin, TransferSize: 1 << 20, Buffers: 2, SHA256: sum, Observer: log},
+	_, err = Run(context.Background(), Config{Image: imageRef, Stdin: stdin, TransferSize: 1 << 20, Buffers: 2, SHA256: sum, Observer: log},
 		[]drive.Spec{spec})
 	return log.all(), err
 }

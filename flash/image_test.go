@@ -104,8 +104,8 @@ func TestRunImages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image := filepath.Join(dir, tc.image)
-			if err := os.WriteFile(image, tc.data, 0o644); err != nil {
+			imageRef := filepath.Join(dir, tc.image)
+			if err := os.WriteFile(imageRef, tc.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			card := filepath.Join(dir, "card.img")
@@ -113,7 +113,7 @@ func TestRunImages(t *testing.T) {
 			if err := os.WriteFile(card, old, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cfg := Config{Image: image, TransferSize: 256 << 10, Buffers: 4, Verify: true}
+			cfg := Config{Image: imageRef, TransferSize: 256 << 10, Buffers: 4, Verify: true}
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}
@@ -127,7 +127,7 @@ func TestRunImages(t *testing.T) {
 				switch e := e.(type) {
 				case Started:
 					if tc.change {
-						rewrite(t, image)
+						rewrite(t, imageRef)
 					}
 				case Progress:
 					if len(phases) == 0 || phases[len(phases)-1] != e.Phase {
@@ -213,8 +213,8 @@ func isTooSmall(want ...string) func(error) bool {
 
 // rewrite changes the image file in place, as a second download over it
 // would, and moves its time on (a coarse clock may not tick).
-func rewrite(t *testing.T, image string) {
-	f, err := os.OpenFile(image, os.O_WRONLY, 0)
+func rewrite(t *testing.T, imageRef string) {
+	f, err := os.OpenFile(imageRef, os.O_WRONLY, 0)
 	if err != nil {
 		t.Error(err)
 		return
@@ -224,7 +224,7 @@ func rewrite(t *testing.T, image string) {
 	}
 	f.Close()
 	later := time.Now().Add(time.Minute)
-	if err := os.Chtimes(image, later, later); err != nil {
+	if err := os.Chtimes(imageRef, later, later); err != nil {
 		t.Error(err)
 	}
 }

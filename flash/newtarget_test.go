@@ -19,7 +19,7 @@ import (
 func TestRefusedRunLeavesNoNewTarget(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	image, _ := testImage(t, dir, 1<<20)
+	imageRef, _ := testImage(t, dir, 1<<20)
 	existing := filepath.Join(dir, "existing.img")
 	if err := os.WriteFile(existing, make([]byte, 512<<10), 0o644); err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestRefusedRunLeavesNoNewTarget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Run(context.Background(), Config{Image: image, Verify: true,
+			_, err = Run(context.Background(), Config{Image: imageRef, Verify: true,
 				Confirm: func([]*drive.Device, *imagesrc.Source) error { return tc.confirm }}, []drive.Spec{spec})
 			if tc.confirm != nil && !errors.Is(err, tc.confirm) || tc.confirm == nil && failure.Of(err) != tc.class {
 				t.Errorf("Run = %v (class %v), want %v", err, failure.Of(err), tc.class)

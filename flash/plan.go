@@ -73,8 +73,8 @@ func (s *session) planWrite(ctx context.Context, src *imagesrc.Source, f BlockMa
 // image is refused here when the image's size is known (and by the checker
 // at the end of the stream otherwise). verify uses it to compare what such
 // a write wrote.
-func FindBlockMap(image string, src *imagesrc.Source, f BlockMapChoice) (*bmap.Map, string, error) {
-	return findBlockMapWith(image, src, f, nil, blockMapSig{})
+func FindBlockMap(imageRef string, src *imagesrc.Source, f BlockMapChoice) (*bmap.Map, string, error) {
+	return findBlockMapWith(imageRef, src, f, nil, blockMapSig{})
 }
 
 // maxBlockMap bounds a block map read from a URL: a map of a 64 GiB image
@@ -83,7 +83,7 @@ const maxBlockMap = 64 << 20
 
 // findBlockMapWith is FindBlockMap with readBeside reading the files
 // beside a URL image (and a map given as a URL); nil for a file image.
-func findBlockMapWith(image string, src *imagesrc.Source, f BlockMapChoice, readBeside imagesrc.ReadFunc, sig blockMapSig) (*bmap.Map, string, error) {
+func findBlockMapWith(imageRef string, src *imagesrc.Source, f BlockMapChoice, readBeside imagesrc.ReadFunc, sig blockMapSig) (*bmap.Map, string, error) {
 	if f.Path != "" && f.Off {
 		return nil, "", &failure.SettingError{Setting: SettingBlockMap, Err: ErrBlockMapConflict}
 	}
@@ -92,9 +92,9 @@ func findBlockMapWith(image string, src *imagesrc.Source, f BlockMapChoice, read
 	var err error
 	switch {
 	case path == "" && !f.Off && readBeside != nil:
-		path, data, err = findBlockMapURL(image, readBeside)
+		path, data, err = findBlockMapURL(imageRef, readBeside)
 	case path == "" && !f.Off:
-		path = findBlockMap(image)
+		path = findBlockMap(imageRef)
 	}
 	if path == "" {
 		return nil, "", nil
@@ -150,11 +150,11 @@ func (e *BlockMapError) Class() failure.Class {
 // findBlockMap looks for the map next to the image as bmaptool does:
 // IMAGE.bmap, then with one suffix after another removed
 // (os.img.xz: os.img.xz.bmap, os.img.bmap, os.bmap).
-func findBlockMap(image string) string {
-	if image == "-" {
+func findBlockMap(imageRef string) string {
+	if imageRef == "-" {
 		return ""
 	}
-	for p := image; ; {
+	for p := imageRef; ; {
 		if st, err := os.Stat(p + ".bmap"); err == nil && st.Mode().IsRegular() {
 			return p + ".bmap"
 		}
@@ -169,8 +169,8 @@ func findBlockMap(image string) string {
 // findBlockMapURL looks for the map beside a URL as findBlockMap does
 // beside a file (the URL's query is not the map's), and reads the first
 // one there; "" when none is.
-func findBlockMapURL(image string, read imagesrc.ReadFunc) (string, []byte, error) {
-	u, err := url.Parse(image)
+func findBlockMapURL(imageRef string, read imagesrc.ReadFunc) (string, []byte, error) {
+	u, err := url.Parse(imageRef)
 	if err != nil {
 		return "", nil, nil
 	}

@@ -300,8 +300,8 @@ func checkMemory(transfer, buffers, lag, cards int, ahead int64) error {
 
 // readAhead is what the image's download holds ahead of its decoder
 // (httpsrc's read-ahead), 0 for an image that is not a URL.
-func readAhead(image string) int64 {
-	if isURL(image) {
+func readAhead(imageRef string) int64 {
+	if isURL(imageRef) {
 		return httpsrc.ReadAheadMemory
 	}
 	return 0

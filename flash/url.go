@@ -23,15 +23,15 @@ import (
 // are looked for beside the URL as beside a file, with the same rules.
 
 // isURL says the image is at an http(s) URL.
-func isURL(image string) bool { return httpsrc.IsURL(image) }
+func isURL(imageRef string) bool { return httpsrc.IsURL(imageRef) }
 
 // displayImage is the image as messages show it: a URL without its query
 // (a signed URL's token) or password.
-func displayImage(image string) string {
-	if isURL(image) {
-		return httpsrc.Display(image)
+func displayImage(imageRef string) string {
+	if isURL(imageRef) {
+		return httpsrc.Display(imageRef)
 	}
-	return image
+	return imageRef
 }
 
 // httpClient is the session's, made on first use: its resumes are said

@@ -162,14 +162,14 @@ type SmallerCardError struct {
 }
 
 func (e *SmallerCardError) Error() string {
-	holds, image := units.FormatBytes(e.Capacity), units.FormatBytes(e.ImageSize)
+	holds, imageRef := units.FormatBytes(e.Capacity), units.FormatBytes(e.ImageSize)
 	if e.ImageSize < 0 {
 		return fmt.Sprintf("%s holds %s, less than the image: it cannot hold the image, so it does not match it", e.Device, holds)
 	}
-	if holds == image { // rounded alike: the bytes tell them apart
-		holds, image = fmt.Sprintf("%d bytes", e.Capacity), fmt.Sprintf("%d bytes", e.ImageSize)
+	if holds == imageRef { // rounded alike: the bytes tell them apart
+		holds, imageRef = fmt.Sprintf("%d bytes", e.Capacity), fmt.Sprintf("%d bytes", e.ImageSize)
 	}
-	return fmt.Sprintf("%s holds %s, less than the image's %s: it cannot hold the image, so it does not match it", e.Device, holds, image)
+	return fmt.Sprintf("%s holds %s, less than the image's %s: it cannot hold the image, so it does not match it", e.Device, holds, imageRef)
 }
 
 // Class is Verify: the card does not hold the image, as when a byte

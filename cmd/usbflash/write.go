@@ -165,9 +165,9 @@ func (a *app) reported(asJSON, quiet bool, body func(termui.Reporter) error) err
 // write runs `usbflash write`: one card, several, --all or --watch, all
 // through one flash session.
 func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f writeFlags) (err error) {
-	image, targets := f.catalog.image(args)
+	imageRef, targets := f.catalog.image(args)
 	cfg := flash.Config{
-		Image: image, OS: f.catalog.os, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
+		Image: imageRef, OS: f.catalog.os, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
 		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.sha256, NoSHA256: f.noSHA256, SHA256Keyring: f.sha256Keyring, SHA256Fingerprint: f.fingerprint,
 		Check: f.check, Repair: f.repair, StopTimeout: f.stopTimeout, SaysStop: a.aborts.Says, Station: f.station, Operator: f.operator,
@@ -198,7 +198,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		}
 	}()
 	if !f.yes {
-		named := image
+		named := imageRef
 		if named == "" {
 			named = f.catalog.os
 		}
@@ -316,8 +316,8 @@ func writeArgs(f *writeFlags) cobra.PositionalArgs {
 // confirm asks the person at the terminal, once for every card; without
 // one it refuses, so a script never writes to a card it did not name with
 // --yes.
-func (a *app) confirm(cards []*drive.Device, image string, src *imagesrc.Source) error {
-	return a.confirmOverwrite(cards, fmt.Sprintf("%s (%s, %s)", image, src.Format, termui.ImageSize(src)))
+func (a *app) confirm(cards []*drive.Device, imageRef string, src *imagesrc.Source) error {
+	return a.confirmOverwrite(cards, fmt.Sprintf("%s (%s, %s)", imageRef, src.Format, termui.ImageSize(src)))
 }
 
 // confirmOverwrite asks the person at the terminal whether to write what

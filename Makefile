@@ -71,7 +71,7 @@ demo: build
 # Every package with the build's tags; then, unless NOUSB=1, the libusb
 # backend's own tests and drive's, which reaches it (-tags libusb; lint
 # vets every package with it, e2e-libusb runs the CLI built with it).
-LIBUSB_TEST_PKGS := ./usbms/libusb/ ./drive/
+LIBUSB_TEST_PKGS := ./usbms/libusb/ ./internal/drive/
 test: deps libusb-deps test-deps lint
 	CGO_ENABLED=$(CGO) $(GO) test -tags "$(TAGS)" -count=1 ./...
 ifneq ($(NOUSB),1)
@@ -114,7 +114,7 @@ bench: deps
 # seconds, and each side's. ROUNDS=5 by default.
 bench-customize:
 	USBFLASH_BENCH_MB=1024 USBFLASH_BENCH_ROUNDS=$(or $(ROUNDS),5) \
-	  $(GO) test -run '^$$' -bench 'BenchmarkCustomizedWrite$$' -benchtime 1x -count 1 -v ./flash/
+	  $(GO) test -run '^$$' -bench 'BenchmarkCustomizedWrite$$' -benchtime 1x -count 1 -v ./internal/session/
 
 # Issue 33's goal: a write from a URL (e2e/httpserve on the loopback)
 # against the same image from a file, side by side in one run on sim

@@ -11,7 +11,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/usbflash/usbflash/bmap"
+	"github.com/usbflash/usbflash/internal/image/bmap"
 )
 
 // bmapBlockMapped: the maps usbflash makes map the blocks that are not zero.

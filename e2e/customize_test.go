@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/internal/osimage"
+	"github.com/usbflash/usbflash/internal/testkit/osimage"
 )
 
 // The boot partition of the e2e images: 40 MiB of FAT32 at 4 MiB, as

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/bmap"
+	"github.com/usbflash/usbflash/internal/image/bmap"
 )
 
 // TestWriteURL: a real HTTP server on the guest's loopback (e2e/httpserve,

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // The project's performance claims. Every number is a ratio of runs made in

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // protectedDevice is a device with a lock switch.

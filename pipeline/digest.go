@@ -7,7 +7,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // A verify by SHA-256 pays for a cryptographic hash twice, once over the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // writeDigests writes img with digests through a recordingDevice and

@@ -10,8 +10,8 @@ import (
 
 	"github.com/zeebo/xxh3"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/internal/lib/aligned"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // FirstWriter writes a write's held first transfer in the engine's place

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // TestWriteFirstEdit: a write whose first transfer is written by an Edit

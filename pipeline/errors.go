@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/lib/units"
 )
 
 // The errors below state facts: what failed, on which device, at which

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/testkit/factsonly"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // TestErrorClasses: each error says its class, a wrapper's cause's class

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // pastLimit is the filler's terminal error when the stream holds more than

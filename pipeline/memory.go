@@ -3,8 +3,8 @@ package pipeline
 import (
 	"fmt"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/internal/lib/aligned"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // MemoryAligned is the kind of memory the engine allocates itself when the

@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // VerifyMethod is how a read-back is checked. It is chosen once (a flag,

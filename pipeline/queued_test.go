@@ -7,7 +7,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // queuedDevice is a recordingDevice that is a QueuedWriter: it records

@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // PhaseRead is the phase of Read in Progress.Phase.

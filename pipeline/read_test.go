@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // failingWriter fails its Write number n (0-based).

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // blockReader is the producer side of a verify: it reads the medium from

@@ -8,9 +8,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // A card whose read-back differs is most often right but for a few

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/usbflash/usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/internal/lib/aligned"
 )
 
 func TestAlignedBuffersRing(t *testing.T) {

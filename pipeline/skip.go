@@ -3,7 +3,7 @@ package pipeline
 import (
 	"sort"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // addExtent appends [off, off+n) to a sorted list, merging it with the last

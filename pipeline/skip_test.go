@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // TestWritePieces: parts of transfers that Pieces leaves out keep the

@@ -9,7 +9,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // VerifyOptions tune Verify and VerifyHash. The zero value is valid.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/ulikunitz/xz"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/imagesrc"
+	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // errEndCheck stands for what a decoder reports at the end of its input:
@@ -140,7 +140,7 @@ func TestVerifyDamagedArchiveEnd(t *testing.T) {
 			tc.damage(data)
 			dev := newTestDevice(t, 2048, testBS, oldByte)
 			writeImage(t, dev, img)
-			src, err := imagesrc.New(bytes.NewReader(data), int64(len(data)))
+			src, err := image.New(bytes.NewReader(data), int64(len(data)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,8 +149,8 @@ func TestVerifyDamagedArchiveEnd(t *testing.T) {
 				t.Fatalf("size %d exact %v, want the archive to state %d", src.Size, src.SizeExact, len(img))
 			}
 			_, err = Verify(context.Background(), dev, src, src.Size, VerifyOptions{TransferSize: testTransfer})
-			var se *imagesrc.Error
-			if !errors.As(err, &se) || se.Kind != imagesrc.ErrDamaged {
+			var se *image.Error
+			if !errors.As(err, &se) || se.Kind != image.ErrDamaged {
 				t.Fatalf("Verify: %v, want the image's damage", err)
 			}
 		})

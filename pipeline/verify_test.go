@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // writeImage writes img with Write and fails the test on error.

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // Defaults for WriteOptions, from the benchmarks in bench_test.go. With

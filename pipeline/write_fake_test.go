@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/internal/testpattern"
+	"github.com/usbflash/usbflash/internal/testkit/testpattern"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // The tests talk to devices only through blockdev.Device plus the wrappers

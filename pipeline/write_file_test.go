@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/usbflash/usbflash/filedev"
+	"github.com/usbflash/usbflash/pipeline/filedev"
 )
 
 // TestWriteFileDevice runs write and both verifies against a file: target.

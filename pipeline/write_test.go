@@ -12,7 +12,7 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 const (

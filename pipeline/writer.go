@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // writer is the consumer side of a write and owns all device I/O; its

@@ -3,7 +3,7 @@ package scsi
 import (
 	"fmt"
 
-	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/failure"
 )
 
 // ErrShortResponse is wrapped by decoders given fewer bytes than the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 )
 
 // fixedSense builds fixed-format sense data as QEMU sends it: 18 bytes,

@@ -3,7 +3,7 @@ package usbms
 import (
 	"fmt"
 
-	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 

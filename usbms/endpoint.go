@@ -12,7 +12,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 

@@ -3,8 +3,8 @@ package usbms
 import (
 	"fmt"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 	"github.com/usbflash/usbflash/scsi"
 )
 

@@ -5,7 +5,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/usbflash/usbflash/blockdev"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 	"github.com/usbflash/usbflash/scsi"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/testkit/factsonly"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 	"github.com/usbflash/usbflash/scsi"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/sim"

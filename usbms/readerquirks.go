@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/scsi"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )

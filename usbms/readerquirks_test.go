@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 

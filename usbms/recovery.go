@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/lib/units"
 )
 
 // run executes a command with the recovery ladder of BOT 5.3.4 and Linux's

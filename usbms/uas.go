@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/usbflash/usbflash/failure"
+	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/scsi"
 )
 

@@ -7,21 +7,21 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/cardbench"
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/fakecheck"
-	"github.com/usbflash/usbflash/filedev"
-	"github.com/usbflash/usbflash/flash"
-	"github.com/usbflash/usbflash/imagedst"
-	"github.com/usbflash/usbflash/imagesrc"
-	"github.com/usbflash/usbflash/internal/jsonevents"
-	"github.com/usbflash/usbflash/internal/outfile"
-	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/image/imagedst"
+	"github.com/usbflash/usbflash/internal/lib/outfile"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/probe/cardbench"
+	"github.com/usbflash/usbflash/internal/probe/fakecheck"
+	"github.com/usbflash/usbflash/internal/probe/region"
+	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/region"
-	"github.com/usbflash/usbflash/termui"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
+	"github.com/usbflash/usbflash/pipeline/filedev"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/sim"
 	"github.com/usbflash/usbflash/usbms/usbdev"
@@ -79,7 +79,7 @@ func newErrorEvent(err error, code int) *jsonevents.Error {
 // message carries one piece of advice, the table's. Several cards' errors
 // get none: each card's own is in the table of cards.
 func hint(err error) string {
-	if errors.As(err, new(*flash.CardsError)) {
+	if errors.As(err, new(*session.CardsError)) {
 		return ""
 	}
 	class := failure.Of(err)
@@ -148,14 +148,14 @@ func adviceTable() []advice {
 		{failure.Usage, planOf(cardbench.SettingRegion), from(func(e *cardbench.PlanError) string {
 			return fmt.Sprintf("give a --region of whole blocks that ends within %d bytes", e.Limit)
 		})},
-		{failure.Usage, as[*flash.MemoryError](), text("use a smaller --transfer-size, fewer --buffers or a smaller --lag")},
-		{failure.Usage, as[*flash.ChecksumArgError](), text("give the 64 hexadecimal digits the publisher lists, or --no-sha256")},
-		{failure.Usage, as[*imagesrc.KeyringError](), text("name the publisher's public keys as gpg --export writes them")},
-		{failure.Usage, as[*flash.ReportError](), text("name a report file in a directory you can write to")},
-		{failure.Usage, is(flash.ErrReportFormat), text("name a .json or .csv file")},
-		{failure.Usage, is(flash.ErrBlockMapOneCard), text("give one TARGET, without --all, --watch or --report")},
-		{failure.Usage, is(flash.ErrBlockMapConflict), text("pass one of them")},
-		{failure.Usage, is(flash.ErrChecksumConflict), text("pass one of them: --sha256 checks a sum you trust as it is, --sha256-keyring the publisher's signed list beside the image")},
+		{failure.Usage, as[*session.MemoryError](), text("use a smaller --transfer-size, fewer --buffers or a smaller --lag")},
+		{failure.Usage, as[*session.ChecksumArgError](), text("give the 64 hexadecimal digits the publisher lists, or --no-sha256")},
+		{failure.Usage, as[*image.KeyringError](), text("name the publisher's public keys as gpg --export writes them")},
+		{failure.Usage, as[*session.ReportError](), text("name a report file in a directory you can write to")},
+		{failure.Usage, is(session.ErrReportFormat), text("name a .json or .csv file")},
+		{failure.Usage, is(session.ErrBlockMapOneCard), text("give one TARGET, without --all, --watch or --report")},
+		{failure.Usage, is(session.ErrBlockMapConflict), text("pass one of them")},
+		{failure.Usage, is(session.ErrChecksumConflict), text("pass one of them: --sha256 checks a sum you trust as it is, --sha256-keyring the publisher's signed list beside the image")},
 		{failure.Usage, asIf(func(e *outfile.Error) bool { return e.Op == outfile.OpCreate }), text("name a file in a directory that exists and that you can write to")},
 		// A path that cannot be a file: target, by its kind.
 		{failure.Usage, is(filedev.ErrBadSize), text("give a size that is a multiple of 512 bytes")},
@@ -190,8 +190,8 @@ func adviceTable() []advice {
 		{failure.Usage, is(sim.ErrCardNotAFile), text("give a file for the card, as in sim:card.img?size=64MiB")},
 		{failure.Usage, is(sim.ErrCardNoDirectory), text("create the directory first, or check the path")},
 
-		{failure.Refused, as[*flash.RefusedError](), from(refusalsAdvice)},
-		{failure.Refused, asIf(func(e *flash.BlockMapError) bool { return !e.Unreadable }), text("pass --no-bmap to write every byte")},
+		{failure.Refused, as[*session.RefusedError](), from(refusalsAdvice)},
+		{failure.Refused, asIf(func(e *session.BlockMapError) bool { return !e.Unreadable }), text("pass --no-bmap to write every byte")},
 		{failure.Refused, is(drive.ErrInUse), from(func(e *drive.Error) string { return inUseAdvice(e.Uses) + " first, or pass --force if you are sure" })},
 		{failure.Refused, is(drive.ErrInUseUnknown), text("pass --force to skip this check if you are sure nothing uses the disk")},
 		{failure.Refused, is(drive.ErrBusy), text("wait for it to finish")},
@@ -204,29 +204,29 @@ func adviceTable() []advice {
 		{failure.Refused, is(usbms.ErrCapacityOffByOne), text(capacityAdvice)},
 		{failure.Refused, is(drive.ErrOneMedium), text(oneMediumAdvice("VID:PID"))},
 
-		{failure.Image, as[*imagesrc.ChecksumMismatchError](), text("download the image again (with its checksum) and write again")},
-		{failure.Image, as[*imagesrc.ChecksumListError](), text(checksumListAdvice)},
-		{failure.Image, as[*imagesrc.ChecksumConflictError](), text(checksumListAdvice)},
-		{failure.Image, is(imagesrc.ErrListUnsigned), text("download the list's signature (LIST.gpg or LIST.sign, as the publisher names it) beside it, or give the sum the publisher lists with --sha256")},
-		{failure.Image, as[*imagesrc.ChecksumSignatureError](), text("do not trust this download: fetch the checksum list and its signature again from the publisher, and check that --sha256-keyring holds the publisher's key")},
+		{failure.Image, as[*image.ChecksumMismatchError](), text("download the image again (with its checksum) and write again")},
+		{failure.Image, as[*image.ChecksumListError](), text(checksumListAdvice)},
+		{failure.Image, as[*image.ChecksumConflictError](), text(checksumListAdvice)},
+		{failure.Image, is(image.ErrListUnsigned), text("download the list's signature (LIST.gpg or LIST.sign, as the publisher names it) beside it, or give the sum the publisher lists with --sha256")},
+		{failure.Image, as[*image.ChecksumSignatureError](), text("do not trust this download: fetch the checksum list and its signature again from the publisher, and check that --sha256-keyring holds the publisher's key")},
 		// An image that cannot be written as it is, by its kind.
-		{failure.Image, is(imagesrc.ErrDamaged), text("the file is damaged: download it again and compare its checksum")},
-		{failure.Image, is(imagesrc.ErrTruncated), text("the file is incomplete: download it again and compare its checksum")},
-		{failure.Image, is(imagesrc.ErrNotNamedFormat), text("download the image again: a failed download often saves an error page under the image's name")},
-		{failure.Image, is(imagesrc.ErrChanged), text("write again once nothing modifies the image file")},
-		{failure.Image, is(imagesrc.ErrUnreadable), text("check the disk or network share the image is on, or copy the image to a local disk, and run the command again")},
-		{failure.Image, is(imagesrc.ErrUnsupported), from(func(e *imagesrc.Error) string { return containerAdvice(e.Container) })},
-		{failure.Image, is(imagesrc.ErrNotAnImage), from(notAnImageAdvice)},
-		{failure.Image, is(imagesrc.ErrEmpty), text("download the image again and compare its checksum")},
-		{failure.Image, is(imagesrc.ErrUnsupportedEntry), text("extract it first (unzip or 7z), then write the extracted file")},
-		{failure.Image, is(imagesrc.ErrAmbiguous), text("extract the one you want (unzip FILE NAME) and write that")},
-		{failure.Image, is(imagesrc.ErrNeedsFile), text("save it to a file first, or pipe `unzip -p FILE` instead")},
-		{failure.Image, is(imagesrc.ErrUnsupportedFeature), from(func(e *imagesrc.Error) string {
+		{failure.Image, is(image.ErrDamaged), text("the file is damaged: download it again and compare its checksum")},
+		{failure.Image, is(image.ErrTruncated), text("the file is incomplete: download it again and compare its checksum")},
+		{failure.Image, is(image.ErrNotNamedFormat), text("download the image again: a failed download often saves an error page under the image's name")},
+		{failure.Image, is(image.ErrChanged), text("write again once nothing modifies the image file")},
+		{failure.Image, is(image.ErrUnreadable), text("check the disk or network share the image is on, or copy the image to a local disk, and run the command again")},
+		{failure.Image, is(image.ErrUnsupported), from(func(e *image.Error) string { return containerAdvice(e.Container) })},
+		{failure.Image, is(image.ErrNotAnImage), from(notAnImageAdvice)},
+		{failure.Image, is(image.ErrEmpty), text("download the image again and compare its checksum")},
+		{failure.Image, is(image.ErrUnsupportedEntry), text("extract it first (unzip or 7z), then write the extracted file")},
+		{failure.Image, is(image.ErrAmbiguous), text("extract the one you want (unzip FILE NAME) and write that")},
+		{failure.Image, is(image.ErrNeedsFile), text("save it to a file first, or pipe `unzip -p FILE` instead")},
+		{failure.Image, is(image.ErrUnsupportedFeature), from(func(e *image.Error) string {
 			return fmt.Sprintf("the file is not damaged: decompress it with the %s program first, then write the decompressed image", e.Format)
 		})},
 		{failure.Image, as[*pipeline.ImageSizeError](), text("download the image again and compare its checksum")},
 
-		{failure.Verify, as[*flash.CustomizeInterruptedError](), from(customizeAdvice)},
+		{failure.Verify, as[*session.CustomizeInterruptedError](), from(customizeAdvice)},
 		{failure.Verify, asIf(func(e *compareError) bool { return errors.As(e, new(*pipeline.VerifyError)) }),
 			text("the card holds something other than this image (another image, or an older write): write the image to it if it should hold it")},
 		{failure.Verify, asIf(func(e *imagedst.VerifyError) bool { return errors.As(e.Err, new(*pipeline.VerifyError)) }), from(func(e *imagedst.VerifyError) string {
@@ -235,7 +235,7 @@ func adviceTable() []advice {
 		{failure.Verify, as[*pipeline.InconsistentError](), text("the reader returned different data for the same blocks: write the image again through another reader or USB port")},
 		{failure.Verify, as[*pipeline.VerifyError](), text("write the image again; if the difference stays, the card is failing or fake: use another card")},
 
-		{failure.Device, as[*flash.CustomizeInterruptedError](), from(customizeAdvice)},
+		{failure.Device, as[*session.CustomizeInterruptedError](), from(customizeAdvice)},
 		{failure.Device, is(drive.ErrNotFound), text("run 'usbflash list'")},
 		{failure.Device, as[*fakecheck.RestoreError](), from(checkRestoreAdvice)},
 		{failure.Device, as[*region.RestoreError](), from(restoreAdvice)},
@@ -271,10 +271,10 @@ func adviceTable() []advice {
 			return fmt.Sprintf("the card is counterfeit: return it; to use it all the same, partition it to at most its first %d bytes", e.Result.Usable)
 		})},
 
-		{failure.Interrupted, as[*flash.VerifyInterruptedError](), from(func(e *flash.VerifyInterruptedError) string {
+		{failure.Interrupted, as[*session.VerifyInterruptedError](), from(func(e *session.VerifyInterruptedError) string {
 			return fmt.Sprintf("the image is on the card: `usbflash verify %s %s` checks it", shellWord(e.Image), shellWord(e.Target))
 		})},
-		{failure.Interrupted, as[*flash.CustomizeInterruptedError](), from(customizeAdvice)},
+		{failure.Interrupted, as[*session.CustomizeInterruptedError](), from(customizeAdvice)},
 		{failure.Interrupted, as[*pipeline.CancelledError](), from(cancelledAdvice)},
 		{failure.Interrupted, as[*region.RestoreError](), from(restoreAdvice)},
 		{failure.Interrupted, as[*fakecheck.RestoreError](), from(checkRestoreAdvice)},
@@ -283,7 +283,7 @@ func adviceTable() []advice {
 
 // refusalsAdvice is the advice for several cards of which some were
 // refused: to write the others, or what frees the one refusal.
-func refusalsAdvice(e *flash.RefusedError) string {
+func refusalsAdvice(e *session.RefusedError) string {
 	if e.Some() {
 		return "pass --skip-refused to write the others"
 	}
@@ -310,7 +310,7 @@ func checkRestoreAdvice(e *fakecheck.RestoreError) string {
 
 // customizeAdvice gives the two commands that end a customisation in
 // place that stopped: one finishes it, the other puts the card back.
-func customizeAdvice(e *flash.CustomizeInterruptedError) string {
+func customizeAdvice(e *session.CustomizeInterruptedError) string {
 	t := shellWord(e.Target)
 	return fmt.Sprintf("keep the four files until one is used; finish the customisation with\n  usbflash restore %s %s\nor put the card back as it was with\n  usbflash restore %s %s",
 		shellWord(e.Finish.Path), t, shellWord(e.Undo.Path), t)
@@ -333,7 +333,7 @@ func permissionAdvice(err error) string {
 
 // notAnImageAdvice says how to get the image out of what an archive
 // holds instead.
-func notAnImageAdvice(e *imagesrc.Error) string {
+func notAnImageAdvice(e *image.Error) string {
 	if e.Container != "" {
 		return containerAdvice(e.Container)
 	}

@@ -10,18 +10,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/cardbench"
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/filedev"
-	"github.com/usbflash/usbflash/imagedst"
-	"github.com/usbflash/usbflash/imagesrc"
-	"github.com/usbflash/usbflash/internal/factsonly"
-	"github.com/usbflash/usbflash/internal/outfile"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/image/imagedst"
+	"github.com/usbflash/usbflash/internal/lib/outfile"
+	"github.com/usbflash/usbflash/internal/probe/cardbench"
+	"github.com/usbflash/usbflash/internal/probe/region"
+	"github.com/usbflash/usbflash/internal/testkit/factsonly"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/region"
-	"github.com/usbflash/usbflash/termui"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
+	"github.com/usbflash/usbflash/pipeline/filedev"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/sim"
 	"github.com/usbflash/usbflash/usbms/usbdev"
@@ -225,37 +225,37 @@ func mediumAdviceCases(t *testing.T) []adviceCase {
 // container imagesrc recognises but does not decode.
 func imageAdviceCases(t *testing.T) []adviceCase {
 	want := map[error]string{
-		imagesrc.ErrDamaged:            "the file is damaged: download it again and compare its checksum",
-		imagesrc.ErrTruncated:          "the file is incomplete: download it again and compare its checksum",
-		imagesrc.ErrNotNamedFormat:     "download the image again: a failed download often saves an error page under the image's name",
-		imagesrc.ErrChanged:            "write again once nothing modifies the image file",
-		imagesrc.ErrUnreadable:         "check the disk or network share the image is on, or copy the image to a local disk, and run the command again",
-		imagesrc.ErrUnsupported:        "extract the image first (7z x FILE)",
-		imagesrc.ErrNotAnImage:         "decompress the outer zip first, then write the inner file",
-		imagesrc.ErrUnsupportedFeature: "the file is not damaged: decompress it with the zip program first, then write the decompressed image",
-		imagesrc.ErrEmpty:              "download the image again and compare its checksum",
-		imagesrc.ErrUnsupportedEntry:   "extract it first (unzip or 7z), then write the extracted file",
-		imagesrc.ErrAmbiguous:          "extract the one you want (unzip FILE NAME) and write that",
-		imagesrc.ErrNeedsFile:          "save it to a file first, or pipe `unzip -p FILE` instead",
+		image.ErrDamaged:            "the file is damaged: download it again and compare its checksum",
+		image.ErrTruncated:          "the file is incomplete: download it again and compare its checksum",
+		image.ErrNotNamedFormat:     "download the image again: a failed download often saves an error page under the image's name",
+		image.ErrChanged:            "write again once nothing modifies the image file",
+		image.ErrUnreadable:         "check the disk or network share the image is on, or copy the image to a local disk, and run the command again",
+		image.ErrUnsupported:        "extract the image first (7z x FILE)",
+		image.ErrNotAnImage:         "decompress the outer zip first, then write the inner file",
+		image.ErrUnsupportedFeature: "the file is not damaged: decompress it with the zip program first, then write the decompressed image",
+		image.ErrEmpty:              "download the image again and compare its checksum",
+		image.ErrUnsupportedEntry:   "extract it first (unzip or 7z), then write the extracted file",
+		image.ErrAmbiguous:          "extract the one you want (unzip FILE NAME) and write that",
+		image.ErrNeedsFile:          "save it to a file first, or pipe `unzip -p FILE` instead",
 	}
 	var cases []adviceCase
-	for _, k := range imagesrc.Kinds() {
+	for _, k := range image.Kinds() {
 		advice, ok := want[k]
 		if !ok {
 			t.Errorf("image kind %v has no case here: give it its advice", k)
 		}
-		e := &imagesrc.Error{Kind: k, Format: imagesrc.FormatZip, Offset: 1000, Decoded: 4096, Err: errors.New("the facts")}
-		if k == imagesrc.ErrUnsupported {
+		e := &image.Error{Kind: k, Format: image.FormatZip, Offset: 1000, Decoded: 4096, Err: errors.New("the facts")}
+		if k == image.ErrUnsupported {
 			e.Container = "7z archive"
 		}
 		cases = append(cases, adviceCase{"image/" + k.Error(), fmt.Errorf("image os.img: %w", e), advice})
 	}
-	for _, c := range imagesrc.UnsupportedContainers() {
+	for _, c := range image.UnsupportedContainers() {
 		advice := containerAdvice(c)
 		if advice == containerAdvice("") {
 			t.Errorf("container %q gets only the generic advice %q", c, advice)
 		}
-		e := &imagesrc.Error{Kind: imagesrc.ErrNotAnImage, Format: imagesrc.FormatGzip, Container: c, Err: errors.New("the facts")}
+		e := &image.Error{Kind: image.ErrNotAnImage, Format: image.FormatGzip, Container: c, Err: errors.New("the facts")}
 		cases = append(cases, adviceCase{"image/inside an archive, " + c, e, advice})
 	}
 	return cases

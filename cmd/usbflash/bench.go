@@ -9,14 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/benchview"
-	"github.com/usbflash/usbflash/cardbench"
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/internal/jsonevents"
-	"github.com/usbflash/usbflash/internal/outfile"
-	"github.com/usbflash/usbflash/internal/units"
-	"github.com/usbflash/usbflash/region"
-	"github.com/usbflash/usbflash/termui"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/lib/outfile"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/probe/cardbench"
+	"github.com/usbflash/usbflash/internal/probe/region"
+	"github.com/usbflash/usbflash/internal/ui/benchview"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 )
 
 // benchFlags are the options of `usbflash bench`.

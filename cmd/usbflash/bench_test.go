@@ -11,11 +11,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/cardbench"
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/region"
-	"github.com/usbflash/usbflash/termui"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/probe/cardbench"
+	"github.com/usbflash/usbflash/internal/probe/region"
+	"github.com/usbflash/usbflash/internal/ui/termui"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // benchPattern is what a bench card holds: made once, as every test's

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/internal/session"
 )
 
 // blockMapFlags are write's options for writing less than the whole image.
@@ -18,6 +18,6 @@ func (f *blockMapFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.sparse, "sparse", false, "without a block map, skip what is zero in the image, 4 KiB at a time (those regions keep the card's old bytes)")
 }
 
-func (f blockMapFlags) choice() flash.BlockMapChoice {
-	return flash.BlockMapChoice{Path: f.path, Off: f.noBmap, Sparse: f.sparse}
+func (f blockMapFlags) choice() session.BlockMapChoice {
+	return session.BlockMapChoice{Path: f.path, Off: f.noBmap, Sparse: f.sparse}
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/bmap"
-	"github.com/usbflash/usbflash/internal/testimage"
+	"github.com/usbflash/usbflash/internal/image/bmap"
+	"github.com/usbflash/usbflash/internal/testkit/testimage"
 )
 
 const mapTransfer = testimage.Transfer // the transfer size of the block map tests

@@ -7,11 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/fakecheck"
-	"github.com/usbflash/usbflash/internal/jsonevents"
-	"github.com/usbflash/usbflash/internal/units"
-	"github.com/usbflash/usbflash/termui"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/probe/fakecheck"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 )
 
 // checkFlags are the options of `usbflash check`.

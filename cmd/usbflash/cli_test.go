@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/internal/drive"
 )
 
 // maxCacheTaken is what a refused --max-cache says is taken.

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/internal/drive"
 
 	"github.com/spf13/cobra"
 )

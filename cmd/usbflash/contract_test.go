@@ -16,7 +16,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/usbflash/usbflash/internal/eventsdoc"
+	"github.com/usbflash/usbflash/internal/ui/eventsdoc"
 )
 
 // docSection returns the lines of a Markdown file (relative to the
@@ -111,7 +111,7 @@ func readmeExitCodes(t *testing.T) {
 }
 
 // schemaPath is the events' contract, beside their types.
-const schemaPath = "../../internal/jsonevents/events.schema.json"
+const schemaPath = "../../internal/ui/jsonevents/events.schema.json"
 
 // eventSchema compiles events.schema.json.
 func eventSchema(t *testing.T) (*jsonschema.Schema, map[string]any) {

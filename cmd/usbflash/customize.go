@@ -4,11 +4,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/usbflash/usbflash/customize"
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/internal/customize"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/termui"
 )
 
 // customizeFlags are write's first-boot settings: a file, and the common
@@ -113,14 +113,14 @@ and the error names them: usbflash restore puts either back.`,
 				if err != nil {
 					return err
 				}
-				obs := flash.ObserverFunc(func(e flash.Event) { presentCard(rep, e) })
+				obs := session.ObserverFunc(func(e session.Event) { presentCard(rep, e) })
 				var confirm func(*drive.Device) error // --yes: ask nothing
 				if !yes {
 					confirm = func(d *drive.Device) error {
 						return a.confirmOverwrite([]*drive.Device{d}, "first-boot settings, into its boot partition")
 					}
 				}
-				_, err = flash.Customize(c.Context(), flash.CustomizeConfig{Customize: *cfg, TransferSize: transfer, Force: force,
+				_, err = session.Customize(c.Context(), session.CustomizeConfig{Customize: *cfg, TransferSize: transfer, Force: force,
 					Readers: readers, Observer: obs, Confirm: confirm}, specs)
 				return err
 			})

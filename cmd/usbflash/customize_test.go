@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/internal/osimage"
+	"github.com/usbflash/usbflash/internal/testkit/osimage"
 )
 
 // TestCustomizeCommand: `usbflash customize` from its flags to what it

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/session"
 )
 
 // Exit codes are part of the interface: scripts and factory stations branch
@@ -102,7 +102,7 @@ func errorAlreadyReported(err error) bool {
 // exitCode is the documented exit code of err: its class's row, but for a
 // session of several cards some of which succeeded (flash's policy).
 func exitCode(err error) int {
-	var cards *flash.CardsError
+	var cards *session.CardsError
 	switch {
 	case err == nil:
 		return exitOK

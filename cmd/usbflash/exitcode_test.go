@@ -8,18 +8,18 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/cardbench"
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/filedev"
-	"github.com/usbflash/usbflash/flash"
-	"github.com/usbflash/usbflash/imagedst"
-	"github.com/usbflash/usbflash/imagesrc"
-	"github.com/usbflash/usbflash/internal/outfile"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/image/imagedst"
+	"github.com/usbflash/usbflash/internal/lib/outfile"
+	"github.com/usbflash/usbflash/internal/probe/cardbench"
+	"github.com/usbflash/usbflash/internal/probe/region"
+	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/region"
-	"github.com/usbflash/usbflash/termui"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
+	"github.com/usbflash/usbflash/pipeline/filedev"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
@@ -36,8 +36,8 @@ func TestExitCodeClassification(t *testing.T) {
 		{fmt.Errorf("open: %w", &usbdev.Error{Op: "open", Kind: usbdev.ErrPermission}), exitDevice},
 		{fmt.Errorf("read: %w", usbms.ErrNoDevice), exitDevice},
 		{&usbms.CommandError{Op: "WRITE(10)", Err: errors.New("timeout")}, exitDevice},
-		{&imagesrc.Error{Err: errors.New("bad")}, exitSource},
-		{&imagesrc.Error{Kind: imagesrc.ErrUnsupported, Container: "7z archive", Err: errors.New("a 7z archive")}, exitSource},
+		{&image.Error{Err: errors.New("bad")}, exitSource},
+		{&image.Error{Kind: image.ErrUnsupported, Container: "7z archive", Err: errors.New("a 7z archive")}, exitSource},
 		{failure.Wrap(failure.Image, errors.New("open image: no such file")), exitSource},
 		{&filedev.TargetError{Path: "/tmp", Kind: filedev.ErrWrongType, What: "is a directory"}, exitUsage},
 		{fmt.Errorf("WRITE: %w", &usbdev.Error{Op: "bulk OUT transfer", Kind: usbdev.ErrNoMemory}), exitDevice},
@@ -52,14 +52,14 @@ func TestExitCodeClassification(t *testing.T) {
 		{fmt.Errorf("sim:x is %w", blockdev.ErrWriteProtected), exitRefused},
 		{&drive.Error{Err: drive.ErrInUse}, exitRefused},
 		{&drive.Error{Err: drive.ErrNotFound}, exitDevice},
-		{&flash.MemoryError{}, exitUsage},
-		{&flash.RefusedError{}, exitRefused},
-		{&flash.ImageError{Err: errors.New("open os.img: no such file")}, exitSource},
-		{&flash.BlockMapError{Unreadable: true}, exitSource},
-		{&flash.BlockMapError{}, exitRefused},
-		{&flash.CardsError{Succeeded: 1, Failed: 1, Errs: []error{&pipeline.VerifyError{}}}, exitPartial},
-		{&flash.CardsError{Failed: 2, Errs: []error{&pipeline.VerifyError{}, &pipeline.VerifyError{}}}, exitVerify},
-		{&flash.CardsError{Failed: 2, Errs: []error{&pipeline.VerifyError{}, usbms.ErrNoDevice}}, exitDevice},
+		{&session.MemoryError{}, exitUsage},
+		{&session.RefusedError{}, exitRefused},
+		{&session.ImageError{Err: errors.New("open os.img: no such file")}, exitSource},
+		{&session.BlockMapError{Unreadable: true}, exitSource},
+		{&session.BlockMapError{}, exitRefused},
+		{&session.CardsError{Succeeded: 1, Failed: 1, Errs: []error{&pipeline.VerifyError{}}}, exitPartial},
+		{&session.CardsError{Failed: 2, Errs: []error{&pipeline.VerifyError{}, &pipeline.VerifyError{}}}, exitVerify},
+		{&session.CardsError{Failed: 2, Errs: []error{&pipeline.VerifyError{}, usbms.ErrNoDevice}}, exitDevice},
 		{fmt.Errorf("WRITE: %w", usbms.ErrRecoveryFailed), exitDevice},
 		{&pipeline.CancelledError{Err: context.Canceled}, exitCancelled},
 		{cardbench.Plan{Sizes: []int64{2 << 30}}.Check(), exitUsage},

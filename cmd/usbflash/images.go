@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/flash"
-	"github.com/usbflash/usbflash/imagesrc/catalog"
+	"github.com/usbflash/usbflash/internal/image/catalog"
+	"github.com/usbflash/usbflash/internal/session"
 )
 
 // catalogEnv names the catalog when --catalog does not.
@@ -24,7 +24,7 @@ func (f *catalogFlags) register(c *cobra.Command, withOS bool) {
 	}
 	c.Flags().StringVar(&f.os, "os", "", "write the image of this catalog entry (its name, with its folders' or alone, or the start of only one entry's) instead of an IMAGE: checked against the entry's SHA-256s and size")
 	_ = c.RegisterFlagCompletionFunc("os", func(c *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-		entries, _ := flash.LoadCatalog(c.Context(), f.catalog, flash.Config{})
+		entries, _ := session.LoadCatalog(c.Context(), f.catalog, session.Config{})
 		return catalog.Names(entries), cobra.ShellCompDirectiveNoFileComp
 	})
 }
@@ -54,7 +54,7 @@ name, with its folders' or alone, or the start of only one entry's.`,
 			if f.catalog == "" {
 				return &usageError{"images needs an OS list: --catalog URL|FILE or $" + catalogEnv}
 			}
-			entries, err := flash.LoadCatalog(c.Context(), f.catalog, flash.Config{})
+			entries, err := session.LoadCatalog(c.Context(), f.catalog, session.Config{})
 			if err != nil {
 				return err
 			}

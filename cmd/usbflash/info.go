@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/readerinfo"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/ui/readerinfo"
 )
 
 func newInfoCommand(a *app) *cobra.Command {

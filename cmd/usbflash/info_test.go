@@ -8,9 +8,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/internal/jsonevents"
-	"github.com/usbflash/usbflash/readerinfo"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/readerinfo"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 

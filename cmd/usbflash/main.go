@@ -6,7 +6,7 @@ package main
 // docs/events.md, the reference of the --json events, is generated from
 // their schema:
 //
-//go:generate go run ../../internal/eventsdoc/gen ../../internal/jsonevents/events.schema.json ../../docs/events.md
+//go:generate go run ../../internal/ui/eventsdoc/gen ../../internal/ui/jsonevents/events.schema.json ../../docs/events.md
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 	// only when the system has none.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
-	"github.com/usbflash/usbflash/internal/stopsignal"
-	"github.com/usbflash/usbflash/termui"
+	"github.com/usbflash/usbflash/internal/lib/stopsignal"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 )
 
 func main() {

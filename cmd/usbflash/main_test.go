@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/usbflash/usbflash/internal/testimage"
+	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 

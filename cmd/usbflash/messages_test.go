@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 )
 
 // update rewrites the golden files from what the commands print now:

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/flash"
-	"github.com/usbflash/usbflash/imagesrc"
-	"github.com/usbflash/usbflash/internal/jsonevents"
-	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/termui"
 	"github.com/usbflash/usbflash/usbms"
 )
 
@@ -23,16 +23,16 @@ import (
 type cardPresenter struct {
 	rep     termui.Reporter
 	f       writeFlags
-	outcome *flash.Outcome
+	outcome *session.Outcome
 }
 
 func newCardPresenter(rep termui.Reporter, f writeFlags) *cardPresenter {
 	return &cardPresenter{rep: rep, f: f}
 }
 
-func (p *cardPresenter) Observe(e flash.Event) {
+func (p *cardPresenter) Observe(e session.Event) {
 	switch e := e.(type) {
-	case flash.Started:
+	case session.Started:
 		src := e.Source
 		p.rep.Event(&jsonevents.Start{
 			Command: jsonevents.CommandWrite,
@@ -40,7 +40,7 @@ func (p *cardPresenter) Observe(e flash.Event) {
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
 		}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", e.Image, src.Format, termui.ImageSize(src), e.Targets[0]))
 		noChecksumNote(p.rep, src)
-	case flash.CardDone:
+	case session.CardDone:
 		p.outcome = e.Outcome
 	default:
 		presentCard(p.rep, e)
@@ -49,7 +49,7 @@ func (p *cardPresenter) Observe(e flash.Event) {
 
 // finish prints the summary of a card that was written, or hands the
 // error on.
-func (p *cardPresenter) finish(_ *flash.Result, err error) error {
+func (p *cardPresenter) finish(_ *session.Result, err error) error {
 	if err != nil || p.outcome == nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (p *cardPresenter) finish(_ *flash.Result, err error) error {
 }
 
 // presentBlockMap says which block map a write uses.
-func presentBlockMap(rep termui.Reporter, e flash.BlockMapChosen) {
+func presentBlockMap(rep termui.Reporter, e session.BlockMapChosen) {
 	pct := 100.0
 	if e.ImageSize > 0 {
 		pct = float64(e.MappedBytes) * 100 / float64(e.ImageSize)
@@ -121,7 +121,7 @@ func presentBlockMap(rep termui.Reporter, e flash.BlockMapChosen) {
 }
 
 // progressOf is the progress event of a session's progress.
-func progressOf(p flash.Progress) jsonevents.Progress {
+func progressOf(p session.Progress) jsonevents.Progress {
 	e := jsonevents.NewProgress(jsonevents.Phase(p.Phase), p.Done, p.Total, p.Elapsed)
 	if p.CompressedDone >= 0 {
 		e.CompressedDone = ptr(p.CompressedDone)
@@ -152,9 +152,9 @@ func newSessionPresenter(rep termui.Reporter, f writeFlags, watch bool) *session
 	return &sessionPresenter{rep: rep, f: f, watch: watch, bars: map[string]*termui.CardBars{}}
 }
 
-func (p *sessionPresenter) Observe(e flash.Event) {
+func (p *sessionPresenter) Observe(e session.Event) {
 	switch e := e.(type) {
-	case flash.Started:
+	case session.Started:
 		src := e.Source
 		text := fmt.Sprintf("Writing %s (%s, %s) to %s: %s", e.Image, src.Format, termui.ImageSize(src),
 			plural(len(e.Targets), "card"), strings.Join(e.Targets, ", "))
@@ -167,22 +167,22 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 			Targets: append([]string{}, e.Targets...), TransferSize: int64(e.TransferSize), Buffers: e.Buffers, Lag: e.Lag,
 		}, text)
 		noChecksumNote(p.rep, src)
-	case flash.Opened:
+	case session.Opened:
 		p.rep.Event(newDeviceEvent(e), "")
-	case flash.Note:
+	case session.Note:
 		msg := e.Message
 		if e.Card != "" && !strings.Contains(msg, e.Card) {
 			msg = e.Card + ": " + msg
 		}
 		p.rep.Event(noteWithAdvice(msg, e.Notice))
-	case flash.WriteStarted:
+	case session.WriteStarted:
 		p.bars[e.Cards[0]].Done()
 		p.bars[e.Cards[0]] = termui.NewCardBars(p.rep, e.Cards)
 		if !p.watch {
 			msg := fmt.Sprintf("Writing %s with %s transfers", plural(len(e.Cards), "card"), units.FormatSize(int64(e.TransferSize)))
 			p.rep.Event(jsonevents.NewNote(msg), "")
 		}
-	case flash.Progress:
+	case session.Progress:
 		if len(e.Cards) == 0 || p.bars[e.Cards[0].Card] == nil {
 			return
 		}
@@ -191,7 +191,7 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 			p.rep.Event(&jsonevents.PhaseEvent{Phase: jsonevents.Phase(e.Phase)}, "")
 		}
 		p.bars[e.Cards[0].Card].Update(e)
-	case flash.CardDone:
+	case session.CardDone:
 		if b := p.bars[e.Outcome.Target]; b != nil && p.watch {
 			b.Done()
 			delete(p.bars, e.Outcome.Target)
@@ -201,18 +201,18 @@ func (p *sessionPresenter) Observe(e flash.Event) {
 }
 
 // recordOf is the card event's body: the report's row.
-func recordOf(o *flash.Outcome) flash.Record { return flash.RecordOf(o, classCodes()) }
+func recordOf(o *session.Outcome) session.Record { return session.RecordOf(o, classCodes()) }
 
 // finish prints the table and the session summary, then hands the
 // session's error on.
-func (p *sessionPresenter) finish(res *flash.Result, err error) error {
+func (p *sessionPresenter) finish(res *session.Result, err error) error {
 	for _, b := range p.bars {
 		b.Done()
 	}
 	if res == nil || (len(res.Cards) == 0 && err != nil && !p.watch) {
 		return err
 	}
-	records := make([]flash.Record, len(res.Cards))
+	records := make([]session.Record, len(res.Cards))
 	for i, o := range res.Cards {
 		records[i] = recordOf(o)
 	}
@@ -256,8 +256,8 @@ func noteWithAdvice(msg string, n *usbms.Notice) (jsonevents.Event, string) {
 // own (zstd without content checksums, xz with check "none"): damage in
 // it is found only where the decoder trips, if at all, so the download's
 // checksum and the verify are all there is.
-func noChecksumNote(rep termui.Reporter, src *imagesrc.Source) {
-	if src.Format == imagesrc.FormatRaw || src.HasChecksum {
+func noChecksumNote(rep termui.Reporter, src *image.Source) {
+	if src.Format == image.FormatRaw || src.HasChecksum {
 		return
 	}
 	msg := fmt.Sprintf("This %s image carries no checksum of its own: only the read-back and the publisher's SHA-256 (--sha256) can tell it is intact", src.Format)
@@ -267,7 +267,7 @@ func noChecksumNote(rep termui.Reporter, src *imagesrc.Source) {
 func ptr[T any](v T) *T { return &v }
 
 // newDeviceEvent is the device event of an opened card.
-func newDeviceEvent(e flash.Opened) *jsonevents.Device {
+func newDeviceEvent(e session.Opened) *jsonevents.Device {
 	return &jsonevents.Device{Target: e.Card, Capacity: e.Capacity,
 		BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize), Transport: e.Transport.Protocol, UASStreams: e.Transport.Streams,
 		QueueDepth: e.Transport.QueueDepth, TransportWhy: e.Transport.Why}

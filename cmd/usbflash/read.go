@@ -10,15 +10,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/flash"
-	"github.com/usbflash/usbflash/imagedst"
-	"github.com/usbflash/usbflash/internal/jsonevents"
-	"github.com/usbflash/usbflash/internal/parttable"
-	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image/imagedst"
+	"github.com/usbflash/usbflash/internal/lib/parttable"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/termui"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // readFlags are the options of `usbflash read`.
@@ -87,8 +87,8 @@ func (a *app) backup(ctx context.Context, rep termui.Reporter, c *cobra.Command,
 	if err != nil {
 		return err
 	}
-	cfg := flash.BackupConfig{Out: out, Readers: readers, Used: f.used, Force: f.force, Verify: f.verify, Buffers: f.buffers,
-		Observer: flash.ObserverFunc(func(e flash.Event) { presentBackup(rep, e) })}
+	cfg := session.BackupConfig{Out: out, Readers: readers, Used: f.used, Force: f.force, Verify: f.verify, Buffers: f.buffers,
+		Observer: session.ObserverFunc(func(e session.Event) { presentBackup(rep, e) })}
 	if f.size != "" && f.used {
 		return &usageError{"--size and --used both say where to stop: pass one"}
 	}
@@ -100,7 +100,7 @@ func (a *app) backup(ctx context.Context, rep termui.Reporter, c *cobra.Command,
 			return &usageError{fmt.Sprintf("--size %q: want a positive size such as 4GiB", f.size)}
 		}
 	}
-	b, err := flash.NewBackup(cfg)
+	b, err := session.NewBackup(cfg)
 	if err != nil {
 		return err
 	}
@@ -141,17 +141,17 @@ func (a *app) backup(ctx context.Context, rep termui.Reporter, c *cobra.Command,
 }
 
 // presentBackup shows a backup's events.
-func presentBackup(rep termui.Reporter, e flash.Event) {
+func presentBackup(rep termui.Reporter, e session.Event) {
 	switch e := e.(type) {
-	case flash.BackupStarted:
+	case session.BackupStarted:
 		rep.Event(&jsonevents.ReadStart{
 			Command: jsonevents.CommandRead,
 			Target:  e.Target, Out: e.Out, Format: e.Format, TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
 		}, fmt.Sprintf("Backing %s up to %s (%s) ...", e.Target, e.Out, e.Format))
-	case flash.InUse:
+	case session.InUse:
 		msg := inUseNote(e.Err)
 		rep.Event(jsonevents.NewNote(msg), msg)
-	case flash.ExtentChosen:
+	case session.ExtentChosen:
 		if msg := extentNote(e.Card, e.Extent); msg != "" {
 			rep.Event(jsonevents.NewNote(msg), msg)
 		}

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/usbflash/usbflash/drive"
+	"github.com/usbflash/usbflash/internal/drive"
 )
 
 // The backup's behaviour is flash's (TestBackupSession); these hold what

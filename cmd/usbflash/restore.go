@@ -6,10 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/fakecheck"
-	"github.com/usbflash/usbflash/internal/jsonevents"
-	"github.com/usbflash/usbflash/internal/units"
-	"github.com/usbflash/usbflash/termui"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/probe/fakecheck"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 )
 
 // newRestoreCommand is `usbflash restore`: the one command that puts back

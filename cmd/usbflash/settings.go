@@ -4,38 +4,38 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/usbflash/usbflash/cardbench"
-	"github.com/usbflash/usbflash/customize"
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/flash"
+	"github.com/usbflash/usbflash/internal/customize"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/probe/cardbench"
+	"github.com/usbflash/usbflash/internal/session"
 )
 
 // flagOf is the command-line name of a setting the libraries' errors are
 // about ("" for one no flag gives).
 func flagOf(s failure.Setting) string {
 	return map[failure.Setting]string{
-		flash.SettingTransferSize:    "--transfer-size",
-		flash.SettingBuffers:         "--buffers",
-		flash.SettingLag:             "--lag",
-		flash.SettingSHA256:          "--sha256",
-		flash.SettingKeyring:         "--sha256-keyring",
-		flash.SettingFingerprint:     "--sha256-fingerprint",
-		flash.SettingKeyringNoSHA256: "--sha256-keyring and --no-sha256",
-		flash.SettingKeyringSHA256:   "--sha256-keyring and --sha256",
-		flash.SettingCache:           "--cache",
-		flash.SettingCatalog:         "--catalog",
-		flash.SettingOS:              "--os",
-		flash.SettingSize:            "--size",
-		flash.SettingOut:             "OUT",
-		flash.SettingBlockMap:        "--bmap and --no-bmap",
-		flash.SettingSparse:          "--sparse and --bmap",
-		cardbench.SettingCompare:     "--compare",
-		cardbench.SettingSizes:       "--sizes",
-		cardbench.SettingRegion:      "--region",
-		cardbench.SettingPreserve:    "--preserve --region",
-		customize.SettingFile:        "--customize",
-		customize.SettingInitFormat:  "--init-format",
-		customize.SettingSSHKey:      "--ssh-key",
+		session.SettingTransferSize:    "--transfer-size",
+		session.SettingBuffers:         "--buffers",
+		session.SettingLag:             "--lag",
+		session.SettingSHA256:          "--sha256",
+		session.SettingKeyring:         "--sha256-keyring",
+		session.SettingFingerprint:     "--sha256-fingerprint",
+		session.SettingKeyringNoSHA256: "--sha256-keyring and --no-sha256",
+		session.SettingKeyringSHA256:   "--sha256-keyring and --sha256",
+		session.SettingCache:           "--cache",
+		session.SettingCatalog:         "--catalog",
+		session.SettingOS:              "--os",
+		session.SettingSize:            "--size",
+		session.SettingOut:             "OUT",
+		session.SettingBlockMap:        "--bmap and --no-bmap",
+		session.SettingSparse:          "--sparse and --bmap",
+		cardbench.SettingCompare:       "--compare",
+		cardbench.SettingSizes:         "--sizes",
+		cardbench.SettingRegion:        "--region",
+		cardbench.SettingPreserve:      "--preserve --region",
+		customize.SettingFile:          "--customize",
+		customize.SettingInitFormat:    "--init-format",
+		customize.SettingSSHKey:        "--ssh-key",
 	}[s]
 }
 

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/internal/stopsignal"
+	"github.com/usbflash/usbflash/internal/lib/stopsignal"
 )
 
 // usbflashBinary is this test binary under the name usbflash (a link that

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/internal/testtargets"
+	"github.com/usbflash/usbflash/internal/testkit/testtargets"
 )
 
 // TestTargetsCommand: the exit code and message of each command for the

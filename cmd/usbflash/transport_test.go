@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/readerinfo"
+	"github.com/usbflash/usbflash/internal/ui/readerinfo"
 )
 
 // TestTransport: --transport picks Bulk-Only or UAS for a sim reader that

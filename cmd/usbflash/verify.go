@@ -7,13 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/flash"
-	"github.com/usbflash/usbflash/internal/jsonevents"
-	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/termui"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 func newVerifyCommand(a *app) *cobra.Command {
@@ -53,8 +53,8 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 				if err != nil {
 					return err
 				}
-				return a.verify(c.Context(), rep, flash.VerifyConfig{Image: image, TransferSize: transfer,
-					BlockMap: flash.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair, Catalog: catalog.catalog, OS: catalog.os}, t)
+				return a.verify(c.Context(), rep, session.VerifyConfig{Image: image, TransferSize: transfer,
+					BlockMap: session.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair, Catalog: catalog.catalog, OS: catalog.os}, t)
 			})
 		},
 	}
@@ -69,9 +69,9 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 }
 
 // verify runs a verify session and presents it.
-func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg flash.VerifyConfig, t drive.Spec) error {
-	cfg.Observer = flash.ObserverFunc(func(e flash.Event) { presentVerify(rep, e) })
-	res, err := flash.Verify(ctx, cfg, t)
+func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg session.VerifyConfig, t drive.Spec) error {
+	cfg.Observer = session.ObserverFunc(func(e session.Event) { presentVerify(rep, e) })
+	res, err := session.Verify(ctx, cfg, t)
 	if err != nil {
 		return &compareError{err}
 	}
@@ -87,8 +87,8 @@ func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg flash.VerifyC
 
 // presentVerify shows a verify session's events as the single-card
 // contract has them.
-func presentVerify(rep termui.Reporter, e flash.Event) {
-	if e, ok := e.(flash.Started); ok {
+func presentVerify(rep termui.Reporter, e session.Event) {
+	if e, ok := e.(session.Started); ok {
 		src := e.Source
 		rep.Event(&jsonevents.Start{
 			Command: jsonevents.CommandVerify,
@@ -102,15 +102,15 @@ func presentVerify(rep termui.Reporter, e flash.Event) {
 
 // presentCard shows the events every session of one card has (write,
 // verify, read): the card opened, notes, the block map chosen, progress.
-func presentCard(rep termui.Reporter, e flash.Event) {
+func presentCard(rep termui.Reporter, e session.Event) {
 	switch e := e.(type) {
-	case flash.BlockMapChosen:
+	case session.BlockMapChosen:
 		presentBlockMap(rep, e)
-	case flash.Opened:
+	case session.Opened:
 		rep.Event(newDeviceEvent(e), "")
-	case flash.Note:
+	case session.Note:
 		rep.Event(noteWithAdvice(e.Message, e.Notice))
-	case flash.Progress:
+	case session.Progress:
 		rep.Progress(progressOf(e))
 	}
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/internal/buildinfo"
+	"github.com/usbflash/usbflash/internal/lib/buildinfo"
 )
 
 func newVersionCommand(a *app) *cobra.Command {

@@ -9,18 +9,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/drive"
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/fakecheck"
-	"github.com/usbflash/usbflash/flash"
-	"github.com/usbflash/usbflash/imagesrc"
-	"github.com/usbflash/usbflash/internal/jsonevents"
-	"github.com/usbflash/usbflash/internal/units"
-	"github.com/usbflash/usbflash/metrics"
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/probe/fakecheck"
+	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/station/metrics"
+	"github.com/usbflash/usbflash/internal/station/slotlog"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/slotlog"
-	"github.com/usbflash/usbflash/termui"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // writeFlags are the options of `usbflash write`.
@@ -105,7 +105,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVar(&f.all, "all", false, "write every reader that holds a card and is not in use (listed, then confirmed)")
 	fl.BoolVar(&f.watch, "watch", false, "stay running and write every card inserted into any reader (or any reader plugged in), each once, until Ctrl-C; needs --yes")
 	fl.BoolVar(&f.skipRefused, "skip-refused", false, "with several targets: write the others when some are refused (write-protected, too small, in use)")
-	fl.IntVar(&f.lag, "lag", flash.DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
+	fl.IntVar(&f.lag, "lag", session.DefaultLag, "with several targets: transfers a card may fall behind before it holds the others back (0: lockstep)")
 	fl.StringVar(&f.report, "report", "", "with several targets or --watch: save a record of every card to this .json or .csv file")
 	fl.DurationVar(&f.stopTimeout, "stop-timeout", 0, "with --watch: on a stop request (SIGTERM, Ctrl-C) take no new card and finish the cards being written for up to this long (e.g. 10m), then stop them safely (0: stop them after the command in flight)")
 	fl.StringVar(&f.logDir, "log-dir", "", "keep one log per reader slot in this directory: each card's notes and record, one JSON object per line, rotated at 1 MiB (5 kept)")
@@ -166,7 +166,7 @@ func (a *app) reported(asJSON, quiet bool, body func(termui.Reporter) error) err
 // through one flash session.
 func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f writeFlags) (err error) {
 	imageRef, targets := f.catalog.image(args)
-	cfg := flash.Config{
+	cfg := session.Config{
 		Image: imageRef, OS: f.catalog.os, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
 		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.sha256, NoSHA256: f.noSHA256, SHA256Keyring: f.sha256Keyring, SHA256Fingerprint: f.fingerprint,
@@ -202,7 +202,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		if named == "" {
 			named = f.catalog.os
 		}
-		cfg.Confirm = func(cards []*drive.Device, src *imagesrc.Source) error { return a.confirm(cards, named, src) }
+		cfg.Confirm = func(cards []*drive.Device, src *image.Source) error { return a.confirm(cards, named, src) }
 	}
 	// Enumerated once, for --all and the opens alike.
 	if cfg.Readers, err = a.newReaders(); err != nil {
@@ -213,12 +213,12 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 			return &usageError{"--watch writes every card that appears without asking: add --yes"}
 		}
 		p := newSessionPresenter(rep, f, true)
-		cfg.Observer = flash.Tee(p, station, logs)
+		cfg.Observer = session.Tee(p, station, logs)
 		find := a.watchFinder
 		if find == nil {
 			find = drive.USBFinder(f.force)
 		}
-		res, err := flash.Watch(ctx, cfg, find)
+		res, err := session.Watch(ctx, cfg, find)
 		return p.finish(res, err)
 	}
 	specs, err := a.writeTargets(ctx, rep, cfg.Readers, targets, f)
@@ -227,16 +227,16 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	}
 	many := len(specs) > 1 || f.report != "" || f.all
 	var p interface {
-		flash.Observer
-		finish(*flash.Result, error) error
+		session.Observer
+		finish(*session.Result, error) error
 	}
 	if many {
 		p = newSessionPresenter(rep, f, false)
 	} else {
 		p = newCardPresenter(rep, f)
 	}
-	cfg.Observer = flash.Tee(p, station, logs)
-	res, err := flash.Run(ctx, cfg, specs)
+	cfg.Observer = session.Tee(p, station, logs)
+	res, err := session.Run(ctx, cfg, specs)
 	return p.finish(res, err)
 }
 
@@ -316,7 +316,7 @@ func writeArgs(f *writeFlags) cobra.PositionalArgs {
 // confirm asks the person at the terminal, once for every card; without
 // one it refuses, so a script never writes to a card it did not name with
 // --yes.
-func (a *app) confirm(cards []*drive.Device, imageRef string, src *imagesrc.Source) error {
+func (a *app) confirm(cards []*drive.Device, imageRef string, src *image.Source) error {
 	return a.confirmOverwrite(cards, fmt.Sprintf("%s (%s, %s)", imageRef, src.Format, termui.ImageSize(src)))
 }
 

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/usbflash/usbflash/internal/flakyhttp"
+	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
 )
 
 func main() {

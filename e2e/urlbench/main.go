@@ -31,8 +31,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/usbflash/usbflash/imagesrc/httpsrc"
-	"github.com/usbflash/usbflash/internal/osimage"
+	"github.com/usbflash/usbflash/internal/image/httpsrc"
+	"github.com/usbflash/usbflash/internal/testkit/osimage"
 )
 
 func main() {

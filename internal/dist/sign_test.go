@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/internal/testpgp"
+	"github.com/usbflash/usbflash/internal/testkit/testpgp"
 )
 
 // apkSegments splits an apk into its gzip streams, as apk reads it:

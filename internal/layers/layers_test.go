@@ -39,10 +39,10 @@ func TestImports(t *testing.T) {
 		why      string
 	}{
 		{"usbms/usbfs", "usbms/libusb", true, "the pure-Go backend speaks usbdev's vocabulary, not the cgo backend's"},
-		{"drive", "scsi", false, "the quirk table and SCSI live beside the transport (usbms)"},
-		{"fakecheck", "cardbench", true, "saving and putting back regions is region's"},
-		{"fanout", "pipeline", true, "the device facts are blockdev's"},
-		{"cardbench", "pipeline", true, "the device facts are blockdev's"},
+		{"internal/drive", "scsi", false, "the quirk table and SCSI live beside the transport (usbms)"},
+		{"internal/probe/fakecheck", "internal/probe/cardbench", true, "saving and putting back regions is region's"},
+		{"pipeline/fanout", "pipeline", true, "the device facts are blockdev's"},
+		{"internal/probe/cardbench", "pipeline", true, "the device facts are blockdev's"},
 	} {
 		format := "{{join .Imports \"\\n\"}}"
 		args := []string{"list", "-f", format, "./" + tc.pkg}
@@ -109,9 +109,9 @@ func TestLibrariesNameNoFlag(t *testing.T) {
 			if strings.HasPrefix(d.Name(), ".") && rel != "." {
 				return filepath.SkipDir
 			}
-			// internal/test* are the tests' own helpers (they drive gpg,
+			// internal/testkit holds the tests' own helpers (they drive gpg,
 			// losetup, ...), read like _test.go files, never by a user.
-			if filepath.Dir(rel) == "internal" && strings.HasPrefix(d.Name(), "test") {
+			if rel == filepath.Join("internal", "testkit") {
 				return filepath.SkipDir
 			}
 			return nil

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/usbflash/usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/internal/lib/linuxdisk"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/gousb"
 
-	"github.com/usbflash/usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/internal/lib/linuxdisk"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/usbflash/usbflash/blockdev"
-	"github.com/usbflash/usbflash/internal/splitmix"
-	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/lib/splitmix"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // FakeKind is how a fake card lies about the blocks past its real flash.

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/internal/flock"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/lib/flock"
 )
 
 // Open builds a device from the CLI target syntax

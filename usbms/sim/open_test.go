@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/internal/factsonly"
-	"github.com/usbflash/usbflash/internal/flock"
-	"github.com/usbflash/usbflash/internal/readonly"
+	"github.com/usbflash/usbflash/internal/lib/flock"
+	"github.com/usbflash/usbflash/internal/testkit/factsonly"
+	"github.com/usbflash/usbflash/internal/testkit/readonly"
 )
 
 // TestOpen parses good and bad sim: targets against real files.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/internal/units"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/lib/units"
 )
 
 // defaultAUCost is what straddling an erase unit costs when au= is given

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/usbflash/usbflash/failure"
-	"github.com/usbflash/usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/lib/linuxdisk"
 )
 
 // Sentinel errors, matched with errors.Is. A backend's failing calls

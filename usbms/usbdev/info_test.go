@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/internal/factsonly"
+	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 )
 
 func TestFormatPortPath(t *testing.T) {

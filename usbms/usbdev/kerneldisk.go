@@ -1,6 +1,6 @@
 package usbdev
 
-import "github.com/usbflash/usbflash/internal/linuxdisk"
+import "github.com/usbflash/usbflash/internal/lib/linuxdisk"
 
 // KernelDisk is a block device the kernel's usb-storage (or uas) driver
 // made from a USB interface. `usbflash list` shows these so the user can

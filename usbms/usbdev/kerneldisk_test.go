@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usbflash/usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/internal/lib/linuxdisk"
 )
 
 var testInfo = Info{Bus: 1, Address: 7, Port: []int{2}, PortPath: "1-2", VID: 0x46f4, PID: 0x0001,

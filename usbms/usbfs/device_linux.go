@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/usbflash/usbflash/internal/linuxdisk"
+	"github.com/usbflash/usbflash/internal/lib/linuxdisk"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )

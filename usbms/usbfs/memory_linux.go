@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/usbflash/usbflash/internal/aligned"
+	"github.com/usbflash/usbflash/internal/lib/aligned"
 	"github.com/usbflash/usbflash/usbms"
 )
 

@@ -1,0 +1,259 @@
+package region
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/lib/aligned"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
+)
+
+// Card is what a list of saved regions records of the card they came
+// from, so that they go back onto that card and no other.
+type Card struct {
+	Target    string // as the user named it
+	Capacity  int64  // bytes
+	BlockSize int
+	// Holds is how many bytes from the start the card keeps what is
+	// written (a fake card's usable size; Capacity when not known): the
+	// regions past it are written back but cannot be read back.
+	Holds int64
+}
+
+// List is regions of one card saved before they were written over, in
+// the order they go back (the latest saved first, so that a block saved
+// twice, or two blocks that share flash on a card that wraps, end with
+// what was saved first: the card's own bytes).
+type List struct {
+	Card  Card
+	Saved []*Saved
+}
+
+// listMagic opens a list file.
+const listMagic = "# usbflash saved regions v1"
+
+// Kept names the files a List was kept in: the saved bytes at their own
+// offsets in Data (a sparse file), and the list of regions in Path.
+type Kept struct {
+	Path, Data string
+	Regions    int
+}
+
+// Keep writes l to two new files in dir (the system's temporary
+// directory when ""), named after pattern as os.CreateTemp names them:
+// the saved bytes at their own offsets (pattern with ".img"), and beside
+// it the list of regions (the same name with ".regions"), which Load
+// reads back. It reads only memory.
+func (l *List) Keep(dir, pattern string) (Kept, error) {
+	f, err := os.CreateTemp(dir, pattern+".img")
+	if err != nil {
+		return Kept{}, err
+	}
+	k := Kept{Data: f.Name(), Path: strings.TrimSuffix(f.Name(), ".img") + ".regions", Regions: len(l.Saved)}
+	err = l.writeData(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = l.writeList(k)
+	}
+	if err != nil {
+		os.Remove(k.Data)
+		os.Remove(k.Path)
+		return Kept{}, err
+	}
+	return k, nil
+}
+
+// writeData writes each region's bytes at its own offset, the last in
+// restore order last: where regions overlap, the file holds the bytes
+// saved first.
+func (l *List) writeData(f *os.File) error {
+	for _, s := range l.Saved {
+		if _, err := f.WriteAt(s.data, s.Region.Offset); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
+
+func (l *List) writeList(k Kept) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n# the bytes of each region are at its own offset in the data file; they go back in this order\n", listMagic)
+	fmt.Fprintf(&b, "target %s\ncapacity %d\nblock-size %d\nholds %d\ndata %s\n", l.Card.Target, l.Card.Capacity, l.Card.BlockSize, l.Card.Holds, filepath.Base(k.Data))
+	for _, s := range l.Saved {
+		fmt.Fprintf(&b, "region %d %d\n", s.Region.Offset, s.Region.Length)
+	}
+	// O_EXCL: the name was made unique for the data file, beside it.
+	f, err := os.OpenFile(k.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(f, b.String())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ListError is a list of saved regions that cannot be read, or whose
+// data file does not hold them.
+type ListError struct {
+	Path string
+	Err  error
+}
+
+func (e *ListError) Error() string { return fmt.Sprintf("saved regions %s: %v", e.Path, e.Err) }
+func (e *ListError) Unwrap() error { return e.Err }
+
+// Class: the list is what the caller named.
+func (e *ListError) Class() failure.Class { return failure.Usage }
+
+// Load reads a list Keep wrote, and the saved bytes from its data file
+// (named in it, in the same directory).
+func Load(path string) (*List, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &ListError{Path: path, Err: err}
+	}
+	defer f.Close()
+	l, data, err := parseList(f)
+	if err != nil {
+		return nil, &ListError{Path: path, Err: err}
+	}
+	if err := l.readData(filepath.Join(filepath.Dir(path), data)); err != nil {
+		return nil, &ListError{Path: path, Err: err}
+	}
+	return l, nil
+}
+
+func parseList(r io.Reader) (*List, string, error) {
+	sc := bufio.NewScanner(r)
+	if !sc.Scan() || sc.Text() != listMagic {
+		return nil, "", errors.New("not a list of saved regions: its first line is not " + strconv.Quote(listMagic))
+	}
+	l := &List{}
+	var data string
+	for n := 2; sc.Scan(); n++ {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, val, _ := strings.Cut(line, " ")
+		var err error
+		switch key {
+		case "target":
+			l.Card.Target = val
+		case "capacity":
+			l.Card.Capacity, err = strconv.ParseInt(val, 10, 64)
+		case "block-size":
+			l.Card.BlockSize, err = strconv.Atoi(val)
+		case "holds":
+			l.Card.Holds, err = strconv.ParseInt(val, 10, 64)
+		case "data":
+			data = val
+		case "region":
+			var r Region
+			if _, err = fmt.Sscanf(val, "%d %d", &r.Offset, &r.Length); err == nil {
+				l.Saved = append(l.Saved, &Saved{Region: r})
+			}
+		default:
+			err = fmt.Errorf("unknown key %q", key)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("line %d: %w", n, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, "", err
+	}
+	bs := int64(l.Card.BlockSize)
+	switch {
+	case data == "" || filepath.Base(data) != data:
+		return nil, "", errors.New("no data file named in the same directory")
+	case bs <= 0 || l.Card.Capacity <= 0 || l.Card.Capacity%bs != 0:
+		return nil, "", fmt.Errorf("capacity %d and block size %d are no card's", l.Card.Capacity, bs)
+	}
+	for _, s := range l.Saved {
+		r := s.Region
+		if r.Offset < 0 || r.Length <= 0 || r.Offset%bs != 0 || r.Length%bs != 0 || r.End() > l.Card.Capacity {
+			return nil, "", fmt.Errorf("region at byte %d, %d bytes long, is not whole blocks of the card", r.Offset, r.Length)
+		}
+	}
+	return l, data, nil
+}
+
+func (l *List) readData(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, s := range l.Saved {
+		s.BlockSize = l.Card.BlockSize
+		s.Device = l.Card.Target
+		s.data = aligned.Bytes(int(s.Region.Length)) // O_DIRECT devices take it as it is
+		if _, err := f.ReadAt(s.data, s.Region.Offset); err != nil {
+			return fmt.Errorf("%s: the region at byte %d: %w", path, s.Region.Offset, err)
+		}
+	}
+	return nil
+}
+
+// CardMismatchError is a card that is not the one the regions were saved
+// from: its capacity or block size differs.
+type CardMismatchError struct {
+	Device              string
+	Capacity, Want      int64
+	BlockSize, WantSize int
+}
+
+func (e *CardMismatchError) Error() string {
+	return fmt.Sprintf("%s has %d bytes in %d-byte blocks, but the regions were saved from a card of %d bytes in %d-byte blocks: nothing was written",
+		e.Device, e.Capacity, e.BlockSize, e.Want, e.WantSize)
+}
+
+// Class: a safety check refused the write.
+func (e *CardMismatchError) Class() failure.Class { return failure.Refused }
+
+// Restore writes every region back in the list's order, syncs, and reads
+// back those the card holds (below Card.Holds) to compare. name names dev
+// in errors. It refuses, writing nothing, a device of another capacity or
+// block size than the card the regions came from.
+func (l *List) Restore(ctx context.Context, dev blockdev.Device, name string) error {
+	capacity := dev.BlockCount() * int64(dev.BlockSize())
+	if capacity != l.Card.Capacity || dev.BlockSize() != l.Card.BlockSize {
+		return &CardMismatchError{Device: name, Capacity: capacity, Want: l.Card.Capacity, BlockSize: dev.BlockSize(), WantSize: l.Card.BlockSize}
+	}
+	for _, s := range l.Saved {
+		if err := s.WriteBack(ctx, dev); err != nil {
+			return failure.Wrap(failure.Device, err)
+		}
+	}
+	if err := dev.Sync(ctx); err != nil {
+		return failure.Wrap(failure.Device, fmt.Errorf("restoring the saved regions: sync: %w", err))
+	}
+	holds := l.Card.Holds
+	if holds <= 0 {
+		holds = l.Card.Capacity
+	}
+	for _, s := range l.Saved {
+		if v := s.Before(holds); v != nil {
+			if err := v.Verify(ctx, dev); err != nil {
+				return failure.Wrap(failure.Verify, err)
+			}
+		}
+	}
+	return nil
+}

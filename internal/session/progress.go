@@ -1,0 +1,159 @@
+package session
+
+import (
+	"sync"
+	"time"
+
+	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/pipeline/fanout"
+)
+
+// progressEvery is how often progress is told while nothing else says it:
+// the engine's own reports stop while a group syncs, and cards verify on
+// their own goroutines.
+const progressEvery = 250 * time.Millisecond
+
+// writeProgress turns the engine's reports and the cards' own counts into
+// Progress events, a few times a second through the whole write and sync,
+// also while the engine waits in a group's sync for a slow card.
+type writeProgress struct {
+	s     *session
+	src   *image.Source
+	cards []*card
+	group *fanout.Group
+
+	mu   sync.Mutex
+	last pipeline.Progress
+	seen bool
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (s *session) watchWrite(src *image.Source, cards []*card, group *fanout.Group) *writeProgress {
+	p := &writeProgress{s: s, src: src, cards: cards, group: group, done: make(chan struct{})}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-tick.C:
+				p.mu.Lock()
+				last, seen := p.last, p.seen
+				p.mu.Unlock()
+				if seen && last.Phase == pipeline.PhaseSync {
+					p.emit(last)
+				}
+			}
+		}
+	}()
+	return p
+}
+
+// stream is the engine's progress callback.
+func (p *writeProgress) stream(e pipeline.Progress) {
+	p.mu.Lock()
+	p.last, p.seen = e, true
+	p.mu.Unlock()
+	p.emit(e)
+}
+
+func (p *writeProgress) emit(e pipeline.Progress) {
+	ev := Progress{Phase: e.Phase, Done: e.Done, Total: e.Total, Elapsed: e.Elapsed, CompressedDone: -1, CompressedTotal: -1}
+	if p.src.Format != image.FormatRaw && e.Phase == pipeline.PhaseWrite {
+		ev.CompressedDone, ev.CompressedTotal = p.src.CompressedRead(), p.src.CompressedSize
+	}
+	if e.Phase == pipeline.PhaseWrite {
+		ev.Download = p.s.downloadProgress(p.src)
+	}
+	ev.Cards = make([]CardProgress, len(p.cards))
+	var results []fanout.Result
+	if p.group != nil {
+		results = p.group.Results()
+	}
+	for i, c := range p.cards {
+		cp := CardProgress{Card: c.d.Name, Phase: e.Phase, Done: e.Done, Total: e.Total}
+		if results != nil {
+			r := results[i]
+			cp.Done, cp.Failed = min(r.Written, e.Done), r.Err != nil
+			// A card that still has buffers to send is writing, whatever
+			// the stream has reached.
+			if e.Phase == pipeline.PhaseSync && r.Written < e.Done {
+				cp.Phase = pipeline.PhaseWrite
+			}
+		}
+		ev.Cards[i] = cp
+	}
+	p.s.emit(ev)
+}
+
+func (p *writeProgress) stop() {
+	close(p.done)
+	p.wg.Wait()
+}
+
+// verifyProgress gathers the cards' verify reports into one Progress a
+// few times a second: Done is the cards' average, each card its own.
+type verifyProgress struct {
+	s     *session
+	total int64
+	start time.Time
+
+	mu    sync.Mutex
+	cards []CardProgress
+	last  time.Time
+}
+
+func (s *session) watchVerify(cards []*card, total int64) *verifyProgress {
+	p := &verifyProgress{s: s, total: total, start: time.Now(), cards: make([]CardProgress, len(cards))}
+	for i, c := range cards {
+		p.cards[i] = CardProgress{Card: c.d.Name, Phase: pipeline.PhaseVerify, Total: total, Failed: c.failed()}
+	}
+	p.emit(true)
+	return p
+}
+
+func (p *verifyProgress) card(i int, e pipeline.Progress) {
+	p.mu.Lock()
+	p.cards[i].Done = e.Done
+	p.mu.Unlock()
+	p.emit(e.Done == e.Total)
+}
+
+func (p *verifyProgress) emit(force bool) {
+	p.mu.Lock()
+	now := time.Now()
+	if !force && now.Sub(p.last) < progressEvery {
+		p.mu.Unlock()
+		return
+	}
+	p.last = now
+	ev := Progress{Phase: pipeline.PhaseVerify, Total: p.total, Elapsed: now.Sub(p.start), CompressedDone: -1, CompressedTotal: -1,
+		Cards: append([]CardProgress(nil), p.cards...)}
+	live := 0
+	for _, c := range p.cards {
+		if !c.Failed {
+			ev.Done += c.Done
+			live++
+		}
+	}
+	if live > 0 {
+		ev.Done /= int64(live)
+	}
+	p.mu.Unlock()
+	p.s.emit(ev)
+}
+
+// failed marks card i as failed.
+func (p *verifyProgress) failed(i int) {
+	p.mu.Lock()
+	p.cards[i].Failed = true
+	p.mu.Unlock()
+	p.emit(true)
+}
+
+func (p *verifyProgress) stop() { p.emit(true) }

@@ -1,0 +1,326 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image/dlcache"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/pipeline"
+
+	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/image/httpsrc"
+)
+
+// An image at an http(s) URL is read as one stream straight into the
+// decoders (httpsrc resumes a dropped connection or a stall without their
+// noticing); its checksum list, the list's signature and its block map
+// are looked for beside the URL as beside a file, with the same rules.
+
+// isURL says the image is at an http(s) URL.
+func isURL(imageRef string) bool { return httpsrc.IsURL(imageRef) }
+
+// displayImage is the image as messages show it: a URL without its query
+// (a signed URL's token) or password.
+func displayImage(imageRef string) string {
+	if isURL(imageRef) {
+		return httpsrc.Display(imageRef)
+	}
+	return imageRef
+}
+
+// httpClient is the session's, made on first use: its resumes are said
+// on the progress line.
+func (s *session) httpClient() *httpsrc.Client {
+	s.httpOnce.Do(func() {
+		o := s.cfg.HTTP
+		if o.UserAgent == "" {
+			o.UserAgent = "usbflash"
+		}
+		said := o.OnRetry
+		o.OnRetry = func(r httpsrc.Retry) {
+			s.emit(Note{Message: r.String()})
+			if said != nil {
+				said(r)
+			}
+		}
+		s.http = httpsrc.New(o)
+	})
+	return s.http
+}
+
+// readBeside reads a file beside a URL image; nil for a file image.
+func (s *session) readBeside(ctx context.Context) image.ReadFunc {
+	if !isURL(s.cfg.Image) {
+		return nil
+	}
+	return func(name string, limit int64) ([]byte, error) { return s.httpClient().ReadFile(ctx, name, limit) }
+}
+
+// openImage opens the image; a stream is hashed as it is read when there
+// is a download to check (it cannot be read again).
+func (s *session) openImage(ctx context.Context, d *download) (*image.Source, error) {
+	src, err := s.openImageAt(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.expectCatalogSize(src); err != nil {
+		src.Close()
+		return nil, err
+	}
+	return src, nil
+}
+
+func (s *session) openImageAt(ctx context.Context, d *download) (*image.Source, error) {
+	opts := image.Options{HashStream: d != nil, Stdin: s.cfg.Stdin}
+	if !isURL(s.cfg.Image) {
+		src, err := image.OpenWith(s.cfg.Image, opts)
+		if err != nil {
+			return nil, &ImageError{Err: err}
+		}
+		return src, nil
+	}
+	if s.pinned != "" {
+		return s.openLocal(s.pinned, opts)
+	}
+	if s.cfg.Cache != "" {
+		return s.openCached(ctx, d, opts)
+	}
+	b, err := s.httpClient().Open(ctx, s.cfg.Image)
+	if err != nil {
+		return nil, &ImageError{Err: err}
+	}
+	return s.openBody(b, b, b.Size(), b.Name(), opts)
+}
+
+// openBody decodes the stream r of the body b; closing the source closes
+// r, which closes b. The session keeps b for the source's download note.
+func (s *session) openBody(b *httpsrc.Body, r io.ReadCloser, size int64, name string, opts image.Options) (*image.Source, error) {
+	// The download runs ahead of a decoder that reads on its caller's
+	// goroutine, which decodes while the next bytes arrive (counted in
+	// checkMemory's bound).
+	opts.ReadAhead = b.ReadAhead
+	src, err := image.OpenStream(r, size, name, opts)
+	if err != nil {
+		r.Close()
+		return nil, &ImageError{Err: fmt.Errorf("image %s: %w", b.URL(), err)}
+	}
+	s.bodies.Store(src, b)
+	return src, nil
+}
+
+// downloadProgress is the download of src so far (nil for an image not
+// read from a URL): what its body counted, the catalog entry's
+// image_download_size when the server gave no size.
+func (s *session) downloadProgress(src *image.Source) *Download {
+	v, ok := s.bodies.Load(src)
+	if !ok {
+		return nil
+	}
+	b := v.(*httpsrc.Body)
+	got, took, resumes := b.Stats()
+	d := &Download{URL: b.URL(), Bytes: got, Total: b.Size(), Elapsed: took, Resumes: resumes, Bound: BoundWrite}
+	if d.Total < 0 && s.entry != nil && s.entry.DownloadSize > 0 {
+		d.Total = s.entry.DownloadSize
+	}
+	if took > 0 {
+		d.Rate = float64(got) / took.Seconds()
+		if b.Waited() > took/2 {
+			d.Bound = BoundDownload
+		}
+	}
+	return d
+}
+
+// downloadNote says, once a write from a URL ended, what the download did
+// beside the card: bytes, time, rate, resumes, and whether the writer
+// waited for it (a download slower than the card sets the pace).
+func (s *session) downloadNote(src *image.Source, res pipeline.WriteResult) {
+	v, ok := s.bodies.Load(src)
+	if !ok {
+		return
+	}
+	b := v.(*httpsrc.Body)
+	got, took, resumes := b.Stats()
+	msg := fmt.Sprintf("Downloaded %s from %s in %s (%s) while the card was written", units.FormatBytes(got), b.URL(),
+		took.Round(time.Millisecond), units.FormatRate(float64(got)/max(took.Seconds(), 1e-3)))
+	if resumes > 0 {
+		msg += fmt.Sprintf(", after %d resumes", resumes)
+	}
+	if res.Bound == pipeline.BoundDecoder {
+		msg += fmt.Sprintf("; the writer waited %s for its data: the download (with the decoding) set the pace", res.DecoderWait.Round(time.Millisecond))
+	} else if res.Bound == pipeline.BoundDevice {
+		msg += "; the card set the pace"
+	}
+	s.emit(Note{Message: msg})
+}
+
+// openCached opens a URL image through the cache: an entry whose SHA-256
+// is the one the download is checked against, or that the server still
+// serves (its validator, asked for the last byte), is read as a local
+// file; else the body is written to the URL's .part as it is read,
+// resuming the .part an earlier run left when the server still serves its
+// version. A cache that cannot take the file (no room, another run filling
+// it) is said and the write goes on from the network.
+func (s *session) openCached(ctx context.Context, d *download, opts image.Options) (*image.Source, error) {
+	cache, err := dlcache.Open(s.cfg.Cache, s.cfg.CacheMax, 0)
+	if err != nil {
+		return nil, &failure.SettingError{Setting: SettingCache, Err: err}
+	}
+	url := s.cfg.Image
+	if d != nil && !d.decodedOnly {
+		if p := cache.Lookup(d.want); p != "" {
+			s.emit(Note{Message: "Reading " + displayImage(url) + " from the cache: " + p + " has " + d.the()})
+			return s.openLocal(p, opts)
+		}
+	}
+	client := s.httpClient()
+	m, path, have, known := cache.ForURL(url)
+	var b *httpsrc.Body
+	switch {
+	case known && m.SHA256 != "" && m.Validator() != "" && m.Size > 0:
+		var same bool
+		b, same, err = client.OpenFrom(ctx, url, m.Size-1, m.Validator(), m.Size)
+		if err != nil {
+			return nil, &ImageError{Err: err}
+		}
+		if same {
+			b.Close()
+			s.emit(Note{Message: "Reading " + displayImage(url) + " from the cache: the server still serves " + path + "'s version (" + m.Validator() + ")"})
+			return s.openLocal(path, opts)
+		}
+		have = 0
+	case known && m.SHA256 == "" && have > 0:
+		var resumed bool
+		b, resumed, err = client.OpenFrom(ctx, url, have, m.Validator(), m.Size)
+		if err != nil {
+			return nil, &ImageError{Err: err}
+		}
+		if resumed {
+			s.emit(Note{Message: fmt.Sprintf("Resuming %s from the cache's %s at %s", displayImage(url), path, units.FormatBytes(have))})
+		} else {
+			have = 0
+		}
+	default:
+		if b, err = client.Open(ctx, url); err != nil {
+			return nil, &ImageError{Err: err}
+		}
+		have = 0
+	}
+	size := b.Size()
+	if have > 0 {
+		size = m.Size
+	}
+	name := b.Name()
+	if have > 0 && m.Name != "" {
+		name = m.Name
+	}
+	fill, err := cache.Begin(dlcache.Meta{URL: url, ETag: etagOf(b.Validator()), LastModified: lastModifiedOf(b.Validator()),
+		Size: size, Name: name}, have)
+	if err != nil {
+		s.emit(Note{Message: "Not caching " + displayImage(url) + ": " + err.Error()})
+		return s.openBody(b, b, size, name, opts)
+	}
+	fill.Note = func(msg string) { s.emit(Note{Message: msg}) }
+	return s.openBody(b, &filling{Reader: fill.Reader(b), b: b, fill: fill}, size, name, opts)
+}
+
+// maxDrain bounds what Close reads of a body the decoder left, to make
+// the .part whole.
+const maxDrain = 4 << 20
+
+// filling is a body read through a cache fill; Close ends both.
+type filling struct {
+	io.Reader
+	b    *httpsrc.Body
+	fill *dlcache.Fill
+}
+
+func (f *filling) Close() error {
+	if n := f.fill.Remaining(); n > 0 && n <= maxDrain {
+		// A decoder stops at its container's end and leaves what
+		// follows (xz's index and padding): the file's bytes all the
+		// same, which the entry needs.
+		io.Copy(io.Discard, io.LimitReader(f.Reader, n))
+	}
+	f.b.Close()
+	_, err := f.fill.Close()
+	return err
+}
+
+func etagOf(v string) string {
+	if strings.HasPrefix(v, `"`) {
+		return v
+	}
+	return ""
+}
+
+func lastModifiedOf(v string) string {
+	if strings.HasPrefix(v, `"`) {
+		return ""
+	}
+	return v
+}
+
+// openLocal opens a cache entry as the image file it is.
+func (s *session) openLocal(path string, opts image.Options) (*image.Source, error) {
+	src, err := image.OpenWith(path, opts)
+	if err != nil {
+		return nil, &ImageError{Err: err}
+	}
+	return src, nil
+}
+
+// stationCache gives a station (Watch) writing a URL image with no cache
+// a temporary one under the system's temporary directory, so that every
+// card reads the one download (bounded by the free space, as any cache:
+// an image that does not fit streams to each card, said); the returned
+// function removes it.
+func (s *session) stationCache() func() {
+	if s.cfg.Cache != "" || !isURL(s.cfg.Image) {
+		return func() {}
+	}
+	dir, err := os.MkdirTemp("", "usbflash-download-")
+	if err != nil {
+		s.emit(Note{Message: "Each card reads " + displayImage(s.cfg.Image) + " from the server: no temporary directory to download it to once: " + err.Error()})
+		return func() {}
+	}
+	s.cfg.Cache = dir
+	s.emit(Note{Message: "Downloading " + displayImage(s.cfg.Image) + " once into " + dir + " (removed when the station ends)"})
+	return func() { os.RemoveAll(dir) }
+}
+
+// prefetch reads a URL image into the cache before a station's first
+// card, so that every card reads the same local file (pinned: not asked
+// of the server again, nor replaced by a newer version mid-station): a
+// station downloads once. Without a cache it does nothing.
+func (s *session) prefetch(ctx context.Context, d *download) error {
+	if s.cfg.Cache == "" || !isURL(s.cfg.Image) {
+		return nil
+	}
+	src, err := s.openCached(ctx, d, image.Options{})
+	if err != nil {
+		return err
+	}
+	if src.Stream() {
+		s.emit(Note{Message: "Reading " + displayImage(s.cfg.Image) + " into the cache before the first card"})
+		_, err = io.Copy(io.Discard, src)
+	}
+	if cerr := src.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &ImageError{Err: err}
+	}
+	if cache, err := dlcache.Open(s.cfg.Cache, s.cfg.CacheMax, 0); err == nil {
+		if m, path, _, known := cache.ForURL(s.cfg.Image); known && m.SHA256 != "" {
+			s.pinned = path
+		}
+	}
+	return nil
+}

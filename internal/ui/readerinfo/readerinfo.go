@@ -1,0 +1,455 @@
+// Package readerinfo says what is known about card readers and targets,
+// as list and info show it: the JSON shapes scripts read (their names are
+// part of the interface) and the tables a person reads.
+package readerinfo
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/usbdev"
+)
+
+// Words are the program's words for what the facts do not say
+// themselves.
+type Words struct {
+	// Error is an error as a person reads it, with its advice.
+	Error func(error) string
+	// Setting is the name of the source of the quirk flags the program
+	// was given itself (usbms.QuirkSourceSetting).
+	Setting string
+}
+
+// LUN is what list and info say about one LUN. The JSON names are
+// part of the interface for scripts.
+type LUN struct {
+	LUN             int    `json:"lun"`
+	Vendor          string `json:"vendor"`
+	Product         string `json:"product"`
+	Revision        string `json:"revision"`
+	Serial          string `json:"serial,omitempty"`
+	BlockSize       int    `json:"block_size"`
+	Blocks          int64  `json:"blocks"`
+	Bytes           int64  `json:"bytes"`
+	WriteProtected  bool   `json:"write_protected"`
+	Removable       bool   `json:"removable"`
+	Medium          bool   `json:"medium"`
+	MaxTransfer     int64  `json:"max_transfer_bytes,omitempty"`
+	OptimalTransfer int64  `json:"optimal_transfer_bytes,omitempty"`
+	Memory          string `json:"memory,omitempty"` // what write's buffers are: usbfs zero-copy or page-aligned
+	// Transport is how the reader is driven: BOT or UAS, with UAS's
+	// streams (0: none, high speed) and queue depth.
+	Transport  string `json:"transport,omitempty"`
+	UASStreams int    `json:"uas_streams,omitempty"`
+	QueueDepth int    `json:"queue_depth,omitempty"`
+	// TransportWhy says why Bulk-Only is driven where UAS is offered too.
+	TransportWhy string   `json:"transport_why,omitempty"`
+	KernelDisk   string   `json:"kernel_disk,omitempty"`
+	Mounted      []string `json:"mounted,omitempty"`
+	Error        string   `json:"error,omitempty"`
+}
+
+// Reader is one mass-storage interface of `usbflash list`.
+type Reader struct {
+	Index        int    `json:"index"`
+	Bus          int    `json:"bus"`
+	Address      int    `json:"address"`
+	Path         string `json:"path"`
+	VID          string `json:"vid"`
+	PID          string `json:"pid"`
+	Manufacturer string `json:"manufacturer"`
+	Product      string `json:"product"`
+	Serial       string `json:"serial"`
+	Speed        string `json:"speed"`
+	Interface    int    `json:"interface"`
+	Supported    bool   `json:"supported"`
+	Reason       string `json:"reason,omitempty"`
+	Target       string `json:"target"`
+	// NoPermission: this user may not open the reader (list's note says
+	// what would give access).
+	NoPermission bool  `json:"no_permission,omitempty"`
+	LUNs         []LUN `json:"luns,omitempty"` // info reports its one LUN apart
+	// BCDDevice is the reader's release number (hex), which quirk
+	// tables go by.
+	BCDDevice string  `json:"bcd_device"`
+	Quirks    *Quirks `json:"quirks,omitempty"`
+}
+
+// Quirks is what usbflash does differently for a reader: the quirk
+// flags in force and where each came from, and what it found out about
+// the reader while driving it.
+type Quirks struct {
+	// Flags are the flags as the kernel writes them ("mr", letters, then
+	// "+" and the names of flags without one); "-" for none.
+	Flags string      `json:"flags"`
+	From  []QuirkFlag `json:"from,omitempty"`
+	// Learned are facts found out while driving the reader.
+	Learned []string `json:"learned,omitempty"`
+	// TransferCap is the largest READ or WRITE sent, in bytes, when the
+	// quirks or the reader's failures cap it.
+	TransferCap int64 `json:"transfer_cap_bytes,omitempty"`
+}
+
+// QuirkFlag is one flag in force and its source: table, vendor,
+// /sys/module/usb_storage/parameters/quirks, $USBFLASH_QUIRKS,
+// "sim quirks=", --quirks or learned.
+type QuirkFlag struct {
+	Flag   string `json:"flag"`
+	Letter string `json:"letter,omitempty"`
+	Source string `json:"source"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// sourceLearned is the source of a flag usbflash switched on itself.
+const sourceLearned = "learned"
+
+// quirksOf describes the quirks of a reader (nil: none known) and,
+// when a LUN of it is open, what was learned; nil when there is nothing
+// to say.
+func quirksOf(rq *usbms.ReaderQuirks, l *usbms.LUN, w Words) *Quirks {
+	var flags usbms.Quirks
+	rep := &Quirks{}
+	if rq != nil {
+		flags = rq.Flags
+		for _, f := range rq.From {
+			rep.From = append(rep.From, QuirkFlag{Flag: f.Flag.Name(), Letter: letter(f.Flag), Source: sourceName(f.Source, w), Detail: f.Detail})
+		}
+	}
+	if l != nil {
+		for _, x := range l.Learned() {
+			if x.Flag != 0 && flags&x.Flag == 0 {
+				flags |= x.Flag
+				rep.From = append(rep.From, QuirkFlag{Flag: x.Flag.Name(), Letter: letter(x.Flag), Source: sourceLearned, Detail: x.What})
+				continue
+			}
+			rep.Learned = append(rep.Learned, x.What)
+		}
+		rep.TransferCap = l.TransferCap()
+	}
+	if flags == 0 && len(rep.Learned) == 0 && rep.TransferCap == 0 {
+		return nil
+	}
+	rep.Flags = flags.String()
+	return rep
+}
+
+// sourceName names where a flag came from; the caller's own list is
+// w.Setting.
+func sourceName(s usbms.QuirkSource, w Words) string {
+	if s == usbms.QuirkSourceSetting {
+		return w.Setting
+	}
+	return string(s)
+}
+
+func letter(f usbms.Quirks) string {
+	if l := f.Letter(); l != 0 {
+		return string(l)
+	}
+	return ""
+}
+
+// identity is what USB itself says of a reader, without asking it
+// anything over SCSI.
+func identity(info usbdev.Info) Reader {
+	return Reader{
+		Bus: info.Bus, Address: info.Address, Path: info.PortPath,
+		VID: fmt.Sprintf("%04x", info.VID), PID: fmt.Sprintf("%04x", info.PID),
+		Manufacturer: info.Manufacturer, Product: info.Product, Serial: info.Serial,
+		Speed: info.Speed.String(), Interface: info.Interface, BCDDevice: fmt.Sprintf("%04x", info.BCDDevice),
+		Supported: info.Supported, Reason: info.Reason, Target: drive.USBName(info),
+		LUNs: []LUN{},
+	}
+}
+
+// DescribeReader is list's row of a reader: from sysfs when the kernel
+// holds it, else from its probed slots.
+func DescribeReader(r drive.Reader, w Words) Reader {
+	rep := identity(r.Info)
+	rep.Index = r.Index
+	var open *usbms.LUN
+	for _, s := range r.Slots {
+		if s.LUN != nil && open == nil {
+			open = s.LUN
+		}
+	}
+	rep.Quirks = quirksOf(&r.Quirks, open, w)
+	for _, d := range r.KernelDisks {
+		l := LUN{
+			LUN: d.LUN, Vendor: d.Vendor, Product: d.Model, BlockSize: 512,
+			Bytes: d.Size, Blocks: d.Size / 512, Medium: d.Size > 0, KernelDisk: d.Node,
+		}
+		for _, u := range d.InUse {
+			l.Mounted = append(l.Mounted, u.String())
+		}
+		rep.LUNs = append(rep.LUNs, l)
+	}
+	switch {
+	case r.Access != nil:
+		rep.NoPermission = true
+		if len(rep.LUNs) == 0 {
+			rep.Reason = noPermission
+		}
+	case r.Err != nil && r.Slots == nil:
+		rep.Reason = w.Error(r.Err)
+	case r.Err != nil:
+		rep.LUNs = []LUN{{Error: w.Error(r.Err)}}
+	}
+	for _, s := range r.Slots {
+		rep.LUNs = append(rep.LUNs, slotOf(s))
+	}
+	return rep
+}
+
+// slotOf describes one probed slot: the LUN when it opened, else what
+// INQUIRY said and why it could not be opened.
+func slotOf(s usbms.LUNSummary) LUN {
+	if s.LUN != nil {
+		return lunOf(s.LUN)
+	}
+	l := LUN{LUN: s.Number, Error: s.Err.Error()}
+	if s.HasInquiry {
+		l.Vendor, l.Product, l.Revision, l.Removable = s.Inquiry.Vendor, s.Inquiry.Product, s.Inquiry.Revision, s.Inquiry.Removable
+	}
+	if s.NoMedium {
+		l.Error = "no medium"
+	}
+	return l
+}
+
+func lunOf(l *usbms.LUN) LUN {
+	inq := l.Inquiry()
+	bs := int64(l.BlockSize())
+	return LUN{
+		LUN: l.Number(), Vendor: inq.Vendor, Product: inq.Product, Revision: inq.Revision,
+		Serial: l.Serial(), BlockSize: l.BlockSize(), Blocks: l.BlockCount(),
+		Bytes: l.BlockCount() * bs, WriteProtected: l.WriteProtected(), Removable: inq.Removable,
+		Medium: true, MaxTransfer: l.MaxTransfer() * bs, OptimalTransfer: l.OptimalTransfer() * bs,
+		Memory: l.MemoryKind(), Transport: l.Transport().Protocol, UASStreams: l.Transport().Streams, QueueDepth: l.Transport().QueueDepth,
+		TransportWhy: l.Transport().Why,
+	}
+}
+
+// noPermission marks a reader this user may not open.
+const noPermission = "no permission"
+
+// PrintReaders is list's table: a line per LUN of each reader.
+func PrintReaders(w io.Writer, readers []Reader) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tTARGET\tBUS-PORT\tID\tPRODUCT\tSPEED\tLUN\tMEDIUM\tSIZE\tNOTES")
+	for _, r := range readers {
+		product := strings.TrimSpace(r.Manufacturer + " " + r.Product)
+		head := fmt.Sprintf("%d\t%s\t%s\t%s:%s\t%s\t%s", r.Index, r.Target, r.Path, r.VID, r.PID, product, r.Speed)
+		if !r.Supported || len(r.LUNs) == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\n", head, r.Reason)
+			continue
+		}
+		for _, l := range r.LUNs {
+			medium, size := strings.TrimSpace(l.Vendor+" "+l.Product), "-"
+			if l.Medium {
+				size = units.FormatBytes(l.Bytes)
+			}
+			var notes []string
+			if l.WriteProtected {
+				notes = append(notes, "write-protected")
+			}
+			if l.KernelDisk != "" {
+				notes = append(notes, "kernel: "+l.KernelDisk)
+			}
+			notes = append(notes, l.Mounted...)
+			if l.Error != "" {
+				notes = append(notes, l.Error)
+			}
+			if r.NoPermission {
+				notes = append(notes, noPermission)
+			}
+			if q := r.Quirks; q != nil {
+				notes = append(notes, "quirks "+q.Flags)
+			}
+			switch {
+			case l.Transport == "UAS":
+				notes = append(notes, fmt.Sprintf("UAS, queue depth %d", l.QueueDepth))
+			case l.TransportWhy != "":
+				notes = append(notes, "BOT (UAS offered too)")
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", head, l.LUN, medium, size, strings.Join(notes, "; "))
+		}
+	}
+	tw.Flush()
+}
+
+// Target is `usbflash info --json`: the target, the USB identity when
+// there is one, and the LUN or file.
+type Target struct {
+	Target string  `json:"target"`
+	USB    *Reader `json:"usb,omitempty"`
+	// SimReader is a sim: reader's USB identity.
+	SimReader *SimReader `json:"sim_reader,omitempty"`
+	LUN       *LUN       `json:"lun,omitempty"`
+	File      *File      `json:"file,omitempty"`
+	// Quirks are the reader's quirk flags, where each came from, and what
+	// was learned while opening it (usb: and sim:).
+	Quirks *Quirks `json:"quirks,omitempty"`
+}
+
+// SimReader is the identity a sim: reader gives itself (vid=, pid=,
+// bcd=, serial=), which --quirks names it by.
+type SimReader struct {
+	VID       string `json:"vid"`
+	PID       string `json:"pid"`
+	BCDDevice string `json:"bcd_device"`
+	Serial    string `json:"serial,omitempty"`
+}
+
+type File struct {
+	Path      string `json:"path"`
+	BlockSize int    `json:"block_size"`
+	Blocks    int64  `json:"blocks"`
+	Bytes     int64  `json:"bytes"`
+	Direct    bool   `json:"direct_io"`
+}
+
+// DescribeTarget is what info says of an opened target: each fact it
+// has (drive's optional interfaces of its Dev).
+func DescribeTarget(d *drive.Device, w Words) Target {
+	rep := Target{Target: d.Name}
+	var lun *usbms.LUN
+	if s, ok := d.Dev.(drive.SCSI); ok {
+		lun = s.SCSI()
+		l := lunOf(lun)
+		rep.LUN = &l
+	}
+	if s, ok := d.Dev.(drive.EmptySlot); ok {
+		l := slotOf(s.Slot())
+		rep.LUN = &l
+	}
+	if r, ok := d.Dev.(drive.ReaderSlot); ok {
+		if u, ok := d.Dev.(drive.USBReader); ok {
+			id := identity(u.USBInfo())
+			id.LUNs = nil
+			rep.USB = &id
+		} else {
+			id := r.ReaderID()
+			rep.SimReader = &SimReader{VID: fmt.Sprintf("%04x", id.VID), PID: fmt.Sprintf("%04x", id.PID),
+				BCDDevice: fmt.Sprintf("%04x", id.BCDDevice), Serial: id.Serial}
+		}
+		q := r.ReaderQuirks()
+		rep.Quirks = quirksOf(&q, lun, w)
+	}
+	if f, ok := d.Dev.(drive.DirectIO); ok {
+		rep.File = &File{
+			Path: strings.TrimPrefix(d.Name, "file:"), BlockSize: d.Dev.BlockSize(),
+			Blocks: d.Dev.BlockCount(), Bytes: d.Capacity(), Direct: f.Direct(),
+		}
+	}
+	return rep
+}
+
+// PrintTarget is info's table of one target.
+func PrintTarget(w io.Writer, rep Target) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	defer tw.Flush()
+	fmt.Fprintf(tw, "target\t%s\n", rep.Target)
+	if u := rep.USB; u != nil {
+		fmt.Fprintf(tw, "usb id\t%s:%s\n", u.VID, u.PID)
+		fmt.Fprintf(tw, "usb device\t%s\n", strings.TrimSpace(u.Manufacturer+" "+u.Product))
+		fmt.Fprintf(tw, "usb serial\t%s\n", u.Serial)
+		fmt.Fprintf(tw, "bus / address / port\t%d / %d / %s\n", u.Bus, u.Address, u.Path)
+		fmt.Fprintf(tw, "speed\t%s\n", u.Speed)
+		fmt.Fprintf(tw, "bcdDevice\t%s\n", u.BCDDevice)
+	}
+	if s := rep.SimReader; s != nil {
+		fmt.Fprintf(tw, "usb id (simulated)\t%s:%s, bcdDevice %s\n", s.VID, s.PID, s.BCDDevice)
+		fmt.Fprintf(tw, "usb serial\t%s\n", orDash(s.Serial))
+	}
+	printQuirks(tw, rep.Quirks)
+	if l := rep.LUN; l != nil {
+		fmt.Fprintf(tw, "lun\t%d\n", l.LUN)
+		fmt.Fprintf(tw, "vendor\t%s\n", l.Vendor)
+		fmt.Fprintf(tw, "product\t%s\n", l.Product)
+		fmt.Fprintf(tw, "revision\t%s\n", l.Revision)
+		fmt.Fprintf(tw, "serial (VPD)\t%s\n", orDash(l.Serial))
+		fmt.Fprintf(tw, "removable\t%v\n", l.Removable)
+		if !l.Medium {
+			fmt.Fprintf(tw, "medium\t%s\n", orDash(l.Error))
+			return
+		}
+		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(l.Bytes), l.Bytes, l.Blocks, l.BlockSize)
+		fmt.Fprintf(tw, "write protected\t%v\n", l.WriteProtected)
+		fmt.Fprintf(tw, "max transfer\t%s\n", sizeOrUnknown(l.MaxTransfer))
+		fmt.Fprintf(tw, "optimal transfer\t%s\n", sizeOrUnknown(l.OptimalTransfer))
+		fmt.Fprintf(tw, "buffer memory\t%s\n", orDash(l.Memory))
+		fmt.Fprintf(tw, "transport\t%s\n", usbms.TransportInfo{Protocol: l.Transport, Streams: l.UASStreams, QueueDepth: l.QueueDepth, Why: l.TransportWhy})
+	}
+	if f := rep.File; f != nil {
+		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(f.Bytes), f.Bytes, f.Blocks, f.BlockSize)
+		fmt.Fprintf(tw, "direct I/O\t%v\n", f.Direct)
+	}
+}
+
+// printQuirks is info's lines about a reader's quirks: the flags, one
+// line per flag with its source, what was learned, the transfer cap.
+func printQuirks(w io.Writer, q *Quirks) {
+	if q == nil {
+		fmt.Fprintf(w, "quirks\t-\n")
+		return
+	}
+	fmt.Fprintf(w, "quirks\t%s\n", q.Flags)
+	for _, f := range q.From {
+		name := f.Flag
+		if f.Letter != "" {
+			name = f.Letter + " " + name
+		}
+		from := f.Source
+		if f.Detail != "" {
+			from += ": " + f.Detail
+		}
+		fmt.Fprintf(w, "  %s\tfrom %s\n", name, from)
+	}
+	for _, l := range q.Learned {
+		fmt.Fprintf(w, "learned\t%s\n", l)
+	}
+	if q.TransferCap > 0 {
+		fmt.Fprintf(w, "largest command\t%s\n", units.FormatSize(q.TransferCap))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func sizeOrUnknown(n int64) string {
+	if n <= 0 {
+		return "not reported"
+	}
+	return units.FormatBytes(n)
+}
+
+// IdentityLine is the one line that lets a person recognise a card: the
+// reader, its serial, the medium, the card's serial and its size.
+func IdentityLine(d *drive.Device) string {
+	var parts []string
+	if u, ok := d.Dev.(drive.USBReader); ok {
+		info := u.USBInfo()
+		parts = append(parts, strings.TrimSpace(info.Manufacturer+" "+info.Product), "serial "+orDash(info.Serial))
+	} else if r, ok := d.Dev.(drive.ReaderSlot); ok && r.ReaderID().Serial != "" {
+		parts = append(parts, "serial "+r.ReaderID().Serial)
+	}
+	if s, ok := d.Dev.(drive.SCSI); ok {
+		inq := s.SCSI().Inquiry()
+		parts = append(parts, strings.TrimSpace(inq.Vendor+" "+inq.Product+" "+inq.Revision))
+		if s := s.SCSI().Serial(); s != "" {
+			parts = append(parts, "card serial "+s)
+		}
+	}
+	parts = append(parts, units.FormatBytes(d.Capacity()))
+	return "  " + strings.Join(parts, ", ")
+}

@@ -1,0 +1,35 @@
+package readerinfo
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/usbdev"
+)
+
+// TestListShowsQuirks: list's row of a reader names its quirk flags, in
+// the table and in JSON, with their sources (the program's own setting by
+// the name it is given) and its bcdDevice.
+func TestListShowsQuirks(t *testing.T) {
+	t.Parallel()
+	info := usbdev.Info{VID: 0x07c4, PID: 0xa4a5, BCDDevice: 0x0100, Bus: 1, Address: 4, PortPath: "1-2", Supported: true}
+	r := drive.Reader{Info: info, Name: "usb:1.4", Quirks: usbms.ResolveQuirks(0x07c4, 0xa4a5, 0x0100, usbms.QuirkOverrides{Setting: "07c4:a4a5:w"}, ""),
+		KernelDisks: []usbdev.KernelDisk{{LUN: 0, Node: "/dev/sdz", Size: 1 << 30}}}
+	rep := DescribeReader(r, Words{Setting: "--quirks"})
+	if rep.BCDDevice != "0100" || rep.Quirks == nil || rep.Quirks.Flags != "w" || rep.Quirks.From[0].Source != "--quirks" || rep.Quirks.From[0].Letter != "w" {
+		t.Errorf("list row %+v, quirks %+v", rep, rep.Quirks)
+	}
+	var out bytes.Buffer
+	PrintReaders(&out, []Reader{rep})
+	if !strings.Contains(out.String(), "quirks w") {
+		t.Errorf("list table:\n%s", out.String())
+	}
+	b, _ := json.Marshal(rep)
+	if !strings.Contains(string(b), `"quirks":{"flags":"w","from":[{"flag":"NO_WP_DETECT","letter":"w","source":"--quirks","detail":"07c4:a4a5:w"}]}`) {
+		t.Errorf("list JSON %s", b)
+	}
+}

@@ -25,39 +25,113 @@ func root(t *testing.T) string {
 	return dir
 }
 
-// TestImports: the packages each rule keeps apart stay apart: directly
-// (imports) or through anything (deps).
-func TestImports(t *testing.T) {
-	t.Parallel()
+// configs are the builds whose imports the policy holds: Linux's default
+// (usbfs), the libusb backend (cgo), no USB, and the other systems.
+var configs = []struct {
+	name string
+	env  []string
+	tags string
+}{
+	{"linux usbfs", []string{"CGO_ENABLED=0"}, "e2e"},
+	{"linux libusb", []string{"CGO_ENABLED=1"}, "e2e libusb"},
+	{"nousb", []string{"CGO_ENABLED=0"}, "nousb"},
+	{"windows", []string{"GOOS=windows", "CGO_ENABLED=0"}, "nousb"},
+	{"darwin", []string{"GOOS=darwin", "CGO_ENABLED=0"}, ""},
+}
+
+// graph is the module's packages (relative to the module) and their
+// direct imports of the module, over every build in configs.
+func graph(t *testing.T) map[string]map[string]bool {
+	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("no go command on PATH: %v", err)
 	}
-	for _, tc := range []struct {
-		pkg, not string
-		deps     bool // through anything, not only directly
-		why      string
-	}{
-		{"usbms/usbfs", "usbms/libusb", true, "the pure-Go backend speaks usbdev's vocabulary, not the cgo backend's"},
-		{"internal/drive", "scsi", false, "the quirk table and SCSI live beside the transport (usbms)"},
-		{"internal/probe/fakecheck", "internal/probe/cardbench", true, "saving and putting back regions is region's"},
-		{"pipeline/fanout", "pipeline", true, "the device facts are blockdev's"},
-		{"internal/probe/cardbench", "pipeline", true, "the device facts are blockdev's"},
-	} {
-		format := "{{join .Imports \"\\n\"}}"
-		args := []string{"list", "-f", format, "./" + tc.pkg}
-		if tc.deps {
-			args = []string{"list", "-deps", "./" + tc.pkg}
-		}
-		cmd := exec.Command(goTool, args...)
+	g := map[string]map[string]bool{}
+	for _, c := range configs {
+		cmd := exec.Command(goTool, "list", "-e", "-tags", c.tags, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
 		cmd.Dir = root(t)
-		out, err := cmd.CombinedOutput()
+		cmd.Env = append(os.Environ(), c.env...)
+		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+			t.Fatalf("go list (%s): %v", c.name, err)
 		}
-		for _, p := range strings.Fields(string(out)) {
-			if p == module+tc.not {
-				t.Errorf("%s imports %s (deps %v): %s", tc.pkg, tc.not, tc.deps, tc.why)
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			fields := strings.Fields(line)
+			pkg := strings.TrimPrefix(fields[0], module)
+			if g[pkg] == nil {
+				g[pkg] = map[string]bool{}
+			}
+			for _, imp := range fields[1:] {
+				if strings.HasPrefix(imp, module) {
+					g[pkg][strings.TrimPrefix(imp, module)] = true
+				}
+			}
+		}
+	}
+	return g
+}
+
+// TestPolicy: every package's imports of the module are the ones policy
+// allows it, but for the leftover arrows still listed.
+func TestPolicy(t *testing.T) {
+	t.Parallel()
+	allowed, err := parsePolicy(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := graph(t)
+	for _, v := range violations(allowed, g) {
+		if _, ok := leftover[[2]string{v.pkg, v.imp}]; ok {
+			continue
+		}
+		t.Error(v)
+	}
+	for arrow, why := range leftover {
+		if !g[arrow[0]][arrow[1]] {
+			t.Errorf("%s no longer imports %s (%s): take it off leftover", arrow[0], arrow[1], why)
+		}
+	}
+}
+
+// TestPolicyCatchesNewArrows: the check itself fails on an upward import
+// (the engine importing a session), an import between two packages of one
+// layer that the table does not name, and a package with no rule.
+func TestPolicyCatchesNewArrows(t *testing.T) {
+	t.Parallel()
+	allowed, err := parsePolicy(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pkg, imp string
+		want     string
+	}{
+		{"pipeline", "internal/session", "pipeline imports internal/session"},
+		{"usbms/usbfs", "usbms/libusb", "usbms/usbfs imports usbms/libusb"},
+		{"internal/probe/fakecheck", "internal/probe/cardbench", "internal/probe/fakecheck imports internal/probe/cardbench"},
+		{"internal/drive", "scsi", "internal/drive imports scsi"},
+		{"internal/newpkg", "internal/failure", "internal/newpkg has no rule"},
+	} {
+		g := map[string]map[string]bool{tc.pkg: {tc.imp: true}}
+		vs := violations(allowed, g)
+		if len(vs) != 1 || vs[0].String() != tc.want {
+			t.Errorf("%s -> %s: violations %v, want [%s]", tc.pkg, tc.imp, vs, tc.want)
+		}
+	}
+}
+
+// TestTestkitOnlyInTests: internal/testkit is for tests; and nothing
+// imports the command.
+func TestTestkitOnlyInTests(t *testing.T) {
+	t.Parallel()
+	for pkg, imps := range graph(t) {
+		if strings.HasPrefix(pkg, "internal/testkit/") || strings.HasPrefix(pkg, "e2e") {
+			continue
+		}
+		for imp := range imps {
+			if strings.HasPrefix(imp, "internal/testkit/") || strings.HasPrefix(imp, "cmd/") {
+				t.Errorf("%s imports %s outside its tests", pkg, imp)
 			}
 		}
 	}

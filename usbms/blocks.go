@@ -109,7 +109,7 @@ func (l *LUN) queuedRequest(write bool, c queuedCmd) request {
 // at least two commands' worth; it returns the blocks it covered (0:
 // nothing was sent, go on one command at a time).
 func (l *LUN) queued(ctx context.Context, write bool, lba int64, p []byte) (int64, error) {
-	depth := l.t.uasDepth()
+	depth := l.t.p.depth()
 	bs := int64(l.blockSize)
 	count := int64(len(p)) / bs
 	if depth < 2 || count*bs < 2*minQueuedPiece || l.no16 {
@@ -146,7 +146,7 @@ func (l *LUN) batch(ctx context.Context, write bool, cmds []queuedCmd) error {
 		rs[i] = l.queuedRequest(write, c)
 	}
 	l.t.consumePortReset()
-	errs := l.t.uasBatch(ctx, rs)
+	errs := l.t.p.batch(ctx, rs)
 	for i, err := range errs {
 		if se, ok := scsi.AsSense(err); ok && l.wrote && scsi.IsMediumSwap(se) {
 			l.changed = true
@@ -175,7 +175,7 @@ func (l *LUN) batch(ctx context.Context, write bool, cmds []queuedCmd) error {
 
 // WriteQueueDepth implements blockdev.QueuedWriter: the queue depth of a
 // UAS reader, 1 over Bulk-Only.
-func (l *LUN) WriteQueueDepth() int { return l.t.uasDepth() }
+func (l *LUN) WriteQueueDepth() int { return l.t.p.depth() }
 
 // WriteBlocksQueued implements blockdev.QueuedWriter: bufs, which follow
 // each other on the medium from lba, go as one WRITE each, all in flight
@@ -184,7 +184,7 @@ func (l *LUN) WriteQueueDepth() int { return l.t.uasDepth() }
 // command cannot carry, or a transport without a queue, is written with
 // WriteBlocks, one after the other.
 func (l *LUN) WriteBlocksQueued(ctx context.Context, lba int64, bufs [][]byte) error {
-	depth := l.t.uasDepth()
+	depth := l.t.p.depth()
 	bs := int64(l.blockSize)
 	for len(bufs) > 0 {
 		var cmds []queuedCmd
@@ -316,11 +316,10 @@ func (l *LUN) plan(lba, count int64) (n int64, use16 bool) {
 	if c := l.t.capBytes.Load(); c > 0 {
 		limit = min(limit, max(c/int64(l.blockSize), 1))
 	}
-	if l.t.uas != nil {
-		// A UAS data phase is one transfer (one URB: a stream has no
-		// room for a second in flight), which usbfs_memory_mb bounds
-		// as it bounds BOT's chunks.
-		limit = min(limit, max(int64(l.t.opts.ChunkSize/l.blockSize), 1))
+	if m := l.t.p.maxDataPhase(); m > 0 {
+		// The protocol's bound on one command's data (UAS: one
+		// transfer).
+		limit = min(limit, max(int64(m/l.blockSize), 1))
 	}
 	// Nothing crosses into the last blocks, and inside them one block
 	// goes per command.

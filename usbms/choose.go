@@ -44,16 +44,21 @@ type Offer struct {
 	// MaxStreams is the bulk streams the UAS pipes allow (0 below
 	// SuperSpeed, or when unknown).
 	MaxStreams int
-	// Quirks are the reader's quirk flags (QuirkIgnoreUAS).
-	Quirks Quirks
+	// Quirks and UASQuirks are the reader's quirk flags as Bulk-Only
+	// (ResolveQuirks) and as UAS (ResolveUASQuirks) would drive it:
+	// QuirkIgnoreUAS in either passes UAS over, as Linux's uas-detect
+	// reads the flags of whichever driver's table named the reader.
+	Quirks, UASQuirks Quirks
 }
 
-// OfferOf is what an interface the backend listed offers. A backend that
-// does not drive UAS lists no UAS setting (Info.UAS) and refuses a
-// UAS-only interface, so the offer has no UAS then.
-func OfferOf(info usbdev.Info, q Quirks) Offer {
+// OfferOf is what an interface the backend listed offers, with its quirk
+// flags from both tables and the overrides o. A backend that does not
+// drive UAS lists no UAS setting (Info.UAS) and refuses a UAS-only
+// interface, so the offer has no UAS then.
+func OfferOf(info usbdev.Info, o QuirkOverrides) Offer {
 	return Offer{BOT: info.HasBOT(), UAS: info.UAS.Present(), VID: info.VID, PID: info.PID,
-		Speed: info.Speed, MaxStreams: info.UAS.MaxStreams, Quirks: q}
+		Speed: info.Speed, MaxStreams: info.UAS.MaxStreams,
+		Quirks: readerQuirks(info, o).Flags, UASQuirks: readerUASQuirks(info, o).Flags}
 }
 
 // Choice is the transport chosen for a reader.
@@ -123,7 +128,7 @@ func chooseTransport(setting string, o Offer) (Choice, error) {
 	}
 	why := ""
 	switch {
-	case o.Quirks&QuirkIgnoreUAS != 0:
+	case (o.Quirks|o.UASQuirks)&QuirkIgnoreUAS != 0:
 		why = "its quirks say IGNORE_UAS"
 	case c.Quirks != 0 && o.MaxStreams == 32:
 		why = "an ASMedia bridge with 32 streams (ASM1051), which Linux drives over Bulk-Only"

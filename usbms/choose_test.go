@@ -37,6 +37,7 @@ func TestChooseTransport(t *testing.T) {
 		{name: "BOT only: auto", setting: "auto", offer: botOnly},
 		{name: "BOT only: uas refused", setting: "uas", offer: botOnly, refused: true},
 		{name: "IGNORE_UAS", setting: "auto", offer: with(both, func(o *usbms.Offer) { o.Quirks = usbms.QuirkIgnoreUAS }), why: "IGNORE_UAS"},
+		{name: "IGNORE_UAS from uas's table", setting: "auto", offer: with(both, func(o *usbms.Offer) { o.UASQuirks = usbms.QuirkIgnoreUAS }), why: "IGNORE_UAS"},
 		{name: "IGNORE_UAS, uas forced", setting: "uas", offer: with(both, func(o *usbms.Offer) { o.Quirks = usbms.QuirkIgnoreUAS }), uas: true},
 		{name: "IGNORE_UAS on a UAS-only device: nothing else", setting: "auto", offer: with(uasOnly, func(o *usbms.Offer) { o.Quirks = usbms.QuirkIgnoreUAS }), uas: true},
 		{name: "ASMedia at high speed", setting: "auto", offer: asm(usbdev.SpeedHigh, 0), why: "below SuperSpeed"},
@@ -71,4 +72,23 @@ func TestUASTextsAreFacts(t *testing.T) {
 	factsonly.Check(t, bot.Error(), uas.Error(), asm.Why, usbms.ErrUASResponse.Error(), usbms.ErrUASProtocol.Error(),
 		usbdev.ErrNoStreams.Error(), usbdev.ReasonUASOnLibusb, usbms.CheckTransportSetting("scsi").Error(),
 		usbms.TransportInfo{Protocol: "UAS", Streams: 16, QueueDepth: 1}.String())
+}
+
+// TestOfferOf: an offer carries the reader's flags from both tables, with
+// the overrides, so that IGNORE_UAS from uas's table reaches the choice.
+func TestOfferOf(t *testing.T) {
+	info := usbdev.Info{VID: 0x357d, PID: 0x7788, Speed: usbdev.SpeedSuper, SubClass: usbdev.SubclassSCSI, Protocol: usbdev.ProtocolBOT,
+		UAS: usbdev.UASSetting{Alt: 1, Command: 0x01, Status: 0x82, DataIn: 0x83, DataOut: 0x04, MaxStreams: 16}}
+	o := usbms.OfferOf(info, usbms.QuirkOverrides{})
+	if !o.BOT || !o.UAS || o.MaxStreams != 16 || o.UASQuirks&usbms.QuirkIgnoreUAS == 0 || o.Quirks&usbms.QuirkIgnoreUAS != 0 {
+		t.Errorf("%+v: want both offered, IGNORE_UAS from uas's table only", o)
+	}
+	c, err := usbms.ChooseTransport("auto", o)
+	if err != nil || c.UAS || !strings.Contains(c.Why, "IGNORE_UAS") {
+		t.Errorf("auto: %+v, %v; want Bulk-Only for IGNORE_UAS", c, err)
+	}
+	// The user's override clears it, as the kernel's quirks= does.
+	if o := usbms.OfferOf(info, usbms.QuirkOverrides{Setting: "357d:7788:"}); o.UASQuirks != 0 {
+		t.Errorf("overridden: %v", o.UASQuirks)
+	}
 }

@@ -11,10 +11,11 @@ import (
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
-// This file chooses a reader's quirk flags as Linux's usb-storage does
-// (its table, unusual_devs.h, is quirktable.go), from the reader's USB
-// identity and the overrides the user gave, and the transport options
-// that follow from them.
+// This file chooses a reader's quirk flags as Linux does, from the
+// reader's USB identity, the table of the protocol it is driven with
+// (usb-storage's unusual_devs.h for Bulk-Only, bot_quirktable.go; uas's
+// unusual_uas.h for UAS, uas_quirktable.go) and the overrides the user
+// gave, and the transport options that follow from them.
 
 // QuirkSource is where a reader's quirk flags come from. The sources are
 // applied in the order below: a later one replaces what an earlier one
@@ -24,12 +25,13 @@ type QuirkSource string
 
 // The sources.
 const (
-	QuirkSourceTable   QuirkSource = "table"                                     // the kernel's table (quirkTable)
-	QuirkSourceVendor  QuirkSource = "vendor"                                    // the kernel's capacity heuristics for a whole vendor
-	QuirkSourceSysfs   QuirkSource = "/sys/module/usb_storage/parameters/quirks" // what the user gave the kernel
-	QuirkSourceEnv     QuirkSource = "$" + QuirksEnv                             // the environment
-	QuirkSourceSim     QuirkSource = "sim quirks="                               // a sim: target's own option
-	QuirkSourceSetting QuirkSource = "setting"                                   // the caller's own list (SettingQuirks; the CLI's flag)
+	QuirkSourceTable    QuirkSource = "table"                                     // usb-storage's table (botQuirkTable), for Bulk-Only
+	QuirkSourceUASTable QuirkSource = "uas table"                                 // uas's table (uasQuirkTable), for UAS
+	QuirkSourceVendor   QuirkSource = "vendor"                                    // the kernel's capacity heuristics for a whole vendor
+	QuirkSourceSysfs    QuirkSource = "/sys/module/usb_storage/parameters/quirks" // what the user gave the kernel
+	QuirkSourceEnv      QuirkSource = "$" + QuirksEnv                             // the environment
+	QuirkSourceSim      QuirkSource = "sim quirks="                               // a sim: target's own option
+	QuirkSourceSetting  QuirkSource = "setting"                                   // the caller's own list (SettingQuirks; the CLI's flag)
 )
 
 // SettingQuirks is the setting that carries the caller's own quirk
@@ -185,19 +187,22 @@ func parseQuirkEntry(item string) (QuirkOverride, error) {
 	return e, nil
 }
 
-// tableEntry is one line of quirkTable.
+// tableEntry is one line of a quirk table.
 type tableEntry struct {
 	vid, pid, lo, hi uint16
 	flags            Quirks
 	name             string // vendor / product
 }
 
-// quirkEntries is quirkTable parsed, once, when the program starts; it
-// is never changed.
-var quirkEntries = parseQuirkTable(quirkTable)
+// botQuirkEntries and uasQuirkEntries are the tables parsed, once, when
+// the program starts; they are never changed.
+var (
+	botQuirkEntries = parseQuirkTable(botQuirkTable)
+	uasQuirkEntries = parseQuirkTable(uasQuirkTable)
+)
 
-// parseQuirkTable reads quirkTable's lines. A malformed line is a bug of
-// the table, caught by its test; it is skipped.
+// parseQuirkTable reads a quirk table's lines. A malformed line is a bug
+// of the table, caught by its test; it is skipped.
 func parseQuirkTable(text string) []tableEntry {
 	var out []tableEntry
 	for _, line := range strings.Split(text, "\n") {
@@ -243,15 +248,29 @@ func parseQuirkTable(text string) []tableEntry {
 // Motorola phones and cameras, which count their blocks.
 var heuristicVendors = map[uint16]bool{0x0421: true, 0x04b0: true, 0x0a17: true, 0x22b8: true}
 
-// ResolveQuirks chooses the quirk flags of the reader with this identity,
-// as the kernel does: the first table entry that matches VID, PID and the
-// bcdDevice range; the vendor-wide capacity heuristics; then each source
-// of overrides in turn (sysfs, environment, the sim's option, the
-// caller's setting),
-// the first entry of each that matches replacing the flags that have a
-// letter and adding what it names. simQuirks is a sim: reader's quirks=
-// option ("" for others).
+// ResolveQuirks chooses the quirk flags of the reader with this identity
+// when it is driven over Bulk-Only, as usb-storage does: the first entry
+// of its table that matches VID, PID and the bcdDevice range; the
+// vendor-wide capacity heuristics; then each source of overrides in turn
+// (sysfs, environment, the sim's option, the caller's setting), the first
+// entry of each that matches replacing the flags that have a letter and
+// adding what it names. simQuirks is a sim: reader's quirks= option (""
+// for others).
 func ResolveQuirks(vid, pid, bcd uint16, o QuirkOverrides, simQuirks string) ReaderQuirks {
+	return resolveQuirks(botQuirkEntries, QuirkSourceTable, true, vid, pid, bcd, o, simQuirks)
+}
+
+// ResolveUASQuirks chooses the quirk flags of the reader with this
+// identity when it is driven over UAS, as Linux's uas does: ResolveQuirks
+// with uas's own table (uas_quirktable.go) and no vendor-wide heuristics
+// (usb-storage's alone).
+func ResolveUASQuirks(vid, pid, bcd uint16, o QuirkOverrides, simQuirks string) ReaderQuirks {
+	return resolveQuirks(uasQuirkEntries, QuirkSourceUASTable, false, vid, pid, bcd, o, simQuirks)
+}
+
+// resolveQuirks is ResolveQuirks with the table, the name of its source,
+// and whether the vendor-wide heuristics apply.
+func resolveQuirks(table []tableEntry, tableSource QuirkSource, vendors bool, vid, pid, bcd uint16, o QuirkOverrides, simQuirks string) ReaderQuirks {
 	var rq ReaderQuirks
 	src := map[Quirks]QuirkFlag{}
 	set := func(q Quirks, source QuirkSource, detail string) {
@@ -259,14 +278,14 @@ func ResolveQuirks(vid, pid, bcd uint16, o QuirkOverrides, simQuirks string) Rea
 			src[f] = QuirkFlag{Flag: f, Source: source, Detail: detail}
 		}
 	}
-	for _, e := range quirkEntries {
+	for _, e := range table {
 		if e.vid == vid && e.pid == pid && bcd >= e.lo && bcd <= e.hi {
 			rq.Flags, rq.Entry = e.flags, e.name
-			set(e.flags, QuirkSourceTable, fmt.Sprintf("%04x:%04x %04x-%04x %s", e.vid, e.pid, e.lo, e.hi, e.name))
+			set(e.flags, tableSource, fmt.Sprintf("%04x:%04x %04x-%04x %s", e.vid, e.pid, e.lo, e.hi, e.name))
 			break
 		}
 	}
-	if heuristicVendors[vid] && rq.Flags&(QuirkFixCapacity|QuirkCapacityOK) == 0 {
+	if vendors && heuristicVendors[vid] && rq.Flags&(QuirkFixCapacity|QuirkCapacityOK) == 0 {
 		rq.Flags |= QuirkCapacityHeuristics
 		set(QuirkCapacityHeuristics, QuirkSourceVendor, fmt.Sprintf("every device of vendor %04x", vid))
 	}
@@ -311,8 +330,9 @@ func kernelEntries(s string) []QuirkOverride {
 	return out
 }
 
-// readerQuirks chooses the flags of a real reader, adjusted to its
-// interface: GO_SLOW only at high speed, as the kernel does.
+// readerQuirks chooses the flags of a real reader driven over Bulk-Only,
+// adjusted to its interface: GO_SLOW only at high speed, as the kernel
+// does.
 func readerQuirks(info usbdev.Info, o QuirkOverrides) ReaderQuirks {
 	rq := ResolveQuirks(info.VID, info.PID, info.BCDDevice, o, "")
 	if rq.Flags&QuirkGoSlow != 0 && info.Speed != usbdev.SpeedHigh {
@@ -368,28 +388,56 @@ type Identified interface {
 	Quirks() string
 }
 
+// readerUASQuirks chooses the flags of a real reader driven over UAS.
+func readerUASQuirks(info usbdev.Info, o QuirkOverrides) ReaderQuirks {
+	return ResolveUASQuirks(info.VID, info.PID, info.BCDDevice, o, "")
+}
+
 // ReaderSetup chooses a reader's quirk flags and the transport options
 // that follow from them and from its interface: a real reader by its
 // descriptors (info), a simulated one (info nil) by what its Endpoint
-// says of itself.
+// says of itself. The flags come from the quirk table of the protocol the
+// reader is driven with: ep's (UAS when it is a UASEndpoint in UAS mode);
+// for a reader not opened yet (ep nil), Bulk-Only's when it offers
+// Bulk-Only, as auto drives it, else UAS's.
 func ReaderSetup(ep Endpoint, info *usbdev.Info, o QuirkOverrides) (ReaderQuirks, TransportOptions) {
 	var rq ReaderQuirks
 	var topts TransportOptions
+	uas := drivenOverUAS(ep, info)
 	switch {
+	case info != nil && uas:
+		rq = readerUASQuirks(*info, o)
 	case info != nil:
 		rq = readerQuirks(*info, o)
+	}
+	switch {
+	case info != nil:
 		topts.CommandSet = commandSet(info.SubClass)
 		topts.Inquiry = fixedInquiry(rq, info.Manufacturer, info.Product, info.BCDDevice)
 	default:
 		if id, ok := ep.(Identified); ok {
 			vid, pid, bcd := id.USBID()
 			m, p, _ := id.Identity()
-			rq = ResolveQuirks(vid, pid, bcd, o, id.Quirks())
+			resolve := ResolveQuirks
+			if uas {
+				resolve = ResolveUASQuirks
+			}
+			rq = resolve(vid, pid, bcd, o, id.Quirks())
 			topts.Inquiry = fixedInquiry(rq, m, p, bcd)
 		}
 	}
 	topts.Quirks = rq.Flags
 	return rq, topts
+}
+
+// drivenOverUAS reports whether the reader is driven over UAS: ep speaks
+// it, or, with no ep, the interface offers UAS and not Bulk-Only.
+func drivenOverUAS(ep Endpoint, info *usbdev.Info) bool {
+	if u, ok := ep.(UASEndpoint); ok {
+		on, _ := u.UASMode()
+		return on
+	}
+	return ep == nil && info != nil && !info.HasBOT() && info.UAS.Present()
 }
 
 // ReaderID is a reader's VID:PID, as an override names it; "" when

@@ -11,15 +11,24 @@ import (
 // TestQuirkTableParses: every line of the table is an entry, and entries
 // read as the kernel's.
 func TestQuirkTableParses(t *testing.T) {
-	lines := 0
-	for _, l := range strings.Split(quirkTable, "\n") {
-		if strings.TrimSpace(l) != "" {
-			lines++
+	for _, table := range []struct {
+		name    string
+		text    string
+		entries []tableEntry
+		atLeast int
+	}{
+		{"usb-storage", botQuirkTable, botQuirkEntries, 200},
+		{"uas", uasQuirkTable, uasQuirkEntries, 23},
+	} {
+		lines := 0
+		for _, l := range strings.Split(table.text, "\n") {
+			if strings.TrimSpace(l) != "" {
+				lines++
+			}
 		}
-	}
-	entries := quirkEntries
-	if len(entries) != lines || lines < 200 {
-		t.Fatalf("%d entries from %d lines", len(entries), lines)
+		if len(table.entries) != lines || lines < table.atLeast {
+			t.Fatalf("%s: %d entries from %d lines", table.name, len(table.entries), lines)
+		}
 	}
 	for _, tt := range []struct {
 		vid, pid, bcd uint16
@@ -147,3 +156,74 @@ func TestFixedInquiry(t *testing.T) {
 		t.Errorf("%+v", inq)
 	}
 }
+
+// TestUASQuirkTable: a reader driven over UAS takes its flags from uas's
+// table, not usb-storage's, as in Linux, with the overrides on top and
+// without usb-storage's vendor-wide heuristics.
+func TestUASQuirkTable(t *testing.T) {
+	for _, tt := range []struct {
+		vid, pid, bcd uint16
+		o             QuirkOverrides
+		want          Quirks
+		entry         string
+	}{
+		{vid: 0x0bc2, pid: 0x331a, want: QuirkNoReportLUNs, entry: "Seagate / Expansion Desk"},
+		{vid: 0x152d, pid: 0x0567, bcd: 0x0100, want: QuirkNoReportOpcodes | QuirkBrokenFUA, entry: "JMicron / JMS567"},
+		{vid: 0x357d, pid: 0x7788, want: QuirkNoReportOpcodes | QuirkIgnoreUAS, entry: "JMicron / JMS566"},
+		// Apricorn's entry holds for bcdDevice 0128 only.
+		{vid: 0x0984, pid: 0x0301, bcd: 0x0128, want: QuirkIgnoreUAS, entry: "Apricorn"},
+		{vid: 0x0984, pid: 0x0301, bcd: 0x0129},
+		// usb-storage's entries and its vendor heuristics are not uas's.
+		{vid: 0x07c4, pid: 0xa4a5, bcd: 0x0100},
+		{vid: 0x0421, pid: 0x1111},
+		// An override replaces the lettered flags, as for Bulk-Only.
+		{vid: 0x4971, pid: 0x8024, o: QuirkOverrides{Env: "4971:8024:m"}, want: QuirkMaxSectors64, entry: "SimpleTech / External HDD"},
+	} {
+		rq := ResolveUASQuirks(tt.vid, tt.pid, tt.bcd, tt.o, "")
+		if rq.Flags != tt.want || rq.Entry != tt.entry {
+			t.Errorf("%04x:%04x %04x: %v (%q), want %v (%q)", tt.vid, tt.pid, tt.bcd, rq.Flags, rq.Entry, tt.want, tt.entry)
+		}
+		for _, f := range rq.From {
+			if f.Source != QuirkSourceUASTable && f.Source != QuirkSourceEnv {
+				t.Errorf("%04x:%04x: %v from %q", tt.vid, tt.pid, f.Flag, f.Source)
+			}
+		}
+	}
+}
+
+// TestReaderSetupTable: ReaderSetup takes the table of the protocol the
+// reader is driven with: the endpoint's, or before it is opened, Bulk-Only's
+// when the interface offers it.
+func TestReaderSetupTable(t *testing.T) {
+	both := usbdev.Info{VID: 0x4971, PID: 0x8024, BCDDevice: 0x0100, Speed: usbdev.SpeedSuper,
+		SubClass: usbdev.SubclassSCSI, Protocol: usbdev.ProtocolBOT,
+		UAS: usbdev.UASSetting{Alt: 1, Command: 0x01, Status: 0x82, DataIn: 0x83, DataOut: 0x04, MaxStreams: 32}}
+	uasOnly := both
+	uasOnly.Protocol, uasOnly.UAS.Alt = usbdev.ProtocolUAS, 0
+	for _, tt := range []struct {
+		name string
+		ep   Endpoint
+		info usbdev.Info
+		want QuirkSource
+	}{
+		{"not open, offers both", nil, both, QuirkSourceTable},
+		{"not open, UAS only", nil, uasOnly, QuirkSourceUASTable},
+		{"open over Bulk-Only", &uasModeEndpoint{}, both, QuirkSourceTable},
+		{"open over UAS", &uasModeEndpoint{on: true}, both, QuirkSourceUASTable},
+	} {
+		rq, topts := ReaderSetup(tt.ep, &tt.info, QuirkOverrides{})
+		// 4971:8024 is ALWAYS_SYNC in both tables.
+		if rq.Source(QuirkAlwaysSync) != tt.want || topts.Quirks != rq.Flags {
+			t.Errorf("%s: %v from %q, options %v; want it from %q", tt.name, rq.Flags, rq.Source(QuirkAlwaysSync), topts.Quirks, tt.want)
+		}
+	}
+}
+
+// uasModeEndpoint is an Endpoint that is a UASEndpoint, in UAS mode or not.
+type uasModeEndpoint struct {
+	Endpoint
+	UASEndpoint
+	on bool
+}
+
+func (e *uasModeEndpoint) UASMode() (bool, int) { return e.on, 0 }

@@ -39,14 +39,14 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		if ctx.Err() != nil {
 			// Leave the device able to take the next command (a sync
 			// after Ctrl-C) even though this one is abandoned.
-			_ = t.resetRecovery(context.WithoutCancel(ctx))
+			_ = t.p.recover(context.WithoutCancel(ctx))
 			return result{}, err
 		}
 		var rerr error
 		if resets < r.maxResets {
 			resets++
 			t.notify(StepReset, fmt.Sprintf("%s: resetting the reader (reset %d of %d)", whyFailed(r, err), resets, r.maxResets))
-			if rerr = t.resetRecovery(ctx); rerr == nil {
+			if rerr = t.p.recover(ctx); rerr == nil {
 				continue
 			}
 			if errors.Is(rerr, ErrNoDevice) {
@@ -75,7 +75,7 @@ func (t *Transport) run(ctx context.Context, r request) (result, error) {
 		if r.probe {
 			t.notify(StepReset, fmt.Sprintf("%s: resetting the reader and going on without it", whyFailed(r, err)))
 		}
-		_ = t.resetRecovery(ctx)
+		_ = t.p.recover(ctx)
 		return result{}, &recoveryError{op: opName(r.cdb), resets: resets, portReset: portReset, err: err}
 	}
 }
@@ -139,7 +139,7 @@ func (t *Transport) choked(ctx context.Context, r request, err error) error {
 		return &chokeError{err: err}
 	}
 	t.notify(StepReset, fmt.Sprintf("%s (%s): resetting the reader", whyFailed(r, err), units.FormatSize(int64(len(r.data)))))
-	if rerr := t.resetRecovery(ctx); rerr != nil {
+	if rerr := t.p.recover(ctx); rerr != nil {
 		return nil
 	}
 	return &chokeError{err: err}
@@ -161,7 +161,7 @@ func (t *Transport) timedAttempt(ctx context.Context, r request) (result, error)
 	d := t.timeout(len(r.data))
 	if ds, ok := t.ep.(DeadlineSetter); ok {
 		ds.SetDeadline(time.Now().Add(d))
-		res, err := t.attempt(ctx, r)
+		res, err := t.p.attempt(ctx, r)
 		ds.SetDeadline(time.Time{})
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			err = &noAnswerError{wait: d, err: err}
@@ -170,7 +170,7 @@ func (t *Transport) timedAttempt(ctx context.Context, r request) (result, error)
 	}
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	res, err := t.attempt(actx, r)
+	res, err := t.p.attempt(actx, r)
 	// An Endpoint on a modelled clock ends a transfer at the deadline
 	// without the deadline having passed here.
 	if err != nil && ctx.Err() == nil && (errors.Is(actx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) {
@@ -214,40 +214,6 @@ func (t *Transport) tell(n Notice) {
 	case t.opts.OnRecovery != nil:
 		t.opts.OnRecovery(n.Text)
 	}
-}
-
-// resetRecovery is BOT 5.3.4: Mass Storage Reset, then CLEAR_FEATURE
-// (ENDPOINT_HALT) on bulk-IN and on bulk-OUT. Each step has its own timeout
-// since the command's may already be spent. Between the reset and the
-// clears the reader is left alone for ResetSettle, as Linux's usb-storage
-// leaves it.
-func (t *Transport) resetRecovery(ctx context.Context) error {
-	if t.uas != nil {
-		return t.uasRecovery(ctx)
-	}
-	step := func(what string, f func(context.Context) error) error {
-		sctx, cancel := context.WithTimeout(ctx, t.opts.ResetTimeout)
-		defer cancel()
-		if err := f(sctx); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		return nil
-	}
-	if err := step("Mass Storage Reset", func(c context.Context) error {
-		_, err := t.ep.ClassRequest(c, false, reqMassStorageReset, 0, nil)
-		return err
-	}); err != nil {
-		return err
-	}
-	if t.opts.ResetSettle > 0 {
-		if err := t.sleep(ctx, t.opts.ResetSettle); err != nil {
-			return fmt.Errorf("after Mass Storage Reset: %w", err)
-		}
-	}
-	if err := step("clear halt on bulk-in", func(c context.Context) error { return t.ep.ClearHalt(c, true) }); err != nil {
-		return err
-	}
-	return step("clear halt on bulk-out", func(c context.Context) error { return t.ep.ClearHalt(c, false) })
 }
 
 func (t *Transport) resetPort(ctx context.Context) error {

@@ -150,23 +150,23 @@ type Learned struct {
 	What string // the facts
 }
 
-// Transport runs commands over Bulk-Only Transport on one Endpoint. It is
-// safe for concurrent use; commands are serialised, as BOT requires.
+// Transport carries SCSI commands to one reader over one Endpoint, by the
+// protocol the Endpoint was opened in: Bulk-Only Transport (BOT, bot.go)
+// or USB Attached SCSI (UAS, uas.go). It holds what the two share: the
+// lock that serialises commands, the recovery ladder every command climbs
+// when it fails (recovery.go), the cap on READ and WRITE sizes a failing
+// reader is stepped down to, what was learned about the reader, and the
+// notices. What differs goes through its protocol. It is safe for
+// concurrent use; commands are serialised.
 type Transport struct {
 	ep   Endpoint
 	opts TransportOptions
+	// p is the protocol, BOT or UAS, chosen by NewTransport from the
+	// Endpoint and fixed for the Transport's life.
+	p protocol
 
-	mu  sync.Mutex // serialises commands; guards the fields below
-	tag uint32
-	cbw [cbwLen + 1]byte // one spare byte for QuirkBulk32
-	pad [16]byte         // a CDB padded to 12 bytes (SetATAPI)
-	csw [cswLen]byte
-	// sig is the CSW signature the device uses, learned from its first
-	// CSW; 0 until then.
-	sig uint32
-	// ignoreResidue: the CSW residue is disregarded (QuirkIgnoreResidue,
-	// or the device was caught lying).
-	ignoreResidue bool
+	mu  sync.Mutex // serialises commands; guards the fields below and p's state
+	pad [16]byte   // a CDB padded to 12 bytes (SetATAPI)
 	// learned is what the transport found out about the device.
 	learned []Learned
 	// portResetDone is set when the ladder reset the port, for the UNIT
@@ -177,14 +177,47 @@ type Transport struct {
 	// 0: no cap. QuirkMaxSectors64 starts it at 32 KiB; a reader that
 	// fails a large command lowers it (LUN.transfer). Shared by the LUNs.
 	capBytes atomic.Int64
-	sense    [senseLen]byte
-	// uas is the UAS side when the Endpoint was opened in its UAS
-	// alternate setting (UASEndpoint); nil for Bulk-Only Transport.
-	uas *uasState
+}
+
+// protocol is one of the two ways a Transport moves a SCSI command: the
+// seam between what Bulk-Only Transport (botTransport) and USB Attached
+// SCSI (uasTransport) do differently. Each keeps its own state; neither
+// knows the other. attempt, senseOf and recover are called with
+// Transport.mu held; maxLUN and batch take it themselves.
+type protocol interface {
+	// attempt runs one command once, with the recoveries the protocol
+	// allows without the ladder; any other failure is the ladder's.
+	attempt(ctx context.Context, r request) (result, error)
+	// senseOf says why r ended with status failed, as a
+	// *scsi.SenseError or an error wrapping errNoSenseData: BOT asks
+	// REQUEST SENSE, UAS had the sense with the status.
+	senseOf(ctx context.Context, r request) error
+	// recover readies the reader for the next command after a failed
+	// attempt: BOT's reset recovery; UAS ends the command that failed
+	// (ABORT TASK, then LOGICAL UNIT RESET).
+	recover(ctx context.Context) error
+	// maxLUN asks the reader its highest LUN: BOT's Get Max LUN, UAS's
+	// REPORT LUNS. A reader that will not say has one LUN; only a
+	// vanished device or ctx ending is an error.
+	maxLUN(ctx context.Context) (int, error)
+	// info says how the reader is driven.
+	info() TransportInfo
+	// depth is how many READs or WRITEs go in flight at once (1: one at
+	// a time).
+	depth() int
+	// batch runs rs, READs or WRITEs, at once up to depth and returns
+	// each one's outcome: nil when it passed and moved all its data, its
+	// sense after a failure, or another error. The caller sends a failed
+	// one again alone.
+	batch(ctx context.Context, rs []request) []error
+	// maxDataPhase is the most data one command may move, in bytes; 0
+	// when any length goes (BOT cuts a data phase into transfers).
+	maxDataPhase() int
 }
 
 // NewTransport returns a Transport over ep: USB Attached SCSI when ep is
-// a UASEndpoint opened in UAS mode, Bulk-Only Transport otherwise.
+// a UASEndpoint opened in UAS mode, Bulk-Only Transport otherwise. Which
+// of the two a reader should be opened in is ChooseTransport's decision.
 func NewTransport(ep Endpoint, opts TransportOptions) *Transport {
 	if opts.Name == "" {
 		opts.Name = "device"
@@ -211,65 +244,78 @@ func NewTransport(ep Endpoint, opts TransportOptions) *Transport {
 		opts.ResetSettle = 0
 	}
 	t := &Transport{ep: ep, opts: opts}
-	t.ignoreResidue = opts.Quirks&QuirkIgnoreResidue != 0
-	if u, ok := ep.(UASEndpoint); ok {
-		if on, streams := u.UASMode(); on {
-			t.uas = &uasState{ep: u, streams: streams}
-		}
-	}
 	switch {
-	case t.uas != nil && opts.Quirks&QuirkMaxSectors240 != 0:
-		// Linux's uas caps these bridges (ASMedia at SuperSpeed) at 240
-		// blocks per command.
-		t.capBytes.Store(240 * 512)
 	case opts.Quirks&QuirkMaxSectorsMin != 0:
 		t.capBytes.Store(capSteps[len(capSteps)-1])
 	case opts.Quirks&QuirkMaxSectors64 != 0:
 		t.capBytes.Store(64 * 512)
 	}
+	if u, ok := ep.(UASEndpoint); ok {
+		if on, streams := u.UASMode(); on {
+			t.p = newUASTransport(t, u, streams)
+			return t
+		}
+	}
+	t.p = newBOTTransport(t)
 	return t
 }
 
 // Name returns the device name used in messages.
 func (t *Transport) Name() string { return t.opts.Name }
 
-// Class-specific requests (BOT 3.1, 3.2).
-const (
-	reqMassStorageReset = 0xFF
-	reqGetMaxLUN        = 0xFE
-)
-
-// maxLUNTimeout bounds Get Max LUN, as Linux's usb-storage does.
-const maxLUNTimeout = 10 * time.Second
-
 // MaxLUN returns the highest LUN number of the device. As Linux's
 // usb-storage, it takes a stall, a short or impossible answer, no answer
 // in time and any other failure of the request as one LUN (0), and does
 // not ask a QuirkSingleLUN reader or one of the ATAPI command set at all.
-// Only a vanished device or a cancelled ctx is an error.
+// Only a vanished device or a cancelled ctx is an error. Bulk-Only asks
+// Get Max LUN, UAS (which has no such request) REPORT LUNS.
 func (t *Transport) MaxLUN(ctx context.Context) (int, error) {
 	if t.opts.Quirks&QuirkSingleLUN != 0 || t.opts.CommandSet == SetATAPI {
 		return 0, nil
 	}
-	if t.uas != nil {
-		return t.uasMaxLUN(ctx)
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var b [1]byte
-	rctx, cancel := context.WithTimeout(ctx, maxLUNTimeout)
-	defer cancel()
-	n, err := t.ep.ClassRequest(rctx, true, reqGetMaxLUN, 0, b[:])
-	switch {
-	case errors.Is(err, ErrNoDevice):
-		return 0, fmt.Errorf("the GET MAX LUN request: %w", t.transportError(err))
-	case ctx.Err() != nil:
-		return 0, fmt.Errorf("the GET MAX LUN request: %w", ctx.Err())
-	case err != nil || n < 1 || b[0] > 15:
-		return 0, nil
-	}
-	return int(b[0]), nil
+	return t.p.maxLUN(ctx)
 }
+
+// TransportInfo says how a reader is driven: the protocol, and for UAS
+// its streams and how many commands are in flight at once.
+type TransportInfo struct {
+	Protocol   string // ProtocolBOT or ProtocolUAS
+	Streams    int    // UAS bulk streams; 0 in the high-speed mode and for BOT
+	QueueDepth int    // commands in flight at once
+	// Why says why Bulk-Only is driven where UAS is offered too ("" when
+	// UAS is not offered or is driven).
+	Why string
+	// Both: the reader offers Bulk-Only and UAS, whichever is driven.
+	Both bool
+}
+
+// The protocols, as TransportInfo.Protocol names them.
+const (
+	ProtocolBOT = "BOT"
+	ProtocolUAS = "UAS"
+)
+
+func (i TransportInfo) String() string {
+	switch {
+	case i.Protocol != ProtocolUAS && i.Why != "":
+		return i.Protocol + " (UAS offered too: " + i.Why + ")"
+	case i.Protocol != ProtocolUAS:
+		return i.Protocol
+	case i.Streams > 0:
+		return fmt.Sprintf("UAS (%d streams, queue depth %d)", i.Streams, i.QueueDepth)
+	}
+	return fmt.Sprintf("UAS (no streams, queue depth %d)", i.QueueDepth)
+}
+
+// Protocol names the protocol the Transport speaks: ProtocolBOT or
+// ProtocolUAS.
+func (t *Transport) Protocol() string { return t.p.info().Protocol }
+
+// Info says how the transport drives the reader.
+func (t *Transport) Info() TransportInfo { return t.p.info() }
+
+// Transport says how the LUN's reader is driven.
+func (l *LUN) Transport() TransportInfo { return l.t.Info() }
 
 // consumePortReset reports whether the recovery ladder reset the port
 // since it was last asked.
@@ -307,12 +353,14 @@ func (t *Transport) padCDB(cdb []byte) []byte {
 	return t.pad[:12]
 }
 
-// Reset performs Bulk-Only reset recovery: Mass Storage Reset, then clearing
-// the halt on bulk-IN and bulk-OUT.
+// Reset readies the reader for the next command as the recovery ladder
+// does after a failed attempt: over Bulk-Only, reset recovery (Mass
+// Storage Reset, then clearing the halt on bulk-IN and bulk-OUT); over
+// UAS, ending the command a failed attempt left in the device, if any.
 func (t *Transport) Reset(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.resetRecovery(ctx)
+	return t.p.recover(ctx)
 }
 
 // Exec runs one SCSI command on lun with the full recovery ladder and
@@ -347,6 +395,12 @@ type request struct {
 	shrink bool
 }
 
+// result is the outcome of one command that reached its status.
+type result struct {
+	n      int // valid data bytes
+	status uint8
+}
+
 func (t *Transport) exec(ctx context.Context, r request) (int, error) {
 	if err := r.check(); err != nil {
 		return 0, err
@@ -358,10 +412,7 @@ func (t *Transport) exec(ctx context.Context, r request) (int, error) {
 		return 0, err
 	}
 	if res.status == statusFailed {
-		if t.uas != nil {
-			return res.n, t.uasSenseError()
-		}
-		return res.n, t.requestSense(ctx, r)
+		return res.n, t.p.senseOf(ctx, r)
 	}
 	return res.n, nil
 }

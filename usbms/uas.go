@@ -84,17 +84,17 @@ type PipeXfer struct {
 	Err error
 
 	pending   bool // submitted and not yet given back
-	cancelled bool // uasRun cancelled it
+	cancelled bool // runXfers cancelled it
 }
 
-// uasRun submits xs in order and reaps until every one is given back, so
+// runXfers submits xs in order and reaps until every one is given back, so
 // that no buffer is the device's when it returns. A transfer that fails,
 // or ctx ending, cancels every one still pending; a status read that ends
 // cancels the data transfer of its stream (stream 0 without streams)
 // still pending (the device ended the command having moved less). It returns the error
 // of a PipeSubmit, or ctx's (or the deadline's) when that ended the wait;
 // each transfer's own outcome is in its N and Err.
-func (u *uasState) uasRun(ctx context.Context, xs ...*PipeXfer) error {
+func (u *uasTransport) runXfers(ctx context.Context, xs ...*PipeXfer) error {
 	var stop error
 	pending := 0
 	for i, x := range xs {
@@ -157,12 +157,12 @@ func uasCancelAll(ep UASEndpoint, xs []*PipeXfer) {
 // be submitted.
 var errNotSubmitted = errors.New("not submitted: an earlier transfer failed")
 
-// uasTransfer moves p on pipe and stream and waits for it, with the
+// transfer moves p on pipe and stream and waits for it, with the
 // transport's one transfer of its own.
-func (u *uasState) uasTransfer(ctx context.Context, pipe Pipe, stream uint16, p []byte) (int, error) {
+func (u *uasTransport) transfer(ctx context.Context, pipe Pipe, stream uint16, p []byte) (int, error) {
 	x := &u.one
 	*x = PipeXfer{Pipe: pipe, Stream: stream, Buf: p}
-	if err := u.uasRun(ctx, x); err != nil {
+	if err := u.runXfers(ctx, x); err != nil {
 		return max(0, min(x.N, len(p))), err
 	}
 	return max(0, min(x.N, len(p))), x.Err
@@ -225,10 +225,18 @@ var (
 	ErrUASProtocol = failure.New(failure.Device, "UAS protocol violation")
 )
 
-// uasState is the UAS side of a Transport. A command with its recovery
-// goes alone (exec); a LUN's large READ or WRITE goes as several commands
-// in flight at once (uasBatch), up to the queue depth.
-type uasState struct {
+// uasTransport is USB Attached SCSI (T10 UAS-2, as Linux's uas drives
+// it): COMMAND IUs on the command pipe, their data on the data pipes and
+// their status (a SENSE IU with the sense data, or a RESPONSE IU) on the
+// status pipe: at SuperSpeed on the bulk stream of the command's tag,
+// below it each data phase announced by a READ READY or WRITE READY IU.
+// A command with its recovery goes alone
+// (exec); a LUN's large READ or WRITE goes as several commands in flight
+// at once (batch), up to the queue depth. Which readers it is not used
+// for is ChooseTransport's decision (choose.go), the flags of the readers
+// it drives are its own quirk table's (uas_quirktable.go).
+type uasTransport struct {
+	t       *Transport
 	ep      UASEndpoint
 	streams int
 	tag     uint16 // the last tag used
@@ -249,54 +257,30 @@ type uasState struct {
 	xStatus, xData, xCmd, xTStatus, xTMF, one PipeXfer
 }
 
-// TransportInfo says how a reader is driven: the protocol, and for UAS
-// its streams and how many commands are in flight at once.
-type TransportInfo struct {
-	Protocol   string // "BOT" or "UAS"
-	Streams    int    // UAS bulk streams; 0 in the high-speed mode and for BOT
-	QueueDepth int    // commands in flight at once
-	// Why says why Bulk-Only is driven where UAS is offered too ("" when
-	// UAS is not offered or is driven).
-	Why string
-	// Both: the reader offers Bulk-Only and UAS, whichever is driven.
-	Both bool
-}
-
-func (i TransportInfo) String() string {
-	switch {
-	case i.Protocol != "UAS" && i.Why != "":
-		return i.Protocol + " (UAS offered too: " + i.Why + ")"
-	case i.Protocol != "UAS":
-		return i.Protocol
-	case i.Streams > 0:
-		return fmt.Sprintf("UAS (%d streams, queue depth %d)", i.Streams, i.QueueDepth)
+// newUASTransport drives ep, opened in its UAS alternate setting, on
+// streams bulk streams (0: the high-speed mode). Linux's uas caps ASMedia
+// bridges at SuperSpeed (QuirkMaxSectors240, which ChooseTransport gives
+// them) at 240 blocks per command; Bulk-Only has no such flag.
+func newUASTransport(t *Transport, ep UASEndpoint, streams int) *uasTransport {
+	if t.opts.Quirks&QuirkMaxSectors240 != 0 {
+		t.capBytes.Store(240 * 512)
 	}
-	return fmt.Sprintf("UAS (no streams, queue depth %d)", i.QueueDepth)
+	return &uasTransport{t: t, ep: ep, streams: streams}
 }
 
-// Protocol names the transport a Transport speaks: "BOT" or "UAS".
-func (t *Transport) Protocol() string {
-	if t.uas != nil {
-		return "UAS"
-	}
-	return "BOT"
+func (u *uasTransport) info() TransportInfo {
+	return TransportInfo{Protocol: ProtocolUAS, Streams: u.streams, QueueDepth: u.depth(), Both: u.t.opts.BothOffered}
 }
 
-// Info says how the transport drives the reader.
-func (t *Transport) Info() TransportInfo {
-	if t.uas == nil {
-		return TransportInfo{Protocol: "BOT", QueueDepth: 1, Why: t.opts.UASPassedOver, Both: t.opts.BothOffered}
-	}
-	return TransportInfo{Protocol: "UAS", Streams: t.uas.streams, QueueDepth: t.uasDepth(), Both: t.opts.BothOffered}
-}
-
-// Transport says how the LUN's reader is driven.
-func (l *LUN) Transport() TransportInfo { return l.t.Info() }
+// maxDataPhase is ChunkSize: a UAS data phase is one transfer (one URB: a
+// stream has no room for a second in flight), which usbfs_memory_mb
+// bounds as it bounds Bulk-Only's transfers.
+func (u *uasTransport) maxDataPhase() int { return u.t.opts.ChunkSize }
 
 // nextTag is the tag of the next IU: 1 up to the number of streams (a
 // stream ID is a tag), or up to uasMaxTags without streams; never the
 // tag of a command recovery still has to abort.
-func (u *uasState) nextTag() uint16 {
+func (u *uasTransport) nextTag() uint16 {
 	limit := uint16(uasMaxTags)
 	if u.streams > 0 {
 		limit = uint16(min(u.streams, 0xFFFF))
@@ -314,7 +298,7 @@ func (u *uasState) nextTag() uint16 {
 
 // stream is the stream ID of tag's transfers: the tag with streams, 0
 // without.
-func (u *uasState) stream(tag uint16) uint16 {
+func (u *uasTransport) stream(tag uint16) uint16 {
 	if u.streams > 0 {
 		return tag
 	}
@@ -406,25 +390,24 @@ func responseName(code uint8) string {
 	return fmt.Sprintf("response code 0x%02x", code)
 }
 
-// uasAttempt runs one command once over UAS. Without streams: the
+// attempt runs one command once over UAS. Without streams: the
 // COMMAND IU, then the status pipe says what comes (READ READY or WRITE
 // READY, the data, and the SENSE IU; or the SENSE IU at once). With
 // streams: the status read and the data transfer wait on the tag's
 // stream while the COMMAND IU goes out, as Linux's uas submits them; the
 // device's SENSE IU ends the command, and a data transfer still pending
 // then (the device sent less) is cancelled and counts what moved.
-func (t *Transport) uasAttempt(ctx context.Context, r request) (result, error) {
-	u := t.uas
+func (u *uasTransport) attempt(ctx context.Context, r request) (result, error) {
 	tag := u.nextTag()
 	u.failedTag, u.failedLUN = tag, r.lun
-	encodeCommandIU(&u.cmd, tag, r.lun, t.padCDB(r.cdb))
+	encodeCommandIU(&u.cmd, tag, r.lun, u.t.padCDB(r.cdb))
 	var iu statusIU
 	var moved int
 	var err error
 	if u.streams > 0 {
-		iu, moved, err = t.uasStreams(ctx, r, tag)
+		iu, moved, err = u.attemptStreams(ctx, r, tag)
 	} else {
-		iu, moved, err = t.uasReady(ctx, r, tag)
+		iu, moved, err = u.attemptReady(ctx, r, tag)
 	}
 	if err != nil {
 		return result{}, err
@@ -446,9 +429,9 @@ func (t *Transport) uasAttempt(ctx context.Context, r request) (result, error) {
 	return result{n: moved, status: statusFailed}, nil
 }
 
-// uasSendIU sends an IU on the command pipe.
-func (t *Transport) uasSendIU(ctx context.Context, b []byte) error {
-	n, err := t.uas.uasTransfer(ctx, PipeCommand, 0, b)
+// sendIU sends an IU on the command pipe.
+func (u *uasTransport) sendIU(ctx context.Context, b []byte) error {
+	n, err := u.transfer(ctx, PipeCommand, 0, b)
 	if err != nil {
 		return fmt.Errorf("send IU on the command pipe: %w", err)
 	}
@@ -458,27 +441,26 @@ func (t *Transport) uasSendIU(ctx context.Context, b []byte) error {
 	return nil
 }
 
-// uasReadStatus reads one IU from the status pipe into buf.
-func (t *Transport) uasReadStatus(ctx context.Context, stream uint16, buf []byte) (statusIU, error) {
-	n, err := t.uas.uasTransfer(ctx, PipeStatus, stream, buf)
+// readStatus reads one IU from the status pipe into buf.
+func (u *uasTransport) readStatus(ctx context.Context, stream uint16, buf []byte) (statusIU, error) {
+	n, err := u.transfer(ctx, PipeStatus, stream, buf)
 	if err != nil {
 		return statusIU{}, fmt.Errorf("read the status pipe: %w", err)
 	}
 	return parseStatusIU(buf[:n])
 }
 
-// uasReady is the high-speed mode: no streams, the device says when the
+// attemptReady is the high-speed mode: no streams, the device says when the
 // data phase may go. A status read is always waiting, as Linux's uas keeps
 // one: it goes with the COMMAND IU and again with the data transfer, so
 // the READY IU and the SENSE IU each find it queued instead of costing a
 // round trip more; a status that ends the command while the data transfer
 // is still pending (the device took less) cancels that.
-func (t *Transport) uasReady(ctx context.Context, r request, tag uint16) (statusIU, int, error) {
-	u := t.uas
+func (u *uasTransport) attemptReady(ctx context.Context, r request, tag uint16) (statusIU, int, error) {
 	st, c, d := &u.xStatus, &u.xCmd, &u.xData
 	*st = PipeXfer{Pipe: PipeStatus, Buf: u.status[:]}
 	*c = PipeXfer{Pipe: PipeCommand, Buf: u.cmd[:]}
-	err := u.uasRun(ctx, st, c)
+	err := u.runXfers(ctx, st, c)
 	switch {
 	case c.Err != nil && !errors.Is(c.Err, context.Canceled):
 		return statusIU{}, 0, fmt.Errorf("send IU on the command pipe: %w", c.Err)
@@ -515,7 +497,7 @@ func (t *Transport) uasReady(ctx context.Context, r request, tag uint16) (status
 		dataDone = true
 		*d = PipeXfer{Pipe: pipe, Buf: r.data}
 		*st = PipeXfer{Pipe: PipeStatus, Buf: u.status[:]}
-		err = u.uasRun(ctx, d, st)
+		err = u.runXfers(ctx, d, st)
 		moved = max(0, min(d.N, len(r.data)))
 		if d.Err != nil && !(d.cancelled && errors.Is(d.Err, context.Canceled)) {
 			return statusIU{}, moved, fmt.Errorf("data %s at byte %d of %d: %w", r.dir, moved, len(r.data), d.Err)
@@ -523,15 +505,14 @@ func (t *Transport) uasReady(ctx context.Context, r request, tag uint16) (status
 	}
 }
 
-// uasStreams is the SuperSpeed mode: every transfer of the command on the
+// attemptStreams is the SuperSpeed mode: every transfer of the command on the
 // stream of its tag. The status read and the data transfer are submitted
 // before the COMMAND IU, in the order of Linux's uas_submit_urbs (status,
 // data, command), and the three are reaped here, so that a command costs
 // no round trip and no goroutine more than its transfers; the data
 // transfer still pending when the status came (the device sent less) is
 // cancelled then.
-func (t *Transport) uasStreams(ctx context.Context, r request, tag uint16) (statusIU, int, error) {
-	u := t.uas
+func (u *uasTransport) attemptStreams(ctx context.Context, r request, tag uint16) (statusIU, int, error) {
 	stream := u.stream(tag)
 	st, d, c := &u.xStatus, &u.xData, &u.xCmd
 	*st = PipeXfer{Pipe: PipeStatus, Stream: stream, Buf: u.status[:]}
@@ -543,10 +524,10 @@ func (t *Transport) uasStreams(ctx context.Context, r request, tag uint16) (stat
 			pipe = PipeDataOut
 		}
 		*d = PipeXfer{Pipe: pipe, Stream: stream, Buf: r.data}
-		err = u.uasRun(ctx, st, d, c)
+		err = u.runXfers(ctx, st, d, c)
 	} else {
 		*d = PipeXfer{}
-		err = u.uasRun(ctx, st, c)
+		err = u.runXfers(ctx, st, c)
 	}
 	moved := max(0, min(d.N, len(r.data)))
 	switch {
@@ -580,32 +561,31 @@ func (t *Transport) uasStreams(ctx context.Context, r request, tag uint16) (stat
 	return iu, moved, nil
 }
 
-// uasSenseError is the sense of the last CHECK CONDITION, which UAS
-// delivers with the status: no REQUEST SENSE.
-func (t *Transport) uasSenseError() error {
-	if len(t.uas.sense) == 0 {
+// senseOf is the sense of the last CHECK CONDITION, which UAS delivers
+// with the status: no REQUEST SENSE.
+func (u *uasTransport) senseOf(context.Context, request) error {
+	if len(u.sense) == 0 {
 		return fmt.Errorf("command failed without sense data: %w", errNoSenseData)
 	}
-	se, err := scsi.ParseSense(t.uas.sense)
+	se, err := scsi.ParseSense(u.sense)
 	if err != nil {
 		return fmt.Errorf("command failed with unreadable sense data: %w", errors.Join(errNoSenseData, err))
 	}
 	return se
 }
 
-// uasRecovery ends what a failed attempt left in the device: ABORT TASK
+// recover ends what a failed attempt left in the device: ABORT TASK
 // for its tag, then, when the device does not confirm that, LOGICAL UNIT
 // RESET, as SAM's escalation goes (Linux's uas leaves both to a device
 // reset; the port reset of the ladder still follows when they fail).
-func (t *Transport) uasRecovery(ctx context.Context) error {
-	u := t.uas
+func (u *uasTransport) recover(ctx context.Context) error {
 	if u.failedTag == 0 {
 		return nil
 	}
 	step := func(what string, function uint8) error {
-		sctx, cancel := context.WithTimeout(ctx, t.opts.ResetTimeout)
+		sctx, cancel := context.WithTimeout(ctx, u.t.opts.ResetTimeout)
 		defer cancel()
-		if err := t.uasTMF(sctx, function, u.failedTag, u.failedLUN); err != nil {
+		if err := u.taskManagement(sctx, function, u.failedTag, u.failedLUN); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		return nil
@@ -619,7 +599,7 @@ func (t *Transport) uasRecovery(ctx context.Context) error {
 	if errors.Is(aerr, ErrNoDevice) {
 		return aerr
 	}
-	t.notify(StepLUNReset, fmt.Sprintf("%v: resetting LUN %d", aerr, u.failedLUN))
+	u.t.notify(StepLUNReset, fmt.Sprintf("%v: resetting LUN %d", aerr, u.failedLUN))
 	u.luResets++
 	if err := step(fmt.Sprintf("LOGICAL UNIT RESET of LUN %d", u.failedLUN), tmfLUReset); err != nil {
 		return err
@@ -628,11 +608,10 @@ func (t *Transport) uasRecovery(ctx context.Context) error {
 	return nil
 }
 
-// uasTMF sends one task management function and waits for its RESPONSE
+// taskManagement sends one task management function and waits for its RESPONSE
 // IU. Without streams the status pipe may first carry the aborted
 // command's own status, which is passed over.
-func (t *Transport) uasTMF(ctx context.Context, function uint8, taskTag uint16, lun int) error {
-	u := t.uas
+func (u *uasTransport) taskManagement(ctx context.Context, function uint8, taskTag uint16, lun int) error {
 	tag := u.nextTag()
 	if tag == taskTag {
 		tag = u.nextTag()
@@ -643,7 +622,7 @@ func (t *Transport) uasTMF(ctx context.Context, function uint8, taskTag uint16, 
 		st, c := &u.xTStatus, &u.xTMF
 		*st = PipeXfer{Pipe: PipeStatus, Stream: u.stream(tag), Buf: u.tstatus[:]}
 		*c = PipeXfer{Pipe: PipeCommand, Buf: u.tmf[:]}
-		err := u.uasRun(ctx, st, c)
+		err := u.runXfers(ctx, st, c)
 		switch {
 		case c.Err != nil && !errors.Is(c.Err, context.Canceled):
 			return fmt.Errorf("send IU on the command pipe: %w", c.Err)
@@ -661,11 +640,11 @@ func (t *Transport) uasTMF(ctx context.Context, function uint8, taskTag uint16, 
 		}
 		return tmfResult(iu, tag)
 	}
-	if err := t.uasSendIU(ctx, u.tmf[:]); err != nil {
+	if err := u.sendIU(ctx, u.tmf[:]); err != nil {
 		return err
 	}
 	for range uasMaxTags {
-		iu, err := t.uasReadStatus(ctx, 0, u.tstatus[:])
+		iu, err := u.readStatus(ctx, 0, u.tstatus[:])
 		if err != nil {
 			return err
 		}
@@ -687,15 +666,15 @@ func tmfResult(iu statusIU, tag uint16) error {
 	return nil
 }
 
-// uasMaxLUN asks REPORT LUNS (UAS has no Get Max LUN) and takes the
+// maxLUN asks REPORT LUNS (UAS has no Get Max LUN) and takes the
 // highest LUN below 16 it lists; a device that fails it has one LUN.
-func (t *Transport) uasMaxLUN(ctx context.Context) (int, error) {
+func (u *uasTransport) maxLUN(ctx context.Context) (int, error) {
 	buf := make([]byte, 8+8*16)
 	cdb := make([]byte, 12)
 	cdb[0] = 0xA0 // REPORT LUNS
 	binary.BigEndian.PutUint32(cdb[6:], uint32(len(buf)))
 	r := request{cdb: cdb, dir: DataIn, data: buf, maxResets: 0, probe: true}
-	n, err := t.exec(ctx, r)
+	n, err := u.t.exec(ctx, r)
 	switch {
 	case errors.Is(err, ErrNoDevice) || ctx.Err() != nil:
 		return 0, fmt.Errorf("REPORT LUNS: %w", err)
@@ -725,19 +704,16 @@ func (t *Transport) uasMaxLUN(ctx context.Context) (int, error) {
 // the setting.
 const DefaultUASQueueDepth = 1
 
-// uasDepth is the queue depth in use: TransportOptions.QueueDepth
+// depth is the queue depth in use: TransportOptions.QueueDepth
 // (DefaultUASQueueDepth when 0), at most one less than the streams (a
-// tag is left for task management), 1 for BOT.
-func (t *Transport) uasDepth() int {
-	if t.uas == nil {
-		return 1
-	}
-	d := t.opts.QueueDepth
+// tag is left for task management).
+func (u *uasTransport) depth() int {
+	d := u.t.opts.QueueDepth
 	if d <= 0 {
 		d = DefaultUASQueueDepth
 	}
-	if t.uas.streams > 0 {
-		d = min(d, t.uas.streams-1)
+	if u.streams > 0 {
+		d = min(d, u.streams-1)
 	}
 	return max(min(d, uasMaxTags-1), 1)
 }
@@ -757,16 +733,15 @@ type uasPiece struct {
 	err      error
 }
 
-// uasBatch runs READs or WRITEs at once, each with its own tag, and
+// batch runs READs or WRITEs at once, each with its own tag, and
 // returns each one's outcome: nil when it passed and moved all its data,
 // its sense (*scsi.SenseError) after a CHECK CONDITION, or another error.
 // A failed command is not repeated here: the caller sends it again alone,
 // with the recovery ladder. What the device did not answer is aborted
 // (ABORT TASK, LOGICAL UNIT RESET) before its tag is used again.
-func (t *Transport) uasBatch(ctx context.Context, rs []request) []error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	u := t.uas
+func (u *uasTransport) batch(ctx context.Context, rs []request) []error {
+	u.t.mu.Lock()
+	defer u.t.mu.Unlock()
 	ps := make([]*uasPiece, len(rs))
 	total := 0
 	for i, r := range rs {
@@ -780,12 +755,12 @@ func (t *Transport) uasBatch(ctx context.Context, rs []request) []error {
 		}
 		return errs
 	}
-	bctx, cancel := context.WithTimeout(ctx, t.timeout(total))
+	bctx, cancel := context.WithTimeout(ctx, u.t.timeout(total))
 	defer cancel()
 	if u.streams > 0 {
-		t.uasBatchStreams(bctx, ps)
+		u.batchStreams(bctx, ps)
 	} else {
-		t.uasBatchReady(bctx, ps)
+		u.batchReady(bctx, ps)
 	}
 	gone := false
 	for i, p := range ps {
@@ -795,7 +770,7 @@ func (t *Transport) uasBatch(ctx context.Context, rs []request) []error {
 	for _, p := range ps {
 		if !p.finished && !gone {
 			u.failedTag, u.failedLUN = p.tag, p.r.lun
-			if err := t.uasRecovery(context.WithoutCancel(ctx)); errors.Is(err, ErrNoDevice) {
+			if err := u.recover(context.WithoutCancel(ctx)); errors.Is(err, ErrNoDevice) {
 				gone = true
 			}
 		}
@@ -804,8 +779,8 @@ func (t *Transport) uasBatch(ctx context.Context, rs []request) []error {
 	return errs
 }
 
-// uasEnd records the status IU that ended p.
-func (t *Transport) uasEnd(p *uasPiece, iu statusIU) {
+// endPiece records the status IU that ended p.
+func (u *uasTransport) endPiece(p *uasPiece, iu statusIU) {
 	p.finished = true
 	switch {
 	case iu.id == iuResponse:
@@ -826,11 +801,10 @@ func (t *Transport) uasEnd(p *uasPiece, iu statusIU) {
 	}
 }
 
-// uasBatchStreams: every command's status read and data transfer wait on
+// batchStreams: every command's status read and data transfer wait on
 // its stream, then the COMMAND IUs go out one after the other; all are
 // submitted at once and reaped here.
-func (t *Transport) uasBatchStreams(ctx context.Context, ps []*uasPiece) {
-	u := t.uas
+func (u *uasTransport) batchStreams(ctx context.Context, ps []*uasPiece) {
 	xs := make([]*PipeXfer, 0, 3*len(ps))
 	for _, p := range ps {
 		pipe := PipeDataIn
@@ -842,11 +816,11 @@ func (t *Transport) uasBatchStreams(ctx context.Context, ps []*uasPiece) {
 		xs = append(xs, &p.xStatus, &p.xData)
 	}
 	for _, p := range ps {
-		encodeCommandIU(&p.cmd, p.tag, p.r.lun, t.padCDB(p.r.cdb))
+		encodeCommandIU(&p.cmd, p.tag, p.r.lun, u.t.padCDB(p.r.cdb))
 		p.xCmd = PipeXfer{Pipe: PipeCommand, Buf: p.cmd[:]}
 		xs = append(xs, &p.xCmd)
 	}
-	stop := u.uasRun(ctx, xs...)
+	stop := u.runXfers(ctx, xs...)
 	for _, p := range ps {
 		c, st, d := &p.xCmd, &p.xStatus, &p.xData
 		p.n = max(0, min(d.N, len(p.r.data)))
@@ -882,20 +856,19 @@ func (t *Transport) uasBatchStreams(ctx context.Context, ps []*uasPiece) {
 			p.finished = true
 			p.err = fmt.Errorf("data %s at byte %d of %d: %w", p.r.dir, p.n, len(p.r.data), d.Err)
 		default:
-			t.uasEnd(p, iu)
+			u.endPiece(p, iu)
 		}
 	}
 }
 
-// uasBatchReady: without streams the COMMAND IUs go out, then the status
+// batchReady: without streams the COMMAND IUs go out, then the status
 // pipe says, command by command in the device's order, whose data phase
 // comes (READ READY, WRITE READY) and who is done.
-func (t *Transport) uasBatchReady(ctx context.Context, ps []*uasPiece) {
-	u := t.uas
+func (u *uasTransport) batchReady(ctx context.Context, ps []*uasPiece) {
 	byTag := map[uint16]*uasPiece{}
 	for i, p := range ps {
-		encodeCommandIU(&u.cmd, p.tag, p.r.lun, t.padCDB(p.r.cdb))
-		if err := t.uasSendIU(ctx, u.cmd[:]); err != nil {
+		encodeCommandIU(&u.cmd, p.tag, p.r.lun, u.t.padCDB(p.r.cdb))
+		if err := u.sendIU(ctx, u.cmd[:]); err != nil {
 			p.err = err
 			for _, q := range ps[i+1:] {
 				q.finished = true // never sent
@@ -905,7 +878,7 @@ func (t *Transport) uasBatchReady(ctx context.Context, ps []*uasPiece) {
 		byTag[p.tag] = p
 	}
 	for pending := len(byTag); pending > 0; {
-		iu, err := t.uasReadStatus(ctx, 0, u.status[:])
+		iu, err := u.readStatus(ctx, 0, u.status[:])
 		p := byTag[iu.tag]
 		if err == nil && (p == nil || p.finished) {
 			err = fmt.Errorf("%w: IU 0x%02x for tag %d, which is not in flight", ErrUASProtocol, iu.id, iu.tag)
@@ -920,7 +893,7 @@ func (t *Transport) uasBatchReady(ctx context.Context, ps []*uasPiece) {
 		}
 		switch iu.id {
 		case iuSense, iuResponse:
-			t.uasEnd(p, iu)
+			u.endPiece(p, iu)
 			pending--
 			continue
 		}
@@ -932,7 +905,7 @@ func (t *Transport) uasBatchReady(ctx context.Context, ps []*uasPiece) {
 			p.err = fmt.Errorf("%w: %s READY for a %s command", ErrUASProtocol, want, p.r.dir)
 			return
 		}
-		n, err := u.uasTransfer(ctx, pipe, 0, p.r.data)
+		n, err := u.transfer(ctx, pipe, 0, p.r.data)
 		p.n = n
 		if err != nil {
 			p.err = fmt.Errorf("data %s at byte %d of %d: %w", p.r.dir, p.n, len(p.r.data), err)

@@ -68,7 +68,7 @@ func (e *scriptEndpoint) PipeReap(ctx context.Context) (*PipeXfer, error) {
 	return x, nil
 }
 
-// TestUASRun: uasRun submits in order and reaps until every transfer is
+// TestUASRun: runXfers submits in order and reaps until every transfer is
 // back: a status read on a stream that ends cancels the data transfer of
 // its stream (residue) but no other; a failing transfer (a stall) cancels
 // all the rest; a ctx that ends cancels all and still reaps them; a
@@ -96,7 +96,7 @@ func TestUASRun(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ep := &scriptEndpoint{steps: c.steps, failAt: c.failAt}
-			u := &uasState{ep: ep, streams: 16}
+			u := &uasTransport{ep: ep, streams: 16}
 			xs := []*PipeXfer{
 				{Pipe: PipeStatus, Stream: 1, Buf: make([]byte, 112)},
 				{Pipe: PipeDataOut, Stream: 1, Buf: make([]byte, 4096)},
@@ -105,9 +105,9 @@ func TestUASRun(t *testing.T) {
 				{Pipe: PipeCommand, Buf: make([]byte, 32)},
 				{Pipe: PipeCommand, Buf: make([]byte, 32)},
 			}
-			err := u.uasRun(context.Background(), xs...)
+			err := u.runXfers(context.Background(), xs...)
 			if (err == nil) != (c.wantErr == nil) || err != nil && err.Error() != c.wantErr.Error() {
-				t.Errorf("uasRun: %v, want %v", err, c.wantErr)
+				t.Errorf("runXfers: %v, want %v", err, c.wantErr)
 			}
 			for i, x := range xs {
 				if x.pending {
@@ -132,11 +132,11 @@ func TestUASRun(t *testing.T) {
 // having taken less) cancels it, and the cancel is no failure.
 func TestUASRunNoStreams(t *testing.T) {
 	ep := &scriptEndpoint{steps: []scriptStep{{1, 16, nil, nil}}, failAt: -1}
-	u := &uasState{ep: ep}
+	u := &uasTransport{ep: ep}
 	data := &PipeXfer{Pipe: PipeDataOut, Buf: make([]byte, 4096)}
 	st := &PipeXfer{Pipe: PipeStatus, Buf: make([]byte, 112)}
-	if err := u.uasRun(context.Background(), data, st); err != nil {
-		t.Fatalf("uasRun: %v", err)
+	if err := u.runXfers(context.Background(), data, st); err != nil {
+		t.Fatalf("runXfers: %v", err)
 	}
 	if st.Err != nil || st.N != 16 || !errors.Is(data.Err, context.Canceled) || !data.cancelled || data.pending {
 		t.Errorf("status %d %v, data %v (cancelled %v, pending %v); want the status, the data cancelled", st.N, st.Err, data.Err, data.cancelled, data.pending)
@@ -154,10 +154,10 @@ func TestUASReadyDeadline(t *testing.T) {
 		{i: 2, n: 4096}, // the data
 		{i: -1},         // the deadline, the SENSE IU not come
 	}}
-	tr := &Transport{uas: &uasState{ep: ep}}
-	_, moved, err := tr.uasReady(context.Background(), request{dir: DataOut, data: make([]byte, 4096)}, 1)
+	u := &uasTransport{ep: ep}
+	_, moved, err := u.attemptReady(context.Background(), request{dir: DataOut, data: make([]byte, 4096)}, 1)
 	if !errors.Is(err, context.DeadlineExceeded) || moved != 4096 {
-		t.Fatalf("uasReady: %d bytes, %v; want 4096 and the deadline", moved, err)
+		t.Fatalf("attemptReady: %d bytes, %v; want 4096 and the deadline", moved, err)
 	}
 	// The status read is one PipeXfer, submitted twice: index 0.
 	if len(ep.steps) != 0 || !slices.Equal(ep.cancels, []int{0}) {

@@ -326,7 +326,8 @@ func chooseSim(sd *sim.Device, setting string, o usbms.QuirkOverrides) (usbms.Ch
 	vid, pid, bcd := sd.USBID()
 	_, streams := sd.UASMode()
 	offer := usbms.Offer{BOT: sd.Offers() != sim.UASOnly, UAS: sd.Offers() != sim.BOTOnly, VID: vid, PID: pid,
-		Speed: usbdev.SpeedHigh, MaxStreams: streams, Quirks: usbms.ResolveQuirks(vid, pid, bcd, o, sd.Quirks()).Flags}
+		Speed: usbdev.SpeedHigh, MaxStreams: streams, Quirks: usbms.ResolveQuirks(vid, pid, bcd, o, sd.Quirks()).Flags,
+		UASQuirks: usbms.ResolveUASQuirks(vid, pid, bcd, o, sd.Quirks()).Flags}
 	if streams > 0 {
 		offer.Speed = usbdev.SpeedSuper
 	}

@@ -176,6 +176,9 @@ func (rs *Readers) describeReader(ctx context.Context, index int, info usbdev.In
 		return r
 	}
 	defer dev.Close()
+	// The flags of the protocol it was opened in.
+	rq, topts = usbms.ReaderSetup(dev, &info, rs.Quirks)
+	r.Quirks = rq
 	topts.Name = r.Name
 	topts.QueueDepth = rs.QueueDepth
 	r.Slots, r.Err = usbms.ProbeLUNs(ctx, usbms.NewTransport(dev, topts), usbms.LUNOptions{ReadyWait: 3 * time.Second, SpinUpWait: 3 * time.Second})
@@ -289,8 +292,7 @@ func (r *Readers) queueDepth() int {
 // Bulk-Only, where the reader has it, when the host controller gives UAS
 // no scatter-gather, or no streams at SuperSpeed.
 func openChosen(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions, setting string, o usbms.QuirkOverrides) (usbDevice, usbms.Choice, error) {
-	rq, _ := usbms.ReaderSetup(nil, &info, o)
-	c, err := usbms.ChooseTransport(setting, usbms.OfferOf(info, rq.Flags))
+	c, err := usbms.ChooseTransport(setting, usbms.OfferOf(info, o))
 	if err != nil {
 		return nil, c, err
 	}

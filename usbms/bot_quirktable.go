@@ -1,8 +1,10 @@
 package usbms
 
-// quirkTable is the quirk table as data: the entries of Linux's
-// usb-storage table (unusual_devs.h) that concern a Bulk-Only writer,
-// transcribed as facts, one a line:
+// botQuirkTable is the quirk table of the readers driven over Bulk-Only
+// Transport, as data: the entries of Linux's usb-storage table
+// (unusual_devs.h) that concern a Bulk-Only writer, transcribed as facts,
+// one a line (the readers driven over UAS have theirs in
+// uas_quirktable.go, as Linux's uas has unusual_uas.h):
 //
 //	VID:PID BCDLO-BCDHI LETTERS [TABLE-ONLY FLAGS] [(override SUBCLASS/PROTOCOL; init ...)]  # vendor / product
 //
@@ -13,7 +15,7 @@ package usbms
 // writer, unless they override the descriptors. The parenthesised
 // descriptor overrides and "bind-only" entries are kept as facts; usbflash
 // does not apply them (its listing goes by the descriptors).
-const quirkTable = `
+const botQuirkTable = `
 03eb:2002 0100-0100 r  # ATMEL / SND1 Storage
 03ee:6906 0003-0003 r  # VIA Technologies Inc. / Mitsumi multi cardreader
 03f0:070c 0000-0000 a  # HP / Personal Media Drive

@@ -69,9 +69,10 @@ demo: build
 	$(BIN) info 'sim:$(DEMO_CARD)'
 
 # Every package with the build's tags; then, unless NOUSB=1, the libusb
-# backend's own tests and drive's, which reaches it (-tags libusb; lint
-# vets every package with it, e2e-libusb runs the CLI built with it).
-LIBUSB_TEST_PKGS := ./usbms/libusb/ ./internal/drive/
+# backend's own tests, the backend choice's (usbms/backend) and drive's,
+# which reaches it (-tags libusb; lint vets every package with it,
+# e2e-libusb runs the CLI built with it).
+LIBUSB_TEST_PKGS := ./usbms/libusb/ ./usbms/backend/ ./internal/drive/
 test: deps libusb-deps test-deps lint
 	CGO_ENABLED=$(CGO) $(GO) test -tags "$(TAGS)" -count=1 ./...
 ifneq ($(NOUSB),1)

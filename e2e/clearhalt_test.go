@@ -90,7 +90,7 @@ func TestClearHaltRecovers(t *testing.T) {
 }
 
 // buildProbe builds the program e2e/name with the USB backend of the
-// usbflash binary under test (e2e/usbbackend): libusb (-tags libusb, cgo,
+// usbflash binary under test (usbms/backend chooses it by the same tags): libusb (-tags libusb, cgo,
 // dynamically linked) when that binary links libusb-1.0, else usbfs (static,
 // no cgo). It skips or fails like needCLI when it does not build.
 func buildProbe(t *testing.T, name string) string {

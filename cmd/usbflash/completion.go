@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/usbms/backend"
 
 	"github.com/spf13/cobra"
 )
@@ -20,7 +21,7 @@ func completeTarget(c *cobra.Command, toComplete string) ([]string, cobra.ShellC
 		}
 	}
 	var out []string
-	if infos, err := drive.ListUSB(c.Context()); err == nil {
+	if infos, err := backend.List(c.Context()); err == nil {
 		for _, info := range infos {
 			if info.Supported {
 				out = append(out, drive.USBName(info)+"\t"+strings.TrimSpace(info.Manufacturer+" "+info.Product))

@@ -2,7 +2,7 @@
 
 // Command devbench measures the device side of usbflash alone in the e2e
 // guest: it opens the QEMU reader through usbms over the backend of the
-// build (e2e/usbbackend: usbfs on Linux, libusb with -tags libusb),
+// build (usbms/backend: usbfs on Linux, libusb with -tags libusb),
 // takes transfer buffers from LUN.AllocBuffers, and writes a zero image of
 // -mib MiB with WRITE commands of each -xfer size, printing MB/s and the
 // CPU seconds (user+system, getrusage) of the process. It is the Go
@@ -22,8 +22,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/usbflash/usbflash/e2e/usbbackend"
 	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/backend"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
@@ -56,7 +56,7 @@ func main() {
 
 func run(serial string, mib int, xfers string, nbuf int) error {
 	ctx := context.Background()
-	infos, err := usbbackend.List(ctx)
+	infos, err := backend.List(ctx)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func run(serial string, mib int, xfers string, nbuf int) error {
 	if info.VID == 0 {
 		return fmt.Errorf("no supported 46f4:0001 with serial %q", serial)
 	}
-	dev, err := usbbackend.Open(ctx, info, usbdev.OpenOptions{})
+	dev, err := backend.Open(ctx, info, usbdev.OpenOptions{})
 	if err != nil {
 		return err
 	}

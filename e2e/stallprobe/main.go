@@ -4,7 +4,7 @@
 // On the real libusb/usbfs path it makes QEMU's usb-storage STALL both bulk
 // endpoints, recovers with the backend's ClearHalt alone (usbms/usbfs's
 // USBDEVFS_CLEAR_HALT, or with -tags libusb usbms/libusb's libusb_clear_halt
-// through cgo: e2e/usbbackend), checks that a ClearHalt on an endpoint that is not
+// through cgo: usbms/backend chooses, as for the binary), checks that a ClearHalt on an endpoint that is not
 // halted is harmless, then moves real data through usbms. (QEMU keeps no
 // halt state, so it cannot show that the endpoint would stay stuck without
 // ClearHalt: see the test's comment.)
@@ -38,9 +38,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/usbflash/usbflash/e2e/usbbackend"
 	"github.com/usbflash/usbflash/scsi"
 	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/backend"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
@@ -80,9 +80,9 @@ func step(f func(context.Context) error) error {
 func run(serial string, lba int64, pattern []byte, rounds int) error {
 	var info usbdev.Info
 	err := step(func(ctx context.Context) error {
-		infos, err := usbbackend.List(ctx)
+		infos, err := backend.List(ctx)
 		if err != nil {
-			return fmt.Errorf("%s List: %w", usbbackend.Backend, err)
+			return fmt.Errorf("%s List: %w", backend.Name, err)
 		}
 		for _, i := range infos {
 			if i.VID == 0x46f4 && i.PID == 0x0001 && i.Serial == serial && i.Supported {
@@ -90,7 +90,7 @@ func run(serial string, lba int64, pattern []byte, rounds int) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("%s List: no supported 46f4:0001 with serial %q among %d interfaces", usbbackend.Backend, serial, len(infos))
+		return fmt.Errorf("%s List: no supported 46f4:0001 with serial %q among %d interfaces", backend.Name, serial, len(infos))
 	})
 	if err != nil {
 		return err
@@ -98,15 +98,15 @@ func run(serial string, lba int64, pattern []byte, rounds int) error {
 	fmt.Printf("list: %s port %s speed %v, bulk-in 0x%02x (mps %d), bulk-out 0x%02x (mps %d)\n",
 		info.String(), info.PortPath, info.Speed, info.BulkIn, info.BulkInMaxPacket, info.BulkOut, info.BulkOutMaxPacket)
 
-	var dev *usbbackend.Device
+	var dev backend.Device
 	if err := step(func(ctx context.Context) (err error) {
-		dev, err = usbbackend.Open(ctx, info, usbdev.OpenOptions{})
+		dev, err = backend.Open(ctx, info, usbdev.OpenOptions{})
 		return err
 	}); err != nil {
-		return fmt.Errorf("%s Open: %w", usbbackend.Backend, err)
+		return fmt.Errorf("%s Open: %w", backend.Name, err)
 	}
 	defer dev.Close()
-	fmt.Printf("open: ok (%s)\n", usbbackend.Backend)
+	fmt.Printf("open: ok (%s)\n", backend.Name)
 
 	var tag uint32 = 0x5a000000
 	inquiry := func(what string) error {
@@ -242,7 +242,7 @@ func cbw(tag uint32, c scsi.CDB, length uint32) []byte {
 
 // rawInquiry runs INQUIRY by hand on the endpoints, with no recovery at
 // all: any STALL left over fails it.
-func rawInquiry(ctx context.Context, dev *usbbackend.Device, tag uint32) error {
+func rawInquiry(ctx context.Context, dev backend.Device, tag uint32) error {
 	n, err := dev.BulkOut(ctx, cbw(tag, scsi.Inquiry(36), 36))
 	if err != nil || n != 31 {
 		return fmt.Errorf("CBW: n=%d err=%v", n, err)

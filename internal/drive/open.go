@@ -343,12 +343,6 @@ func chooseSim(sd *sim.Device, setting string, o usbms.QuirkOverrides) (usbms.Ch
 	return c, nil
 }
 
-// usbDevice is an open reader of the USB backend (backend_*.go).
-type usbDevice interface {
-	usbms.Endpoint
-	Close() error
-}
-
 // openFile opens a file: target, creating it when it does not exist (and
 // removing it again when the run is refused).
 func openFile(t Spec, opts Options) (*Device, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/backend"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
@@ -39,12 +40,12 @@ type Readers struct {
 	QueueDepth int
 
 	// List is the enumeration of USB readers; nil: the backend's
-	// (ListUSB). A caller shows a command another machine through it
+	// (backend.List). A caller shows a command another machine through it
 	// (one without USB access, or with other readers).
 	List func(context.Context) ([]usbdev.Info, error)
 
 	// accessFn stands for the backend's access check in tests; nil: the
-	// backend's (accessUSB).
+	// backend's (backend.Access).
 	accessFn func(usbdev.Info) error
 
 	once  sync.Once
@@ -60,7 +61,7 @@ func (r *Readers) WithTransport(setting string) *Readers {
 
 func (r *Readers) list(ctx context.Context) ([]usbdev.Info, error) {
 	r.once.Do(func() {
-		list := ListUSB
+		list := backend.List
 		if r.List != nil {
 			list = r.List
 		}
@@ -74,7 +75,7 @@ func (r *Readers) access(info usbdev.Info) error {
 	if r.accessFn != nil {
 		return r.accessFn(info)
 	}
-	return accessUSB(info)
+	return backend.Access(info)
 }
 
 // find finds the one supported reader the target selects.
@@ -291,17 +292,17 @@ func (r *Readers) queueDepth() int {
 // (usbms.ChooseTransport): UAS, or Bulk-Only. Auto falls back to
 // Bulk-Only, where the reader has it, when the host controller gives UAS
 // no scatter-gather, or no streams at SuperSpeed.
-func openChosen(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions, setting string, o usbms.QuirkOverrides) (usbDevice, usbms.Choice, error) {
+func openChosen(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions, setting string, o usbms.QuirkOverrides) (backend.Device, usbms.Choice, error) {
 	c, err := usbms.ChooseTransport(setting, usbms.OfferOf(info, o))
 	if err != nil {
 		return nil, c, err
 	}
 	opts.UAS = c.UAS
-	d, err := openUSB(ctx, info, opts)
+	d, err := backend.Open(ctx, info, opts)
 	if err != nil && c.UAS && setting != usbms.TransportUAS && info.HasBOT() && errors.Is(err, usbdev.ErrNoStreams) {
 		opts.UAS = false
 		c = usbms.Choice{Why: "the host controller gives UAS no scatter-gather or no bulk streams"}
-		d, err = openUSB(ctx, info, opts)
+		d, err = backend.Open(ctx, info, opts)
 	}
 	return d, c, asAccessError(info, err)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/backend"
 	"github.com/usbflash/usbflash/usbms/sim"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
@@ -29,7 +30,7 @@ type Finder func(ctx context.Context) ([]Found, error)
 // disk the system uses.
 func USBFinder(force bool) Finder {
 	return func(ctx context.Context) ([]Found, error) {
-		infos, err := ListUSB(ctx)
+		infos, err := backend.List(ctx)
 		if err != nil {
 			return nil, err
 		}

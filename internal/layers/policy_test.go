@@ -41,7 +41,10 @@ BASE, pipeline/blockdev, scsi, usbms/usbdev < usbms;
 usbms, usbms/usbdev, internal/lib/aligned, internal/lib/linuxdisk < usbms/usbfs;
 usbms, usbms/usbdev, internal/lib/linuxdisk < usbms/libusb;
 BASE, usbms, pipeline/blockdev, internal/lib/flock, internal/lib/splitmix < usbms/sim;
-usbms, usbms/usbdev, usbms/usbfs, usbms/libusb, usbms/sim < USB;
+usbms, usbms/usbdev, usbms/usbfs, usbms/libusb < usbms/backend;
+# The build's backend is usbms/backend's choice: its users import it, not
+# usbfs or libusb.
+usbms, usbms/usbdev, usbms/backend, usbms/sim < USB;
 BASE, pipeline/blockdev, internal/lib/aligned < pipeline;
 pipeline/blockdev, internal/lib/aligned < pipeline/fanout;
 pipeline/blockdev, internal/failure, internal/lib/flock, internal/lib/linuxdisk < pipeline/filedev;

@@ -25,14 +25,18 @@ const (
 	TransportUAS  = "uas"
 )
 
-// CheckTransportSetting refuses a value SettingTransport does not take;
-// "" is TransportAuto.
+// ErrUnknownTransport is matched by the refusal of a value
+// SettingTransport does not take.
+var ErrUnknownTransport = failure.New(failure.Usage, "no such transport")
+
+// CheckTransportSetting refuses a value SettingTransport does not take
+// (ErrUnknownTransport); "" is TransportAuto.
 func CheckTransportSetting(s string) error {
 	switch s {
 	case "", TransportAuto, TransportBOT, TransportUAS:
 		return nil
 	}
-	return &failure.SettingError{Setting: SettingTransport, Err: fmt.Errorf("%q: want auto, bot or uas", s)}
+	return &failure.SettingError{Setting: SettingTransport, Err: fmt.Errorf("%q: %w: want auto, bot or uas", s, ErrUnknownTransport)}
 }
 
 // Offer is what a reader's interface offers, and what decides between

@@ -92,3 +92,27 @@ func TestOfferOf(t *testing.T) {
 		t.Errorf("overridden: %v", o.UASQuirks)
 	}
 }
+
+// TestSettingErrors: a value the settings do not take is refused with a
+// sentinel an importer matches with errors.Is, as the CLI matches the
+// setting it names.
+func TestSettingErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		is      error
+		setting bool
+	}{
+		{"transport", usbms.CheckTransportSetting("scsi"), usbms.ErrUnknownTransport, true},
+		{"transport chosen", func() error { _, err := usbms.ChooseTransport("scsi", usbms.Offer{BOT: true}); return err }(), usbms.ErrUnknownTransport, true},
+		{"transport not offered", func() error { _, err := usbms.ChooseTransport("uas", usbms.Offer{BOT: true}); return err }(), usbms.ErrTransportNotOffered, true},
+		{"quirks setting", usbms.QuirkOverrides{Setting: "0781:0002"}.Check(), usbms.ErrQuirkSyntax, true},
+		{"quirks environment", usbms.QuirkOverrides{Env: "zz:0002:c"}.Check(), usbms.ErrQuirkSyntax, false},
+		{"quirk flag name", func() error { _, err := usbms.ParseQuirkOverrides("0781:0002:c,NOT_A_FLAG"); return err }(), usbms.ErrQuirkSyntax, false},
+	} {
+		var se *failure.SettingError
+		if !errors.Is(tc.err, tc.is) || failure.Of(tc.err) != failure.Usage || errors.As(tc.err, &se) != tc.setting {
+			t.Errorf("%s: %v (class %v); want it to match %v, a usage error, a setting's %v", tc.name, tc.err, failure.Of(tc.err), tc.is, tc.setting)
+		}
+	}
+}

@@ -111,6 +111,10 @@ func (o QuirkOverrides) Check() error {
 // and help.
 const QuirkSyntax = "VID:PID[:BCDLO-BCDHI]:FLAGS[,...], FLAGS being the kernel's usb-storage.quirks= letters and/or flag names (FIX_INQUIRY); a comma item without a colon adds to the item before"
 
+// ErrQuirkSyntax is matched by the refusal of an override list that is
+// not in QuirkSyntax (ParseQuirkOverrides, QuirkOverrides.Check).
+var ErrQuirkSyntax = failure.New(failure.Usage, "not a quirk override")
+
 // QuirkOverride is one entry of an override list.
 type QuirkOverride struct {
 	VID, PID     uint16
@@ -135,10 +139,10 @@ func ParseQuirkOverrides(s string) ([]QuirkOverride, error) {
 		}
 		if !strings.Contains(item, ":") {
 			if len(out) == 0 {
-				return nil, fmt.Errorf("%q: want %s", item, QuirkSyntax)
+				return nil, fmt.Errorf("%q: %w: want %s", item, ErrQuirkSyntax, QuirkSyntax)
 			}
 			if _, ok := QuirkByName(item); !ok {
-				return nil, fmt.Errorf("%q is not a quirk flag name", item)
+				return nil, fmt.Errorf("%q: %w: not a quirk flag name", item, ErrQuirkSyntax)
 			}
 			last := &out[len(out)-1]
 			last.Flags |= ParseQuirks(item)
@@ -156,7 +160,7 @@ func ParseQuirkOverrides(s string) ([]QuirkOverride, error) {
 
 func parseQuirkEntry(item string) (QuirkOverride, error) {
 	bad := func(why string) (QuirkOverride, error) {
-		return QuirkOverride{}, fmt.Errorf("%q: %s; want %s", item, why, QuirkSyntax)
+		return QuirkOverride{}, fmt.Errorf("%q: %w: %s; want %s", item, ErrQuirkSyntax, why, QuirkSyntax)
 	}
 	parts := strings.Split(item, ":")
 	if len(parts) < 3 || len(parts) > 4 {

@@ -233,7 +233,7 @@ func (d *Device) lock(readOnly bool) error {
 func (d *Device) Direct() bool { return d.direct.Load() }
 
 // InUse is, for a disk opened read-only, how the system uses it (mounted,
-// active swap, held: an error wrapping linuxdisk.ErrInUse, the one a
+// active swap, held: an error wrapping ErrInUse, the one a
 // write's open refuses with), or nil. A read-only open does not refuse a
 // disk in use; a reader may want to say that what it reads can change
 // under it.

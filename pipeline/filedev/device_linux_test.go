@@ -15,7 +15,6 @@ import (
 
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/lib/aligned"
-	"github.com/usbflash/usbflash/internal/lib/flock"
 	"github.com/usbflash/usbflash/internal/lib/linuxdisk"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 
@@ -93,10 +92,10 @@ func TestOpenBlockDeviceRefusesInUse(t *testing.T) {
 		want                           string
 		wantIs                         error // ErrInUse, or ErrInUseUnknown
 	}{
-		{"mounted", "36 35 " + num + " / /mnt rw - ext4 " + dev + " rw\n", "", "", "mounted on /mnt", linuxdisk.ErrInUse},
-		{"active swap", "", dev + " partition 8188 0 -2\n", "", "active swap", linuxdisk.ErrInUse},
-		{"held", "", "", "dm-7", "held by dm-7", linuxdisk.ErrInUse},
-		{"no mount table", "-", "", "", "cannot tell whether the disk is in use", linuxdisk.ErrInUseUnknown},
+		{"mounted", "36 35 " + num + " / /mnt rw - ext4 " + dev + " rw\n", "", "", "mounted on /mnt", ErrInUse},
+		{"active swap", "", dev + " partition 8188 0 -2\n", "", "active swap", ErrInUse},
+		{"held", "", "", "dm-7", "held by dm-7", ErrInUse},
+		{"no mount table", "-", "", "", "cannot tell whether the disk is in use", ErrInUseUnknown},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,7 +133,7 @@ func TestOpenBlockDeviceRefusesInUse(t *testing.T) {
 			if !errors.Is(err, tc.wantIs) || !strings.Contains(err.Error(), tc.want) || failure.Of(err) != failure.Refused {
 				t.Fatalf("err = %v, want %v, a refusal naming %q", err, tc.wantIs, tc.want)
 			}
-			if tc.wantIs == linuxdisk.ErrInUseUnknown && errors.Is(err, linuxdisk.ErrInUse) {
+			if tc.wantIs == ErrInUseUnknown && errors.Is(err, ErrInUse) {
 				t.Fatalf("err = %v: a check that was not made is no use", err)
 			}
 			// A read-only open takes the disk and says how it is used.
@@ -143,9 +142,9 @@ func TestOpenBlockDeviceRefusesInUse(t *testing.T) {
 				t.Fatalf("read-only: %v", err)
 			}
 			defer d.Close()
-			if err := d.InUse(); tc.wantIs == linuxdisk.ErrInUseUnknown && err != nil {
+			if err := d.InUse(); tc.wantIs == ErrInUseUnknown && err != nil {
 				t.Errorf("read-only: InUse() = %v, want nil: nothing is known to use it", err)
-			} else if tc.wantIs == linuxdisk.ErrInUse && (!errors.Is(err, linuxdisk.ErrInUse) || !strings.Contains(err.Error(), tc.want)) {
+			} else if tc.wantIs == ErrInUse && (!errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("read-only: InUse() = %v, want ErrInUse naming %q", err, tc.want)
 			}
 		})
@@ -229,7 +228,7 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Fatalf("second reader: %v", err)
 	}
 	ro2.Close()
-	if w, err := Open(path, Options{}); !errors.Is(err, flock.ErrLocked) {
+	if w, err := Open(path, Options{}); !errors.Is(err, ErrLocked) {
 		if err == nil {
 			w.Close()
 		}

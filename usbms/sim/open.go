@@ -76,7 +76,7 @@ import (
 // fault=not-ready:count=3, fault=stall-out:after=64KiB,count=2.
 //
 // Every file is locked (flock) until Close, exclusively: a second Open of
-// the same card, in this process or another, fails with flock.ErrLocked.
+// the same card, in this process or another, fails with ErrLocked.
 func Open(spec string) (*Device, error) { return open(spec, false) }
 
 // OpenReadOnly is Open for a reader that never writes (verify, info, read,
@@ -161,6 +161,11 @@ func (e *CardError) Unwrap() error { return e.Kind }
 
 // Class is Usage: the card file and its size are the caller's.
 func (e *CardError) Class() failure.Class { return failure.Usage }
+
+// ErrLocked is matched by Open's refusal of a card another Device (in
+// this process or another) holds open: the lock usbflash takes on every
+// target it opens.
+var ErrLocked = flock.ErrLocked
 
 // Kinds of CardError: why a file cannot be the card, each a sentinel of
 // class Usage that errors.Is finds through the refusal.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/internal/lib/flock"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 	"github.com/usbflash/usbflash/internal/testkit/readonly"
 )
@@ -231,7 +230,7 @@ func TestOpenLocks(t *testing.T) {
 			if err == nil {
 				second.Close()
 			}
-			if errors.Is(err, flock.ErrLocked) != tc.wantLocked {
+			if errors.Is(err, ErrLocked) != tc.wantLocked {
 				t.Fatalf("second open: %v, want locked: %v", err, tc.wantLocked)
 			}
 			first.Close()

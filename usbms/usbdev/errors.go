@@ -56,6 +56,12 @@ var (
 	// ErrReattachFailed means the kernel driver could not take the
 	// interface back on Close: its block device (/dev/sdX) stays away.
 	ErrReattachFailed = failure.New(failure.Device, "the kernel driver did not take the interface back")
+	// ErrInUse means a disk the kernel made from the device's interface
+	// is mounted, swapped on or held (dm, md), so claiming it would pull
+	// the disk from under the system: Open refused, with an *InUseError
+	// naming the uses. It is the one a file: block device gives too
+	// (filedev.ErrInUse): a refusal.
+	ErrInUse = linuxdisk.ErrInUse
 	// ErrInUseUnknown means the check whether the device's kernel disk is
 	// mounted or held could not be made; the device was not opened. It is
 	// the kernel view's own (linuxdisk), the one a file: block device

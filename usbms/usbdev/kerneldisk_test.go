@@ -37,9 +37,9 @@ func TestCheckKernelDisks(t *testing.T) {
 		{name: "free, no caller's check", mountinfo: "36 35 8:1 / / rw - ext4 /dev/sda1 rw\n", noCheck: true},
 		{name: "mounted, forced, no caller's check", mountinfo: "36 35 8:16 / /mnt rw - ext4 /dev/sdb rw\n", force: true, noCheck: true},
 		{name: "mounted", mountinfo: "36 35 8:16 / /mnt rw - ext4 /dev/sdb rw\n", wantSeen: nil,
-			wantIs: []error{linuxdisk.ErrInUse}, wantSay: []string{"46f4:0001", "mounted on /mnt"}},
+			wantIs: []error{ErrInUse}, wantSay: []string{"46f4:0001", "mounted on /mnt"}},
 		{name: "mounted, forced", mountinfo: "36 35 8:16 / /mnt rw - ext4 /dev/sdb rw\n", force: true, wantSeen: []string{"sdb"}},
-		{name: "no mount table", wantIs: []error{ErrInUseUnknown}, wantNot: []error{linuxdisk.ErrInUse}},
+		{name: "no mount table", wantIs: []error{ErrInUseUnknown}, wantNot: []error{ErrInUse}},
 		{name: "no mount table, forced", force: true, wantSeen: []string{}},
 		{name: "caller refuses", mountinfo: "36 35 8:1 / / rw - ext4 /dev/sda1 rw\n", refuse: true,
 			wantSeen: []string{"sdb"}, wantIs: []error{errImage}},
@@ -103,6 +103,11 @@ func TestCheckKernelDisks(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), s) {
 					t.Errorf("error %v does not say %q", err, s)
 				}
+			}
+			// A refusal names each use, for an importer too.
+			var ie *InUseError
+			if errors.Is(err, ErrInUse) && (!errors.As(err, &ie) || len(ie.Uses) != 1 || ie.Uses[0].Kind != DiskMounted) {
+				t.Errorf("in use: %v, want an *InUseError naming the mount", err)
 			}
 			if errors.Is(err, ErrInUseUnknown) {
 				var e *Error

@@ -83,7 +83,8 @@ func TestVersion(t *testing.T) {
 }
 
 // TestHelpAndCompletion: what the commands that only print say: help
-// states the memory bound, completion offers targets, sizes and scripts.
+// states the memory bound and both transports, completion offers targets,
+// sizes and scripts.
 func TestHelpAndCompletion(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -103,6 +104,7 @@ func TestHelpAndCompletion(t *testing.T) {
 		{[]string{"completion", "bash"}, "bash completion"},
 		{[]string{"write", "--help"}, "at most 1 GiB"},
 		{[]string{"verify", "--help"}, "at most 1 GiB"},
+		{[]string{"--help"}, "Bulk-Only Transport, or USB Attached SCSI"},
 	}
 	for _, tt := range tests {
 		r := runCLI(t, tt.args...)

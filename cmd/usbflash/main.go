@@ -1,6 +1,7 @@
 // Command usbflash writes OS images to SD cards and USB sticks by speaking
-// USB Bulk-Only Transport and SCSI to the card reader itself, past the
-// operating system's block layer and page cache.
+// USB mass storage (Bulk-Only Transport or USB Attached SCSI) and SCSI to
+// the card reader itself, past the operating system's block layer and page
+// cache.
 package main
 
 // docs/events.md, the reference of the --json events, is generated from

@@ -83,8 +83,9 @@ func newRootCommand(a *app) *cobra.Command {
 		Use:   "usbflash",
 		Short: "Write OS images to SD cards and USB sticks, fast and safely",
 		Long: `usbflash writes OS images to SD cards and USB sticks by speaking USB
-Bulk-Only Transport and SCSI to the card reader itself: no page cache, no
-block-layer request cap, and decompression overlapped with the transfer.
+mass storage (Bulk-Only Transport, or USB Attached SCSI where the reader
+offers it: --transport) and SCSI to the card reader itself: no page cache,
+no block-layer request cap, and decompression overlapped with the transfer.
 
 Targets:
   usb:VID:PID[:SERIAL][/LUN]   a reader by USB id (hex), optionally its serial

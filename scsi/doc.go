@@ -9,5 +9,8 @@
 //
 // Sense data decodes to a *SenseError, which is the error value the transport
 // layer returns when a command fails; its Action method says whether to retry,
-// wait or give up.
+// wait or give up, and the predicates (IsNoMedium, IsMediumError,
+// IsLBAOutOfRange, ...) find what it says through any wrapping, as AsSense
+// finds it. A response that cannot be decoded is an error matching
+// ErrShortResponse or ErrMalformed.
 package scsi

@@ -1,11 +1,3 @@
-// Package usbms speaks USB Mass Storage Bulk-Only Transport (BOT) and carries
-// SCSI commands over it, so that a card reader can be driven without the
-// operating system's block layer.
-//
-// Everything above the Endpoint seam is independent of how USB is reached:
-// the gousb backend talks to real hardware, and the simulator in usbms/sim is
-// an in-process device, so every transport path, fault and recovery can be
-// tested without hardware.
 package usbms
 
 import (

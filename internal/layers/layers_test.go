@@ -215,3 +215,50 @@ func TestLibrariesNameNoFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPublicLibrariesHaveExamples: every package outside internal/, cmd/,
+// e2e/ and tools/ is a library an importer may use, and shows how in an
+// Example function of its tests (which go test runs against its Output).
+func TestPublicLibrariesHaveExamples(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command on PATH: %v", err)
+	}
+	cmd := exec.Command(goTool, "list", "-f", "{{.ImportPath}} {{.Dir}}", "./...")
+	cmd.Dir = root(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	example := regexp.MustCompile(`(?m)^func Example\w*\(\) \{`)
+	libraries := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, dir, _ := strings.Cut(line, " ")
+		rel := strings.TrimPrefix(pkg, module)
+		top, _, _ := strings.Cut(rel, "/")
+		switch top {
+		case "internal", "cmd", "e2e", "tools":
+			continue
+		}
+		libraries++
+		tests, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, f := range tests {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found = found || example.Match(src)
+		}
+		if !found {
+			t.Errorf("%s is a public library with no Example in its tests", rel)
+		}
+	}
+	if libraries < 3 {
+		t.Fatalf("%d public libraries found: the listing no longer finds usbms, scsi and pipeline", libraries)
+	}
+}

@@ -5,6 +5,14 @@
 // error every kind of device means by "this medium refuses writes", the
 // facts every user of a device checks alike (facts.go), and nothing that
 // does I/O.
+//
+// What it promises an importer: a device of its own that implements
+// Device (and whichever optional interfaces it can) is driven by the
+// engine, the group and the checks exactly as usbflash's own are; a
+// refusal of writes is matched with errors.Is(err, ErrWriteProtected)
+// whatever device made it, and a failure of the medium's own blocks with
+// ErrBadBlock (MarkWriteProtected and MarkBadBlock mark a device's own
+// errors so).
 package blockdev
 
 import (

@@ -5,6 +5,13 @@
 // A Group is itself a blockdev.Device: pipeline.Write drives it exactly
 // as it drives one card (first transfer last, sync at the end), and the
 // group hands every WriteBlocks to each live member. Verify is per member.
+//
+// What it promises an importer: a member's failure is its own (its
+// Result says why, with the member's error for errors.Is and errors.As)
+// and ends no other member's write; the group fails only when every member
+// has (ErrAllFailed). Each member is written in the order the group was
+// given the blocks, and with Options.Lag no member holds the others back
+// until it is that many transfers behind.
 package fanout
 
 import (

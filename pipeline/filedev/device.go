@@ -3,6 +3,14 @@
 // file: target, beside usbms.LUN as a blockdev.Device, and the one way
 // usbflash reaches the kernel's disks at all, the reader benchmark's
 // cached and uncached comparison paths included (see Cache).
+//
+// What it promises an importer: a target is locked while open, so two
+// opens of one card are refused (ErrLocked); a block device the system
+// uses is refused before anything is written (ErrInUse, or
+// ErrInUseUnknown when its use cannot be read) unless Options.Force; a
+// path that cannot be a target at all is a *TargetError matching
+// ErrBadTarget, whose Kind is one of Kinds. A Device is a
+// blockdev.Device with the optional interfaces it can honour.
 package filedev
 
 import (

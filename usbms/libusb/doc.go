@@ -1,8 +1,12 @@
-// Package libusb is the real-hardware backend of the usbms.Endpoint seam: it
-// finds USB mass-storage interfaces with libusb (through gousb), claims one,
-// and moves Bulk-Only Transport traffic over its bulk endpoints through
-// transfers allocated once per open, from usbfs DMA memory where it can.
-// Every C call is in libusb_cgo.go, behind the usbHandle interface.
+// Package libusb is the real-hardware backend of the usbms.Endpoint seam
+// for the systems other than Linux (and Linux with -tags libusb;
+// usbms/backend chooses): it finds USB mass-storage interfaces with libusb
+// (through gousb), claims one, and moves Bulk-Only Transport traffic over
+// its bulk endpoints through transfers allocated once per open, from usbfs
+// DMA memory where it can. It drives Bulk-Only only (gousb has no bulk
+// streams): an interface that offers nothing but UAS is listed as not
+// supported (usbdev.ReasonUASOnLibusb). Every C call is in libusb_cgo.go,
+// behind the usbHandle interface.
 //
 // Two builds exist. With cgo, without the nousb tag, and on Linux only with
 // the libusb tag (Linux's default backend is usbms/usbfs, pure Go), the

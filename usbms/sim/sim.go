@@ -1,17 +1,28 @@
-// Package sim is an in-process USB mass-storage device that speaks Bulk-Only
-// Transport behind the usbms.Endpoint seam.
+// Package sim is an in-process USB mass-storage reader behind the
+// usbms.Endpoint seam: Bulk-Only Transport, and USB Attached SCSI as a
+// usbms.UASEndpoint (Config.UAS: UAS alone, as QEMU's usb-uas, or beside
+// Bulk-Only; with bulk streams or without), so that everything above the
+// seam is tested, and can be tried, without hardware. Its card is memory
+// (New) or a file (Open, from the CLI's sim: syntax).
 //
 // It is a device, not a mock: it parses the 31-byte CBWs the host sends on
-// bulk-OUT, runs the SCSI command itself (its CDB decoding is written
-// independently of package scsi, so a host bug is not mirrored by the device),
-// moves the data phase, and answers a 13-byte CSW on bulk-IN. It keeps sense
-// data for REQUEST SENSE, halts endpoints the way the BOT spec says, and
-// injects faults on demand (see Fault). A speed model (Config.Speed,
-// Config.Latency) gives benchmarks a device of known speed.
+// bulk-OUT (or the COMMAND IUs on the command pipe), runs the SCSI command
+// itself (its CDB decoding is written independently of package scsi, so a
+// host bug is not mirrored by the device), moves the data phase, and
+// answers a 13-byte CSW on bulk-IN (or a SENSE IU on the status pipe). It
+// keeps sense data for REQUEST SENSE, halts endpoints the way the BOT spec
+// says, answers task management, injects faults on demand (see Fault), and
+// misbehaves as real readers do (see Misbehaviour). A speed model
+// (Config.Speed, Config.Latency) gives benchmarks a device of known speed,
+// on the wall clock or a virtual one.
 //
-// A transfer the device is not ready for (bulk-IN while it waits for a CBW,
-// bulk-OUT while it has a CSW to send) is NAKed on a real bus: here it blocks
-// until ctx is done, exactly like a host transfer with a timeout.
+// What it promises an importer: its Endpoint methods are for one
+// goroutine at a time, as a usbms.Transport calls them, and Stats, Inject
+// and Close for any; a card file is locked while open (ErrLocked); a
+// refused spec or card is a *SpecError or a *CardError; a transfer the
+// device is not ready for (bulk-IN while it waits for a CBW, bulk-OUT while
+// it has a CSW to send), NAKed on a real bus, blocks until ctx is done,
+// exactly like a host transfer with a timeout.
 package sim
 
 import (
@@ -109,7 +120,8 @@ const (
 	DefaultManufacturer = "usbflash"
 )
 
-// Device is a simulated BOT mass-storage device. It implements usbms.Endpoint.
+// Device is a simulated mass-storage reader. It implements usbms.Endpoint,
+// and usbms.UASEndpoint (in UAS mode when Config.UAS offers it).
 // The Endpoint methods must be called from one goroutine at a time; Stats,
 // Inject and Close may be called from any goroutine.
 type Device struct {

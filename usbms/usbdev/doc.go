@@ -5,4 +5,9 @@
 // sentinels), and the kernel's disks made from an interface with the
 // in-use check a backend makes before its claim. It has no I/O of its own
 // beyond reading sysfs and the mount table.
+//
+// What it promises an importer: a backend's every failure is an *Error
+// whose Kind is one of the sentinels here (or usbms's, or a context
+// error), matched with errors.Is, so that what a failure means does not
+// depend on the backend; the texts state facts, never advice.
 package usbdev

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"strings"
 	"syscall"
 
@@ -64,7 +65,8 @@ func explain(err error) (msg, advice string) {
 	// Wherever Go's words for a cancelled or expired context end up in a
 	// library's text, a person reads English.
 	msg = strings.NewReplacer(context.Canceled.Error(), "cancelled", context.DeadlineExceeded.Error(), "timed out").Replace(msg)
-	return msg, hint(err)
+	// Whatever a library's words quote, no URL's secret is shown.
+	return shown.URLsIn(msg), shown.URLsIn(hint(err))
 }
 
 // newErrorEvent is the error event of err, which ends the command with

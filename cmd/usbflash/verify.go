@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -79,7 +80,7 @@ func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg session.Verif
 		Command: jsonevents.CommandVerify,
 		Bytes:   res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: termui.Rate(res.Bytes, res.Elapsed), Verified: true,
 		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: termui.PerGiB(res.CPU, res.Bytes),
-	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", res.Card, cfg.Image, units.FormatBytes(res.Bytes),
+	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", res.Card, shown.URL(cfg.Image), units.FormatBytes(res.Bytes),
 		res.Elapsed.Round(time.Millisecond), units.FormatRate(termui.Rate(res.Bytes, res.Elapsed)),
 		termui.CPULine(res.CPU, res.Bytes, res.Memory)))
 	return nil

@@ -73,7 +73,7 @@ func (s *session) inspectImage(src *image.Source) error {
 		return &ImageError{Err: v.err}
 	}
 	if err != nil {
-		return fmt.Errorf("customising %s: %w", s.cfg.Image, err)
+		return fmt.Errorf("customising %s: %w", displayImage(s.cfg.Image), err)
 	}
 	msg := fmt.Sprintf("Customising as %s (%s)", res.Format, res.FAT)
 	if res.Why != "" {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"os"
 	"strings"
 	"sync"
@@ -237,12 +238,18 @@ func newSession(cfg Config) *session {
 	if transfer == 0 {
 		transfer = pipeline.DefaultTransferSize
 	}
-	return &session{cfg: cfg, transfer: transfer, report: &Report{Image: cfg.Image, Started: now}, res: &Result{Started: now}}
+	return &session{cfg: cfg, transfer: transfer, report: &Report{Image: displayImage(cfg.Image), Started: now}, res: &Result{Started: now}}
 }
 
 func (s *session) emit(e Event) {
 	if s.cfg.Observer == nil {
 		return
+	}
+	if n, ok := e.(Note); ok {
+		// A note may quote a library's words, and a library may name
+		// a URL (a list beside the image) with its secrets.
+		n.Message = shown.URLsIn(n.Message)
+		e = n
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -650,7 +657,7 @@ func RecordOf(o *Outcome, codes map[failure.Class]int) Record {
 	stationFields(&r, o)
 	switch {
 	case o.Err != nil:
-		r.Error = o.Err.Error()
+		r.Error = shown.URLsIn(o.Err.Error())
 		r.Code = 1
 		if c, ok := codes[failure.Of(o.Err)]; ok {
 			r.Code = c

@@ -10,6 +10,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image/dlcache"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/pipeline"
 
@@ -26,10 +27,10 @@ import (
 func isURL(imageRef string) bool { return httpsrc.IsURL(imageRef) }
 
 // displayImage is the image as messages show it: a URL without its query
-// (a signed URL's token) or password.
+// (a signed URL's token) or password (shown.URL).
 func displayImage(imageRef string) string {
 	if isURL(imageRef) {
-		return httpsrc.Display(imageRef)
+		return shown.URL(imageRef)
 	}
 	return imageRef
 }

@@ -199,7 +199,7 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 			}
 			if errors.Is(err, context.Canceled) {
 				// Written in full and synced: only the check was cut short.
-				err = &VerifyInterruptedError{Image: s.cfg.Image, Target: cmp.Or(c.spec, c.d.Name), Written: res.Bytes, Err: err}
+				err = &VerifyInterruptedError{Image: displayImage(s.cfg.Image), Target: cmp.Or(c.spec, c.d.Name), Written: res.Bytes, Err: err}
 			}
 			if err != nil {
 				c.fail(err)

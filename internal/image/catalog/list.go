@@ -3,6 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"io"
 	"text/tabwriter"
 
@@ -23,9 +24,11 @@ func List(w io.Writer, entries []Entry, asJSON bool) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tRELEASED\tIMAGE\tDOWNLOAD")
+	// A catalog's names are its author's to choose: escaped.
+	out := shown.Writer(tw)
+	fmt.Fprintln(out, "NAME\tRELEASED\tIMAGE\tDOWNLOAD")
 	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.ReleaseDate, sizeOrDash(e.ExtractSize), sizeOrDash(e.DownloadSize))
+		fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", e.Name, e.ReleaseDate, sizeOrDash(e.ExtractSize), sizeOrDash(e.DownloadSize))
 	}
 	return tw.Flush()
 }

@@ -52,3 +52,22 @@ func TestList(t *testing.T) {
 		t.Errorf("Names = %q", got)
 	}
 }
+
+// TestListEscapesNames: a remote catalog's names reach the terminal with
+// their control characters escaped (JSON escapes its own).
+func TestListEscapesNames(t *testing.T) {
+	tests := []struct{ name, want string }{
+		{"OS\x1b[2J\x1b]0;title\x07", `OS\x1b[2J\x1b]0;title\x07`},
+		{"Lite\u009b31m (64-bit)", `Lite\u009b31m (64-bit)`},
+		{"cr\rhidden", `cr\x0dhidden`},
+	}
+	for _, tc := range tests {
+		var b strings.Builder
+		if err := List(&b, []Entry{{Name: tc.name, URL: "https://h/os.img.xz", ReleaseDate: "2026-01-01\x1b[0m"}}, false); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(b.String(), "\x1b\x07\r\u009b") || !strings.Contains(b.String(), tc.want) {
+			t.Errorf("List printed %q, want %q escaped", b.String(), tc.want)
+		}
+	}
+}

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
 )
 
@@ -136,7 +137,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // Retry is one resume, as Options.OnRetry is told of it.
 type Retry struct {
-	URL     string // as Display shows it
+	URL     string // as shown.URL shows it
 	Attempt int    // in a row without progress, from 1
 	Of      int    // the most there may be
 	Offset  int64  // the byte it resumes at
@@ -231,7 +232,7 @@ var (
 
 // Error is a URL that could not be read (to its end).
 type Error struct {
-	URL    string // as Display shows it
+	URL    string // as shown.URL shows it
 	Offset int64  // the byte the failure is at
 	Err    error
 }
@@ -280,17 +281,6 @@ func IsURL(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
-// Display is a URL as messages show it: without its query (a signed URL's
-// token) and password.
-func Display(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	u.RawQuery, u.ForceQuery, u.Fragment = "", false, ""
-	return u.Redacted()
-}
-
 // Body is a URL's content as one stream. Read is for one goroutine;
 // Offset and Size may be asked from any.
 type Body struct {
@@ -335,7 +325,7 @@ type Body struct {
 // Open asks for rawURL and returns its body once the server answered
 // with it (200); failures before that are retried as a resume is.
 func (c *Client) Open(ctx context.Context, rawURL string) (*Body, error) {
-	b := &Body{c: c, url: rawURL, display: Display(rawURL), size: -1, start: time.Now()}
+	b := &Body{c: c, url: rawURL, display: shown.URL(rawURL), size: -1, start: time.Now()}
 	b.ctx, b.stopCtx = context.WithCancel(ctx)
 	if err := b.attempt(); err != nil {
 		b.stopCtx()
@@ -356,7 +346,7 @@ func (c *Client) OpenFrom(ctx context.Context, rawURL string, off int64, validat
 		b, err := c.Open(ctx, rawURL)
 		return b, false, err
 	}
-	b = &Body{c: c, url: rawURL, display: Display(rawURL), size: size, ranges: true, opened: true,
+	b = &Body{c: c, url: rawURL, display: shown.URL(rawURL), size: size, ranges: true, opened: true,
 		name: fileName(rawURL, ""), start: time.Now(), from: off}
 	b.ctx, b.stopCtx = context.WithCancel(ctx)
 	if strings.HasPrefix(validator, `"`) {
@@ -408,7 +398,7 @@ func (b *Body) Waited() time.Duration { return time.Duration(b.waited.Load()) }
 // Offset is the file's offset of the next byte Read returns.
 func (b *Body) Offset() int64 { return b.given.Load() }
 
-// URL is the URL as messages show it (Display).
+// URL is the URL as messages show it (shown.URL).
 func (b *Body) URL() string { return b.display }
 
 // Read reads the body; a failure is resumed before Read returns, so that

@@ -5,6 +5,7 @@ package readerinfo
 
 import (
 	"fmt"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -241,12 +242,14 @@ const noPermission = "no permission"
 // PrintReaders is list's table: a line per LUN of each reader.
 func PrintReaders(w io.Writer, readers []Reader) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tTARGET\tBUS-PORT\tID\tPRODUCT\tSPEED\tLUN\tMEDIUM\tSIZE\tNOTES")
+	// A device\'s strings are the device\'s to choose: escaped.
+	out := shown.Writer(tw)
+	fmt.Fprintln(out, "#\tTARGET\tBUS-PORT\tID\tPRODUCT\tSPEED\tLUN\tMEDIUM\tSIZE\tNOTES")
 	for _, r := range readers {
 		product := strings.TrimSpace(r.Manufacturer + " " + r.Product)
 		head := fmt.Sprintf("%d\t%s\t%s\t%s:%s\t%s\t%s", r.Index, r.Target, r.Path, r.VID, r.PID, product, r.Speed)
 		if !r.Supported || len(r.LUNs) == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\n", head, r.Reason)
+			fmt.Fprintf(out, "%s\t-\t-\t-\t%s\n", head, r.Reason)
 			continue
 		}
 		for _, l := range r.LUNs {
@@ -277,7 +280,7 @@ func PrintReaders(w io.Writer, readers []Reader) {
 			case l.TransportWhy != "":
 				notes = append(notes, "BOT (UAS offered too)")
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", head, l.LUN, medium, size, strings.Join(notes, "; "))
+			fmt.Fprintf(out, "%s\t%d\t%s\t%s\t%s\n", head, l.LUN, medium, size, strings.Join(notes, "; "))
 		}
 	}
 	tw.Flush()
@@ -353,42 +356,44 @@ func DescribeTarget(d *drive.Device, w Words) Target {
 // PrintTarget is info's table of one target.
 func PrintTarget(w io.Writer, rep Target) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// A device\'s strings are the device\'s to choose: escaped.
+	out := shown.Writer(tw)
 	defer tw.Flush()
-	fmt.Fprintf(tw, "target\t%s\n", rep.Target)
+	fmt.Fprintf(out, "target\t%s\n", rep.Target)
 	if u := rep.USB; u != nil {
-		fmt.Fprintf(tw, "usb id\t%s:%s\n", u.VID, u.PID)
-		fmt.Fprintf(tw, "usb device\t%s\n", strings.TrimSpace(u.Manufacturer+" "+u.Product))
-		fmt.Fprintf(tw, "usb serial\t%s\n", u.Serial)
-		fmt.Fprintf(tw, "bus / address / port\t%d / %d / %s\n", u.Bus, u.Address, u.Path)
-		fmt.Fprintf(tw, "speed\t%s\n", u.Speed)
-		fmt.Fprintf(tw, "bcdDevice\t%s\n", u.BCDDevice)
+		fmt.Fprintf(out, "usb id\t%s:%s\n", u.VID, u.PID)
+		fmt.Fprintf(out, "usb device\t%s\n", strings.TrimSpace(u.Manufacturer+" "+u.Product))
+		fmt.Fprintf(out, "usb serial\t%s\n", u.Serial)
+		fmt.Fprintf(out, "bus / address / port\t%d / %d / %s\n", u.Bus, u.Address, u.Path)
+		fmt.Fprintf(out, "speed\t%s\n", u.Speed)
+		fmt.Fprintf(out, "bcdDevice\t%s\n", u.BCDDevice)
 	}
 	if s := rep.SimReader; s != nil {
-		fmt.Fprintf(tw, "usb id (simulated)\t%s:%s, bcdDevice %s\n", s.VID, s.PID, s.BCDDevice)
-		fmt.Fprintf(tw, "usb serial\t%s\n", orDash(s.Serial))
+		fmt.Fprintf(out, "usb id (simulated)\t%s:%s, bcdDevice %s\n", s.VID, s.PID, s.BCDDevice)
+		fmt.Fprintf(out, "usb serial\t%s\n", orDash(s.Serial))
 	}
 	printQuirks(tw, rep.Quirks)
 	if l := rep.LUN; l != nil {
-		fmt.Fprintf(tw, "lun\t%d\n", l.LUN)
-		fmt.Fprintf(tw, "vendor\t%s\n", l.Vendor)
-		fmt.Fprintf(tw, "product\t%s\n", l.Product)
-		fmt.Fprintf(tw, "revision\t%s\n", l.Revision)
-		fmt.Fprintf(tw, "serial (VPD)\t%s\n", orDash(l.Serial))
-		fmt.Fprintf(tw, "removable\t%v\n", l.Removable)
+		fmt.Fprintf(out, "lun\t%d\n", l.LUN)
+		fmt.Fprintf(out, "vendor\t%s\n", l.Vendor)
+		fmt.Fprintf(out, "product\t%s\n", l.Product)
+		fmt.Fprintf(out, "revision\t%s\n", l.Revision)
+		fmt.Fprintf(out, "serial (VPD)\t%s\n", orDash(l.Serial))
+		fmt.Fprintf(out, "removable\t%v\n", l.Removable)
 		if !l.Medium {
-			fmt.Fprintf(tw, "medium\t%s\n", orDash(l.Error))
+			fmt.Fprintf(out, "medium\t%s\n", orDash(l.Error))
 			return
 		}
-		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(l.Bytes), l.Bytes, l.Blocks, l.BlockSize)
-		fmt.Fprintf(tw, "write protected\t%v\n", l.WriteProtected)
-		fmt.Fprintf(tw, "max transfer\t%s\n", sizeOrUnknown(l.MaxTransfer))
-		fmt.Fprintf(tw, "optimal transfer\t%s\n", sizeOrUnknown(l.OptimalTransfer))
-		fmt.Fprintf(tw, "buffer memory\t%s\n", orDash(l.Memory))
-		fmt.Fprintf(tw, "transport\t%s\n", usbms.TransportInfo{Protocol: l.Transport, Streams: l.UASStreams, QueueDepth: l.QueueDepth, Why: l.TransportWhy})
+		fmt.Fprintf(out, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(l.Bytes), l.Bytes, l.Blocks, l.BlockSize)
+		fmt.Fprintf(out, "write protected\t%v\n", l.WriteProtected)
+		fmt.Fprintf(out, "max transfer\t%s\n", sizeOrUnknown(l.MaxTransfer))
+		fmt.Fprintf(out, "optimal transfer\t%s\n", sizeOrUnknown(l.OptimalTransfer))
+		fmt.Fprintf(out, "buffer memory\t%s\n", orDash(l.Memory))
+		fmt.Fprintf(out, "transport\t%s\n", usbms.TransportInfo{Protocol: l.Transport, Streams: l.UASStreams, QueueDepth: l.QueueDepth, Why: l.TransportWhy})
 	}
 	if f := rep.File; f != nil {
-		fmt.Fprintf(tw, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(f.Bytes), f.Bytes, f.Blocks, f.BlockSize)
-		fmt.Fprintf(tw, "direct I/O\t%v\n", f.Direct)
+		fmt.Fprintf(out, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(f.Bytes), f.Bytes, f.Blocks, f.BlockSize)
+		fmt.Fprintf(out, "direct I/O\t%v\n", f.Direct)
 	}
 }
 

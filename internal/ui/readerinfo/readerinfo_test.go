@@ -33,3 +33,36 @@ func TestListShowsQuirks(t *testing.T) {
 		t.Errorf("list JSON %s", b)
 	}
 }
+
+// TestPrintEscapesDeviceStrings: a reader's USB strings and a LUN's SCSI
+// inquiry strings are the device's to choose; list and info show their
+// control characters escaped, and the columns stay aligned.
+func TestPrintEscapesDeviceStrings(t *testing.T) {
+	t.Parallel()
+	hostile := "ACME\x1b[2J\x1b]0;owned\x07"
+	tests := []struct {
+		name  string
+		print func(*bytes.Buffer)
+	}{
+		{"list", func(b *bytes.Buffer) {
+			PrintReaders(b, []Reader{{Manufacturer: hostile, Product: "Reader\r", Serial: hostile, Supported: true, Target: "usb:1.4",
+				LUNs: []LUN{{Vendor: hostile, Product: "SD\u009b31m", Medium: true, Bytes: 1 << 30}}}})
+		}},
+		{"info", func(b *bytes.Buffer) {
+			PrintTarget(b, Target{Target: "usb:1.4", USB: &Reader{Manufacturer: hostile, Product: "Reader\r", Serial: hostile},
+				SimReader: &SimReader{Serial: hostile}, LUN: &LUN{Vendor: hostile, Product: "SD\u009b31m", Revision: "\x1bc", Serial: hostile}})
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			tc.print(&b)
+			if strings.ContainsAny(b.String(), "\x1b\x07\r\u009b") {
+				t.Errorf("a control character reached the terminal:\n%q", b.String())
+			}
+			if !strings.Contains(b.String(), `ACME\x1b[2J\x1b]0;owned\x07`) {
+				t.Errorf("the device's string is not shown escaped:\n%s", b.String())
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ package termui
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"io"
 	"strings"
 	"sync"
@@ -140,6 +141,9 @@ func (r *textReporter) Event(e jsonevents.Event, text string) {
 	if text == "" {
 		return
 	}
+	// Texts quote names from outside (a catalog, a server, a device):
+	// their control characters are shown, not obeyed.
+	text = shown.Text(text)
 	if _, err := fmt.Fprintln(r.out, text); err != nil {
 		fmt.Fprintln(r.errOut, text) // stdout is gone: tell stderr
 	}
@@ -291,9 +295,9 @@ func (r *textReporter) Fail(e *jsonevents.Error) {
 // PrintError is how every failure reaches a person: the facts on one line,
 // the advice (when there is any) on the next.
 func PrintError(w io.Writer, e *jsonevents.Error) {
-	fmt.Fprintf(w, "usbflash: %s\n", e.Message)
+	fmt.Fprintf(w, "usbflash: %s\n", shown.Text(e.Message))
 	if e.Hint != "" {
-		fmt.Fprintln(w, Sentence(e.Hint))
+		fmt.Fprintln(w, shown.Text(Sentence(e.Hint)))
 	}
 }
 

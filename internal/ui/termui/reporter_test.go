@@ -2,6 +2,7 @@ package termui
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +91,37 @@ func TestTextProgress(t *testing.T) {
 	r.Progress(jsonevents.Progress{Phase: jsonevents.PhaseSync, Done: 1, Total: 2})
 	if out.Len()+errOut.Len() != 0 {
 		t.Errorf("quiet printed %q %q", out.String(), errOut.String())
+	}
+}
+
+// TestTextEscapesOutsideText: a note or an error quoting a name from
+// outside (a catalog entry, a server's file name, a card's serial) reaches
+// the terminal with its control characters escaped; JSON escapes its own.
+func TestTextEscapesOutsideText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, text, want string
+	}{
+		{"clear screen and retitle", "\"OS\x1b[2J\x1b]0;pwned\x07\" is an entry", `"OS\x1b[2J\x1b]0;pwned\x07" is an entry`},
+		{"C1 CSI", "serial AB\u009b31m", `serial AB\u009b31m`},
+		{"carriage return overwrites", "ok\rFAILED", `ok\x0dFAILED`},
+		{"lines kept", "a\nb", "a\nb"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			r := New(&out, &errOut, Options{})
+			r.Event(jsonevents.NewNote(tc.text), tc.text)
+			r.Fail(&jsonevents.Error{Message: tc.text, Hint: "check " + tc.text})
+			if got := strings.TrimSuffix(out.String(), "\n"); got != tc.want {
+				t.Errorf("note printed %q, want %q", got, tc.want)
+			}
+			if strings.ContainsAny(out.String()+errOut.String(), "\x1b\x07\r\u009b") {
+				t.Errorf("a control character reached the terminal: %q / %q", out.String(), errOut.String())
+			}
+			if !strings.Contains(errOut.String(), "usbflash: "+tc.want) {
+				t.Errorf("error printed %q, want it to hold %q", errOut.String(), tc.want)
+			}
+		})
 	}
 }

@@ -28,6 +28,9 @@ type download struct {
 	// decodedOnly: the sum is the decoded image's (a list's line for
 	// os.img beside os.img.xz).
 	decodedOnly bool
+	// fileOnly: the sum is the file's alone (a cache entry's name), never
+	// the decoded image's.
+	fileOnly bool
 
 	// file is the input's sum, for a file hashed on its own goroutine
 	// (done closes when it is known); a stream's is taken at the end.
@@ -77,9 +80,9 @@ func findDownload(cfg Config, readBeside image.ReadFunc, entry *catalog.Entry) (
 	if found == nil {
 		return nil, notes, nil
 	}
-	d := &download{want: found.Sum, from: found.Path, decodedOnly: found.Decoded}
+	d := &download{want: found.Sum, from: displayImage(found.Path), decodedOnly: found.Decoded}
 	if found.Decoded {
-		d.from = found.Path + "'s line for " + found.Name
+		d.from = displayImage(found.Path) + "'s line for " + found.Name
 	}
 	switch {
 	case found.SignedBy != nil && found.SignatureFile != "":
@@ -193,8 +196,8 @@ func (s *session) checkDownload(ctx context.Context, src *image.Source) (string,
 		}
 	}
 	mismatch := &image.ChecksumMismatchError{Image: imageName(s.cfg.Image), From: d.from, Want: d.want, Got: file}
-	if src.Format == image.FormatRaw {
-		return "", mismatch // the file is the image
+	if src.Format == image.FormatRaw || d.fileOnly {
+		return "", mismatch // the file is the image, or the sum is the file's
 	}
 	if !d.decodedOnly && !src.Stream() {
 		s.emit(Note{Message: "The image file's SHA-256 is not " + d.the() + ": decoding it again to compare the image's"})

@@ -225,6 +225,12 @@ type session struct {
 	entry    *catalog.Entry // the catalog entry Image named; nil: none
 	bodies   sync.Map       // *imagesrc.Source -> its *httpsrc.Body (url.go)
 	pinned   string         // the cache entry a station's cards read (url.go's prefetch)
+	// cached is the cache entry the image is read from, checked against
+	// the SHA-256 it is named by; dropped says it did not match and was
+	// removed (url.go).
+	cacheMu  sync.Mutex // guards pinned, cached and dropped: a station's cards open the image at once
+	cached   *cachedEntry
+	dropped  bool
 	httpOnce sync.Once
 	http     *httpsrc.Client // an image at a URL's (url.go)
 }
@@ -350,7 +356,31 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	if cfg.Readers == nil {
 		cfg.Readers = &drive.Readers{}
 	}
+	res, err, again := run(ctx, cfg, specs)
+	if again {
+		// A damaged cache entry was removed before the first transfer
+		// was written: the cards are written again from the server,
+		// without asking again.
+		cfg.Confirm = nil
+		res, err, _ = run(ctx, cfg, specs)
+	}
+	return res, err
+}
+
+// run is one pass of Run; again says a cache entry the image was read
+// from did not match its SHA-256 and is gone, so that a second pass
+// reads the server.
+func run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error, bool) {
 	s := newSession(cfg)
+	res, err := s.run(ctx, cfg, specs)
+	s.checkEntryAfter(err)
+	if s.dropped {
+		s.emit(Note{Message: "Writing again from " + displayImage(s.cfg.Image) + ": the cache's copy was damaged and is removed"})
+	}
+	return res, err, s.dropped
+}
+
+func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	if err := s.resolveCatalog(ctx); err != nil {
 		return s.res, err
 	}
@@ -385,6 +415,7 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 		return s.res, err
 	}
 	defer src.Close()
+	dl = s.checkEntry(dl)
 	plan, err := s.planWrite(ctx, src, cfg.BlockMap, len(specs) > 1 || cfg.Report != "")
 	if err != nil {
 		return s.res, err

@@ -2,8 +2,13 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -55,12 +60,24 @@ func (s *session) httpClient() *httpsrc.Client {
 	return s.http
 }
 
-// readBeside reads a file beside a URL image; nil for a file image.
+// readBeside reads a file beside a URL image; nil for a file image. A
+// file the server refuses (401, 403) is not there, said once each: a
+// pre-signed URL's token is the image's alone (its signature covers its
+// path, so the URL's query is not sent with the files beside it, which it
+// would not open either).
 func (s *session) readBeside(ctx context.Context) image.ReadFunc {
 	if !isURL(s.cfg.Image) {
 		return nil
 	}
-	return func(name string, limit int64) ([]byte, error) { return s.httpClient().ReadFile(ctx, name, limit) }
+	return func(name string, limit int64) ([]byte, error) {
+		data, err := s.httpClient().ReadFile(ctx, name, limit)
+		var se *httpsrc.StatusError
+		if errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden) {
+			s.emit(Note{Message: fmt.Sprintf("%s: the server answered %s: taken as not there", displayImage(name), se.Status)})
+			return nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+		}
+		return data, err
+	}
 }
 
 // openImage opens the image; a stream is hashed as it is read when there
@@ -86,8 +103,11 @@ func (s *session) openImageAt(ctx context.Context, d *download) (*image.Source, 
 		}
 		return src, nil
 	}
-	if s.pinned != "" {
-		return s.openLocal(s.pinned, opts)
+	s.cacheMu.Lock()
+	pinned := s.pinned
+	s.cacheMu.Unlock()
+	if pinned != "" {
+		return s.openLocal(pinned, opts)
 	}
 	if s.cfg.Cache != "" {
 		return s.openCached(ctx, d, opts)
@@ -164,10 +184,12 @@ func (s *session) downloadNote(src *image.Source, res pipeline.WriteResult) {
 // openCached opens a URL image through the cache: an entry whose SHA-256
 // is the one the download is checked against, or that the server still
 // serves (its validator, asked for the last byte), is read as a local
-// file; else the body is written to the URL's .part as it is read,
+// file (and checked against the SHA-256 it is named by as it is read:
+// checkEntry); else the body is written to the URL's .part as it is read,
 // resuming the .part an earlier run left when the server still serves its
-// version. A cache that cannot take the file (no room, another run filling
-// it) is said and the write goes on from the network.
+// version. The URL is claimed before its .part is looked at: a URL another
+// run is reading into the cache is read from the network, without the
+// cache, as is one the cache cannot take (no room), which is said.
 func (s *session) openCached(ctx context.Context, d *download, opts image.Options) (*image.Source, error) {
 	cache, err := dlcache.Open(s.cfg.Cache, s.cfg.CacheMax, 0)
 	if err != nil {
@@ -177,10 +199,19 @@ func (s *session) openCached(ctx context.Context, d *download, opts image.Option
 	if d != nil && !d.decodedOnly {
 		if p := cache.Lookup(d.want); p != "" {
 			s.emit(Note{Message: "Reading " + displayImage(url) + " from the cache: " + p + " has " + d.the()})
-			return s.openLocal(p, opts)
+			return s.openEntry(cache, p, d.want, opts)
 		}
 	}
 	client := s.httpClient()
+	claim, err := cache.Claim(url)
+	if err != nil {
+		s.emit(Note{Message: "Not caching " + displayImage(url) + ": " + err.Error()})
+		b, err := client.Open(ctx, url)
+		if err != nil {
+			return nil, &ImageError{Err: err}
+		}
+		return s.openBody(b, b, b.Size(), b.Name(), opts)
+	}
 	m, path, have, known := cache.ForURL(url)
 	var b *httpsrc.Body
 	switch {
@@ -188,18 +219,21 @@ func (s *session) openCached(ctx context.Context, d *download, opts image.Option
 		var same bool
 		b, same, err = client.OpenFrom(ctx, url, m.Size-1, m.Validator(), m.Size)
 		if err != nil {
+			claim.Release()
 			return nil, &ImageError{Err: err}
 		}
 		if same {
 			b.Close()
+			claim.Release()
 			s.emit(Note{Message: "Reading " + displayImage(url) + " from the cache: the server still serves " + path + "'s version (" + m.Validator() + ")"})
-			return s.openLocal(path, opts)
+			return s.openEntry(cache, path, m.SHA256, opts)
 		}
 		have = 0
 	case known && m.SHA256 == "" && have > 0:
 		var resumed bool
 		b, resumed, err = client.OpenFrom(ctx, url, have, m.Validator(), m.Size)
 		if err != nil {
+			claim.Release()
 			return nil, &ImageError{Err: err}
 		}
 		if resumed {
@@ -209,6 +243,7 @@ func (s *session) openCached(ctx context.Context, d *download, opts image.Option
 		}
 	default:
 		if b, err = client.Open(ctx, url); err != nil {
+			claim.Release()
 			return nil, &ImageError{Err: err}
 		}
 		have = 0
@@ -221,15 +256,149 @@ func (s *session) openCached(ctx context.Context, d *download, opts image.Option
 	if have > 0 && m.Name != "" {
 		name = m.Name
 	}
-	fill, err := cache.Begin(dlcache.Meta{URL: url, ETag: etagOf(b.Validator()), LastModified: lastModifiedOf(b.Validator()),
+	fill, err := claim.Begin(dlcache.Meta{URL: url, ETag: etagOf(b.Validator()), LastModified: lastModifiedOf(b.Validator()),
 		Size: size, Name: name}, have)
 	if err != nil {
 		s.emit(Note{Message: "Not caching " + displayImage(url) + ": " + err.Error()})
+		if have > 0 {
+			// The body starts where the .part ends, and the .part is
+			// not read: ask for the whole file.
+			b.Close()
+			if b, err = client.Open(ctx, url); err != nil {
+				return nil, &ImageError{Err: err}
+			}
+			size, name = b.Size(), b.Name()
+		}
 		return s.openBody(b, b, size, name, opts)
 	}
 	fill.Note = func(msg string) { s.emit(Note{Message: msg}) }
 	return s.openBody(b, &filling{Reader: fill.Reader(b), b: b, fill: fill}, size, name, opts)
 }
+
+// cachedEntry is a cache entry an image is read from, and the SHA-256 its
+// name says its bytes have.
+type cachedEntry struct {
+	cache     *dlcache.Cache
+	path, sum string
+}
+
+// openEntry opens a cache entry as the image, to be checked against the
+// SHA-256 it is named by.
+func (s *session) openEntry(cache *dlcache.Cache, path, sum string, opts image.Options) (*image.Source, error) {
+	src, err := s.openLocal(path, opts)
+	if err == nil {
+		s.cacheMu.Lock()
+		s.cached = &cachedEntry{cache: cache, path: path, sum: sum}
+		s.cacheMu.Unlock()
+	}
+	return src, err
+}
+
+// checkEntry is the download check of an image read from a cache entry:
+// d's, with the entry's own SHA-256 for its file when d checks no file
+// (none, or a list's line for the decoded image). The entry is hashed as
+// the write reads it, as any image file with a sum is, and compared before
+// the first transfer is written; a mismatch removes it
+// (dropDamagedEntry).
+func (s *session) checkEntry(d *download) *download {
+	s.cacheMu.Lock()
+	e := s.cached
+	s.cacheMu.Unlock()
+	if e == nil {
+		return d
+	}
+	from := "the name of the cache's entry " + e.path
+	switch {
+	case d == nil:
+		return &download{want: e.sum, from: from, fileOnly: true}
+	case d.decodedOnly:
+		return &download{want: e.sum, from: from, fileOnly: true, alsoDecoded: d.want, alsoFrom: d.from}
+	}
+	return d
+}
+
+// dropDamagedEntry removes the cache entry the image was read from when
+// err says its file does not match a SHA-256 (its own name's, or the one
+// the download is checked against): the next read of the URL, a second
+// pass of Run or a station's next card, asks the server. err comes back
+// as a *CacheEntryError.
+func (s *session) dropDamagedEntry(err error) error {
+	var mismatch *image.ChecksumMismatchError
+	if err == nil || !errors.As(err, &mismatch) || mismatch.Got == "" {
+		return err
+	}
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	e := s.cached
+	if e == nil || e.cache.Drop(e.sum) != nil {
+		return err
+	}
+	s.cached, s.pinned = nil, ""
+	if mismatch.Got == e.sum {
+		// The entry is the file it is named by, and the file is not
+		// the one the sum describes: the server's (asked again by the
+		// next run, which the advice says) may be another.
+		return &CacheEntryError{Path: e.path, Intact: true, Err: err}
+	}
+	s.dropped = true
+	return &CacheEntryError{Path: e.path, Err: err}
+}
+
+// checkEntryAfter hashes the cache entry an image was read from when its
+// reading failed as an image (a decoder that found damage before the sum
+// could be compared): an entry that is not the SHA-256 it is named by is
+// removed, as dropDamagedEntry removes it.
+func (s *session) checkEntryAfter(err error) {
+	var ce *CacheEntryError
+	if err == nil || failure.Of(err) != failure.Image || errors.As(err, &ce) {
+		return
+	}
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	e := s.cached
+	if e == nil {
+		return
+	}
+	if sum, herr := fileSHA256(e.path); herr == nil && sum != e.sum && e.cache.Drop(e.sum) == nil {
+		s.cached, s.pinned, s.dropped = nil, "", true
+	}
+}
+
+// fileSHA256 is the SHA-256 of the file at path, in hex.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// CacheEntryError is a cache entry whose bytes are not the ones it is
+// named by, removed from the cache.
+type CacheEntryError struct {
+	Path string
+	// Intact: the entry's bytes are the ones it is named by (the sum
+	// the download is checked against is another's); removed all the
+	// same, so that the next run asks the server.
+	Intact bool
+	Err    error
+}
+
+func (e *CacheEntryError) Error() string {
+	if e.Intact {
+		return fmt.Sprintf("the cache's copy %s was removed: %v", e.Path, e.Err)
+	}
+	return fmt.Sprintf("the cache's copy %s is damaged (its bytes are not the SHA-256 it is named by) and was removed: %v", e.Path, e.Err)
+}
+func (e *CacheEntryError) Unwrap() error { return e.Err }
+
+// Class is Image: the image read was not the one meant.
+func (e *CacheEntryError) Class() failure.Class { return failure.Image }
 
 // maxDrain bounds what Close reads of a body the decoder left, to make
 // the .part whole.
@@ -320,7 +489,9 @@ func (s *session) prefetch(ctx context.Context, d *download) error {
 	}
 	if cache, err := dlcache.Open(s.cfg.Cache, s.cfg.CacheMax, 0); err == nil {
 		if m, path, _, known := cache.ForURL(s.cfg.Image); known && m.SHA256 != "" {
-			s.pinned = path
+			s.cacheMu.Lock()
+			s.pinned, s.cached = path, &cachedEntry{cache: cache, path: path, sum: m.SHA256}
+			s.cacheMu.Unlock()
 		}
 	}
 	return nil

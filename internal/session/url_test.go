@@ -276,14 +276,6 @@ func TestRunURLCache(t *testing.T) {
 	t.Parallel()
 	img := testpattern.Bytes(3<<20+700, 31)
 	file := xzBytes(t, img)
-	write := func(t *testing.T, url, cache string) ([]string, []byte, error) {
-		card, spec := newSimCard(t)
-		log := &noteLog{}
-		_, err := Run(context.Background(), Config{Image: url, TransferSize: 1 << 20, Buffers: 2, Observer: log,
-			HTTP: instantHTTP(), Cache: cache}, []drive.Spec{spec})
-		got, _ := os.ReadFile(card)
-		return log.all(), got, err
-	}
 	for _, tc := range []struct {
 		name   string
 		sum    bool // a sidecar beside the URL gives the file's SHA-256
@@ -310,7 +302,7 @@ func TestRunURLCache(t *testing.T) {
 			ts := httptest.NewServer(srv)
 			defer ts.Close()
 			cache := t.TempDir()
-			notes, got, err := write(t, ts.URL+"/os.img.xz", cache)
+			notes, got, err := writeCached(t, ts.URL+"/os.img.xz", cache)
 			if tc.firstFails != (err != nil) {
 				t.Fatalf("first write: %v\n%s", err, strings.Join(notes, "\n"))
 			}
@@ -318,7 +310,7 @@ func TestRunURLCache(t *testing.T) {
 				t.Fatal("the first write's card does not hold the image")
 			}
 			before := len(srv.Ranges)
-			notes, got, err = write(t, ts.URL+"/os.img.xz", cache)
+			notes, got, err = writeCached(t, ts.URL+"/os.img.xz", cache)
 			if err != nil || !bytes.Equal(got[:len(img)], img) {
 				t.Fatalf("second write: %v\n%s", err, strings.Join(notes, "\n"))
 			}

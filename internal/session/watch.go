@@ -74,6 +74,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 		return s.res, err
 	}
 	defer src.Close()
+	dl = s.checkEntry(dl)
 	if _, err := s.planWrite(ctx, src, cfg.BlockMap, true); err != nil {
 		return s.res, err
 	}

@@ -69,7 +69,7 @@ func (s *session) writeCards(ctx context.Context, src *image.Source, plan *write
 			if matched != "" {
 				s.emit(Note{Card: names[0], Message: matched})
 			}
-			return err
+			return s.dropDamagedEntry(err)
 		}}
 	if len(cards) == 1 {
 		opts.Name = cards[0].d.Name

@@ -8,6 +8,15 @@
 // and by the free space of its file system: it never takes the last
 // Reserve bytes, and a .part that would is dropped while the write goes on
 // from the network.
+//
+// A URL's files are claimed (Claim: an flock on its .part) before anything
+// is asked of them, so that two processes sharing a cache never resume
+// each other's .part: the second reads the network without the cache. An
+// entry's name is its SHA-256 as the fill hashed it; a reader compares
+// what it read with it (the session's download check), and Drop removes an
+// entry that does not match. The URL record names the URL as shown.URL
+// shows it (no password, no query) and the URL itself only by its SHA-256,
+// in a file only its owner reads.
 package dlcache
 
 import (
@@ -26,6 +35,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/lib/flock"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 )
 
 // DefaultReserve is the free space a cache never takes: 1 GiB, or a
@@ -81,9 +91,12 @@ func (c *Cache) Lookup(sum string) string {
 }
 
 // Meta is what the cache keeps of a URL: the validators and size of the
-// file it served, its name, and once complete its SHA-256.
+// file it served, its name, and once complete its SHA-256. URL is the
+// URL as given; the record on disk holds it as shown.URL shows it, with
+// the SHA-256 of the URL as given to match it by.
 type Meta struct {
 	URL          string `json:"url"`
+	URLSHA256    string `json:"url_sha256,omitempty"`
 	ETag         string `json:"etag,omitempty"`
 	LastModified string `json:"last_modified,omitempty"`
 	Size         int64  `json:"size"`
@@ -100,9 +113,12 @@ func (m Meta) Validator() string {
 }
 
 // urlKey names a URL's files.
-func urlKey(url string) string {
+func urlKey(url string) string { return "url-" + urlSum(url)[:24] }
+
+// urlSum is the SHA-256 of a URL as given, which its record is matched by.
+func urlSum(url string) string {
 	s := sha256.Sum256([]byte(url))
-	return "url-" + hex.EncodeToString(s[:12])
+	return hex.EncodeToString(s[:])
 }
 
 // ForURL is what the cache knows of url: a complete entry (Meta.SHA256
@@ -110,9 +126,10 @@ func urlKey(url string) string {
 func (c *Cache) ForURL(url string) (Meta, string, int64, bool) {
 	data, err := os.ReadFile(filepath.Join(c.dir, urlKey(url)+".json"))
 	var m Meta
-	if err != nil || json.Unmarshal(data, &m) != nil || m.URL != url {
+	if err != nil || json.Unmarshal(data, &m) != nil || m.URLSHA256 != urlSum(url) {
 		return Meta{}, "", 0, false
 	}
+	m.URL = url
 	if m.SHA256 != "" {
 		p := c.Lookup(m.SHA256)
 		return m, p, m.Size, p != ""
@@ -126,17 +143,35 @@ func (c *Cache) ForURL(url string) (Meta, string, int64, bool) {
 
 func (c *Cache) partPath(url string) string { return filepath.Join(c.dir, urlKey(url)+".part") }
 
+// saveMeta writes m's record: the URL as shown.URL shows it and the SHA-256
+// of the URL as given, readable by its owner only (a URL's path can be
+// private too).
 func (c *Cache) saveMeta(m Meta) error {
-	data, err := json.Marshal(m)
+	rec := m
+	rec.URL, rec.URLSHA256 = shown.URL(m.URL), urlSum(m.URL)
+	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
 	p := filepath.Join(c.dir, urlKey(m.URL)+".json")
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	os.Remove(tmp) // WriteFile keeps the mode of a file that exists
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, p)
+}
+
+// Drop removes the entry whose SHA-256 is sum: its bytes are not the ones
+// it is named by (a damaged disk, a file changed behind the cache's back).
+// The URL records that name it then find nothing, and the next read of
+// their URL asks the server.
+func (c *Cache) Drop(sum string) error {
+	err := os.Remove(filepath.Join(c.dir, "sha256-"+sum))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // ErrNoRoom: the cache would take the free space it must leave, or pass its
@@ -144,7 +179,46 @@ func (c *Cache) saveMeta(m Meta) error {
 var ErrNoRoom = errors.New("no room in the cache")
 
 // ErrBusy: another run is filling the same URL's .part.
-var ErrBusy = errors.New("another run is filling this URL's .part")
+var ErrBusy = errors.New("another run is reading this URL into the cache")
+
+// Claim is a URL's files held by this run: its .part, open and locked.
+// Only the holder of the claim reads the URL's record to choose where to
+// resume, and fills the .part; another run's Claim of the URL fails with
+// ErrBusy until Begin's fill is closed or Release is called.
+type Claim struct {
+	c   *Cache
+	url string
+	f   *os.File
+}
+
+// Claim locks url's .part (made empty if missing) for this run, or fails
+// with ErrBusy when another run holds it.
+func (c *Cache) Claim(url string) (*Claim, error) {
+	f, err := os.OpenFile(c.partPath(url), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := flock.Lock(f, true); err != nil {
+		f.Close()
+		if errors.Is(err, flock.ErrLocked) {
+			return nil, ErrBusy
+		}
+		return nil, err
+	}
+	return &Claim{c: c, url: url, f: f}, nil
+}
+
+// Release gives the claim up without a fill: an empty .part it made goes.
+func (cl *Claim) Release() {
+	if cl.f == nil {
+		return
+	}
+	if st, err := cl.f.Stat(); err == nil && st.Size() == 0 {
+		os.Remove(cl.f.Name())
+	}
+	cl.f.Close()
+	cl.f = nil
+}
 
 // Fill is a URL's .part being written: Reader gives the bytes the .part
 // already held (when the server resumed it) and then the network's,
@@ -163,53 +237,47 @@ type Fill struct {
 	Note func(string)
 }
 
-// Begin starts filling url's .part for the file m describes (its
-// validators and size from the server's answer): from have bytes, which
-// the .part holds and the server resumed after, or from the start (have
-// 0). It refuses (ErrNoRoom) a file of known size that would not fit, and
-// a .part another run fills (ErrBusy).
-func (c *Cache) Begin(m Meta, have int64) (*Fill, error) {
+// Begin starts filling the claimed URL's .part for the file m describes
+// (its validators and size from the server's answer): from have bytes,
+// which the .part holds and the server resumed after, or from the start
+// (have 0). It refuses (ErrNoRoom) a file of known size that would not
+// fit, releasing the claim; the fill holds the claim until Close.
+func (cl *Claim) Begin(m Meta, have int64) (*Fill, error) {
+	c, f := cl.c, cl.f
+	if f == nil || m.URL != cl.url {
+		return nil, errors.New("dlcache: Begin without the URL's claim")
+	}
+	fail := func(err error) (*Fill, error) {
+		cl.Release()
+		return nil, err
+	}
 	if m.Size >= 0 {
 		if c.maxSize > 0 && m.Size > c.maxSize {
-			return nil, fmt.Errorf("%w: the file is %d bytes, the cache at most %d", ErrNoRoom, m.Size, c.maxSize)
+			return fail(fmt.Errorf("%w: the file is %d bytes, the cache at most %d", ErrNoRoom, m.Size, c.maxSize))
 		}
 		if free := c.free(c.dir); free >= 0 && free-(m.Size-have) < c.reserve {
-			return nil, fmt.Errorf("%w: %d bytes free, %d needed and %d kept free", ErrNoRoom, free, m.Size-have, c.reserve)
+			return fail(fmt.Errorf("%w: %d bytes free, %d needed and %d kept free", ErrNoRoom, free, m.Size-have, c.reserve))
 		}
-	}
-	f, err := os.OpenFile(c.partPath(m.URL), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := flock.Lock(f, true); err != nil {
-		f.Close()
-		if errors.Is(err, flock.ErrLocked) {
-			return nil, ErrBusy
-		}
-		return nil, err
 	}
 	fl := &Fill{c: c, m: m, f: f, h: sha256.New()}
 	if have > 0 {
 		// The bytes kept are hashed now; the reader serves them first.
 		if _, err := io.Copy(fl.h, io.NewSectionReader(f, 0, have)); err != nil {
-			f.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	if err := f.Truncate(have); err != nil {
-		f.Close()
-		return nil, err
+		return fail(err)
 	}
 	if _, err := f.Seek(have, io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
+		return fail(err)
 	}
 	fl.written = have
 	m.SHA256 = ""
 	if err := c.saveMeta(m); err != nil {
-		f.Close()
-		return nil, err
+		return fail(err)
 	}
+	cl.f = nil // the fill's now
 	return fl, nil
 }
 
@@ -268,7 +336,7 @@ func (fl *Fill) drop(err error) {
 	os.Remove(fl.f.Name())
 	os.Remove(filepath.Join(fl.c.dir, urlKey(fl.m.URL)+".json"))
 	if fl.Note != nil {
-		fl.Note(fmt.Sprintf("Not caching %s: %v", fl.m.URL, err))
+		fl.Note(fmt.Sprintf("Not caching %s: %v", shown.URL(fl.m.URL), err))
 	}
 }
 
@@ -306,7 +374,7 @@ func (fl *Fill) Close() (string, error) {
 	}
 	fl.c.trim(entry)
 	if fl.Note != nil {
-		fl.Note(fmt.Sprintf("Cached %s as %s", fl.m.URL, entry))
+		fl.Note(fmt.Sprintf("Cached %s as %s", shown.URL(fl.m.URL), entry))
 	}
 	return entry, nil
 }

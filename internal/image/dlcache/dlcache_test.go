@@ -18,10 +18,19 @@ func sumOf(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// begin claims m's URL and begins its fill.
+func begin(c *Cache, m Meta, have int64) (*Fill, error) {
+	cl, err := c.Claim(m.URL)
+	if err != nil {
+		return nil, err
+	}
+	return cl.Begin(m, have)
+}
+
 // fill reads data through a fill of c from have bytes and closes it.
 func fill(t *testing.T, c *Cache, url string, data []byte, have int64) (string, []string, error) {
 	t.Helper()
-	fl, err := c.Begin(Meta{URL: url, ETag: `"e"`, Size: int64(len(data))}, have)
+	fl, err := begin(c, Meta{URL: url, ETag: `"e"`, Size: int64(len(data))}, have)
 	if err != nil {
 		return "", nil, err
 	}
@@ -85,7 +94,7 @@ func TestFillDiskFills(t *testing.T) {
 		}
 		return 1 << 19 // then the disk filled
 	}
-	fl, err := c.Begin(Meta{URL: "http://h/os.img", ETag: `"e"`, Size: -1}, 0)
+	fl, err := begin(c, Meta{URL: "http://h/os.img", ETag: `"e"`, Size: -1}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +125,7 @@ func TestPartResumes(t *testing.T) {
 	}
 	c.free = func(string) int64 { return -1 }
 	url := "http://h/os.img"
-	fl, err := c.Begin(Meta{URL: url, ETag: `"e"`, Size: int64(len(data))}, 0)
+	fl, err := begin(c, Meta{URL: url, ETag: `"e"`, Size: int64(len(data))}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,19 +169,116 @@ func TestTrim(t *testing.T) {
 	}
 }
 
-// TestBusy: a .part another fill holds is not filled twice.
-func TestBusy(t *testing.T) {
+// TestClaim: a URL another run holds (filling its .part, or choosing
+// where to resume) cannot be claimed, so that its .part is never resumed
+// or written by a run that does not own it; it can once the fill closed,
+// and a claim given up leaves no empty .part behind.
+func TestClaim(t *testing.T) {
 	c, err := Open(t.TempDir(), 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.free = func(string) int64 { return -1 }
-	fl, err := c.Begin(Meta{URL: "http://h/x", ETag: `"e"`, Size: 10}, 0)
+	const url = "http://h/x"
+	first, err := c.Claim(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fl.Close()
-	if _, err := c.Begin(Meta{URL: "http://h/x", ETag: `"e"`, Size: 10}, 0); !errors.Is(err, ErrBusy) {
-		t.Errorf("second Begin: %v, want ErrBusy", err)
+	if _, err := c.Claim(url); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a second claim while the first chooses: %v, want ErrBusy", err)
+	}
+	fl, err := first.Begin(Meta{URL: url, ETag: `"e"`, Size: 10}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(io.LimitReader(fl.Reader(strings.NewReader("0123456789")), 4))
+	if _, err := c.Claim(url); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a second claim while the first fills: %v, want ErrBusy", err)
+	}
+	fl.Close()
+	second, err := c.Claim(url)
+	if err != nil {
+		t.Fatalf("a claim once the fill closed: %v", err)
+	}
+	if _, _, have, ok := c.ForURL(url); !ok || have != 4 {
+		t.Errorf("the .part the first run left: %d bytes, %v; want 4 to resume", have, ok)
+	}
+	second.Release()
+	other, err := c.Claim("http://h/y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Release()
+	if _, err := os.Stat(c.partPath("http://h/y")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a claim given up left its empty .part: %v", err)
+	}
+}
+
+// TestRecordShowsNoSecret: the URL record names the URL without its
+// password and query, is its owner's alone, and still finds the URL's
+// entry and .part; another URL (another token) finds nothing.
+func TestRecordShowsNoSecret(t *testing.T) {
+	tests := []struct{ url, shown string }{
+		{"https://bob:hunter2@h/os.img.xz?X-Amz-Signature=s3cr3t", "https://bob:***@h/os.img.xz?***"},
+		{"https://h/os.img.xz?token=s3cr3t", "https://h/os.img.xz?***"},
+	}
+	for _, tc := range tests {
+		c, err := Open(t.TempDir(), 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.free = func(string) int64 { return -1 }
+		data := []byte("the image")
+		p, notes, err := fill(t, c, tc.url, data, 0)
+		if err != nil || p == "" {
+			t.Fatalf("fill: %q, %v", p, err)
+		}
+		rec := filepath.Join(c.Dir(), urlKey(tc.url)+".json")
+		raw, err := os.ReadFile(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := os.Stat(rec); st.Mode().Perm() != 0o600 {
+			t.Errorf("record mode %v, want 0600", st.Mode().Perm())
+		}
+		for _, leak := range append([]string{string(raw)}, notes...) {
+			if strings.Contains(leak, "hunter2") || strings.Contains(leak, "s3cr3t") {
+				t.Errorf("a secret is shown: %s", leak)
+			}
+		}
+		if !strings.Contains(string(raw), `"url":"`+tc.shown+`"`) {
+			t.Errorf("record %s, want the URL shown as %s", raw, tc.shown)
+		}
+		if m, path, _, ok := c.ForURL(tc.url); !ok || path != p || m.URL != tc.url {
+			t.Errorf("ForURL = %+v, %q, %v; want the entry %s", m, path, ok, p)
+		}
+		if _, _, _, ok := c.ForURL(tc.url + "x"); ok {
+			t.Error("another URL found this URL's entry")
+		}
+	}
+}
+
+// TestDrop: an entry dropped is gone, and its URL finds nothing.
+func TestDrop(t *testing.T) {
+	c, err := Open(t.TempDir(), 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.free = func(string) int64 { return -1 }
+	data := []byte("the image")
+	if _, _, err := fill(t, c, "http://h/os.img", data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Drop(sumOf(data)); err != nil {
+		t.Fatal(err)
+	}
+	if c.Lookup(sumOf(data)) != "" {
+		t.Error("the entry is still there")
+	}
+	if _, _, _, ok := c.ForURL("http://h/os.img"); ok {
+		t.Error("the URL still finds its dropped entry")
+	}
+	if err := c.Drop(sumOf(data)); err != nil {
+		t.Errorf("dropping it again: %v", err)
 	}
 }

@@ -54,7 +54,11 @@ name, with its folders' or alone, or the start of only one entry's.`,
 			if f.catalog == "" {
 				return &usageError{"images needs an OS list: --catalog URL|FILE or $" + catalogEnv}
 			}
-			entries, err := session.LoadCatalog(c.Context(), f.catalog, session.Config{})
+			opts, err := a.httpOptions()
+			if err != nil {
+				return err
+			}
+			entries, err := session.LoadCatalog(c.Context(), f.catalog, session.Config{HTTP: opts})
 			if err != nil {
 				return err
 			}

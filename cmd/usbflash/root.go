@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"io"
 	"strconv"
 	"time"
@@ -48,6 +49,22 @@ type app struct {
 	listUSB func(context.Context) ([]usbdev.Info, error)
 	// queueDepth is --queue-depth: UAS commands in flight at once.
 	queueDepth int
+	// caCert is --ca-cert: a PEM file of CAs trusted for HTTPS beside
+	// the system's.
+	caCert string
+}
+
+// httpOptions are how images, lists and catalogs at URLs are read: the
+// system's CAs, and --ca-cert's.
+func (a *app) httpOptions() (httpsrc.Options, error) {
+	if a.caCert == "" {
+		return httpsrc.Options{}, nil
+	}
+	roots, err := httpsrc.RootCAsWith(a.caCert)
+	if err != nil {
+		return httpsrc.Options{}, &usageError{"--ca-cert: " + err.Error()}
+	}
+	return httpsrc.Options{RootCAs: roots}, nil
 }
 
 // newReaders is the command's enumeration of readers, with the quirk
@@ -107,6 +124,8 @@ Targets:
 		"how readers are driven: auto (UAS where the reader offers only UAS, Bulk-Only where it offers both: UAS measured no clear gain), bot (Bulk-Only) or uas (USB Attached SCSI)")
 	root.PersistentFlags().IntVar(&a.queueDepth, "queue-depth", usbms.DefaultUASQueueDepth,
 		"READs or WRITEs a UAS reader gets in flight at once, a range cut into that many commands (at most its streams less one)")
+	root.PersistentFlags().StringVar(&a.caCert, "ca-cert", "",
+		"trust the CA certificates in this PEM file for HTTPS, beside the system's (a private CA's server; $SSL_CERT_FILE replaces the system's instead)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newListCommand(a),

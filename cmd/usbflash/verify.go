@@ -72,6 +72,10 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 // verify runs a verify session and presents it.
 func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg session.VerifyConfig, t drive.Spec) error {
 	cfg.Observer = session.ObserverFunc(func(e session.Event) { presentVerify(rep, e) })
+	var err error
+	if cfg.HTTP, err = a.httpOptions(); err != nil {
+		return err
+	}
 	res, err := session.Verify(ctx, cfg, t)
 	if err != nil {
 		return &compareError{err}

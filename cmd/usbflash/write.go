@@ -176,6 +176,9 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		return err
 	}
 	cfg.Cache, cfg.Catalog = f.cache, f.catalog.catalog
+	if cfg.HTTP, err = a.httpOptions(); err != nil {
+		return err
+	}
 	if cfg.CacheMax, err = units.ParseSize(f.cacheSize); err != nil {
 		return &usageError{fmt.Sprintf("--cache-size: %v", err)}
 	}

@@ -35,6 +35,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -57,8 +58,14 @@ const (
 	DefaultRetries     = 5
 	// maxWait bounds a backoff and a Retry-After.
 	maxWait = 2 * time.Minute
-	// maxRedirects is net/http's own default bound.
+	// maxRedirects is how many redirects are followed: 10, as curl's
+	// and the docs' (net/http's default follows 9).
 	maxRedirects = 10
+	// stallSlices is how many ticks a stall window is watched in: a
+	// stall is found within a slice of the window after it is one
+	// window long, not up to two windows as a check once a window
+	// would find it.
+	stallSlices = 12
 )
 
 // Options are how a Client connects and resumes. The zero value is the
@@ -199,12 +206,14 @@ func transport(opts Options, h2 bool) *http.Transport {
 	return t
 }
 
-// errRedirects: the server redirects in a loop (or too far).
-var errRedirects = fmt.Errorf("stopped after %d redirects", maxRedirects)
+// ErrRedirects: the server redirects in a loop (or too far).
+var ErrRedirects = failure.New(failure.Image, fmt.Sprintf("stopped after %d redirects", maxRedirects))
 
+// checkRedirect allows maxRedirects redirects: via holds the requests
+// made, the first and one per redirect followed so far.
 func checkRedirect(_ *http.Request, via []*http.Request) error {
-	if len(via) >= maxRedirects {
-		return errRedirects
+	if len(via) > maxRedirects {
+		return ErrRedirects
 	}
 	return nil
 }
@@ -274,6 +283,27 @@ func (e *StatusError) transient() bool {
 	}
 	return false
 }
+
+// RootCAsWith is the system's CA certificates and those of the PEM file at
+// path (a private CA's), for Options.RootCAs. A file without one
+// certificate is an error.
+func RootCAsWith(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil || roots == nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: %w", path, ErrNoCertificate)
+	}
+	return roots, nil
+}
+
+// ErrNoCertificate: a CA file holds no PEM certificate.
+var ErrNoCertificate = failure.New(failure.Usage, "holds no PEM certificate")
 
 // IsURL says s names an image over HTTP or HTTPS.
 func IsURL(s string) bool {
@@ -567,7 +597,7 @@ func retriable(err error) bool {
 	switch {
 	case errors.As(err, &se):
 		return se.transient()
-	case errors.Is(err, errRedirects), errors.Is(err, ErrResumeWhole), errors.Is(err, ErrChanged), errors.Is(err, ErrBadRange),
+	case errors.Is(err, ErrRedirects), errors.Is(err, ErrResumeWhole), errors.Is(err, ErrChanged), errors.Is(err, ErrBadRange),
 		errors.As(err, &cert), errors.As(err, &unknown), errors.As(err, &host), errors.As(err, &invalid):
 		return false
 	}
@@ -642,31 +672,37 @@ func drain(resp *http.Response, cancel context.CancelFunc) {
 	io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 }
 
-// watch cancels the attempt when fewer than the floor's bytes move in a
-// window; the stop it returns ends the watch.
+// watch cancels the attempt when fewer than the floor's bytes moved in
+// the last window, looked at every slice of it (stallSlices); the stop it
+// returns ends the watch.
 func (b *Body) watch(cancel context.CancelFunc) (stop func()) {
 	o := b.c.opts
 	if o.StallFloor < 0 {
 		return func() {}
 	}
-	ticks, stopTicks := o.Ticker(o.StallWindow)
+	ticks, stopTicks := o.Ticker(max(o.StallWindow/stallSlices, time.Nanosecond))
 	done := make(chan struct{})
 	floor := int64(float64(o.StallFloor) * o.StallWindow.Seconds())
 	go func() {
-		last := b.moved.Load()
-		for {
+		// marks[i] is what had moved at a tick one window ago (at the
+		// start for the first window).
+		var marks [stallSlices]int64
+		for i := range marks {
+			marks[i] = b.moved.Load()
+		}
+		for n := 1; ; n++ {
 			select {
 			case <-done:
 				return
 			case <-ticks:
 			}
-			now := b.moved.Load()
-			if now-last < max(floor, 1) {
+			now, i := b.moved.Load(), n%stallSlices
+			if n >= stallSlices && now-marks[i] < max(floor, 1) {
 				b.stall.Store(true)
 				cancel()
 				return
 			}
-			last = now
+			marks[i] = now
 		}
 	}()
 	var once sync.Once

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -139,7 +142,9 @@ func TestBodyResumes(t *testing.T) {
 		{name: "503 for ever", v: v1, faults: map[int]flakyhttp.Fault{0: {Status: 503}, 1: {Status: 503}, 2: {Status: 503}, 3: {Status: 503}},
 			want: ErrGaveUp, ranges: []string{"", "", "", ""}, retries: 3},
 		{name: "not found", v: v1, path: "/missing", want: fs.ErrNotExist},
-		{name: "redirect loop", v: v1, path: "/loop", want: errRedirects},
+		{name: "redirect loop", v: v1, path: "/loop", want: ErrRedirects},
+		{name: "10 redirects are followed", v: v1, path: "/hops/10/os.img"},
+		{name: "11 redirects are not", v: v1, path: "/hops/11/os.img", want: ErrRedirects},
 	}
 	// Each case read by Read itself and through the read-ahead ring,
 	// whose goroutine meets the faults while Read drains earlier chunks.
@@ -465,6 +470,107 @@ func TestReadAheadClose(t *testing.T) {
 			if n, err := b.Read(make([]byte, 100)); n != 0 || !errors.Is(err, errClosed) {
 				t.Errorf("Read after Close: %d, %v", n, err)
 			}
+		})
+	}
+}
+
+// TestStallFoundAfterOneWindow: a body that stops is found stalled once
+// the window (60 s by default) has passed without the floor's bytes, give
+// or take one slice of it, not up to two windows later. Time is the
+// ticks': each tick the stall watch asked for is its period, ticked by
+// hand once the bytes before the stall were read.
+func TestStallFoundAfterOneWindow(t *testing.T) {
+	data := testData(300<<10, 9)
+	const sent = 100000
+	for _, window := range []time.Duration{DefaultStallWindow, 10 * time.Second} {
+		t.Run(window.String(), func(t *testing.T) {
+			srv := flakyhttp.New(flakyhttp.Version{Data: data, ETag: `"s"`}, map[int]flakyhttp.Fault{0: {StallAt: sent}})
+			stalled := make(chan context.Context, 1)
+			srv.OnStall = func(ctx context.Context) { stalled <- ctx }
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			var mu sync.Mutex
+			var period time.Duration
+			var ticks chan time.Time
+			o := Options{StallWindow: window, Retries: -1,
+				Ticker: func(d time.Duration) (<-chan time.Time, func()) {
+					mu.Lock()
+					defer mu.Unlock()
+					period, ticks = d, make(chan time.Time)
+					return ticks, func() {}
+				}}
+			b, err := New(o).Open(context.Background(), ts.URL+"/os.img")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			read := make(chan error, 1)
+			go func() {
+				_, err := io.Copy(io.Discard, b)
+				read <- err
+			}()
+			ctx := <-stalled
+			for b.Offset() < sent {
+				time.Sleep(time.Millisecond) // the bytes before the stall are read first
+			}
+			mu.Lock()
+			tick, d := ticks, period
+			mu.Unlock()
+			var elapsed time.Duration
+			for ctx.Err() == nil && elapsed <= 3*window {
+				select {
+				case tick <- time.Time{}:
+					elapsed += d
+				case <-ctx.Done():
+				}
+			}
+			if err := <-read; !errors.Is(err, ErrStalled) {
+				t.Fatalf("read: %v, want a stall", err)
+			}
+			if elapsed < window || elapsed > window+window/stallSlices {
+				t.Errorf("the stall was found after %v of ticks, want between %v and %v", elapsed, window, window+window/stallSlices)
+			}
+		})
+	}
+}
+
+// TestRootCAsWith: a private CA's PEM file is trusted beside the system's
+// CAs; a file without a certificate is a usage error.
+func TestRootCAsWith(t *testing.T) {
+	data := testData(50<<10, 4)
+	ts := httptest.NewTLSServer(flakyhttp.New(flakyhttp.Version{Data: data, ETag: `"x"`}, nil))
+	defer ts.Close()
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty.pem")
+	if err := os.WriteFile(empty, []byte("not a certificate\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, file string
+		want       error // RootCAsWith's
+	}{
+		{"the CA's PEM", ca, nil},
+		{"no certificate", empty, ErrNoCertificate},
+		{"no file", filepath.Join(dir, "missing.pem"), fs.ErrNotExist},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			roots, err := RootCAsWith(tc.file)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("RootCAsWith: %v, want %v", err, tc.want)
+			}
+			if err != nil {
+				return
+			}
+			h := newHarness()
+			o := h.options()
+			o.RootCAs = roots
+			got, err := h.readAll(New(o), ts.URL+"/os.img")
+			checkOutcome(t, got, err, data, nil)
 		})
 	}
 }

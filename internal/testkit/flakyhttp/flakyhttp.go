@@ -60,8 +60,8 @@ type Version struct {
 }
 
 // Server serves a Version at Path, the extra files in Files (a checksum
-// list, a block map) and at /loop a redirect to itself; other paths are
-// 404s.
+// list, a block map), at /loop a redirect to itself and at /hops/N/PATH
+// a chain of N redirects ending at /PATH; other paths are 404s.
 type Server struct {
 	mu     sync.Mutex
 	v      Version
@@ -81,6 +81,11 @@ type Server struct {
 	// OnStall, when set, is called as a stall begins, with the request's
 	// context (done once the client gave up).
 	OnStall func(ctx context.Context)
+	// Query, when set, makes the server a pre-signed URL's: a request
+	// whose raw query is not Query (a file beside the image asked
+	// without it, a token of another path) is answered 403, as an object
+	// store answers one whose signature does not cover it.
+	Query string
 }
 
 // New serves v; faults[i] applies to the i-th request for the file
@@ -99,6 +104,23 @@ func (s *Server) Requests() int {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/loop" {
 		http.Redirect(w, r, "/loop", http.StatusFound)
+		return
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/hops/"); ok {
+		n, path, _ := strings.Cut(rest, "/")
+		hops, err := strconv.Atoi(n)
+		switch {
+		case err != nil || hops < 1:
+			http.NotFound(w, r)
+		case hops == 1:
+			http.Redirect(w, r, "/"+path, http.StatusFound)
+		default:
+			http.Redirect(w, r, fmt.Sprintf("/hops/%d/%s", hops-1, path), http.StatusFound)
+		}
+		return
+	}
+	if s.Query != "" && r.URL.RawQuery != s.Query {
+		http.Error(w, "the signature does not match", http.StatusForbidden)
 		return
 	}
 	s.mu.Lock()

@@ -1,0 +1,132 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
+	"github.com/usbflash/usbflash/internal/testkit/testpattern"
+)
+
+// everyEvent keeps each event of a session as text, every field shown.
+type everyEvent struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (l *everyEvent) Observe(e Event) {
+	b, err := json.Marshal(e)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, fmt.Sprintf("%T %+v %s %v", e, e, b, err))
+}
+
+func (l *everyEvent) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.all, "\n")
+}
+
+// TestRunURLSecrets: a URL's password and query token appear in no event,
+// error, report or cache file, whether the write succeeds or fails (a
+// list beside it that says another sum, the image missing), and the
+// cache's URL record is its owner's alone.
+func TestRunURLSecrets(t *testing.T) {
+	t.Parallel()
+	img := testpattern.Bytes(2<<20+300, 61)
+	file := xzBytes(t, img)
+	for _, tc := range []struct {
+		name  string
+		path  string
+		files map[string]string
+		fails bool
+	}{
+		{name: "written, a list beside it", path: "/d/os.img.xz", files: map[string]string{"/d/os.img.xz.sha256": hexSum(file) + "\n"}},
+		{name: "the list says another sum", path: "/d/os.img.xz", files: map[string]string{"/d/os.img.xz.sha256": strings.Repeat("2", 64) + "\n"}, fails: true},
+		{name: "not found", path: "/d/gone.img.xz", fails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := flakyhttp.New(flakyhttp.Version{Data: file, ETag: `"p1"`}, nil)
+			srv.Path = "/d/os.img.xz"
+			for p, body := range tc.files {
+				srv.Files[p] = []byte(body)
+			}
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			url := strings.Replace(ts.URL, "http://", "http://bob:hunter2@", 1) + tc.path + "?X-Amz-Signature=s3cr3t&X-Amz-Credential=AKIAKEY"
+			dir := t.TempDir()
+			report := filepath.Join(dir, "run.json")
+			cache := filepath.Join(dir, "cache")
+			_, spec := newSimCard(t)
+			log := &everyEvent{}
+			res, err := Run(context.Background(), Config{Image: url, TransferSize: 1 << 20, Buffers: 2, Observer: log,
+				HTTP: instantHTTP(), Cache: cache, Report: report}, []drive.Spec{spec})
+			if tc.fails != (err != nil) {
+				t.Fatalf("write: %v\n%s", err, log.text())
+			}
+			shown := []string{log.text(), errText(err), fmt.Sprintf("%+v", res)}
+			if b, err := os.ReadFile(report); err == nil {
+				shown = append(shown, string(b))
+			}
+			filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), "sha256-") || strings.HasSuffix(d.Name(), ".part") {
+					return nil
+				}
+				if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o077 != 0 {
+					t.Errorf("%s is mode %v: others may read it", d.Name(), st.Mode().Perm())
+				}
+				b, _ := os.ReadFile(p)
+				shown = append(shown, string(b))
+				return nil
+			})
+			for _, s := range shown {
+				for _, secret := range []string{"hunter2", "s3cr3t", "AKIAKEY"} {
+					if strings.Contains(s, secret) {
+						t.Errorf("%q is shown:\n%s", secret, s)
+					}
+				}
+			}
+			if !strings.Contains(log.text()+errText(err), "bob:***@") {
+				t.Errorf("the URL is not shown with its password replaced:\n%s", log.text())
+			}
+		})
+	}
+}
+
+// TestRunURLPresigned: beside a pre-signed URL (its token valid for its
+// own path alone) the checksum list, its signature and the block map
+// answer 403: they are not there, said, and the write goes on.
+func TestRunURLPresigned(t *testing.T) {
+	t.Parallel()
+	img := testpattern.Bytes(2<<20+300, 62)
+	file := xzBytes(t, img)
+	srv := flakyhttp.New(flakyhttp.Version{Data: file, ETag: `"p2"`}, nil)
+	srv.Path = "/bucket/os.img.xz"
+	srv.Query = "X-Amz-Signature=abc"
+	srv.Files["/bucket/os.img.xz.sha256"] = []byte(hexSum(file) + "\n")
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	card, spec := newSimCard(t)
+	log := &noteLog{}
+	_, err := Run(context.Background(), Config{Image: ts.URL + "/bucket/os.img.xz?" + srv.Query, TransferSize: 1 << 20, Buffers: 2,
+		Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
+	notes := strings.Join(log.all(), "\n")
+	got, _ := os.ReadFile(card)
+	if err != nil || !bytes.Equal(got[:len(img)], img) {
+		t.Fatalf("write: %v\n%s", err, notes)
+	}
+	if !strings.Contains(notes, ts.URL+"/bucket/os.img.xz.sha256: the server answered 403 Forbidden: taken as not there") {
+		t.Errorf("notes do not say the list was refused:\n%s", notes)
+	}
+}

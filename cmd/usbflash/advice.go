@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/usbflash/usbflash/internal/lib/shown"
 	"strings"
 	"syscall"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/image/imagedst"
 	"github.com/usbflash/usbflash/internal/lib/outfile"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/probe/cardbench"
 	"github.com/usbflash/usbflash/internal/probe/fakecheck"

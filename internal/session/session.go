@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"github.com/usbflash/usbflash/internal/lib/shown"
 	"os"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/image/catalog"
 	"github.com/usbflash/usbflash/internal/image/httpsrc"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"

@@ -3,10 +3,10 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/usbflash/usbflash/internal/lib/shown"
 	"io"
 	"text/tabwriter"
 
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
 )
 

@@ -5,12 +5,12 @@ package readerinfo
 
 import (
 	"fmt"
-	"github.com/usbflash/usbflash/internal/lib/shown"
 	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"

@@ -8,7 +8,6 @@ package termui
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/usbflash/usbflash/internal/lib/shown"
 	"io"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"

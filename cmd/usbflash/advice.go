@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/image/imagedst"
 	"github.com/usbflash/usbflash/internal/lib/outfile"
 	"github.com/usbflash/usbflash/internal/lib/shown"
@@ -122,6 +124,41 @@ func planOf(s failure.Setting) kind {
 	return func(err error) bool { return failure.SettingOf(err) == s && errors.As(err, new(*cardbench.PlanError)) }
 }
 
+// statusAdvice is what to do about a server's answer that is not the file.
+func statusAdvice(e *httpsrc.StatusError) string {
+	switch {
+	case e.Code == 404 || e.Code == 410:
+		return "check the URL: the server has no file there (it may have moved to a newer version)"
+	case e.Code == 401 || e.Code == 403:
+		return "the server refuses the URL: check its user and password or its token (a pre-signed URL expires), or ask the server's owner for access"
+	case e.Code == 429 || e.Code >= 500:
+		return "the server is failing or busy: run the command again later; --cache keeps what was downloaded to resume from"
+	}
+	return "check the URL, and that it is the file itself rather than a page about it"
+}
+
+// httpAdvice is what to do about a URL that could not be read to its end,
+// by its cause: the certificate, the redirects, the file changing, the
+// network.
+func httpAdvice(e *httpsrc.Error) string {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(e, &unknown):
+		return "the server's certificate is signed by a CA this system does not trust: if it is a private CA you trust, name its PEM file with --ca-cert (or set SSL_CERT_FILE), else check the URL"
+	case errors.As(e, &host), errors.As(e, &invalid):
+		return "the server's certificate is not valid for it: check the URL's host name and the server's certificate, and the system's clock"
+	case errors.Is(e, httpsrc.ErrRedirects):
+		return "the server redirects in a loop or too far: check the URL, or give the URL it finally serves the file at"
+	case errors.Is(e, httpsrc.ErrChanged), errors.Is(e, httpsrc.ErrResumeWhole), errors.Is(e, httpsrc.ErrBadRange):
+		return "the file changed on the server during the download, or the server does not resume it: run the command again"
+	case errors.Is(e, httpsrc.ErrNotResumable):
+		return "the connection failed and this server cannot resume it: run the command again on a steadier network, or download the image first"
+	}
+	return "check the network connection (and a proxy in HTTPS_PROXY, NO_PROXY) and the server, and run the command again; --cache keeps what was downloaded to resume from"
+}
+
 // text is advice that is the same for every error of its kind.
 func text(s string) func(error) string { return func(error) string { return s } }
 
@@ -206,6 +243,16 @@ func adviceTable() []advice {
 		{failure.Refused, is(usbms.ErrCapacityOffByOne), text(capacityAdvice)},
 		{failure.Refused, is(drive.ErrOneMedium), text(oneMediumAdvice("VID:PID"))},
 
+		{failure.Image, as[*session.CacheEntryError](), from(func(e *session.CacheEntryError) string {
+			if e.Intact {
+				return "run the command again: it downloads the image from the server, whose copy is checked against the checksum again"
+			}
+			return "run the command again (a station's next card does it): it downloads the image from the server; if copies in --cache keep being damaged, check the disk the cache is on"
+		})},
+		// A URL that could not be read: the server's or the network's
+		// doing, not a disk's (image.ErrUnreadable's advice).
+		{failure.Image, as[*httpsrc.StatusError](), from(statusAdvice)},
+		{failure.Image, as[*httpsrc.Error](), from(httpAdvice)},
 		{failure.Image, as[*image.ChecksumMismatchError](), text("download the image again (with its checksum) and write again")},
 		{failure.Image, as[*image.ChecksumListError](), text(checksumListAdvice)},
 		{failure.Image, as[*image.ChecksumConflictError](), text(checksumListAdvice)},

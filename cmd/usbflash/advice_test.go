@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,10 +16,12 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/image/imagedst"
 	"github.com/usbflash/usbflash/internal/lib/outfile"
 	"github.com/usbflash/usbflash/internal/probe/cardbench"
 	"github.com/usbflash/usbflash/internal/probe/region"
+	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
@@ -50,6 +55,7 @@ func TestAdviceTable(t *testing.T) {
 	cases = append(cases, driveAdviceCases(t)...)
 	cases = append(cases, benchAdviceCases(t)...)
 	cases = append(cases, outputAdviceCases()...)
+	cases = append(cases, urlAdviceCases()...)
 	for _, c := range cases {
 		t.Run(c.kind, func(t *testing.T) {
 			msg, advice := explain(c.err)
@@ -259,6 +265,41 @@ func imageAdviceCases(t *testing.T) []adviceCase {
 		cases = append(cases, adviceCase{"image/inside an archive, " + c, e, advice})
 	}
 	return cases
+}
+
+// urlAdviceCases: a URL that could not be read gets advice about the
+// server, the certificate or the network (never the disk's), and a
+// damaged cache entry advice that reads the server, not the entry again.
+func urlAdviceCases() []adviceCase {
+	const url = "https://h/os.img.xz"
+	cut := func(err error) error {
+		// As the decoder meets it: the stream failed mid-image.
+		return fmt.Errorf("image %s: %w", url, &image.Error{Kind: image.ErrUnreadable, Format: image.FormatXz, Offset: 1 << 20,
+			Err: &httpsrc.Error{URL: url, Offset: 1 << 20, Err: err}})
+	}
+	network := "check the network connection (and a proxy in HTTPS_PROXY, NO_PROXY) and the server, and run the command again; --cache keeps what was downloaded to resume from"
+	mismatch := &image.ChecksumMismatchError{Image: url, From: "the SHA-256 in the name of the cache's entry", Want: strings.Repeat("a", 64), Got: strings.Repeat("b", 64)}
+	return []adviceCase{
+		{"url/dropped for good", cut(fmt.Errorf("%w: 6 in a row, the last: %w", httpsrc.ErrGaveUp, io.ErrUnexpectedEOF)), network},
+		{"url/stalled", cut(fmt.Errorf("%w: 6 in a row, the last: %w", httpsrc.ErrGaveUp, httpsrc.ErrStalled)), network},
+		{"url/404", &httpsrc.Error{URL: url, Err: &httpsrc.StatusError{Code: 404, Status: "404 Not Found"}},
+			"check the URL: the server has no file there (it may have moved to a newer version)"},
+		{"url/403", &httpsrc.Error{URL: url, Err: &httpsrc.StatusError{Code: 403, Status: "403 Forbidden"}},
+			"the server refuses the URL: check its user and password or its token (a pre-signed URL expires), or ask the server's owner for access"},
+		{"url/503", cut(fmt.Errorf("%w: 6 in a row, the last: %w", httpsrc.ErrGaveUp, &httpsrc.StatusError{Code: 503, Status: "503 Service Unavailable"})),
+			"the server is failing or busy: run the command again later; --cache keeps what was downloaded to resume from"},
+		{"url/unknown CA", &httpsrc.Error{URL: url, Err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}},
+			"the server's certificate is signed by a CA this system does not trust: if it is a private CA you trust, name its PEM file with --ca-cert (or set SSL_CERT_FILE), else check the URL"},
+		{"url/redirects", &httpsrc.Error{URL: url, Err: httpsrc.ErrRedirects},
+			"the server redirects in a loop or too far: check the URL, or give the URL it finally serves the file at"},
+		{"url/changed", cut(httpsrc.ErrChanged), "the file changed on the server during the download, or the server does not resume it: run the command again"},
+		{"url/not resumable", cut(httpsrc.ErrNotResumable),
+			"the connection failed and this server cannot resume it: run the command again on a steadier network, or download the image first"},
+		{"cache/damaged", &session.CacheEntryError{Path: "/c/sha256-b", Err: mismatch},
+			"run the command again (a station's next card does it): it downloads the image from the server; if copies in --cache keep being damaged, check the disk the cache is on"},
+		{"cache/not the list's", &session.CacheEntryError{Path: "/c/sha256-b", Intact: true, Err: mismatch},
+			"run the command again: it downloads the image from the server, whose copy is checked against the checksum again"},
+	}
 }
 
 // targetAdviceCases has a case for every kind of path filedev refuses.

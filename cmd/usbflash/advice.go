@@ -11,6 +11,7 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/image/catalog"
 	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/image/imagedst"
 	"github.com/usbflash/usbflash/internal/lib/outfile"
@@ -249,6 +250,7 @@ func adviceTable() []advice {
 			}
 			return "run the command again (a station's next card does it): it downloads the image from the server; if copies in --cache keep being damaged, check the disk the cache is on"
 		})},
+		{failure.Image, is(catalog.ErrUnavailable), text("the folder's list could not be read: check the network and the catalog's server and run the command again; `usbflash images` lists what can be read")},
 		// A URL that could not be read: the server's or the network's
 		// doing, not a disk's (image.ErrUnreadable's advice).
 		{failure.Image, as[*httpsrc.StatusError](), from(statusAdvice)},

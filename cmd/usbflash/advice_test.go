@@ -16,6 +16,7 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/image/catalog"
 	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/image/imagedst"
 	"github.com/usbflash/usbflash/internal/lib/outfile"
@@ -295,6 +296,8 @@ func urlAdviceCases() []adviceCase {
 		{"url/changed", cut(httpsrc.ErrChanged), "the file changed on the server during the download, or the server does not resume it: run the command again"},
 		{"url/not resumable", cut(httpsrc.ErrNotResumable),
 			"the connection failed and this server cannot resume it: run the command again on a steadier network, or download the image first"},
+		{"catalog/unavailable folder", &catalog.FindError{Name: "Broken / OS", Candidates: []string{"Broken: the server answered 404 Not Found"}, Err: catalog.ErrUnavailable},
+			"the folder's list could not be read: check the network and the catalog's server and run the command again; `usbflash images` lists what can be read"},
 		{"cache/damaged", &session.CacheEntryError{Path: "/c/sha256-b", Err: mismatch},
 			"run the command again (a station's next card does it): it downloads the image from the server; if copies in --cache keep being damaged, check the disk the cache is on"},
 		{"cache/not the list's", &session.CacheEntryError{Path: "/c/sha256-b", Intact: true, Err: mismatch},

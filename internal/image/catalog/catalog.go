@@ -2,7 +2,10 @@
 // (a JSON document whose os_list holds entries with a name, a url, the
 // sizes and SHA-256s of the download and of the image it decodes to, and
 // folders of entries as subitems or subitems_url), and finds an entry by
-// name: exactly, or by a prefix only one entry has.
+// name: exactly, or by a prefix only one entry has. A folder whose
+// subitems_url cannot be read is an entry marked unavailable, with why;
+// the rest of the catalog is read. A catalog that is a file may name
+// images by paths relative to it.
 package catalog
 
 import (
@@ -32,6 +35,9 @@ type Entry struct {
 	ExtractSHA256  string `json:"extract_sha256,omitempty"`
 	DownloadSize   int64  `json:"image_download_size,omitempty"`
 	DownloadSHA256 string `json:"image_download_sha256,omitempty"`
+	// Unavailable, for a folder whose list (subitems_url) could not be
+	// read, says why; such an entry has no URL and is never chosen.
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 // item is an os_list element as the format has it.
@@ -65,6 +71,10 @@ const (
 // ErrNotCatalog: a document is not an os_list.
 var ErrNotCatalog = failure.New(failure.Image, "is not an OS list (a JSON document with an os_list array)")
 
+// ErrTooMany: the catalog's folders name more lists, or nest deeper, than
+// a catalog may (a loop of subitems_url).
+var ErrTooMany = failure.New(failure.Image, fmt.Sprintf("its folders name more than %d lists or nest deeper than %d", maxDocuments, maxDepth))
+
 // Error is a catalog that cannot be read or used.
 type Error struct {
 	Ref string
@@ -78,8 +88,11 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Class() failure.Class { return failure.Within(failure.Image, e.Err) }
 
 // Load reads the catalog at ref with read, following subitems_url, and
-// returns its images in the document's order. An entry without a url (a
-// folder whose items could not be read, a separator) is left out.
+// returns its images in the document's order. A folder whose list cannot
+// be read or is not one is an entry with Unavailable set; the catalog
+// itself failing, or its folders passing the limits, is Load's error. An
+// entry without a url (a separator) is left out, as is one whose url no
+// image is read from (rpi-imager's internal://format).
 func Load(ref string, read Read) ([]Entry, error) {
 	l := &loader{read: read}
 	if err := l.load(ref, nil, 0); err != nil {
@@ -96,7 +109,7 @@ type loader struct {
 
 func (l *loader) load(ref string, folders []string, depth int) error {
 	if l.docs++; l.docs > maxDocuments || depth > maxDepth {
-		return &Error{Ref: ref, Err: fmt.Errorf("its folders name more than %d lists or nest deeper than %d", maxDocuments, maxDepth)}
+		return &Error{Ref: ref, Err: ErrTooMany}
 	}
 	data, err := l.read(ref, maxDocument)
 	if err != nil {
@@ -118,10 +131,17 @@ func (l *loader) items(ref string, items []item, folders []string, depth int) er
 				return err
 			}
 		case it.SubitemsURL != "":
-			if err := l.load(resolve(ref, it.SubitemsURL), path, depth+1); err != nil {
-				return err
+			sub := resolve(ref, it.SubitemsURL)
+			if !readable(ref, sub) {
+				continue // internal:// and the like
 			}
-		case it.URL != "" && isImage(resolve(ref, it.URL)):
+			if err := l.load(sub, path, depth+1); err != nil {
+				if errors.Is(err, ErrTooMany) {
+					return err
+				}
+				l.out = append(l.out, Entry{Name: strings.Join(path, " / "), Description: it.Description, Unavailable: unavailable(err)})
+			}
+		case it.URL != "" && readable(ref, resolve(ref, it.URL)):
 			l.out = append(l.out, Entry{Name: strings.Join(path, " / "), Description: it.Description,
 				URL: resolve(ref, it.URL), ReleaseDate: it.ReleaseDate, Devices: it.Devices, InitFormat: it.InitFormat,
 				ExtractSize: it.ExtractSize, ExtractSHA256: strings.ToLower(it.ExtractSHA256),
@@ -147,11 +167,32 @@ func resolve(base, ref string) string {
 	return b.ResolveReference(r).String()
 }
 
-// isImage says a url is one an image is read from: rpi-imager's own items
-// (internal://format) are none.
-func isImage(u string) bool {
+// readable says u, named by the catalog document ref, is read from: an
+// http(s) URL, or for a catalog that is a file also a file's path (a
+// remote catalog never names a local file).
+func readable(ref, u string) bool { return isURL(u) || !isURL(ref) && local(u) }
+
+// isURL says u is an http(s) URL.
+func isURL(u string) bool {
 	p, err := url.Parse(u)
 	return err == nil && (p.Scheme == "http" || p.Scheme == "https")
+}
+
+// local says u is a file's path (a local catalog's image or list, resolved
+// against it), not a URL of another scheme (rpi-imager's
+// internal://format).
+func local(u string) bool {
+	return u != "" && !strings.Contains(u, "://") && !strings.HasPrefix(u, "file:")
+}
+
+// unavailable is why a folder's list could not be read, without the
+// list's own name (Error's), which the folder's entry says.
+func unavailable(err error) string {
+	var ce *Error
+	if errors.As(err, &ce) {
+		return ce.Err.Error()
+	}
+	return err.Error()
 }
 
 // parse reads one os_list document.
@@ -172,6 +213,9 @@ func parse(data []byte) ([]item, error) {
 var (
 	ErrNoEntry   = failure.New(failure.Usage, "no entry of the catalog has this name")
 	ErrAmbiguous = failure.New(failure.Usage, "several entries of the catalog start with this name")
+	// ErrUnavailable: the name is in a folder whose list could not be
+	// read.
+	ErrUnavailable = failure.New(failure.Image, "the catalog's folder that would hold it could not be read")
 )
 
 // FindError is a name that names no entry, or several.
@@ -189,26 +233,38 @@ func (e *FindError) Error() string {
 }
 func (e *FindError) Unwrap() error { return e.Err }
 
-// Find is the entry named name: the one whose name (with its folders',
-// or its own alone) is name, case aside; else the one whose name starts
-// with it.
+// Find is the entry named name: the one whose name with its folders' is
+// name, case aside; else the one whose own name is (an entry at the top
+// is chosen by its name even when a folder holds one of the same name,
+// which its folder's name then chooses); else the one whose name starts
+// with it. An unavailable folder is never chosen, and a name that could
+// only be in one is ErrUnavailable.
 func Find(entries []Entry, name string) (Entry, error) {
 	want := strings.ToLower(strings.TrimSpace(name))
-	var exact, prefix []Entry
+	var full, own, prefix []Entry
+	var blocked []string // unavailable folders the name may be in
 	for _, e := range entries {
-		full := strings.ToLower(e.Name)
-		own := full
-		if i := strings.LastIndex(full, " / "); i >= 0 {
-			own = full[i+3:]
+		whole := strings.ToLower(e.Name)
+		last := whole
+		if i := strings.LastIndex(whole, " / "); i >= 0 {
+			last = whole[i+3:]
+		}
+		if e.Unavailable != "" {
+			if want == whole || strings.HasPrefix(want, whole+" / ") || strings.HasPrefix(whole, want) {
+				blocked = append(blocked, e.Name+": "+e.Unavailable)
+			}
+			continue
 		}
 		switch {
-		case full == want || own == want:
-			exact = append(exact, e)
-		case strings.HasPrefix(full, want) || strings.HasPrefix(own, want):
+		case whole == want:
+			full = append(full, e)
+		case last == want:
+			own = append(own, e)
+		case strings.HasPrefix(whole, want) || strings.HasPrefix(last, want):
 			prefix = append(prefix, e)
 		}
 	}
-	for _, found := range [][]Entry{exact, prefix} {
+	for _, found := range [][]Entry{full, own, prefix} {
 		switch len(found) {
 		case 0:
 			continue
@@ -220,6 +276,9 @@ func Find(entries []Entry, name string) (Entry, error) {
 			names[i] = e.Name
 		}
 		return Entry{}, &FindError{Name: name, Candidates: names, Err: ErrAmbiguous}
+	}
+	if len(blocked) > 0 {
+		return Entry{}, &FindError{Name: name, Candidates: blocked, Err: ErrUnavailable}
 	}
 	return Entry{}, &FindError{Name: name, Err: ErrNoEntry}
 }

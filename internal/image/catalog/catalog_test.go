@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,10 +114,148 @@ func FuzzParse(f *testing.F) {
 		l := &loader{read: func(string, int64) ([]byte, error) { return data, nil }}
 		l.items("https://h/os_list.json", items, nil, 0)
 		for _, e := range l.out {
-			if !isImage(e.URL) {
+			if e.Unavailable == "" && !isURL(e.URL) {
 				t.Errorf("entry %q has a URL no image is read from: %q", e.Name, e.URL)
 			}
 			e.Check()
 		}
 	})
+}
+
+// TestLoadResolves: an image's and a folder's relative URL are resolved
+// against the catalog's location: a URL's, or a local catalog's file
+// (kept as a path, not dropped); a remote catalog never names a local
+// file, and a URL of another scheme is no image.
+func TestLoadResolves(t *testing.T) {
+	dir := t.TempDir()
+	doc := `{"os_list": [
+		{"name": "Beside", "url": "images/os.img.xz"},
+		{"name": "Above", "url": "../os.img"},
+		{"name": "Absolute", "url": "/srv/os.img"},
+		{"name": "Web", "url": "https://h/os.img.xz"},
+		{"name": "Elsewhere", "url": "file:///etc/shadow"},
+		{"name": "Format", "url": "internal://format"},
+		{"name": "Folder", "subitems_url": "more.json"}]}`
+	more := `{"os_list": [{"name": "Inner", "url": "inner.img.gz"}]}`
+	docs := map[string]string{"https://h/c/os_list.json": doc, "https://h/c/more.json": more,
+		filepath.Join(dir, "os_list.json"): doc, filepath.Join(dir, "more.json"): more}
+	read := func(ref string, _ int64) ([]byte, error) {
+		d, ok := docs[ref]
+		if !ok {
+			return nil, os.ErrNotExist
+		}
+		return []byte(d), nil
+	}
+	tests := []struct {
+		ref  string
+		want []string // name=URL
+	}{
+		{filepath.Join(dir, "os_list.json"), []string{
+			"Beside=" + filepath.Join(dir, "images", "os.img.xz"), "Above=" + filepath.Join(filepath.Dir(dir), "os.img"),
+			"Absolute=/srv/os.img", "Web=https://h/os.img.xz", "Folder / Inner=" + filepath.Join(dir, "inner.img.gz")}},
+		{"https://h/c/os_list.json", []string{
+			"Beside=https://h/c/images/os.img.xz", "Above=https://h/os.img", "Absolute=https://h/srv/os.img",
+			"Web=https://h/os.img.xz", "Folder / Inner=https://h/c/inner.img.gz"}},
+	}
+	for _, tc := range tests {
+		entries, err := Load(tc.ref, read)
+		if err != nil {
+			t.Fatalf("Load(%s): %v", tc.ref, err)
+		}
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name+"="+e.URL)
+		}
+		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("Load(%s):\n%s\nwant:\n%s", tc.ref, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+		}
+	}
+}
+
+// TestLoadUnavailableFolder: a folder whose subitems_url cannot be read
+// (missing, not a list) is an entry marked unavailable, with why; the
+// rest of the catalog is read and chosen from, and a name in the broken
+// folder says it cannot be read.
+func TestLoadUnavailableFolder(t *testing.T) {
+	docs := map[string]string{
+		"https://h/os_list.json": `{"os_list": [
+			{"name": "Good OS", "url": "https://h/good.img.xz"},
+			{"name": "Broken", "subitems_url": "missing.json"},
+			{"name": "Page", "subitems_url": "page.json"},
+			{"name": "Others", "subitems_url": "others.json"}]}`,
+		"https://h/page.json":   "<!doctype html>",
+		"https://h/others.json": `{"os_list": [{"name": "Fine", "url": "https://h/fine.img"}]}`,
+	}
+	read := func(ref string, _ int64) ([]byte, error) {
+		d, ok := docs[ref]
+		if !ok {
+			return nil, fmt.Errorf("the server answered 404 Not Found: %w", os.ErrNotExist)
+		}
+		return []byte(d), nil
+	}
+	entries, err := Load("https://h/os_list.json", read)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name+" "+e.Unavailable)
+	}
+	want := []string{"Good OS ", "Broken the server answered 404 Not Found: file does not exist",
+		"Page " + ErrNotCatalog.Error() + ": invalid character '<' looking for beginning of value", "Others / Fine "}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("entries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	tests := []struct {
+		name, want string
+		err        error
+	}{
+		{"good", "Good OS", nil},
+		{"fine", "Others / Fine", nil},
+		{"Broken / Some OS", "", ErrUnavailable},
+		{"page", "", ErrUnavailable},
+		{"Fedora", "", ErrNoEntry},
+	}
+	for _, tc := range tests {
+		e, err := Find(entries, tc.name)
+		if !errors.Is(err, tc.err) || err == nil && e.Name != tc.want {
+			t.Errorf("Find(%q) = %q, %v; want %q, %v", tc.name, e.Name, err, tc.want, tc.err)
+		}
+	}
+	var b strings.Builder
+	if err := List(&b, entries, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Broken (unavailable)") || !strings.Contains(b.String(), "Broken is unavailable: the server answered 404") {
+		t.Errorf("List:\n%s", b.String())
+	}
+}
+
+// TestFindShadowed: an entry at the top whose name a folder's entry has
+// too is chosen by its name, and the folder's by its folder's.
+func TestFindShadowed(t *testing.T) {
+	entries := []Entry{
+		{Name: "Raspberry Pi OS", URL: "https://h/top.img"},
+		{Name: "Archive / Raspberry Pi OS", URL: "https://h/old.img"},
+		{Name: "Archive / Raspberry Pi OS Lite", URL: "https://h/lite.img"},
+		{Name: "Other / Twin", URL: "https://h/a.img"},
+		{Name: "More / Twin", URL: "https://h/b.img"},
+	}
+	tests := []struct {
+		name, want string
+		err        error
+	}{
+		{"Raspberry Pi OS", "Raspberry Pi OS", nil},
+		{"raspberry pi os", "Raspberry Pi OS", nil},
+		{"Archive / Raspberry Pi OS", "Archive / Raspberry Pi OS", nil},
+		{"archive / raspberry pi os lite", "Archive / Raspberry Pi OS Lite", nil},
+		{"Twin", "", ErrAmbiguous},
+		{"more / twin", "More / Twin", nil},
+	}
+	for _, tc := range tests {
+		e, err := Find(entries, tc.name)
+		if !errors.Is(err, tc.err) || err == nil && e.Name != tc.want {
+			t.Errorf("Find(%q) = %q, %v; want %q, %v", tc.name, e.Name, err, tc.want, tc.err)
+		}
+	}
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // List prints entries to w: a table of their names, release dates and
-// the image's and the download's sizes, or with asJSON one JSON object per
-// entry.
+// the image's and the download's sizes (a folder that could not be read
+// marked unavailable, and why said below the table), or with asJSON one
+// JSON object per entry.
 func List(w io.Writer, entries []Entry, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
@@ -27,10 +28,24 @@ func List(w io.Writer, entries []Entry, asJSON bool) error {
 	// A catalog's names are its author's to choose: escaped.
 	out := shown.Writer(tw)
 	fmt.Fprintln(out, "NAME\tRELEASED\tIMAGE\tDOWNLOAD")
+	var why []string
 	for _, e := range entries {
+		if e.Unavailable != "" {
+			fmt.Fprintf(out, "%s (unavailable)\t-\t-\t-\n", e.Name)
+			why = append(why, fmt.Sprintf("%s is unavailable: %s\n", e.Name, e.Unavailable))
+			continue
+		}
 		fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", e.Name, e.ReleaseDate, sizeOrDash(e.ExtractSize), sizeOrDash(e.DownloadSize))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, line := range why {
+		if _, err := io.WriteString(shown.Writer(w), line); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func sizeOrDash(n int64) string {

@@ -92,6 +92,16 @@ type WatchOptions struct {
 // as the card goes in, rarely enough that idle readers cost nothing.
 const DefaultWatchInterval = time.Second
 
+// CanFind is the error Watch ends with at once when find cannot list
+// readers at all (no USB access, no USB support), nil when it can: a
+// caller with work to do before watching (a download) asks first.
+func CanFind(ctx context.Context, find Finder) error {
+	if _, err := find(ctx); err != nil {
+		return &Error{class: failure.Device, Msg: fmt.Sprintf("cannot list readers: %v", err), Err: err}
+	}
+	return nil
+}
+
 // Watch calls card for every card that appears in any reader Finder shows,
 // once per insertion, until ctx is done: a card that stays in is not given
 // again, an emptied slot forgets it, a reader that comes back is new. Each
@@ -106,8 +116,8 @@ func Watch(ctx context.Context, find Finder, opts WatchOptions, card func(ctx co
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultWatchInterval
 	}
-	if _, err := find(ctx); err != nil {
-		return &Error{class: failure.Device, Msg: fmt.Sprintf("cannot list readers: %v", err), Err: err}
+	if err := CanFind(ctx, find); err != nil {
+		return err
 	}
 	w := &watcher{find: find, opts: opts, card: card, readers: map[string]*watchedReader{}, refused: map[string]bool{}}
 	tick := time.NewTicker(opts.Interval)

@@ -164,3 +164,47 @@ func TestRunCacheShared(t *testing.T) {
 		t.Errorf("notes do not say the cache was left to the other run:\n%s", strings.Join(log.all(), "\n"))
 	}
 }
+
+// TestRunCacheFile: a cache given for an image that is a file is said to
+// do nothing, and is not made.
+func TestRunCacheFile(t *testing.T) {
+	t.Parallel()
+	img := testpattern.Bytes(1<<20, 54)
+	path := filepath.Join(t.TempDir(), "os.img")
+	if err := os.WriteFile(path, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(t.TempDir(), "cache")
+	_, spec := newSimCard(t)
+	log := &noteLog{}
+	if _, err := Run(context.Background(), Config{Image: path, TransferSize: 1 << 20, Buffers: 2, Observer: log, Cache: cache},
+		[]drive.Spec{spec}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "The download cache " + cache + " is not used: " + path + " is read where it is, not downloaded"; !slices.Contains(log.all(), want) {
+		t.Errorf("notes:\n%s\nwant %q", strings.Join(log.all(), "\n"), want)
+	}
+	if _, err := os.Stat(cache); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the cache was made: %v", err)
+	}
+}
+
+// TestWatchURLNoReaders: a station writing a URL image where readers
+// cannot be listed at all (no USB access) says so before it downloads
+// the image, not after.
+func TestWatchURLNoReaders(t *testing.T) {
+	t.Parallel()
+	srv := flakyhttp.New(flakyhttp.Version{Data: testpattern.Bytes(1<<20, 55), ETag: `"n1"`}, nil)
+	srv.Path = "/os.img"
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	noUSB := errors.New("no access to USB devices here")
+	find := func(context.Context) ([]drive.Found, error) { return nil, noUSB }
+	_, err := Watch(context.Background(), Config{Image: ts.URL + "/os.img", TransferSize: 1 << 20, Buffers: 2, HTTP: instantHTTP()}, find)
+	if !errors.Is(err, noUSB) {
+		t.Fatalf("Watch: %v, want the readers' error", err)
+	}
+	if n := srv.Requests(); n != 0 {
+		t.Errorf("the image was asked for %d times before the readers were found unlistable", n)
+	}
+}

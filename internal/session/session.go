@@ -385,6 +385,7 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 		return s.res, err
 	}
 	cfg.Image = s.cfg.Image // the catalog entry's URL
+	s.noteCacheUnused()
 	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
 		return s.res, err
 	}

@@ -446,6 +446,15 @@ func (s *session) openLocal(path string, opts image.Options) (*image.Source, err
 	return src, nil
 }
 
+// noteCacheUnused says that a cache given does nothing for an image that
+// is not at a URL (a file, standard input): it keeps downloads only.
+func (s *session) noteCacheUnused() {
+	if s.cfg.Cache == "" || isURL(s.cfg.Image) {
+		return
+	}
+	s.emit(Note{Message: "The download cache " + s.cfg.Cache + " is not used: " + imageName(s.cfg.Image) + " is read where it is, not downloaded"})
+}
+
 // stationCache gives a station (Watch) writing a URL image with no cache
 // a temporary one under the system's temporary directory, so that every
 // card reads the one download (bounded by the free space, as any cache:

@@ -41,6 +41,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 		return s.res, err
 	}
 	cfg.Image = s.cfg.Image // the catalog entry's URL
+	s.noteCacheUnused()
 	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
 		return s.res, err
 	}
@@ -57,6 +58,11 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 		if err := CheckReport(cfg.Report); err != nil {
 			return s.res, err
 		}
+	}
+	// Readers that cannot be listed at all are said before an image is
+	// downloaded, not after.
+	if err := drive.CanFind(ctx, find); err != nil {
+		return s.res, err
 	}
 	// The image must open now, not at the first card; it stays open for
 	// its checksum, hashed once for every card.

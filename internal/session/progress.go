@@ -16,22 +16,26 @@ const progressEvery = 250 * time.Millisecond
 
 // writeProgress turns the engine's reports and the cards' own counts into
 // Progress events, a few times a second through the whole write and sync,
-// also while the engine waits in a group's sync for a slow card.
+// also while the engine waits in a group's sync for a slow card, and while
+// a download moves but the engine has nothing new to say (an xz block of
+// tens of megabytes is decoded only once it has arrived whole).
 type writeProgress struct {
 	s     *session
 	src   *image.Source
 	cards []*card
 	group *fanout.Group
 
-	mu   sync.Mutex
-	last pipeline.Progress
-	seen bool
-	done chan struct{}
-	wg   sync.WaitGroup
+	mu    sync.Mutex
+	last  pipeline.Progress
+	seen  bool
+	fresh bool // the engine reported since the last tick
+	start time.Time
+	done  chan struct{}
+	wg    sync.WaitGroup
 }
 
 func (s *session) watchWrite(src *image.Source, cards []*card, group *fanout.Group) *writeProgress {
-	p := &writeProgress{s: s, src: src, cards: cards, group: group, done: make(chan struct{})}
+	p := &writeProgress{s: s, src: src, cards: cards, group: group, start: time.Now(), done: make(chan struct{})}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -43,10 +47,18 @@ func (s *session) watchWrite(src *image.Source, cards []*card, group *fanout.Gro
 				return
 			case <-tick.C:
 				p.mu.Lock()
-				last, seen := p.last, p.seen
+				last, seen, fresh := p.last, p.seen, p.fresh
+				p.fresh = false
 				p.mu.Unlock()
-				if seen && last.Phase == pipeline.PhaseSync {
+				switch {
+				case seen && last.Phase == pipeline.PhaseSync:
 					p.emit(last)
+				case !fresh && (!seen || last.Phase == pipeline.PhaseWrite) && s.downloadProgress(src) != nil:
+					if !seen {
+						last = pipeline.Progress{Phase: pipeline.PhaseWrite, Total: expectedSize(src)}
+					}
+					last.Elapsed = time.Since(p.start)
+					p.emit(last) // the download's count moves on
 				}
 			}
 		}
@@ -57,7 +69,7 @@ func (s *session) watchWrite(src *image.Source, cards []*card, group *fanout.Gro
 // stream is the engine's progress callback.
 func (p *writeProgress) stream(e pipeline.Progress) {
 	p.mu.Lock()
-	p.last, p.seen = e, true
+	p.last, p.seen, p.fresh = e, true, true
 	p.mu.Unlock()
 	p.emit(e)
 }

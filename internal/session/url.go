@@ -126,13 +126,56 @@ func (s *session) openBody(b *httpsrc.Body, r io.ReadCloser, size int64, name st
 	// goroutine, which decodes while the next bytes arrive (counted in
 	// checkMemory's bound).
 	opts.ReadAhead = b.ReadAhead
+	stop := s.sayOpening(b)
 	src, err := image.OpenStream(r, size, name, opts)
+	stop()
 	if err != nil {
 		r.Close()
 		return nil, &ImageError{Err: fmt.Errorf("image %s: %w", b.URL(), err)}
 	}
 	s.bodies.Store(src, b)
 	return src, nil
+}
+
+// openingNoteEvery is how often the download is said while the image is
+// opened: a decoder that takes whole blocks (xz -T, tens of megabytes
+// each) gives its first bytes only once the first block has arrived.
+const openingNoteEvery = 2 * time.Second
+
+// sayOpening says, every openingNoteEvery until the stop it returns is
+// called, how much of b has arrived while the image's first bytes are
+// awaited.
+func (s *session) sayOpening(b *httpsrc.Body) (stop func()) {
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(openingNoteEvery)
+		defer tick.Stop()
+		var said int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			got, took, _ := b.Stats()
+			if got == said {
+				continue
+			}
+			said = got
+			of := ""
+			if b.Size() >= 0 {
+				of = " of " + units.FormatBytes(b.Size())
+			}
+			s.emit(Note{Message: fmt.Sprintf("Downloading %s: %s%s in %s (%s), before the image's first bytes: its decoder takes whole blocks",
+				b.URL(), units.FormatBytes(got), of, took.Round(time.Second), units.FormatRate(float64(got)/max(took.Seconds(), 1e-3)))})
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
 }
 
 // downloadProgress is the download of src so far (nil for an image not

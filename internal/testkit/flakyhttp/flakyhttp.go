@@ -46,6 +46,11 @@ type Fault struct {
 	// Chunk sends the body in pieces of this size, flushing each (a
 	// trickle; 0: as one).
 	Chunk int
+	// PauseAt holds the body at this offset until Resume is closed (or
+	// the client gives up), then sends the rest: a slow link's wait,
+	// ended by the test.
+	PauseAt int64
+	Resume  <-chan struct{}
 }
 
 // Version is a file's content and validators.
@@ -220,6 +225,20 @@ func (s *Server) body(w http.ResponseWriter, r *http.Request, data []byte, start
 	}
 	if f.StallAt > start && f.StallAt < cut {
 		cut = f.StallAt
+	}
+	if f.PauseAt > start && f.PauseAt < cut {
+		if _, err := w.Write(data[start:f.PauseAt]); err != nil {
+			return
+		}
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		select {
+		case <-f.Resume:
+		case <-r.Context().Done():
+			return
+		}
+		start = f.PauseAt
 	}
 	chunk := int64(f.Chunk)
 	if chunk <= 0 {

@@ -20,7 +20,7 @@ package layers
 const policy = `
 NONE < internal/failure, internal/lib/units, internal/lib/aligned,
   internal/lib/splitmix, internal/lib/flock, internal/lib/buildinfo,
-  internal/lib/stopsignal, internal/image/xzdec, internal/ui/eventsdoc,
+  internal/lib/stopsignal, internal/lib/shown, internal/image/xzdec, internal/ui/eventsdoc,
   internal/dist, internal/layers, internal/probe/fakecheck/fakecases,
   internal/testkit/factsonly, internal/testkit/flakyhttp,
   internal/testkit/osimage, internal/testkit/readonly,
@@ -31,7 +31,8 @@ internal/failure < internal/lib/linuxdisk, internal/lib/outfile, scsi;
 internal/lib/units < internal/lib/parttable;
 internal/failure, internal/lib/units < BASE;
 internal/failure, internal/lib/units, internal/lib/aligned,
-  internal/lib/flock, internal/lib/linuxdisk, internal/lib/splitmix < LIB;
+  internal/lib/flock, internal/lib/linuxdisk, internal/lib/splitmix,
+  internal/lib/shown < LIB;
 
 # The public libraries: each other and the helpers below them, nothing
 # else internal.
@@ -52,8 +53,8 @@ pipeline, pipeline/blockdev, pipeline/fanout, pipeline/filedev < ENGINE;
 
 # Images: formats in, block maps, backups out; the network and the cache.
 BASE, internal/image/xzdec < internal/image;
-BASE < internal/image/httpsrc, internal/image/catalog;
-internal/failure, internal/lib/flock < internal/image/dlcache;
+BASE, internal/lib/shown < internal/image/httpsrc, internal/image/catalog;
+internal/failure, internal/lib/flock, internal/lib/shown < internal/image/dlcache;
 pipeline/blockdev < internal/image/bmap;
 BASE, internal/image/bmap, pipeline, pipeline/blockdev, internal/lib/outfile,
   internal/lib/parttable < internal/image/imagedst;
@@ -82,10 +83,10 @@ internal/failure, internal/session < internal/station/slotlog, internal/station/
 
 # Presenters.
 internal/probe/cardbench, internal/session, pipeline < internal/ui/jsonevents;
-internal/lib/units, internal/drive < internal/ui/readerinfo;
+internal/lib/units, internal/lib/shown, internal/drive < internal/ui/readerinfo;
 internal/lib/units, internal/lib/outfile, internal/probe/cardbench,
   internal/ui/jsonevents < internal/ui/benchview;
-BASE, internal/drive, internal/image, internal/session, pipeline,
+BASE, internal/lib/shown, internal/drive, internal/image, internal/session, pipeline,
   internal/ui/jsonevents, internal/ui/readerinfo < internal/ui/termui;
 internal/ui/eventsdoc < internal/ui/eventsdoc/gen;
 

@@ -194,7 +194,7 @@ type Claim struct {
 // Claim locks url's .part (made empty if missing) for this run, or fails
 // with ErrBusy when another run holds it.
 func (c *Cache) Claim(url string) (*Claim, error) {
-	f, err := os.OpenFile(c.partPath(url), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(c.partPath(url), os.O_RDWR|os.O_CREATE, 0o644) // the image, no secret
 	if err != nil {
 		return nil, err
 	}

@@ -143,7 +143,7 @@ func TestCustomize(t *testing.T) {
 	got := bootFilesInGuest(t, m, serials[:2], "cmdline.txt", "config.txt", "firstrun.sh", "overlays/a long payload name.bin")
 	for i, s := range serials[:2] {
 		f := got[s]
-		if want := fmt.Sprintf("imager_custom set_hostname station-%d\n", i+1); !strings.Contains(f["firstrun.sh"], want) {
+		if want := fmt.Sprintf("NEW_HOSTNAME='station-%d'\n", i+1); !strings.Contains(f["firstrun.sh"], want) {
 			t.Errorf("%s: firstrun.sh lacks %q:\n%s", s, want, f["firstrun.sh"])
 		}
 		if !strings.HasSuffix(f["cmdline.txt"], " systemd.run=/boot/firstrun.sh systemd.run_success_action=reboot systemd.unit=kernel-command-line.target") {
@@ -208,7 +208,7 @@ kill -INT $pid; wait $pid; rc=$?; cat /tmp/cw.out; exit $rc`)
 		wantText(t, r, "usbflash customize", "customised (systemd, FAT32): firstrun.sh, cmdline.txt; read back the same")
 	}
 	f := bootFilesInGuest(t, m, serials[2:], "firstrun.sh", "cmdline.txt")["CUST3"]
-	if !strings.Contains(f["firstrun.sh"], "imager_custom set_hostname later-1\n") {
+	if !strings.Contains(f["firstrun.sh"], "NEW_HOSTNAME='later-1'\n") {
 		t.Errorf("customised in place: firstrun.sh lacks later-1:\n%s", f["firstrun.sh"])
 	}
 	if strings.Count(f["cmdline.txt"], "systemd.run=") != 1 || strings.Contains(f["cmdline.txt"], "ds=nocloud") {

@@ -1,8 +1,10 @@
 package customize
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,6 +54,10 @@ var (
 // ErrNoCmdline is a systemd format asked of a boot partition without
 // cmdline.txt: the script could not be started.
 var ErrNoCmdline = failure.New(failure.Refused, "the boot partition has no cmdline.txt to start firstrun.sh from")
+
+// ErrReadBack is a file that reads back from the boot partition other
+// than it was written.
+var ErrReadBack = errors.New("a file written into the boot partition reads back different")
 
 // planned is what plan found: the boot partition, the format, cmdline.txt.
 type planned struct {
@@ -151,6 +157,14 @@ func Apply(v Volume, blockSize int, c Config, opts Options) (Result, error) {
 		if err := fat.writeFile(name, data); err != nil {
 			return fmt.Errorf("writing %s into the %s boot partition: %w", name, fat.kind, err)
 		}
+		// Read back through the file system as the system will read it:
+		// what the FAT library wrote is the file meant, or nothing is
+		// said to have been customised.
+		if back, _, err := fat.readFile(name); err != nil {
+			return fmt.Errorf("reading back %s from the %s boot partition: %w", name, fat.kind, err)
+		} else if !bytes.Equal(back, data) {
+			return fmt.Errorf("%w: %s reads back as %d bytes that differ from the %d written", ErrReadBack, name, len(back), len(data))
+		}
 		sum := sha256.Sum256(data)
 		res.Files = append(res.Files, File{Name: name, Size: len(data), SHA256: hex.EncodeToString(sum[:])})
 		return nil
@@ -189,13 +203,24 @@ func Apply(v Volume, blockSize int, c Config, opts Options) (Result, error) {
 		}
 		addition = systemdRun
 	case format == FormatPreseed:
-		if toml := s.preseed(); toml != nil {
+		toml, err := s.preseed()
+		if err != nil {
+			return res, err
+		}
+		if toml != nil {
 			if err := write("rpi-preseed.toml", toml); err != nil {
 				return res, err
 			}
 		}
 	case format.cloud():
-		user, network := s.userData(), s.networkConfig()
+		user, err := s.userData()
+		if err != nil {
+			return res, err
+		}
+		network, err := s.networkConfig()
+		if err != nil {
+			return res, err
+		}
 		if user != nil {
 			user = append([]byte("#cloud-config\n"), user...)
 		}
@@ -215,7 +240,11 @@ func Apply(v Volume, blockSize int, c Config, opts Options) (Result, error) {
 				now = opts.Now
 			}
 			id := fmt.Sprintf("usbflash-%d-%d", now().UnixMilli(), opts.Card)
-			if err := write("meta-data", []byte("instance-id: "+id+"\n")); err != nil {
+			meta, err := metaData(id)
+			if err != nil {
+				return res, err
+			}
+			if err := write("meta-data", meta); err != nil {
 				return res, err
 			}
 			if user != nil {

@@ -34,7 +34,7 @@ var trixieBoot = map[string]string{
 var fixedNow = func() time.Time { return time.UnixMilli(1764700000000) }
 
 func testConfig() Config {
-	return Config{Hostname: "station-{n}", User: "maker", Password: "s3cret", SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB maker@host"},
+	return Config{Hostname: "station-{n}", User: "maker", Password: "s3cret", SSHKeys: []string{keyEd25519 + " maker@host"},
 		WiFi: WiFi{SSID: "Workshop", Password: "correct horse", Country: "GB"}, Keymap: "gb", Timezone: "Europe/London",
 		ConfigTxt: []string{"dtparam=i2c_arm=on", "enable_uart=1"}}
 }
@@ -90,7 +90,7 @@ func TestApplyFATs(t *testing.T) {
 			if want := "# For more options\ndtparam=i2c_arm=on\ndtparam=audio=on\nenable_uart=1\n"; got["config.txt"] != want {
 				t.Errorf("config.txt = %q, want %q", got["config.txt"], want)
 			}
-			if !strings.Contains(got["firstrun.sh"], "imager_custom set_hostname station-3\n") {
+			if !strings.Contains(got["firstrun.sh"], "NEW_HOSTNAME='station-3'\n") {
 				t.Errorf("firstrun.sh does not set the hostname:\n%s", got["firstrun.sh"])
 			}
 			if got["overlays/a long payload name.bin"] != string(payload) {
@@ -233,8 +233,11 @@ func TestConfigCheck(t *testing.T) {
 
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
-	toml := "hostname = \"pi-{n}\"\nuser = \"maker\"\nssh_keys = [\"ssh-ed25519 AAA k\"]\nfirst_run = \"run.sh\"\n[wifi]\nssid = \"Net\"\npassword = \"passphrase\"\n"
-	yaml := "hostname: pi-{n}\nuser: maker\nssh_keys: [\"ssh-ed25519 AAA k\"]\nfirst_run: run.sh\nwifi:\n  ssid: Net\n  password: passphrase\n"
+	if err := os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	toml := "hostname = \"pi-{n}\"\nuser = \"maker\"\nssh_keys = [\"" + keyEd25519 + " k\"]\nfirst_run = \"run.sh\"\n[wifi]\nssid = \"Net\"\npassword = \"passphrase\"\n"
+	yaml := "hostname: pi-{n}\nuser: maker\nssh_keys: [\"" + keyEd25519 + " k\"]\nfirst_run: run.sh\nwifi:\n  ssid: Net\n  password: passphrase\n"
 	for name, text := range map[string]string{"c.toml": toml, "c.yaml": yaml, "bad.toml": toml + "colour = 1\n", "bad.yml": yaml + "colour: 1\n", "c.json": "{}"} {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
@@ -258,21 +261,21 @@ func TestLoad(t *testing.T) {
 
 func TestMergeAndKeys(t *testing.T) {
 	no := false
-	file := Config{Hostname: "from-file", User: "maker", SSHKeys: []string{"ssh-ed25519 A"}, WiFi: WiFi{SSID: "Net", Password: "passphrase"}}
-	got := file.Merge(Config{Hostname: "from-flag", SSHKeys: []string{"ssh-rsa B"}, SSHPasswordAuth: &no, WiFi: WiFi{Country: "FR"}})
+	file := Config{Hostname: "from-file", User: "maker", SSHKeys: []string{keyEd25519}, WiFi: WiFi{SSID: "Net", Password: "passphrase"}}
+	got := file.Merge(Config{Hostname: "from-flag", SSHKeys: []string{keyECDSA}, SSHPasswordAuth: &no, WiFi: WiFi{Country: "FR"}})
 	if got.Hostname != "from-flag" || got.User != "maker" || len(got.SSHKeys) != 2 || got.SSHPasswordAuth != &no ||
 		got.WiFi != (WiFi{SSID: "Net", Password: "passphrase", Country: "FR"}) {
 		t.Errorf("Merge = %+v", got)
 	}
 	pub := filepath.Join(t.TempDir(), "keys.pub")
-	if err := os.WriteFile(pub, []byte("# mine\nssh-ed25519 AAA one\n\nssh-rsa BBB two\n"), 0o600); err != nil {
+	if err := os.WriteFile(pub, []byte("# mine\n"+keyEd25519+" one\n\n"+keyECDSA+" two\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		value string
 		want  int
 		ok    bool
-	}{{"ssh-ed25519 AAA me@host", 1, true}, {pub, 2, true}, {filepath.Join(t.TempDir(), "none.pub"), 0, false}} {
+	}{{keyEd25519 + " me@host", 1, true}, {pub, 2, true}, {"ssh-ed25519 AAA me@host", 0, false}, {filepath.Join(t.TempDir(), "none.pub"), 0, false}} {
 		keys, err := ReadKeys(tc.value)
 		if (err == nil) != tc.ok || len(keys) != tc.want {
 			t.Errorf("ReadKeys(%q) = %q, %v", tc.value, keys, err)
@@ -289,7 +292,7 @@ func TestErrorTexts(t *testing.T) {
 	cases := []Config{
 		{Password: "a", PasswordHash: "$6$x"}, {PasswordHash: "x"}, {WiFi: WiFi{Password: "12345678"}},
 		{WiFi: WiFi{SSID: strings.Repeat("s", 33)}}, {WiFi: WiFi{SSID: "s", Password: "short"}},
-		{SSHKeys: []string{"ssh-rsa A\nssh-rsa B"}}, {Files: map[string]string{"a:b": "x"}}, {InitFormat: "x"},
+		{SSHKeys: []string{keyEd25519 + "\n" + keyECDSA}}, {Files: map[string]string{"a:b": "x"}}, {InitFormat: "x"},
 	}
 	for _, c := range cases {
 		err := c.Check()
@@ -300,5 +303,30 @@ func TestErrorTexts(t *testing.T) {
 	}
 	for _, err := range []error{ErrUnrecognised, ErrNoCmdline, ErrFull, ErrEmptyFile, ErrNotFAT} {
 		factsonly.Check(t, err.Error())
+	}
+}
+
+// TestApplyLongFiles: an image's config.txt and cmdline.txt longer than
+// a sector (Raspberry Pi OS's config.txt is 1.2 KB) are read whole and
+// nothing more: read in pieces, go-diskfs returned the rest of their last
+// cluster with them, and the customised files carried kilobytes of zeros.
+func TestApplyLongFiles(t *testing.T) {
+	config := strings.Repeat("# a comment line of the image's config.txt, as long as it is\n", 24) + "#dtparam=i2c_arm=on\n"
+	cmdline := "console=serial0,115200 console=tty1 root=PARTUUID=4e639091-02 rootfstype=ext4 fsck.repair=yes rootwait quiet" +
+		strings.Repeat(" opt=value", 60) + " init=/usr/lib/raspberrypi-sys-mods/firstboot\n"
+	for _, spec := range []fatSpec{{fat: "16", kib: 32768, cluster: 4}, {fat: "32", kib: 130 << 10, cluster: 2}} {
+		spec.files = map[string]string{"config.txt": config, "cmdline.txt": cmdline, "issue.txt": "Raspberry Pi reference\n"}
+		disk := makeDisk(t, spec)
+		c := Config{Hostname: "kiosk", ConfigTxt: []string{"dtparam=i2c_arm=on", "enable_uart=1"}}
+		if _, err := Apply(disk, 512, c, Options{Now: fixedNow}); err != nil {
+			t.Fatal(err)
+		}
+		got := checkFS(t, disk, "config.txt", "cmdline.txt")
+		if want := strings.Replace(config, "#dtparam", "dtparam", 1) + "enable_uart=1\n"; got["config.txt"] != want {
+			t.Errorf("FAT%s: config.txt is %d bytes, want %d", spec.fat, len(got["config.txt"]), len(want))
+		}
+		if want := strings.TrimSpace(cmdline) + systemdRun; got["cmdline.txt"] != want {
+			t.Errorf("FAT%s: cmdline.txt is %d bytes, want %d", spec.fat, len(got["cmdline.txt"]), len(want))
+		}
 	}
 }

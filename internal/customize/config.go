@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/BurntSushi/toml"
 	"go.yaml.in/yaml/v3"
@@ -102,6 +103,28 @@ func Load(path string) (Config, error) {
 		return Config{}, &failure.SettingError{Setting: SettingFile, Err: fmt.Errorf("%s: %w", path, err)}
 	}
 	c.resolve(filepath.Dir(path))
+	for i, k := range c.SSHKeys {
+		if c.SSHKeys[i], err = ParseKey(k); err != nil {
+			return Config{}, &failure.SettingError{Setting: SettingFile, Err: fmt.Errorf("%s: ssh_keys: %w", path, (&ValueError{Value: k, Rule: ruleSSHKey}))}
+		}
+	}
+	// The file's values are checked as the file's: an error names the
+	// file and the key, not a flag that may give the same setting.
+	if err := c.Check(); err != nil {
+		var ve *ValueError
+		var se *failure.SettingError
+		switch {
+		case errors.As(err, &ve) && ve.Value == "":
+			err = fmt.Errorf("%s: %w", ve.Key, ve) // a secret: the rule alone
+		case errors.As(err, &ve):
+			err = fmt.Errorf("%s %w", ve.Key, ve)
+		case errors.As(err, &se) && se.Setting == SettingInitFormat:
+			err = fmt.Errorf("init_format %w", se.Err)
+		case errors.As(err, &se):
+			err = se.Err
+		}
+		return Config{}, &failure.SettingError{Setting: SettingFile, Err: fmt.Errorf("%s: %w", path, err)}
+	}
 	return c, nil
 }
 
@@ -127,31 +150,26 @@ func (c *Config) Empty() bool {
 }
 
 // Check refuses a Config that cannot be written as asked, before anything
-// is: both a password and a hash, a Wi-Fi password without a network, a
-// hostname that is not one, a file that cannot be read.
+// is: a value that breaks its kind's rule (validate.go; with its templates
+// replaced by exampleVars, each card's own values being checked by For),
+// both a password and a hash, a Wi-Fi password without a network, a file
+// that cannot be read or that cloud-init would not take.
 func (c *Config) Check() error {
 	bad := func(format string, args ...any) error {
 		return &failure.SettingError{Setting: SettingFile, Err: fmt.Errorf(format, args...)}
 	}
+	if _, err := ParseFormat(c.InitFormat); err != nil {
+		return err
+	}
+	e := c.Expand(exampleVars)
+	if ve := checkValues(c, &e); ve != nil {
+		return settingError(ve)
+	}
 	if c.Password != "" && c.PasswordHash != "" {
 		return bad("both a password and a password hash")
 	}
-	if c.PasswordHash != "" && !strings.HasPrefix(c.PasswordHash, "$") {
-		return bad("password hash %.3q... is not a crypt(3) hash", c.PasswordHash)
-	}
 	if c.WiFi.SSID == "" && (c.WiFi.Password != "" || c.WiFi.Hidden) {
 		return bad("a Wi-Fi password or hidden network without an SSID")
-	}
-	if c.WiFi.SSID != "" && len(c.WiFi.SSID) > 32 {
-		return bad("Wi-Fi SSID %q is longer than 32 bytes", c.WiFi.SSID)
-	}
-	if p := c.WiFi.Password; p != "" && (len(p) < 8 || len(p) > 64 || (len(p) == 64 && !isHex(p))) {
-		return bad("Wi-Fi password of %d characters: a passphrase has 8 to 63, a key 64 hex digits", len(p))
-	}
-	for _, k := range c.SSHKeys {
-		if strings.ContainsAny(strings.TrimSpace(k), "\r\n") {
-			return bad("an SSH key spans several lines")
-		}
 	}
 	for _, p := range []string{c.FirstRun, c.UserData, c.NetworkConfig} {
 		if p == "" {
@@ -161,16 +179,23 @@ func (c *Config) Check() error {
 			return &failure.SettingError{Setting: SettingFile, Err: err}
 		}
 	}
+	if c.UserData != "" {
+		if err := checkFile("user_data", c.UserData, checkUserData); err != nil {
+			return &failure.SettingError{Setting: SettingFile, Err: err}
+		}
+	}
+	if c.NetworkConfig != "" {
+		if err := checkFile("network_config", c.NetworkConfig, checkYAMLMapping); err != nil {
+			return &failure.SettingError{Setting: SettingFile, Err: err}
+		}
+	}
 	for name, p := range c.Files {
 		if err := checkBootName(name); err != nil {
-			return bad("file %q: %w", name, err)
+			return bad("files: %s: %w", quote(name), err)
 		}
 		if _, err := os.Stat(p); err != nil {
 			return &failure.SettingError{Setting: SettingFile, Err: err}
 		}
-	}
-	if _, err := ParseFormat(c.InitFormat); err != nil {
-		return err
 	}
 	return nil
 }
@@ -178,7 +203,8 @@ func (c *Config) Check() error {
 // checkBootName refuses a name no FAT directory entry can have, or one
 // that leaves the partition.
 func checkBootName(name string) error {
-	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "..") || strings.ContainsAny(name, "\\:*?\"<>|") {
+	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "..") || strings.ContainsAny(name, "\\:*?\"<>|") ||
+		strings.IndexFunc(name, unicode.IsControl) >= 0 {
 		return errors.New("not a file name inside the boot partition")
 	}
 	return nil
@@ -200,17 +226,13 @@ type Vars struct {
 	CardSerial string // {card_serial}: the card's own serial (its SCSI unit serial)
 }
 
-// Expand is c with every template replaced by v's values; a template whose
-// value is unknown expands to "unknown" so two cards never silently share
-// a blank.
+// Expand is c with every template replaced by v's values, unchecked (For
+// checks them). A serial is a device's word, hostile input: only its
+// letters, digits and single hyphens are put in (deviceValue), and one
+// that is unknown expands to "unknown" so two cards never silently share a
+// blank.
 func (c Config) Expand(v Vars) Config {
-	or := func(s string) string {
-		if s == "" {
-			return "unknown"
-		}
-		return s
-	}
-	r := strings.NewReplacer("{n}", fmt.Sprint(v.N), "{usb_serial}", or(v.USBSerial), "{card_serial}", or(v.CardSerial))
+	r := strings.NewReplacer("{n}", fmt.Sprint(v.N), "{usb_serial}", deviceValue(v.USBSerial), "{card_serial}", deviceValue(v.CardSerial))
 	c.Hostname, c.User, c.Password = r.Replace(c.Hostname), r.Replace(c.User), r.Replace(c.Password)
 	c.WiFi.SSID, c.WiFi.Password = r.Replace(c.WiFi.SSID), r.Replace(c.WiFi.Password)
 	c.Locale, c.Keymap, c.Timezone = r.Replace(c.Locale), r.Replace(c.Keymap), r.Replace(c.Timezone)
@@ -261,12 +283,17 @@ func (c Config) Merge(o Config) Config {
 
 // ReadKeys is the SSH public keys a value stands for: the value itself
 // when it is a key (ssh-, ecdsa-, sk- ...), else the keys of the file it
-// names (an id_*.pub or an authorized_keys), one a line.
+// names (an id_*.pub or an authorized_keys), one a line; each checked
+// (ParseKey), an error naming the line.
 func ReadKeys(value string) ([]string, error) {
 	v := strings.TrimSpace(value)
 	for _, p := range []string{"ssh-", "ecdsa-", "sk-ssh-", "sk-ecdsa-"} {
 		if strings.HasPrefix(v, p) {
-			return []string{v}, nil
+			key, err := ParseKey(v)
+			if err != nil {
+				return nil, &failure.SettingError{Setting: SettingSSHKey, Err: &ValueError{Key: "ssh_keys", Value: v, Rule: ruleSSHKey}}
+			}
+			return []string{key}, nil
 		}
 	}
 	data, err := os.ReadFile(v)
@@ -274,10 +301,15 @@ func ReadKeys(value string) ([]string, error) {
 		return nil, &failure.SettingError{Setting: SettingSSHKey, Err: err}
 	}
 	var keys []string
-	for _, l := range strings.Split(string(data), "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			keys = append(keys, l)
+	for i, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
+			continue
 		}
+		key, err := ParseKey(l)
+		if err != nil {
+			return nil, &failure.SettingError{Setting: SettingSSHKey, Err: fmt.Errorf("%s line %d: %w", v, i+1, &ValueError{Key: "ssh_keys", Value: l, Rule: ruleSSHKey})}
+		}
+		keys = append(keys, key)
 	}
 	if len(keys) == 0 {
 		return nil, &failure.SettingError{Setting: SettingSSHKey, Err: fmt.Errorf("%s holds no key", v)}

@@ -110,24 +110,40 @@ func (b *bootFS) lookup(name string) (string, error) {
 	return "", nil
 }
 
-// readFile reads a root directory file; ok is false when it is absent.
+// readFile reads a file (of the root directory, matched without regard to
+// case, or a path below it); ok is false when it is absent.
 func (b *bootFS) readFile(name string) ([]byte, bool, error) {
-	stored, err := b.lookup(name)
-	if err != nil || stored == "" {
-		return nil, false, err
+	p := strings.TrimPrefix(path.Clean("/"+name), "/")
+	if path.Dir(p) == "." {
+		stored, err := b.lookup(p)
+		if err != nil || stored == "" {
+			return nil, false, err
+		}
+		p = stored
 	}
-	if fi, err := b.fs.Stat(stored); err != nil {
+	fi, err := b.fs.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
+	case err != nil:
 		return nil, false, err
-	} else if fi.Size() == 0 {
+	case fi.Size() == 0:
 		return nil, true, nil // go-diskfs cannot open an empty file for reading (its #419)
 	}
-	f, err := b.fs.OpenFile(stored, os.O_RDONLY)
+	f, err := b.fs.OpenFile(p, os.O_RDONLY)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
-	return data, true, err
+	// One read of the whole file: go-diskfs's File.Read (v1.9.4) reads a
+	// cluster's rest past the file's end when a read starts inside a
+	// cluster, which io.ReadAll's growing reads do (a 600-byte
+	// cmdline.txt read back with zeros after it).
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, true, err
+	}
+	return data, true, nil
 }
 
 // writeFile replaces (or creates) a file of the boot partition with data.

@@ -1,22 +1,28 @@
 package customize
 
 import (
+	"cmp"
 	"crypto/pbkdf2"
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/GehirnInc/crypt/sha512_crypt"
+	"go.yaml.in/yaml/v3"
 )
 
-// The texts below follow Raspberry Pi Imager's generators
-// (src/customization_generator.cpp) line for line, so that an image's
-// first-boot tools (raspberrypi-sys-mods' imager_custom, userconf-pi,
-// cloud-init, rpi-preseed) read what they were made to read.
+// The files below say what Raspberry Pi Imager's generators
+// (src/customization_generator.cpp) say, so that an image's first-boot
+// tools (raspberrypi-sys-mods' imager_custom, userconf-pi, cloud-init,
+// rpi-preseed) read what they were made to read; every value in them is
+// checked (validate.go) and written through its language's encoder
+// (encode.go), never pasted into the text.
 
 // settings are a Config's values resolved for the generators: the
 // password as a crypt hash, the Wi-Fi key derived, the SSH choices made.
@@ -34,7 +40,7 @@ type settings struct {
 func resolve(c *Config, rnd io.Reader) (settings, error) {
 	s := settings{
 		hostname: strings.TrimSpace(c.Hostname), user: strings.TrimSpace(c.User),
-		ssid: c.WiFi.SSID, country: strings.TrimSpace(c.WiFi.Country), hidden: c.WiFi.Hidden,
+		ssid: c.WiFi.SSID, country: strings.ToUpper(strings.TrimSpace(c.WiFi.Country)), hidden: c.WiFi.Hidden,
 		keymap: strings.TrimSpace(c.Keymap), timezone: strings.TrimSpace(c.Timezone), locale: strings.TrimSpace(c.Locale),
 	}
 	for _, k := range c.SSHKeys {
@@ -49,7 +55,7 @@ func resolve(c *Config, rnd io.Reader) (settings, error) {
 	}
 	s.passHash = c.PasswordHash
 	if c.Password != "" {
-		h, err := CryptPassword(strings.NewReplacer("\r", "", "\n", "").Replace(c.Password), rnd)
+		h, err := CryptPassword(c.Password, rnd)
 		if err != nil {
 			return settings{}, err
 		}
@@ -99,19 +105,14 @@ func WiFiKey(password, ssid string) string {
 	return hex.EncodeToString(key)
 }
 
-// shellQuote quotes v for sh in single quotes.
-func shellQuote(v string) string { return "'" + strings.ReplaceAll(v, "'", `'"'"'`) + "'" }
-
-// tomlQuote is v as rpi-preseed's TOML basic string: backslash and quote
-// escaped, line breaks dropped.
-func tomlQuote(v string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\r", "", "\n", "").Replace(v) + `"`
-}
-
-// FirstRun is the systemd format's firstrun.sh: run once by systemd.run
+// firstRun is the systemd format's firstrun.sh: run once by systemd.run
 // from the kernel command line, it applies the settings with
 // raspberrypi-sys-mods' imager_custom (or by hand where the image lacks
-// it), then removes itself and its command-line entry.
+// it), then removes itself and its command-line entry. Every value is in
+// single quotes (shellQuote), also where the script writes it into a file
+// that is itself a shell fragment (/etc/default/keyboard); the values that
+// go into sed expressions are ones whose rule leaves sed nothing to read in
+// them (a host name, a user name).
 func (s *settings) firstRun() []byte {
 	var b strings.Builder
 	line := func(l ...string) {
@@ -123,20 +124,26 @@ func (s *settings) firstRun() []byte {
 	const custom = "/usr/lib/raspberrypi-sys-mods/imager_custom"
 	line("#!/bin/sh", "", "set +e", "")
 	if s.hostname != "" {
-		line(`CURRENT_HOSTNAME=$(cat /etc/hostname | tr -d " \t\n\r")`,
+		line(`CURRENT_HOSTNAME=$(tr -d " \t\n\r" </etc/hostname)`,
+			"NEW_HOSTNAME="+shellQuote(s.hostname),
 			"if [ -f "+custom+" ]; then",
-			"   "+custom+" set_hostname "+s.hostname,
+			"   "+custom+` set_hostname "$NEW_HOSTNAME"`,
 			"else",
-			"   echo "+s.hostname+" >/etc/hostname",
-			`   sed -i "s/127.0.1.1.*$CURRENT_HOSTNAME/127.0.1.1\t`+s.hostname+`/g" /etc/hosts`,
+			`   echo "$NEW_HOSTNAME" >/etc/hostname`,
+			`   sed -i "s/127.0.1.1.*$CURRENT_HOSTNAME/127.0.1.1\t$NEW_HOSTNAME/g" /etc/hosts`,
 			"fi")
 	}
-	line("FIRSTUSER=$(getent passwd 1000 | cut -d: -f1)", "FIRSTUSERHOME=$(getent passwd 1000 | cut -d: -f6)")
+	if s.user != "" || s.passHash != "" || len(s.keys) > 0 {
+		line("FIRSTUSER=$(getent passwd 1000 | cut -d: -f1)")
+	}
 	if len(s.keys) > 0 {
+		line("FIRSTUSERHOME=$(getent passwd 1000 | cut -d: -f6)")
 		var args strings.Builder
 		for _, k := range s.keys {
 			args.WriteString(" " + shellQuote(k))
 		}
+		// The keys in a quoted here-document are data: each is one line
+		// (ParseKey), none the terminator.
 		line("if [ -f "+custom+" ]; then",
 			"   "+custom+" enable_ssh -k"+args.String(),
 			"else",
@@ -158,42 +165,38 @@ func (s *settings) firstRun() []byte {
 		user = "pi"
 	}
 	if s.user != "" || s.passHash != "" || len(s.keys) > 0 {
-		line("if [ -f /usr/lib/userconf-pi/userconf ]; then",
-			"   /usr/lib/userconf-pi/userconf "+shellQuote(user)+" "+shellQuote(s.passHash),
+		line("NEW_USER="+shellQuote(user),
+			"if [ -f /usr/lib/userconf-pi/userconf ]; then",
+			`   /usr/lib/userconf-pi/userconf "$NEW_USER" `+shellQuote(s.passHash),
 			"else")
 		if s.passHash != "" {
-			line(`   echo "$FIRSTUSER:` + s.passHash + `" | chpasswd -e`)
+			// The hash in single quotes: in double quotes the shell
+			// would expand its $6$... fields away.
+			line(`   printf '%s:%s\n' "$FIRSTUSER" ` + shellQuote(s.passHash) + " | chpasswd -e")
 		}
-		line(`   if [ "$FIRSTUSER" != "`+user+`" ]; then`,
-			`      usermod -l "`+user+`" "$FIRSTUSER"`,
-			`      usermod -m -d "/home/`+user+`" "`+user+`"`,
-			`      groupmod -n "`+user+`" "$FIRSTUSER"`,
+		line(`   if [ "$FIRSTUSER" != "$NEW_USER" ]; then`,
+			`      usermod -l "$NEW_USER" "$FIRSTUSER"`,
+			`      usermod -m -d "/home/$NEW_USER" "$NEW_USER"`,
+			`      groupmod -n "$NEW_USER" "$FIRSTUSER"`,
 			`      if grep -q "^autologin-user=" /etc/lightdm/lightdm.conf ; then`,
-			`         sed /etc/lightdm/lightdm.conf -i -e "s/^autologin-user=.*/autologin-user=`+user+`/"`,
+			`         sed /etc/lightdm/lightdm.conf -i -e "s/^autologin-user=.*/autologin-user=$NEW_USER/"`,
 			"      fi",
 			"      if [ -f /etc/systemd/system/getty@tty1.service.d/autologin.conf ]; then",
-			`         sed /etc/systemd/system/getty@tty1.service.d/autologin.conf -i -e "s/$FIRSTUSER/`+user+`/"`,
+			`         sed /etc/systemd/system/getty@tty1.service.d/autologin.conf -i -e "s/$FIRSTUSER/$NEW_USER/"`,
 			"      fi",
 			"      if [ -f /etc/sudoers.d/010_pi-nopasswd ]; then",
-			`         sed -i "s/^$FIRSTUSER /`+user+` /" /etc/sudoers.d/010_pi-nopasswd`,
+			`         sed -i "s/^$FIRSTUSER /$NEW_USER /" /etc/sudoers.d/010_pi-nopasswd`,
 			"      fi",
 			"   fi",
 			"fi")
 	}
 	if s.ssid != "" {
-		safe := utf8.ValidString(s.ssid) && !strings.ContainsRune(s.ssid, 0)
-		cond := "false"
-		if safe {
-			cond = "true"
+		line("if [ -f " + custom + " ]; then")
+		cmd := "   " + custom + " set_wlan "
+		if s.hidden {
+			cmd += "-h "
 		}
-		line("if [ -f " + custom + " ] && " + cond + "; then")
-		if safe {
-			cmd := "   " + custom + " set_wlan "
-			if s.hidden {
-				cmd += " -h "
-			}
-			line(cmd + shellQuote(s.ssid) + " " + shellQuote(s.psk) + " " + shellQuote(s.country))
-		}
+		line(cmd + shellQuote(s.ssid) + " " + shellQuote(s.psk) + " " + shellQuote(s.country))
 		line("else", "cat >/etc/wpa_supplicant/wpa_supplicant.conf <<'WPAEOF'")
 		if s.country != "" {
 			line("country=" + s.country)
@@ -212,11 +215,11 @@ func (s *settings) firstRun() []byte {
 			"   chmod 600 /etc/wpa_supplicant/wpa_supplicant.conf",
 			"   rfkill unblock wifi",
 			"   for filename in /var/lib/systemd/rfkill/*:wlan ; do",
-			"       echo 0 > $filename",
+			`       echo 0 > "$filename"`,
 			"   done",
 			"fi")
 	} else if s.country != "" {
-		line("rfkill unblock wifi", "for filename in /var/lib/systemd/rfkill/*:wlan ; do", "  echo 0 > $filename", "done")
+		line("rfkill unblock wifi", "for filename in /var/lib/systemd/rfkill/*:wlan ; do", `  echo 0 > "$filename"`, "done")
 	}
 	if s.keymap != "" || s.timezone != "" {
 		line("if [ -f " + custom + " ]; then")
@@ -228,10 +231,10 @@ func (s *settings) firstRun() []byte {
 		}
 		line("else")
 		if s.timezone != "" {
-			line("   rm -f /etc/localtime", `   echo "`+s.timezone+`" >/etc/timezone`, "   dpkg-reconfigure -f noninteractive tzdata")
+			line("   rm -f /etc/localtime", "   echo "+shellQuote(s.timezone)+" >/etc/timezone", "   dpkg-reconfigure -f noninteractive tzdata")
 		}
 		if s.keymap != "" {
-			line("cat >/etc/default/keyboard <<'KBEOF'", `XKBMODEL="pc105"`, `XKBLAYOUT="`+s.keymap+`"`, `XKBVARIANT=""`, `XKBOPTIONS=""`, "", "KBEOF",
+			line("cat >/etc/default/keyboard <<'KBEOF'", `XKBMODEL="pc105"`, "XKBLAYOUT="+shellQuote(s.keymap), `XKBVARIANT=""`, `XKBOPTIONS=""`, "", "KBEOF",
 				"   dpkg-reconfigure -f noninteractive keyboard-configuration")
 		}
 		line("fi")
@@ -241,215 +244,220 @@ func (s *settings) firstRun() []byte {
 }
 
 // wpaSSID is wpa_supplicant.conf's ssid line: quoted, or in hex when the
-// SSID is not plain UTF-8 text.
+// SSID holds what a quoted one cannot (a quote, a backslash).
 func wpaSSID(ssid string) string {
-	hexed := !utf8.ValidString(ssid)
-	for i := 0; i < len(ssid) && !hexed; i++ {
-		c := ssid[i]
-		hexed = c < 0x20 || c == 0x7f || c == '\\' || c == '"'
-	}
-	if hexed {
+	if strings.ContainsAny(ssid, `"\`) || strings.IndexFunc(ssid, unicode.IsControl) >= 0 || !utf8.ValidString(ssid) {
 		return "\tssid=hex:" + hex.EncodeToString([]byte(ssid))
 	}
 	return "\tssid=\"" + ssid + "\""
 }
 
-// yamlEscape escapes v for a YAML double-quoted string, byte by byte.
-func yamlEscape(v string) string {
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch c {
-		case '\\':
-			b.WriteString(`\\`)
-		case '"':
-			b.WriteString(`\"`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		case 0:
-			b.WriteString(`\0`)
-		default:
-			if c >= 0x20 && c < 0x7f {
-				b.WriteByte(c)
-			} else {
-				fmt.Fprintf(&b, `\x%02x`, c)
-			}
-		}
+// cloudConfig is the user-data the cloud-init formats write, its keys in
+// the order of Raspberry Pi Imager's.
+type cloudConfig struct {
+	ManageResolvConf bool          `yaml:"manage_resolv_conf"`
+	Hostname         string        `yaml:"hostname,omitempty"`
+	ManageEtcHosts   bool          `yaml:"manage_etc_hosts,omitempty"`
+	Packages         []string      `yaml:"packages,omitempty"`
+	Apt              *cloudApt     `yaml:"apt,omitempty"`
+	Timezone         string        `yaml:"timezone,omitempty"`
+	Locale           string        `yaml:"locale,omitempty"`
+	Keyboard         *cloudKeymap  `yaml:"keyboard,omitempty"`
+	User             *cloudUser    `yaml:"user,omitempty"`
+	SSHPasswordAuth  *bool         `yaml:"ssh_pwauth,omitempty"`
+	RunCmd           []cloudRunCmd `yaml:"runcmd,omitempty"`
+}
+
+type cloudApt struct {
+	PreserveSourcesList bool   `yaml:"preserve_sources_list"`
+	Conf                string `yaml:"conf"`
+}
+
+type cloudKeymap struct {
+	Model  string `yaml:"model"`
+	Layout string `yaml:"layout"`
+}
+
+type cloudUser struct {
+	Name              string   `yaml:"name"`
+	Shell             string   `yaml:"shell"`
+	LockPasswd        bool     `yaml:"lock_passwd"`
+	Passwd            string   `yaml:"passwd,omitempty"`
+	SSHAuthorizedKeys []string `yaml:"ssh_authorized_keys,omitempty"`
+	Sudo              *string  `yaml:"sudo"` // null: no sudo rule of cloud-init's
+}
+
+// cloudRunCmd is one runcmd entry, a command and its arguments (run
+// without a shell), written on one line.
+type cloudRunCmd []string
+
+func (c cloudRunCmd) MarshalYAML() (any, error) {
+	n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+	for _, a := range c {
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: a})
 	}
-	return b.String()
+	return n, nil
 }
 
 // userData is the cloud-init formats' user-data (without its
-// "#cloud-config" line), empty when nothing is asked of it.
-func (s *settings) userData() []byte {
-	var b strings.Builder
-	push := func(l ...string) {
-		for _, x := range l {
-			if x != "" {
-				b.WriteString(x + "\n")
-			}
-		}
-	}
+// "#cloud-config" line), nil when nothing is asked of it.
+func (s *settings) userData() ([]byte, error) {
+	var doc cloudConfig
 	if s.hostname != "" {
-		push("hostname: "+s.hostname, "manage_etc_hosts: true", "packages:", "- avahi-daemon",
-			"apt:", "  preserve_sources_list: true", "  conf: |", "    Acquire {", `      Check-Date "false";`, "    };")
+		doc.Hostname, doc.ManageEtcHosts, doc.Packages = s.hostname, true, []string{"avahi-daemon"}
+		doc.Apt = &cloudApt{PreserveSourcesList: true, Conf: "Acquire {\n  Check-Date \"false\";\n};\n"}
 	}
-	if s.timezone != "" {
-		push("timezone: " + s.timezone)
-	}
-	if s.locale != "" {
-		push("locale: " + s.locale)
-	}
+	doc.Timezone, doc.Locale = s.timezone, s.locale
 	if s.keymap != "" {
-		push("keyboard:", "  model: pc105", `  layout: "`+s.keymap+`"`)
+		doc.Keyboard = &cloudKeymap{Model: "pc105", Layout: s.keymap}
 	}
 	hasCreds := s.user != "" && s.passHash != ""
 	hasKeys := s.sshEnabled && len(s.keys) > 0
-	user := s.user
-	if user == "" {
-		user = "pi"
-	}
 	if hasCreds || hasKeys {
-		push("user:", "  name: "+user, "  shell: /bin/bash")
-		if s.passHash != "" {
-			push("  lock_passwd: false", `  passwd: "`+s.passHash+`"`)
-		} else {
-			push("  lock_passwd: true")
-		}
+		u := &cloudUser{Name: cmp.Or(s.user, "pi"), Shell: "/bin/bash", LockPasswd: s.passHash == "", Passwd: s.passHash}
 		if hasKeys {
-			push("  ssh_authorized_keys:")
-			for _, k := range s.keys {
-				push(`    - "` + k + `"`)
-			}
+			u.SSHAuthorizedKeys = s.keys
 		}
-		push("  sudo: null")
+		doc.User = u
+	}
+	if s.sshEnabled && (s.sshPasswordAuth || len(s.keys) > 0) {
+		doc.SSHPasswordAuth = &s.sshPasswordAuth
 	}
 	if s.sshEnabled {
-		if s.sshPasswordAuth {
-			push("ssh_pwauth: true")
-		} else if len(s.keys) > 0 {
-			push("ssh_pwauth: false")
-		}
+		doc.RunCmd = append(doc.RunCmd, cloudRunCmd{"systemctl", "enable", "--now", "ssh"})
 	}
-	wifiRuncmd := s.country != "" && s.ssid == ""
-	if s.sshEnabled || wifiRuncmd {
-		b.WriteString("\n")
-		push("runcmd:")
-		if s.sshEnabled {
-			push("  - [ systemctl, enable, --now, ssh ]")
-		}
-		if wifiRuncmd {
-			push("  - [ rfkill, unblock, wifi ]", `  - [ sh, -c, "for f in /var/lib/systemd/rfkill/*:wlan; do echo 0 > \"$f\"; done" ]`)
-		}
+	if s.country != "" && s.ssid == "" {
+		doc.RunCmd = append(doc.RunCmd, cloudRunCmd{"rfkill", "unblock", "wifi"},
+			cloudRunCmd{"sh", "-c", `for f in /var/lib/systemd/rfkill/*:wlan; do echo 0 > "$f"; done`})
 	}
-	if b.Len() == 0 {
-		return nil
+	if reflect.ValueOf(doc).IsZero() {
+		return nil, nil
 	}
-	return []byte("manage_resolv_conf: false\n\n" + b.String())
+	return encodeYAML(doc)
 }
 
-// networkConfig is the cloud-init formats' network-config (netplan
-// version 2): Wi-Fi beside a wired DHCP, nil without a network.
-func (s *settings) networkConfig() []byte {
+// netplan is the cloud-init formats' network-config (netplan version 2).
+type netplan struct {
+	Network struct {
+		Version   int                        `yaml:"version"`
+		Ethernets map[string]netplanEthernet `yaml:"ethernets"`
+		WiFis     map[string]netplanWiFi     `yaml:"wifis"`
+	} `yaml:"network"`
+}
+
+type netplanEthernet struct {
+	DHCP4    bool `yaml:"dhcp4"`
+	DHCP6    bool `yaml:"dhcp6"`
+	Optional bool `yaml:"optional"`
+}
+
+type netplanWiFi struct {
+	DHCP4            bool                          `yaml:"dhcp4"`
+	RegulatoryDomain string                        `yaml:"regulatory-domain,omitempty"`
+	AccessPoints     map[string]netplanAccessPoint `yaml:"access-points"`
+	Optional         bool                          `yaml:"optional"`
+}
+
+type netplanAccessPoint struct {
+	Hidden   bool         `yaml:"hidden,omitempty"`
+	Auth     *netplanAuth `yaml:"auth,omitempty"`
+	Password string       `yaml:"password,omitempty"`
+}
+
+type netplanAuth struct {
+	KeyManagement string `yaml:"key-management"`
+}
+
+// networkConfig is the cloud-init formats' network-config: Wi-Fi beside
+// a wired DHCP, nil without a network.
+func (s *settings) networkConfig() ([]byte, error) {
 	if s.ssid == "" {
-		return nil
+		return nil, nil
 	}
-	var b strings.Builder
-	push := func(l ...string) {
-		for _, x := range l {
-			b.WriteString(x + "\n")
-		}
-	}
-	push("network:", "  version: 2", "  ethernets:", "    eth0:", "      dhcp4: true", "      dhcp6: true", "      optional: true",
-		"  wifis:", "    wlan0:", "      dhcp4: true")
-	if s.country != "" {
-		push(`      regulatory-domain: "` + strings.ToUpper(s.country) + `"`)
-	}
-	push("      access-points:", `        "`+yamlEscape(s.ssid)+`":`)
-	if s.hidden {
-		push("          hidden: true")
-	}
+	var doc netplan
+	doc.Network.Version = 2
+	doc.Network.Ethernets = map[string]netplanEthernet{"eth0": {DHCP4: true, DHCP6: true, Optional: true}}
+	ap := netplanAccessPoint{Hidden: s.hidden, Password: s.psk}
 	if s.psk == "" {
-		push("          auth:", "            key-management: none")
-	} else {
-		push(`          password: "` + strings.ReplaceAll(s.psk, `"`, `\"`) + `"`)
+		ap.Auth = &netplanAuth{KeyManagement: "none"}
 	}
-	push("      optional: true")
-	return []byte(b.String())
+	doc.Network.WiFis = map[string]netplanWiFi{"wlan0": {DHCP4: true, RegulatoryDomain: strings.ToUpper(s.country),
+		AccessPoints: map[string]netplanAccessPoint{s.ssid: ap}, Optional: true}}
+	return encodeYAML(doc)
+}
+
+// metaData is the cloud-init formats' meta-data.
+func metaData(instanceID string) ([]byte, error) {
+	return encodeYAML(struct {
+		InstanceID string `yaml:"instance-id"`
+	}{instanceID})
+}
+
+// preseedFile is rpi-preseed.toml: each table present when something is
+// asked of it.
+type preseedFile struct {
+	ConfigVersion string         `toml:"config_version"`
+	System        *preseedSystem `toml:"system,omitempty"`
+	User          *preseedUser   `toml:"user,omitempty"`
+	SSH           *preseedSSH    `toml:"ssh,omitempty"`
+	WLAN          *preseedWLAN   `toml:"wlan,omitempty"`
+	Locale        *preseedLocale `toml:"locale,omitempty"`
+}
+
+type preseedSystem struct {
+	Hostname string `toml:"hostname"`
+}
+
+type preseedUser struct {
+	Name              string   `toml:"name"`
+	Password          string   `toml:"password,omitempty"`
+	PasswordEncrypted bool     `toml:"password_encrypted,omitempty"`
+	Groups            []string `toml:"groups"`
+}
+
+type preseedSSH struct {
+	Enabled                bool     `toml:"enabled"`
+	PasswordAuthentication bool     `toml:"password_authentication"`
+	AuthorizedKeys         []string `toml:"authorized_keys,omitempty"`
+}
+
+type preseedWLAN struct {
+	SSID              string `toml:"ssid"`
+	Password          string `toml:"password,omitempty"`
+	PasswordEncrypted bool   `toml:"password_encrypted,omitempty"`
+	Hidden            bool   `toml:"hidden"`
+	Country           string `toml:"country,omitempty"`
+}
+
+type preseedLocale struct {
+	Keymap   string `toml:"keymap,omitempty"`
+	Timezone string `toml:"timezone,omitempty"`
 }
 
 // preseed is the rpi-preseed format's rpi-preseed.toml, nil when nothing
 // is asked of it.
-func (s *settings) preseed() []byte {
-	var b strings.Builder
-	push := func(l ...string) {
-		for _, x := range l {
-			b.WriteString(x + "\n")
-		}
-	}
+func (s *settings) preseed() ([]byte, error) {
+	doc := preseedFile{ConfigVersion: "1.0"}
 	if s.hostname != "" {
-		push("[system]", "hostname = "+tomlQuote(s.hostname), "")
+		doc.System = &preseedSystem{Hostname: s.hostname}
 	}
 	if s.user != "" || s.passHash != "" {
-		user := s.user
-		if user == "" {
-			user = "pi"
-		}
-		push("[user]", "name = "+tomlQuote(user))
-		if s.passHash != "" {
-			push("password = "+tomlQuote(s.passHash), "password_encrypted = true")
-		}
-		push(`groups = ["sudo"]`, "")
+		doc.User = &preseedUser{Name: cmp.Or(s.user, "pi"), Password: s.passHash, PasswordEncrypted: s.passHash != "", Groups: []string{"sudo"}}
 	}
 	if s.sshEnabled {
-		push("[ssh]", "enabled = true", fmt.Sprintf("password_authentication = %t", s.sshPasswordAuth))
-		if len(s.keys) > 0 {
-			push("authorized_keys = [")
-			for _, k := range s.keys {
-				push("  " + tomlQuote(k) + ",")
-			}
-			push("]")
-		}
-		push("")
+		doc.SSH = &preseedSSH{Enabled: true, PasswordAuthentication: s.sshPasswordAuth, AuthorizedKeys: s.keys}
 	}
 	if s.ssid != "" {
-		push("[wlan]")
-		if utf8.ValidString(s.ssid) {
-			push("ssid = " + tomlQuote(s.ssid))
-		} else {
-			push("ssid_hex = " + tomlQuote(hex.EncodeToString([]byte(s.ssid))))
-		}
-		if s.psk != "" {
-			push("password = "+tomlQuote(s.psk), fmt.Sprintf("password_encrypted = %t", len(s.psk) == 64 && isHex(s.psk)))
-		}
-		push(fmt.Sprintf("hidden = %t", s.hidden))
-		if s.country != "" {
-			push("country = " + tomlQuote(s.country))
-		}
-		push("")
+		// The key is always the 64 hex digits (WiFiKey derives them).
+		doc.WLAN = &preseedWLAN{SSID: s.ssid, Password: s.psk, PasswordEncrypted: s.psk != "", Hidden: s.hidden, Country: s.country}
 	}
 	if s.timezone != "" || s.keymap != "" {
-		push("[locale]")
-		if s.keymap != "" {
-			push("keymap = " + tomlQuote(s.keymap))
-		}
-		if s.timezone != "" {
-			push("timezone = " + tomlQuote(s.timezone))
-		}
-		push("")
+		doc.Locale = &preseedLocale{Keymap: s.keymap, Timezone: s.timezone}
 	}
-	if b.Len() == 0 {
-		return nil
+	if doc == (preseedFile{ConfigVersion: "1.0"}) {
+		return nil, nil
 	}
-	return []byte(strings.TrimRight("config_version = \"1.0\"\n\n"+b.String(), "\n") + "\n")
+	return encodeTOML(doc)
 }
 
 // editConfigTxt applies config.txt lines as Raspberry Pi Imager does: a

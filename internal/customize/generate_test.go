@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 
+	"github.com/BurntSushi/toml"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -45,18 +47,22 @@ func TestGenerated(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.c.Check(); err != nil {
+				t.Fatal(err)
+			}
 			s, err := resolve(&tc.c, fixedSalt())
 			if err != nil {
 				t.Fatal(err)
 			}
+			ud, nc, ps := generated(t, &s)
 			golden(t, tc.name+".firstrun.sh", s.firstRun())
-			golden(t, tc.name+".user-data", s.userData())
-			golden(t, tc.name+".network-config", s.networkConfig())
-			golden(t, tc.name+".rpi-preseed.toml", s.preseed())
-			if ud := s.userData(); ud != nil {
+			golden(t, tc.name+".user-data", ud)
+			golden(t, tc.name+".network-config", nc)
+			golden(t, tc.name+".rpi-preseed.toml", ps)
+			if ud != nil {
 				checkCloudConfig(t, append([]byte("#cloud-config\n"), ud...))
 			}
-			if nc := s.networkConfig(); nc != nil {
+			if nc != nil {
 				var doc struct {
 					Network struct {
 						Version int
@@ -72,20 +78,43 @@ func TestGenerated(t *testing.T) {
 					t.Errorf("network-config names no access point %q: %+v", tc.c.WiFi.SSID, doc)
 				}
 			}
-			if path, err := exec.LookPath("shellcheck"); err == nil {
-				script := filepath.Join(t.TempDir(), "firstrun.sh")
-				if err := os.WriteFile(script, s.firstRun(), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				// Errors only: the script is Raspberry Pi Imager's, its
-				// style (cat | tr, an unquoted glob variable) kept.
-				if out, err := exec.Command(path, "-s", "sh", "-S", "error", script).CombinedOutput(); err != nil {
-					t.Errorf("shellcheck: %v\n%s", err, out)
-				}
-			} else {
-				t.Fatal("shellcheck is not installed (.ci/run installs it)")
-			}
+			shellcheck(t, s.firstRun())
 		})
+	}
+}
+
+// generated is s's cloud-init and rpi-preseed files (each nil when
+// nothing is asked of it).
+func generated(t *testing.T, s *settings) (userData, networkConfig, preseed []byte) {
+	t.Helper()
+	var err error
+	if userData, err = s.userData(); err != nil {
+		t.Fatal(err)
+	}
+	if networkConfig, err = s.networkConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if preseed, err = s.preseed(); err != nil {
+		t.Fatal(err)
+	}
+	return userData, networkConfig, preseed
+}
+
+// shellcheck checks a generated script with shellcheck, every severity
+// but SC2016 ("expressions don't expand in single quotes"): a value's $ in
+// single quotes is meant literally, which is the point.
+func shellcheck(t *testing.T, script []byte) {
+	t.Helper()
+	path, err := exec.LookPath("shellcheck")
+	if err != nil {
+		t.Fatal("shellcheck is not installed (.ci/run installs it)")
+	}
+	f := filepath.Join(t.TempDir(), "firstrun.sh")
+	if err := os.WriteFile(f, script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(path, "-s", "sh", "-e", "SC2016", f).CombinedOutput(); err != nil {
+		t.Errorf("shellcheck: %v\n%s\n%s", err, out, script)
 	}
 }
 
@@ -152,4 +181,133 @@ func TestEditConfigTxt(t *testing.T) {
 			t.Errorf("editConfigTxt(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// TestGeneratedHostile: values that are data wherever they go (an SSID, a
+// Wi-Fi password, a password, an SSH key's comment) and carry what each
+// language would read as code stay data in every file: firstrun.sh passes
+// shellcheck with every value in single quotes (codeOutsideQuotes),
+// user-data passes cloud-init's schema, and each file decodes to the
+// values given.
+func TestGeneratedHostile(t *testing.T) {
+	for _, v := range hostile {
+		if strings.IndexFunc(v, unicode.IsControl) >= 0 {
+			continue // refused: TestDataValuesChecked
+		}
+		t.Run(v[:min(len(v), 20)], func(t *testing.T) {
+			t.Parallel()
+			ssid := ("x" + v)[:min(len(v)+1, 32)]
+			psk := (v + "........")[:min(len(v)+8, 63)]
+			c := Config{Hostname: "kiosk", User: "maker", Password: v, SSH: true, SSHKeys: []string{keyEd25519 + " " + v},
+				WiFi: WiFi{SSID: ssid, Password: psk, Country: "GB"}, Locale: "en_GB.UTF-8", Keymap: "gb", Timezone: "Europe/London"}
+			if err := c.Check(); err != nil {
+				t.Fatal(err)
+			}
+			s, err := resolve(&c, fixedSalt())
+			if err != nil {
+				t.Fatal(err)
+			}
+			script := s.firstRun()
+			shellcheck(t, script)
+			if bad := codeOutsideQuotes(string(script), "PWNED"); len(bad) > 0 {
+				t.Errorf("firstrun.sh has the value outside single quotes: %q", bad)
+			}
+			for _, word := range []string{shellQuote(ssid), shellQuote(s.keys[0])} {
+				if !strings.Contains(string(script), word) {
+					t.Errorf("firstrun.sh does not pass %s as one word", word)
+				}
+			}
+			ud, nc, ps := generated(t, &s)
+			checkCloudConfig(t, append([]byte("#cloud-config\n"), ud...))
+			var user cloudConfig
+			if err := yaml.Unmarshal(ud, &user); err != nil || user.User == nil || len(user.User.SSHAuthorizedKeys) != 1 ||
+				user.User.SSHAuthorizedKeys[0] != keyEd25519+" "+v || user.Hostname != "kiosk" {
+				t.Errorf("user-data reads back as %+v, %v", user, err)
+			}
+			var net netplan
+			if err := yaml.Unmarshal(nc, &net); err != nil || net.Network.WiFis["wlan0"].AccessPoints[ssid].Password != s.psk {
+				t.Errorf("network-config reads back as %+v, %v", net, err)
+			}
+			var pre preseedFile
+			if _, err := toml.Decode(string(ps), &pre); err != nil || pre.WLAN == nil || pre.WLAN.SSID != ssid ||
+				pre.SSH == nil || pre.SSH.AuthorizedKeys[0] != keyEd25519+" "+v {
+				t.Errorf("rpi-preseed.toml reads back as %+v, %v", pre, err)
+			}
+		})
+	}
+}
+
+// TestFirstRunQuotesEverything: the script's own quoting holds every value,
+// also one no check let through (the generator given hostile values
+// directly): each is in single quotes, and the script still passes
+// shellcheck.
+func TestFirstRunQuotesEverything(t *testing.T) {
+	for _, v := range hostile {
+		if strings.ContainsAny(v, "\x00") {
+			continue // no text file holds a NUL
+		}
+		s := settings{hostname: v, user: v, passHash: v, sshEnabled: true, keys: []string{v}, ssid: v, psk: v, country: v,
+			keymap: v, timezone: v}
+		script := s.firstRun()
+		if bad := codeOutsideQuotes(string(script), "PWNED"); len(bad) > 0 {
+			t.Errorf("%q: outside single quotes in %q", v, bad)
+		}
+	}
+}
+
+// codeOutsideQuotes is the lines of a sh script where marker stands
+// outside single quotes and outside a quoted here-document's body: where
+// the shell would read it as code, or expand what is in it.
+func codeOutsideQuotes(script, marker string) []string {
+	var bad []string
+	state := byte(0) // 0: code, '\'': single quotes, '"': double quotes
+	heredoc, pending := "", ""
+	lines := strings.Split(script, "\n")
+	for _, line := range lines {
+		if heredoc != "" {
+			if line == heredoc {
+				heredoc = ""
+			}
+			continue // a quoted here-document's body is data
+		}
+		for i := 0; i < len(line); i++ {
+			c := line[i]
+			if state != '\'' && strings.HasPrefix(line[i:], marker) {
+				bad = append(bad, line)
+				break
+			}
+			switch {
+			case state == '\'':
+				if c == '\'' {
+					state = 0
+				}
+			case state == '"':
+				switch c {
+				case '"':
+					state = 0
+				case '\\':
+					i++
+				}
+			case c == '\'' || c == '"':
+				state = c
+			case c == '\\':
+				i++
+			case c == '#' && (i == 0 || line[i-1] == ' '):
+				i = len(line) // a comment
+			case strings.HasPrefix(line[i:], "<<'"):
+				end := strings.IndexByte(line[i+3:], '\'')
+				if end < 0 {
+					return append(bad, line)
+				}
+				pending = line[i+3 : i+3+end]
+				i += 3 + end
+			case strings.HasPrefix(line[i:], "<<"):
+				return append(bad, line) // an unquoted here-document expands its body
+			}
+		}
+		if pending != "" && state == 0 {
+			heredoc, pending = pending, ""
+		}
+	}
+	return bad
 }

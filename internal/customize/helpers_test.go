@@ -161,3 +161,10 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// Public keys made by ssh-keygen for the tests (their private halves
+// thrown away).
+const (
+	keyEd25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq8MG/N4le2dfNS0JOAMmvgJDtUxi25HmT+0oiEJQjj"
+	keyECDSA   = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBHQykjD7l4rdDs6GvogaBb99DrnAqafypNDYd4cE4y1BDUjhx+mmckgixjy9G5XtDF2/GRy0Mf6GuFyjO+L+3aU="
+)

@@ -108,7 +108,7 @@ func TestRunCustomize(t *testing.T) {
 				}
 				name, _, _ := strings.Cut(c, "?")
 				got := bootFiles(t, filepath.Join(dir, name), tc.bootStart, "firstrun.sh", "cmdline.txt")
-				if want := "set_hostname station-" + itoa(i+1) + "\n"; !strings.Contains(got["firstrun.sh"], want) {
+				if want := "NEW_HOSTNAME='station-" + itoa(i+1) + "'\n"; !strings.Contains(got["firstrun.sh"], want) {
 					t.Errorf("%s: firstrun.sh lacks %q", c, want)
 				}
 				if !strings.HasSuffix(got["cmdline.txt"], "systemd.unit=kernel-command-line.target") {

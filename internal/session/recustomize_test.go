@@ -47,7 +47,7 @@ func (p inPlace) check(t *testing.T, card []byte, host string) {
 		t.Fatal(err)
 	}
 	got := bootFilesAt(t, path, p.bootStart, p.bootSize, "firstrun.sh", "cmdline.txt")
-	if want := "set_hostname " + host + "\n"; !strings.Contains(got["firstrun.sh"], want) {
+	if want := "NEW_HOSTNAME='" + host + "'\n"; !strings.Contains(got["firstrun.sh"], want) {
 		t.Errorf("firstrun.sh lacks %q", want)
 	}
 	if n := strings.Count(got["cmdline.txt"], "systemd.run="); n != 1 || !strings.HasPrefix(got["cmdline.txt"], "console=serial0") {

@@ -2,25 +2,24 @@
 
 set +e
 
-CURRENT_HOSTNAME=$(cat /etc/hostname | tr -d " \t\n\r")
+CURRENT_HOSTNAME=$(tr -d " \t\n\r" </etc/hostname)
+NEW_HOSTNAME='kiosk'
 if [ -f /usr/lib/raspberrypi-sys-mods/imager_custom ]; then
-   /usr/lib/raspberrypi-sys-mods/imager_custom set_hostname kiosk
+   /usr/lib/raspberrypi-sys-mods/imager_custom set_hostname "$NEW_HOSTNAME"
 else
-   echo kiosk >/etc/hostname
-   sed -i "s/127.0.1.1.*$CURRENT_HOSTNAME/127.0.1.1\tkiosk/g" /etc/hosts
+   echo "$NEW_HOSTNAME" >/etc/hostname
+   sed -i "s/127.0.1.1.*$CURRENT_HOSTNAME/127.0.1.1\t$NEW_HOSTNAME/g" /etc/hosts
 fi
-FIRSTUSER=$(getent passwd 1000 | cut -d: -f1)
-FIRSTUSERHOME=$(getent passwd 1000 | cut -d: -f6)
 if [ -f /usr/lib/raspberrypi-sys-mods/imager_custom ]; then
    /usr/lib/raspberrypi-sys-mods/imager_custom enable_ssh
 else
    systemctl enable ssh
 fi
-if [ -f /usr/lib/raspberrypi-sys-mods/imager_custom ] && true; then
-   /usr/lib/raspberrypi-sys-mods/imager_custom set_wlan  -h 'Caf"e\net' '' 'de'
+if [ -f /usr/lib/raspberrypi-sys-mods/imager_custom ]; then
+   /usr/lib/raspberrypi-sys-mods/imager_custom set_wlan -h 'Caf"e\net' '' 'DE'
 else
 cat >/etc/wpa_supplicant/wpa_supplicant.conf <<'WPAEOF'
-country=de
+country=DE
 ctrl_interface=DIR=/var/run/wpa_supplicant GROUP=netdev
 ap_scan=1
 
@@ -34,7 +33,7 @@ WPAEOF
    chmod 600 /etc/wpa_supplicant/wpa_supplicant.conf
    rfkill unblock wifi
    for filename in /var/lib/systemd/rfkill/*:wlan ; do
-       echo 0 > $filename
+       echo 0 > "$filename"
    done
 fi
 rm -f /boot/firstrun.sh

@@ -24,7 +24,10 @@ func (f *customizeFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.initFormat, "init-format", "", "how the image applies them: "+customize.FormatNames()+" (default auto: from what its boot partition holds)")
 	fl.StringVar(&f.hostname, "hostname", "", "the card's hostname; {n} is its number in the run, {usb_serial} and {card_serial} its reader's and its own serial")
 	fl.StringVar(&f.user, "user", "", "rename the image's first user to this")
-	fl.StringSliceVar(&f.sshKeys, "ssh-key", nil, "enable SSH with this public key (or the keys of this .pub file); repeatable")
+	// An array, not a slice: a key's comment may hold a comma, and a
+	// slice's CSV parsing would split it (or drop what follows a line
+	// break).
+	fl.StringArrayVar(&f.sshKeys, "ssh-key", nil, "enable SSH with this public key (or the keys of this .pub file); repeatable")
 	fl.StringVar(&f.wifiSSID, "wifi-ssid", "", "join this Wi-Fi network (its password in --customize's file)")
 	fl.StringVar(&f.wifiCountry, "wifi-country", "", "the Wi-Fi regulatory country (GB, US, DE...)")
 	fl.StringVar(&f.timezone, "timezone", "", "the system's time zone (Europe/London)")
@@ -49,6 +52,11 @@ func (f *customizeFlags) config() (*customize.Config, error) {
 			return nil, err
 		}
 		flags.SSHKeys = append(flags.SSHKeys, keys...)
+	}
+	// The flags' values are checked as the flags' (the file's were, as
+	// the file's, by Load): an error names the flag that gave the value.
+	if err := flags.Check(); err != nil {
+		return nil, err
 	}
 	c = c.Merge(flags)
 	if c.Empty() {

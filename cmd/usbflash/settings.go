@@ -36,6 +36,12 @@ func flagOf(s failure.Setting) string {
 		customize.SettingFile:          "--customize",
 		customize.SettingInitFormat:    "--init-format",
 		customize.SettingSSHKey:        "--ssh-key",
+		customize.SettingHostname:      "--hostname",
+		customize.SettingUser:          "--user",
+		customize.SettingWiFiSSID:      "--wifi-ssid",
+		customize.SettingWiFiCountry:   "--wifi-country",
+		customize.SettingTimezone:      "--timezone",
+		customize.SettingKeymap:        "--keymap",
 	}[s]
 }
 

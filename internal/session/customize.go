@@ -50,37 +50,34 @@ func checkCustomize(cfg *Config) error {
 const inspectLimit = 128 << 20
 
 // inspectImage decides the customisation's format from the image itself
-// before any card is written, and says it; an image it cannot recognise
-// is refused here. Standard input cannot be read twice: its format is
-// decided on each card, after the stream (the card then stays unbootable
-// when it is refused), and so is a URL's, which is not downloaded twice.
-func (s *session) inspectImage(src *image.Source) error {
-	if s.cfg.Customize == nil || s.cfg.Image == "-" || isURL(s.cfg.Image) {
-		return nil
+// before any card is written, and says it; an image it cannot customise is
+// refused here, before the first byte. It reads the image's first bytes
+// from src itself (as far as the boot partition's tables and root
+// directory go, at most inspectLimit), so that an image read once (standard
+// input, a URL) is decided before its write as a file is: the bytes read
+// are returned, for the write to read first (writePlan.head).
+func (s *session) inspectImage(src *image.Source) ([]byte, error) {
+	if s.cfg.Customize == nil {
+		return nil, nil
 	}
-	r, err := image.Open(s.cfg.Image)
-	if err != nil {
-		return &ImageError{Err: err}
-	}
-	defer r.Close()
 	size := int64(1) << 50
 	if src.SizeExact {
 		size = src.Size
 	}
-	v := &prefixVolume{r: r, size: size}
+	v := &prefixVolume{r: src, size: size}
 	res, err := customize.Inspect(v, 512, *s.cfg.Customize)
-	if v.err != nil && errors.Is(err, v.err) {
-		return &ImageError{Err: v.err}
+	if v.err != nil && v.err != io.EOF && errors.Is(err, v.err) {
+		return nil, &ImageError{Err: v.err}
 	}
 	if err != nil {
-		return fmt.Errorf("customising %s: %w", displayImage(s.cfg.Image), err)
+		return nil, fmt.Errorf("customising %s: %w", displayImage(s.cfg.Image), err)
 	}
 	msg := fmt.Sprintf("Customising as %s (%s)", res.Format, res.FAT)
 	if res.Why != "" {
 		msg += ": " + res.Why
 	}
 	s.emit(Note{Message: msg})
-	return nil
+	return v.buf, nil
 }
 
 // prefixVolume is an image's first bytes, decoded as far as they are
@@ -151,12 +148,8 @@ func (s *session) customizeCard(ctx context.Context, c *card, dev blockdev.Devic
 	if d != nil {
 		own = &pipeline.Digests{BlockSize: d.BlockSize, Size: d.Size, List: append([]pipeline.TransferDigest(nil), d.List...)}
 	}
-	vars := customize.Vars{N: c.n, USBSerial: readerSerial(c.d)}
-	if s, ok := c.d.Dev.(drive.SCSI); ok {
-		vars.CardSerial = s.SCSI().Serial()
-	}
 	e := pipeline.NewEdit(ctx, dev, first, own)
-	res, err := customize.Apply(e, dev.BlockSize(), s.cfg.Customize.Expand(vars), customize.Options{Card: c.n})
+	res, err := customize.Apply(e, dev.BlockSize(), *c.custom, customize.Options{Card: c.n})
 	if err != nil {
 		return &CustomizeError{Card: c.d.Name, Err: err}
 	}
@@ -164,12 +157,34 @@ func (s *session) customizeCard(ctx context.Context, c *card, dev blockdev.Devic
 		return err
 	}
 	c.out.Customized, c.digests = &res, own
-	msg := res.Describe()
-	if (s.cfg.Image == "-" || isURL(s.cfg.Image)) && res.Why != "" {
-		msg += "; " + string(res.Format) + " because " + res.Why // the image was not inspected before
-	}
-	s.emit(Note{Card: c.d.Name, Message: msg})
+	s.emit(Note{Card: c.d.Name, Message: res.Describe()})
 	return nil
+}
+
+// cardVars are what a customisation's templates stand for on card n of
+// d: its number, its reader's and its own serial (as the devices report
+// them: customize treats them as hostile).
+func cardVars(n int, d *drive.Device) customize.Vars {
+	vars := customize.Vars{N: n, USBSerial: readerSerial(d)}
+	if sc, ok := d.Dev.(drive.SCSI); ok {
+		vars.CardSerial = sc.SCSI().Serial()
+	}
+	return vars
+}
+
+// customizeFor is the customisation of an open card, its templates
+// replaced by the card's values and checked, before its first byte: a
+// device's serial that makes a value break its rule refuses this card.
+func (s *session) customizeFor(c *card) {
+	if s.cfg.Customize == nil || c.failed() {
+		return
+	}
+	cfg, err := s.cfg.Customize.For(cardVars(c.n, c.d))
+	if err != nil {
+		c.fail(fmt.Errorf("customising %s: %w", c.d.Name, err))
+		return
+	}
+	c.custom = &cfg
 }
 
 // CustomizeError is a card whose customisation failed: its first

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,9 @@ type writePlan struct {
 	m      *bmap.Map
 	path   string
 	sparse bool
+	// head is the image's first bytes, already read from its source to
+	// decide a customisation (inspectImage): the write reads them first.
+	head []byte
 }
 
 // planWrite finds and checks the block map before anything is written and
@@ -190,8 +194,13 @@ func findBlockMapURL(imageRef string, read image.ReadFunc) (string, []byte, erro
 	}
 }
 
-// source checks the stream against the map's checksums as it is decoded.
+// source is the image's stream as the write reads it: the bytes read to
+// decide a customisation first, then the rest of src, checked against the
+// map's checksums as it is decoded.
 func (p *writePlan) source(src io.Reader) io.Reader {
+	if len(p.head) > 0 {
+		src = io.MultiReader(bytes.NewReader(p.head), src)
+	}
 	if p.m == nil {
 		return src
 	}

@@ -186,11 +186,11 @@ func (s *session) customizeInPlace(ctx context.Context, cfg CustomizeConfig, spe
 	copy(first, orig)
 	digests := &pipeline.Digests{BlockSize: int(bs), Size: capacity}
 	e := pipeline.NewEdit(ctx, d.Dev, first, digests)
-	vars := customize.Vars{N: n, USBSerial: readerSerial(d)}
-	if sc, ok := d.Dev.(drive.SCSI); ok {
-		vars.CardSerial = sc.SCSI().Serial()
+	custom, err := cfg.Customize.For(cardVars(n, d))
+	if err != nil {
+		return CustomizedCard{}, fmt.Errorf("customising %s (nothing was written): %w", d.Name, err)
 	}
-	res, err := customize.Apply(e, int(bs), cfg.Customize.Expand(vars), customize.Options{Card: n})
+	res, err := customize.Apply(e, int(bs), custom, customize.Options{Card: n})
 	if err != nil {
 		return CustomizedCard{}, failure.Wrap(failure.Within(failure.Image, err), fmt.Errorf("customising %s (nothing was written): %w", d.Name, err))
 	}

@@ -272,6 +272,9 @@ type card struct {
 	// digests are the card's own when a customisation changed what it
 	// holds; nil: the write's.
 	digests *pipeline.Digests
+	// custom is the card's own customisation (its templates replaced),
+	// decided when it was opened; nil without one.
+	custom *customize.Config
 }
 
 func (c *card) fail(err error) {
@@ -432,7 +435,7 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 	if dlErr != nil {
 		return s.res, dlErr
 	}
-	if err := s.inspectImage(src); err != nil {
+	if plan.head, err = s.inspectImage(src); err != nil {
 		return s.res, err
 	}
 	s.startDownload(ctx, dl, src)
@@ -527,6 +530,7 @@ func (s *session) opened(ctx context.Context, c *card, src *image.Source) {
 		s.emit(Note{Card: d.Name, Message: note})
 	}
 	c.fail(drive.Check(d, src, drive.CheckOptions{TransferSize: c.transfer, Force: s.cfg.Force}))
+	s.customizeFor(c)
 	if s.cfg.Check && !c.failed() {
 		s.checkFake(ctx, c, src)
 	}

@@ -92,7 +92,9 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	if dlErr != nil {
 		return s.res, dlErr
 	}
-	if err := s.inspectImage(src); err != nil {
+	// Each card reads its own source: the station's first bytes, read
+	// to decide, are not written.
+	if _, err := s.inspectImage(src); err != nil {
 		return s.res, err
 	}
 	s.startDownload(ctx, dl, src)

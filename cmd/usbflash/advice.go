@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/usbflash/usbflash/internal/customize"
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
@@ -243,6 +244,16 @@ func adviceTable() []advice {
 		{failure.Refused, as[*blockdev.CapacityError](), text("use a larger card")},
 		{failure.Refused, is(usbms.ErrCapacityOffByOne), text(capacityAdvice)},
 		{failure.Refused, is(drive.ErrOneMedium), text(oneMediumAdvice("VID:PID"))},
+		// A customisation that cannot be written as asked, by its kind.
+		{failure.Refused, as[*customize.DeviceValueError](), text("leave the serial out of the template ({n} numbers the cards), or use another reader")},
+		{failure.Refused, is(customize.ErrUnrecognised), text("give the format its system uses: --init-format " + customize.FormatNames())},
+		{failure.Refused, is(customize.ErrNoCmdline), text("give the format its system uses with --init-format: systemd is Raspberry Pi OS's up to Bookworm")},
+		{failure.Refused, is(customize.ErrESP), text("leave config.txt lines out, and give --init-format cloudinit if its system runs cloud-init")},
+		{failure.Refused, is(customize.ErrNoRoom), text("use a larger card; an image file gets the partition only as it is written to a card (usbflash write)")},
+		{failure.Refused, is(customize.ErrNoSlot), text("set the system up after its first boot instead")},
+		{failure.Refused, is(customize.ErrNoFAT), text("write it without first-boot settings: only an image with a FAT boot partition takes them")},
+		{failure.Refused, is(customize.ErrEmptyFile), text("write the image without first-boot settings, delete that empty file (mdel), then run usbflash customize")},
+		{failure.Refused, is(customize.ErrFull), text("leave out the files that do not fit, or use an image with a larger boot partition")},
 
 		{failure.Image, as[*session.CacheEntryError](), from(func(e *session.CacheEntryError) string {
 			if e.Intact {

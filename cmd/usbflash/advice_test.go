@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usbflash/usbflash/internal/customize"
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
@@ -57,6 +58,7 @@ func TestAdviceTable(t *testing.T) {
 	cases = append(cases, benchAdviceCases(t)...)
 	cases = append(cases, outputAdviceCases()...)
 	cases = append(cases, urlAdviceCases()...)
+	cases = append(cases, customizeAdviceCases()...)
 	for _, c := range cases {
 		t.Run(c.kind, func(t *testing.T) {
 			msg, advice := explain(c.err)
@@ -460,5 +462,29 @@ func outputAdviceCases() []adviceCase {
 		{"preserve/no file either", &region.RestoreError{Region: stated, Device: "file:/dev/sdb", BlockSize: 512,
 			Err: errors.New("WRITE at LBA 2048: medium error"), FileErr: syscall.ENOSPC},
 			"the region's old bytes are lost: restore them from a backup if you have one"},
+	}
+}
+
+// customizeAdviceCases: each refusal of a customisation, before the first
+// byte, as the session reports it.
+func customizeAdviceCases() []adviceCase {
+	in := func(err error) error { return fmt.Errorf("customising os.img: %w", err) }
+	return []adviceCase{
+		{"customize/unrecognised", in(customize.ErrUnrecognised), "give the format its system uses: --init-format " + customize.FormatNames()},
+		{"customize/no cmdline.txt", in(customize.ErrNoCmdline), "give the format its system uses with --init-format: systemd is Raspberry Pi OS's up to Bookworm"},
+		{"customize/ESP", in(fmt.Errorf("%w: partition 1 (MBR type 0xef, FAT12); rpi-preseed reads rpi-preseed.toml from a Raspberry Pi's boot partition", customize.ErrESP)),
+			"leave config.txt lines out, and give --init-format cloudinit if its system runs cloud-init"},
+		{"customize/no room", fmt.Errorf("customising sim:card.img: %w: it would end at 10.5 MB, and the disk has 7.4 MB", customize.ErrNoRoom),
+			"use a larger card; an image file gets the partition only as it is written to a card (usbflash write)"},
+		{"customize/no slot", in(customize.ErrNoSlot), "set the system up after its first boot instead"},
+		{"customize/no FAT", in(fmt.Errorf("%w: partitions 1 (MBR type 0x83)", customize.ErrNoFAT)),
+			"write it without first-boot settings: only an image with a FAT boot partition takes them"},
+		{"customize/empty file", in(fmt.Errorf("%w: rpi-preseed.toml", customize.ErrEmptyFile)),
+			"write the image without first-boot settings, delete that empty file (mdel), then run usbflash customize"},
+		{"customize/full", &session.CustomizeError{Card: "sim:card.img", Err: fmt.Errorf("writing firstrun.sh: %w", customize.ErrFull)},
+			"leave out the files that do not fit, or use an image with a larger boot partition"},
+		{"customize/device serial", fmt.Errorf("customising sim:card.img: %w", &customize.DeviceValueError{Err: &failure.SettingError{Setting: customize.SettingHostname,
+			Err: &customize.ValueError{Key: "hostname", Value: "pi-{usb_serial}", Expanded: "pi-" + strings.Repeat("A", 70), Rule: "a host name is 1 to 63 letters"}}}),
+			"leave the serial out of the template ({n} numbers the cards), or use another reader"},
 	}
 }

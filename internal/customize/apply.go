@@ -40,8 +40,21 @@ type File struct {
 type Result struct {
 	Format Format // the format written
 	Why    string // why auto chose it; empty when it was given
-	FAT    string // FAT12, FAT16 or FAT32
+	FAT    string // FAT12, FAT16 or FAT32: the boot partition's
 	Files  []File // in the order written
+	// Where says where the system reads the settings when that is not
+	// the boot partition: a CIDATA partition added for cloud-init.
+	Where string
+	// Needs is the disk size the customisation takes, past the image's
+	// own partitions (a CIDATA partition after them); 0: none.
+	Needs int64
+}
+
+// Fits refuses a disk of capacity bytes that is too small for the
+// customisation (a CIDATA partition after the image's last): checked for
+// each card before its first byte.
+func (r Result) Fits(capacity int64) error {
+	return cidataPlace{needs: r.Needs}.fits(capacity)
 }
 
 // cmdline.txt entries that Apply adds, found again so that a card
@@ -59,12 +72,48 @@ var ErrNoCmdline = failure.New(failure.Refused, "the boot partition has no cmdli
 // than it was written.
 var ErrReadBack = errors.New("a file written into the boot partition reads back different")
 
-// planned is what plan found: the boot partition, the format, cmdline.txt.
+// ErrNoFAT is a disk none of whose partitions holds a FAT file system:
+// there is no boot partition to write first-boot settings into.
+var ErrNoFAT = failure.New(failure.Refused, "no partition holds a FAT file system to write first-boot settings into")
+
+// planned is what plan found: the boot partition, the format, cmdline.txt,
+// and where a cloud-init seed goes when not into the boot partition.
 type planned struct {
 	fat        *bootFS
+	part       parttable.Partition
 	res        Result
 	cmdline    []byte
 	hasCmdline bool
+	cidata     *cidataPlace // a CIDATA partition to add for the seed; nil: the seed goes into fat
+}
+
+// bootPartition is the disk's boot partition: the first, in its table's
+// order, of a FAT's type that holds a FAT file system (a Raspberry Pi
+// image's first; a cloud image's EFI System Partition, after its root).
+func bootPartition(v Volume, blockSize int) (parttable.Partition, *bootFS, error) {
+	parts, err := parttable.List(func(off int64, b []byte) error {
+		_, err := v.ReadAt(b, off)
+		return err
+	}, blockSize, v.Size())
+	if err != nil {
+		return parttable.Partition{}, nil, failure.Wrap(failure.Refused, fmt.Errorf("finding the boot partition: %w", err))
+	}
+	if len(parts) == 0 {
+		return parttable.Partition{}, nil, failure.Wrap(failure.Refused, fmt.Errorf("finding the boot partition: %w", parttable.ErrNoPartition))
+	}
+	var seen []string
+	for _, part := range parts {
+		seen = append(seen, fmt.Sprintf("%d (%s)", part.Number, part.Type()))
+		if !part.MayBeFAT() {
+			continue
+		}
+		fat, err := openFAT(v, part.Start, part.Size)
+		if errors.Is(err, ErrNotFAT) {
+			continue
+		}
+		return part, fat, err
+	}
+	return parttable.Partition{}, nil, fmt.Errorf("%w: partitions %s", ErrNoFAT, strings.Join(seen, ", "))
 }
 
 // plan opens the boot partition and decides the format, and refuses what
@@ -75,18 +124,11 @@ func plan(v Volume, blockSize int, c *Config) (planned, error) {
 		return p, err
 	}
 	format, _ := ParseFormat(c.InitFormat)
-	part, err := parttable.First(func(off int64, b []byte) error {
-		_, err := v.ReadAt(b, off)
-		return err
-	}, blockSize, v.Size())
+	part, fat, err := bootPartition(v, blockSize)
 	if err != nil {
-		return p, failure.Wrap(failure.Refused, fmt.Errorf("finding the boot partition: %w", err))
+		return p, err
 	}
-	fat, err := openFAT(v, part.Start, part.Size)
-	if err != nil {
-		return p, failure.Wrap(failure.Refused, fmt.Errorf("the first partition: %w", err))
-	}
-	p.fat, p.res.FAT = fat, fat.kind
+	p.fat, p.part, p.res.FAT = fat, part, fat.kind
 	list, err := fat.names()
 	if err != nil {
 		return p, fmt.Errorf("reading the boot partition's root directory: %w", err)
@@ -114,6 +156,26 @@ func plan(v Volume, blockSize int, c *Config) (planned, error) {
 	}
 	if format == FormatSystemd && !p.hasCmdline {
 		return p, ErrNoCmdline
+	}
+	// An EFI System Partition that is not also a Raspberry Pi's boot
+	// partition is read by firmware, not by the system's first boot.
+	if part.ESP() && !names["config.txt"] && !names["cmdline.txt"] {
+		esp := fmt.Sprintf("partition %d (%s, %s)", part.Number, part.Type(), fat.kind)
+		switch {
+		case len(c.ConfigTxt) > 0:
+			return p, fmt.Errorf("%w: %s; config.txt lines are read from a Raspberry Pi's boot partition", ErrESP, esp)
+		case format == FormatPreseed:
+			return p, fmt.Errorf("%w: %s; rpi-preseed reads rpi-preseed.toml from a Raspberry Pi's boot partition", ErrESP, esp)
+		case format.cloud() && !names["user-data"] && !names["meta-data"] && !names["network-config"] && !strings.EqualFold(fat.label(), cidataLabel):
+			place, err := planCIDATA(v, blockSize)
+			if err != nil {
+				return p, fmt.Errorf("%s is an EFI System Partition, which cloud-init does not read its settings from: %w", esp, err)
+			}
+			p.cidata = &place
+			p.res.Needs = place.needs
+			p.res.Where = fmt.Sprintf("a new partition %d labelled %s at byte offset %d, where cloud-init's NoCloud reads them (%s is an EFI System Partition, which it does not read)",
+				place.number, cidataLabel, place.start, esp)
+		}
 	}
 	// Refusals come before the first byte: an empty file in the way.
 	planned := []string{"config.txt", "firstrun.sh", "rpi-preseed.toml", "meta-data", "user-data", "network-config"}
@@ -148,20 +210,25 @@ func Apply(v Volume, blockSize int, c Config, opts Options) (Result, error) {
 	}
 	fat, format, res := p.fat, p.res.Format, p.res
 	cmdline, hasCmdline := p.cmdline, p.hasCmdline
-
 	s, err := resolve(&c, opts.Rand)
 	if err != nil {
 		return res, err
 	}
-	write := func(name string, data []byte) error {
+	seed := fat // where the cloud-init seed goes
+	if p.cidata != nil {
+		if seed, err = p.cidata.add(v, blockSize, opts.Rand); err != nil {
+			return res, err
+		}
+	}
+	writeTo := func(fat *bootFS, name string, data []byte) error {
 		if err := fat.writeFile(name, data); err != nil {
-			return fmt.Errorf("writing %s into the %s boot partition: %w", name, fat.kind, err)
+			return fmt.Errorf("writing %s into the %s partition at byte offset %d: %w", name, fat.kind, fat.start, err)
 		}
 		// Read back through the file system as the system will read it:
 		// what the FAT library wrote is the file meant, or nothing is
 		// said to have been customised.
 		if back, _, err := fat.readFile(name); err != nil {
-			return fmt.Errorf("reading back %s from the %s boot partition: %w", name, fat.kind, err)
+			return fmt.Errorf("reading back %s from the %s partition at byte offset %d: %w", name, fat.kind, fat.start, err)
 		} else if !bytes.Equal(back, data) {
 			return fmt.Errorf("%w: %s reads back as %d bytes that differ from the %d written", ErrReadBack, name, len(back), len(data))
 		}
@@ -169,6 +236,7 @@ func Apply(v Volume, blockSize int, c Config, opts Options) (Result, error) {
 		res.Files = append(res.Files, File{Name: name, Size: len(data), SHA256: hex.EncodeToString(sum[:])})
 		return nil
 	}
+	write := func(name string, data []byte) error { return writeTo(fat, name, data) }
 	readFile := func(path string) ([]byte, error) {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -244,16 +312,16 @@ func Apply(v Volume, blockSize int, c Config, opts Options) (Result, error) {
 			if err != nil {
 				return res, err
 			}
-			if err := write("meta-data", meta); err != nil {
+			if err := writeTo(seed, "meta-data", meta); err != nil {
 				return res, err
 			}
 			if user != nil {
-				if err := write("user-data", user); err != nil {
+				if err := writeTo(seed, "user-data", user); err != nil {
 					return res, err
 				}
 			}
 			if network != nil {
-				if err := write("network-config", network); err != nil {
+				if err := writeTo(seed, "network-config", network); err != nil {
 					return res, err
 				}
 			}
@@ -282,6 +350,11 @@ func Apply(v Volume, blockSize int, c Config, opts Options) (Result, error) {
 	if err := fat.finish(); err != nil {
 		return res, err
 	}
+	if seed != fat {
+		if err := seed.finish(); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 
@@ -291,5 +364,9 @@ func (r Result) Describe() string {
 	for i, f := range r.Files {
 		names[i] = f.Name
 	}
-	return fmt.Sprintf("customised (%s, %s): %s", r.Format, r.FAT, strings.Join(names, ", "))
+	s := fmt.Sprintf("customised (%s, %s): %s", r.Format, r.FAT, strings.Join(names, ", "))
+	if r.Where != "" {
+		s += "; the settings in " + r.Where
+	}
+	return s
 }

@@ -79,8 +79,26 @@ func openFAT(v Volume, start, size int64) (*bootFS, error) {
 	} else {
 		errs = append(errs, err)
 	}
-	return nil, fmt.Errorf("%w at byte offset %d: %w", ErrNotFAT, start, errors.Join(errs...))
+	return nil, &notFATError{start: start, errs: errs}
 }
+
+// notFATError is a partition none of go-diskfs's FAT readers takes. Its
+// text is the fact alone; the readers' own reasons (FAT32's, FAT16's and
+// FAT12's, about boot sector fields) stay in its chain, where an image's
+// read error among them is still found, and out of what a person reads.
+type notFATError struct {
+	start int64
+	errs  []error
+}
+
+func (e *notFATError) Error() string {
+	return fmt.Sprintf("%s at byte offset %d", ErrNotFAT, e.start)
+}
+func (e *notFATError) Unwrap() []error { return append([]error{ErrNotFAT}, e.errs...) }
+
+// label is the file system's volume label, as the root directory's label
+// entry holds it (what blkid reports and cloud-init looks for).
+func (b *bootFS) label() string { return strings.TrimSpace(b.fs.Label()) }
 
 // names lists the root directory's file names.
 func (b *bootFS) names() ([]string, error) {

@@ -76,7 +76,11 @@ func (s *session) inspectImage(src *image.Source) ([]byte, error) {
 	if res.Why != "" {
 		msg += ": " + res.Why
 	}
+	if res.Where != "" {
+		msg += "; the settings go into " + res.Where
+	}
 	s.emit(Note{Message: msg})
+	s.inspected = res
 	return v.buf, nil
 }
 
@@ -180,6 +184,9 @@ func (s *session) customizeFor(c *card) {
 		return
 	}
 	cfg, err := s.cfg.Customize.For(cardVars(c.n, c.d))
+	if err == nil {
+		err = s.inspected.Fits(c.d.Capacity()) // a partition to add after the image's
+	}
 	if err != nil {
 		c.fail(fmt.Errorf("customising %s: %w", c.d.Name, err))
 		return

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -169,4 +170,56 @@ func TestRunHostileSerials(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunCustomizeESP: a cloud-init customisation of an image whose only
+// FAT is an EFI System Partition (a generic cloud image's GPT) gets a
+// CIDATA partition after the image on each card with room for it,
+// written, read back and verified as the rest; a card without room is
+// refused before its first byte.
+func TestRunCustomizeESP(t *testing.T) {
+	t.Parallel()
+	img, err := osimage.BootableAs(t.TempDir(), osimage.Layout{FAT: "12", GPT: true, ESP: true}, 1<<20, 4<<20, 2<<20,
+		map[string]string{"BOOTX64.EFI": "MZ"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	image := filepath.Join(dir, "cloud.img")
+	if err := os.WriteFile(image, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := &eventLog{}
+	cfg := Config{Image: image, TransferSize: 1 << 20, Verify: true, Observer: log,
+		Customize: &customize.Config{Hostname: "cloud", InitFormat: "cloudinit"}}
+	res, err := Run(context.Background(), cfg, simSpecs(t, dir, "card.img?size=64MiB"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := res.Cards[0]; !o.Verified() || o.Customized == nil || !strings.Contains(o.Customized.Where, "CIDATA") {
+		t.Fatalf("outcome %+v", o)
+	}
+	if notes := strings.Join(log.all(), "\n"); !strings.Contains(notes, "the settings go into a new partition 3 labelled CIDATA") {
+		t.Errorf("notes:\n%s", notes)
+	}
+	out, err := exec.Command("sfdisk", "--verify", filepath.Join(dir, "card.img")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "No errors detected") {
+		t.Errorf("sfdisk --verify: %v\n%s", err, out)
+	}
+	got := bootFilesAt(t, filepath.Join(dir, "card.img"), 8<<20, 2<<20, "user-data")
+	if !strings.Contains(got["user-data"], "hostname: cloud\n") {
+		t.Errorf("user-data:\n%s", got["user-data"])
+	}
+
+	small, before := filepath.Join(dir, "small.img"), make([]byte, len(img)+(1<<20))
+	copy(before, testpattern.Bytes(len(before), 9))
+	if err := os.WriteFile(small, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), cfg, simSpecs(t, dir, "small.img"))
+	after, _ := os.ReadFile(small)
+	if !errors.Is(err, customize.ErrNoRoom) || failure.Of(err) != failure.Refused || !bytes.Equal(before, after) {
+		t.Fatalf("a card without room: %v (class %v), unchanged %v", err, failure.Of(err), bytes.Equal(before, after))
+	}
+	factsonly.Check(t, err.Error())
 }

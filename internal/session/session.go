@@ -233,6 +233,9 @@ type session struct {
 	dropped  bool
 	httpOnce sync.Once
 	http     *httpsrc.Client // an image at a URL's (url.go)
+	// inspected is what the image's customisation takes (customize.go's
+	// inspectImage): each card is held to it when it is opened.
+	inspected customize.Result
 }
 
 func newSession(cfg Config) *session {

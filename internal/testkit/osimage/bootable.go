@@ -32,6 +32,10 @@ func Bootable(dir string, bootStart, bootSize, rootSize int64, files map[string]
 type Layout struct {
 	FAT string
 	GPT bool
+	// ESP makes the FAT an EFI System Partition (MBR type 0xEF, or the
+	// GPT type), as a cloud image's or an installer's only FAT; with a
+	// GPT, the root's entry comes first, as in a generic cloud image.
+	ESP bool
 }
 
 // BootableAs is Bootable with the layout l.
@@ -74,10 +78,14 @@ func BootableAs(dir string, l Layout, bootStart, bootSize, rootSize int64, files
 	copy(img[bootStart:], boot)
 	copy(img[bootStart+bootSize:], Generate(rootSize, seed))
 	if l.GPT {
-		putGPT(img, [][2]int64{{bootStart, bootSize}, {bootStart + bootSize, rootSize}})
+		putGPT(img, [][2]int64{{bootStart, bootSize}, {bootStart + bootSize, rootSize}}, l.ESP)
 		return img, nil
 	}
-	for i, p := range [][3]int64{{0x0c, bootStart, bootSize}, {0x83, bootStart + bootSize, rootSize}} {
+	fatType := int64(0x0c)
+	if l.ESP {
+		fatType = 0xEF
+	}
+	for i, p := range [][3]int64{{fatType, bootStart, bootSize}, {0x83, bootStart + bootSize, rootSize}} {
 		e := img[446+16*i:]
 		e[4] = byte(p[0])
 		binary.LittleEndian.PutUint32(e[8:], uint32(p[1]/512))
@@ -89,8 +97,9 @@ func BootableAs(dir string, l Layout, bootStart, bootSize, rootSize int64, files
 
 // putGPT writes a protective MBR, a GPT at LBA 1 (entries from LBA 2) and
 // its backup in the last 33 blocks, listing parts ([start, size] in bytes):
-// the first a FAT ("Microsoft basic data"), the others Linux filesystems.
-func putGPT(img []byte, parts [][2]int64) {
+// the first a FAT ("Microsoft basic data"), the others Linux filesystems;
+// with esp, the FAT an EFI System Partition listed after the others.
+func putGPT(img []byte, parts [][2]int64, esp bool) {
 	const bs = 512
 	blocks := int64(len(img)) / bs
 	mbr := img[446:]
@@ -101,9 +110,17 @@ func putGPT(img []byte, parts [][2]int64) {
 	entries := make([]byte, 128*128)
 	fat := []byte{0xA2, 0xA0, 0xD0, 0xEB, 0xE5, 0xB9, 0x33, 0x44, 0x87, 0xC0, 0x68, 0xB6, 0xB7, 0x26, 0x99, 0xC7}
 	linux := []byte{0xAF, 0x3D, 0xC6, 0x0F, 0x83, 0x84, 0x72, 0x47, 0x8E, 0x79, 0x3D, 0x69, 0xD8, 0x47, 0x7D, 0xE4}
+	if esp {
+		fat = []byte{0x28, 0x73, 0x2A, 0xC1, 0x1F, 0xF8, 0xD2, 0x11, 0xBA, 0x4B, 0x00, 0xA0, 0xC9, 0x3E, 0xC9, 0x3B}
+		parts = append(parts[1:], parts[0])
+	}
 	for i, p := range parts {
 		e := entries[128*i:]
-		if i == 0 {
+		isFAT := i == 0
+		if esp {
+			isFAT = i == len(parts)-1
+		}
+		if isFAT {
 			copy(e, fat)
 		} else {
 			copy(e, linux)

@@ -29,7 +29,7 @@ LDFLAGS  := -X main.stampedVersion=$(VERSION) -X main.stampedRevision=$(REVISION
 	-X main.stampedTime=$(REVTIME) -X main.stampedModified=$(MODIFIED)
 STATICCHECK := $(GO) tool staticcheck
 
-.PHONY: all deps libusb-deps test-deps build build-libusb demo test lint fuzz bench bench-customize bench-url e2e e2e-libusb bench-e2e profile-slowhost clean \
+.PHONY: all deps libusb-deps test-deps build build-libusb demo demo-image test lint fuzz bench bench-customize bench-url e2e e2e-libusb bench-e2e profile-slowhost clean \
 	cross-deps cross cross-linux cross-nousb test-arm64 test-arm test-riscv64 test-386 e2e-arm64 bench-e2e-arm64 bench-slowhost \
 	bench-slowhost-arm64 bench-slowhost-ab dist dist-repro dist-check
 
@@ -67,6 +67,14 @@ demo: build
 	rm -f $(DEMO_CARD)
 	$(BIN) write testdata/demo.img.xz 'sim:$(DEMO_CARD)?size=64MiB&speed=40MB/s&latency=1ms' --yes
 	$(BIN) info 'sim:$(DEMO_CARD)'
+
+# The demo image from its generator (testdata/gendemo: go-diskfs for its
+# FAT32, e2fsprogs for its ext4), compressed as committed: xz -T2 in 8 MiB
+# blocks, so that it exercises the parallel decoder.
+demo-image:
+	$(GO) run ./testdata/gendemo > bin/demo.img
+	xz -T2 --block-size=8MiB -6 -c bin/demo.img > testdata/demo.img.xz
+	rm -f bin/demo.img
 
 # Every package with the build's tags; then, unless NOUSB=1, the libusb
 # backend's own tests, the backend choice's (usbms/backend) and drive's,

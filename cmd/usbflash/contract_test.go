@@ -34,8 +34,12 @@ func docSection(t *testing.T, file, heading string) []string {
 		if l != heading {
 			continue
 		}
+		fenced := false // a # in a code block is a comment, not a heading
 		for j := i + 1; j < len(lines); j++ {
-			if h := strings.Index(lines[j], " "); strings.HasPrefix(lines[j], "#") && h <= level && strings.Trim(lines[j][:h], "#") == "" {
+			if strings.HasPrefix(lines[j], "```") {
+				fenced = !fenced
+			}
+			if h := strings.Index(lines[j], " "); !fenced && strings.HasPrefix(lines[j], "#") && h <= level && strings.Trim(lines[j][:h], "#") == "" {
 				return lines[i+1 : j]
 			}
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/lib/parttable"
-	"github.com/usbflash/usbflash/internal/lib/units"
 )
 
 // An image whose only FAT is an EFI System Partition (a generic cloud
@@ -117,8 +116,7 @@ func planCIDATA(v Volume, bs int) (cidataPlace, error) {
 // fits refuses a disk of capacity bytes without room for the partition.
 func (p cidataPlace) fits(capacity int64) error {
 	if p.needs > capacity {
-		return fmt.Errorf("%w: it would end at %s, and the disk has %s (%d bytes, %d needed)", ErrNoRoom,
-			units.FormatBytes(p.needs), units.FormatBytes(capacity), capacity, p.needs)
+		return fmt.Errorf("%w: the disk has %d bytes, and %d are needed to hold it after the image's partitions", ErrNoRoom, capacity, p.needs)
 	}
 	return nil
 }

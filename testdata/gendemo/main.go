@@ -37,8 +37,8 @@ import (
 
 const (
 	sector    = 512
-	bootStart = 4 << 20          // where Raspberry Pi OS puts its boot partition
-	bootSize  = 36 << 20         // FAT32's 65525 clusters of 512 bytes, and room
+	bootStart = 4 << 20  // where Raspberry Pi OS puts its boot partition
+	bootSize  = 36 << 20 // FAT32's 65525 clusters of 512 bytes, and room
 	rootStart = bootStart + bootSize
 	rootSize  = 6<<20 - 20<<10 // the image's end: not a whole MiB
 	size      = rootStart + rootSize

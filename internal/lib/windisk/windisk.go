@@ -261,3 +261,42 @@ func ParsePhysicalDrive(path string) (n uint32, ok bool) {
 }
 
 var le = binary.LittleEndian
+
+// Drive is one physical drive as Windows describes it.
+type Drive struct {
+	Number     uint32 // the N of \\.\PhysicalDriveN
+	Path       string // \\.\PhysicalDriveN
+	Descriptor Descriptor
+	Geometry   Geometry // zero when the drive has no medium
+	Writable   bool     // IOCTL_DISK_IS_WRITABLE succeeded
+}
+
+// Volume is a volume Windows mounted, and the disks it lies on.
+type Volume struct {
+	Name  string   // \\?\Volume{GUID}\ as FindFirstVolume gives it
+	Paths []string // where it is mounted: "E:\", a folder
+	Disks []uint32 // the drives its extents are on
+}
+
+// Device is the volume's device path: its name without the trailing
+// backslash, which opens the volume rather than its root directory.
+func (v Volume) Device() string { return strings.TrimSuffix(v.Name, `\`) }
+
+// String names the volume as a person knows it: its drive letters or
+// folders, else its GUID name.
+func (v Volume) String() string {
+	if len(v.Paths) > 0 {
+		return strings.Join(v.Paths, ", ")
+	}
+	return v.Name
+}
+
+// On says whether the volume lies (wholly or in part) on drive n.
+func (v Volume) On(n uint32) bool {
+	for _, d := range v.Disks {
+		if d == n {
+			return true
+		}
+	}
+	return false
+}

@@ -15,15 +15,6 @@ import (
 // interface class of every disk: {53f56307-b6bf-11d0-94f2-00a0c91efb8b}.
 var guidDevinterfaceDisk = windows.GUID{Data1: 0x53f56307, Data2: 0xb6bf, Data3: 0x11d0, Data4: [8]byte{0x94, 0xf2, 0x00, 0xa0, 0xc9, 0x1e, 0xfb, 0x8b}}
 
-// Drive is one physical drive as Windows describes it.
-type Drive struct {
-	Number     uint32 // the N of \\.\PhysicalDriveN
-	Path       string // \\.\PhysicalDriveN
-	Descriptor Descriptor
-	Geometry   Geometry // zero when the drive has no medium
-	Writable   bool     // IOCTL_DISK_IS_WRITABLE succeeded
-}
-
 // Drives lists the physical drives that are present, through SetupAPI's
 // configuration manager (CM_Get_Device_Interface_List of the disk
 // interface class), each described by its storage IOCTLs. A drive that
@@ -125,36 +116,6 @@ func ioctl(h windows.Handle, code uint32, in, out []byte) error {
 // buffers: the disk writer's calls (delete the layout, eject) go through
 // it too.
 func Ioctl(h windows.Handle, code uint32, in, out []byte) error { return ioctl(h, code, in, out) }
-
-// Volume is a volume Windows mounted, and the disks it lies on.
-type Volume struct {
-	Name  string   // \\?\Volume{GUID}\ as FindFirstVolume gives it
-	Paths []string // where it is mounted: "E:\", a folder
-	Disks []uint32 // the drives its extents are on
-}
-
-// Device is the volume's device path: its name without the trailing
-// backslash, which opens the volume rather than its root directory.
-func (v Volume) Device() string { return strings.TrimSuffix(v.Name, `\`) }
-
-// String names the volume as a person knows it: its drive letters or
-// folders, else its GUID name.
-func (v Volume) String() string {
-	if len(v.Paths) > 0 {
-		return strings.Join(v.Paths, ", ")
-	}
-	return v.Name
-}
-
-// On says whether the volume lies (wholly or in part) on drive n.
-func (v Volume) On(n uint32) bool {
-	for _, d := range v.Disks {
-		if d == n {
-			return true
-		}
-	}
-	return false
-}
 
 // Volumes lists every volume and the drives under it. A volume whose
 // extents cannot be read (a CD, a volume going away) is listed without

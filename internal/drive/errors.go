@@ -36,6 +36,13 @@ var (
 	ErrUnsupported = failure.New(failure.Device, "reader not supported")
 	// ErrNoMedium: the slot is empty.
 	ErrNoMedium = failure.New(failure.Device, "no medium")
+	// ErrSystemDisk: the disk: target holds the running system's
+	// volume (the boot disk, the Windows directory's, the root
+	// filesystem's). Not even a forced write takes it.
+	ErrSystemDisk = failure.New(failure.Refused, "the system's disk")
+	// ErrInternalDisk: the disk: target is a fixed disk inside the
+	// computer, which holds no card; a forced write takes it.
+	ErrInternalDisk = failure.New(failure.Refused, "an internal disk")
 	// ErrOneMedium: the LUN chosen answers for the same medium as a
 	// lower one: the reader ignores the LUN field (Linux's SINGLE_LUN
 	// readers), and what is written through it lands on the other's card.
@@ -56,6 +63,14 @@ var (
 	ErrWhichSlot = failure.New(failure.Usage, "a slot is to be chosen")
 	// ErrNeedsSize: a file target to be made, and no size to make it.
 	ErrNeedsSize = failure.New(failure.Usage, "no size to create the file with")
+	// ErrNotADisk: a disk: target that names no disk (a regular file,
+	// a directory, a path of no disk node of this system).
+	ErrNotADisk = failure.New(failure.Usage, "not a disk")
+	// ErrNotWholeDisk: a disk: target that names a partition.
+	ErrNotWholeDisk = failure.New(failure.Usage, "not a whole disk")
+	// ErrDiskUnsupported: disk: targets on a system usbflash cannot open
+	// a disk on (the BSDs).
+	ErrDiskUnsupported = failure.New(failure.Usage, "no disk: targets on this system")
 	// ErrNotUSB: a kernel disk was asked of a target that is no usb:
 	// reader.
 	ErrNotUSB = failure.New(failure.Usage, "not a usb: reader")
@@ -78,6 +93,10 @@ const (
 	UseMounted Use = iota + 1
 	UseSwap
 	UseHeld // by dm-crypt, LVM or RAID
+	// UseOpenFiles: a volume on the disk would not be unmounted or
+	// locked, because a program has files open on it (macOS's
+	// dissenter, Windows's refused lock).
+	UseOpenFiles
 )
 
 // Error is a target that could not be opened or may not be written. Its

@@ -168,7 +168,7 @@ func OpenAll(ctx context.Context, ts []Spec, opts Options) ([]*Device, []error) 
 }
 
 // readerKey names the reader a target lives on, so slots of one reader
-// can share it; file: targets share nothing.
+// can share it; file: and disk: targets share nothing.
 func readerKey(ctx context.Context, readers *Readers, t Spec) (string, error) {
 	switch t.Scheme {
 	case USB:
@@ -184,7 +184,7 @@ func readerKey(ctx context.Context, readers *Readers, t Spec) (string, error) {
 		}
 		return "sim:" + abs, nil
 	}
-	return "file:" + t.Raw, nil
+	return t.Raw, nil // a file or a disk: each its own
 }
 
 // openReader opens the targets of one reader (or one file): each gets its
@@ -205,8 +205,12 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 			}
 		}
 	}
-	if t0.Scheme == File {
+	switch t0.Scheme {
+	case File:
 		ds[0], errs[0] = openFile(t0, opts)
+		return ds, errs
+	case Disk:
+		ds[0], errs[0] = openDisk(ctx, t0, opts)
 		return ds, errs
 	}
 	// A sim: card that does not exist yet is created by the simulator: a

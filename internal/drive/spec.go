@@ -23,6 +23,7 @@ const (
 	USB  Scheme = iota + 1 // a real reader through libusb
 	File                   // a file or block device through the kernel
 	Sim                    // the simulated reader
+	Disk                   // a whole disk, raw: /dev/sdX, /dev/rdiskN, \\.\PhysicalDriveN
 )
 
 // Spec is a parsed TARGET argument. One parser serves every command, so a
@@ -41,7 +42,8 @@ type Spec struct {
 	// LUN is the slot the target names; -1: the only LUN, or an error if
 	// there are several.
 	LUN int
-	// Path is the file of file: and sim: targets, without options.
+	// Path is the file of file: and sim: targets, without options, and
+	// the disk of a disk: target as typed.
 	Path string
 
 	spec     string // sim: the path and the simulator's options
@@ -51,7 +53,7 @@ type Spec struct {
 func (t Spec) String() string { return t.Raw }
 
 // Syntax is every form a target may take, as errors and help name them.
-const Syntax = "usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN], N[/LUN] (the index from `usbflash list`), file:PATH[?size=SIZE] or sim:PATH[/LUN][?options][&lun=N]"
+const Syntax = "usb:VID:PID[:SERIAL][/LUN], usb:BUS.ADDR[/LUN], N[/LUN] (the index from `usbflash list`), disk:DISK (a whole disk: /dev/sdX, /dev/rdiskN, \\\\.\\PhysicalDriveN), file:PATH[?size=SIZE] or sim:PATH[/LUN][?options][&lun=N]"
 
 // Parse reads the TARGET syntax of docs/usage.md's table, handing each scheme to
 // its own parser. Errors (of class Usage) all have one shape: the argument, what
@@ -66,9 +68,11 @@ func Parse(s string) (Spec, error) {
 		why = parseFileTarget(&t, strings.TrimPrefix(s, "file:"))
 	case strings.HasPrefix(s, "sim:"):
 		why = parseSimTarget(&t, strings.TrimPrefix(s, "sim:"))
-	case strings.HasPrefix(s, "/"), strings.HasPrefix(s, "."), strings.HasPrefix(s, "~"):
+	case strings.HasPrefix(s, "disk:"):
+		why = parseDiskTarget(&t, strings.TrimPrefix(s, "disk:"))
+	case strings.HasPrefix(s, "/"), strings.HasPrefix(s, "."), strings.HasPrefix(s, "~"), strings.HasPrefix(s, `\\`):
 		// A path, typed as one would for dd: the one likely meaning.
-		return Spec{}, usageKind(s, ErrPath, fmt.Sprintf("target %q is a path, which a target names as file:%s", s, s))
+		return Spec{}, usageKind(s, ErrPath, fmt.Sprintf("target %q is a path, which a target names as %s", s, PathTarget(s)))
 	default:
 		why = parseUSBTarget(&t, s)
 	}
@@ -96,6 +100,29 @@ func parseFileTarget(t *Spec, spec string) string {
 		t.fileSize = n
 	}
 	return ""
+}
+
+// parseDiskTarget reads DISK after "disk:": the whole disk's node as the
+// system names it. Whether it is one is for the open to find out.
+func parseDiskTarget(t *Spec, disk string) string {
+	t.Scheme = Disk
+	t.Path = disk
+	switch {
+	case disk == "":
+		return "disk: needs a disk, like disk:/dev/sdb, disk:/dev/rdisk4 or disk:\\\\.\\PhysicalDrive2"
+	case strings.ContainsAny(disk, "?&"):
+		return "disk: takes no options"
+	}
+	return ""
+}
+
+// PathTarget is the target a path typed alone means: the whole disk for a
+// disk's node (/dev/..., \\.\PhysicalDriveN), the file otherwise.
+func PathTarget(path string) string {
+	if strings.HasPrefix(path, "/dev/") || strings.HasPrefix(path, `\\.\`) {
+		return "disk:" + path
+	}
+	return "file:" + path
 }
 
 // parseSimTarget reads PATH[/LUN][?options] after "sim:". lun=N picks a

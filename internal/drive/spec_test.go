@@ -1,8 +1,10 @@
 package drive
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/failure"
@@ -22,6 +24,9 @@ func TestParseTarget(t *testing.T) {
 		{"2/3", Spec{Scheme: USB, index: 2, LUN: 3}},
 		{"file:/dev/sdb", Spec{Scheme: File, Path: "/dev/sdb", index: -1, LUN: -1}},
 		{"file:out.img?size=8MiB", Spec{Scheme: File, Path: "out.img", fileSize: 8 << 20, index: -1, LUN: -1}},
+		{"disk:/dev/sdb", Spec{Scheme: Disk, Path: "/dev/sdb", index: -1, LUN: -1}},
+		{"disk:/dev/rdisk4", Spec{Scheme: Disk, Path: "/dev/rdisk4", index: -1, LUN: -1}},
+		{`disk:\\.\PhysicalDrive2`, Spec{Scheme: Disk, Path: `\\.\PhysicalDrive2`, index: -1, LUN: -1}},
 		{"sim:card.img", Spec{Scheme: Sim, Path: "card.img", spec: "card.img", index: -1, LUN: -1}},
 		{"sim:/tmp/c.img?size=64MiB&speed=30MB/s", Spec{Scheme: Sim, Path: "/tmp/c.img", spec: "/tmp/c.img?size=64MiB&speed=30MB/s", index: -1, LUN: -1}},
 		{"sim:c.img?luns=2&lun=1&wp=1", Spec{Scheme: Sim, Path: "c.img", spec: "c.img?luns=2&wp=1", index: -1, LUN: 1}},
@@ -78,10 +83,26 @@ func TestParseTargetErrors(t *testing.T) {
 	for _, in := range []string{
 		"", "/dev/sdb", "sdb", "file:", "file:x?size=1000", "file:x?speed=1", "sim:", "sim:?size=1MiB", "sim:c.img?lun=16", "sim:c.img?lun=x", "usb:", "usb:46f4",
 		"usb:zzzz:0001", "usb:46f4:0001:", "usb:1.0", "usb:1.x", "0/16", "0/x", "usb:46f4:0001/99",
+		"disk:", "disk:/dev/sdb?size=1GiB", `\\.\PhysicalDrive2`,
 	} {
 		_, err := Parse(in)
 		if failure.Of(err) != failure.Usage {
 			t.Errorf("Parse(%q) = %v, want a usage error", in, err)
+		}
+	}
+}
+
+// TestPathTarget: a path typed alone is refused, and the refusal names
+// the target it likely means: the whole disk for a disk's node, the file
+// otherwise.
+func TestPathTarget(t *testing.T) {
+	for in, want := range map[string]string{
+		"/dev/sdb": "disk:/dev/sdb", "/dev/rdisk4": "disk:/dev/rdisk4", `\\.\PhysicalDrive2`: `disk:\\.\PhysicalDrive2`,
+		"./out.img": "file:./out.img", "/home/pi/out.img": "file:/home/pi/out.img",
+	} {
+		_, err := Parse(in)
+		if !errors.Is(err, ErrPath) || !strings.Contains(err.Error(), "which a target names as "+want) {
+			t.Errorf("Parse(%q) = %v, want it to name %s", in, err, want)
 		}
 	}
 }

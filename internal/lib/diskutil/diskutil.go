@@ -192,6 +192,16 @@ func Physical(ctx context.Context, run Runner) (List, error) {
 	return ParseList(out)
 }
 
+// All lists every disk (`diskutil list -plist`), the synthesized APFS
+// containers too, whose volumes Mounted finds on the disks they live on.
+func All(ctx context.Context, run Runner) (List, error) {
+	out, err := run(ctx, "list", "-plist")
+	if err != nil {
+		return List{}, err
+	}
+	return ParseList(out)
+}
+
 // InfoOf describes one device (`diskutil info -plist DEV`): a disk
 // identifier, a device node or a mount point ("/").
 func InfoOf(ctx context.Context, run Runner, dev string) (Info, error) {

@@ -195,12 +195,14 @@ func diskFromWindows(drv windisk.Drive, vols []windisk.Volume, system []uint32) 
 }
 
 // diskFromLinux is a Linux disk from sysfs. Linux says "internal" of no
-// disk: a SATA or NVMe disk whose medium does not come out is one.
+// disk: one is internal unless its medium comes out or it is on USB or an
+// SD host (where cards and sticks are), or is a loop device (a file the
+// user attached): a SATA, NVMe or virtio disk is written only when forced.
 func diskFromLinux(w linuxdisk.WholeDisk) WholeDisk {
 	d := WholeDisk{
 		Target: "disk:" + w.Node, Node: w.Node, Name: strings.Join(strings.Fields(w.Vendor+" "+w.Model), " "), Bus: w.Bus,
 		Size: w.Size, Whole: true, Removable: w.Removable, System: w.System,
-		Internal: (w.Bus == "SATA" || w.Bus == "NVMe") && !w.Removable,
+		Internal: !w.Removable && w.Bus != "USB" && w.Bus != "SD" && w.Bus != "loop",
 	}
 	for _, u := range w.InUse {
 		if u.Kind == linuxdisk.Mounted {

@@ -193,7 +193,8 @@ func TestDiskFromLinux(t *testing.T) {
 		bus       string
 		removable bool
 		internal  bool
-	}{{"SATA", false, true}, {"NVMe", false, true}, {"SATA", true, false}, {"USB", false, false}, {"virtio", false, false}, {"", false, false}} {
+	}{{"SATA", false, true}, {"NVMe", false, true}, {"SATA", true, false}, {"USB", false, false}, {"SD", false, false}, {"loop", false, false},
+		{"virtio", false, true}, {"SCSI", false, true}, {"", false, true}} {
 		if got := diskFromLinux(linuxdisk.WholeDisk{Bus: tt.bus, Removable: tt.removable}).Internal; got != tt.internal {
 			t.Errorf("bus %q removable %v: Internal %v", tt.bus, tt.removable, got)
 		}

@@ -16,7 +16,7 @@ import (
 type WholeDisk struct {
 	Disk
 	Removable bool   // sysfs "removable": a card reader's slot, a floppy
-	Bus       string // "USB", "SD", "NVMe", "SATA", "virtio", "SCSI"; "" when sysfs does not say
+	Bus       string // "USB", "SD", "NVMe", "SATA", "virtio", "SCSI", "loop"; "" when sysfs does not say
 	// System: the root filesystem is mounted from it (from a partition,
 	// or from a device that holds one of them).
 	System bool
@@ -119,6 +119,7 @@ func (s Sys) wholeDisk(dir string, u usage) WholeDisk {
 func busOf(dir string) string {
 	for _, b := range []struct{ part, name string }{
 		{"/usb", "USB"}, {"/mmc_host/", "SD"}, {"/nvme", "NVMe"}, {"/ata", "SATA"}, {"/virtio", "virtio"}, {"/host", "SCSI"},
+		{"/virtual/block/loop", "loop"},
 	} {
 		if strings.Contains(dir, b.part) {
 			return b.name

@@ -43,8 +43,8 @@ func TestWholeDisks(t *testing.T) {
 	f.link("dev/block/8:17", boot)
 	sd := f.wholeDisk("platform/fe340000.mmc/mmc_host/mmc0/mmc0:aaaa", "mmcblk0", "179:0", "31116288", "0")
 	f.write(filepath.Join(sd, "device", "name"), "SC32G\n")
-	f.wholeDisk("virtual/block", "loop0", "7:0", "2048", "0")
-	f.wholeDisk("virtual/block", "zram0", "252:0", "8388608", "0")
+	f.wholeDisk("virtual", "loop0", "7:0", "2048", "0")
+	f.wholeDisk("virtual", "zram0", "252:0", "8388608", "0")
 	f.mounts(
 		"29 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw",
 		"40 29 8:17 / /media/pi/bootfs rw,relatime shared:2 - vfat /dev/sdb1 rw",
@@ -86,6 +86,9 @@ func TestWholeDisks(t *testing.T) {
 	var pe *PartitionError
 	if !errors.As(err, &pe) || pe.Disk != "/dev/sdb" || err.Error() != "/dev/sdb1 is a partition of /dev/sdb, not a whole disk" {
 		t.Errorf("DescribeWhole(sdb1) = %v", err)
+	}
+	if d, err := f.view.DescribeWhole("/dev/loop0", "7:0"); err != nil || d.Bus != "loop" {
+		t.Errorf("DescribeWhole(loop0) = %+v, %v", d, err)
 	}
 	if _, err := f.view.DescribeWhole("/dev/sdz", "8:240"); err == nil {
 		t.Error("a device sysfs does not know was described")

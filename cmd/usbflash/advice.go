@@ -26,6 +26,7 @@ import (
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
+	"github.com/usbflash/usbflash/pipeline/diskdev"
 	"github.com/usbflash/usbflash/pipeline/filedev"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/sim"
@@ -212,8 +213,14 @@ func adviceTable() []advice {
 		{failure.Usage, is(filedev.ErrSizedDevice), text("drop size=: a block device is as large as it is")},
 		{failure.Usage, is(filedev.ErrDeviceUnsupported), text("use a usb: target")},
 		{failure.Usage, is(drive.ErrPath), from(func(e *drive.Error) string {
-			return fmt.Sprintf("write file:%s for a file or disk through the kernel", e.Target)
+			if t := drive.PathTarget(e.Target); strings.HasPrefix(t, "disk:") {
+				return fmt.Sprintf("write %s for the whole disk", t)
+			}
+			return fmt.Sprintf("write file:%s for an image file", e.Target)
 		})},
+		{failure.Usage, is(drive.ErrNotADisk), text("name a whole disk as `usbflash list` shows it (disk:/dev/sdX, disk:/dev/rdiskN, disk:\\\\.\\PhysicalDriveN); an image file is file:PATH")},
+		{failure.Usage, is(drive.ErrNotWholeDisk), text("name the whole disk, not one of its partitions: `usbflash list` shows it")},
+		{failure.Usage, is(drive.ErrDiskUnsupported), text("use a usb: reader, or file: for an image file")},
 		{failure.Usage, is(drive.ErrAmbiguous), text("add the serial (usb:VID:PID:SERIAL) or use usb:BUS.ADDR")},
 		{failure.Usage, is(drive.ErrSameReader), text("name each slot with /LUN (lun=N for sim:)")},
 		{failure.Usage, is(drive.ErrWhichSlot), text("choose one with /LUN (lun=N for sim:)")},
@@ -236,6 +243,8 @@ func adviceTable() []advice {
 		{failure.Refused, is(drive.ErrInUse), from(func(e *drive.Error) string { return inUseAdvice(e.Uses) + " first, or pass --force if you are sure" })},
 		{failure.Refused, is(drive.ErrInUseUnknown), text("pass --force to skip this check if you are sure nothing uses the disk")},
 		{failure.Refused, is(drive.ErrBusy), text("wait for it to finish")},
+		{failure.Refused, is(drive.ErrSystemDisk), text("choose another disk: `usbflash list` shows the ones that can be written")},
+		{failure.Refused, is(drive.ErrInternalDisk), text("check that this is the disk you mean (`usbflash list` shows the external ones), then pass --force to write an internal disk")},
 		{failure.Refused, is(drive.ErrTooSmallImage), text("pass --force to write it anyway")},
 		{failure.Refused, as[*imagedst.ExistsError](), text("pass --force to overwrite it")},
 		{failure.Refused, as[*imagedst.SizeError](), text("give a smaller --size, or leave it out to read the whole card")},
@@ -305,9 +314,10 @@ func adviceTable() []advice {
 		{failure.Device, as[*outfile.Error](), text("check the disk the file is written to, or name a file on another one")},
 		// The USB layer's kinds, before the layers above that wrap them:
 		// the end of the recovery ladder, a failed block command.
-		{failure.Device, is(usbdev.ErrNoUSBSupport), text("build usbflash with a USB backend: make build (on Linux pure Go, no library needed; elsewhere cgo and libusb-1.0); sim: and file: targets still work")},
-		{failure.Device, is(usbdev.ErrNoUSBAccess), text("give this container or VM USB passthrough, or run usbflash on the host; sim: and file: targets still work")},
+		{failure.Device, is(usbdev.ErrNoUSBSupport), text("build usbflash with a USB backend: make build (on Linux pure Go, no library needed; elsewhere cgo and libusb-1.0); sim:, file: and disk: targets still work")},
+		{failure.Device, is(usbdev.ErrNoUSBAccess), text("give this container or VM USB passthrough, or run usbflash on the host; sim:, file: and disk: targets still work")},
 		{failure.Device, is(usbdev.ErrPermission), permissionAdvice},
+		{failure.Device, is(diskdev.ErrPermission), from(diskPermissionAdvice)},
 		{failure.Device, is(usbdev.ErrBusy), text("close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry")},
 		{failure.Device, is(usbdev.ErrNoMemory), text("use a smaller --transfer-size or fewer --buffers, or raise the limit in /sys/module/usbcore/parameters/usbfs_memory_mb (16 MiB by default)")},
 		{failure.Device, is(usbdev.ErrOverflow), text("its state is unknown: unplug the reader, plug it in again, and run the command again")},
@@ -393,6 +403,18 @@ func permissionAdvice(err error) string {
 	return "install usbflash's package: its udev rule (" + drive.RuleName + ") opens readers to the user at the seat, and its group variant to a group on a station without a seat; or run with sudo"
 }
 
+// diskPermissionAdvice says what gives the right a disk: target needs,
+// as the system that refused it wants it given.
+func diskPermissionAdvice(e *diskdev.PermissionError) string {
+	switch e.Need {
+	case "an administrator":
+		return "run usbflash from a terminal opened with Run as administrator"
+	case "root":
+		return "run it with sudo"
+	}
+	return "give an administrator's name and password when macOS asks, or run it with sudo"
+}
+
 // notAnImageAdvice says how to get the image out of what an archive
 // holds instead.
 func notAnImageAdvice(e *image.Error) string {
@@ -469,9 +491,10 @@ func shellWord(s string) string {
 // inUseAdvice says what frees a disk the system uses in these ways.
 func inUseAdvice(uses []drive.Use) string {
 	verbs := map[drive.Use]string{
-		drive.UseMounted: "unmount it",
-		drive.UseSwap:    "swapoff it",
-		drive.UseHeld:    "close the dm-crypt, LVM or RAID device that holds it",
+		drive.UseMounted:   "unmount it",
+		drive.UseSwap:      "swapoff it",
+		drive.UseHeld:      "close the dm-crypt, LVM or RAID device that holds it",
+		drive.UseOpenFiles: "quit the programs that have files open on it",
 	}
 	var advice []string
 	for _, u := range uses {

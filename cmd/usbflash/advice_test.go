@@ -28,6 +28,7 @@ import (
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
+	"github.com/usbflash/usbflash/pipeline/diskdev"
 	"github.com/usbflash/usbflash/pipeline/filedev"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/sim"
@@ -99,8 +100,8 @@ func usbAdviceCases() []adviceCase {
 		kind   error
 		advice string
 	}{
-		{"usb/no USB support", usbdev.ErrNoUSBSupport, "build usbflash with a USB backend: make build (on Linux pure Go, no library needed; elsewhere cgo and libusb-1.0); sim: and file: targets still work"},
-		{"usb/no USB access", usbdev.ErrNoUSBAccess, "give this container or VM USB passthrough, or run usbflash on the host; sim: and file: targets still work"},
+		{"usb/no USB support", usbdev.ErrNoUSBSupport, "build usbflash with a USB backend: make build (on Linux pure Go, no library needed; elsewhere cgo and libusb-1.0); sim:, file: and disk: targets still work"},
+		{"usb/no USB access", usbdev.ErrNoUSBAccess, "give this container or VM USB passthrough, or run usbflash on the host; sim:, file: and disk: targets still work"},
 		{"usb/permission", usbdev.ErrPermission, installAdvice},
 		{"usb/busy", usbdev.ErrBusy, "close other programs using it (another usbflash, a VM with USB passthrough); if the kernel driver holds it, unmount its partitions and retry"},
 		{"usb/not found", usbdev.ErrNotFound, "it was unplugged or re-enumerated; run `usbflash list` again"},
@@ -361,7 +362,8 @@ func cardAdviceCases(t *testing.T) []adviceCase {
 // drive tells apart by kind.
 func driveAdviceCases(t *testing.T) []adviceCase {
 	_, path := drive.Parse("/tmp/card.img")
-	if path == nil {
+	_, diskPath := drive.Parse("/dev/sdb")
+	if path == nil || diskPath == nil {
 		t.Fatal("a path parsed as a target")
 	}
 	kind := func(k error, msg string) error { return &drive.Error{Target: "file:/tmp/card.img", Msg: msg, Err: k} }
@@ -369,7 +371,28 @@ func driveAdviceCases(t *testing.T) []adviceCase {
 		return &failure.SettingError{Setting: drive.SettingKernelDisk, Err: &drive.Error{Target: "usb:1.4", Msg: "usb:1.4: " + msg, Err: k}}
 	}
 	return []adviceCase{
-		{"target/a path", path, "write file:/tmp/card.img for a file or disk through the kernel"},
+		{"target/a path", path, "write file:/tmp/card.img for an image file"},
+		{"target/a disk's path", diskPath, "write disk:/dev/sdb for the whole disk"},
+		{"target/not a disk", &drive.Error{Target: "disk:/tmp/os.img", Msg: "target disk:/tmp/os.img is not a disk", Err: drive.ErrNotADisk},
+			`name a whole disk as ` + "`usbflash list`" + ` shows it (disk:/dev/sdX, disk:/dev/rdiskN, disk:\\.\PhysicalDriveN); an image file is file:PATH`},
+		{"target/a partition", &drive.Error{Target: "disk:/dev/sdb1", Msg: "target disk:/dev/sdb1: /dev/sdb1 is a partition of /dev/sdb, not a whole disk", Err: drive.ErrNotWholeDisk},
+			"name the whole disk, not one of its partitions: `usbflash list` shows it"},
+		{"target/no disk: here", &drive.Error{Target: "disk:/dev/da0", Msg: "target disk:/dev/da0: disk: targets are for Linux, macOS and Windows, not freebsd", Err: drive.ErrDiskUnsupported},
+			"use a usb: reader, or file: for an image file"},
+		{"target/the system's disk", &drive.Error{Target: "disk:/dev/rdisk0", Msg: "target disk:/dev/rdisk0 (APPLE SSD) holds the running system's volume; nothing was written", Err: drive.ErrSystemDisk},
+			"choose another disk: `usbflash list` shows the ones that can be written"},
+		{"target/an internal disk", &drive.Error{Target: `disk:\\.\PhysicalDrive1`, Msg: `target disk:\\.\PhysicalDrive1 (WDC, SATA) is an internal disk, not a card or stick; nothing was written`, Err: drive.ErrInternalDisk},
+			"check that this is the disk you mean (`usbflash list` shows the external ones), then pass --force to write an internal disk"},
+		{"target/volumes held open", &drive.Error{Target: "disk:/dev/rdisk4", Msg: "target disk:/dev/rdisk4 is in use: unmounting the volumes of disk4 failed: disk4s1 held by PID 512 (/usr/libexec/mds_stores); nothing was written",
+			Err: drive.ErrInUse, Uses: []drive.Use{drive.UseOpenFiles}},
+			"quit the programs that have files open on it first, or pass --force if you are sure"},
+		{"target/no administrator", &drive.Error{Target: `disk:\\.\PhysicalDrive2`, Msg: `opening \\.\PhysicalDrive2 needs an administrator: this usbflash runs without an administrator's rights`,
+			Err: &diskdev.PermissionError{Path: `\\.\PhysicalDrive2`, Need: "an administrator", Err: errors.New("this usbflash runs without an administrator's rights")}},
+			"run usbflash from a terminal opened with Run as administrator"},
+		{"target/no authorization", &diskdev.PermissionError{Path: "/dev/rdisk4", Need: "root or an administrator's authorization", Err: errors.New("/usr/libexec/authopen sent no descriptor for /dev/rdisk4: exit status 1")},
+			"give an administrator's name and password when macOS asks, or run it with sudo"},
+		{"target/not root", &diskdev.PermissionError{Path: "/dev/rdisk4", Need: "root", Err: errors.New("permission denied")},
+			"run it with sudo"},
 		{"target/several readers", kind(drive.ErrAmbiguous, "target usb:0bda:0158 matches 2 readers"), "add the serial (usb:VID:PID:SERIAL) or use usb:BUS.ADDR"},
 		{"target/same reader twice", kind(drive.ErrSameReader, "targets 0 and 0 are the same reader"), "name each slot with /LUN (lun=N for sim:)"},
 		{"target/which slot", kind(drive.ErrWhichSlot, "usb:1.4 has 2 LUNs (slots), 2 with a card"), "choose one with /LUN (lun=N for sim:)"},

@@ -13,7 +13,8 @@ import (
 
 // completeTarget completes a TARGET argument: the usb: targets of the
 // readers attached now (as 'usbflash list' finds them, without claiming
-// anything), the sim: and file: prefixes, and paths after them.
+// anything), the disk: targets list shows, the sim: and file: prefixes,
+// and paths after them.
 func completeTarget(c *cobra.Command, toComplete string) ([]string, cobra.ShellCompDirective) {
 	for _, prefix := range []string{"sim:", "file:"} {
 		if path, ok := strings.CutPrefix(toComplete, prefix); ok {
@@ -28,7 +29,12 @@ func completeTarget(c *cobra.Command, toComplete string) ([]string, cobra.ShellC
 			}
 		}
 	}
-	out = append(out, "sim:\tthe simulated reader", "file:\ta file or block device")
+	if disks, err := drive.ListDisks(c.Context()); err == nil {
+		for _, d := range disks {
+			out = append(out, d.Target+"\t"+strings.TrimSpace(d.Name+" "+d.Bus))
+		}
+	}
+	out = append(out, "sim:\tthe simulated reader", "file:\tan image file", "disk:\ta whole disk")
 	return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
 }
 

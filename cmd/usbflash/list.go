@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,18 +19,22 @@ func newListCommand(a *app) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "list",
-		Short: "List USB card readers, their LUNs and media",
+		Short: "List USB card readers, their LUNs and media, and the disks disk: writes",
 		Long: `List every USB mass-storage interface: identity, speed, and for each LUN
 the medium's vendor, product, capacity and write protection.
 
 Readers the kernel's usb-storage driver holds are described from sysfs and
-left alone; others are asked over SCSI. list never detaches a driver.`,
+left alone; others are asked over SCSI. list never detaches a driver.
+
+Then the whole disks a disk: target may name: external or removable ones
+(a card reader's, a stick), with their bus, name, size and mounted volumes;
+never the disk the system runs from.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return a.list(c.Context(), asJSON)
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: {\"devices\": [...]}")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: {\"devices\": [...], \"disks\": [...]}")
 	return c
 }
 
@@ -39,13 +44,10 @@ func (a *app) list(ctx context.Context, asJSON bool) error {
 		return err
 	}
 	found, err := usb.ListReaders(ctx)
+	var usbNote string
 	if errors.Is(err, usbdev.ErrNoUSBAccess) || errors.Is(err, usbdev.ErrNoUSBSupport) {
-		// Not a failure: there is simply nothing to list here.
-		if asJSON {
-			return json.NewEncoder(a.stdout).Encode(map[string]any{"devices": []any{}, "note": factsAndAdvice(err)})
-		}
-		fmt.Fprintf(a.stdout, "No USB readers: %s\n", factsAndAdvice(err)) // the advice says what still works
-		return nil
+		// Not a failure: there are simply no readers to list here.
+		usbNote, found, err = factsAndAdvice(err), nil, nil // the advice says what still works
 	}
 	if err != nil {
 		return failure.Wrap(failure.Device, fmt.Errorf("listing USB devices: %w", err))
@@ -54,21 +56,47 @@ func (a *app) list(ctx context.Context, asJSON bool) error {
 	for _, r := range found {
 		readers = append(readers, readerinfo.DescribeReader(r, readerWords()))
 	}
-	note := accessNote(found)
+	listDisks := drive.ListDisks
+	if a.listDisks != nil {
+		listDisks = a.listDisks
+	}
+	found2, diskErr := listDisks(ctx)
+	disks := make([]readerinfo.Disk, 0, len(found2))
+	for _, d := range found2 {
+		disks = append(disks, readerinfo.DescribeDisk(d))
+	}
+	// What list cannot show and why, beside what it shows.
+	var notes []string
+	if n := accessNote(found); n != "" {
+		notes = append(notes, n)
+	}
+	if diskErr != nil {
+		notes = append(notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing disks: %w", diskErr))))
+	}
 	if asJSON {
-		out := map[string]any{"devices": readers}
-		if note != "" {
-			out["note"] = note
+		out := map[string]any{"devices": readers, "disks": disks}
+		if usbNote != "" {
+			notes = append([]string{usbNote}, notes...)
+		}
+		if len(notes) > 0 {
+			out["note"] = strings.Join(notes, " ")
 		}
 		return json.NewEncoder(a.stdout).Encode(out)
 	}
-	if len(readers) == 0 {
+	switch {
+	case usbNote != "":
+		fmt.Fprintf(a.stdout, "No USB readers: %s\n", usbNote)
+	case len(readers) == 0:
 		fmt.Fprintln(a.stdout, "No USB mass-storage readers attached.")
-		return nil
+	default:
+		readerinfo.PrintReaders(a.stdout, readers)
 	}
-	readerinfo.PrintReaders(a.stdout, readers)
-	if note != "" {
-		fmt.Fprintln(a.stderr, note)
+	if len(disks) > 0 {
+		fmt.Fprintln(a.stdout, "\nDisks (disk: targets, written through the system's uncached path):")
+		readerinfo.PrintDisks(a.stdout, disks)
+	}
+	for _, n := range notes {
+		fmt.Fprintln(a.stderr, n)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"math/rand"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
@@ -135,6 +137,41 @@ func TestListWithoutUSBSaysSoAndSucceeds(t *testing.T) {
 				t.Errorf("%v, %v: exit %d, stdout %q, stderr %q", kind, args, code, out.String(), errOut.String())
 			}
 		}
+	}
+}
+
+// TestListShowsDisks: list shows the disk: targets beside the readers,
+// also where a build has no USB (macOS and Windows today), and says so
+// when the disks cannot be listed, without failing.
+func TestListShowsDisks(t *testing.T) {
+	t.Parallel()
+	noUSB := func(context.Context) ([]usbdev.Info, error) {
+		return nil, &usbdev.Error{Op: "listing USB devices", Kind: usbdev.ErrNoUSBSupport, Err: errors.New("built without USB")}
+	}
+	card := drive.WholeDisk{Target: "disk:/dev/rdisk4", Node: "/dev/rdisk4", Name: "Generic- SD/MMC", Bus: "USB", Size: 31914983424,
+		Whole: true, Removable: true, Volumes: []drive.Volume{{Node: "/dev/disk4s1", MountPoint: "/Volumes/bootfs"}}}
+	run := func(listDisks func(context.Context) ([]drive.WholeDisk, error), args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := runApp(context.Background(), &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, listUSB: noUSB, listDisks: listDisks}, args)
+		return code, out.String(), errOut.String()
+	}
+	one := func(context.Context) ([]drive.WholeDisk, error) { return []drive.WholeDisk{card}, nil }
+	code, out, _ := run(one, "list")
+	if code != exitOK || !strings.Contains(out, "No USB readers") || !strings.Contains(out, "disk:/dev/rdisk4  USB  Generic- SD/MMC  31.9 GB  mounted: /dev/disk4s1 on /Volumes/bootfs") {
+		t.Errorf("list: exit %d\n%s", code, out)
+	}
+	code, out, _ = run(one, "list", "--json")
+	var js struct {
+		Devices []any
+		Disks   []struct{ Target, Bus string }
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &js) != nil || js.Devices == nil || len(js.Disks) != 1 || js.Disks[0].Target != "disk:/dev/rdisk4" {
+		t.Errorf("list --json: exit %d\n%s", code, out)
+	}
+	failing := func(context.Context) ([]drive.WholeDisk, error) { return nil, errors.New("diskutil: exit status 1") }
+	code, out, errOut := run(failing, "list")
+	if code != exitOK || strings.Contains(out, "Disks") || !strings.Contains(errOut, "listing disks: diskutil: exit status 1") {
+		t.Errorf("list, disks unlisted: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 }
 

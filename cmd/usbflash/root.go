@@ -47,6 +47,9 @@ type app struct {
 	// listUSB is how the readers are enumerated; nil: the backend's.
 	// Tests show a machine without USB through it.
 	listUSB func(context.Context) ([]usbdev.Info, error)
+	// listDisks is how list finds the disks of disk: targets; nil:
+	// drive.ListDisks, this machine's.
+	listDisks func(context.Context) ([]drive.WholeDisk, error)
 	// queueDepth is --queue-depth: UAS commands in flight at once.
 	queueDepth int
 	// caCert is --ca-cert: a PEM file of CAs trusted for HTTPS beside
@@ -108,7 +111,8 @@ Targets:
   usb:VID:PID[:SERIAL][/LUN]   a reader by USB id (hex), optionally its serial
   usb:BUS.ADDR[/LUN]           a reader by bus and address
   N[/LUN]                      the Nth reader of 'usbflash list'
-  file:PATH                    a file or block device, through the kernel
+  disk:DISK                    a whole disk, raw: /dev/sdX, /dev/rdiskN, \\.\PhysicalDriveN
+  file:PATH                    an image file (or a block device), through the kernel
   sim:PATH[/LUN][?options]     the simulated reader; PATH is the card
 
 ` + exitCodeHelp(),

@@ -295,6 +295,8 @@ type Target struct {
 	SimReader *SimReader `json:"sim_reader,omitempty"`
 	LUN       *LUN       `json:"lun,omitempty"`
 	File      *File      `json:"file,omitempty"`
+	// Disk is a disk: target's disk, as the system described it.
+	Disk *Disk `json:"disk,omitempty"`
 	// Quirks are the reader's quirk flags, where each came from, and what
 	// was learned while opening it (usb: and sim:).
 	Quirks *Quirks `json:"quirks,omitempty"`
@@ -344,7 +346,11 @@ func DescribeTarget(d *drive.Device, w Words) Target {
 		q := r.ReaderQuirks()
 		rep.Quirks = quirksOf(&q, lun, w)
 	}
-	if f, ok := d.Dev.(drive.DirectIO); ok {
+	if r, ok := d.Dev.(drive.RawDisk); ok {
+		disk := DescribeDisk(r.RawDisk())
+		disk.BlockSize, disk.Bytes, disk.Direct = d.Dev.BlockSize(), d.Capacity(), true
+		rep.Disk = &disk
+	} else if f, ok := d.Dev.(drive.DirectIO); ok {
 		rep.File = &File{
 			Path: strings.TrimPrefix(d.Name, "file:"), BlockSize: d.Dev.BlockSize(),
 			Blocks: d.Dev.BlockCount(), Bytes: d.Capacity(), Direct: f.Direct(),
@@ -394,6 +400,14 @@ func PrintTarget(w io.Writer, rep Target) {
 	if f := rep.File; f != nil {
 		fmt.Fprintf(out, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(f.Bytes), f.Bytes, f.Blocks, f.BlockSize)
 		fmt.Fprintf(out, "direct I/O\t%v\n", f.Direct)
+	}
+	if d := rep.Disk; d != nil {
+		fmt.Fprintf(out, "disk\t%s\n", orDash(d.Name))
+		fmt.Fprintf(out, "bus\t%s\n", orDash(d.Bus))
+		fmt.Fprintf(out, "capacity\t%s (%d bytes, blocks of %d)\n", units.FormatBytes(d.Bytes), d.Bytes, d.BlockSize)
+		fmt.Fprintf(out, "removable\t%v\n", d.Removable)
+		fmt.Fprintf(out, "mounted\t%s\n", orDash(strings.Join(d.Mounted, ", ")))
+		fmt.Fprintf(out, "direct I/O\t%v\n", d.Direct)
 	}
 }
 
@@ -455,6 +469,63 @@ func IdentityLine(d *drive.Device) string {
 			parts = append(parts, "card serial "+s)
 		}
 	}
+	if r, ok := d.Dev.(drive.RawDisk); ok {
+		disk := r.RawDisk()
+		parts = append(parts, strings.TrimSpace(disk.Name+" ("+disk.Bus+")"))
+	}
 	parts = append(parts, units.FormatBytes(d.Capacity()))
 	return "  " + strings.Join(parts, ", ")
+}
+
+// Disk is a whole disk a disk: target names, as list and info show it.
+// The JSON names are part of the interface for scripts.
+type Disk struct {
+	Target    string   `json:"target"` // disk:/dev/rdisk4
+	Node      string   `json:"node"`
+	Name      string   `json:"name"`
+	Bus       string   `json:"bus"`
+	Bytes     int64    `json:"bytes"`
+	BlockSize int      `json:"block_size,omitempty"`
+	Removable bool     `json:"removable"`
+	Internal  bool     `json:"internal"`
+	Mounted   []string `json:"mounted,omitempty"` // "/dev/disk4s1 on /Volumes/bootfs"
+	// Direct: transfers bypass the system's cache (info, once open).
+	Direct bool `json:"direct_io,omitempty"`
+}
+
+// DescribeDisk is list's row of a disk.
+func DescribeDisk(d drive.WholeDisk) Disk {
+	out := Disk{Target: d.Target, Node: d.Node, Name: d.Name, Bus: d.Bus, Bytes: d.Size, BlockSize: d.BlockSize,
+		Removable: d.Removable, Internal: d.Internal}
+	for _, v := range d.Volumes {
+		m := v.Node
+		if v.MountPoint != "" {
+			m += " on " + v.MountPoint
+		}
+		out.Mounted = append(out.Mounted, m)
+	}
+	return out
+}
+
+// PrintDisks is list's table of disk: targets: a line per disk.
+func PrintDisks(w io.Writer, disks []Disk) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// A disk's name is the device's to choose: escaped.
+	out := shown.Writer(tw)
+	fmt.Fprintln(out, "TARGET\tBUS\tNAME\tSIZE\tNOTES")
+	for _, d := range disks {
+		var notes []string
+		if d.Internal {
+			notes = append(notes, "internal slot")
+		}
+		if len(d.Mounted) > 0 {
+			notes = append(notes, "mounted: "+strings.Join(d.Mounted, ", "))
+		}
+		size := "-"
+		if d.Bytes > 0 {
+			size = units.FormatBytes(d.Bytes)
+		}
+		fmt.Fprintf(out, "%s\t%s\t%s\t%s\t%s\n", d.Target, orDash(d.Bus), orDash(d.Name), size, strings.Join(notes, "; "))
+	}
+	tw.Flush()
 }

@@ -3,6 +3,7 @@ package readerinfo
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -52,6 +53,12 @@ func TestPrintEscapesDeviceStrings(t *testing.T) {
 			PrintTarget(b, Target{Target: "usb:1.4", USB: &Reader{Manufacturer: hostile, Product: "Reader\r", Serial: hostile},
 				SimReader: &SimReader{Serial: hostile}, LUN: &LUN{Vendor: hostile, Product: "SD\u009b31m", Revision: "\x1bc", Serial: hostile}})
 		}},
+		{"list's disks", func(b *bytes.Buffer) {
+			PrintDisks(b, []Disk{{Target: "disk:/dev/rdisk4", Name: hostile + "\r", Bus: "USB\u009b", Mounted: []string{"/dev/disk4s1 on /Volumes/" + hostile}}})
+		}},
+		{"info of a disk", func(b *bytes.Buffer) {
+			PrintTarget(b, Target{Target: "disk:/dev/rdisk4", Disk: &Disk{Name: hostile + "\r", Bus: "USB\u009b"}})
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,5 +71,26 @@ func TestPrintEscapesDeviceStrings(t *testing.T) {
 				t.Errorf("the device's string is not shown escaped:\n%s", b.String())
 			}
 		})
+	}
+}
+
+func TestDisks(t *testing.T) {
+	disks := []Disk{
+		DescribeDisk(drive.WholeDisk{Target: "disk:/dev/rdisk4", Node: "/dev/rdisk4", Name: "Generic- SD/MMC", Bus: "USB", Size: 31914983424, BlockSize: 512,
+			Whole: true, Removable: true, Volumes: []drive.Volume{{Node: "/dev/disk4s1", MountPoint: "/Volumes/bootfs"}}}),
+		DescribeDisk(drive.WholeDisk{Target: "disk:/dev/rdisk5", Node: "/dev/rdisk5", Name: "SDXC Reader", Bus: "Secure Digital", Whole: true, Internal: true, Removable: true}),
+	}
+	want := Disk{Target: "disk:/dev/rdisk4", Node: "/dev/rdisk4", Name: "Generic- SD/MMC", Bus: "USB", Bytes: 31914983424, BlockSize: 512,
+		Removable: true, Mounted: []string{"/dev/disk4s1 on /Volumes/bootfs"}}
+	if !reflect.DeepEqual(disks[0], want) {
+		t.Errorf("DescribeDisk = %+v, want %+v", disks[0], want)
+	}
+	var out bytes.Buffer
+	PrintDisks(&out, disks)
+	wantText := "TARGET            BUS             NAME             SIZE     NOTES\n" +
+		"disk:/dev/rdisk4  USB             Generic- SD/MMC  31.9 GB  mounted: /dev/disk4s1 on /Volumes/bootfs\n" +
+		"disk:/dev/rdisk5  Secure Digital  SDXC Reader      -        internal slot\n"
+	if out.String() != wantText {
+		t.Errorf("PrintDisks:\n%s\nwant\n%s", out.String(), wantText)
 	}
 }

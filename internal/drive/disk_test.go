@@ -12,11 +12,12 @@ import (
 	"github.com/usbflash/usbflash/internal/lib/diskutil"
 	"github.com/usbflash/usbflash/internal/lib/linuxdisk"
 	"github.com/usbflash/usbflash/internal/lib/windisk"
+	"github.com/usbflash/usbflash/internal/testkit/scratch"
 )
 
 // TestJudgeDisk is the one decision every system's disk: open makes.
 func TestJudgeDisk(t *testing.T) {
-	mnt := t.TempDir()
+	mnt := scratch.Dir(t)
 	image := filepath.Join(mnt, "os.img")
 	if err := os.WriteFile(image, []byte("image"), 0o644); err != nil {
 		t.Fatal(err)
@@ -141,7 +142,11 @@ func TestDiskFromMac(t *testing.T) {
 			}
 		})
 	}
-	// The image on the card's own volume.
+	// The image on the card's own volume, a macOS path: judged where
+	// paths are macOS's (a Windows path has a drive letter).
+	if filepath.Separator != '/' {
+		return
+	}
 	info, _ := diskutil.ParseInfo(macTestdata(t, "info_disk4.plist"))
 	d := diskFromMac(info, boot, all)
 	if err := judgeDisk(Spec{Scheme: Disk, Raw: d.Target}, d, Options{Image: "/Volumes/bootfs/os.img"}); !errors.Is(err, ErrIsImage) {

@@ -6,15 +6,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/windows"
-)
 
-// underWine says whether this test runs under Wine, whose ntdll alone
-// exports wine_get_version. What Wine does not implement (physical
-// drives, volume extents, volume locks) is skipped there, by name and
-// with the reason; on Windows every test runs.
-func underWine() bool {
-	return windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version").Find() == nil
-}
+	"github.com/usbflash/usbflash/internal/testkit/winetest"
+)
 
 func TestVolumes(t *testing.T) {
 	vols, err := Volumes()
@@ -40,7 +34,7 @@ func TestVolumes(t *testing.T) {
 
 func TestSystemDrives(t *testing.T) {
 	drives, err := SystemDrives()
-	if err != nil && underWine() {
+	if err != nil && winetest.Running() {
 		t.Skipf("Wine has no IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS for its volumes (directories of the host): %v", err)
 	}
 	if err != nil || len(drives) == 0 {
@@ -50,7 +44,7 @@ func TestSystemDrives(t *testing.T) {
 
 func TestDrives(t *testing.T) {
 	drives, err := Drives()
-	if underWine() && (err != nil || len(drives) == 0) {
+	if winetest.Running() && (err != nil || len(drives) == 0) {
 		t.Skipf("Wine has no physical drives (no disk device interfaces, no \\\\.\\PhysicalDriveN): %d drives, %v", len(drives), err)
 	}
 	if err != nil {

@@ -1,0 +1,5 @@
+//go:build !windows
+
+package winetest
+
+func running() bool { return false }

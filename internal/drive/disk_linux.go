@@ -7,8 +7,11 @@ import (
 	"io/fs"
 	"os"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/lib/linuxdisk"
+	"github.com/usbflash/usbflash/pipeline/diskdev"
 	"github.com/usbflash/usbflash/pipeline/filedev"
 )
 
@@ -59,6 +62,13 @@ func openDisk(_ context.Context, t Spec, opts Options) (*Device, error) {
 	d := diskFromLinux(w)
 	if err := judgeDisk(t, d, opts); err != nil {
 		return nil, err
+	}
+	if !opts.ReadOnly {
+		// Without the right to write the node, filedev would open it to
+		// read and call it write-protected: say what it is.
+		if err := unix.Access(t.Path, unix.W_OK); errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			return nil, openError(t, &diskdev.PermissionError{Path: t.Path, Need: "root", Err: err})
+		}
 	}
 	f, err := filedev.Open(t.Path, filedev.Options{Force: opts.Force, ReadOnly: opts.ReadOnly, Cache: filedev.CacheBypass})
 	if err != nil {

@@ -94,6 +94,9 @@ func (p *cardPresenter) finish(_ *session.Result, err error) error {
 		switch {
 		case errors.Is(o.EjectErr, drive.ErrNotEjectable):
 			note := "--eject does nothing for a file: target"
+			if strings.HasPrefix(o.Target, "disk:") {
+				note = "--eject does nothing for a disk: target on Linux"
+			}
 			p.rep.Event(jsonevents.NewNote(note), "")
 			text = append(text, "Not ejected: "+note)
 		case o.EjectErr != nil:

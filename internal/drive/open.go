@@ -104,10 +104,12 @@ func (d *Device) Close() error {
 // Capacity is the medium's size in bytes (0 for an empty slot).
 func (d *Device) Capacity() int64 { return blockdev.Capacity(d.Dev) }
 
-// ErrNotEjectable: the target has no medium to eject (a file).
-var ErrNotEjectable = errors.New("a file: target has no card to eject")
+// ErrNotEjectable: the target has no medium to eject (a file, a Linux
+// disk: target).
+var ErrNotEjectable = errors.New("the target has no card to eject")
 
-// Eject ejects the card (START STOP UNIT), ErrNotEjectable for a file.
+// Eject ejects the card (START STOP UNIT; for a disk: target the
+// system's eject), ErrNotEjectable for a file.
 func (d *Device) Eject(ctx context.Context) error {
 	e, ok := d.Dev.(blockdev.Ejector)
 	if !ok {

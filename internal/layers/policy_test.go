@@ -25,14 +25,15 @@ NONE < internal/failure, internal/lib/units, internal/lib/aligned,
   internal/testkit/factsonly, internal/testkit/flakyhttp,
   internal/testkit/osimage, internal/testkit/readonly,
   internal/testkit/testfifo, internal/testkit/testpattern,
-  internal/testkit/testpgp;
+  internal/testkit/testpgp, internal/lib/diskutil, internal/lib/windisk,
+  internal/testkit/scratch, internal/testkit/winetest;
 
 internal/failure < internal/lib/linuxdisk, internal/lib/outfile, scsi;
 internal/lib/units < internal/lib/parttable;
 internal/failure, internal/lib/units < BASE;
 internal/failure, internal/lib/units, internal/lib/aligned,
   internal/lib/flock, internal/lib/linuxdisk, internal/lib/splitmix,
-  internal/lib/shown < LIB;
+  internal/lib/shown, internal/lib/diskutil, internal/lib/windisk < LIB;
 
 # The public libraries: each other and the helpers below them, nothing
 # else internal.
@@ -49,7 +50,10 @@ usbms, usbms/usbdev, usbms/backend, usbms/sim < USB;
 BASE, pipeline/blockdev, internal/lib/aligned < pipeline;
 pipeline/blockdev, internal/lib/aligned < pipeline/fanout;
 pipeline/blockdev, internal/failure, internal/lib/flock, internal/lib/linuxdisk < pipeline/filedev;
-pipeline, pipeline/blockdev, pipeline/fanout, pipeline/filedev < ENGINE;
+# A whole disk raw (macOS, Windows): the systems' disk helpers below it.
+pipeline/blockdev, internal/failure, internal/lib/aligned, internal/lib/flock,
+  internal/lib/diskutil, internal/lib/windisk < pipeline/diskdev;
+pipeline, pipeline/blockdev, pipeline/fanout, pipeline/filedev, pipeline/diskdev < ENGINE;
 
 # Images: formats in, block maps, backups out; the network and the cache.
 BASE, internal/image/xzdec < internal/image;
@@ -66,7 +70,7 @@ internal/failure, internal/lib/parttable < internal/customize;
 NONE < internal/observe;
 
 # Targets: parsing, listing, opening, the checks before a write.
-LIB, USB, pipeline/blockdev, pipeline/filedev < internal/drive;
+LIB, USB, pipeline/blockdev, pipeline/filedev, pipeline/diskdev < internal/drive;
 
 # Probes of a reader and a card.
 LIB, pipeline/blockdev < internal/probe/region;

@@ -142,8 +142,12 @@ func verify(ctx context.Context, dev blockdev.Device, image io.Reader, size int6
 			return i, false, &VerifyError{Device: name, LBA: off / bs, Offset: off, Want: img[i], Got: got[i]}
 		}
 		switch {
-		case err == io.EOF && size >= 0:
+		case err == io.EOF && size >= 0 && n < f.n:
 			return n, false, &ImageSizeError{Declared: size, Actual: f.off + int64(n), Verifying: true}
+		case err == io.EOF && size >= 0:
+			// Its last bytes came with the end (a body's last Read): the
+			// end is checked where every image's is.
+			return n, true, nil
 		case err == io.EOF:
 			return n, false, nil
 		case err != nil:

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"testing"
+	"testing/iotest"
 
 	"github.com/ulikunitz/xz"
 
@@ -54,23 +55,32 @@ func TestVerifyReadsImageToItsEnd(t *testing.T) {
 	img := testImage(n, 7)
 	tail := []blockdev.Extent{{Off: 0, Len: testTransfer}} // Only: the tail is not compared
 	for _, tc := range []struct {
-		name  string
-		extra []byte
-		err   error
-		only  []blockdev.Extent
-		want  func(error) bool
+		name    string
+		extra   []byte
+		err     error
+		only    []blockdev.Extent
+		want    func(error) bool
+		dataEOF bool // the last bytes come with io.EOF, as an HTTP body's may
 	}{
-		{"clean end", nil, nil, nil, func(err error) bool { return err == nil }},
-		{"clean end, only the head compared", nil, nil, tail, func(err error) bool { return err == nil }},
-		{"failing end check", nil, errEndCheck, nil, func(err error) bool { return errors.Is(err, errEndCheck) }},
-		{"failing end check, only the head compared", nil, errEndCheck, tail, func(err error) bool { return errors.Is(err, errEndCheck) }},
-		{"trailing data", []byte{0}, nil, nil, isLonger},
-		{"trailing data, only the head compared", []byte("trailing"), nil, tail, isLonger},
+		{"clean end", nil, nil, nil, func(err error) bool { return err == nil }, false},
+		{"clean end, the last bytes with io.EOF", nil, nil, nil, func(err error) bool { return err == nil }, true},
+		{"trailing data, the last bytes with io.EOF", []byte{0}, nil, nil, isLonger, true},
+		{"clean end, only the head compared", nil, nil, tail, func(err error) bool { return err == nil }, false},
+		{"failing end check", nil, errEndCheck, nil, func(err error) bool { return errors.Is(err, errEndCheck) }, false},
+		{"failing end check, only the head compared", nil, errEndCheck, tail, func(err error) bool { return errors.Is(err, errEndCheck) }, false},
+		{"trailing data", []byte{0}, nil, nil, isLonger, false},
+		{"trailing data, only the head compared", []byte("trailing"), nil, tail, isLonger, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := newTestDevice(t, 2048, testBS, oldByte)
 			writeImage(t, dev, img)
-			src := func() io.Reader { return &endReader{img: bytes.NewReader(img), extra: tc.extra, err: tc.err} }
+			src := func() io.Reader {
+				r := io.Reader(&endReader{img: bytes.NewReader(img), extra: tc.extra, err: tc.err})
+				if tc.dataEOF {
+					r = iotest.DataErrReader(r)
+				}
+				return r
+			}
 			_, err := Verify(context.Background(), dev, src(), n, VerifyOptions{TransferSize: testTransfer, Only: tc.only})
 			if !tc.want(err) {
 				t.Errorf("Verify: %v", err)

@@ -296,6 +296,7 @@ func adviceTable() []advice {
 			return fmt.Sprintf("the file is not damaged: decompress it with the %s program first, then write the decompressed image", e.Format)
 		})},
 		{failure.Image, as[*pipeline.ImageSizeError](), text("download the image again and compare its checksum")},
+		{failure.Image, is(image.ErrStatedSize), text(statedSizeAdvice)},
 
 		{failure.Verify, as[*session.CustomizeInterruptedError](), from(customizeAdvice)},
 		{failure.Verify, asIf(func(e *compareError) bool { return errors.As(e, new(*pipeline.VerifyError)) }),
@@ -515,6 +516,10 @@ func factsAndAdvice(err error) string {
 	}
 	return msg + "; " + advice
 }
+
+// statedSizeAdvice is for an image whose size is not the one its catalog
+// entry states: the file decoded whole, so the entry is the one to doubt.
+const statedSizeAdvice = "the archive is whole: the catalog's entry does not describe the file at its URL; load the catalog again, and if it still says so, tell its publisher"
 
 // checksumListAdvice is for a checksum list that cannot be used.
 const checksumListAdvice = "download the checksum list again, or give the sum the publisher lists with --sha256, or pass --no-sha256 to write without it"

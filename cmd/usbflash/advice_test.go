@@ -247,6 +247,7 @@ func imageAdviceCases(t *testing.T) []adviceCase {
 		image.ErrUnsupportedEntry:   "extract it first (unzip or 7z), then write the extracted file",
 		image.ErrAmbiguous:          "extract the one you want (unzip FILE NAME) and write that",
 		image.ErrNeedsFile:          "save it to a file first, or pipe `unzip -p FILE` instead",
+		image.ErrStatedSize:         statedSizeAdvice,
 	}
 	var cases []adviceCase
 	for _, k := range image.Kinds() {

@@ -87,12 +87,18 @@ var (
 	// dictionary or a larger window than it allows. The file is not
 	// damaged; the format's own tool decodes it.
 	ErrUnsupportedFeature = failure.New(failure.Image, "unsupported feature")
+	// ErrStatedSize: the image decodes, whole and as its container checks
+	// it, to another size than the one stated for it from outside the file
+	// (Source.ExpectSize: a catalog's entry): the statement, or the file
+	// at its place, is not the image's; nothing says the archive is
+	// damaged.
+	ErrStatedSize = failure.New(failure.Image, "not the stated size")
 )
 
 // Kinds lists every kind of Error, for tables keyed by them.
 func Kinds() []error {
 	return []error{ErrDamaged, ErrTruncated, ErrNotNamedFormat, ErrChanged, ErrUnreadable, ErrUnsupported,
-		ErrNotAnImage, ErrEmpty, ErrUnsupportedEntry, ErrAmbiguous, ErrNeedsFile, ErrUnsupportedFeature}
+		ErrNotAnImage, ErrEmpty, ErrUnsupportedEntry, ErrAmbiguous, ErrNeedsFile, ErrUnsupportedFeature, ErrStatedSize}
 }
 
 func (e *Error) Error() string {

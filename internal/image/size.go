@@ -176,12 +176,21 @@ func zstdMagicPrefix(b []byte) bool {
 }
 
 // ExpectSize states the decoded image's size as the source the image was
-// named in gives it (a catalog), when the container states none: reading
-// is then checked against it as against a container's (a different size
-// is damage), and a card too small is known before anything is written.
-// Call it before the first Read; it changes nothing when Size is exact.
-func (s *Source) ExpectSize(n int64) {
-	if !s.SizeExact && n > 0 {
-		s.Size, s.SizeExact = n, true
+// named in gives it (from says which: "the catalog's entry NAME"), when
+// the container states none: reading is then checked against it as
+// against a container's, and a card too small is known before anything
+// is written. An image that decodes whole to another size is an *Error of
+// kind ErrStatedSize naming from, not damage. A container that states
+// another size is such an error at once. Call it before the first Read.
+func (s *Source) ExpectSize(n int64, from string) error {
+	switch {
+	case n <= 0:
+		return nil
+	case s.SizeExact && s.Size != n:
+		return &Error{Kind: ErrStatedSize, Format: s.Format,
+			Err: fmt.Errorf("the image's %s container says it is %d bytes, and %s says %d", s.Format, s.Size, from, n)}
+	case !s.SizeExact:
+		s.Size, s.SizeExact, s.sizeFrom = n, true, from
 	}
+	return nil
 }

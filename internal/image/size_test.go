@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"os/exec"
@@ -12,6 +13,9 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 )
 
 // srcXzIndexShrunk rewrites the last index record of a single-stream xz
@@ -286,5 +290,70 @@ func TestSourceHasChecksum(t *testing.T) {
 			}
 			s.Close()
 		}
+	}
+}
+
+// TestExpectSize (issue 41): a size stated from outside the file (a
+// catalog's entry) that the image, decoded whole, does not have is an
+// error of kind ErrStatedSize naming who stated it, never damage or
+// truncation: the archive's own checks passed. A container that states
+// another size disagrees at once; one that states the same agrees.
+func TestExpectSize(t *testing.T) {
+	t.Parallel()
+	img := genOSImage(300_000, 41)
+	gz, err := srcGzipGo(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xz, err := srcXzGo(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const from = "the catalog's entry Test OS (extract_size)"
+	for _, tc := range []struct {
+		name    string
+		file    []byte
+		stated  int64
+		atOpen  bool   // ExpectSize itself refuses (the container states a size)
+		message string // "": the image reads whole, no error
+	}{
+		{name: "gzip, the entry's size", file: gz, stated: int64(len(img))},
+		{name: "gzip, the entry says more", file: gz, stated: int64(len(img)) + 512,
+			message: fmt.Sprintf("the image decodes to %d bytes, and %s says %d", len(img), from, len(img)+512)},
+		{name: "gzip, the entry says less", file: gz, stated: int64(len(img)) - 512,
+			message: fmt.Sprintf("the image decodes to more than %d bytes, and %s says %d", len(img)-512, from, len(img)-512)},
+		{name: "xz, the entry's size", file: xz, stated: int64(len(img))},
+		{name: "xz, the entry says another", file: xz, stated: int64(len(img)) + 512, atOpen: true,
+			message: fmt.Sprintf("the image's xz container says it is %d bytes, and %s says %d", len(img), from, len(img)+512)},
+		{name: "no size stated", file: gz, stated: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src, err := New(bytes.NewReader(tc.file), int64(len(tc.file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			err = src.ExpectSize(tc.stated, from)
+			if !tc.atOpen && err == nil {
+				_, err = io.Copy(io.Discard, src)
+			}
+			if tc.message == "" {
+				if err != nil {
+					t.Fatalf("reading: %v", err)
+				}
+				return
+			}
+			if tc.atOpen != (err != nil && src.Size == int64(len(img))) {
+				t.Errorf("the container's size was given up or the refusal came late: %v, size %d", err, src.Size)
+			}
+			if !errors.Is(err, ErrStatedSize) || errors.Is(err, ErrDamaged) || errors.Is(err, ErrTruncated) || failure.Of(err) != failure.Image {
+				t.Fatalf("error %v, want one of kind %v alone, class image", err, ErrStatedSize)
+			}
+			if !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("error %q, want it to say %q", err, tc.message)
+			}
+			factsonly.Check(t, err.Error())
+		})
 	}
 }

@@ -70,6 +70,9 @@ type Source struct {
 	info fs.FileInfo
 
 	sums sums // the input's and the decoded image's SHA-256 (sums.go)
+	// sizeFrom is who stated Size when the container does not
+	// (ExpectSize), "" when the container did.
+	sizeFrom string
 }
 
 // decodeBufSize is the read-ahead between the input and a decoder. Large
@@ -504,6 +507,16 @@ func (s *Source) featureError(err error) *Error {
 // archive, damage; for a raw file, whose exact size is the file's at Open
 // (and which is read only up to it), a file cut short while it was read.
 func (s *Source) sizeError(cause error) error {
+	if s.sizeFrom != "" {
+		// The archive decoded whole, as its own checks say; the size it
+		// was measured against is someone else's.
+		what := fmt.Sprintf("%d bytes", s.decoded)
+		if cause == errDecodedLong {
+			what = fmt.Sprintf("more than %d bytes", s.Size)
+		}
+		return &Error{Kind: ErrStatedSize, Format: s.Format, Offset: s.meter.reached.Load(), Decoded: s.decoded,
+			Err: fmt.Errorf("the image decodes to %s, and %s says %d", what, s.sizeFrom, s.Size)}
+	}
 	if cause == errDecodedShort {
 		if s.Format == FormatRaw {
 			return &Error{Kind: ErrChanged, Format: s.Format, Offset: s.decoded, Decoded: s.decoded,

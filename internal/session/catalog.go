@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -114,22 +113,17 @@ func catalogDownload(cfg Config, e *catalog.Entry) *download {
 	return nil
 }
 
-// ErrCatalogSize: the image's container states a size other than its
-// catalog entry's.
-var ErrCatalogSize = errors.New("the image's size is not its catalog entry's")
-
 // expectCatalogSize gives src the decoded size its catalog entry states,
 // when its container states none, so that a card too small is refused
 // before anything is written and progress shows how far the write got;
-// reading then checks it.
+// reading then checks it. A size other than the container's, or than the
+// image decodes to, is the entry's (image.ErrStatedSize), not damage.
 func (s *session) expectCatalogSize(src *image.Source) error {
-	if s.entry == nil || s.entry.ExtractSize <= 0 {
+	if s.entry == nil {
 		return nil
 	}
-	if src.SizeExact && src.Size != s.entry.ExtractSize {
-		return &ImageError{Err: failure.Wrap(failure.Image, fmt.Errorf("%w: %s decodes to %d bytes, the entry says %d",
-			ErrCatalogSize, displayImage(s.cfg.Image), src.Size, s.entry.ExtractSize))}
+	if err := src.ExpectSize(s.entry.ExtractSize, "the catalog's entry "+s.entry.Name+" (extract_size)"); err != nil {
+		return &ImageError{Err: fmt.Errorf("%s: %w", displayImage(s.cfg.Image), err)}
 	}
-	src.ExpectSize(s.entry.ExtractSize)
 	return nil
 }

@@ -154,8 +154,8 @@ func (d *download) the() string {
 
 // startDownload says what the image is checked against and, for a file,
 // starts hashing it; a stream is hashed as it is read. src is the session's
-// image, open until the session ends.
-func (s *session) startDownload(ctx context.Context, d *download, src *image.Source) {
+// image, open until the session ends; as says when ("as it is written").
+func (s *session) startDownload(ctx context.Context, d *download, src *image.Source, as string) {
 	s.download = d
 	if d == nil {
 		return
@@ -171,7 +171,7 @@ func (s *session) startDownload(ctx context.Context, d *download, src *image.Sou
 	if d.decodedOnly {
 		what = "the image in " + what
 	}
-	s.emit(Note{Message: "Checking " + what + " against " + d.the() + " as it is written"})
+	s.emit(Note{Message: "Checking " + what + " against " + d.the() + " " + as})
 }
 
 // check compares the image with the sum, once src was read to its end,

@@ -398,9 +398,6 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 	if err := checkSizes(s.transfer, cfg.Buffers, cfg.Lag, len(specs), readAhead(cfg.Image)); err != nil {
 		return s.res, err
 	}
-	if err := checkChecksum(cfg); err != nil {
-		return s.res, err
-	}
 	if err := checkCustomize(&cfg); err != nil {
 		return s.res, err
 	}
@@ -414,15 +411,12 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 	if err := cfg.Readers.CheckAccess(ctx, specs); err != nil {
 		return s.res, err
 	}
-	// The checksum is found before the image is opened (a stream is
-	// hashed from its first byte) and its trouble said after.
-	dl, dlNotes, dlErr := findDownload(cfg, s.readBeside(ctx), s.entry)
-	src, err := s.openImage(ctx, dl)
+	img, err := s.openTrusted(ctx, readOnce)
 	if err != nil {
 		return s.res, err
 	}
-	defer src.Close()
-	dl = s.checkEntry(dl)
+	defer img.close()
+	src := img.src
 	plan, err := s.planWrite(ctx, src, cfg.BlockMap, len(specs) > 1 || cfg.Report != "")
 	if err != nil {
 		return s.res, err
@@ -432,16 +426,13 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 		names[i] = t.Raw
 	}
 	s.emit(Started{Image: displayImage(cfg.Image), Source: src, Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers), Lag: cfg.Lag})
-	for _, n := range dlNotes {
-		s.emit(Note{Message: n})
-	}
-	if dlErr != nil {
-		return s.res, dlErr
+	if err := s.trust(img); err != nil {
+		return s.res, err
 	}
 	if plan.head, err = s.inspectImage(src); err != nil {
 		return s.res, err
 	}
-	s.startDownload(ctx, dl, src)
+	s.startDownload(ctx, img.sum, src, "as it is written")
 
 	cards := s.openCards(ctx, specs, src, plan)
 	defer func() {

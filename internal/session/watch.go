@@ -48,9 +48,6 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	if err := checkSizes(s.transfer, cfg.Buffers, 0, 1, readAhead(cfg.Image)); err != nil {
 		return s.res, err
 	}
-	if err := checkChecksum(cfg); err != nil {
-		return s.res, err
-	}
 	if err := checkCustomize(&cfg); err != nil {
 		return s.res, err
 	}
@@ -65,39 +62,28 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 		return s.res, err
 	}
 	// The image must open now, not at the first card; it stays open for
-	// its checksum, hashed once for every card.
-	defer s.stationCache()()
-	cfg.Cache = s.cfg.Cache
-	dl, dlNotes, dlErr := findDownload(cfg, s.readBeside(ctx), s.entry)
-	if dlErr == nil {
-		// With a cache, a URL is read once, before the first card.
-		if err := s.prefetch(ctx, dl); err != nil {
-			return s.res, err
-		}
-	}
-	src, err := s.openImage(ctx, dl)
+	// its checksum, hashed once for every card. A URL is read once,
+	// into the cache, before the first card.
+	img, err := s.openTrusted(ctx, readPerCard)
 	if err != nil {
 		return s.res, err
 	}
-	defer src.Close()
-	dl = s.checkEntry(dl)
+	defer img.close()
+	src := img.src
 	if _, err := s.planWrite(ctx, src, cfg.BlockMap, true); err != nil {
 		return s.res, err
 	}
 	buffers := buffersFor(s.transfer, cfg.Buffers)
 	s.emit(Started{Image: displayImage(cfg.Image), Source: src, TransferSize: s.transfer, Buffers: buffers, Watch: true})
-	for _, n := range dlNotes {
-		s.emit(Note{Message: n})
-	}
-	if dlErr != nil {
-		return s.res, dlErr
+	if err := s.trust(img); err != nil {
+		return s.res, err
 	}
 	// Each card reads its own source: the station's first bytes, read
 	// to decide, are not written.
 	if _, err := s.inspectImage(src); err != nil {
 		return s.res, err
 	}
-	s.startDownload(ctx, dl, src)
+	s.startDownload(ctx, img.sum, src, "as it is written")
 	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", displayImage(cfg.Image))})
 
 	// Bounded at the size asked: a card that takes less needs less.

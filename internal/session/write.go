@@ -164,10 +164,10 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 	// Standard input and a URL were read once: a mismatch stays as the verify found
 	// it (a digest mismatch still names its range).
 	var reopen func() (io.ReadCloser, error)
-	if s.cfg.Image != "-" && !isURL(s.cfg.Image) && s.cfg.Customize == nil {
+	if s.cfg.Customize == nil {
 		// (A customised card differs from the image where it was
 		// customised: a mismatch stays as its digest found it.)
-		reopen = func() (io.ReadCloser, error) { return image.Open(s.cfg.Image) }
+		reopen = s.reopener()
 	}
 	var wg sync.WaitGroup
 	for i, c := range cards {

@@ -279,6 +279,7 @@ func adviceTable() []advice {
 		{failure.Image, as[*image.ChecksumListError](), text(checksumListAdvice)},
 		{failure.Image, as[*image.ChecksumConflictError](), text(checksumListAdvice)},
 		{failure.Image, is(image.ErrListUnsigned), text("download the list's signature (LIST.gpg or LIST.sign, as the publisher names it) beside it, or give the sum the publisher lists with --sha256")},
+		{failure.Image, as[*image.NoSignedSumError](), from(noSignedSumAdvice)},
 		{failure.Image, as[*image.ChecksumSignatureError](), text("do not trust this download: fetch the checksum list and its signature again from the publisher, and check that --sha256-keyring holds the publisher's key")},
 		// An image that cannot be written as it is, by its kind.
 		{failure.Image, is(image.ErrDamaged), text("the file is damaged: download it again and compare its checksum")},
@@ -361,6 +362,15 @@ func refusalsAdvice(e *session.RefusedError) string {
 		return "pass --skip-refused to write the others"
 	}
 	return hint(e.Refused[0])
+}
+
+// noSignedSumAdvice is for an image a keyring found no signed sum for:
+// what the keyring needs, or the sum the user vouches for instead.
+func noSignedSumAdvice(e *image.NoSignedSumError) string {
+	if e.Stdin {
+		return "save the image to a file beside its publisher's signed checksum list, or give the sum you trust with --sha256 instead of --sha256-keyring"
+	}
+	return "put the publisher's signed checksum list (and its signature) beside the image, or give the sum you trust with --sha256 instead of --sha256-keyring"
 }
 
 // cancelledAdvice is to run a write again that left part of an image on

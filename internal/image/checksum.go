@@ -75,10 +75,15 @@ const sumListName = "SHA256SUMS"
 // mentioned), and an error for a list that cannot be used
 // (*ChecksumListError) or gives the image two different sums
 // (*ChecksumConflictError). With keys, the list the sum comes from must
-// carry a good signature by one of them (*ChecksumSignatureError); nil
-// keys check no signature.
+// carry a good signature by one of them (*ChecksumSignatureError), and an
+// image no list gives a sum (standard input among them) is refused
+// (*NoSignedSumError): keys ask for an authenticated image, as gpgv's
+// do. nil keys check no signature.
 func FindChecksum(image string, keys *Keyring) (*ChecksumFile, []NoChecksumLine, error) {
 	if image == "-" {
+		if keys != nil {
+			return nil, nil, &NoSignedSumError{Image: "standard input", Stdin: true}
+		}
 		return nil, nil, nil
 	}
 	base := filepath.Base(image)
@@ -158,8 +163,38 @@ func findChecksum(candidates []sumCandidate, abs string, read ReadFunc, keys *Ke
 		}
 		return found, passed, nil
 	}
+	if keys != nil {
+		return nil, passed, &NoSignedSumError{Image: candidates[0].rel, Passed: passed}
+	}
 	return nil, passed, nil
 }
+
+// NoSignedSumError is an image for which the caller's keys were given and
+// no checksum list beside it gives a sum: there is none, or none has a
+// line for it. Nothing vouches for the image, so it is not trusted.
+type NoSignedSumError struct {
+	Image  string           // its name, as the lists would name it
+	Passed []NoChecksumLine // the lists beside it, none with a line for it
+	Stdin  bool             // the image is standard input: nothing lies beside it
+}
+
+func (e *NoSignedSumError) Error() string {
+	switch {
+	case e.Stdin:
+		return "no signed SHA-256 for standard input: no checksum list lies beside a stream"
+	case len(e.Passed) == 0:
+		return fmt.Sprintf("no signed SHA-256 for %s: no checksum list lies beside it (%s.sha256, %s.sha256sum, %s.sha or %s)",
+			e.Image, e.Image, e.Image, e.Image, sumListName)
+	}
+	lines := make([]string, len(e.Passed))
+	for i, p := range e.Passed {
+		lines[i] = p.String()
+	}
+	return fmt.Sprintf("no signed SHA-256 for %s: %s", e.Image, strings.Join(lines, "; "))
+}
+
+// Class is Image: the image cannot be trusted as the keys ask.
+func (e *NoSignedSumError) Class() failure.Class { return failure.Image }
 
 // noLineError is a list without a line for the image, which FindChecksum
 // passes over.

@@ -203,6 +203,74 @@ func TestChecksumSignature(t *testing.T) {
 	}
 }
 
+// TestKeyringNeedsASum (issue 41): with keys, an image no list beside it
+// gives a sum is refused (keys ask for an authenticated image), naming
+// what was found: no list, lists without its line (another file's list,
+// signed or not, whose signature is then not looked at), or standard
+// input; beside a URL as beside a file. Without keys the same image is
+// only said to have no sum.
+func TestKeyringNeedsASum(t *testing.T) {
+	t.Parallel()
+	pub := testpgp.New(t, "Publisher <pub@example.invalid>", "never")
+	keys, err := ReadKeyring(pub.Keyring(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		image string // "-": standard input
+		url   bool   // read beside a URL, with a ReadFunc
+		lists func(d *listDir)
+		says  string
+	}{
+		{name: "no list", says: "no signed SHA-256 for os.img.xz: no checksum list lies beside it (os.img.xz.sha256, os.img.xz.sha256sum, os.img.xz.sha or SHA256SUMS)"},
+		{name: "no list beside a URL", url: true, says: "no signed SHA-256 for os.img.xz: no checksum list lies beside it"},
+		{name: "a signed list for other files", says: "SHA256SUMS has no line for os.img.xz",
+			lists: func(d *listDir) {
+				d.write("SHA256SUMS", d.run("", "sha256sum", "other.iso"))
+				pub.Sign(d.dir, "SHA256SUMS", "clear")
+			}},
+		{name: "an unsigned list for other files beside a URL", url: true, says: "SHA256SUMS has no line for os.img.xz",
+			lists: func(d *listDir) { d.write("SHA256SUMS", d.run("", "sha256sum", "other.iso")) }},
+		{name: "a list whose line is for the file in another directory", says: "(its lines for sub/os.img.xz are for files in other directories)",
+			lists: func(d *listDir) { d.write("SHA256SUMS", d.sums["os.img.xz"]+"  sub/os.img.xz\n") }},
+		{name: "standard input", image: "-", says: "no signed SHA-256 for standard input"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := newListDir(t, "", "os.img.xz", "other.iso")
+			if tc.lists != nil {
+				tc.lists(d)
+			}
+			find := func(keys *Keyring) (*ChecksumFile, error) {
+				var f *ChecksumFile
+				var err error
+				switch {
+				case tc.image == "-":
+					f, _, err = FindChecksum("-", keys)
+				case tc.url:
+					read := func(name string, limit int64) ([]byte, error) {
+						return readBounded(filepath.Join(d.dir, strings.TrimPrefix(name, "https://example.org/os/")), limit)
+					}
+					f, _, err = FindChecksumURL("https://example.org/os/os.img.xz?token=t", read, keys)
+				default:
+					f, _, err = FindChecksum(filepath.Join(d.dir, "os.img.xz"), keys)
+				}
+				return f, err
+			}
+			if f, err := find(nil); f != nil || err != nil {
+				t.Fatalf("without keys: %+v, %v; want no sum and no error", f, err)
+			}
+			f, err := find(keys)
+			var none *NoSignedSumError
+			if f != nil || !errors.As(err, &none) || failure.Of(err) != failure.Image || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("FindChecksum = %+v, %v (class %v); want a refusal saying %q", f, err, failure.Of(err), tc.says)
+			}
+			factsonly.Check(t, err.Error())
+		})
+	}
+}
+
 // TestReadKeyring: a keyring file that holds no public key is refused as
 // a usage error naming the file.
 func TestReadKeyring(t *testing.T) {

@@ -104,7 +104,7 @@ func catalogDownload(cfg Config, e *catalog.Entry) *download {
 	case e.DownloadSHA256 != "":
 		d := &download{want: e.DownloadSHA256, from: from + " (image_download_sha256)"}
 		if e.ExtractSHA256 != "" {
-			d.alsoDecoded, d.alsoFrom = e.ExtractSHA256, from+" (extract_sha256)"
+			d.also = []sumCheck{{want: e.ExtractSHA256, from: from + " (extract_sha256)", decoded: true}}
 		}
 		return d
 	case e.ExtractSHA256 != "":

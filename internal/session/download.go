@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -22,15 +23,16 @@ import (
 // stream (standard input, a pipe) is hashed as the decoder reads it, once.
 type download struct {
 	want, from string
-	// alsoDecoded is a sum the decoded image must have too, once the
-	// file matched (a catalog's extract_sha256), from alsoFrom; "": none.
-	alsoDecoded, alsoFrom string
 	// decodedOnly: the sum is the decoded image's (a list's line for
 	// os.img beside os.img.xz).
 	decodedOnly bool
 	// fileOnly: the sum is the file's alone (a cache entry's name), never
 	// the decoded image's.
 	fileOnly bool
+	// also are sums the image must have too, once it matched want: a
+	// catalog's extract_sha256 beside its image_download_sha256, or a
+	// catalog entry's sums beside the signed list a keyring asked for.
+	also []sumCheck
 
 	// file is the input's sum, for a file hashed on its own goroutine
 	// (done closes when it is known); a stream's is taken at the end.
@@ -42,14 +44,38 @@ type download struct {
 	decoded string
 }
 
-// findDownload is the sum the image is checked against (Config.SHA256, or
-// a list beside the image or its URL: readBeside, nil for a file), nil for none, and what the lists beside the
-// image that have no line for it say, for the session to pass on once.
-func findDownload(cfg Config, readBeside image.ReadFunc, entry *catalog.Entry) (*download, []string, error) {
-	if d := catalogDownload(cfg, entry); d != nil {
-		return d, nil, nil
+// sumCheck is one more SHA-256 a download must match: the file's, or
+// with decoded the decoded image's, as from says.
+type sumCheck struct {
+	want, from string
+	decoded    bool
+}
+
+// hashesFile says the file's own sum is compared, so a file is hashed
+// from the start.
+func (d *download) hashesFile() bool {
+	if !d.decodedOnly {
+		return true
 	}
+	for _, c := range d.also {
+		if !c.decoded {
+			return true
+		}
+	}
+	return false
+}
+
+// findDownload is the sum the image is checked against (Config.SHA256, a
+// catalog entry's, or a list beside the image or its URL: readBeside, nil
+// for a file), nil for none, and what the lists beside the image that have
+// no line for it say, for the session to pass on once. With a keyring the
+// sum must come from a list its keys signed, also for a catalog's entry
+// (whose own sums are then checked too): no such sum is an error.
+func findDownload(cfg Config, readBeside image.ReadFunc, entry *catalog.Entry) (*download, []string, error) {
+	fromCatalog := catalogDownload(cfg, entry)
 	switch {
+	case fromCatalog != nil && cfg.SHA256Keyring == "":
+		return fromCatalog, nil, nil
 	case cfg.SHA256 != "":
 		sum, err := image.ParseSHA256(cfg.SHA256)
 		if err != nil {
@@ -70,9 +96,11 @@ func findDownload(cfg Config, readBeside image.ReadFunc, entry *catalog.Entry) (
 	} else {
 		found, passed, err = image.FindChecksum(cfg.Image, keys)
 	}
-	notes := make([]string, len(passed))
-	for i, p := range passed {
-		notes[i] = p.String()
+	var notes []string
+	if !errors.As(err, new(*image.NoSignedSumError)) { // which says them itself
+		for _, p := range passed {
+			notes = append(notes, p.String())
+		}
 	}
 	if err != nil {
 		return nil, notes, &ImageError{Err: err}
@@ -83,6 +111,10 @@ func findDownload(cfg Config, readBeside image.ReadFunc, entry *catalog.Entry) (
 	d := &download{want: found.Sum, from: displayImage(found.Path), decodedOnly: found.Decoded}
 	if found.Decoded {
 		d.from = displayImage(found.Path) + "'s line for " + found.Name
+	}
+	if fromCatalog != nil {
+		// The entry's sums are the ones it was chosen by: they hold too.
+		d.also = append([]sumCheck{{want: fromCatalog.want, from: fromCatalog.from, decoded: fromCatalog.decodedOnly}}, fromCatalog.also...)
 	}
 	switch {
 	case found.SignedBy != nil && found.SignatureFile != "":
@@ -160,7 +192,7 @@ func (s *session) startDownload(ctx context.Context, d *download, src *image.Sou
 	if d == nil {
 		return
 	}
-	if !src.Stream() && !d.decodedOnly {
+	if !src.Stream() && d.hashesFile() {
 		d.done = make(chan struct{})
 		go func() {
 			defer close(d.done)
@@ -174,25 +206,55 @@ func (s *session) startDownload(ctx context.Context, d *download, src *image.Sou
 	s.emit(Note{Message: "Checking " + what + " against " + d.the() + " " + as})
 }
 
-// check compares the image with the sum, once src was read to its end,
-// and says which of the image file and the decoded image matched; nil
-// when there is nothing to check.
+// checkDownload compares the image with the sum, once src was read to its
+// end (a file: at any time), and says which of the image file and the
+// decoded image matched; nil when there is nothing to check.
 func (s *session) checkDownload(ctx context.Context, src *image.Source) (string, error) {
 	d := s.download
 	if d == nil {
 		return "", nil
 	}
+	matched, err := s.checkSum(ctx, d, src)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range d.also {
+		var got string
+		if c.decoded {
+			got, err = d.decodedSum(ctx, src)
+		} else {
+			got, err = d.fileSum(ctx, src)
+		}
+		if err != nil {
+			return "", &ImageError{Err: err}
+		}
+		if got != c.want {
+			mismatch := &image.ChecksumMismatchError{Image: imageName(s.cfg.Image), From: c.from, Want: c.want, Got: got}
+			if c.decoded {
+				mismatch.Got, mismatch.GotDecoded = "", got
+			}
+			return "", mismatch
+		}
+		what := "the image file"
+		if c.decoded {
+			what = "the decoded image"
+		}
+		matched += ", and " + what + " the SHA-256 in " + c.from
+	}
+	return matched, nil
+}
+
+// checkSum compares the image with d's own sum: the file's SHA-256 first
+// and, when it differs from a compressed image's, the decoded image's.
+func (s *session) checkSum(ctx context.Context, d *download, src *image.Source) (string, error) {
 	var file string
 	if !d.decodedOnly {
 		var err error
 		if file, err = d.fileSum(ctx, src); err != nil {
 			return "", &ImageError{Err: err}
 		}
-		if file == d.want && d.alsoDecoded == "" {
-			return "The image file matches " + d.the(), nil
-		}
 		if file == d.want {
-			return s.checkAlsoDecoded(ctx, d, src)
+			return "The image file matches " + d.the(), nil
 		}
 	}
 	mismatch := &image.ChecksumMismatchError{Image: imageName(s.cfg.Image), From: d.from, Want: d.want, Got: file}
@@ -214,19 +276,6 @@ func (s *session) checkDownload(ctx context.Context, src *image.Source) (string,
 	}
 	mismatch.GotDecoded = decoded
 	return "", mismatch
-}
-
-// checkAlsoDecoded compares the decoded image with the second sum, once
-// the file matched the first.
-func (s *session) checkAlsoDecoded(ctx context.Context, d *download, src *image.Source) (string, error) {
-	decoded, err := d.decodedSum(ctx, src)
-	if err != nil {
-		return "", &ImageError{Err: err}
-	}
-	if decoded != d.alsoDecoded {
-		return "", &image.ChecksumMismatchError{Image: imageName(s.cfg.Image), From: d.alsoFrom, Want: d.alsoDecoded, GotDecoded: decoded}
-	}
-	return "The image file matches " + d.the() + ", and the decoded image the SHA-256 in " + d.alsoFrom, nil
 }
 
 // imageName is the image as a message names it.

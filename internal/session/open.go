@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/usbflash/usbflash/internal/image"
@@ -11,10 +12,11 @@ import (
 // station) opens it here, with every decision of how it is trusted made
 // once, the same for all: the checksum settings against each other, the
 // sum it is checked against (given, its catalog entry's, or a list beside
-// it, signed by the keyring's keys when one is given), the cache, and the
-// catalog entry's size. What it returns is the opened source and its
-// checksum state; the session then checks the source against that state
-// before a card may boot it (checkDownload).
+// it, signed by the keyring's keys when one is given: a keyring with no
+// signed sum refuses the image), the cache, and the catalog entry's size.
+// What it returns is the opened source and its checksum state; the
+// session then checks the source against that state before a card may
+// boot it (checkDownload).
 
 // trusted is an image opened for a session and what it is to be trusted
 // by.
@@ -84,10 +86,17 @@ func (s *session) openTrusted(ctx context.Context, how reads) (*trusted, error) 
 }
 
 // trust says, once the image was announced, what finding its sum found,
-// and returns why it cannot be trusted, if it cannot.
-func (s *session) trust(t *trusted) error {
+// and returns why it cannot be trusted, if it cannot. A keyring that
+// found no signed SHA-256 is content with a block map plan uses that
+// vouches for every byte (writePlan.authenticates), as bmaptool's is.
+func (s *session) trust(t *trusted, plan *writePlan) error {
 	for _, n := range t.notes {
 		s.emit(Note{Message: n})
+	}
+	if errors.As(t.err, new(*image.NoSignedSumError)) && plan.authenticates() {
+		s.emit(Note{Message: "No checksum list gives " + imageName(s.cfg.Image) + " a signed SHA-256; block map " + plan.path +
+			", signed, vouches for it: every range it maps is checked against its checksum as the image is read, and every other block must be zero"})
+		return nil
 	}
 	return t.err
 }

@@ -37,6 +37,16 @@ type writePlan struct {
 	// head is the image's first bytes, already read from its source to
 	// decide a customisation (inspectImage): the write reads them first.
 	head []byte
+	// signed: the map's signature was checked with the keyring's keys.
+	signed bool
+}
+
+// authenticates says the plan's map vouches for every byte of the image
+// as a keyring asks (bmaptool's --keyring): signed by its keys, with a
+// checksum of every range it maps, which the stream is checked against as
+// it is read, and every block it leaves out checked to be zero.
+func (p *writePlan) authenticates() bool {
+	return p != nil && p.m != nil && p.signed && p.m.ChecksumType != ""
 }
 
 // planWrite finds and checks the block map before anything is written and
@@ -68,7 +78,7 @@ func (s *session) planWrite(ctx context.Context, src *image.Source, f BlockMapCh
 		return &writePlan{}, nil
 	}
 	s.emit(BlockMapChosen{Path: path, Ranges: len(m.Ranges), MappedBytes: m.MappedBytes(), ImageSize: m.ImageSize})
-	return &writePlan{m: m, path: path}, nil
+	return &writePlan{m: m, path: path, signed: s.cfg.SHA256Keyring != ""}, nil
 }
 
 // FindBlockMap is the block map a write of image uses, and where it was

@@ -426,7 +426,7 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 		names[i] = t.Raw
 	}
 	s.emit(Started{Image: displayImage(cfg.Image), Source: src, Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers), Lag: cfg.Lag})
-	if err := s.trust(img); err != nil {
+	if err := s.trust(img, plan); err != nil {
 		return s.res, err
 	}
 	if plan.head, err = s.inspectImage(src); err != nil {

@@ -355,7 +355,7 @@ func (s *session) checkEntry(d *download) *download {
 	case d == nil:
 		return &download{want: e.sum, from: from, fileOnly: true}
 	case d.decodedOnly:
-		return &download{want: e.sum, from: from, fileOnly: true, alsoDecoded: d.want, alsoFrom: d.from}
+		return &download{want: e.sum, from: from, fileOnly: true, also: append([]sumCheck{{want: d.want, from: d.from, decoded: true}}, d.also...)}
 	}
 	return d
 }

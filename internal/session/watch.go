@@ -70,12 +70,13 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	}
 	defer img.close()
 	src := img.src
-	if _, err := s.planWrite(ctx, src, cfg.BlockMap, true); err != nil {
+	plan, err := s.planWrite(ctx, src, cfg.BlockMap, true)
+	if err != nil {
 		return s.res, err
 	}
 	buffers := buffersFor(s.transfer, cfg.Buffers)
 	s.emit(Started{Image: displayImage(cfg.Image), Source: src, TransferSize: s.transfer, Buffers: buffers, Watch: true})
-	if err := s.trust(img); err != nil {
+	if err := s.trust(img, plan); err != nil {
 		return s.res, err
 	}
 	// Each card reads its own source: the station's first bytes, read

@@ -299,6 +299,7 @@ func adviceTable() []advice {
 		{failure.Image, as[*pipeline.ImageSizeError](), text("download the image again and compare its checksum")},
 		{failure.Image, is(image.ErrStatedSize), text(statedSizeAdvice)},
 
+		{failure.Verify, as[*session.FirstZeroedError](), from(firstZeroedAdvice)},
 		{failure.Verify, as[*session.CustomizeInterruptedError](), from(customizeAdvice)},
 		{failure.Verify, asIf(func(e *compareError) bool { return errors.As(e, new(*pipeline.VerifyError)) }),
 			text("the card holds something other than this image (another image, or an older write): write the image to it if it should hold it")},
@@ -371,6 +372,17 @@ func noSignedSumAdvice(e *image.NoSignedSumError) string {
 		return "save the image to a file beside its publisher's signed checksum list, or give the sum you trust with --sha256 instead of --sha256-keyring"
 	}
 	return "put the publisher's signed checksum list (and its signature) beside the image, or give the sum you trust with --sha256 instead of --sha256-keyring"
+}
+
+// firstZeroedAdvice is for a card left unbootable because it does not
+// hold its image: what to do about the difference, and a warning when
+// the card could not be made unbootable.
+func firstZeroedAdvice(e *session.FirstZeroedError) string {
+	advice := hint(e.Err)
+	if !e.Zeroed() {
+		return "do not boot the card: it may boot bytes that are wrong; " + advice
+	}
+	return advice
 }
 
 // cancelledAdvice is to run a write again that left part of an image on

@@ -197,9 +197,13 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 					v, err = pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, written, opts, reopen)
 				}
 			}
-			if errors.Is(err, context.Canceled) {
+			switch {
+			case errors.Is(err, context.Canceled):
 				// Written in full and synced: only the check was cut short.
 				err = &VerifyInterruptedError{Image: displayImage(s.cfg.Image), Target: cmp.Or(c.spec, c.d.Name), Written: res.Bytes, Err: err}
+			case failure.Of(err) == failure.Verify:
+				// It holds bytes known to be wrong: it must not boot them.
+				err = s.unboot(ctx, c.d, transfer, err)
 			}
 			if err != nil {
 				c.fail(err)

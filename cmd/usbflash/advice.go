@@ -197,6 +197,7 @@ func adviceTable() []advice {
 		{failure.Usage, is(session.ErrReportFormat), text("name a .json or .csv file")},
 		{failure.Usage, is(session.ErrBlockMapOneCard), text("give one TARGET, without --all, --watch or --report")},
 		{failure.Usage, is(session.ErrBlockMapConflict), text("pass one of them")},
+		{failure.Usage, is(session.ErrRepairStdin), text("save the image to a file and repair from that")},
 		{failure.Usage, is(session.ErrChecksumConflict), text("pass one of them: --sha256 checks a sum you trust as it is, --sha256-keyring the publisher's signed list beside the image")},
 		{failure.Usage, asIf(func(e *outfile.Error) bool { return e.Op == outfile.OpCreate }), text("name a file in a directory that exists and that you can write to")},
 		// A path that cannot be a file: target, by its kind.
@@ -240,6 +241,7 @@ func adviceTable() []advice {
 
 		{failure.Refused, as[*session.RefusedError](), from(refusalsAdvice)},
 		{failure.Refused, asIf(func(e *session.BlockMapError) bool { return !e.Unreadable }), text("pass --no-bmap to write every byte")},
+		{failure.Refused, as[*session.RepairNotKeptError](), text("give --cache a directory on a disk with room for the image, or download it and repair from the file")},
 		{failure.Refused, is(drive.ErrInUse), from(func(e *drive.Error) string { return inUseAdvice(e.Uses) + " first, or pass --force if you are sure" })},
 		{failure.Refused, is(drive.ErrInUseUnknown), text("pass --force to skip this check if you are sure nothing uses the disk")},
 		{failure.Refused, is(drive.ErrBusy), text("wait for it to finish")},

@@ -60,6 +60,7 @@ func TestAdviceTable(t *testing.T) {
 	cases = append(cases, outputAdviceCases()...)
 	cases = append(cases, urlAdviceCases()...)
 	cases = append(cases, customizeAdviceCases()...)
+	cases = append(cases, trustAdviceCases()...)
 	for _, c := range cases {
 		t.Run(c.kind, func(t *testing.T) {
 			msg, advice := explain(c.err)
@@ -423,6 +424,27 @@ func pipelineAdviceCases() []adviceCase {
 			"check that the card is still inserted, then write again"},
 		{"pipeline/device", &pipeline.DeviceError{Device: "sim:x", Op: pipeline.OpRead, LBA: 8, Count: 8, BlockSize: 512, Err: usbms.ErrPhaseError},
 			"check that the card is inserted and the reader connected, then run the command again"},
+	}
+}
+
+// trustAdviceCases has a case for every error of an image not trusted or
+// a card left unbootable (issue 41).
+func trustAdviceCases() []adviceCase {
+	differs := &pipeline.VerifyError{Device: "sim:x", LBA: 8, Offset: 4096, Want: 1, Got: 2}
+	again := "write the image again; if the difference stays, the card is failing or fake: use another card"
+	return []adviceCase{
+		{"trust/no signed sum", &session.ImageError{Err: &image.NoSignedSumError{Image: "os.img"}}, noSignedSumAdvice(&image.NoSignedSumError{})},
+		{"trust/no signed sum, standard input", &session.ImageError{Err: &image.NoSignedSumError{Image: "standard input", Stdin: true}},
+			noSignedSumAdvice(&image.NoSignedSumError{Stdin: true})},
+		{"trust/repair of standard input", withFlags(&failure.SettingError{Setting: session.SettingRepair, Err: session.ErrRepairStdin}),
+			"save the image to a file and repair from that"},
+		{"trust/repair of a URL not kept", &session.RepairNotKeptError{Image: "https://example.org/os.img.xz"},
+			"give --cache a directory on a disk with room for the image, or download it and repair from the file"},
+		{"trust/first transfer zeroed", &session.FirstZeroedError{Card: "sim:x", Bytes: 1 << 20, Err: differs}, again},
+		{"trust/first transfer not zeroed", &session.FirstZeroedError{Card: "sim:x", Bytes: 0, ZeroErr: errors.New("no answer"), Err: differs},
+			"do not boot the card: it may boot bytes that are wrong; " + again},
+		{"trust/a repair that failed, from verify", &compareError{&session.FirstZeroedError{Card: "sim:x", Bytes: 1 << 20,
+			Err: &pipeline.RepairError{Device: "sim:x", Rounds: 3, First: differs}}}, again},
 	}
 }
 

@@ -26,6 +26,7 @@ func flagOf(s failure.Setting) string {
 		session.SettingCatalog:         "--catalog",
 		session.SettingOS:              "--os",
 		session.SettingSize:            "--size",
+		session.SettingRepair:          "--repair",
 		session.SettingOut:             "OUT",
 		session.SettingBlockMap:        "--bmap and --no-bmap",
 		session.SettingSparse:          "--sparse and --bmap",

@@ -25,6 +25,7 @@ func newVerifyCommand(a *app) *cobra.Command {
 		noBmap        bool
 		repair        bool
 		catalog       catalogFlags
+		trust         trustFlags
 	)
 	c := &cobra.Command{
 		Use:   "verify IMAGE|--os NAME TARGET",
@@ -49,13 +50,19 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 				if err != nil {
 					return err
 				}
+				cacheMax, err := trust.cacheMax()
+				if err != nil {
+					return err
+				}
 				image, targets := catalog.image(args)
 				t, readers, err := a.target(targets[0])
 				if err != nil {
 					return err
 				}
 				return a.verify(c.Context(), rep, session.VerifyConfig{Image: image, TransferSize: transfer,
-					BlockMap: session.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair, Catalog: catalog.catalog, OS: catalog.os}, t)
+					BlockMap: session.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair, Catalog: catalog.catalog, OS: catalog.os,
+					SHA256: trust.sha256, NoSHA256: trust.noSHA256, SHA256Keyring: trust.keyring, SHA256Fingerprint: trust.fingerprint,
+					Cache: trust.cache, CacheMax: cacheMax}, t)
 			})
 		},
 	}
@@ -65,7 +72,8 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 	c.Flags().StringVar(&bmapPath, "bmap", "", "compare only the ranges this bmaptool block map lists (default: IMAGE.bmap next to the image, as write finds it)")
 	c.Flags().BoolVar(&noBmap, "no-bmap", false, "compare every byte even when a block map lies next to the image")
 	catalog.register(c, true)
-	c.Flags().BoolVar(&repair, "repair", false, "when the card differs, write the blocks that differ again (and only those) and compare again, up to 3 times; the card is opened to be written")
+	trust.register(c.Flags(), "verify", "compared")
+	c.Flags().BoolVar(&repair, "repair", false, "when the card differs, write the blocks that differ again (and only those) and compare again, up to 3 times; the card is opened to be written, the image must pass its checksum first, an image at a URL is downloaded first (into --cache, or a temporary directory), and a card still different has its first transfer zeroed")
 	return c
 }
 
@@ -84,7 +92,7 @@ func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg session.Verif
 		Command: jsonevents.CommandVerify,
 		Bytes:   res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: termui.Rate(res.Bytes, res.Elapsed), Verified: true,
 		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: termui.PerGiB(res.CPU, res.Bytes),
-	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", res.Card, shown.URL(cfg.Image), units.FormatBytes(res.Bytes),
+	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", res.Card, shown.Text(res.Image), units.FormatBytes(res.Bytes),
 		res.Elapsed.Round(time.Millisecond), units.FormatRate(termui.Rate(res.Bytes, res.Elapsed)),
 		termui.CPULine(res.CPU, res.Bytes, res.Memory)))
 	return nil

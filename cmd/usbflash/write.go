@@ -28,9 +28,7 @@ type writeFlags struct {
 	yes, force, noVerify, eject bool
 	verifyHash                  string // a pipeline.VerifyMethod's name
 	verifyMethod                pipeline.VerifyMethod
-	sha256                      string
-	noSHA256                    bool
-	sha256Keyring, fingerprint  string
+	trust                       trustFlags // trust.go
 	transferSize                string
 	transfer                    int // --transfer-size as given; 0: the engine's default
 	buffers                     int // as given; 0: the engine's, for the size the cards take
@@ -46,7 +44,6 @@ type writeFlags struct {
 	custom                  customizeFlags // customize.go
 	repair                  bool
 	stopTimeout             time.Duration // --watch: how long a stop request lets cards finish
-	cache, cacheSize        string        // --cache DIR, --cache-size
 	catalog                 catalogFlags  // --catalog, --os (images.go)
 	logDir                  string        // --log-dir: one log per slot
 	station, operator       string        // labels of every record
@@ -91,10 +88,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip reading the card back after writing (and hashing the image)")
 	fl.StringVar(&f.verifyHash, "verify-hash", pipeline.MethodDigests.String(), "how the read-back is checked: xxh3 (a digest of each write command, about the cost of reading) or sha256 (the decoded image's SHA-256 on both sides, printed, for those who publish or compare it)")
 	_ = c.RegisterFlagCompletionFunc("verify-hash", cobra.FixedCompletions(verifyMethodNames(), cobra.ShellCompDirectiveNoFileComp))
-	fl.StringVar(&f.sha256, "sha256", "", "the SHA-256 its publisher gives for the image file or for the image in it: checked as it is written (standard input and pipes too), before the first transfer (default: IMAGE.sha256, IMAGE.sha or SHA256SUMS beside the image, when there is one)")
-	fl.BoolVar(&f.noSHA256, "no-sha256", false, "do not look for the image's checksum beside it")
-	fl.StringVar(&f.sha256Keyring, "sha256-keyring", "", "the publisher's OpenPGP public keys (gpg --export [--armor]): the checksum list beside the image must carry a good signature by one of them, clear-signed or in LIST.gpg, LIST.sig, LIST.asc or LIST.sign beside it, or the write is refused; a block map beside the image is checked as bmaptool --keyring does")
-	fl.StringVar(&f.fingerprint, "sha256-fingerprint", "", "with --sha256-keyring: only the key with this fingerprint signs (as bmaptool --fingerprint)")
+	f.trust.register(fl, "write", "written")
 	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
 	fl.BoolVar(&f.check, "check", false, "first probe each card for a fake capacity (as usbflash check): refuse one the image does not fit in")
 	fl.StringVar(&f.maxCache, "max-cache", units.FormatSize(fakecheck.DefaultMaxCache), "with --check: see through a cache up to this size (0: trust the first read-back)")
@@ -114,8 +108,6 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 	fl.BoolVar(&f.repair, "repair", false, "when a card reads back different, write the blocks that differ again (and only those) and compare again, up to 3 times, then verify it in full")
 	fl.StringVar(&f.metrics.Listen, "metrics-listen", "", "serve Prometheus metrics on this address (e.g. :9123) at /metrics while the write (or --watch) runs")
 	fl.StringVar(&f.metrics.Textfile, "metrics-textfile", "", "keep Prometheus metrics in this file (for node_exporter's textfile collector), rewritten atomically after every card")
-	fl.StringVar(&f.cache, "cache", "", "keep an image read from a URL in this directory, named by its SHA-256: reused by later writes, a cut-short one resumed from where it ended")
-	fl.StringVar(&f.cacheSize, "cache-size", "0", "with --cache: at most this much in the directory, the least recently used going first (0: bounded only by the free space, of which 1 GiB, or a tenth of a smaller disk, is always left)")
 	f.catalog.register(c, true)
 	f.bmap.register(fl)
 	f.custom.register(fl)
@@ -169,18 +161,18 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	cfg := session.Config{
 		Image: imageRef, OS: f.catalog.os, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
-		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.sha256, NoSHA256: f.noSHA256, SHA256Keyring: f.sha256Keyring, SHA256Fingerprint: f.fingerprint,
+		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.trust.sha256, NoSHA256: f.trust.noSHA256, SHA256Keyring: f.trust.keyring, SHA256Fingerprint: f.trust.fingerprint,
 		Check: f.check, Repair: f.repair, StopTimeout: f.stopTimeout, SaysStop: a.aborts.Says, Station: f.station, Operator: f.operator,
 	}
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
 		return err
 	}
-	cfg.Cache, cfg.Catalog = f.cache, f.catalog.catalog
+	cfg.Cache, cfg.Catalog = f.trust.cache, f.catalog.catalog
 	if cfg.HTTP, err = a.httpOptions(); err != nil {
 		return err
 	}
-	if cfg.CacheMax, err = units.ParseSize(f.cacheSize); err != nil {
-		return &usageError{fmt.Sprintf("--cache-size: %v", err)}
+	if cfg.CacheMax, err = f.trust.cacheMax(); err != nil {
+		return err
 	}
 	if cfg.Customize, err = f.custom.config(); err != nil {
 		return err

@@ -106,8 +106,8 @@ func (m *sums) decoded(p []byte) {
 	}
 }
 
-// ended says Read has delivered the whole stream.
-func (s *Source) ended() bool { return s.err == io.EOF && len(s.head) == 0 }
+// Ended says Read has delivered the whole image (returned io.EOF).
+func (s *Source) Ended() bool { return s.err == io.EOF && len(s.head) == 0 }
 
 // Stream says the input is read once (standard input or a pipe): its sums
 // are known only once Read reached its end.
@@ -124,7 +124,7 @@ func (s *Source) InputSHA256(ctx context.Context) (string, error) {
 		return hashReader(ctx, io.NewSectionReader(s.sums.file, 0, s.sums.size))
 	case s.sums.tee == nil:
 		return "", ErrNotHashed
-	case !s.ended():
+	case !s.Ended():
 		return "", errNotEnded
 	}
 	return s.sums.tee.finish(ctx)
@@ -147,7 +147,7 @@ func (s *Source) DecodedSHA256(ctx context.Context) (string, error) {
 		return hashReader(ctx, again)
 	case s.sums.out == nil:
 		return "", ErrNotHashed
-	case !s.ended():
+	case !s.Ended():
 		return "", errNotEnded
 	}
 	return hex.EncodeToString(s.sums.out.Sum(nil)), nil

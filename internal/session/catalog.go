@@ -91,6 +91,15 @@ func (s *session) resolveCatalog(ctx context.Context) error {
 	return nil
 }
 
+// imageLabel is the image as a session's outcome names it: its path or
+// URL, or its catalog entry's name and URL.
+func (s *session) imageLabel() string {
+	if s.entry == nil {
+		return imageName(s.cfg.Image)
+	}
+	return s.entry.Name + " (" + displayImage(s.cfg.Image) + ")"
+}
+
 // catalogDownload is what a catalog entry's image is checked against:
 // the download's SHA-256 and then the decoded image's, or the one of them
 // the entry gives; nil for an image not from a catalog, or an entry with

@@ -3,20 +3,22 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
+	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
 )
 
 // Every command that reads an image (write with one card or several, a
-// station) opens it here, with every decision of how it is trusted made
-// once, the same for all: the checksum settings against each other, the
-// sum it is checked against (given, its catalog entry's, or a list beside
-// it, signed by the keyring's keys when one is given: a keyring with no
-// signed sum refuses the image), the cache, and the catalog entry's size.
-// What it returns is the opened source and its checksum state; the
-// session then checks the source against that state before a card may
-// boot it (checkDownload).
+// station, verify, verify --repair) opens it here, with every decision of
+// how it is trusted made once, the same for all: the checksum settings
+// against each other, the sum it is checked against (given, its catalog
+// entry's, or a list beside it, signed by the keyring's keys when one is
+// given: a keyring with no signed sum refuses the image), the cache, and
+// the catalog entry's size. What it returns is the opened source and its
+// checksum state; the session then checks the source against that state
+// before a card may boot it (checkDownload).
 
 // trusted is an image opened for a session and what it is to be trusted
 // by.
@@ -44,12 +46,15 @@ func (t *trusted) close() {
 type reads int
 
 const (
-	// readOnce: one decode feeds every card (a write).
+	// readOnce: one decode feeds every card (a write, a verify).
 	readOnce reads = iota
 	// readPerCard: each card of a station decodes it again; an image at a
 	// URL is read once, into the cache, when the cache can hold it, and
 	// streams to each card otherwise.
 	readPerCard
+	// readAgain: a repair decodes it again from its start: an image at a
+	// URL must be kept, in the cache, as a file.
+	readAgain
 )
 
 // openTrusted opens the image the session's Config names (a path, "-",
@@ -62,6 +67,9 @@ func (s *session) openTrusted(ctx context.Context, how reads) (*trusted, error) 
 	if err := checkChecksum(s.cfg); err != nil {
 		return nil, err
 	}
+	if how == readAgain && s.cfg.Image == "-" {
+		return nil, &failure.SettingError{Setting: SettingRepair, Err: ErrRepairStdin}
+	}
 	t := &trusted{cleanup: func() {}}
 	if how != readOnce {
 		t.cleanup = s.stationCache()
@@ -70,7 +78,11 @@ func (s *session) openTrusted(ctx context.Context, how reads) (*trusted, error) 
 	// hashed from its first byte) and its trouble said after.
 	t.sum, t.notes, t.err = findDownload(s.cfg, s.readBeside(ctx), s.entry)
 	if how != readOnce && t.err == nil {
-		if err := s.prefetch(ctx, t.sum); err != nil {
+		err := s.prefetch(ctx, t.sum)
+		if err == nil && how == readAgain && isURL(s.cfg.Image) && s.pinned == "" {
+			err = &RepairNotKeptError{Image: displayImage(s.cfg.Image)}
+		}
+		if err != nil {
 			t.cleanup()
 			return nil, err
 		}
@@ -100,6 +112,21 @@ func (s *session) trust(t *trusted, plan *writePlan) error {
 	}
 	return t.err
 }
+
+// ErrRepairStdin: a repair decodes the image again, and standard input is
+// read once.
+var ErrRepairStdin = failure.New(failure.Usage, "a repair decodes the image again from its start, and standard input can be read only once")
+
+// RepairNotKeptError is an image at a URL that a repair must decode again
+// and that no cache could keep: refused before the card is read.
+type RepairNotKeptError struct{ Image string }
+
+func (e *RepairNotKeptError) Error() string {
+	return fmt.Sprintf("%s could not be kept in the cache (said above), and a repair decodes the image again from its start: nothing was compared or written", e.Image)
+}
+
+// Class is Refused: nothing was written.
+func (e *RepairNotKeptError) Class() failure.Class { return failure.Refused }
 
 // reopener opens the image again from its start, for a read-back that
 // locates a difference or for a repair; nil for an image read once

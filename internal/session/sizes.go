@@ -27,6 +27,9 @@ const (
 	SettingBlockMap failure.Setting = "block map"
 	SettingSparse   failure.Setting = "sparse"
 	SettingSize     failure.Setting = "size"
+	// SettingRepair is the repair of a card that reads back different
+	// (Config.Repair, VerifyConfig.Repair).
+	SettingRepair failure.Setting = "repair"
 )
 
 // checkSizes refuses, before anything is opened, sizes no card can make

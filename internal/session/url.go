@@ -498,11 +498,12 @@ func (s *session) noteCacheUnused() {
 	s.emit(Note{Message: "The download cache " + s.cfg.Cache + " is not used: " + imageName(s.cfg.Image) + " is read where it is, not downloaded"})
 }
 
-// stationCache gives a station (Watch) writing a URL image with no cache
-// a temporary one under the system's temporary directory, so that every
-// card reads the one download (bounded by the free space, as any cache:
-// an image that does not fit streams to each card, said); the returned
-// function removes it.
+// stationCache gives a session that reads a URL image more than once (a
+// station's cards, a repair) and has no cache a temporary one under the
+// system's temporary directory, so that every read is of the one download
+// (bounded by the free space, as any cache: an image that does not fit
+// streams to each card of a station, said, and is refused by a repair);
+// the returned function removes it.
 func (s *session) stationCache() func() {
 	if s.cfg.Cache != "" || !isURL(s.cfg.Image) {
 		return func() {}
@@ -513,7 +514,7 @@ func (s *session) stationCache() func() {
 		return func() {}
 	}
 	s.cfg.Cache = dir
-	s.emit(Note{Message: "Downloading " + displayImage(s.cfg.Image) + " once into " + dir + " (removed when the station ends)"})
+	s.emit(Note{Message: "Downloading " + displayImage(s.cfg.Image) + " once into " + dir + " (removed when this run ends)"})
 	return func() { os.RemoveAll(dir) }
 }
 

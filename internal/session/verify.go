@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
@@ -17,12 +18,24 @@ import (
 )
 
 // VerifyConfig is what a verify compares: one card with an image, byte
-// by byte, nothing written.
+// by byte, nothing written (but with Repair).
 type VerifyConfig struct {
-	Image string          // a path, an http(s) URL, or "-" for standard input
+	Image string // a path, an http(s) URL, or "-" for standard input
+	// Stdin is what Image "-" reads; nil: the process's standard input.
+	Stdin *os.File
 	HTTP  httpsrc.Options // how a URL is read
 	// Catalog and OS name the image by a catalog entry, as Config's.
 	Catalog, OS string
+	// SHA256, NoSHA256, SHA256Keyring, SHA256Fingerprint, Cache and
+	// CacheMax are Config's: the image is found, opened and trusted as a
+	// write's is (its checksum given, beside it or its catalog entry's;
+	// the keyring's signature), and a card that matches an image that is
+	// not its publisher's does not match it.
+	SHA256                           string
+	NoSHA256                         bool
+	SHA256Keyring, SHA256Fingerprint string
+	Cache                            string
+	CacheMax                         int64
 	// TransferSize is the bytes per READ, lowered to what the card takes;
 	// 0: pipeline.DefaultReadSize.
 	TransferSize int
@@ -34,14 +47,27 @@ type VerifyConfig struct {
 	// Repair: when the card differs, write the ranges that differ again
 	// and compare again (pipeline.Repair), then compare the whole card
 	// once more. The card is then opened to be written, and refused when
-	// it cannot be (write-protected); the image must be a file of known
-	// size.
+	// it cannot be (write-protected); the image must pass its checksum
+	// before anything is written, and be decoded again: an image at a URL
+	// is read into the cache first (a temporary one without Cache),
+	// standard input is refused. A card the repair could not make match
+	// has its first transfer zeroed (*FirstZeroedError).
 	Repair bool
+}
+
+// session is the Config of the verify's session.
+func (c VerifyConfig) session() Config {
+	return Config{Image: c.Image, Stdin: c.Stdin, Observer: c.Observer, HTTP: c.HTTP, Catalog: c.Catalog, OS: c.OS,
+		SHA256: c.SHA256, NoSHA256: c.NoSHA256, SHA256Keyring: c.SHA256Keyring, SHA256Fingerprint: c.SHA256Fingerprint,
+		Cache: c.Cache, CacheMax: c.CacheMax}
 }
 
 // VerifyResult is a card that matched its image.
 type VerifyResult struct {
 	Card string // the card's name once open
+	// Image is the image as messages name it: its path or URL, a catalog
+	// entry's name with its URL.
+	Image string
 	pipeline.VerifyResult
 	// Repair is what was written again before the card matched; nil when
 	// it matched at once.
@@ -50,16 +76,27 @@ type VerifyResult struct {
 
 // Verify compares the card spec names with the image: Started, then the
 // block map it uses, Opened, Progress, and a *VerifyResult when every
-// byte compared matches. A card too small to hold the image does not match
-// it (*SmallerCardError, a verify failure like any difference), whatever
-// the image's format: found before reading when the image says its size,
-// at the card's end otherwise.
+// byte compared matches and the image is its publisher's (its checksum,
+// the keyring's signature, its catalog entry's sums and size: as a write
+// trusts it). A card too small to hold the image does not match it
+// (*SmallerCardError, a verify failure like any difference), whatever the
+// image's format: found before reading when the image says its size, at
+// the card's end otherwise.
 func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResult, error) {
-	s := newSession(Config{Image: cfg.Image, Observer: cfg.Observer, HTTP: cfg.HTTP, Catalog: cfg.Catalog, OS: cfg.OS})
+	s := newSession(cfg.session())
+	res, err := s.verify(ctx, cfg, spec)
+	// A cache entry an image error came from is hashed, and removed when
+	// it is damaged, as after a write.
+	s.checkEntryAfter(err)
+	return res, err
+}
+
+func (s *session) verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResult, error) {
 	if err := s.resolveCatalog(ctx); err != nil {
 		return nil, err
 	}
 	cfg.Image = s.cfg.Image
+	s.noteCacheUnused()
 	transfer := cfg.TransferSize
 	if transfer == 0 {
 		transfer = pipeline.DefaultReadSize
@@ -68,21 +105,31 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 	if err := checkSizes(transfer, 2, 0, 1, readAhead(cfg.Image)); err != nil {
 		return nil, err
 	}
-	src, err := s.openImage(ctx, nil)
+	how := readOnce
+	if cfg.Repair {
+		how = readAgain
+	}
+	img, err := s.openTrusted(ctx, how)
 	if err != nil {
 		return nil, err
 	}
-	defer src.Close()
+	defer img.close()
+	src := img.src
 	s.emit(Started{Image: displayImage(cfg.Image), Source: src, Targets: []string{spec.Raw}, TransferSize: transfer})
-	m, mapPath, err := findBlockMapWith(cfg.Image, src, cfg.BlockMap, s.readBeside(ctx), blockMapSig{})
+	m, mapPath, err := findBlockMapWith(cfg.Image, src, cfg.BlockMap, s.readBeside(ctx), s.blockMapSig())
 	if err != nil {
 		return nil, err
 	}
+	plan := &writePlan{m: m, path: mapPath, signed: cfg.SHA256Keyring != ""}
 	var only []blockdev.Extent
 	if m != nil {
 		only = m.Extents()
 		s.emit(BlockMapChosen{Path: mapPath, Ranges: len(m.Ranges), MappedBytes: m.MappedBytes(), ImageSize: m.ImageSize})
 	}
+	if err := s.trust(img, plan); err != nil {
+		return nil, err
+	}
+	s.startDownload(ctx, img.sum, src, "as it is compared")
 	d, err := drive.Open(ctx, spec, drive.Options{ReadOnly: !cfg.Repair, Readers: cfg.Readers,
 		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }})
 	if err != nil {
@@ -103,13 +150,22 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 		Name: d.Name, TransferSize: fitted, Only: only,
 		Progress: func(p pipeline.Progress) { s.emit(cardProgress(d.Name, p)) },
 	}
-	res, err := pipeline.Verify(ctx, d.Dev, src, size, opts)
+	res, err := pipeline.Verify(ctx, d.Dev, plan.source(src), size, opts)
 	var rr *pipeline.RepairResult
-	if err != nil && cfg.Repair && size >= 0 && cfg.Image != "-" && !isURL(cfg.Image) && failure.Of(err) == failure.Verify {
-		open := func() (io.ReadCloser, error) { return image.Open(cfg.Image) }
-		ro := pipeline.RepairOptions{Verify: pipeline.VerifyOptions{Name: d.Name, TransferSize: fitted, Only: only}}
-		if rr, err = s.repair(ctx, d, open, size, ro, err); err == nil {
-			res, err = verifyAgain(ctx, d, open, size, opts)
+	if failure.Of(err) == failure.Verify {
+		// The image is checked before the difference is believed, and
+		// before a repair writes anything: a card that differs from an
+		// image that is not its publisher's says nothing.
+		if cerr := s.checkCompared(ctx, src); cerr != nil {
+			return nil, cerr
+		}
+		if cfg.Repair {
+			ro := pipeline.RepairOptions{Verify: pipeline.VerifyOptions{Name: d.Name, TransferSize: fitted, Only: only}}
+			res, rr, err = s.repairCard(ctx, d, size, ro, opts, err)
+		}
+	} else if err == nil {
+		if err := s.checkCompared(ctx, src); err != nil {
+			return nil, err
 		}
 	}
 	var ce *blockdev.CapacityError
@@ -121,7 +177,78 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 	if err != nil {
 		return nil, err
 	}
-	return &VerifyResult{Card: d.Name, VerifyResult: res, Repair: rr}, nil
+	return &VerifyResult{Card: d.Name, Image: s.imageLabel(), VerifyResult: res, Repair: rr}, nil
+}
+
+// checkCompared checks the image a verify compared against its sum, if it
+// has one, and says what matched. A stream a difference stopped reading
+// cannot be checked: said, and the difference stands.
+func (s *session) checkCompared(ctx context.Context, src *image.Source) error {
+	if s.download == nil {
+		return nil
+	}
+	if src.Stream() && !src.Ended() {
+		s.emit(Note{Message: imageName(s.cfg.Image) + " was not checked against " + s.download.the() +
+			": the comparison stopped at the first difference, and a stream is read once"})
+		return nil
+	}
+	matched, err := s.checkDownload(ctx, src)
+	if matched != "" {
+		s.emit(Note{Message: matched})
+	}
+	// A cache entry that is not the file it is named by is removed, as a
+	// write removes it: the next run reads the server.
+	return s.dropDamagedEntry(err)
+}
+
+// repairCard writes again what differs between the card d and the image
+// (verr: the verify's difference; size: the image's, -1 when its container
+// does not say), compares the whole card once more with opts, and zeroes
+// its first transfer when it still does not match.
+func (s *session) repairCard(ctx context.Context, d *drive.Device, size int64, ro pipeline.RepairOptions, opts pipeline.VerifyOptions, verr error) (pipeline.VerifyResult, *pipeline.RepairResult, error) {
+	open := s.reopener() // openTrusted(readAgain) kept the image as a file
+	var res pipeline.VerifyResult
+	if size < 0 {
+		// A gzip or bzip2 stream says its size at its end: a repair
+		// needs it first.
+		n, err := decodedSize(ctx, open)
+		if err != nil {
+			return res, nil, &ImageError{Err: err}
+		}
+		size = n
+	}
+	rr, err := s.repair(ctx, d, open, size, ro, verr)
+	if err == nil {
+		res, err = verifyAgain(ctx, d, open, size, opts)
+	}
+	if failure.Of(err) == failure.Verify {
+		err = s.unboot(ctx, d, ro.TransferSize, err)
+	}
+	return res, rr, err
+}
+
+// decodedSize decodes the image open opens to its end: its size.
+func decodedSize(ctx context.Context, open func() (io.ReadCloser, error)) (int64, error) {
+	r, err := open()
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	buf := make([]byte, 1<<20)
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		k, err := r.Read(buf)
+		n += int64(k)
+		switch {
+		case err == io.EOF:
+			return n, nil
+		case err != nil:
+			return n, err
+		}
+	}
 }
 
 // verifyAgain compares the whole card with the image once more, after a

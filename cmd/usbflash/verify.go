@@ -31,10 +31,13 @@ func newVerifyCommand(a *app) *cobra.Command {
 		Use:   "verify IMAGE|--os NAME TARGET",
 		Short: "Read a card back and compare it with an image",
 		Long: `Decode IMAGE and compare it byte for byte with what TARGET reads back,
-reporting the first differing LBA. Nothing is written. With a block map
-(--bmap, or IMAGE.bmap beside the image, as write finds it) only the
-mapped ranges are compared: a write with the map left the rest of the card
-as it was.
+reporting the first differing LBA. Nothing is written (but with --repair).
+With a block map (--bmap, or IMAGE.bmap beside the image, as write finds
+it) only the mapped ranges are compared: a write with the map left the
+rest of the card as it was. The image is trusted as write trusts it: its
+publisher's checksum (--sha256, or beside it), its signature
+(--sha256-keyring), a catalog entry's sums and size; a card that matches
+an image that fails them does not match it.
 
 The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(blockdev.MaxBufferMemory) + `.`,
 		Args: func(c *cobra.Command, args []string) error {

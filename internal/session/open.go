@@ -79,7 +79,7 @@ func (s *session) openTrusted(ctx context.Context, how reads) (*trusted, error) 
 	t.sum, t.notes, t.err = findDownload(s.cfg, s.readBeside(ctx), s.entry)
 	if how != readOnce && t.err == nil {
 		err := s.prefetch(ctx, t.sum)
-		if err == nil && how == readAgain && isURL(s.cfg.Image) && s.pinned == "" {
+		if err == nil && how == readAgain && isURL(s.cfg.Image) && s.reopener() == nil {
 			err = &RepairNotKeptError{Image: displayImage(s.cfg.Image)}
 		}
 		if err != nil {
@@ -93,6 +93,15 @@ func (s *session) openTrusted(ctx context.Context, how reads) (*trusted, error) 
 		return nil, err
 	}
 	t.sum = s.checkEntry(t.sum) // a cache entry read is checked as any file
+	if how == readAgain && t.err == nil && src.Stream() {
+		// A pipe or a FIFO named by its path: read once, as standard
+		// input is. (An image not trusted is refused for that, said
+		// once it is announced.)
+		src.Close()
+		t.cleanup()
+		return nil, &failure.SettingError{Setting: SettingRepair, Err: ErrRepairStdin}
+	}
+	s.stream = src.Stream()
 	t.src = src
 	return t, nil
 }
@@ -113,9 +122,9 @@ func (s *session) trust(t *trusted, plan *writePlan) error {
 	return t.err
 }
 
-// ErrRepairStdin: a repair decodes the image again, and standard input is
-// read once.
-var ErrRepairStdin = failure.New(failure.Usage, "a repair decodes the image again from its start, and standard input can be read only once")
+// ErrRepairStdin: a repair decodes the image again, and standard input
+// (or a pipe, a FIFO) is read once.
+var ErrRepairStdin = failure.New(failure.Usage, "a repair decodes the image again from its start, and standard input or a pipe can be read only once")
 
 // RepairNotKeptError is an image at a URL that a repair must decode again
 // and that no cache could keep: refused before the card is read.
@@ -130,13 +139,16 @@ func (e *RepairNotKeptError) Class() failure.Class { return failure.Refused }
 
 // reopener opens the image again from its start, for a read-back that
 // locates a difference or for a repair; nil for an image read once
-// (standard input, a URL not kept in the cache).
+// (standard input, a pipe or FIFO, a URL not kept in the cache).
 func (s *session) reopener() func() (io.ReadCloser, error) {
+	s.cacheMu.Lock()
+	pinned := s.pinned
+	s.cacheMu.Unlock()
 	path := s.cfg.Image
 	switch {
-	case s.pinned != "":
-		path = s.pinned
-	case path == "-" || isURL(path):
+	case pinned != "":
+		path = pinned
+	case path == "-" || isURL(path) || s.stream:
 		return nil
 	}
 	return func() (io.ReadCloser, error) {

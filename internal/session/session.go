@@ -231,6 +231,7 @@ type session struct {
 	cacheMu  sync.Mutex // guards pinned, cached and dropped: a station's cards open the image at once
 	cached   *cachedEntry
 	dropped  bool
+	stream   bool // the image is read once (a pipe, a FIFO): openTrusted
 	httpOnce sync.Once
 	http     *httpsrc.Client // an image at a URL's (url.go)
 	// inspected is what the image's customisation takes (customize.go's

@@ -17,6 +17,7 @@ import (
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
+	"github.com/usbflash/usbflash/internal/testkit/testfifo"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
 	"github.com/usbflash/usbflash/internal/testkit/testpgp"
@@ -369,8 +370,8 @@ func TestVerifyCache(t *testing.T) {
 // image again, as a file: an image at a URL is downloaded into the cache
 // first (a temporary one without --cache) and the card repaired from it,
 // as is a gzip file whose size its container does not state; standard
-// input, read once, is refused before it is read and the card is not
-// touched.
+// input, read once, is refused before it is read, as is a FIFO once it is
+// found to be one, and the card is not touched.
 func TestVerifyRepairReadsAgain(t *testing.T) {
 	t.Parallel()
 	img := testpattern.Bytes(2<<20+300, 65)
@@ -380,6 +381,7 @@ func TestVerifyRepairReadsAgain(t *testing.T) {
 		url    bool
 		cache  bool
 		stdin  bool
+		fifo   bool
 		refuse func(error) bool
 	}{
 		{name: "a raw URL", file: img, url: true},
@@ -387,6 +389,7 @@ func TestVerifyRepairReadsAgain(t *testing.T) {
 		{name: "an xz URL with a cache", file: xzBytes(t, img), url: true, cache: true},
 		{name: "a gzip file", file: testimage.Compress(t, "gzip", img)},
 		{name: "standard input", file: img, stdin: true, refuse: repairStdin},
+		{name: "a FIFO", file: img, fifo: true, refuse: repairStdin},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -400,6 +403,9 @@ func TestVerifyRepairReadsAgain(t *testing.T) {
 				o.image = ts.URL + "/os.img"
 			case tc.stdin:
 				o.image, o.stdin = "-", pipeOf(t, tc.file)
+			case tc.fifo:
+				o.image = filepath.Join(t.TempDir(), "os.img")
+				testfifo.Make(t, o.image, tc.file)
 			default:
 				o.image = filepath.Join(t.TempDir(), "os.img.gz")
 				if err := os.WriteFile(o.image, tc.file, 0o644); err != nil {

@@ -48,6 +48,9 @@ import (
 //	fake=wrap|drop|garbage|unreadable  a fake card whose flash is only real= bytes
 //	real=SIZE           with fake=: the flash behind the claimed size
 //	fake-cache=SIZE     with fake=: keeps the last writes past real= (see Fake)
+//	write-back=SIZE     a controller's write-back cache that its own timer
+//	write-back-every=N  flushes every N READs and WRITEs (default 32), never
+//	                    SYNCHRONIZE CACHE (see WriteBack)
 //	vid=, pid=, bcd=    USB identity (hex) the host's quirk table is searched by
 //	quirks=FLAGS        quirk flags given for this reader, passed to the host
 //	clock=virtual       nothing sleeps: the speed model runs on Stats.ModelTime
@@ -132,6 +135,12 @@ func open(spec string, readOnly bool) (*Device, error) {
 		}
 		if isFake {
 			l.Medium = fakeLUN(l, fake)
+		}
+		if o.writeBack.size > 0 {
+			if l.Medium == nil {
+				l.Medium = NewMemory(l.Blocks * int64(l.BlockSize))
+			}
+			l.Medium = o.writeBack.wrap(l.Medium, int64(o.block))
 		}
 		cfg.LUNs = append(cfg.LUNs, l)
 	}

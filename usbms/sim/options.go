@@ -32,7 +32,8 @@ type options struct {
 	rejectSync, rejectModeSense bool
 	maxTransfer                 uint32
 	faults                      []Fault
-	fake                        fakeOptions // fake=, real=, fake-cache= (fake.go)
+	fake                        fakeOptions      // fake=, real=, fake-cache= (fake.go)
+	writeBack                   writeBackOptions // write-back=, write-back-every= (writeback.go)
 	reader                      readerOptions
 }
 
@@ -71,6 +72,9 @@ func parseSpec(spec string) (options, string, error) {
 		o.auCost = defaultAUCost
 	}
 	if err := o.fake.check(o.size, int64(o.block)); err != nil {
+		return o, "", &SpecError{Spec: spec, Err: err}
+	}
+	if err := o.writeBack.check(int64(o.block)); err != nil {
 		return o, "", &SpecError{Spec: spec, Err: err}
 	}
 	for _, f := range o.faults {
@@ -161,9 +165,13 @@ func (o *options) set(key, val string) error {
 			err = o.fake.set(key, val)
 			break
 		}
+		if isWriteBackOption(key) {
+			err = o.writeBack.set(key, val)
+			break
+		}
 		var known bool
 		if known, err = o.reader.setReader(key, val); !known {
-			return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, fault, %s, %s", key, fakeOptionNames(), strings.Join(readerOptionNames, ", "))
+			return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, fault, %s, %s, %s", key, fakeOptionNames(), writeBackOptionNames, strings.Join(readerOptionNames, ", "))
 		}
 	}
 	if err != nil {

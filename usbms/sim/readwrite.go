@@ -19,6 +19,9 @@ func (d *Device) readWrite(lunIdx int, l *lun, cdb []byte) plan {
 	if !l.present() {
 		return failed(l, senseNoMedium())
 	}
+	if c, ok := l.medium.(CommandClock); ok {
+		c.Command() // the controller's timer runs whatever becomes of the command
+	}
 	if write && l.cfg.WriteProtected {
 		return failed(l, senseWriteProtected())
 	}

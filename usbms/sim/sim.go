@@ -220,6 +220,15 @@ func (d *Device) Close() error {
 	d.isShut = true
 	close(d.closed)
 	var errs []error
+	// A controller's write-back cache reaches the flash before the reader
+	// is unplugged: its timer fires.
+	for i, l := range d.luns {
+		if f, ok := l.medium.(interface{ Flush() error }); ok {
+			if err := f.Flush(); err != nil {
+				errs = append(errs, fmt.Errorf("sim: LUN %d: %w", i, err))
+			}
+		}
+	}
 	for _, c := range d.closers {
 		if err := c.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("sim: close: %w", err))

@@ -168,6 +168,10 @@ func checkText(name string, res *fakecheck.Result) string {
 		if res.Fake() {
 			did += " (up to the usable size: past it the card keeps nothing)"
 		}
+		if res.Kind == fakecheck.Wrap && res.PastRegions > 0 {
+			did += fmt.Sprintf("; the %d saved regions past it (%s) alias blocks below it: they went back onto those blocks "+
+				"in the order that leaves each block what it held first", res.PastRegions, units.FormatBytes(res.PastBytes))
+		}
 	}
 	return verdict + "\n" + did
 }

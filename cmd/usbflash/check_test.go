@@ -69,3 +69,67 @@ func readPrefix(path string, n int) ([]byte, error) {
 	_, err = f.ReadAt(b, 0)
 	return b, err
 }
+
+// TestCheckTimerFlushedFake: a wrap-around fake behind a write-back cache
+// that its own timer flushes (never SYNCHRONIZE CACHE), as issue 41's
+// device-mapper fake on the USB gadget: check and write --check name it
+// (exit 8, with what was seen), every block the check wrote is put back;
+// a check that cannot put its blocks back prints a restore command that
+// names the card.
+func TestCheckTimerFlushedFake(t *testing.T) {
+	t.Parallel()
+	const real = 16 << 20
+	fake := "size=64MiB&fake=wrap&real=16MiB&write-back=1MiB&write-back-every=8"
+	image := writeFile(t, "os.img", testImage(real+(1<<20))) // larger than what the card holds
+	tests := []struct {
+		name     string
+		args     func(target string) []string
+		opts     string
+		wantCode int
+		wantSaid []string
+	}{
+		{name: "check", args: func(target string) []string { return []string{"check", "--max-cache", "4MiB", target} }, opts: fake,
+			wantCode: exitFake, wantSaid: []string{"is FAKE", "holds 16.8 MB", "wrap around onto the start", fmt.Sprintf("Usable size: %d bytes", real),
+				"every block it wrote was put back and read back the same"}},
+		{name: "write --check", args: func(target string) []string {
+			return []string{"write", "--check", "--yes", "--max-cache", "4MiB", image, target}
+		}, opts: fake, wantCode: exitFake, wantSaid: []string{"is fake", "wrap around onto the start", "nothing was written"}},
+		// The reader drops off the bus while the check writes: its blocks
+		// go to a file, and the command that puts them back names the
+		// card as it was given.
+		{name: "write --check, put back failed", args: func(target string) []string {
+			return []string{"write", "--check", "--yes", "--max-cache", "4MiB", image, target}
+		}, opts: "size=64MiB&fault=disconnect:after=2MiB", wantCode: exitDevice, wantSaid: []string{"usbflash restore "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			before := testImage(2 << 20)
+			card := writeFile(t, "card.img", before)
+			target := "sim:" + card + "?" + tt.opts
+			r := runCLI(t, tt.args(target)...)
+			out := r.stdout + r.stderr
+			if r.code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\n%s", r.code, tt.wantCode, out)
+			}
+			for _, want := range tt.wantSaid {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, "usbflash restore") {
+				// The command is the last line of the advice: its
+				// target is the card's, quoted for a shell.
+				line := out[strings.LastIndex(out, "usbflash restore"):]
+				line = strings.TrimSpace(strings.SplitN(line, "\n", 2)[0])
+				if !strings.HasSuffix(line, shellWord(target)) {
+					t.Errorf("restore command %q does not name the card %s", line, shellWord(target))
+				}
+				return
+			}
+			if got, err := readPrefix(card, len(before)); err != nil || !bytes.Equal(got, before) {
+				t.Fatalf("the card's first %d bytes changed (%v)", len(before), err)
+			}
+		})
+	}
+}

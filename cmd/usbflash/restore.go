@@ -51,6 +51,10 @@ func (a *app) restore(ctx context.Context, rep termui.Reporter, list, target str
 	if r.Holds > 0 {
 		msg += fmt.Sprintf(" up to byte %d (past it the card keeps nothing)", r.Holds)
 	}
+	if r.PastRegions > 0 {
+		msg += fmt.Sprintf("; the %d regions past it (%s) were written where the card puts them "+
+			"(on a card that wraps around, onto the blocks below it they alias, in the order that leaves each block what it held first) and cannot be read back on their own", r.PastRegions, units.FormatBytes(r.PastBytes))
+	}
 	rep.Event(jsonevents.NewNote(msg), msg)
 	return nil
 }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -17,7 +18,9 @@ import (
 func (s *session) checkFake(ctx context.Context, c *card, src *image.Source) {
 	name := c.d.Name
 	s.emit(Note{Card: name, Message: fmt.Sprintf("Checking %s for a fake capacity (every block the check writes is put back)", name)})
-	res, err := fakecheck.Probe(ctx, c.d.Dev, fakecheck.Options{MaxCache: s.cfg.CheckMaxCache})
+	// The command that puts back what the probe could not names the card
+	// as the user did, or as --watch found it.
+	res, err := fakecheck.Probe(ctx, c.d.Dev, fakecheck.Options{MaxCache: s.cfg.CheckMaxCache, Target: cmp.Or(c.spec, c.d.Name)})
 	if err != nil {
 		c.fail(err)
 		return

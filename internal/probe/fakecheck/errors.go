@@ -57,6 +57,13 @@ func (r *Result) Describe() string {
 	}
 	switch r.Kind {
 	case Wrap:
+		if a := r.Alias; a != nil && !a.Confirmed {
+			// What was seen, and why it stands alone.
+			s += fmt.Sprintf("; LBA %d read back what the check wrote to LBA %d: writes past LBA %d wrap around onto the start "+
+				"(a second write to LBA %d did not read back at LBA %d at once: a cache answers for the card and sends writes to its flash on its own timer)",
+				a.LBA, a.Holds, first-1, first, r.WrapsTo)
+			break
+		}
 		s += fmt.Sprintf("; a write to LBA %d lands on LBA %d: writes past it wrap around onto the start", first, r.WrapsTo)
 	case Drop:
 		s += fmt.Sprintf("; writes from LBA %d on are lost", first)

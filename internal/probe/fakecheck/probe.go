@@ -35,6 +35,7 @@
 package fakecheck
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -124,6 +125,8 @@ type Result struct {
 	Kind      Kind
 	// WrapsTo is, for Wrap, the LBA the block at Usable lands on.
 	WrapsTo int64
+	// Alias is, for Wrap, the read that showed it.
+	Alias *Alias
 	// Cache is, when a cache hid the lie at first, about how many bytes
 	// had to be written past it before it gave way (0: none did).
 	Cache int64
@@ -136,7 +139,24 @@ type Result struct {
 	Commands           int
 	Saved              int64
 	Restored, Verified bool
-	Elapsed            time.Duration
+	// PastRegions are the saved regions that reach past the usable size
+	// of a fake card, PastBytes their bytes there: put back, but not read
+	// back on their own (region.List.Past); on a card that wraps around
+	// they alias blocks below it.
+	PastRegions int
+	PastBytes   int64
+	Elapsed     time.Duration
+}
+
+// Alias is a block that read back what the probe wrote to a lower one:
+// the two share flash.
+type Alias struct {
+	LBA   int64 // the block read
+	Holds int64 // the block whose probe data it held
+	// Confirmed: a second write to the first block past the usable size
+	// read back at LBA 0 at once. Not when a cache answers for the card:
+	// the alias, seen once, is proof enough.
+	Confirmed bool
 }
 
 // Fake says whether the card lies about its capacity.
@@ -523,39 +543,71 @@ func (p *prober) writeWindow(ctx context.Context) error { return p.writeRun(ctx,
 // across the card: the first block that holds the probe block of a lower
 // LBA is where the card wraps around.
 func (p *prober) findWrap(ctx context.Context) (bool, error) {
+	x, to, err := p.scanWrap(ctx)
+	if err != nil || x < 0 {
+		return false, err
+	}
+	return true, p.confirmWrap(ctx, x, to)
+}
+
+// scanWrap is findWrap's reads: the first block x that holds the probe
+// block of a lower LBA, to (x -1: none does). It writes nothing.
+func (p *prober) scanWrap(ctx context.Context) (x, to int64, err error) {
 	per := int64(len(p.chunk)) / p.bs
 	for at := int64(0); at < p.window; at += per {
 		k := min(per, p.window-at)
 		b := p.chunk[:k*p.bs]
 		if err := p.read(ctx, at, b); err != nil {
-			return false, err
+			return -1, 0, err
 		}
 		for i := range k {
 			lba := at + i
 			v, to := judge(b[i*p.bs:(i+1)*p.bs], lba, p.nonce, nil, p.scr)
 			if v == moved && to < lba {
-				return true, p.confirmWrap(ctx, lba, to)
+				return lba, to, nil
 			}
 		}
 	}
 	for x := p.window; x < p.n; x += p.window {
 		v, to, err := p.check(ctx, x)
 		if err != nil {
-			return false, err
+			return -1, 0, err
 		}
 		if v == moved && to < x {
-			return true, p.confirmWrap(ctx, x, to)
+			return x, to, nil
 		}
 	}
-	return false, nil
+	return -1, 0, nil
 }
 
-// confirmWrap checks that block x, which read back as block to's, is
-// where the card wraps around: the usable size is x - to blocks (to lies
-// in the window, written last, so x is the first block past the real
-// size), and a block of a new run written there must land on block 0.
+// confirmWrap records that block x, which read back as block to's, is
+// where the card wraps around. That read alone proves the card fake: no
+// card that keeps what is written reads back at one LBA the block written
+// to another. Its distance is a multiple of the real size, the size
+// itself when to lies in the window (written last, so x is the first
+// block past the real size). A write-back cache that its own timer
+// flushes (not SYNCHRONIZE CACHE) can hide the window from the first
+// reads, and x is then farther: so the probe lets the timer run (settle)
+// and reads the window and the card again, keeping the nearer alias. A
+// block of a new run written to the first block past the real size then
+// confirms the size when it reads back at block 0 at once; when a cache
+// still answers for one of the two, the alias stands unconfirmed.
 func (p *prober) confirmWrap(ctx context.Context, x, to int64) error {
 	real := x - to
+	p.res.Kind, p.res.WrapsTo = Wrap, 0
+	p.res.Alias = &Alias{LBA: x, Holds: to}
+	if err := p.settle(ctx, min(to+1, p.window)); err != nil {
+		return err
+	}
+	x2, to2, err := p.scanWrap(ctx)
+	if err != nil {
+		return err
+	}
+	if x2 >= 0 && x2-to2 < real {
+		real = x2 - to2
+		p.res.Alias = &Alias{LBA: x2, Holds: to2}
+	}
+	p.res.Usable = real * p.bs
 	if err := p.save(ctx, real, 1); err != nil {
 		return err
 	}
@@ -567,10 +619,8 @@ func (p *prober) confirmWrap(ctx context.Context, x, to int64) error {
 	if err := p.read(ctx, 0, p.buf); err != nil {
 		return err
 	}
-	if at, ok := named(p.buf, nonce, p.scr); !ok || at != real {
-		return fmt.Errorf("block %d read back as block %d's, but a second write to block %d does not land on block 0", x, to, real)
-	}
-	p.res.Kind, p.res.Usable, p.res.WrapsTo = Wrap, real*p.bs, 0
+	at, ok := named(p.buf, nonce, p.scr)
+	p.res.Alias.Confirmed = ok && at == real
 	return nil
 }
 
@@ -675,80 +725,37 @@ func (p *prober) rewrite(ctx context.Context, from, to int64) error {
 
 // refine narrows the first bad block down between lo (good, -1 for none)
 // and hi (bad) with rounds of probes, each flushed through the cache when
-// there is one (bound >= 0), and records what it found.
+// there is one (bound >= 0), and records what it found. A round reads its
+// blocks back soon after writing them: a write-back cache that its own
+// timer flushes, not the amount written after it, still answers for them
+// then. So once the rounds end, the probe lets time and commands pass
+// (settle) and reads every block the rounds found kept again; one that
+// no longer holds its probe block is where the rounds start again.
 func (p *prober) refine(ctx context.Context, lo, hi int64, kind verdict, bound int64) error {
 	p.progress(StepRefine, 0, 0)
-	for hi-lo > 1 {
-		var (
-			bad   = int64(-1)
-			v     verdict
-			newLo = lo
-			err   error
-		)
-		if span := hi - lo - 1; span <= p.wholeRun(bound) {
-			// Small enough to write whole.
-			if err := p.save(ctx, lo+1, span); err != nil {
-				return err
-			}
-			if err := p.writeRun(ctx, lo+1, hi); err != nil {
-				return err
-			}
-			if err := p.flushAbove(ctx, hi, bound, span*p.bs); err != nil {
-				return err
-			}
-			var at int64
-			if bad, v, at, err = p.checkRun(ctx, lo+1, hi); err != nil {
-				return err
-			}
-			if v == moved && at < bad {
-				return p.confirmWrap(ctx, bad, at)
-			}
-			if bad < 0 {
-				break // hi is the first bad block
-			}
-			newLo = bad - 1
-		} else {
-			var lbas []int64
-			for i := int64(1); i <= gridProbes; i++ {
-				lbas = append(lbas, lo+i*(hi-lo)/(gridProbes+1))
-			}
-			lbas = slices.Compact(lbas)
-			for _, x := range lbas {
-				if err := p.save(ctx, x, 1); err != nil {
-					return err
-				}
-			}
-			for _, x := range slices.Backward(lbas) {
-				if err := p.writeProbe(ctx, x); err != nil {
-					return err
-				}
-			}
-			if err := p.flushAbove(ctx, hi, bound, int64(len(lbas))*p.bs); err != nil {
-				return err
-			}
-			for _, x := range lbas {
-				var at int64
-				if v, at, err = p.check(ctx, x); err != nil {
-					return err
-				}
-				if v == kept {
-					newLo = x
-					continue
-				}
-				if v == moved && at < x {
-					return p.confirmWrap(ctx, x, at)
-				}
-				bad = x
-				break
-			}
+	for {
+		base := lo // known good before the rounds
+		held, wrapped, err := p.narrow(ctx, &lo, &hi, &kind, bound)
+		if err != nil || wrapped {
+			return err
 		}
-		if bad >= 0 {
-			hi, kind = bad, v
-		}
-		if newLo == lo && bad < 0 {
+		if len(held) == 0 {
 			break
 		}
-		lo = newLo
+		if err := p.settle(ctx, lo); err != nil {
+			return err
+		}
+		bad, v, at, err := p.recheck(ctx, held, base, &lo)
+		if err != nil {
+			return err
+		}
+		if bad < 0 {
+			break
+		}
+		if v == moved && at < bad {
+			return p.confirmWrap(ctx, bad, at)
+		}
+		hi, kind = bad, v
 	}
 	p.res.Usable = hi * p.bs
 	p.res.Kind = Drop
@@ -756,6 +763,129 @@ func (p *prober) refine(ctx context.Context, lo, hi int64, kind verdict, bound i
 		p.res.Kind = Garbage
 	}
 	return nil
+}
+
+// narrow is refine's rounds: it moves *lo up and *hi down until hi is the
+// first bad block as read back at once, and returns the runs of blocks
+// [from, to) it found kept; wrapped: a block read back another's, and
+// confirmWrap recorded the verdict.
+func (p *prober) narrow(ctx context.Context, lo, hi *int64, kind *verdict, bound int64) (held [][2]int64, wrapped bool, err error) {
+	for *hi-*lo > 1 {
+		var (
+			bad   = int64(-1)
+			v     verdict
+			newLo = *lo
+		)
+		if span := *hi - *lo - 1; span <= p.wholeRun(bound) {
+			// Small enough to write whole.
+			if err := p.save(ctx, *lo+1, span); err != nil {
+				return nil, false, err
+			}
+			if err := p.writeRun(ctx, *lo+1, *hi); err != nil {
+				return nil, false, err
+			}
+			if err := p.flushAbove(ctx, *hi, bound, span*p.bs); err != nil {
+				return nil, false, err
+			}
+			var at int64
+			if bad, v, at, err = p.checkRun(ctx, *lo+1, *hi); err != nil {
+				return nil, false, err
+			}
+			if v == moved && at < bad {
+				return nil, true, p.confirmWrap(ctx, bad, at)
+			}
+			if bad < 0 {
+				held = append(held, [2]int64{*lo + 1, *hi})
+				break // hi is the first bad block
+			}
+			if bad > *lo+1 {
+				held = append(held, [2]int64{*lo + 1, bad})
+			}
+			newLo = bad - 1
+		} else {
+			var lbas []int64
+			for i := int64(1); i <= gridProbes; i++ {
+				lbas = append(lbas, *lo+i*(*hi-*lo)/(gridProbes+1))
+			}
+			lbas = slices.Compact(lbas)
+			for _, x := range lbas {
+				if err := p.save(ctx, x, 1); err != nil {
+					return nil, false, err
+				}
+			}
+			for _, x := range slices.Backward(lbas) {
+				if err := p.writeProbe(ctx, x); err != nil {
+					return nil, false, err
+				}
+			}
+			if err := p.flushAbove(ctx, *hi, bound, int64(len(lbas))*p.bs); err != nil {
+				return nil, false, err
+			}
+			for _, x := range lbas {
+				var at int64
+				if v, at, err = p.check(ctx, x); err != nil {
+					return nil, false, err
+				}
+				if v == kept {
+					newLo = x
+					held = append(held, [2]int64{x, x + 1})
+					continue
+				}
+				if v == moved && at < x {
+					return nil, true, p.confirmWrap(ctx, x, at)
+				}
+				bad = x
+				break
+			}
+		}
+		if bad >= 0 {
+			*hi, *kind = bad, v
+		}
+		if newLo == *lo && bad < 0 {
+			break
+		}
+		*lo = newLo
+	}
+	return held, false, nil
+}
+
+// settleReads is how many single-block reads settle makes: commands, and
+// on a real card the better part of a second, for a write-back cache's
+// timer to send what it holds to the flash.
+const settleReads = 1024
+
+// settle lets a write-back cache's timer run: it reads single blocks
+// spread over the first good blocks of the card (reads only: nothing is
+// written, nothing to save).
+func (p *prober) settle(ctx context.Context, good int64) error {
+	span := max(good, 1)
+	for i := range int64(settleReads) {
+		if err := p.read(ctx, i*span/settleReads, p.buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recheck reads the runs the rounds found kept again, in LBA order, and
+// returns the first block that no longer holds its probe block (-1: none
+// does), what it holds and, for a moved one, the LBA it names; *lo
+// becomes the last block below it that still does (base, known good
+// before the runs, when none).
+func (p *prober) recheck(ctx context.Context, runs [][2]int64, base int64, lo *int64) (int64, verdict, int64, error) {
+	*lo = base
+	slices.SortFunc(runs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	for _, r := range runs {
+		bad, v, at, err := p.checkRun(ctx, r[0], r[1])
+		if err != nil || bad >= 0 {
+			if bad > r[0] {
+				*lo = bad - 1
+			}
+			return bad, v, at, err
+		}
+		*lo = max(*lo, r[1]-1)
+	}
+	return -1, kept, 0, nil
 }
 
 // wholeRun is the most blocks a refine round writes whole, when the
@@ -804,7 +934,9 @@ const restoreTimeout = 10 * time.Minute
 
 // restore puts every saved block back (the latest saved first, so a block
 // saved twice through two LBAs that share flash ends with its first,
-// original content), syncs once, and reads back what the card can hold.
+// original content), syncs once, and reads back what the card can hold:
+// region.List.Restore, as `usbflash restore` does from the file keep
+// leaves.
 func (p *prober) restore(ctx context.Context) error {
 	if len(p.saved) == 0 {
 		return nil
@@ -812,43 +944,34 @@ func (p *prober) restore(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
 	defer cancel()
 	p.progress(StepRestore, 0, 0)
-	err := func() error {
-		for _, s := range slices.Backward(p.saved) {
-			if err := s.WriteBack(rctx, p.dev); err != nil {
-				return err
-			}
-		}
-		if err := p.dev.Sync(rctx); err != nil {
-			return fmt.Errorf("sync: %w", err)
-		}
-		p.res.Restored = true
-		for _, s := range p.saved {
-			// Past the usable size a fake card holds nothing of its own.
-			if v := s.Before(p.res.Usable); v != nil {
-				if err := v.Verify(rctx, p.dev); err != nil {
-					return err
-				}
-			}
-		}
-		p.res.Verified = true
-		return nil
-	}()
+	l := p.list()
+	err := l.Restore(rctx, p.dev, blockdev.Name(p.dev, p.opt.Target))
+	p.res.Restored = err == nil || failure.Of(err) == failure.Verify
+	p.res.Verified = err == nil
+	p.res.PastRegions, p.res.PastBytes = l.Past()
 	if err == nil {
 		return nil
 	}
-	kept, kerr := p.keep()
+	kept, kerr := l.Keep(p.opt.SaveDir, "usbflash-check-saved-*")
 	return &RestoreError{Err: err, Kept: kept, FileErr: kerr, Target: p.opt.Target}
 }
 
 // keep writes the saved blocks, in the order they go back, to a data file
 // and a list of regions beside it (region.List.Keep) in Options.SaveDir.
 func (p *prober) keep() (region.Kept, error) {
+	return p.list().Keep(p.opt.SaveDir, "usbflash-check-saved-*")
+}
+
+// list is the saved blocks as a list of regions of this card, in the
+// order they go back, and what the card holds (Card.Holds: its usable
+// size, past which nothing is read back).
+func (p *prober) list() *region.List {
 	p.mu.Lock()
 	l := &region.List{Card: region.Card{Target: p.opt.Target, Capacity: p.n * p.bs, BlockSize: int(p.bs), Holds: p.res.Usable},
 		Saved: slices.Clone(p.saved)}
 	p.mu.Unlock()
 	slices.Reverse(l.Saved)
-	return l.Keep(p.opt.SaveDir, "usbflash-check-saved-*")
+	return l
 }
 
 // tailSamples is how many blocks past the first unreadable one must fail

@@ -82,6 +82,7 @@ type dev struct {
 func (d *dev) BlockSize() int    { return d.bs }
 func (d *dev) BlockCount() int64 { return d.blocks }
 func (d *dev) ReadBlocks(_ context.Context, lba int64, p []byte) error {
+	d.command()
 	if lba < 0 || lba+int64(len(p)/d.bs) > d.blocks {
 		return fmt.Errorf("read past the end")
 	}
@@ -89,6 +90,7 @@ func (d *dev) ReadBlocks(_ context.Context, lba int64, p []byte) error {
 	return err
 }
 func (d *dev) WriteBlocks(_ context.Context, lba int64, p []byte) error {
+	d.command()
 	if lba < 0 || lba+int64(len(p)/d.bs) > d.blocks {
 		return fmt.Errorf("write past the end")
 	}
@@ -96,6 +98,25 @@ func (d *dev) WriteBlocks(_ context.Context, lba int64, p []byte) error {
 	return err
 }
 func (d *dev) Sync(context.Context) error { d.syncs++; return nil }
+
+// powerOff is the card taken out: a write-back cache's timer has sent what
+// it held to the flash.
+func (d *dev) powerOff(t *testing.T) {
+	t.Helper()
+	if f, ok := d.m.(interface{ Flush() error }); ok {
+		if err := f.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// command is a READ or WRITE as the device sees it: a tick of a
+// write-back cache's timer.
+func (d *dev) command() {
+	if c, ok := d.m.(sim.CommandClock); ok {
+		c.Command()
+	}
+}
 
 // fakeCase adds to a case of the table the simulated card that plays it.
 type fakeCase struct{ fakecases.Case }
@@ -119,6 +140,9 @@ func (fc fakeCase) device() (*dev, *card) {
 	kinds := map[string]sim.FakeKind{"wrap": sim.FakeWrap, "drop": sim.FakeDrop, "garbage": sim.FakeGarbage, "unreadable": sim.FakeUnreadable}
 	if fc.Fake() {
 		m = sim.NewFakeMedium(c, fc.Block, sim.Fake{Kind: kinds[fc.Kind], Real: fc.Real, Cache: fc.Cache})
+	}
+	if fc.WriteBack > 0 {
+		m = sim.NewWriteBackMedium(m, fc.Block, sim.WriteBack{Size: fc.WriteBack, Every: fc.Every})
 	}
 	return &dev{m: m, bs: int(fc.Block), blocks: fc.Claimed / fc.Block}, c
 }
@@ -149,6 +173,7 @@ func TestProbeTable(t *testing.T) {
 			if moved := res.Written + res.Read; res.Cache > 0 && fc.Claimed/gridProbes <= res.Cache && moved > 4*res.Cache+64*mib {
 				t.Errorf("moved %d MiB behind a %d MiB cache, want at most %d MiB", moved/mib, res.Cache/mib, (4*res.Cache+64*mib)/mib)
 			}
+			d.powerOff(t)
 			limit := fc.Real / fc.Block
 			if bad := c.changed(limit); len(bad) > 0 {
 				t.Fatalf("%d blocks below the usable size changed, e.g. LBA %d", len(bad), bad[0])

@@ -29,6 +29,11 @@ type PutBackResult struct {
 	// when it keeps all it claims: past it the regions could not be read
 	// back.
 	Holds int64
+	// PastRegions reach past Holds, PastBytes of them (region.List.Past):
+	// written back where the card puts them (on a card that wraps around,
+	// onto the blocks below Holds they alias), not read back on their own.
+	PastRegions int
+	PastBytes   int64
 }
 
 // PutBack loads the list, opens the card, refuses one that cannot be
@@ -57,6 +62,7 @@ func PutBack(ctx context.Context, cfg PutBackConfig) (PutBackResult, error) {
 	}
 	if h := l.Card.Holds; h > 0 && h < l.Card.Capacity {
 		res.Holds = h
+		res.PastRegions, res.PastBytes = l.Past()
 	}
 	return res, nil
 }

@@ -37,6 +37,11 @@ func TestRun(t *testing.T) {
 			wantKind: Genuine, wantUsable: 128 * mib, wantSaid: "a card whose cache is as large as the part it lacks would pass too, until it loses power"},
 		{name: "fake", opts: "size=64MiB&fake=drop&real=20MiB&fake-cache=2MiB", wantClass: failure.Fake, wantKind: Drop, wantUsable: 20 * mib,
 			wantSaid: "writes from LBA 40960 on are lost, behind a cache"},
+		{name: "wrap behind a write-back cache its own timer flushes (issue 41)", opts: "size=64MiB&fake=wrap&real=16MiB&write-back=1MiB&write-back-every=8",
+			wantClass: failure.Fake, wantKind: Wrap, wantUsable: 16 * mib,
+			wantSaid: "LBA 32768 read back what the check wrote to LBA 0: writes past LBA 32767 wrap around onto the start (a second write to LBA 32768 did not read back at LBA 0 at once"},
+		{name: "wrap, no cache", opts: "size=64MiB&fake=wrap&real=16MiB", wantClass: failure.Fake, wantKind: Wrap, wantUsable: 16 * mib,
+			wantSaid: "a write to LBA 32768 lands on LBA 0: writes past it wrap around onto the start", wantUnsaid: "did not read back"},
 		{name: "write-protected", opts: "size=64MiB&wp=1", wantClass: failure.Refused},
 		{name: "destructive, not confirmed", opts: "size=64MiB", destructive: true, confirm: refuse, wantClass: failure.Refused},
 		{name: "cancelled while probing", opts: "size=64MiB", cancel: StepCache, wantClass: failure.Interrupted},
@@ -97,6 +102,12 @@ func TestRun(t *testing.T) {
 			}
 			if len(steps) == 0 || steps[0] != StepSave || steps[len(steps)-1] != StepRestore {
 				t.Errorf("steps %v, want save first and restore last", steps)
+			}
+			// A fake card's saved regions past its usable size are put
+			// back where it puts them (on a wrap, the blocks they alias)
+			// and said; a genuine card has none.
+			if past := res.PastRegions > 0; past != res.Fake() {
+				t.Errorf("%d saved regions past the usable size of a card fake %v", res.PastRegions, res.Fake())
 			}
 			said := res.Describe()
 			if !strings.Contains(said, tt.wantSaid) || (tt.wantUnsaid != "" && strings.Contains(said, tt.wantUnsaid)) {

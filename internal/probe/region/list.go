@@ -227,6 +227,31 @@ func (e *CardMismatchError) Error() string {
 // Class: a safety check refused the write.
 func (e *CardMismatchError) Class() failure.Class { return failure.Refused }
 
+// holds is how many bytes from the start the card keeps (Card.Holds, the
+// capacity when not known).
+func (l *List) holds() int64 {
+	if l.Card.Holds <= 0 {
+		return l.Card.Capacity
+	}
+	return l.Card.Holds
+}
+
+// Past is what of the regions lies past Card.Holds: how many regions
+// reach past it and their bytes there. Restore writes them back (on a
+// card that wraps around they land on the blocks below Holds that they
+// alias, which is where their bytes came from) but cannot read them back
+// on their own.
+func (l *List) Past() (regions int, bytes int64) {
+	h := l.holds()
+	for _, s := range l.Saved {
+		if end := s.Region.End(); end > h {
+			regions++
+			bytes += end - max(s.Region.Offset, h)
+		}
+	}
+	return regions, bytes
+}
+
 // Restore writes every region back in the list's order, syncs, and reads
 // back those the card holds (below Card.Holds) to compare. name names dev
 // in errors. It refuses, writing nothing, a device of another capacity or
@@ -244,10 +269,7 @@ func (l *List) Restore(ctx context.Context, dev blockdev.Device, name string) er
 	if err := dev.Sync(ctx); err != nil {
 		return failure.Wrap(failure.Device, fmt.Errorf("restoring the saved regions: sync: %w", err))
 	}
-	holds := l.Card.Holds
-	if holds <= 0 {
-		holds = l.Card.Capacity
-	}
+	holds := l.holds()
 	for _, s := range l.Saved {
 		if v := s.Before(holds); v != nil {
 			if err := v.Verify(ctx, dev); err != nil {

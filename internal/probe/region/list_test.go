@@ -107,3 +107,29 @@ func TestLoadRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestListPast: what of the regions lies past what the card holds is
+// counted, a region that straddles it by its bytes past it; a card that
+// holds all it claims has none.
+func TestListPast(t *testing.T) {
+	regions := []Region{{Offset: 0, Length: 4096}, {Offset: 8192, Length: 4096}, {Offset: 16384, Length: 512}}
+	for _, tt := range []struct {
+		holds     int64
+		regions   int
+		pastBytes int64
+	}{
+		{holds: 0, regions: 0, pastBytes: 0},       // not known: all it claims
+		{holds: 1 << 20, regions: 0, pastBytes: 0}, // the capacity
+		{holds: 16384, regions: 1, pastBytes: 512},
+		{holds: 10240, regions: 2, pastBytes: 2048 + 512},
+		{holds: 512, regions: 3, pastBytes: 3584 + 4096 + 512},
+	} {
+		l := &List{Card: Card{Capacity: 1 << 20, BlockSize: 512, Holds: tt.holds}}
+		for _, r := range regions {
+			l.Saved = append(l.Saved, &Saved{Region: r})
+		}
+		if n, b := l.Past(); n != tt.regions || b != tt.pastBytes {
+			t.Errorf("holds %d: %d regions, %d bytes past it; want %d, %d", tt.holds, n, b, tt.regions, tt.pastBytes)
+		}
+	}
+}

@@ -22,6 +22,11 @@ type Case struct {
 	Kind    string // "genuine", "wrap", "drop", "garbage", "unreadable"
 	Real    int64  // bytes of flash (Claimed for a genuine card)
 	Cache   int64  // bytes
+	// WriteBack is the controller's write-back cache in front of the
+	// flash (bytes; 0: none), flushed by its own timer every Every READs
+	// and WRITEs and never by SYNCHRONIZE CACHE (sim.WriteBack).
+	WriteBack int64
+	Every     int
 }
 
 // MaxCache is the cache bound the table's probes use: above every cache
@@ -31,33 +36,46 @@ const MaxCache = 96 * mib
 // All is the table.
 func All() []Case {
 	g := func(name string, block, claimed int64) Case {
-		return Case{name, block, claimed, "genuine", claimed, 0}
+		return Case{name, block, claimed, "genuine", claimed, 0, 0, 0}
 	}
 	return []Case{
 		g("genuine 512MiB", 512, 512*mib),
 		g("genuine 999MiB+512", 512, 999*mib+512),
-		{"wrap 256MiB of 1GiB", 512, gib, "wrap", 256 * mib, 0},
-		{"wrap 300MiB of 1GiB", 512, gib, "wrap", 300 * mib, 0},
-		{"wrap 777777 blocks of 1GiB", 512, gib, "wrap", 777777 * 512, 0},
-		{"wrap 3000MiB of 64GiB", 512, 64 * gib, "wrap", 3000 * mib, 0},
-		{"wrap 512KiB of 1GiB (inside the window)", 512, gib, "wrap", 512 * kib, 0},
-		{"drop 256MiB of 1GiB", 512, gib, "drop", 256 * mib, 0},
-		{"drop 777777 blocks of 1GiB", 512, gib, "drop", 777777 * 512, 0},
-		{"drop 7.5GiB of 64GiB", 512, 64 * gib, "drop", 7680 * mib, 0},
-		{"drop 300KiB of 1GiB (inside the window)", 512, gib, "drop", 300 * kib, 0},
-		{"garbage 256MiB of 1GiB", 512, gib, "garbage", 256 * mib, 0},
-		{"garbage 241126 blocks of 1GiB", 512, gib, "garbage", 241126 * 512, 0},
-		{"wrap 256MiB of 1GiB, 16MiB cache", 512, gib, "wrap", 256 * mib, 16 * mib},
-		{"drop 300MiB of 1GiB, 16MiB cache", 512, gib, "drop", 300 * mib, 16 * mib},
-		{"drop 777777 blocks of 1GiB, 64MiB cache", 512, gib, "drop", 777777 * 512, 64 * mib},
-		{"garbage 256MiB of 1GiB, 64MiB cache", 512, gib, "garbage", 256 * mib, 64 * mib},
-		{"garbage 7.5GiB of 64GiB, 32MiB cache", 512, 64 * gib, "garbage", 7680 * mib, 32 * mib},
-		{"drop 100MiB of 256MiB, 8MiB cache (a probe in every flush command)", 512, 256 * mib, "drop", 100 * mib, 8 * mib},
-		{"unreadable 256MiB of 1GiB", 512, gib, "unreadable", 256 * mib, 0},
-		{"unreadable 777777 blocks of 1GiB, 16MiB cache", 512, gib, "unreadable", 777777 * 512, 16 * mib},
-		{"unreadable 31GiB of 256GiB (f3 issue 228)", 512, 256 * gib, "unreadable", 31 * gib, 0},
-		{"drop 1GiB+4KiB of 2GiB, 4096-byte blocks", 4096, 2 * gib, "drop", gib + 4*kib, 0},
-		{"wrap 100MiB of 2GiB, 4096-byte blocks, 8MiB cache", 4096, 2 * gib, "wrap", 100 * mib, 8 * mib},
+		{"wrap 256MiB of 1GiB", 512, gib, "wrap", 256 * mib, 0, 0, 0},
+		{"wrap 300MiB of 1GiB", 512, gib, "wrap", 300 * mib, 0, 0, 0},
+		{"wrap 777777 blocks of 1GiB", 512, gib, "wrap", 777777 * 512, 0, 0, 0},
+		{"wrap 3000MiB of 64GiB", 512, 64 * gib, "wrap", 3000 * mib, 0, 0, 0},
+		{"wrap 512KiB of 1GiB (inside the window)", 512, gib, "wrap", 512 * kib, 0, 0, 0},
+		{"drop 256MiB of 1GiB", 512, gib, "drop", 256 * mib, 0, 0, 0},
+		{"drop 777777 blocks of 1GiB", 512, gib, "drop", 777777 * 512, 0, 0, 0},
+		{"drop 7.5GiB of 64GiB", 512, 64 * gib, "drop", 7680 * mib, 0, 0, 0},
+		{"drop 300KiB of 1GiB (inside the window)", 512, gib, "drop", 300 * kib, 0, 0, 0},
+		{"garbage 256MiB of 1GiB", 512, gib, "garbage", 256 * mib, 0, 0, 0},
+		{"garbage 241126 blocks of 1GiB", 512, gib, "garbage", 241126 * 512, 0, 0, 0},
+		{"wrap 256MiB of 1GiB, 16MiB cache", 512, gib, "wrap", 256 * mib, 16 * mib, 0, 0},
+		{"drop 300MiB of 1GiB, 16MiB cache", 512, gib, "drop", 300 * mib, 16 * mib, 0, 0},
+		{"drop 777777 blocks of 1GiB, 64MiB cache", 512, gib, "drop", 777777 * 512, 64 * mib, 0, 0},
+		{"garbage 256MiB of 1GiB, 64MiB cache", 512, gib, "garbage", 256 * mib, 64 * mib, 0, 0},
+		{"garbage 7.5GiB of 64GiB, 32MiB cache", 512, 64 * gib, "garbage", 7680 * mib, 32 * mib, 0, 0},
+		{"drop 100MiB of 256MiB, 8MiB cache (a probe in every flush command)", 512, 256 * mib, "drop", 100 * mib, 8 * mib, 0, 0},
+		{"unreadable 256MiB of 1GiB", 512, gib, "unreadable", 256 * mib, 0, 0, 0},
+		{"unreadable 777777 blocks of 1GiB, 16MiB cache", 512, gib, "unreadable", 777777 * 512, 16 * mib, 0, 0},
+		{"unreadable 31GiB of 256GiB (f3 issue 228)", 512, 256 * gib, "unreadable", 31 * gib, 0, 0, 0},
+		{"drop 1GiB+4KiB of 2GiB, 4096-byte blocks", 4096, 2 * gib, "drop", gib + 4*kib, 0, 0, 0},
+		{"wrap 100MiB of 2GiB, 4096-byte blocks, 8MiB cache", 4096, 2 * gib, "wrap", 100 * mib, 8 * mib, 0, 0},
+		// Behind a write-back cache that the controller's own timer
+		// flushes, not SYNCHRONIZE CACHE: a write and the read that
+		// follows it at once can both be answered from its RAM. The
+		// first is issue 41's: device-mapper mapping 4x its flash onto
+		// 96 MiB, served by the Linux USB mass-storage gadget.
+		{"wrap 96MiB of 384MiB, 1MiB write-back flushed every 8 commands", 512, 384 * mib, "wrap", 96 * mib, 0, mib, 8},
+		{"wrap 96MiB of 384MiB, 64KiB write-back flushed every 2 commands", 512, 384 * mib, "wrap", 96 * mib, 0, 64 * kib, 2},
+		{"wrap 96MiB of 384MiB, 16MiB write-back flushed every 256 commands", 512, 384 * mib, "wrap", 96 * mib, 0, 16 * mib, 256},
+		{"wrap 777777 blocks of 1GiB, 4MiB write-back flushed every 64 commands", 512, gib, "wrap", 777777 * 512, 0, 4 * mib, 64},
+		{"wrap 512KiB of 1GiB (inside the window), 4MiB write-back flushed every 64 commands", 512, gib, "wrap", 512 * kib, 0, 4 * mib, 64},
+		{"drop 777777 blocks of 1GiB, 64MiB write-back flushed every 1000 commands", 512, gib, "drop", 777777 * 512, 0, 64 * mib, 1000},
+		{"garbage 256MiB of 1GiB, 16MiB write-back flushed every 32 commands", 512, gib, "garbage", 256 * mib, 0, 16 * mib, 32},
+		{"genuine 512MiB, 4MiB write-back flushed every 32 commands", 512, 512 * mib, "genuine", 512 * mib, 0, 4 * mib, 32},
 	}
 }
 
@@ -72,6 +90,9 @@ func (c Case) SimOptions() string {
 		if c.Cache > 0 {
 			o += fmt.Sprintf("&fake-cache=%d", c.Cache)
 		}
+	}
+	if c.WriteBack > 0 {
+		o += fmt.Sprintf("&write-back=%d&write-back-every=%d", c.WriteBack, c.Every)
 	}
 	return o
 }

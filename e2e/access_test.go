@@ -17,9 +17,10 @@ import (
 // TestNonRootAccess: usbflash run as a user without root in the guest.
 // Without access to the reader's usbfs node, list still lists it, marked,
 // and says once what would give access; write exits 5 with that advice
-// before anything else (its image does not even exist). With the rule's
-// group variant installed as an administrator would, the advice names the
-// group. The guest has no udevd, so the rule's effect is applied by hand
+// before anything else (its image does not even exist). With the
+// package's rule installed (its default gives the readers to the group
+// usbflash), the advice names the group. The guest has no udevd, so the
+// rule's effect is applied by hand
 // as udev would (chgrp usbflash, chmod 0660 on the node); the user, in
 // that group, then lists, writes and verifies the card.
 func TestNonRootAccess(t *testing.T) {
@@ -33,12 +34,11 @@ func TestNonRootAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The administrator's copy of the rule, its group variant on.
-	variant := strings.Replace(string(rule), "# ACTION!=", "ACTION!=", 1)
-	if variant == string(rule) {
-		t.Fatal("the rule has no commented group variant")
+	// The package's rule as it is: the readers go to the group usbflash.
+	if !strings.Contains(string(rule), "\nACTION!=\"remove\", SUBSYSTEM==\"usb\"") || !strings.Contains(string(rule), `GROUP="usbflash"`) {
+		t.Fatal("the rule gives the readers to no group by default")
 	}
-	if err := os.WriteFile(filepath.Join(m.Share, "70-usbflash.rules"), []byte(variant), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(m.Share, "70-usbflash.rules"), rule, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	guest(t, m, `echo 'flash:x:1000:1000::/tmp:/bin/sh' >>/etc/passwd && echo 'root:x:0:' >>/etc/group &&
@@ -93,7 +93,7 @@ cp `+p+` /tmp/user.img && chmod 644 /tmp/user.img && su flash -c id`)
 	wantCode(t, r, 5, "write with the rule not applied")
 	wantText(t, r, "write with the rule not applied", "/etc/udev/rules.d/70-usbflash.rules opens readers to the group usbflash: join it")
 
-	// What udevd would do with the group variant, by hand: the user, in
+	// What udevd would do with the rule, by hand: the user, in
 	// the group, lists, writes and verifies the card.
 	guest(t, m, fmt.Sprintf("chgrp usbflash %s && chmod 0660 %s && ls -l %s", node, node, node))
 	r = asUser("list")
@@ -110,12 +110,14 @@ cp `+p+` /tmp/user.img && chmod 644 /tmp/user.img && su flash -c id`)
 // dpkg (busybox's) into a guest that runs Debian's own udevd (the udev
 // package's udevadm as systemd-udevd, with its 50-udev-default.rules, the
 // libraries it links taken from Debian's packages): the package's
-// postinst reloads udevd, the package's rule tags the reader uaccess (the
-// guest has no logind, so no seat turns the tag into an ACL: the seat's
-// user is not tested here) and leaves a non-root user without access,
-// advised that the rule serves the seat only; the rule's group variant, as
-// an administrator enables it, is applied by udevd, and the user in the
-// group lists, writes and verifies the card with the packaged binary.
+// postinst reloads udevd, the package's rule gives the reader's node to
+// the group usbflash, 0660, and does not tag it uaccess; the user in the
+// group lists, writes and verifies the card with the packaged binary. The
+// seat's variant, as an administrator enables it (usage.md), tags the
+// reader uaccess (the guest has no logind, so no seat turns the tag into
+// an ACL: the seat's user is not tested here); with the group rule
+// commented out too, a user at no seat is advised that the rule serves the
+// seat only.
 // USBFLASH_E2E_DEB names a .deb to use instead of building one.
 func TestDebWithUdevd(t *testing.T) {
 	card := newCard(t, 16<<20)
@@ -178,10 +180,13 @@ cp `+p+` /tmp/deb.img && chmod 644 /tmp/deb.img`)
 		t.Fatalf("no device node for %s: %q", serial, node)
 	}
 	// The postinst's reload and trigger ran the package's rule: the
-	// reader is tagged for the seat's user; no group is given access.
-	r = guest(t, m, "udevadm info "+node+" && ls -ln "+node)
-	if !strings.Contains(r.Stdout, ":080650:") || !strings.Contains(r.Stdout, "uaccess") {
-		t.Errorf("udevd did not tag the reader uaccess:\n%s", r)
+	// reader's node is the group's, and no seat is given it.
+	r = guest(t, m, "udevadm info "+node+" && ls -l "+node)
+	if !strings.Contains(r.Stdout, ":080650:") || strings.Contains(r.Stdout, "uaccess") {
+		t.Errorf("udevd tagged the reader uaccess, or did not see its interface:\n%s", r)
+	}
+	if !strings.Contains(r.Stdout, "crw-rw---- ") || !strings.Contains(r.Stdout, " usbflash ") {
+		t.Errorf("udevd did not give the node to the group usbflash, 0660:\n%s", r)
 	}
 	asUser := func(args ...string) Result {
 		t.Helper()
@@ -192,16 +197,6 @@ cp `+p+` /tmp/deb.img && chmod 644 /tmp/deb.img`)
 		}
 		t.Logf("$ (flash) usbflash %s\n%s", strings.Join(args, " "), r)
 		return r
-	}
-	r = asUser("write", "/tmp/deb.img", target, "--yes")
-	wantCode(t, r, 5, "write with the package's rule, no seat")
-	wantText(t, r, "write with the package's rule, no seat", "/usr/lib/udev/rules.d/70-usbflash.rules opens readers to the user at the seat (a local login) only")
-
-	// The group variant, as usage.md says to enable it.
-	r = guest(t, m, `cp /usr/lib/udev/rules.d/70-usbflash.rules /etc/udev/rules.d/ && sed -i 's/^# ACTION/ACTION/' /etc/udev/rules.d/70-usbflash.rules &&
-udevadm control --reload && udevadm trigger --subsystem-match=usb && udevadm settle && ls -l `+node)
-	if !strings.HasPrefix(r.Stdout, "crw-rw----") || !strings.Contains(r.Stdout, " usbflash ") {
-		t.Errorf("udevd did not give the node to the group usbflash, 0660:\n%s", r)
 	}
 	r = asUser("list")
 	wantCode(t, r, 0, "list in the group")
@@ -218,6 +213,19 @@ udevadm control --reload && udevadm trigger --subsystem-match=usb && udevadm set
 	if !strings.Contains(r.Stdout, target+"\t") || !strings.Contains(r.Stdout, "sim:") {
 		t.Errorf("completion does not offer the reader:\n%s", r)
 	}
+
+	// The seat's variant, as usage.md says to enable it: tagged uaccess.
+	r = guest(t, m, `cp /usr/lib/udev/rules.d/70-usbflash.rules /etc/udev/rules.d/ && sed -i 's/^# ACTION/ACTION/' /etc/udev/rules.d/70-usbflash.rules &&
+udevadm control --reload && udevadm trigger --subsystem-match=usb && udevadm settle && udevadm info `+node)
+	if !strings.Contains(r.Stdout, "uaccess") {
+		t.Errorf("the seat's variant did not tag the reader uaccess:\n%s", r)
+	}
+	// The seat's alone: a user at no seat is told so.
+	guest(t, m, `sed -i '/GROUP=/s/^/# /' /etc/udev/rules.d/70-usbflash.rules &&
+udevadm control --reload && udevadm trigger --subsystem-match=usb && udevadm settle && ls -l `+node)
+	r = asUser("write", "/tmp/deb.img", target, "--yes")
+	wantCode(t, r, 5, "write with the seat's rule alone, no seat")
+	wantText(t, r, "write with the seat's rule alone, no seat", "/etc/udev/rules.d/70-usbflash.rules opens readers to the user at the seat (a local login) only")
 }
 
 // testWriter logs what is written to it, line by line.

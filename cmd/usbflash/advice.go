@@ -414,18 +414,18 @@ func customizeAdvice(e *session.CustomizeInterruptedError) string {
 }
 
 // permissionAdvice says what would give access to a reader: the udev rule
-// usbflash's packages install (to the seat's user, or in its group
-// variant to a group), or sudo.
+// usbflash's packages install (to a group an administrator adds users to,
+// or in its opt-in variant to the seat's user), or sudo.
 func permissionAdvice(err error) string {
 	var e *drive.AccessError
 	errors.As(err, &e)
 	switch {
 	case e != nil && e.Group != "":
-		return fmt.Sprintf("%s opens readers to the group %s: join it (sudo usermod -aG %s $USER, then log in again), or run with sudo", e.Rule, e.Group, e.Group)
+		return fmt.Sprintf("%s opens readers to the group %s: an administrator adds you to it (sudo usermod -aG %s $USER, then log in again), or run with sudo", e.Rule, e.Group, e.Group)
 	case e != nil && e.Rule != "":
-		return fmt.Sprintf("%s opens readers to the user at the seat (a local login) only: over ssh or on a station without a seat, enable its group variant (its comments say how), or run with sudo", e.Rule)
+		return fmt.Sprintf("%s opens readers to the user at the seat (a local login) only: over ssh or on a station without a seat, enable its group rule (its comments say how), or run with sudo", e.Rule)
 	}
-	return "install usbflash's package: its udev rule (" + drive.RuleName + ") opens readers to the user at the seat, and its group variant to a group on a station without a seat; or run with sudo"
+	return "install usbflash's package: its udev rule (" + drive.RuleName + ") opens readers to the group " + drive.RuleGroup + ", which an administrator adds users to; or run with sudo"
 }
 
 // diskPermissionAdvice says what gives the right a disk: target needs,

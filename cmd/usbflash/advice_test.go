@@ -141,16 +141,16 @@ func usbAdviceCases() []adviceCase {
 	}
 	return append(cases,
 		adviceCase{"usb/permission, no rule installed", access("", ""), installAdvice},
-		adviceCase{"usb/permission, the seat's rule", access("/usr/lib/udev/rules.d/70-usbflash.rules", ""),
-			"/usr/lib/udev/rules.d/70-usbflash.rules opens readers to the user at the seat (a local login) only: over ssh or on a station without a seat, enable its group variant (its comments say how), or run with sudo"},
-		adviceCase{"usb/permission, the group variant", access("/etc/udev/rules.d/70-usbflash.rules", "usbflash"),
-			"/etc/udev/rules.d/70-usbflash.rules opens readers to the group usbflash: join it (sudo usermod -aG usbflash $USER, then log in again), or run with sudo"},
+		adviceCase{"usb/permission, the seat's variant alone", access("/etc/udev/rules.d/70-usbflash.rules", ""),
+			"/etc/udev/rules.d/70-usbflash.rules opens readers to the user at the seat (a local login) only: over ssh or on a station without a seat, enable its group rule (its comments say how), or run with sudo"},
+		adviceCase{"usb/permission, the package's rule", access("/usr/lib/udev/rules.d/70-usbflash.rules", "usbflash"),
+			"/usr/lib/udev/rules.d/70-usbflash.rules opens readers to the group usbflash: an administrator adds you to it (sudo usermod -aG usbflash $USER, then log in again), or run with sudo"},
 	)
 }
 
 // installAdvice is for a reader this user may not open where usbflash's
 // udev rule is not installed.
-const installAdvice = "install usbflash's package: its udev rule (70-usbflash.rules) opens readers to the user at the seat, and its group variant to a group on a station without a seat; or run with sudo"
+const installAdvice = "install usbflash's package: its udev rule (70-usbflash.rules) opens readers to the group usbflash, which an administrator adds users to; or run with sudo"
 
 // mediumAdviceCases makes the medium's conditions the way a reader reports
 // them, through the simulated reader.

@@ -36,14 +36,22 @@ var (
 	udevRule []byte
 	//go:embed postinstall.sh
 	postInstall []byte
+	//go:embed postremove.sh
+	postRemove []byte
 	//go:embed lintian-overrides
 	lintianOverrides []byte
 	//go:embed usbflash-station.service
 	stationUnit []byte
 )
 
+// Group is the system group the udev rule opens readers to by default,
+// which the packages create empty (postinstall.sh): an administrator adds
+// the users who write cards.
+const Group = "usbflash"
+
 // RulePath is where the packages put the udev rule. Its name sorts before
-// 73-seat-late.rules, which turns the uaccess tag into an ACL.
+// 73-seat-late.rules, which turns the uaccess tag of its opt-in variant
+// into an ACL.
 const RulePath = "/usr/lib/udev/rules.d/70-usbflash.rules"
 
 // UnitPath is where the packages put the station's systemd unit. No

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -286,16 +287,35 @@ func TestUdevRuleMatchesOnlyWhatUsbflashOpens(t *testing.T) {
 	if len(active) != 1 {
 		t.Fatalf("%d active rules, want 1: %q", len(active), active)
 	}
-	for _, want := range []string{`SUBSYSTEM=="usb"`, `ENV{DEVTYPE}=="usb_device"`, `ENV{ID_USB_INTERFACES}=="*:080[12356]50:*|*:080662:*"`, `TAG+="uaccess"`} {
-		if !strings.Contains(active[0], want) {
-			t.Errorf("the rule lacks %s", want)
+	// By default the readers go to a group an administrator fills, never
+	// to whoever sits at the seat: a member can write every USB disk raw,
+	// the machine's own too when it runs from USB (issue 41).
+	match := `ACTION!="remove", SUBSYSTEM=="usb", ENV{DEVTYPE}=="usb_device", ENV{ID_USB_INTERFACES}=="*:080[12356]50:*|*:080662:*"`
+	for _, tc := range []struct {
+		line       string
+		want, not  []string
+		commented  bool
+		whatItDoes string
+	}{
+		{line: active[0], want: []string{match, `GROUP="` + Group + `"`, `MODE="0660"`}, not: []string{"uaccess", "0666", "OWNER"},
+			whatItDoes: "the active rule: the group, read and write for it alone"},
+		{line: "# " + match + `, TAG+="uaccess"`, want: []string{match, `TAG+="uaccess"`}, not: []string{"GROUP", "MODE"}, commented: true,
+			whatItDoes: "the seat's variant, opt-in"},
+	} {
+		if tc.commented && !strings.Contains(string(udevRule), "\n"+tc.line+"\n") {
+			t.Errorf("%s: no line %q", tc.whatItDoes, tc.line)
+			continue
 		}
-	}
-	if strings.Contains(active[0], "MODE") || strings.Contains(active[0], "GROUP") {
-		t.Error("the active rule opens the node to more than the seat's user")
-	}
-	if !strings.Contains(string(udevRule), `# ACTION!="remove", SUBSYSTEM=="usb", ENV{DEVTYPE}=="usb_device", ENV{ID_USB_INTERFACES}=="*:080[12356]50:*|*:080662:*", GROUP="usbflash", MODE="0660"`) {
-		t.Error("the group variant for headless stations is missing")
+		for _, w := range tc.want {
+			if !strings.Contains(tc.line, w) {
+				t.Errorf("%s lacks %s: %q", tc.whatItDoes, w, tc.line)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(tc.line, n) {
+				t.Errorf("%s has %s: %q", tc.whatItDoes, n, tc.line)
+			}
+		}
 	}
 	if got := path.Base(RulePath); got >= "73-seat-late.rules" {
 		t.Errorf("%s sorts after 73-seat-late.rules: uaccess would grant nothing", got)
@@ -320,6 +340,19 @@ func TestUdevRuleMatchesOnlyWhatUsbflashOpens(t *testing.T) {
 			}
 		}
 	}
+}
+
+// loopback says whether a listen address serves this machine alone.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // TestStationUnitFitsTheRuleAndTheStop: the packaged unit runs as the
@@ -377,7 +410,11 @@ func TestStationUnitFitsTheRuleAndTheStop(t *testing.T) {
 	if report := flag("--report"); !strings.HasPrefix(report, "/var/lib/usbflash/") {
 		t.Errorf("--report %s is not under StateDirectory", report)
 	}
-	flag("--metrics-listen")
+	// Metrics carry no authentication: loopback only, unless the owner
+	// says otherwise in a drop-in.
+	if addr := flag("--metrics-listen"); !loopback(addr) {
+		t.Errorf("--metrics-listen %s serves the metrics beyond this machine, without authentication", addr)
+	}
 	stop, err := time.ParseDuration(flag("--stop-timeout"))
 	if err != nil {
 		t.Fatal(err)

@@ -182,9 +182,12 @@ func packageInfo(format string, p Platform, v Version, s Stamp, fs []file, root 
 		contents = append(contents, &files.Content{Source: src, Destination: f.Dest, Type: files.TypeFile,
 			FileInfo: &files.ContentFileInfo{Owner: "root", Group: "root", Mode: f.Mode, MTime: s.Time.UTC(), Size: int64(len(f.Data))}})
 	}
-	script := filepath.Join(root, "postinstall.sh")
 	// nfpm dates the apk's scripts by their files.
+	script, removeScript := filepath.Join(root, "postinstall.sh"), filepath.Join(root, "postremove.sh")
 	if err := writeDated(script, postInstall, 0o755, s.Time); err != nil {
+		return nil, err
+	}
+	if err := writeDated(removeScript, postRemove, 0o755, s.Time); err != nil {
 		return nil, err
 	}
 	info := &nfpm.Info{
@@ -202,13 +205,18 @@ func packageInfo(format string, p Platform, v Version, s Stamp, fs []file, root 
 			"Bulk-Only Transport and SCSI to the card reader itself, through its own\n" +
 			"userspace USB stack: no page cache, no block-layer request cap, and\n" +
 			"decompression overlapped with the transfer. It verifies what it wrote.\n" +
-			"A udev rule lets the user at the seat use card readers without root.",
+			"A udev rule opens USB card readers and sticks to the members of the\n" +
+			"group usbflash, which the package creates empty: an administrator adds\n" +
+			"the users who write cards. A member can read and write every USB\n" +
+			"mass-storage device raw, the machine's own disk too when it runs from\n" +
+			"USB, which is as much as root there. Opening them to the user at the\n" +
+			"seat instead is a commented variant of the rule.",
 		Homepage: Homepage,
 		MTime:    s.Time.UTC(),
 		Overridables: nfpm.Overridables{
 			Contents: contents,
 			Umask:    0o022,
-			Scripts:  nfpm.Scripts{PostInstall: script, PostRemove: script},
+			Scripts:  nfpm.Scripts{PostInstall: script, PostRemove: removeScript},
 			RPM:      nfpm.RPM{BuildHost: "reproducible", Summary: "Write OS images to SD cards and USB sticks, fast and safely", Group: "Applications/System"},
 		},
 	}

@@ -13,9 +13,14 @@ import (
 )
 
 // RuleName is the udev rule usbflash's packages install: it opens the
-// readers usbflash drives to the user at the seat (uaccess), or, in its
-// group variant, to a group.
+// readers usbflash drives to the group RuleGroup, which an administrator
+// adds users to, or, in its opt-in variant, to the user at the seat
+// (uaccess).
 const RuleName = "70-usbflash.rules"
+
+// RuleGroup is the group the packages' rule opens readers to, which they
+// create empty.
+const RuleGroup = "usbflash"
 
 // ruleDirs are where udev reads rules, the administrator's first: a file
 // there replaces the package's of the same name.
@@ -33,9 +38,9 @@ type AccessError struct {
 	// Rule is the usbflash udev rule in force (the first RuleName in
 	// udev's directories); "" when none is installed.
 	Rule string
-	// Group is the group the rule opens readers to (its group variant
-	// is in force); "" when it opens them to the seat's user only, or
-	// there is no rule.
+	// Group is the group the rule opens readers to (its default); ""
+	// when it opens them to the seat's user only (its opt-in variant
+	// alone), or there is no rule.
 	Group string
 	// Err is the backend's error, of kind usbdev.ErrPermission.
 	Err error

@@ -128,6 +128,11 @@ type WriteResult struct {
 	// TransferSize and Buffers are the ring's, after the device's limits
 	// (a count not given is chosen for the size the device takes).
 	TransferSize, Buffers int
+	// QueueDepth is how many full transfers were kept in flight at once,
+	// and DeviceQueueDepth how many the device takes (a QueuedWriter's
+	// WriteQueueDepth; 1 for any other device): QueueDepth is less when
+	// the buffers leave fewer, one being always filled.
+	QueueDepth, DeviceQueueDepth int
 	// DecoderWait is how long the writer waited for a filled buffer
 	// (decoder-bound time); DeviceWait how long the filler waited for a
 	// free one (device-bound time).

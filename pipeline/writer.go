@@ -61,9 +61,12 @@ func newWriter(ctx context.Context, dev blockdev.Device, name string, src io.Rea
 	}
 	// A batch leaves the filler one of the cycling buffers, so reading
 	// the image goes on while the batch is on the wire.
+	w.res.QueueDepth, w.res.DeviceQueueDepth = 1, 1
 	if q, ok := dev.(blockdev.QueuedWriter); ok {
+		w.res.DeviceQueueDepth = max(q.WriteQueueDepth(), 1)
 		if d := min(q.WriteQueueDepth(), opts.Buffers-1); d > 1 {
 			w.queue, w.depth = q, d
+			w.res.QueueDepth = d
 		}
 	}
 	w.res.Memory = mem.kind

@@ -306,6 +306,11 @@ func (b *botTransport) info() TransportInfo {
 // depth is 1: Bulk-Only has one command in flight.
 func (b *botTransport) depth() int { return 1 }
 
+// depthWhy says a queue depth above 1 does nothing here.
+func (b *botTransport) depthWhy(asked int) string {
+	return fmt.Sprintf("%s %d does nothing on this reader: Bulk-Only Transport runs one command at a time", SettingQueueDepth, asked)
+}
+
 // batch runs rs one after the other, each with the recovery ladder, since
 // Bulk-Only has one command in flight; a LUN does not batch at depth 1,
 // so this is for completeness of the seam. A command that moved less than

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/scsi"
 )
 
@@ -104,6 +105,9 @@ type Notice struct {
 	// USBID is the reader's "VID:PID" when whoever passes the notice on
 	// knows it (package drive does); "" otherwise.
 	USBID string
+	// Setting, for NoticeSetting: the setting that does less than it
+	// asks, named in Text as it is here.
+	Setting failure.Setting
 	// Step, for NoticeRecovery: which step of the ladder is taken.
 	Step RecoveryStep
 }
@@ -141,6 +145,9 @@ const (
 	// it ignores the LUN field (Linux's SINGLE_LUN readers), and one LUN
 	// is used.
 	NoticeOneMedium
+	// NoticeSetting says a setting (Notice.Setting) does nothing on this
+	// reader, or less than it asks, and why.
+	NoticeSetting
 )
 
 // Learned is something found out about a device while driving it, which
@@ -205,6 +212,9 @@ type protocol interface {
 	// depth is how many READs or WRITEs go in flight at once (1: one at
 	// a time).
 	depth() int
+	// depthWhy says, in the queue depth setting's words, why depth is
+	// less than asked.
+	depthWhy(asked int) string
 	// batch runs rs, READs or WRITEs, at once up to depth and returns
 	// each one's outcome: nil when it passed and moved all its data, its
 	// sense after a failure, or another error. The caller sends a failed
@@ -250,13 +260,15 @@ func NewTransport(ep Endpoint, opts TransportOptions) *Transport {
 	case opts.Quirks&QuirkMaxSectors64 != 0:
 		t.capBytes.Store(64 * 512)
 	}
+	t.p = newBOTTransport(t)
 	if u, ok := ep.(UASEndpoint); ok {
 		if on, streams := u.UASMode(); on {
 			t.p = newUASTransport(t, u, streams)
-			return t
 		}
 	}
-	t.p = newBOTTransport(t)
+	if asked := t.opts.QueueDepth; asked > t.p.depth() && opts.OnNotice != nil {
+		opts.OnNotice(Notice{Kind: NoticeSetting, Setting: SettingQueueDepth, Text: t.p.depthWhy(asked)})
+	}
 	return t
 }
 

@@ -718,6 +718,16 @@ func (u *uasTransport) depth() int {
 	return max(min(d, uasMaxTags-1), 1)
 }
 
+// depthWhy says why depth is less than asked: the streams, one kept for
+// task management, or without streams the tags.
+func (u *uasTransport) depthWhy(asked int) string {
+	took := u.depth()
+	if u.streams > 0 && took == u.streams-1 {
+		return fmt.Sprintf("%s %d is cut to %d on this reader: it has %d bulk streams, one of them kept for task management", SettingQueueDepth, asked, took, u.streams)
+	}
+	return fmt.Sprintf("%s %d is cut to %d: a UAS host keeps one of its %d tags for task management", SettingQueueDepth, asked, took, uasMaxTags)
+}
+
 // uasPiece is one command of a batch and how it ended.
 type uasPiece struct {
 	r      request

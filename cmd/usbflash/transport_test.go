@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,5 +79,56 @@ func TestTransport(t *testing.T) {
 	var rep readerinfo.Target
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.LUN == nil || rep.LUN.QueueDepth != 2 {
 		t.Errorf("info --queue-depth 2: %v, %+v", err, rep.LUN)
+	}
+}
+
+// TestQueueDepthSaysWhatItDoes: --queue-depth that does nothing on a
+// reader, or less than it asks, says so and why: Bulk-Only (one command
+// at a time), a UAS reader's streams, the write's buffers, several cards
+// written from one decode; one that is used as asked says nothing.
+func TestQueueDepthSaysWhatItDoes(t *testing.T) {
+	t.Parallel()
+	image := writeFile(t, "os.img", testImage(3<<20+512))
+	for _, tt := range []struct {
+		name  string
+		cards []string // the cards' sim options
+		flags []string
+		said  string // "": no note of --queue-depth
+	}{
+		{name: "Bulk-Only", cards: []string{"size=4MiB"}, flags: []string{"--queue-depth", "4"},
+			said: "--queue-depth 4 does nothing on this reader: Bulk-Only Transport runs one command at a time"},
+		{name: "Bulk-Only, depth 1", cards: []string{"size=4MiB"}, flags: []string{"--queue-depth", "1"}},
+		{name: "Bulk-Only, the default", cards: []string{"size=4MiB"}},
+		{name: "UAS, fewer streams", cards: []string{"size=4MiB&uas=only&streams=4"}, flags: []string{"--queue-depth", "8"},
+			said: "--queue-depth 8 is cut to 3 on this reader: it has 4 bulk streams, one of them kept for task management"},
+		{name: "UAS without streams, more than its tags", cards: []string{"size=4MiB&uas=only"}, flags: []string{"--queue-depth", "40"},
+			said: "--queue-depth 40 is cut to 31: a UAS host keeps one of its 32 tags for task management"},
+		{name: "UAS, the buffers leave fewer", cards: []string{"size=4MiB&uas=only&streams=16"}, flags: []string{"--queue-depth", "8", "--buffers", "3", "--transfer-size", "256KiB"},
+			said: "--queue-depth 8: the write kept 2 full transfers in flight, as many as its 3 buffers leave"},
+		{name: "UAS, as asked", cards: []string{"size=4MiB&uas=only&streams=16"}, flags: []string{"--queue-depth", "4", "--buffers", "8", "--transfer-size", "256KiB"}},
+		{name: "UAS, several cards", cards: []string{"size=4MiB&uas=only&streams=16", "size=4MiB&uas=only&streams=16"}, flags: []string{"--queue-depth", "4"},
+			said: "--queue-depth 4 is not used by the write of several cards"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"write", "--yes", image}, tt.flags...)
+			for i, o := range tt.cards {
+				args = append(args, "sim:"+filepath.Join(t.TempDir(), fmt.Sprintf("card%d.img", i))+"?"+o)
+			}
+			r := runCLI(t, args...)
+			out := r.stdout + r.stderr
+			if r.code != exitOK {
+				t.Fatalf("exit %d\n%s", r.code, out)
+			}
+			if tt.said == "" {
+				if strings.Contains(out, "--queue-depth") {
+					t.Errorf("a note of --queue-depth where it does what it asks:\n%s", out)
+				}
+				return
+			}
+			if !strings.Contains(out, tt.said) {
+				t.Errorf("output lacks %q:\n%s", tt.said, out)
+			}
+		})
 	}
 }

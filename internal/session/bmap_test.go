@@ -115,6 +115,9 @@ func TestRunBlockMap(t *testing.T) {
 		bad     bool   // the image differs from its map at chunk 15
 		err     string // the error must say this (and name the map)
 		skipped int64  // -1: any above 0
+		// note: a note says the map beside the image is not used (and
+		// no other row says it)
+		note bool
 	}{
 		{name: "bmaptool's map beside the compressed image", format: "xz", cards: 1, skipped: -1,
 			setup: func(t *testing.T, image string) (BlockMapChoice, func(off, n int64) bool) {
@@ -134,7 +137,7 @@ func TestRunBlockMap(t *testing.T) {
 				testimage.WriteMap(t, image+".bmap", img)
 				return BlockMapChoice{Off: true}, nil
 			}},
-		{name: "a map beside the image, two cards", cards: 2,
+		{name: "a map beside the image, two cards", cards: 2, note: true,
 			setup: func(t *testing.T, image string) (BlockMapChoice, func(off, n int64) bool) {
 				testimage.WriteMap(t, image+".bmap", img)
 				return BlockMapChoice{}, nil
@@ -212,6 +215,9 @@ func TestRunBlockMap(t *testing.T) {
 				t.Errorf("block map events %+v, want one: %v", chosen, usesMap)
 			} else if usesMap && (chosen[0].Path == "" || !strings.HasSuffix(chosen[0].Path, ".bmap")) {
 				t.Errorf("the block map event names %q", chosen[0].Path)
+			}
+			if said := strings.Contains(strings.Join(notes, "\n"), "os.img.bmap is not used: several cards"); said != tc.note {
+				t.Errorf("the map beside the image said unused %v, want %v: %q", said, tc.note, notes)
 			}
 			if choice.Sparse && !strings.Contains(strings.Join(notes, "\n"), "keep the card's old bytes") {
 				t.Errorf("a sparse write does not say the zeros keep the old bytes: %q", notes)

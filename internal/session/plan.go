@@ -68,7 +68,12 @@ func (s *session) planWrite(ctx context.Context, src *image.Source, f BlockMapCh
 		return &writePlan{sparse: true}, nil
 	}
 	if many && f.Path == "" {
-		return &writePlan{}, nil // a map beside the image is for one card
+		// A map beside the image is for one card: said, not passed over.
+		if path := s.blockMapBeside(ctx, f); path != "" {
+			s.emit(Note{Message: fmt.Sprintf("Block map %s is not used: several cards, or cards taken as they are inserted, are written whole, "+
+				"so that every card ends the same (a map leaves each card's old bytes where the image has none)", path)})
+		}
+		return &writePlan{}, nil
 	}
 	m, path, err := findBlockMapWith(s.cfg.Image, src, f, s.readBeside(ctx), s.blockMapSig())
 	switch {
@@ -79,6 +84,23 @@ func (s *session) planWrite(ctx context.Context, src *image.Source, f BlockMapCh
 	}
 	s.emit(BlockMapChosen{Path: path, Ranges: len(m.Ranges), MappedBytes: m.MappedBytes(), ImageSize: m.ImageSize})
 	return &writePlan{m: m, path: path, signed: s.cfg.SHA256Keyring != ""}, nil
+}
+
+// blockMapBeside is the block map a write of one card would find beside
+// the image ("" when none is, or --no-bmap's choice says none is
+// wanted); for a URL it asks the server, as that write would.
+func (s *session) blockMapBeside(ctx context.Context, f BlockMapChoice) string {
+	if f.Off || f.Path != "" {
+		return ""
+	}
+	if read := s.readBeside(ctx); read != nil {
+		path, _, err := findBlockMapURL(s.cfg.Image, read)
+		if err != nil {
+			return ""
+		}
+		return path
+	}
+	return findBlockMap(s.cfg.Image)
 }
 
 // FindBlockMap is the block map a write of image uses, and where it was

@@ -16,6 +16,7 @@ import (
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 	"github.com/usbflash/usbflash/pipeline/fanout"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // writeCards writes the image to cards that are open and checked: one
@@ -80,6 +81,7 @@ func (s *session) writeCards(ctx context.Context, src *image.Source, plan *write
 	}
 	res, werr := pipeline.Write(ctx, dev, plan.source(src), plan.options(opts))
 	prog.stop()
+	s.queueNotes(cards, res)
 	if werr == nil {
 		s.downloadNote(src, res)
 	}
@@ -257,3 +259,26 @@ func (e *VerifyInterruptedError) Unwrap() error { return e.Err }
 
 // Class is Interrupted.
 func (e *VerifyInterruptedError) Class() failure.Class { return failure.Interrupted }
+
+// queueNotes says when a card's write kept fewer transfers in flight than
+// its reader's queue depth: the buffers left fewer (one is always being
+// filled), or several cards were written from one decode, each one
+// transfer at a time. Said as a notice of the setting, which the command
+// line names by its flag.
+func (s *session) queueNotes(cards []*card, res pipeline.WriteResult) {
+	setting := &usbms.Notice{Kind: usbms.NoticeSetting, Setting: usbms.SettingQueueDepth}
+	if len(cards) > 1 {
+		for _, c := range cards {
+			if d := transportOf(c.d).QueueDepth; d > 1 {
+				s.emit(Note{Card: c.d.Name, Notice: setting, Message: fmt.Sprintf(
+					"%s %d is not used by the write of several cards: one decode feeds each card one transfer at a time (the read-back uses it)", usbms.SettingQueueDepth, d)})
+			}
+		}
+		return
+	}
+	if res.QueueDepth < res.DeviceQueueDepth {
+		s.emit(Note{Card: cards[0].d.Name, Notice: setting, Message: fmt.Sprintf(
+			"%s %d: the write kept %d full transfers in flight, as many as its %d buffers leave (one is always being filled)",
+			usbms.SettingQueueDepth, res.DeviceQueueDepth, res.QueueDepth, res.Buffers)})
+	}
+}

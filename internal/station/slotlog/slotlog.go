@@ -28,7 +28,7 @@ const (
 
 // Options are a Logs' settings.
 type Options struct {
-	Dir string // where the logs are; it must exist
+	Dir string // where the logs are; created (with its parents) when missing
 	// MaxBytes is the size past which a slot's log is rotated: SLOT.log
 	// becomes SLOT.log.1, the older ones move up, and past Keep they
 	// go. 0: DefaultMaxBytes, Keep 0: DefaultKeep.
@@ -55,14 +55,31 @@ type line struct {
 	Record *session.Record `json:"record,omitempty"`
 }
 
-// Open checks dir and returns the Logs writing there.
+// Open makes dir when it is missing (with its parents, as mkdir -p, mode
+// 0750: the logs name cards and readers), checks it is a directory this
+// process can write in, and returns the Logs writing there; a dir that
+// cannot be made or written is refused before the first card.
 func Open(opts Options) (*Logs, error) {
+	dirErr := func(err error) error {
+		return failure.Wrap(failure.Usage, fmt.Errorf("log directory %s: %w", opts.Dir, err))
+	}
+	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
+		return nil, dirErr(err)
+	}
 	if st, err := os.Stat(opts.Dir); err != nil || !st.IsDir() {
 		if err == nil {
 			err = errors.New("not a directory")
 		}
-		return nil, failure.Wrap(failure.Usage, fmt.Errorf("log directory %s: %w", opts.Dir, err))
+		return nil, dirErr(err)
 	}
+	// A file made and removed: the first card's log would fail otherwise,
+	// after its write.
+	probe, err := os.CreateTemp(opts.Dir, ".usbflash-log-check-*")
+	if err != nil {
+		return nil, dirErr(err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}

@@ -115,16 +115,49 @@ func readLines(t *testing.T, path string) []line {
 // TestOpen: the directory must be one.
 func TestOpen(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "f")
+	base := t.TempDir()
+	file := filepath.Join(base, "f")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{file, filepath.Join(file, "x")} {
-		_, err := Open(Options{Dir: dir})
-		if failure.Of(err) != failure.Usage {
-			t.Errorf("%s: %v, want a usage error", dir, err)
-			continue
-		}
-		factsonly.Check(t, err.Error())
+	readOnly := filepath.Join(base, "ro")
+	if err := os.Mkdir(readOnly, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		dir  string
+		ok   bool
+	}{
+		{name: "exists", dir: base, ok: true},
+		{name: "missing: made", dir: filepath.Join(base, "logs"), ok: true},
+		{name: "missing with its parents: made", dir: filepath.Join(base, "a", "b", "logs"), ok: true},
+		{name: "a file", dir: file},
+		{name: "under a file", dir: filepath.Join(file, "x")},
+		{name: "not writable", dir: readOnly},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.dir == readOnly && os.Geteuid() == 0 {
+				t.Skip("root writes any directory")
+			}
+			l, err := Open(Options{Dir: tt.dir})
+			if tt.ok {
+				st, serr := os.Stat(tt.dir)
+				if err != nil || serr != nil || !st.IsDir() {
+					t.Fatalf("Open: %v; the directory: %v", err, serr)
+				}
+				if left, _ := filepath.Glob(filepath.Join(tt.dir, ".usbflash-*")); len(left) > 0 {
+					t.Errorf("Open left %v", left)
+				}
+				if l == nil {
+					t.Fatal("no Logs")
+				}
+				return
+			}
+			if failure.Of(err) != failure.Usage {
+				t.Fatalf("%v, want a usage error", err)
+			}
+			factsonly.Check(t, err.Error())
+		})
 	}
 }

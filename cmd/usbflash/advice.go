@@ -41,6 +41,7 @@ func settingFlag(s failure.Setting) string {
 		usbms.SettingQuirks:     "--quirks",
 		usbms.SettingTransport:  "--transport",
 		usbms.SettingQueueDepth: "--queue-depth",
+		drive.SettingReaders:    "--readers",
 		drive.SettingKernelDisk: "--compare",
 	}[s]
 }

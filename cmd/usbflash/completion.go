@@ -13,8 +13,9 @@ import (
 
 // completeTarget completes a TARGET argument: the usb: targets of the
 // readers attached now (as 'usbflash list' finds them, without claiming
-// anything), the disk: targets list shows, the sim: and file: prefixes,
-// and paths after them.
+// anything; those of --readers when it names simulated ones), the
+// disk: targets list shows, the sim: and file: prefixes, and paths after
+// them.
 func completeTarget(c *cobra.Command, toComplete string) ([]string, cobra.ShellCompDirective) {
 	for _, prefix := range []string{"sim:", "file:"} {
 		if path, ok := strings.CutPrefix(toComplete, prefix); ok {
@@ -22,7 +23,14 @@ func completeTarget(c *cobra.Command, toComplete string) ([]string, cobra.ShellC
 		}
 	}
 	var out []string
-	if infos, err := backend.List(c.Context()); err == nil {
+	list := backend.List
+	// The readers --readers names, when the line gives it.
+	if setting, err := c.Flags().GetString("readers"); err == nil {
+		if bus, err := drive.ParseReaders(setting); err == nil && bus != nil {
+			list = bus.List
+		}
+	}
+	if infos, err := list(c.Context()); err == nil {
 		for _, info := range infos {
 			if info.Supported {
 				out = append(out, drive.USBName(info)+"\t"+strings.TrimSpace(info.Manufacturer+" "+info.Product))

@@ -55,6 +55,9 @@ type app struct {
 	// caCert is --ca-cert: a PEM file of CAs trusted for HTTPS beside
 	// the system's.
 	caCert string
+	// readers is --readers: the machine's USB readers ("usb"), or a bus
+	// of simulated ones (sim:DIR).
+	readers string
 }
 
 // httpOptions are how images, lists and catalogs at URLs are read: the
@@ -84,7 +87,11 @@ func (a *app) newReaders() (*drive.Readers, error) {
 	if a.queueDepth < 1 {
 		return nil, &failure.SettingError{Setting: usbms.SettingQueueDepth, Err: fmt.Errorf("%d: want 1 or more", a.queueDepth)}
 	}
-	return &drive.Readers{Quirks: o, Transport: a.transport, QueueDepth: a.queueDepth, List: a.listUSB}, nil
+	bus, err := drive.ParseReaders(a.readers)
+	if err != nil {
+		return nil, err
+	}
+	return &drive.Readers{Quirks: o, Transport: a.transport, QueueDepth: a.queueDepth, List: a.listUSB, Sim: bus}, nil
 }
 
 // target is the TARGET argument arg, parsed, and the readers it is opened
@@ -130,6 +137,9 @@ Targets:
 		"READs or WRITEs a UAS reader gets in flight at once, a range cut into that many commands (at most its streams less one)")
 	root.PersistentFlags().StringVar(&a.caCert, "ca-cert", "",
 		"trust the CA certificates in this PEM file for HTTPS, beside the system's (a private CA's server; $SSL_CERT_FILE replaces the system's instead)")
+	root.PersistentFlags().StringVar(&a.readers, "readers", "usb",
+		"the readers every command sees (list, N targets, --all, --watch): usb, the machine's, or "+drive.SimBusSyntax+
+			", simulated readers: each file NAME.img in DIR is a reader plugged in, the file its card (0 bytes: an empty slot)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newListCommand(a),

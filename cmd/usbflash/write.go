@@ -211,7 +211,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		cfg.Observer = session.Tee(p, station, logs)
 		find := a.watchFinder
 		if find == nil {
-			find = drive.USBFinder(f.force)
+			find = cfg.Readers.Finder(f.force)
 		}
 		res, err := session.Watch(ctx, cfg, find)
 		return p.finish(res, err)

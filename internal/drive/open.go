@@ -292,6 +292,13 @@ func openEndpoint(ctx context.Context, readers *Readers, t Spec, opts Options) (
 		if err != nil {
 			return endpoint{}, err
 		}
+		if bus := readers.sim(info); bus != nil {
+			sd, c, err := bus.open(info, opts.Image, readers.transport(), opts.overrides(readers))
+			if err != nil {
+				return endpoint{choice: c}, openError(t, err)
+			}
+			return endpoint{ep: sd, close: sd.Close, info: &info, name: USBName(info), choice: c}, nil
+		}
 		// The image check runs before the claim, which takes the disk
 		// from under the image, on the disks the in-use check reads;
 		// they are kept as the reader's KernelDisks.

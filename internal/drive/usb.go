@@ -43,6 +43,9 @@ type Readers struct {
 	// (backend.List). A caller shows a command another machine through it
 	// (one without USB access, or with other readers).
 	List func(context.Context) ([]usbdev.Info, error)
+	// Sim, when set, is a bus of simulated readers that the command sees
+	// instead of USB's (SettingReaders): its list, its opens.
+	Sim *SimBus
 
 	// accessFn stands for the backend's access check in tests; nil: the
 	// backend's (backend.Access).
@@ -56,13 +59,35 @@ type Readers struct {
 // WithTransport is r with another transport setting, sharing r's
 // enumeration (bench drives a reader that offers both with each).
 func (r *Readers) WithTransport(setting string) *Readers {
-	return &Readers{Quirks: r.Quirks, Transport: setting, QueueDepth: r.QueueDepth, List: r.list, accessFn: r.accessFn}
+	return &Readers{Quirks: r.Quirks, Transport: setting, QueueDepth: r.QueueDepth, List: r.list, Sim: r.Sim, accessFn: r.accessFn}
+}
+
+// sim is the bus of simulated readers the command sees, when info is one
+// of its readers; nil for a USB reader.
+func (r *Readers) sim(info usbdev.Info) *SimBus {
+	if r == nil || r.Sim == nil || !r.Sim.onBus(info) {
+		return nil
+	}
+	return r.Sim
+}
+
+// Finder is where --watch looks for readers: the bus of simulated readers
+// the command sees, or USB (force takes readers whose disk the system
+// uses).
+func (r *Readers) Finder(force bool) Finder {
+	if r != nil && r.Sim != nil {
+		return r.Sim.Finder()
+	}
+	return USBFinder(force)
 }
 
 func (r *Readers) list(ctx context.Context) ([]usbdev.Info, error) {
 	r.once.Do(func() {
 		list := backend.List
-		if r.List != nil {
+		switch {
+		case r.Sim != nil:
+			list = r.Sim.List
+		case r.List != nil:
 			list = r.List
 		}
 		r.infos, r.err = list(ctx)
@@ -72,6 +97,9 @@ func (r *Readers) list(ctx context.Context) ([]usbdev.Info, error) {
 
 // access says whether this user may open the reader info describes.
 func (r *Readers) access(info usbdev.Info) error {
+	if r.sim(info) != nil {
+		return nil // a file this process opens: its own refusal says
+	}
 	if r.accessFn != nil {
 		return r.accessFn(info)
 	}
@@ -158,16 +186,18 @@ func (rs *Readers) describeReader(ctx context.Context, index int, info usbdev.In
 	if err := asAccessError(info, rs.access(info)); errors.As(err, new(*AccessError)) {
 		r.Access = err
 	}
-	if disks, err := usbdev.KernelDisks(info); err == nil && len(disks) > 0 {
-		r.KernelDisks = disks
-		return r
+	if rs.sim(info) == nil {
+		if disks, err := usbdev.KernelDisks(info); err == nil && len(disks) > 0 {
+			r.KernelDisks = disks
+			return r
+		}
 	}
 	if r.Access != nil {
 		return r // its identity is sysfs's; its slots cannot be asked
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	dev, _, err := openChosen(ctx, info, usbdev.OpenOptions{}, rs.Transport, rs.Quirks)
+	dev, closeDev, err := rs.openListed(ctx, info)
 	if errors.As(err, new(*AccessError)) {
 		r.Access = err
 		return r
@@ -176,7 +206,7 @@ func (rs *Readers) describeReader(ctx context.Context, index int, info usbdev.In
 		r.Err = err
 		return r
 	}
-	defer dev.Close()
+	defer closeDev()
 	// The flags of the protocol it was opened in.
 	rq, topts = usbms.ReaderSetup(dev, &info, rs.Quirks)
 	r.Quirks = rq
@@ -184,6 +214,23 @@ func (rs *Readers) describeReader(ctx context.Context, index int, info usbdev.In
 	topts.QueueDepth = rs.QueueDepth
 	r.Slots, r.Err = usbms.ProbeLUNs(ctx, usbms.NewTransport(dev, topts), usbms.LUNOptions{ReadyWait: 3 * time.Second, SpinUpWait: 3 * time.Second})
 	return r
+}
+
+// openListed opens a listed reader as list does, to ask its slots: on the
+// bus of simulated readers, or through the USB backend.
+func (rs *Readers) openListed(ctx context.Context, info usbdev.Info) (usbms.Endpoint, func() error, error) {
+	if bus := rs.sim(info); bus != nil {
+		sd, _, err := bus.open(info, "", rs.Transport, rs.Quirks)
+		if err != nil {
+			return nil, nil, err
+		}
+		return sd, sd.Close, nil
+	}
+	ud, _, err := openChosen(ctx, info, usbdev.OpenOptions{}, rs.Transport, rs.Quirks)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ud, ud.Close, nil
 }
 
 // AllWithCards is every slot of every supported reader with a card in it
@@ -238,6 +285,9 @@ func (r *Readers) KernelDiskNode(ctx context.Context, t Spec) (string, error) {
 	info, err := r.find(ctx, t)
 	if err != nil {
 		return "", err
+	}
+	if r.sim(info) != nil {
+		return "", kernelDiskErr(t, ErrNoKernelDisk, "a simulated reader, which the kernel has no disk for")
 	}
 	disks, err := usbdev.KernelDisks(info)
 	if err != nil {

@@ -26,7 +26,7 @@ NONE < internal/failure, internal/lib/units, internal/lib/aligned,
   internal/testkit/osimage, internal/testkit/readonly,
   internal/testkit/testfifo, internal/testkit/testpattern,
   internal/testkit/testpgp, internal/lib/diskutil, internal/lib/windisk,
-  internal/testkit/scratch, internal/testkit/winetest;
+  internal/testkit/scratch, internal/testkit/winetest, internal/testkit/cardfile;
 
 internal/failure < internal/lib/linuxdisk, internal/lib/outfile, scsi;
 internal/lib/units < internal/lib/parttable;

@@ -14,8 +14,10 @@ type lun struct {
 	// garbageSense makes the next REQUEST SENSE answer junk.
 	readSeen, garbageSense bool
 	// unitAttention is a UNIT ATTENTION the device raised itself (after
-	// ResetPort); injected ones live in the fault list.
+	// ResetPort, a card put in); injected ones live in the fault list.
 	unitAttention *sense
+	// slot, when set, is where the card comes and goes (OpenSlots).
+	slot *slot
 }
 
 func newLUN(i int, l LUN, usbSerial string) (*lun, error) {

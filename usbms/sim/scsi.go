@@ -47,6 +47,12 @@ func (d *Device) execute(lunIdx int, cdb []byte) plan {
 	if len(cdb) < cdbLen(op) {
 		return failed(l, senseInvalidField())
 	}
+	// A slot whose card comes and goes is looked at first, as a reader
+	// reads its card-detect switch; a card file that cannot be a card
+	// (real= it cannot hold) is an empty slot.
+	if l.refresh(false) != nil {
+		return failed(l, senseNoMedium())
+	}
 	if op == opRequestSense {
 		return d.requestSense(lunIdx, l, cdb)
 	}

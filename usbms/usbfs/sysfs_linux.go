@@ -110,8 +110,8 @@ func deviceInfos(root, name string) ([]usbdev.Info, error) {
 		return nil, err
 	}
 	if raw, err := os.ReadFile(filepath.Join(dir, "descriptors")); err == nil {
-		if alts, err := parseDescriptors(raw, base.Config); err == nil {
-			return infosFromAlts(base, alts), nil
+		if alts, err := usbdev.ParseDescriptors(raw, base.Config); err == nil {
+			return usbdev.InterfaceInfos(base, alts), nil
 		}
 	}
 	ents, err := os.ReadDir(dir)
@@ -130,93 +130,6 @@ func deviceInfos(root, name string) ([]usbdev.Info, error) {
 		out = append(out, info)
 	}
 	return out, nil
-}
-
-// infosFromAlts turns the mass-storage alternate settings into Infos.
-func infosFromAlts(base usbdev.Info, alts []altSetting) []usbdev.Info {
-	hasBOT := map[int]bool{}
-	uas := map[int]usbdev.UASSetting{}
-	for _, a := range alts {
-		if a.Class != usbdev.ClassMassStorage {
-			continue
-		}
-		if usbdev.BOTSubclass(a.SubClass) && a.Protocol == usbdev.ProtocolBOT {
-			hasBOT[a.Interface] = true
-		}
-		if _, seen := uas[a.Interface]; !seen && a.SubClass == usbdev.SubclassSCSI && a.Protocol == usbdev.ProtocolUAS {
-			uas[a.Interface] = uasSetting(a)
-		}
-	}
-	var out []usbdev.Info
-	for _, a := range alts {
-		if a.Class != usbdev.ClassMassStorage {
-			continue
-		}
-		isBOT := usbdev.BOTSubclass(a.SubClass) && a.Protocol == usbdev.ProtocolBOT
-		if hasBOT[a.Interface] && !isBOT {
-			continue
-		}
-		info := base
-		info.Port = append([]int(nil), base.Port...)
-		info.Config, info.Interface, info.AltSetting = a.Config, a.Interface, a.Alt
-		info.SubClass, info.Protocol = a.SubClass, a.Protocol
-		info.Supported, info.Reason = usbdev.Classify(a.SubClass, a.Protocol)
-		for _, ep := range a.Endpoints {
-			if ep.Attrs&3 != 2 {
-				continue
-			}
-			if ep.Address&0x80 != 0 {
-				if info.BulkIn == 0 || ep.Address < info.BulkIn {
-					info.BulkIn, info.BulkInMaxPacket = ep.Address, ep.MaxPacket
-				}
-			} else if info.BulkOut == 0 || ep.Address < info.BulkOut {
-				info.BulkOut, info.BulkOutMaxPacket = ep.Address, ep.MaxPacket
-			}
-		}
-		if info.Supported && (info.BulkIn == 0 || info.BulkOut == 0) {
-			info.Supported = false
-			info.Reason = "Bulk-Only interface without a bulk IN and a bulk OUT endpoint (broken descriptors)"
-		}
-		info.UAS = uas[a.Interface]
-		if info.Supported && a.Protocol == usbdev.ProtocolUAS && !info.UAS.Present() {
-			info.Supported = false
-			info.Reason = "UAS interface without its four pipes (command, status, data-in, data-out Pipe Usage descriptors)"
-		}
-		out = append(out, info)
-	}
-	return out
-}
-
-// uasSetting finds the four pipes of a UAS alternate setting by their
-// Pipe Usage descriptors, and the streams its status and data pipes
-// allow (the fewest of them).
-func uasSetting(a altSetting) usbdev.UASSetting {
-	u := usbdev.UASSetting{Alt: a.Alt}
-	streams := -1
-	for _, ep := range a.Endpoints {
-		if ep.Attrs&3 != 2 {
-			continue
-		}
-		in := ep.Address&0x80 != 0
-		switch {
-		case ep.PipeID == 1 && !in:
-			u.Command = ep.Address
-			continue
-		case ep.PipeID == 2 && in:
-			u.Status = ep.Address
-		case ep.PipeID == 3 && in:
-			u.DataIn = ep.Address
-		case ep.PipeID == 4 && !in:
-			u.DataOut = ep.Address
-		default:
-			continue
-		}
-		if streams < 0 || ep.MaxStreams < streams {
-			streams = ep.MaxStreams
-		}
-	}
-	u.MaxStreams = max(streams, 0)
-	return u
 }
 
 // deviceBase reads what a device's interfaces share.

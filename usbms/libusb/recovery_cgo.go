@@ -1,12 +1,10 @@
-//go:build cgo && !nousb && (libusb || !linux)
+//go:build cgo && !nousb && (libusb || !(linux || darwin || windows))
 
 package libusb
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/gousb"
 
@@ -112,32 +110,18 @@ func (d *Device) ResetPort(ctx context.Context) error {
 	return nil
 }
 
-// reopenPoll is how often ResetPort looks for a re-enumerated device.
-const reopenPoll = 200 * time.Millisecond
-
 // reopen finds the device again at its port after it re-enumerated.
 func reopen(ctx context.Context, info usbdev.Info, opts usbdev.OpenOptions, view linuxdisk.Sys) (*session, usbdev.Info, error) {
-	deadline := time.Now().Add(opts.ReenumerateTimeout)
-	for {
-		s, cur, err := openSession(ctx, info, opts, view, true)
-		if err == nil {
-			return s, cur, nil
-		}
-		if !errors.Is(err, usbdev.ErrNotFound) {
-			return nil, info, err
-		}
-		if time.Now().After(deadline) {
-			return nil, info, usbdev.NewError("re-opening after a port reset", info, usbdev.ErrReenumerationLost,
-				fmt.Errorf("not back at port %s within %v: %w", info.PortPath, opts.ReenumerateTimeout, usbdev.ErrNotFound))
-		}
-		t := time.NewTimer(reopenPoll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, info, usbdev.NewError("waiting for the device to come back after a port reset", info, ctx.Err(), nil)
-		case <-t.C:
-		}
+	var s *session
+	cur := info
+	err := usbdev.AwaitReenumeration(ctx, info, opts.ReenumerateTimeout, func() (err error) {
+		s, cur, err = openSession(ctx, info, opts, view, true)
+		return err
+	})
+	if err != nil {
+		return nil, info, err
 	}
+	return s, cur, nil
 }
 
 // isTimeout tells whether err is libusb's timeout.

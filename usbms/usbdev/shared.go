@@ -2,6 +2,8 @@ package usbdev
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sort"
 	"time"
 )
@@ -52,4 +54,37 @@ func ControlTimeout(ctx context.Context, max time.Duration, now time.Time) (time
 		return 0, true, context.DeadlineExceeded
 	}
 	return left, true, nil
+}
+
+// reopenPoll is how often AwaitReenumeration tries again.
+const reopenPoll = 200 * time.Millisecond
+
+// AwaitReenumeration is the end of a port reset after which the device
+// re-enumerated: it calls open (which finds the device again at info's
+// port, with its VID:PID and serial, and claims it) until it succeeds,
+// fails for another reason than the device not being there (ErrNotFound,
+// ErrNoDevice), ctx is done, or timeout has passed (ErrReenumerationLost).
+// Every backend's ResetPort ends so.
+func AwaitReenumeration(ctx context.Context, info Info, timeout time.Duration, open func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := open()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrNoDevice) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return NewError("re-opening after a port reset", info, ErrReenumerationLost,
+				fmt.Errorf("not back at port %s within %v: %w", info.PortPath, timeout, ErrNotFound))
+		}
+		t := time.NewTimer(reopenPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return NewError("waiting for the device to come back after a port reset", info, ctx.Err(), nil)
+		case <-t.C:
+		}
+	}
 }

@@ -24,8 +24,6 @@ const (
 	// smallPiece is the URB size on kernels without
 	// USBFS_CAP_NO_PACKET_SIZE_LIM (before Linux 3.3).
 	smallPiece = 16 << 10
-	// reopenPoll is how often ResetPort looks for a re-enumerated device.
-	reopenPoll = 200 * time.Millisecond
 )
 
 // Device is one claimed mass-storage interface on an open usbfs node. It
@@ -375,29 +373,12 @@ func (d *Device) ResetPort(ctx context.Context) error {
 
 // reopen finds the device again at its port after it re-enumerated.
 func (d *Device) reopen(ctx context.Context) error {
-	deadline := time.Now().Add(d.opts.ReenumerateTimeout)
 	had := d.kernelHad
-	for {
-		err := d.openSession(ctx, true)
-		if err == nil {
-			d.kernelHad = d.kernelHad || had
-			return nil
-		}
-		if !errors.Is(err, usbdev.ErrNotFound) && !errors.Is(err, usbms.ErrNoDevice) {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return usbdev.NewError("re-opening after a port reset", d.info, usbdev.ErrReenumerationLost,
-				fmt.Errorf("not back at port %s within %v: %w", d.info.PortPath, d.opts.ReenumerateTimeout, usbdev.ErrNotFound))
-		}
-		t := time.NewTimer(reopenPoll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return usbdev.NewError("waiting for the device to come back after a port reset", d.info, ctx.Err(), nil)
-		case <-t.C:
-		}
+	err := usbdev.AwaitReenumeration(ctx, d.info, d.opts.ReenumerateTimeout, func() error { return d.openSession(ctx, true) })
+	if err == nil {
+		d.kernelHad = d.kernelHad || had
 	}
+	return err
 }
 
 // Close releases the interface, hands it back to the kernel driver if one

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -321,6 +322,8 @@ func adviceTable() []advice {
 		// The USB layer's kinds, before the layers above that wrap them:
 		// the end of the recovery ladder, a failed block command.
 		{failure.Device, is(usbdev.ErrNoUSBSupport), text("build usbflash with a USB backend: make build (on Linux pure Go, no library needed; elsewhere cgo and libusb-1.0); sim:, file: and disk: targets still work")},
+		{failure.Device, is(usbdev.ErrNoLibusb), text(libusbAdvice(runtime.GOOS))},
+		{failure.Device, is(usbdev.ErrSystemDriver), text(systemDriverAdvice(runtime.GOOS))},
 		{failure.Device, is(usbdev.ErrNoUSBAccess), text("give this container or VM USB passthrough, or run usbflash on the host; sim:, file: and disk: targets still work")},
 		{failure.Device, is(usbdev.ErrPermission), permissionAdvice},
 		{failure.Device, is(diskdev.ErrPermission), from(diskPermissionAdvice)},
@@ -412,6 +415,30 @@ func customizeAdvice(e *session.CustomizeInterruptedError) string {
 	t := shellWord(e.Target)
 	return fmt.Sprintf("keep the four files until one is used; finish the customisation with\n  usbflash restore %s %s\nor put the card back as it was with\n  usbflash restore %s %s",
 		shellWord(e.Finish.Path), t, shellWord(e.Undo.Path), t)
+}
+
+// libusbAdvice says how to install the libusb-1.0 a build that loads it
+// at run time needs, on each system.
+func libusbAdvice(goos string) string {
+	switch goos {
+	case "darwin":
+		return "install libusb with Homebrew (brew install libusb), or set USBFLASH_LIBUSB to the path of a libusb-1.0.0.dylib; sim:, file: and disk: targets still work"
+	case "windows":
+		return "put libusb-1.0.dll (libusb's Windows release, the build for this usbflash.exe's architecture) beside usbflash.exe or in a directory on PATH, or set USBFLASH_LIBUSB to its path; sim:, file: and disk: targets still work"
+	}
+	return "install libusb-1.0 (apt-get install libusb-1.0-0), or set USBFLASH_LIBUSB to the path of libusb-1.0.so.0; sim:, file: and disk: targets still work"
+}
+
+// systemDriverAdvice says how to let usbflash take a reader the system's
+// own mass-storage driver holds.
+func systemDriverAdvice(goos string) string {
+	switch goos {
+	case "darwin":
+		return "eject the card's volumes (diskutil unmountDisk /dev/diskN) and run usbflash with sudo, with Homebrew's libusb 1.0.25 or later"
+	case "windows":
+		return "bind the reader to WinUSB with Zadig (Options > List All Devices, choose the reader, WinUSB, Replace Driver); Windows then no longer shows its cards as drives, until the driver is put back in Device Manager"
+	}
+	return "unmount the card's partitions and run the command again"
 }
 
 // permissionAdvice says what would give access to a reader: the udev rule

@@ -51,6 +51,17 @@ var (
 	// ErrOverflow means the device sent more data than was asked for; the
 	// state of its command is unknown.
 	ErrOverflow = failure.New(failure.Device, "the device sent more data than was asked for")
+	// ErrNoLibusb means libusb-1.0, which the backend that loads it at
+	// run time needs, is not installed where it was looked for, or is
+	// older than 1.0.16. It matches ErrNoUSBAccess too: without it this
+	// process cannot reach USB, and sim: and file: targets still work.
+	ErrNoLibusb error = &kindError{"libusb-1.0 could not be loaded", ErrNoUSBAccess}
+	// ErrSystemDriver means the operating system's own mass-storage
+	// driver holds the reader and this process may not take it: on macOS
+	// capturing a device from it needs root (or an entitlement a
+	// command-line tool cannot hold); on Windows libusb drives only a
+	// device bound to WinUSB. The *Error's Err says which.
+	ErrSystemDriver = failure.New(failure.Device, "the system's mass-storage driver holds the reader")
 	// ErrListFailed means libusb could not read the list of devices.
 	ErrListFailed = failure.New(failure.Device, "libusb could not read the device list")
 	// ErrReattachFailed means the kernel driver could not take the

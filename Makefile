@@ -29,7 +29,7 @@ LDFLAGS  := -X main.stampedVersion=$(VERSION) -X main.stampedRevision=$(REVISION
 	-X main.stampedTime=$(REVTIME) -X main.stampedModified=$(MODIFIED)
 STATICCHECK := $(GO) tool staticcheck
 
-.PHONY: all deps libusb-deps test-deps build build-libusb demo demo-image test lint fuzz bench bench-customize bench-url e2e e2e-libusb bench-e2e profile-slowhost clean \
+.PHONY: all deps libusb-deps test-deps build build-libusb build-libusb-dl demo demo-image test lint fuzz bench bench-customize bench-url e2e e2e-libusb e2e-libusb-dl bench-e2e profile-slowhost clean \
 	cross-deps cross cross-linux cross-nousb test-arm64 test-arm test-riscv64 test-386 e2e-arm64 bench-e2e-arm64 bench-slowhost \
 	bench-slowhost-arm64 bench-slowhost-ab dist dist-repro dist-check test-windows
 
@@ -60,6 +60,12 @@ build: deps
 # runs, so the backend of macOS, Windows and the BSDs cannot rot.
 build-libusb: libusb-deps
 	CGO_ENABLED=1 $(GO) build -tags libusb -ldflags "$(LDFLAGS)" -o bin/usbflash-libusb ./cmd/usbflash
+
+# The backend macOS and Windows builds carry (usbms/libusbdl: libusb-1.0
+# loaded at run time, no cgo) built for Linux: what e2e-libusb-dl runs.
+# Not static: the loader it calls through needs the C library's.
+build-libusb-dl:
+	CGO_ENABLED=0 $(GO) build -tags libusbdl -ldflags "$(LDFLAGS)" -o bin/usbflash-libusb-dl ./cmd/usbflash
 
 # The main job on the embedded default: write the demo OS image to a
 # simulated 64 MiB card, verify it by reading it back, and show the card.
@@ -153,6 +159,14 @@ E2E_LIBUSB_RUN := TestWriteFormats$$|TestClearHaltRecovers$$
 e2e-libusb: build-libusb
 	USBFLASH_E2E_BIN=$(CURDIR)/bin/usbflash-libusb \
 	  $(GO) test -tags e2e -count=1 -timeout 20m -run '$(E2E_LIBUSB_RUN)' -v ./e2e/
+
+# The same subset with the backend macOS and Windows run (libusb loaded at
+# run time; the harness ships libusb-1.0.so.0 into the guest), and UAS
+# through its bulk streams: the code those systems run, on real USB here.
+E2E_LIBUSB_DL_RUN := $(E2E_LIBUSB_RUN)|TestUAS$$
+e2e-libusb-dl: build-libusb-dl
+	USBFLASH_E2E_BIN=$(CURDIR)/bin/usbflash-libusb-dl \
+	  $(GO) test -tags e2e -count=1 -timeout 30m -run '$(E2E_LIBUSB_DL_RUN)' -v ./e2e/
 
 bench-e2e: build
 	USBFLASH_E2E_BIN=$(CURDIR)/$(BIN) \

@@ -91,13 +91,16 @@ func TestClearHaltRecovers(t *testing.T) {
 
 // buildProbe builds the program e2e/name with the USB backend of the
 // usbflash binary under test (usbms/backend chooses it by the same tags): libusb (-tags libusb, cgo,
-// dynamically linked) when that binary links libusb-1.0, else usbfs (static,
-// no cgo). It skips or fails like needCLI when it does not build.
+// dynamically linked) when that binary links libusb-1.0, libusb loaded at
+// run time (-tags libusbdl, no cgo) when it is that build, else usbfs
+// (static, no cgo). It skips or fails like needCLI when it does not build.
 func buildProbe(t *testing.T, name string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), name)
 	tags, cgo := "e2e", "CGO_ENABLED=0"
-	if _, ok := env.Libs["libusb-1.0.so.0"]; ok {
+	if env.LoadsLibusb {
+		tags = "e2e libusbdl"
+	} else if _, ok := env.Libs[libusbSoname]; ok {
 		tags, cgo = "e2e libusb", "CGO_ENABLED=1"
 	}
 	cmd := exec.Command("go", "build", "-tags", tags, "-o", bin, "./e2e/"+name)

@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,10 +133,45 @@ func buildUsbflash(e *Env, logf func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
+	if _, linked := libs[libusbSoname]; !linked {
+		loads, err := loadsLibusb(bin)
+		if err != nil {
+			return err
+		}
+		if loads {
+			// The libusbdl build loads libusb at run time: ship it and
+			// what it needs, as the linked build's closure does.
+			lib, err := findLib(arch, libusbSoname, nil)
+			if err != nil {
+				return fmt.Errorf("%s loads %s at run time: %w (apt-get install libusb-1.0-0)", bin, libusbSoname, err)
+			}
+			more, err := LibClosure(arch, lib)
+			if err != nil {
+				return err
+			}
+			libs[libusbSoname] = lib
+			maps.Copy(libs, more)
+			e.LoadsLibusb = true
+		}
+	}
 	e.Libs = libs
 	e.Usbflash = bin
 	logf("usbflash %s, libs %v", bin, e.Libs)
 	return nil
+}
+
+// libusbSoname is the name libusb-1.0 is linked, and loaded, by.
+const libusbSoname = "libusb-1.0.so.0"
+
+// loadsLibusb tells whether the binary is a libusbdl build (-tags
+// libusbdl), which loads libusb at run time instead of linking it: its
+// backend's package is in its symbol table.
+func loadsLibusb(bin string) (bool, error) {
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Contains(b, []byte("usbflash/usbms/libusbdl.")), nil
 }
 
 // needCLI skips when the binary does not build yet.

@@ -135,8 +135,11 @@ type Env struct {
 	Accel    Accel
 	Usbflash string            // host path of the binary under test ("" when it does not build)
 	Libs     map[string]string // its shared libraries incl. the loader: guest name -> host path
-	BuildErr error
-	Qemu     string
+	// LoadsLibusb: the binary is the libusbdl build, which loads libusb
+	// at run time (Libs holds it then too).
+	LoadsLibusb bool
+	BuildErr    error
+	Qemu        string
 }
 
 // bootArgs are the qemu arguments common to every boot.

@@ -8,8 +8,10 @@
 //
 //   - Endpoint, and UASEndpoint for an interface opened in its UAS
 //     alternate setting, is all it needs from USB. The backends implement
-//     it: usbms/usbfs (Linux usbfs, pure Go; BOT and UAS), usbms/libusb
-//     (libusb-1.0 through cgo; BOT), and usbms/sim, an in-process reader
+//     it: usbms/usbfs (Linux usbfs, pure Go; BOT and UAS), usbms/libusbdl
+//     (libusb-1.0 loaded at run time without cgo, the backend of macOS and
+//     Windows; BOT and UAS), usbms/libusb (libusb-1.0 through cgo; BOT),
+//     and usbms/sim, an in-process reader
 //     on which every path of this package is tested; usbms/backend is the
 //     one place a build chooses its real backend.
 //   - Transport runs one reader's commands over the protocol its Endpoint

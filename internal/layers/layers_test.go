@@ -26,7 +26,8 @@ func root(t *testing.T) string {
 }
 
 // configs are the builds whose imports the policy holds: Linux's default
-// (usbfs), the libusb backend (cgo), no USB, and the other systems.
+// (usbfs), the libusb backend (cgo), libusb loaded at run time (libusbdl),
+// no USB, and the other systems (whose USB is libusbdl's).
 var configs = []struct {
 	name string
 	env  []string
@@ -35,7 +36,9 @@ var configs = []struct {
 	{"linux usbfs", []string{"CGO_ENABLED=0"}, "e2e"},
 	{"linux libusb", []string{"CGO_ENABLED=1"}, "e2e libusb"},
 	{"nousb", []string{"CGO_ENABLED=0"}, "nousb"},
+	{"linux libusbdl", []string{"CGO_ENABLED=0"}, "e2e libusbdl"},
 	{"windows", []string{"GOOS=windows", "CGO_ENABLED=0"}, "nousb"},
+	{"windows libusbdl", []string{"GOOS=windows", "CGO_ENABLED=0"}, ""},
 	{"darwin", []string{"GOOS=darwin", "CGO_ENABLED=0"}, ""},
 }
 

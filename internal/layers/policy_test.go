@@ -43,9 +43,10 @@ BASE, pipeline/blockdev, scsi, usbms/usbdev < usbms;
 usbms, usbms/usbdev, internal/lib/aligned, internal/lib/linuxdisk < usbms/usbfs;
 usbms, usbms/usbdev, internal/lib/linuxdisk < usbms/libusb;
 BASE, usbms, pipeline/blockdev, internal/lib/flock, internal/lib/splitmix < usbms/sim;
-usbms, usbms/usbdev, usbms/usbfs, usbms/libusb < usbms/backend;
+usbms, usbms/usbdev, internal/lib/aligned, internal/lib/linuxdisk < usbms/libusbdl;
+usbms, usbms/usbdev, usbms/usbfs, usbms/libusb, usbms/libusbdl < usbms/backend;
 # The build's backend is usbms/backend's choice: its users import it, not
-# usbfs or libusb.
+# usbfs, libusb or libusbdl.
 usbms, usbms/usbdev, usbms/backend, usbms/sim < USB;
 BASE, pipeline/blockdev, internal/lib/aligned < pipeline;
 pipeline/blockdev, internal/lib/aligned < pipeline/fanout;

@@ -7,19 +7,20 @@
 //
 //   - Linux, by default: usbms/usbfs, pure Go over usbfs and sysfs (a static
 //     CGO_ENABLED=0 binary), Bulk-Only and UAS (usbfs.go).
-//   - -tags libusb, and every other system: usbms/libusb, libusb-1.0
-//     through cgo, Bulk-Only (libusb.go). Without cgo usbms/libusb is its
-//     stub, whose every entry point returns usbdev.ErrNoUSBSupport.
+//   - macOS and Windows, by default, and Linux with -tags libusbdl:
+//     usbms/libusbdl, libusb-1.0 loaded at run time without cgo (a
+//     CGO_ENABLED=0 binary that runs where libusb is installed), Bulk-Only
+//     and UAS (libusbdl.go).
+//   - -tags libusb, and the other systems (the BSDs): usbms/libusb,
+//     libusb-1.0 through cgo (gousb), Bulk-Only (libusb.go). Without cgo
+//     usbms/libusb is its stub, whose every entry point returns
+//     usbdev.ErrNoUSBSupport.
 //   - -tags nousb: none; List and Open return usbdev.ErrNoUSBSupport, and
 //     sim: and file: targets are all there is (none.go).
 //
-// A backend that loads libusb at run time (without cgo, for macOS and
-// Windows builds) is a file of its own here, say purego.go with
-// "//go:build !nousb && !linux && !cgo && !libusb", with libusb.go's
-// constraint narrowed so that the two do not overlap; nothing outside this
-// package changes. Every backend speaks usbms/usbdev's vocabulary (Info,
-// OpenOptions, *usbdev.Error and its kinds), so what callers do with a
-// reader does not depend on the backend.
+// Every backend speaks usbms/usbdev's vocabulary (Info, OpenOptions,
+// *usbdev.Error and its kinds), so what callers do with a reader does not
+// depend on the backend.
 package backend
 
 import "github.com/usbflash/usbflash/usbms"

@@ -1,4 +1,4 @@
-//go:build !nousb && (libusb || !linux)
+//go:build !nousb && (libusb || !(linux || darwin || windows))
 
 package backend
 

@@ -1,4 +1,4 @@
-//go:build linux && !libusb && !nousb
+//go:build linux && !libusb && !libusbdl && !nousb
 
 package backend
 

@@ -1,6 +1,7 @@
-// Package libusb is the real-hardware backend of the usbms.Endpoint seam
-// for the systems other than Linux (and Linux with -tags libusb;
-// usbms/backend chooses): it finds USB mass-storage interfaces with libusb
+// Package libusb is the backend of the usbms.Endpoint seam over libusb-1.0
+// through cgo, for the systems that have neither usbfs nor the run-time
+// loaded libusb of usbms/libusbdl (the BSDs), and for any with -tags
+// libusb (usbms/backend chooses): it finds USB mass-storage interfaces with libusb
 // (through gousb), claims one, and moves Bulk-Only Transport traffic over
 // its bulk endpoints through transfers allocated once per open, from usbfs
 // DMA memory where it can. It drives Bulk-Only only (gousb has no bulk
@@ -8,11 +9,12 @@
 // supported (usbdev.ReasonUASOnLibusb). Every C call is in libusb_cgo.go,
 // behind the usbHandle interface.
 //
-// Two builds exist. With cgo, without the nousb tag, and on Linux only with
-// the libusb tag (Linux's default backend is usbms/usbfs, pure Go), the
-// package talks to libusb-1.0: the backend of macOS, Windows and the BSDs.
-// Otherwise (-tags nousb, CGO_ENABLED=0, or a Linux build without -tags
-// libusb) every entry point returns usbdev.ErrNoUSBSupport. Its vocabulary
+// Two builds exist. With cgo, without the nousb tag, and on Linux, macOS
+// and Windows only with the libusb tag (their default backends are
+// usbms/usbfs and usbms/libusbdl, neither of which needs cgo), the package
+// talks to libusb-1.0. Otherwise (-tags nousb, CGO_ENABLED=0, or a Linux,
+// macOS or Windows build without -tags libusb) every entry point returns
+// usbdev.ErrNoUSBSupport. Its vocabulary
 // (Info, OpenOptions, *usbdev.Error and its kinds, the kernel disks'
 // in-use check) is usbms/usbdev's, shared with usbms/usbfs.
 //

@@ -1,4 +1,4 @@
-//go:build cgo && !nousb && (libusb || !linux)
+//go:build cgo && !nousb && (libusb || !(linux || darwin || windows))
 
 package libusb
 

@@ -1,4 +1,4 @@
-//go:build nousb || !cgo || (linux && !libusb)
+//go:build nousb || !cgo || (!libusb && (linux || darwin || windows))
 
 package libusb
 

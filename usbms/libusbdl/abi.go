@@ -72,8 +72,8 @@ type interfaceC struct {
 
 // interfaceDescriptor is struct libusb_interface_descriptor.
 type interfaceDescriptor struct {
-	bLength            uint8
-	bDescriptorType    uint8
+	_                  uint8 // bLength
+	_                  uint8 // bDescriptorType
 	bInterfaceNumber   uint8
 	bAlternateSetting  uint8
 	bNumEndpoints      uint8
@@ -89,23 +89,24 @@ type interfaceDescriptor struct {
 // endpointDescriptor is struct libusb_endpoint_descriptor; extra holds
 // what follows the endpoint (UAS Pipe Usage, SuperSpeed companion).
 type endpointDescriptor struct {
-	bLength          uint8
-	bDescriptorType  uint8
+	_                uint8 // bLength
+	_                uint8 // bDescriptorType
 	bEndpointAddress uint8
 	bmAttributes     uint8
 	wMaxPacketSize   uint16
 	bInterval        uint8
-	bRefresh         uint8
-	bSynchAddress    uint8
+	_                uint8 // bRefresh
+	_                uint8 // bSynchAddress
 	extra            *byte
 	extraLength      int32
 }
 
 // versionC is struct libusb_version.
 type versionC struct {
-	major, minor, micro, nano uint16
-	rc                        *byte
-	describe                  *byte
+	major, minor, micro uint16
+	_                   uint16 // nano
+	_                   *byte  // rc
+	_                   *byte  // describe
 }
 
 // Transfer types, flags and statuses (enum libusb_transfer_type,
@@ -114,8 +115,6 @@ const (
 	transferTypeControl    = 0
 	transferTypeBulk       = 2
 	transferTypeBulkStream = 4
-
-	transferShortNotOK = 1 << 0
 
 	statusCompleted = 0
 	statusError     = 1
@@ -141,18 +140,6 @@ const controlSetupLen = 8
 // reading the word through its own address keeps vet's unsafeptr check,
 // which rightly doubts uintptr arithmetic, out of it.
 func cptr[T any](p uintptr) *T { return *(**T)(unsafe.Pointer(&p)) }
-
-// cstring copies a NUL-terminated C string.
-func cstring(p *byte) string {
-	if p == nil {
-		return ""
-	}
-	n := 0
-	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice(p, n))
-}
 
 // cbytes is the n bytes at p (C memory), or nil.
 func cbytes(p *byte, n int32) []byte {

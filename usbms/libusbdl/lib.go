@@ -37,7 +37,7 @@ type Library struct {
 // at SuperSpeed), device memory and interrupting the event handler
 // (1.0.21).
 type symbols struct {
-	init, exit, getVersion, errorName                                 uintptr
+	init, exit, getVersion                                            uintptr
 	getDeviceList, freeDeviceList, getBusNumber, getDeviceAddress     uintptr
 	getPortNumbers, getDeviceSpeed, getDeviceDescriptor               uintptr
 	getActiveConfigDescriptor, freeConfigDescriptor                   uintptr
@@ -61,7 +61,7 @@ func (s *symbols) bind(sym func(string) (uintptr, error)) error {
 		optional bool
 	}{
 		{&s.init, "libusb_init", false}, {&s.exit, "libusb_exit", false},
-		{&s.getVersion, "libusb_get_version", false}, {&s.errorName, "libusb_error_name", false},
+		{&s.getVersion, "libusb_get_version", false},
 		{&s.getDeviceList, "libusb_get_device_list", false}, {&s.freeDeviceList, "libusb_free_device_list", false},
 		{&s.getBusNumber, "libusb_get_bus_number", false}, {&s.getDeviceAddress, "libusb_get_device_address", false},
 		{&s.getPortNumbers, "libusb_get_port_numbers", false}, {&s.getDeviceSpeed, "libusb_get_device_speed", false},
@@ -204,11 +204,6 @@ var system = sync.OnceValues(func() (*Library, error) {
 // System is libusb-1.0 loaded from where the system keeps it (see
 // EnvLibrary), once per process: every List and Open uses it.
 func System() (*Library, error) { return system() }
-
-// errorName is libusb_error_name: the constant's name, "LIBUSB_ERROR_PIPE".
-func (l *Library) errorName(code int32) string {
-	return cstring(cptr[byte](call(l.fn.errorName, uintptr(code))))
-}
 
 // The entry points transfers and the event thread use (xferAPI).
 

@@ -52,7 +52,7 @@ func (s *session) setupUAS(info usbdev.Info) (*uasSide, error) {
 		// (BULK_CONTINUATION), so no scatter-gather is needed.
 		return side, nil
 	}
-	if u.MaxStreams < 2 || l.fn.allocStreams == 0 || l.fn.transferSetStreamID == 0 {
+	if u.MaxStreams < 2 || !l.atLeast(19) || l.fn.allocStreams == 0 || l.fn.transferSetStreamID == 0 {
 		return nil, fmt.Errorf("%w (libusb %s)", usbdev.ErrNoStreams, l.Version())
 	}
 	eps := [3]uint8{u.Status, u.DataIn, u.DataOut}

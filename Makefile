@@ -30,7 +30,7 @@ LDFLAGS  := -X main.stampedVersion=$(VERSION) -X main.stampedRevision=$(REVISION
 STATICCHECK := $(GO) tool staticcheck
 
 .PHONY: all deps libusb-deps test-deps build build-libusb build-libusb-dl demo demo-image test lint fuzz bench bench-customize bench-url e2e e2e-libusb e2e-libusb-dl bench-e2e profile-slowhost clean \
-	cross-deps cross cross-linux cross-nousb test-arm64 test-arm test-riscv64 test-386 e2e-arm64 bench-e2e-arm64 bench-slowhost \
+	cross-deps cross cross-linux cross-usbdl cross-nousb test-arm64 test-arm test-riscv64 test-386 e2e-arm64 bench-e2e-arm64 bench-slowhost \
 	bench-slowhost-arm64 bench-slowhost-ab dist dist-repro dist-check test-windows
 
 all: build
@@ -92,6 +92,7 @@ test: deps libusb-deps test-deps lint
 ifneq ($(NOUSB),1)
 ifneq ($(LIBUSB),1)
 	CGO_ENABLED=1 $(GO) test -tags libusb -count=1 $(LIBUSB_TEST_PKGS)
+	CGO_ENABLED=0 $(GO) test -tags libusbdl -count=1 ./usbms/backend/ ./internal/drive/
 endif
 endif
 
@@ -104,7 +105,9 @@ lint: deps libusb-deps
 	CGO_ENABLED=0 $(GO) vet -tags e2e ./...
 	$(GO) vet -tags nousb ./...
 	GOOS=windows CGO_ENABLED=0 $(GO) vet -tags nousb ./...
+	GOOS=windows CGO_ENABLED=0 $(GO) vet ./...
 	GOOS=darwin CGO_ENABLED=0 $(GO) vet ./...
+	CGO_ENABLED=0 $(GO) vet -tags "e2e libusbdl" ./...
 	GOARCH=arm CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(STATICCHECK) -tags e2e ./...
 	$(STATICCHECK) -tags nousb ./...
@@ -202,19 +205,22 @@ profile-slowhost:
 
 # Other platforms. Linux on every architecture with the usbfs backend:
 # static CGO_ENABLED=0 binaries, no C cross compiler, nothing needed on the
-# target. The rest with the no-USB build, so portability cannot rot: their
-# USB backend, libusb, needs cgo and the target's own C toolchain and
-# libusb. macOS and Windows (amd64 and arm64) write disk: targets, pure Go
-# (pipeline/diskdev), besides file: and sim:, and each is vetted as it is
-# built; FreeBSD has file: and sim: only. `cross-deps` installs QEMU for
-# the arm tests (root, apt-get).
+# target. macOS and Windows (amd64 and arm64) with their USB backend,
+# libusb loaded at run time (usbms/libusbdl): CGO_ENABLED=0 too, and they
+# need libusb where they run; they write disk: targets, pure Go
+# (pipeline/diskdev), besides usb:, file: and sim:, and each is vetted as
+# it is built (cross-usbdl). FreeBSD with the no-USB build (file: and sim:
+# only), so portability cannot rot: its USB backend, libusb through cgo,
+# needs its own C toolchain. `cross-deps` installs QEMU for the arm tests
+# (root, apt-get).
 CROSS_LINUX := amd64:amd64 arm64:arm64 armhf:arm i386:386 riscv64:riscv64
-CROSS_NOUSB := darwin/arm64 darwin/amd64 windows/amd64 windows/arm64 freebsd/amd64
+CROSS_USBDL := darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+CROSS_NOUSB := freebsd/amd64
 
 cross-deps:
 	.ci/cross-deps
 
-cross: cross-linux cross-nousb
+cross: cross-linux cross-usbdl cross-nousb
 
 # bin/usbflash-linux-<Debian arch>; armhf is GOARM=7 (hard float).
 cross-linux:
@@ -223,6 +229,15 @@ cross-linux:
 	  echo "== linux/$$deb (usbfs, static)"; \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$goarch GOARM=7 \
 	    $(GO) build -ldflags "$(LDFLAGS)" -o bin/usbflash-linux-$$deb ./cmd/usbflash; \
+	done
+
+# bin/usbflash-<os>-<arch>[.exe], vetted as they are built.
+cross-usbdl:
+	@set -e; for t in $(CROSS_USBDL); do \
+	  os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  echo "== $$t (libusb loaded at run time)"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -ldflags "$(LDFLAGS)" -o bin/usbflash-$$os-$$arch$$ext ./cmd/usbflash; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) vet ./...; \
 	done
 
 cross-nousb:
@@ -261,15 +276,16 @@ test-windows:
 # emulation, with the usbfs backend's (pure Go, as make cross builds them):
 # every binary that is shipped is tested on its own architecture before
 # make dist packs it (.ci/run runs them first). Every package but the
-# CLI's and the QEMU suite's (nothing to emulate there), whatever the tree
-# holds; go test builds and runs them two at a time (-p, the cores), most
+# CLI's and the QEMU suite's (nothing to emulate there) and usbms/libusbdl
+# (its tests load the machine's own libusb, and no shipped Linux binary
+# carries it), whatever the tree holds; go test builds and runs them two at a time (-p, the cores), most
 # test binaries running on one core. With -short, nothing is skipped:
 # every test runs and asserts what it asserts natively; the truncation
 # tests of imagesrc (TestSourceTruncated, TestSourceTruncatedMulti) cut
 # each archive at a tenth of the points between their first and last 80
 # cuts, which they always make. make test-riscv64 took 311 s on a 2-core
 # machine at load 5-7 (docs/development.md).
-EMU_TEST_PKGS = $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/)
+EMU_TEST_PKGS = $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/ -e /usbms/libusbdl)
 EMU_TEST = CGO_ENABLED=0 GOOS=linux $(GO) test -short -count=1 -timeout 30m
 test-arm64: cross-deps
 	USBFLASH_TEST_EXEC=qemu-aarch64-static GOARCH=arm64 $(EMU_TEST) -exec qemu-aarch64-static $(EMU_TEST_PKGS)

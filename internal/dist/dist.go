@@ -3,7 +3,9 @@
 // (nfpm as a library) holding the binary, the udev rule that lets the user
 // at the seat open readers without root, man pages of every command and
 // the shell completions, generated at build time from the command tree;
-// then one SHA256SUMS over them all.
+// for macOS (amd64, arm64) a tarball and a Homebrew formula, for Windows
+// (amd64, arm64) a zip and a Scoop manifest, the formula and the manifest
+// naming each archive with its SHA-256; then one SHA256SUMS over them all.
 //
 // Every byte follows from the commit: the binaries are built with
 // -trimpath and no build id, the version stamped from the commit, and
@@ -97,6 +99,12 @@ type Options struct {
 	Go string
 	// Platforms are the platforms built; all of Platforms() when nil.
 	Platforms []Platform
+	// Foreign are the systems other than Linux built; all of Foreigns()
+	// when nil.
+	Foreign []Foreign
+	// URLBase is where the Homebrew formula and the Scoop manifest say
+	// the archives are downloaded from; DefaultURLBase when "".
+	URLBase string
 	// Stamp describes the commit; from git in Repo when zero.
 	Stamp Stamp
 	// Log gets a line per step; nil: none.
@@ -114,6 +122,9 @@ func Build(ctx context.Context, o Options) ([]string, error) {
 	}
 	if o.Platforms == nil {
 		o.Platforms = Platforms()
+	}
+	if o.Foreign == nil {
+		o.Foreign = Foreigns()
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -184,6 +195,11 @@ func Build(ctx context.Context, o Options) ([]string, error) {
 			names = append(names, name)
 		}
 	}
+	foreign, err := buildForeign(ctx, o, v, docs, work)
+	if err != nil {
+		return nil, err
+	}
+	names = append(names, foreign...)
 	if err := writeFile(filepath.Join(o.Out, "SHA256SUMS"), func(w io.Writer) error {
 		return writeSums(w, o.Out, names)
 	}); err != nil {

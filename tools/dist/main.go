@@ -26,7 +26,8 @@ func main() {
 	out := flag.String("out", "bin/dist", "the directory to write the release files to (emptied first)")
 	repo := flag.String("repo", ".", "the module's root directory")
 	goCmd := flag.String("go", "go", "the go command")
-	only := flag.String("platforms", "", "comma-separated platforms to build (default all: "+names(dist.Platforms())+")")
+	only := flag.String("platforms", "", "comma-separated platforms to build (default all: "+names(dist.Platforms())+", "+foreignNames()+")")
+	urlBase := flag.String("url-base", "", "where the Homebrew formula and the Scoop manifest say the archives are (default "+dist.DefaultURLBase+", %s the version)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -37,11 +38,17 @@ func main() {
 		PGPKey:        os.Getenv("USBFLASH_PGP_KEY"),
 		PGPPassphrase: os.Getenv("USBFLASH_PGP_KEY_PASSPHRASE"),
 	}}
+	o.URLBase = *urlBase
 	if *only != "" {
+		o.Platforms, o.Foreign = []dist.Platform{}, []dist.Foreign{}
 		for _, n := range strings.Split(*only, ",") {
+			if f, ok := findForeign(n); ok {
+				o.Foreign = append(o.Foreign, f)
+				continue
+			}
 			p, ok := find(n)
 			if !ok {
-				fmt.Fprintf(os.Stderr, "dist: no platform %q (have %s)\n", n, names(dist.Platforms()))
+				fmt.Fprintf(os.Stderr, "dist: no platform %q (have %s, %s)\n", n, names(dist.Platforms()), foreignNames())
 				os.Exit(2)
 			}
 			o.Platforms = append(o.Platforms, p)
@@ -81,6 +88,23 @@ func names(ps []dist.Platform) string {
 	var s []string
 	for _, p := range ps {
 		s = append(s, p.Name)
+	}
+	return strings.Join(s, ",")
+}
+
+func findForeign(name string) (dist.Foreign, bool) {
+	for _, f := range dist.Foreigns() {
+		if f.Name() == name {
+			return f, true
+		}
+	}
+	return dist.Foreign{}, false
+}
+
+func foreignNames() string {
+	var s []string
+	for _, f := range dist.Foreigns() {
+		s = append(s, f.Name())
 	}
 	return strings.Join(s, ",")
 }

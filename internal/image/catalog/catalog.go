@@ -29,6 +29,9 @@ type Entry struct {
 	ReleaseDate string   `json:"release_date,omitempty"`
 	Devices     []string `json:"devices,omitempty"`
 	InitFormat  string   `json:"init_format,omitempty"`
+	// Icon is the entry's picture (a URL, or a file beside a catalog
+	// file), "" for none.
+	Icon string `json:"icon,omitempty"`
 	// ExtractSize and ExtractSHA256 are the decoded image's; DownloadSize
 	// and DownloadSHA256 the file's as served. 0 and "": not given.
 	ExtractSize    int64  `json:"extract_size,omitempty"`
@@ -48,6 +51,7 @@ type item struct {
 	ReleaseDate    string   `json:"release_date"`
 	Devices        []string `json:"devices"`
 	InitFormat     string   `json:"init_format"`
+	Icon           string   `json:"icon"`
 	ExtractSize    int64    `json:"extract_size"`
 	ExtractSHA256  string   `json:"extract_sha256"`
 	DownloadSize   int64    `json:"image_download_size"`
@@ -144,11 +148,21 @@ func (l *loader) items(ref string, items []item, folders []string, depth int) er
 		case it.URL != "" && readable(ref, resolve(ref, it.URL)):
 			l.out = append(l.out, Entry{Name: strings.Join(path, " / "), Description: it.Description,
 				URL: resolve(ref, it.URL), ReleaseDate: it.ReleaseDate, Devices: it.Devices, InitFormat: it.InitFormat,
+				Icon:        resolveIcon(ref, it.Icon),
 				ExtractSize: it.ExtractSize, ExtractSHA256: strings.ToLower(it.ExtractSHA256),
 				DownloadSize: it.DownloadSize, DownloadSHA256: strings.ToLower(it.DownloadSHA256)})
 		}
 	}
 	return nil
+}
+
+// resolveIcon is an entry's icon relative to the document that names it;
+// "" for none.
+func resolveIcon(base, icon string) string {
+	if strings.TrimSpace(icon) == "" {
+		return ""
+	}
+	return resolve(base, icon)
 }
 
 // resolve is ref relative to the document base names (a URL or a file).

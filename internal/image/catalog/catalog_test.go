@@ -39,8 +39,30 @@ func TestLoad(t *testing.T) {
 		e := entries[0]
 		if e.ExtractSize != 6215958528 || e.DownloadSize != 1205314660 || e.ExtractSHA256 != strings.ToLower("a8d9DE0E1E4BD1C3A0A5F70F5BFF8A0AB29B64E6F9A0F22B2C4C6D8E0A1B2C3D") ||
 			e.DownloadSHA256 != "3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a" || e.ReleaseDate != "2026-11-19" ||
-			len(e.Devices) != 3 || e.InitFormat != "systemd" || e.Check() != nil {
+			len(e.Devices) != 3 || e.InitFormat != "systemd" || e.Icon != "https://example.invalid/icons/rpi.png" || e.Check() != nil {
 			t.Errorf("entry %+v", e)
+		}
+	}
+}
+
+// TestIcons: an entry's icon is resolved against the document that names
+// it, a URL's or a file's; an entry without one has none.
+func TestIcons(t *testing.T) {
+	doc := `{"os_list": [{"name": "a", "url": "https://h/a.img", "icon": "icons/a.png"},
+		{"name": "b", "url": "https://h/b.img", "icon": "https://elsewhere/b.png"}, {"name": "c", "url": "https://h/c.img"}]}`
+	read := func(string, int64) ([]byte, error) { return []byte(doc), nil }
+	for ref, want := range map[string][]string{
+		"https://h/lists/os.json":         {"https://h/lists/icons/a.png", "https://elsewhere/b.png", ""},
+		filepath.Join("lists", "os.json"): {filepath.Join("lists", "icons", "a.png"), "https://elsewhere/b.png", ""},
+	} {
+		entries, err := Load(ref, read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range entries {
+			if e.Icon != want[i] {
+				t.Errorf("%s: %s's icon %q, want %q", ref, e.Name, e.Icon, want[i])
+			}
 		}
 	}
 }

@@ -30,7 +30,7 @@ func TestWriteManyCommand(t *testing.T) {
 		yes    int // verified cards in the table
 	}{
 		{name: "some failed", args: []string{"--json", sim("a.img", ""), sim("bad.img", "&fault=medium-error:lba=1000,persistent")},
-			code: exitPartial, stdout: []string{`"event":"card"`, `"exit_code":5`, "LBA "}},
+			code: exitPartial, stdout: []string{`"event":"card"`, `"exit_code":5`, "LBA ", `"hint":"use another card"`}},
 		{name: "refused", args: []string{sim("a.img", ""), sim("wp.img", "&wp=1")}, code: exitRefused, stderr: "write-protected"},
 		{name: "skip refused", args: []string{"--skip-refused", sim("a.img", ""), sim("wp.img", "&wp=1")},
 			code: exitPartial, stdout: []string{"TARGET", "write-protected"}, yes: 1},

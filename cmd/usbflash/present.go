@@ -199,8 +199,16 @@ func (p *sessionPresenter) Observe(e session.Event) {
 			b.Done()
 			delete(p.bars, e.Outcome.Target)
 		}
-		p.rep.Event(&jsonevents.Card{Record: recordOf(e.Outcome)}, "")
+		p.rep.Event(&jsonevents.Card{Record: recordOf(e.Outcome), Hint: cardHint(e.Outcome)}, "")
 	}
+}
+
+// cardHint is the advice for what became of a card, "" for none.
+func cardHint(o *session.Outcome) string {
+	if o.Err == nil {
+		return ""
+	}
+	return hint(o.Err)
 }
 
 // recordOf is the card event's body: the report's row.

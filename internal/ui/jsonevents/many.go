@@ -29,6 +29,8 @@ type ManyStart struct {
 type Card struct {
 	Header
 	session.Record
+	// Hint is the advice for the card's error, "" for none.
+	Hint string `json:"hint,omitempty"`
 }
 
 type CardProgress struct {

@@ -35,9 +35,12 @@ func (f *customizeFlags) register(fl *pflag.FlagSet) {
 }
 
 // config is the customisation asked for, nil when none: the file's
-// settings with the flags' over them.
-func (f *customizeFlags) config() (*customize.Config, error) {
+// settings (or base's, given whole: the page's) with the flags' over them.
+func (f *customizeFlags) config(base *customize.Config) (*customize.Config, error) {
 	var c customize.Config
+	if base != nil {
+		c = *base
+	}
 	if f.file != "" {
 		var err error
 		if c, err = customize.Load(f.file); err != nil {
@@ -104,7 +107,7 @@ and the error names them: usbflash restore puts either back.`,
 				if err != nil {
 					return err
 				}
-				cfg, err := custom.config()
+				cfg, err := custom.config(nil)
 				if err != nil {
 					return err
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/usbflash/usbflash/internal/customize"
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image/httpsrc"
@@ -58,6 +59,20 @@ type app struct {
 	// readers is --readers: the machine's USB readers ("usb"), or a bus
 	// of simulated ones (sim:DIR).
 	readers string
+
+	// What usbflash serve changes for the commands its page runs
+	// (serve.go); the zero values are the terminal's.
+	//
+	// ask, when set, is asked before cards are overwritten instead of the
+	// person at the terminal: the page's question.
+	ask func(cards []*drive.Device, what string) error
+	// perCard tells every write card by card (the several cards' events,
+	// for one card too), as the page shows writes.
+	perCard bool
+	// customBase are first-boot settings given as a whole (the page's
+	// form), which the flags' override as they override --customize's
+	// file: values a command line must not carry (passwords) among them.
+	customBase *customize.Config
 }
 
 // httpOptions are how images, lists and catalogs at URLs are read: the
@@ -153,6 +168,7 @@ Targets:
 		newRestoreCommand(a),
 		newCustomizeCommand(a),
 		newImagesCommand(a),
+		newServeCommand(a),
 	)
 	if c := genDocsCommand(); c != nil {
 		root.AddCommand(c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -174,7 +175,10 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	if cfg.CacheMax, err = f.trust.cacheMax(); err != nil {
 		return err
 	}
-	if cfg.Customize, err = f.custom.config(); err != nil {
+	if stdin, ok := a.stdin.(*os.File); ok {
+		cfg.Stdin = stdin
+	}
+	if cfg.Customize, err = f.custom.config(a.customBase); err != nil {
 		return err
 	}
 	f.metrics.Version, f.metrics.Station = buildVersion(), f.station
@@ -220,7 +224,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	if err != nil {
 		return err
 	}
-	many := len(specs) > 1 || f.report != "" || f.all
+	many := len(specs) > 1 || f.report != "" || f.all || a.perCard
 	var p interface {
 		session.Observer
 		finish(*session.Result, error) error
@@ -315,8 +319,11 @@ func (a *app) confirm(cards []*drive.Device, imageRef string, src *image.Source)
 	return a.confirmOverwrite(cards, fmt.Sprintf("%s (%s, %s)", imageRef, src.Format, termui.ImageSize(src)))
 }
 
-// confirmOverwrite asks the person at the terminal whether to write what
-// (in words) over cards.
+// confirmOverwrite asks the person at the terminal (or the page, under
+// usbflash serve) whether to write what (in words) over cards.
 func (a *app) confirmOverwrite(cards []*drive.Device, what string) error {
+	if a.ask != nil {
+		return a.ask(cards, what)
+	}
 	return termui.Prompt{In: a.stdin, Out: a.stderr, Interactive: a.interactive}.ConfirmOverwrite(cards, what)
 }

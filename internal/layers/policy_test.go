@@ -94,6 +94,9 @@ internal/lib/units, internal/lib/outfile, internal/probe/cardbench,
 BASE, internal/lib/shown, internal/drive, internal/image, internal/session, pipeline,
   internal/ui/jsonevents, internal/ui/readerinfo < internal/ui/termui;
 internal/ui/eventsdoc < internal/ui/eventsdoc/gen;
+internal/customize, internal/drive, internal/image/catalog, internal/ui/readerinfo,
+  internal/ui/termui < internal/ui/web;
+NONE < internal/ui/web/browsertest; # its tests drive the page in a browser
 
 # Test helpers that build on the module (tests only: see TestTestkitOnlyInTests).
 internal/drive < internal/testkit/simcards;

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image/catalog"
+	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/readerinfo"
+	"github.com/usbflash/usbflash/internal/ui/web"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms/usbdev"
+)
+
+// serveFlags are the options of `usbflash serve`: where it listens, and
+// the settings of the sessions its page starts that belong to the
+// machine rather than to one write.
+type serveFlags struct {
+	listen, verifyHash               string
+	open                             bool
+	catalog                          catalogFlags
+	cache, cacheSize                 string
+	report, logDir                   string
+	station, operator                string
+	sha256Keyring, sha256Fingerprint string
+	stopTimeout                      time.Duration
+}
+
+// defaultListen is loopback, on a port the system picks: only this
+// machine reaches the page.
+const defaultListen = "127.0.0.1:0"
+
+func newServeCommand(a *app) *cobra.Command {
+	var f serveFlags
+	c := &cobra.Command{
+		Use:   "serve [sim:CARD...]",
+		Short: "Serve a page to write cards from a browser: one card, several, or a station",
+		Long: `Serve a local web page that shows the readers and their slots, writes an
+image (a file on this machine, a URL, an entry of an OS list, or a file
+dropped on the page, streamed as it is written) to the cards chosen, with
+first-boot settings, verifies, checks and benches them, and runs a station
+(write --watch). Every session runs as the command line runs it, and the
+page shows its --json events; writing asks the question the terminal asks,
+and the page's answer names every card.
+
+It listens on loopback only unless --listen names another address, and
+prints the address to open, which carries a token: every request that
+changes anything must carry it, come from the page itself (Origin) and
+name this server (Host), or it is refused. Closing the page stops
+nothing; its Stop button stops a session as one SIGTERM stops a command.
+Ctrl-C stops the server and every session, after the command in flight.
+
+sim:CARD arguments show those simulated readers instead of USB's (to try
+the page without hardware); a sim: reader is plugged in while its card
+file exists.`,
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(c *cobra.Command, args []string) error {
+			return a.serve(c.Context(), args, f)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.listen, "listen", defaultListen, "the address to serve the page on (loopback unless given: another address lets the network in, with the token)")
+	fl.BoolVar(&f.open, "open", false, "open the page in this desktop's browser")
+	f.catalog.register(c, false)
+	fl.StringVar(&f.cache, "cache", "", "keep images read from a URL in this directory (as write --cache)")
+	fl.StringVar(&f.cacheSize, "cache-size", "0", "with --cache: at most this much in the directory (as write --cache-size)")
+	fl.StringVar(&f.report, "report", "", "a station's record of every card, in this .json or .csv file (as write --report)")
+	fl.StringVar(&f.logDir, "log-dir", "", "keep one log per reader slot in this directory (as write --log-dir)")
+	fl.StringVar(&f.station, "station", "", "a label for every card's record: this station's name")
+	fl.StringVar(&f.operator, "operator", "", "a label for every card's record: who runs the station")
+	fl.StringVar(&f.sha256Keyring, "sha256-keyring", "", "the publisher's OpenPGP public keys: the checksum list beside an image must be signed by one of them (as write --sha256-keyring)")
+	fl.StringVar(&f.sha256Fingerprint, "sha256-fingerprint", "", "with --sha256-keyring: only the key with this fingerprint signs")
+	fl.StringVar(&f.verifyHash, "verify-hash", pipeline.MethodDigests.String(), "how the read-back is checked: xxh3 or sha256 (as write --verify-hash)")
+	fl.DurationVar(&f.stopTimeout, "stop-timeout", 0, "a station's Stop lets the cards being written finish for up to this long (as write --stop-timeout)")
+	return c
+}
+
+// serve runs the page until ctx ends, then stops every session and waits
+// for them.
+func (a *app) serve(ctx context.Context, args []string, f serveFlags) error {
+	sims, err := simTargets(args)
+	if err != nil {
+		return err
+	}
+	if _, err := a.newReaders(); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return &usageError{fmt.Sprintf("--listen %s: %v", f.listen, err)}
+	}
+	tmp, err := os.MkdirTemp("", "usbflash-serve-")
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("a directory for the page's files: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	host, _, _ := net.SplitHostPort(f.listen)
+	opts := web.Options{Token: web.NewToken(), Hosts: []string{host}, Version: buildVersion(),
+		Slots: a.serveSlots(sims), Run: a.serveRun(f, sims, tmp)}
+	if f.catalog.catalog != "" {
+		opts.Catalog = func(ctx context.Context) ([]catalog.Entry, error) {
+			return session.LoadCatalog(ctx, f.catalog.catalog, session.Config{})
+		}
+	}
+	srv, err := web.New(opts)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	url := fmt.Sprintf("http://%s/#token=%s", pageHost(f.listen, addr), opts.Token)
+	fmt.Fprintf(a.stdout, "usbflash serve: open %s\n", url)
+	if !addr.IP.IsLoopback() {
+		fmt.Fprintf(a.stdout, "usbflash serve: the page is open to the network; requests that change anything need the token %s, which travels unencrypted: use it on a network you trust\n", opts.Token)
+	}
+	if f.open {
+		if err := openBrowser(url); err != nil {
+			fmt.Fprintf(a.stderr, "usbflash serve: %v: open the address above in a browser\n", err)
+		}
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		// The sessions stop as a stop request stops them, and the page
+		// shows how they end until they have.
+		fmt.Fprintln(a.stderr, "usbflash serve: stopping every session after the command in flight")
+	}
+	srv.Close()
+	hs.Close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// pageHost is the host:port the page is opened at: the address listened
+// on, or loopback's for an unspecified one.
+func pageHost(listen string, addr *net.TCPAddr) string {
+	host, _, _ := net.SplitHostPort(listen)
+	port := strconv.Itoa(addr.Port)
+	switch {
+	case host == "" || addr.IP.IsUnspecified():
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// simTargets are serve's arguments: simulated readers only.
+func simTargets(args []string) ([]drive.Spec, error) {
+	var out []drive.Spec
+	for _, arg := range args {
+		t, err := drive.Parse(arg)
+		if err != nil {
+			return nil, err
+		}
+		if t.Scheme != drive.Sim {
+			return nil, &usageError{fmt.Sprintf("serve %s: the page shows every USB reader itself; name only sim: readers", arg)}
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// simFinder is a station's readers among the sim: ones given: each is
+// plugged in while its card file exists.
+func simFinder(sims []drive.Spec) drive.Finder {
+	return func(context.Context) ([]drive.Found, error) {
+		var out []drive.Found
+		for _, t := range sims {
+			if _, err := os.Stat(t.Path); err == nil {
+				out = append(out, drive.SimReader(strings.TrimPrefix(t.Raw, "sim:")))
+			}
+		}
+		return out, nil
+	}
+}
+
+// serveSlots lists the slots as list (USB) or info (sim: readers given)
+// describes them.
+func (a *app) serveSlots(sims []drive.Spec) func(context.Context) ([]web.Slot, error) {
+	return func(ctx context.Context) ([]web.Slot, error) {
+		readers, err := a.newReaders()
+		if err != nil {
+			return nil, err
+		}
+		if len(sims) > 0 {
+			var out []web.Slot
+			for _, t := range sims {
+				if _, err := os.Stat(t.Path); err != nil {
+					out = append(out, web.Slot{Target: t.Raw, Reader: "sim:" + t.Path + " (unplugged: no card file)"})
+					continue
+				}
+				d, err := drive.Open(ctx, t, drive.Options{ReadOnly: true, AllowNoMedium: true, Readers: readers})
+				if err != nil {
+					out = append(out, web.Slot{Target: t.Raw, Reader: "sim:" + t.Path, Error: factsAndAdvice(err)})
+					continue
+				}
+				s := web.SlotOfTarget(readerinfo.DescribeTarget(d, readerWords()))
+				s.Target = t.Raw
+				d.Close()
+				out = append(out, s)
+			}
+			return out, nil
+		}
+		found, err := readers.ListReaders(ctx)
+		if errors.Is(err, usbdev.ErrNoUSBAccess) || errors.Is(err, usbdev.ErrNoUSBSupport) {
+			return nil, errors.New("No USB readers: " + factsAndAdvice(err))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing USB devices: %w", err)
+		}
+		described := make([]readerinfo.Reader, 0, len(found))
+		for _, r := range found {
+			described = append(described, readerinfo.DescribeReader(r, readerWords()))
+		}
+		return web.SlotsOfReaders(described), nil
+	}
+}
+
+// serveRun runs each request of the page as the command line runs it:
+// its flags are the page's choices and serve's settings, its output the
+// --json events, its question the page's.
+func (a *app) serveRun(f serveFlags, sims []drive.Spec, tmp string) func(context.Context, *web.Job, web.Request) {
+	return func(ctx context.Context, job *web.Job, req web.Request) {
+		ja := &app{stdin: strings.NewReader(""), stdout: job, stderr: a.stderr, aborts: a.aborts, listUSB: a.listUSB,
+			watchFinder: a.watchFinder, ask: job.Confirm, perCard: true, customBase: req.Customize}
+		if stdin := job.Stdin(); stdin != nil {
+			ja.stdin = stdin
+		}
+		if len(sims) > 0 && ja.watchFinder == nil {
+			ja.watchFinder = simFinder(sims)
+		}
+		plot := filepath.Join(tmp, fmt.Sprintf("bench-%d.svg", job.ID))
+		runApp(ctx, ja, a.serveArgs(f, req, plot))
+		if _, err := os.Stat(plot); err == nil {
+			job.AddFile("plot.svg", plot)
+		}
+	}
+}
+
+// serveArgs is the command line of a request: the page's choices as the
+// flags that give them, serve's settings, then the arguments.
+func (a *app) serveArgs(f serveFlags, req web.Request, plot string) []string {
+	args := []string{req.Kind, "--json", "--quirks=" + a.quirks, "--transport=" + a.transport, "--queue-depth=" + strconv.Itoa(a.queueDepth)}
+	add := func(flag, value string) {
+		if value != "" {
+			args = append(args, flag+"="+value)
+		}
+	}
+	var image []string
+	img := req.Image
+	switch {
+	case img.OS != "":
+		add("--os", img.OS)
+	case img.Stream != nil:
+		image = []string{"-"}
+	case img.Path != "":
+		image = []string{img.Path}
+	case img.URL != "":
+		image = []string{img.URL}
+	}
+	switch req.Kind {
+	case web.KindWrite, web.KindStation:
+		args[0] = "write"
+		add("--catalog", f.catalog.catalog)
+		add("--sha256", img.SHA256)
+		add("--cache", f.cache)
+		add("--cache-size", f.cacheSize)
+		add("--log-dir", f.logDir)
+		add("--station", f.station)
+		add("--operator", f.operator)
+		add("--sha256-keyring", f.sha256Keyring)
+		add("--sha256-fingerprint", f.sha256Fingerprint)
+		if req.NoVerify {
+			args = append(args, "--no-verify")
+		} else {
+			add("--verify-hash", f.verifyHash)
+		}
+		if req.Eject {
+			args = append(args, "--eject")
+		}
+		if req.Check {
+			args = append(args, "--check")
+		}
+		if req.Kind == web.KindStation {
+			// The page's confirmation is the explicit choice --yes is.
+			args = append(args, "--watch", "--yes")
+			add("--report", f.report)
+			if f.stopTimeout > 0 {
+				add("--stop-timeout", f.stopTimeout.String())
+			}
+		}
+	case web.KindVerify:
+		add("--catalog", f.catalog.catalog)
+	case web.KindBench:
+		add("--plot", plot)
+	}
+	args = append(args, "--")
+	args = append(args, image...)
+	return append(args, req.Targets...)
+}
+
+// openBrowser opens url in the desktop's browser, when there is a
+// desktop.
+func openBrowser(url string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", url)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+			return errors.New("no desktop to open the page on (neither DISPLAY nor WAYLAND_DISPLAY is set)")
+		}
+		cmd = exec.Command("xdg-open", url)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("opening the page: %w", err)
+	}
+	go cmd.Wait() //nolint:errcheck // the browser outlives nothing here
+	return nil
+}

@@ -1,0 +1,167 @@
+package browsertest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/usbflash/usbflash/internal/testkit/osimage"
+)
+
+// card is a sim card of a test: its file and the target that names it
+// with the simulator's options.
+type card struct {
+	path, target string
+}
+
+func simCard(dir, name, options string) card {
+	path := filepath.Join(dir, name)
+	return card{path: path, target: "sim:" + path + "?" + options}
+}
+
+// name is the card as the session's events and question name it.
+func (c card) name() string { return "sim:" + c.path }
+
+// TestWriteTwoCardsFromFile: an image by its path on this machine,
+// written to two cards at once; the page asks the terminal's question and
+// writes only once the button naming both cards is pressed; both cards
+// show their progress, then "Verified", and hold the image byte for byte.
+func TestWriteTwoCardsFromFile(t *testing.T) {
+	b := newBrowser(t)
+	dir := t.TempDir()
+	img := osimage.Generate(6<<20, 1)
+	imgPath := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, c := simCard(dir, "a.img", "size=16MiB&speed=6MB/s"), simCard(dir, "b.img", "size=16MiB&speed=6MB/s")
+	blankCard(t, a.path, 16<<20)
+	blankCard(t, c.path, 16<<20)
+	s := serve(t, a.target, c.target)
+	p := b.open(s.url)
+
+	p.chooseCards(a.target, c.target)
+	p.typeIn("#image-path", imgPath)
+	p.click("#do-write")
+	p.answerYes(a.name(), c.name())
+	id := p.newestJob()
+	// Progress shows, below the whole image, before the result.
+	p.waitFor(`[...document.querySelectorAll('#jobs .card progress')].some(b => b.value > 0 && b.value < b.max)`, 30*time.Second)
+	for _, cd := range []card{a, c} {
+		if r := p.cardResult(id, cd.name(), 60*time.Second); !strings.Contains(r, "Verified") {
+			t.Errorf("%s: %s", cd.name(), r)
+		}
+	}
+	if state, status := p.jobEnded(id, 30*time.Second); state != "ok" || status != "Done" {
+		t.Errorf("job: %s, %q", state, status)
+	}
+	sameAsImage(t, a.path, img)
+	sameAsImage(t, c.path, img)
+	events := s.events(id)
+	seen := map[string]int{}
+	for _, e := range events {
+		seen[e["event"].(string)]++
+	}
+	if seen["card"] != 2 || seen["card_progress"] == 0 || seen["summary"] != 1 || seen["error"] != 0 {
+		t.Errorf("events: %v", seen)
+	}
+}
+
+// TestUnplugMidWrite: of two cards written at once, one whose reader goes
+// away mid-write fails alone, with the words and advice of the command
+// line; the other is verified and holds the image; the one that failed
+// keeps its first transfer zeroed, so it boots no half image.
+func TestUnplugMidWrite(t *testing.T) {
+	b := newBrowser(t)
+	dir := t.TempDir()
+	img := osimage.Generate(6<<20, 2)
+	imgPath := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good, gone := simCard(dir, "good.img", "size=16MiB&speed=8MB/s"), simCard(dir, "gone.img", "size=16MiB&speed=8MB/s&fault=disconnect:after=3MiB")
+	blankCard(t, good.path, 16<<20)
+	old := bytes.Repeat([]byte{0xa5}, 16<<20) // what the card held before
+	if err := os.WriteFile(gone.path, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, good.target, gone.target)
+	p := b.open(s.url)
+	p.chooseCards(good.target, gone.target)
+	p.typeIn("#image-path", imgPath)
+	p.click("#do-write")
+	p.answerYes(good.name(), gone.name())
+	id := p.newestJob()
+	if r := p.cardResult(id, gone.name(), 60*time.Second); !strings.Contains(r, "Removed") && !strings.Contains(r, "Failed") {
+		t.Errorf("%s: %s", gone.name(), r)
+	} else if !strings.Contains(r, "reconnect the reader") && !strings.Contains(r, "insert") {
+		t.Errorf("%s: no advice: %s", gone.name(), r)
+	}
+	if r := p.cardResult(id, good.name(), 60*time.Second); !strings.Contains(r, "Verified") {
+		t.Errorf("%s: %s", good.name(), r)
+	}
+	state, status := p.jobEnded(id, 30*time.Second)
+	if state != "failed" || !strings.Contains(status, "partial (exit code 7)") {
+		t.Errorf("job: %s, %q", state, status)
+	}
+	summary := eval[string](p, fmt.Sprintf(`document.querySelector('#job-%d .job-result').innerText`, id))
+	if !strings.Contains(summary, "2 cards: 1 written and verified, 1 failed") {
+		t.Errorf("summary: %s", summary)
+	}
+	p.screenshot("failure")
+	sameAsImage(t, good.path, img)
+	got, err := os.ReadFile(gone.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[:1<<20], make([]byte, 1<<20)) {
+		t.Errorf("%s: its first transfer is not zeroed", gone.path)
+	}
+	s.events(id)
+}
+
+// TestStopWrite: the Stop button stops a write as one SIGTERM stops the
+// command: after the command in flight, synced, exit 130, the card's
+// first transfer left zeroed, and the advice to run the write again.
+func TestStopWrite(t *testing.T) {
+	b := newBrowser(t)
+	dir := t.TempDir()
+	img := osimage.Generate(8<<20, 3)
+	imgPath := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := simCard(dir, "slow.img", "size=16MiB&speed=1MB/s")
+	if err := os.WriteFile(c.path, bytes.Repeat([]byte{0x5a}, 16<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, c.target)
+	p := b.open(s.url)
+	p.chooseCards(c.target)
+	p.typeIn("#image-path", imgPath)
+	p.click("#do-write")
+	p.answerYes(c.name())
+	id := p.newestJob()
+	p.waitFor(`[...document.querySelectorAll('#jobs .card progress')].some(b => b.value >= 2*1024*1024)`, 30*time.Second)
+	p.click(fmt.Sprintf("#job-%d .job-stop", id))
+	state, status := p.jobEnded(id, 60*time.Second)
+	if state != "failed" || !strings.Contains(status, "cancelled (exit code 130)") {
+		t.Errorf("job: %s, %q", state, status)
+	}
+	result := eval[string](p, fmt.Sprintf(`document.querySelector('#job-%d .job-result').innerText`, id))
+	if !strings.Contains(result, "run the write again") {
+		t.Errorf("result: %s", result)
+	}
+	got, err := os.ReadFile(c.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[:1<<20], make([]byte, 1<<20)) || bytes.Equal(got[:len(img)], img) {
+		t.Errorf("the stopped card's first transfer is not zeroed, or it holds the whole image")
+	}
+	s.events(id)
+}

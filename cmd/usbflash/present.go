@@ -194,6 +194,8 @@ func (p *sessionPresenter) Observe(e session.Event) {
 			p.rep.Event(&jsonevents.PhaseEvent{Phase: jsonevents.Phase(e.Phase)}, "")
 		}
 		p.bars[e.Cards[0].Card].Update(e)
+	case session.Checksum:
+		presentCard(p.rep, e)
 	case session.CardDone:
 		if b := p.bars[e.Outcome.Target]; b != nil && p.watch {
 			b.Done()

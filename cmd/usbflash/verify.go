@@ -128,6 +128,8 @@ func presentCard(rep termui.Reporter, e session.Event) {
 		rep.Event(noteWithAdvice(e.Message, e.Notice))
 	case session.Progress:
 		rep.Progress(progressOf(e))
+	case session.Checksum:
+		rep.Event(&jsonevents.Checksum{State: e.State, From: e.From, SignedBy: e.SignedBy, Target: e.Card}, "")
 	}
 }
 

@@ -33,6 +33,9 @@ type download struct {
 	// catalog's extract_sha256 beside its image_download_sha256, or a
 	// catalog entry's sums beside the signed list a keyring asked for.
 	also []sumCheck
+	// signedBy is the key whose good signature the list carries; "":
+	// none was checked.
+	signedBy string
 
 	// file is the input's sum, for a file hashed on its own goroutine
 	// (done closes when it is known); a stream's is taken at the end.
@@ -116,6 +119,9 @@ func findDownload(cfg Config, readBeside image.ReadFunc, entry *catalog.Entry) (
 		// The entry's sums are the ones it was chosen by: they hold too.
 		d.also = append([]sumCheck{{want: fromCatalog.want, from: fromCatalog.from, decoded: fromCatalog.decodedOnly}}, fromCatalog.also...)
 	}
+	if found.SignedBy != nil {
+		d.signedBy = found.SignedBy.String()
+	}
 	switch {
 	case found.SignedBy != nil && found.SignatureFile != "":
 		notes = append(notes, found.SignatureFile+" is a good signature of "+found.Path+" by "+found.SignedBy.String())
@@ -190,6 +196,7 @@ func (d *download) the() string {
 func (s *session) startDownload(ctx context.Context, d *download, src *image.Source, as string) {
 	s.download = d
 	if d == nil {
+		s.emit(Checksum{State: ChecksumNone})
 		return
 	}
 	if !src.Stream() && d.hashesFile() {
@@ -204,6 +211,7 @@ func (s *session) startDownload(ctx context.Context, d *download, src *image.Sou
 		what = "the image in " + what
 	}
 	s.emit(Note{Message: "Checking " + what + " against " + d.the() + " " + as})
+	s.emit(Checksum{State: ChecksumChecking, From: d.from, SignedBy: d.signedBy})
 }
 
 // checkDownload compares the image with the sum, once src was read to its

@@ -185,15 +185,19 @@ func writeStream(t *testing.T, imageRef string, stdin *os.File, card, sum string
 
 // noteLog keeps the notes of a session, whose goroutines report.
 type noteLog struct {
-	mu    sync.Mutex
-	notes []string
+	mu        sync.Mutex
+	notes     []string
+	checksums []Checksum
 }
 
 func (l *noteLog) Observe(e Event) {
-	if n, ok := e.(Note); ok {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.notes = append(l.notes, n.Message)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch e := e.(type) {
+	case Note:
+		l.notes = append(l.notes, e.Message)
+	case Checksum:
+		l.checksums = append(l.checksums, e)
 	}
 }
 

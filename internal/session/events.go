@@ -115,6 +115,27 @@ const (
 	BoundWrite    = "write"
 )
 
+// Checksum says what the image is checked against before its first
+// transfer is written: nothing (ChecksumNone: no sum given, none beside
+// the image), a sum it is checked against as it is written
+// (ChecksumChecking), and then that it matched (ChecksumMatched, as the
+// cards Card names are written). From names the sum (a list beside the
+// image, a catalog's entry, the one given); SignedBy is the key whose good
+// signature the list carries, "" when none was checked.
+type Checksum struct {
+	Card     string
+	State    string
+	From     string
+	SignedBy string
+}
+
+// States of Checksum.
+const (
+	ChecksumNone     = "none"
+	ChecksumChecking = "checking"
+	ChecksumMatched  = "matched"
+)
+
 // Readers says how many readers a station (Watch) holds open, when the
 // number changes.
 type Readers struct {
@@ -159,3 +180,4 @@ func (WriteStarted) SessionEvent()   {}
 func (Progress) SessionEvent()       {}
 func (CardDone) SessionEvent()       {}
 func (Readers) SessionEvent()        {}
+func (Checksum) SessionEvent()       {}

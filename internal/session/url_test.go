@@ -255,6 +255,17 @@ func TestRunURLSignature(t *testing.T) {
 				if err != nil || !bytes.Equal(got[:len(img)], img) || !strings.Contains(notes, tc.matched) {
 					t.Fatalf("write: %v\nnotes:\n%s\nwant the image written and a note saying %q", err, notes, tc.matched)
 				}
+				// The same, typed: checked against the list, signed by
+				// the key, then matched before the card's first transfer.
+				from := ts.URL + "/SHA256SUMS"
+				signer := "Test <t@example.invalid> (key "
+				if len(log.checksums) > 0 && strings.HasPrefix(log.checksums[0].SignedBy, signer) {
+					signer = log.checksums[0].SignedBy // the key made for the test
+				}
+				want := []Checksum{{State: ChecksumChecking, From: from, SignedBy: signer}, {Card: "sim:" + card, State: ChecksumMatched, From: from, SignedBy: signer}}
+				if !slices.Equal(log.checksums, want) {
+					t.Errorf("checksum events %+v, want %+v", log.checksums, want)
+				}
 				return
 			}
 			if !errors.Is(err, image.ErrBadSignature) || failure.Of(err) != failure.Image {

@@ -69,6 +69,7 @@ func (s *session) writeCards(ctx context.Context, src *image.Source, plan *write
 			matched, err := s.checkDownload(ctx, src)
 			if matched != "" {
 				s.emit(Note{Card: names[0], Message: matched})
+				s.emit(Checksum{Card: names[0], State: ChecksumMatched, From: s.download.from, SignedBy: s.download.signedBy})
 			}
 			return s.dropDamagedEntry(err)
 		}}

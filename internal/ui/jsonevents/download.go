@@ -19,3 +19,20 @@ type Download struct {
 }
 
 func (*Download) Name() Name { return NameDownload }
+
+// NameChecksum: what the image is checked against, and that it matched.
+const NameChecksum Name = "checksum"
+
+// Checksum says what a write checks its image against before the first
+// transfer: State "none" (nothing to check against), "checking" (From's
+// sum, as it is written) or "matched" (for Target's write); SignedBy is
+// the key whose good signature the sum's list carries.
+type Checksum struct {
+	Header
+	State    string `json:"state"`
+	From     string `json:"from,omitempty"`
+	SignedBy string `json:"signed_by,omitempty"`
+	Target   string `json:"target,omitempty"`
+}
+
+func (*Checksum) Name() Name { return NameChecksum }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/usbflash/usbflash/internal/testkit/osimage"
+
 	"github.com/usbflash/usbflash/internal/ui/eventsdoc"
 )
 
@@ -207,7 +209,14 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 	makeMap(t, blockMap, holey)
 	web := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(gz))))
 	defer web.Close()
+	boot, err := osimage.BootableAs(t.TempDir(), osimage.Layout{FAT: "12"}, 1<<20, 4<<20, 1<<20, osimage.RaspiosBoot, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bootable := writeFile(t, "boot.img", boot)
 	runs := [][]string{
+		// First-boot settings on several cards: what each received.
+		{"write", "--json", "--yes", "--hostname", "pi-{n}", bootable, "sim:" + card("cz1") + "?size=8MiB", "sim:" + card("cz2") + "?size=8MiB"},
 		// From a URL: the download beside the write, one card and two.
 		{"write", "--json", "--yes", "--transfer-size", "256KiB", web.URL + "/os.img.gz", "sim:" + card("u1") + "?size=4MiB"},
 		{"write", "--json", "--yes", web.URL + "/os.img.gz", "sim:" + card("u2") + "?size=4MiB", "sim:" + card("u3") + "?size=4MiB"},

@@ -1,0 +1,149 @@
+package browsertest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/usbflash/usbflash/internal/testkit/osimage"
+)
+
+// TestStation: a station of four sim readers, started by the page's
+// explicit choice (every card inserted is overwritten), writes the cards
+// that are in, then each card inserted while it runs (a sim: reader is
+// plugged in while its card file exists), a card removed and a new one
+// inserted in its slot too; the page counts them, lists the last results
+// and each slot's; Stop ends it; every card holds the image.
+func TestStation(t *testing.T) {
+	b := newBrowser(t)
+	dir := t.TempDir()
+	img := osimage.Generate(2<<20, 7)
+	imgPath := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var slots []card
+	var args []string
+	for i := 1; i <= 4; i++ {
+		c := simCard(dir, fmt.Sprintf("slot%d.img", i), "size=8MiB&speed=20MB/s&serial=CARD"+strconv.Itoa(i))
+		slots = append(slots, c)
+		args = append(args, c.target)
+	}
+	blankCard(t, slots[0].path, 8<<20)
+	blankCard(t, slots[1].path, 8<<20)
+	s := serve(t, args...)
+	p := b.open(s.url)
+	p.waitFor(`document.querySelectorAll('#slots tbody tr').length === 4`, 20*time.Second)
+	p.typeIn("#image-path", imgPath)
+	p.click("#do-station")
+	p.waitFor(`document.querySelector('#station-question').open`, 10*time.Second)
+	if q := eval[string](p, `document.querySelector('#station-question').innerText`); !strings.Contains(q, "overwritten without another question") {
+		t.Errorf("the station's question: %s", q)
+	}
+	p.click("#station-yes")
+	id := p.newestJob()
+	verified := func(c card) {
+		t.Helper()
+		if r := p.cardResult(id, c.name(), 60*time.Second); !strings.Contains(r, "Verified") {
+			t.Fatalf("%s: %s", c.name(), r)
+		}
+	}
+	count := func(n int) {
+		t.Helper()
+		p.waitFor(fmt.Sprintf(`document.querySelector('#job-%d .n-ok').textContent === '%d'`, id, n), 60*time.Second)
+	}
+	verified(slots[0])
+	verified(slots[1])
+	count(2)
+	// A card inserted into the third reader while the station runs.
+	blankCard(t, slots[2].path, 8<<20)
+	verified(slots[2])
+	count(3)
+	// The first card taken out, and another one put in its slot.
+	sameAsImage(t, slots[0].path, img)
+	if err := os.Remove(slots[0].path); err != nil {
+		t.Fatal(err)
+	}
+	p.do(chromedp.Sleep(2500 * time.Millisecond)) // the station looks every second
+	blankCard(t, slots[0].path, 8<<20)
+	count(4)
+	blankCard(t, slots[3].path, 8<<20)
+	verified(slots[3])
+	count(5)
+	rows := eval[int](p, fmt.Sprintf(`document.querySelectorAll('#job-%d .job-recent tbody tr').length`, id))
+	if rows != 5 {
+		t.Errorf("the last results list %d cards, want 5", rows)
+	}
+	p.screenshot("station")
+	p.click(fmt.Sprintf("#job-%d .job-stop", id))
+	state, status := p.jobEnded(id, 60*time.Second)
+	if state != "ok" || status != "Done" {
+		t.Errorf("the station ended %s: %q", state, status)
+	}
+	for _, c := range slots {
+		sameAsImage(t, c.path, img)
+	}
+	j := s.waitJob(id, 10*time.Second)
+	if j.Cards != 5 || j.Succeeded != 5 || j.Failed != 0 || *j.ExitCode != 0 {
+		t.Errorf("the station's job: %+v", j)
+	}
+	n := 0
+	for _, e := range s.events(id) {
+		if e["event"] == "card" {
+			n++
+		}
+	}
+	if n != 5 {
+		t.Errorf("%d card events, want 5", n)
+	}
+}
+
+// TestRejoin: a reload and a second tab rejoin a write under way and see
+// it go on; closing every page stops nothing: the write ends, verified,
+// and a page opened later shows how.
+func TestRejoin(t *testing.T) {
+	b := newBrowser(t)
+	dir := t.TempDir()
+	img := osimage.Generate(6<<20, 8)
+	imgPath := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := simCard(dir, "card.img", "size=16MiB&speed=2MB/s")
+	blankCard(t, c.path, 16<<20)
+	s := serve(t, c.target)
+	p := b.open(s.url)
+	p.chooseCards(c.target)
+	p.typeIn("#image-path", imgPath)
+	p.click("#do-write")
+	p.answerYes(c.name())
+	id := p.newestJob()
+	bar := fmt.Sprintf(`document.querySelector('#job-%d .card progress')`, id)
+	p.waitFor(bar+` && `+bar+`.value > 0`, 30*time.Second)
+	p.do(chromedp.Reload())
+	p.waitFor(`document.querySelector('#connection').textContent === 'Connected'`, 20*time.Second)
+	p.waitFor(bar+` && `+bar+`.value > 1024*1024`, 30*time.Second)
+	before := eval[float64](p, bar+`.value`)
+	second := b.open(s.url)
+	second.waitFor(bar+` && `+bar+`.value >= `+strconv.FormatFloat(before, 'f', 0, 64), 30*time.Second)
+	if j := s.jobs(); len(j) != 1 || !j[0].Running {
+		t.Fatalf("jobs after a reload and a second tab: %+v", j)
+	}
+	second.close()
+	p.close()
+	j := s.waitJob(id, 60*time.Second)
+	if *j.ExitCode != 0 || j.Cards != 1 || j.Succeeded != 1 {
+		t.Errorf("the write with no page open: %+v", j)
+	}
+	sameAsImage(t, c.path, img)
+	late := b.open(s.url)
+	if r := late.cardResult(id, c.name(), 20*time.Second); !strings.Contains(r, "Verified") {
+		t.Errorf("a page opened later: %s", r)
+	}
+}

@@ -160,9 +160,13 @@ type Job struct {
 	answers  chan bool
 	files    map[string]string
 	// A dropped file's pipe: the session reads stdinR as its standard
-	// input, the upload writes stdinW.
+	// input, the page's pieces are written to stdinW.
 	stdinR, stdinW *os.File
-	streamed       bool
+	stream         struct {
+		size, got  int64     // bytes of the file, and that came
+		busy, done bool      // a piece is under way; the file came whole or failed
+		last       time.Time // when the last piece came
+	}
 	// What the card events said: counts, the last ones, and each slot's
 	// last.
 	cards, succeeded, failed int
@@ -353,7 +357,7 @@ func (j *Job) state() JobState {
 	st := JobState{ID: j.ID, Kind: j.Kind, Title: j.Title, Started: j.Started, Running: !j.done, Stopping: j.stopping && !j.done,
 		Question: j.question, Cards: j.cards, Succeeded: j.succeeded, Failed: j.failed,
 		Recent: slices.Clone(j.recent), Slots: map[string]json.RawMessage{}, Writing: []string{},
-		AwaitsStream: j.stdinW != nil && !j.streamed && !j.done}
+		AwaitsStream: j.stdinW != nil && j.stream.got == 0 && !j.done}
 	if st.Recent == nil {
 		st.Recent = []json.RawMessage{}
 	}
@@ -410,6 +414,8 @@ func (s *Server) newJob(req Request) (*Job, error) {
 			return nil, fmt.Errorf("a pipe for the dropped file: %w", err)
 		}
 		j.stdinR, j.stdinW = r, w
+		j.stream.size, j.stream.last = req.Image.Stream.Size, time.Now()
+		go j.watchStream()
 	}
 	s.listing.Lock()
 	s.mu.Lock()
@@ -464,6 +470,7 @@ func (j *Job) finish() {
 	}
 	if j.stdinR != nil {
 		j.stdinR.Close()
+		j.stdinW.Close()
 	}
 	j.done, j.finished = true, time.Now().UTC()
 	if j.exitName == "" {
@@ -537,39 +544,100 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	reply(w, map[string]bool{"stopping": true})
 }
 
-// streamImage takes a dropped file's bytes and hands them to the session
-// as they come: nothing is stored. A transfer cut short fails the read
+// streamIdle is how long a dropped file's next piece may be awaited while
+// no piece is under way: longer, and the page that sends it went away.
+const streamIdle = time.Minute
+
+// streamImage takes a piece of a dropped file (the bytes from offset on;
+// end=1: the last) and hands it to the session as it reads it: nothing is
+// stored, and the page sends the next piece once this one was taken. A
+// piece out of order, a file cut short or a page gone fails the read
 // (never an early end of the image) and stops the job.
 func (s *Server) streamImage(w http.ResponseWriter, r *http.Request) {
 	j := s.job(w, r)
 	if j == nil {
 		return
 	}
+	offset, err := strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)
+	last := r.URL.Query().Get("end") == "1"
 	j.mu.Lock()
-	pw := j.stdinW
-	taken := j.streamed
-	j.streamed = true
+	pw, ok := j.stdinW, j.stdinW != nil && !j.stream.done && !j.stream.busy && err == nil && offset == j.stream.got
+	if ok {
+		j.stream.busy = true
+	}
+	got := j.stream.got
 	j.mu.Unlock()
-	if pw == nil || taken {
-		refuse(w, http.StatusConflict, fmt.Sprintf("job %d takes no dropped file, or has it already", j.ID))
+	if !ok {
+		refuse(w, http.StatusConflict, fmt.Sprintf("job %d takes no dropped file here: it has %d bytes of it and takes the next piece from there, one at a time", j.ID, got))
 		return
 	}
 	s.notify()
 	n, err := io.Copy(pw, r.Body)
-	if err == nil && r.ContentLength >= 0 && n != r.ContentLength {
-		err = fmt.Errorf("%d of %d bytes came", n, r.ContentLength)
-	}
-	if err != nil {
-		// The session must not take the bytes that came for the whole
-		// image: its read fails, and the job stops.
-		j.cancel()
-		_ = j.stdinR.SetReadDeadline(time.Now())
+	j.mu.Lock()
+	j.stream.got += n
+	j.stream.busy, j.stream.last = false, time.Now()
+	got = j.stream.got
+	j.mu.Unlock()
+	switch {
+	case err != nil:
+		j.failStream(fmt.Sprintf("the dropped file stopped coming after %d of %d bytes: %v", got, j.stream.size, err))
+	case last && got != j.stream.size:
+		j.failStream(fmt.Sprintf("the dropped file ended after %d of its %d bytes", got, j.stream.size))
+	case last:
+		j.mu.Lock()
+		j.stream.done = true
+		j.mu.Unlock()
 		pw.Close()
-		refuse(w, http.StatusBadRequest, "the dropped file did not arrive whole: "+err.Error())
+	}
+	if err != nil || last && got != j.stream.size {
+		refuse(w, http.StatusBadRequest, "the dropped file did not arrive whole")
 		return
 	}
-	pw.Close()
-	reply(w, map[string]int64{"bytes": n})
+	reply(w, map[string]int64{"bytes": got})
+}
+
+// failStream stops a job whose dropped file did not come whole: its read
+// fails, so the bytes that came are not taken for the whole image.
+func (j *Job) failStream(why string) {
+	j.mu.Lock()
+	if j.stream.done {
+		j.mu.Unlock()
+		return
+	}
+	j.stream.done = true
+	j.mu.Unlock()
+	fmt.Fprintf(j, "%s\n", mustJSON(map[string]string{"event": "note", "time": time.Now().UTC().Format(time.RFC3339Nano), "message": why}))
+	j.cancel()
+	// The read fails now; the pipe is not closed, which would end the
+	// image where it was cut (finish closes it).
+	_ = j.stdinR.SetReadDeadline(time.Now())
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// watchStream fails a dropped file whose page went away: no piece under
+// way, none for streamIdle.
+func (j *Job) watchStream() {
+	tick := time.NewTicker(streamIdle / 10)
+	defer tick.Stop()
+	for {
+		select {
+		case <-j.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		j.mu.Lock()
+		idle := !j.stream.done && !j.stream.busy && time.Since(j.stream.last) > streamIdle
+		got, size := j.stream.got, j.stream.size
+		j.mu.Unlock()
+		if idle {
+			j.failStream(fmt.Sprintf("the page sending the dropped file went away: %d of its %d bytes came", got, size))
+			return
+		}
+	}
 }
 
 // jobEvents streams a job's events as Server-Sent Events, each one the

@@ -10,6 +10,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -89,6 +90,7 @@ type Server struct {
 	slotsErr string
 	viewers  int // pages connected to /api/events
 	changed  chan struct{}
+	seq      int64      // changes so far
 	listing  sync.Mutex // held by a listing, and by a job while it starts
 	wg       sync.WaitGroup
 	entries  []catalog.Entry
@@ -246,6 +248,7 @@ func (s *Server) notify() {
 }
 
 func (s *Server) notifyLocked() {
+	s.seq++
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
@@ -262,13 +265,16 @@ type State struct {
 	Catalog   bool       `json:"catalog"`
 	Listing   bool       `json:"listing"` // slots are listed now (no session runs)
 	Now       time.Time  `json:"now"`
+	// Seq grows with every change: a page shows no state older than
+	// the one it shows.
+	Seq int64 `json:"seq"`
 }
 
 func (s *Server) state() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := State{Version: s.opts.Version, Slots: s.slots, SlotsNote: s.slotsErr, Catalog: s.opts.Catalog != nil,
-		Listing: s.running == 0, Now: time.Now().UTC()}
+		Listing: s.running == 0, Now: time.Now().UTC(), Seq: s.seq}
 	if st.Slots == nil {
 		st.Slots = []Slot{}
 	}
@@ -314,11 +320,13 @@ func (s *Server) stateEvents(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		changed := s.changed
 		s.mu.Unlock()
-		b, _ := json.Marshal(s.state())
-		if !jsonEqualButNow(b, last) {
+		st := s.state()
+		b, _ := json.Marshal(st)
+		st.Now, st.Seq = time.Time{}, 0
+		if key, _ := json.Marshal(st); !bytes.Equal(key, last) {
 			fmt.Fprintf(w, "event: state\ndata: %s\n\n", b)
 			flusher.Flush()
-			last = b
+			last = key
 		}
 		if !await(r.Context(), w, flusher, changed, keepAlive) {
 			return
@@ -340,20 +348,6 @@ func await(ctx context.Context, w io.Writer, f http.Flusher, changed <-chan stru
 			f.Flush()
 		}
 	}
-}
-
-// jsonEqualButNow compares two states but for their "now".
-func jsonEqualButNow(a, b []byte) bool {
-	cut := func(x []byte) string {
-		s := string(x)
-		if i := strings.Index(s, `"now":`); i >= 0 {
-			if j := strings.Index(s[i:], `",`); j >= 0 {
-				return s[:i] + s[i+j+2:]
-			}
-		}
-		return s
-	}
-	return b != nil && cut(a) == cut(b)
 }
 
 func sseHeaders(w http.ResponseWriter) {

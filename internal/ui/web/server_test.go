@@ -319,3 +319,39 @@ func TestCompact(t *testing.T) {
 		t.Errorf("the last event kept is %d", last.seq)
 	}
 }
+
+// TestStream: a dropped file's pieces reach the session's standard input
+// in order; a piece out of order is refused; a file that ends short fails
+// the session's read instead of ending the image early.
+func TestStream(t *testing.T) {
+	reads := make(chan string, 1)
+	ts := newTestServer(t, func(_ context.Context, j *Job, _ Request) {
+		b, err := io.ReadAll(j.Stdin())
+		reads <- fmt.Sprintf("%q %v", b, err)
+	})
+	for _, tc := range []struct {
+		name   string
+		pieces []string // query, body
+		want   string
+	}{
+		{"whole", []string{"offset=0&end=0", "abc", "offset=3&end=1", "defg"}, `"abcdefg" <nil>`},
+		{"short", []string{"offset=0&end=0", "abc", "offset=3&end=1", "de"}, `read |0: i/o timeout`},
+	} {
+		code, body := ts.post(t, "/api/jobs", `{"kind":"write","image":{"stream":{"name":"os.img","size":7}},"targets":["sim:a.img"]}`, nil)
+		if code != http.StatusAccepted {
+			t.Fatal(body)
+		}
+		var started struct{ ID int }
+		json.Unmarshal([]byte(body), &started)
+		path := fmt.Sprintf("/api/jobs/%d/image?", started.ID)
+		if code, body := ts.post(t, path+"offset=5&end=0", "x", nil); code != http.StatusConflict || !strings.Contains(body, "has 0 bytes of it") {
+			t.Errorf("%s: a piece out of order: %d %s", tc.name, code, body)
+		}
+		for i := 0; i < len(tc.pieces); i += 2 {
+			ts.post(t, path+tc.pieces[i], tc.pieces[i+1], nil)
+		}
+		if got := <-reads; !strings.HasSuffix(got, tc.want) {
+			t.Errorf("%s: the session read %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

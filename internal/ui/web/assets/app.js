@@ -54,9 +54,15 @@ function el(tag, attrs = {}, ...children) {
 let slots = [];
 const chosen = new Set();
 
+let shownSlots = '';
+
 function renderSlots(state) {
+  $('#slots-note').textContent = state.slots_note || (state.slots.length ? '' : 'No readers found.');
+  // Drawn again only when they changed: a box keeps its focus.
+  const now = JSON.stringify(state.slots);
+  if (now === shownSlots) return;
+  shownSlots = now;
   slots = state.slots;
-  $('#slots-note').textContent = state.slots_note || (slots.length ? '' : 'No readers found.');
   const body = $('#slots tbody');
   const focused = document.activeElement && document.activeElement.dataset.target;
   body.replaceChildren();
@@ -227,12 +233,21 @@ async function start(kind, extra = {}) {
     }
     const { id } = await post('/api/jobs', req);
     if (req.image && req.image.stream) {
-      // The file's bytes go as the session reads them: nothing is stored.
-      post(`/api/jobs/${id}/image`, streamFile, true).catch((e) => formError(`The dropped file: ${e.message}`));
+      upload(id, streamFile).catch((e) => formError(`The dropped file: ${e.message}`));
     }
-    await refreshState();
   } catch (e) {
     formError(e.message);
+  }
+}
+
+// upload sends a dropped file as the session reads it, a piece at a time,
+// each once the one before was taken: nothing is stored on the way.
+async function upload(id, file) {
+  const piece = 1 << 20;
+  for (let off = 0; off < file.size; off += piece) {
+    const end = Math.min(off + piece, file.size);
+    const bytes = await file.slice(off, end).arrayBuffer();
+    await post(`/api/jobs/${id}/image?offset=${off}&end=${end === file.size ? 1 : 0}`, bytes, true);
   }
 }
 
@@ -448,7 +463,18 @@ class JobView {
         this.phase = ev.phase;
         break;
       case 'progress':
-        if (this.single) this.progress(this.single, ev.phase, ev.done, ev.total, false, ev.time, ev.rate);
+        if (!this.single) break;
+        if (ev.unit) {
+          // A bench measures points, not bytes.
+          const c = this.card(this.single);
+          $('.card-phase', c.root).textContent = ev.phase;
+          const bar = $('progress', c.root);
+          bar.max = Math.max(ev.total, 1);
+          bar.value = ev.done;
+          $('.card-bytes', c.root).textContent = `${ev.done} of ${ev.total} ${ev.unit}`;
+          break;
+        }
+        this.progress(this.single, ev.phase, ev.done, ev.total, false, ev.time, ev.rate);
         break;
       case 'card_progress':
         this.progress(ev.target, ev.phase, ev.done, ev.total, ev.failed, ev.time);
@@ -549,16 +575,17 @@ function renderJobs(state) {
 
 // ---- State ---------------------------------------------------------------
 
+let shownSeq = -1;
+
 function render(state) {
+  // A state older than the one shown would undo it: a question asked
+  // meanwhile would close.
+  if (state.seq < shownSeq) return;
+  shownSeq = state.seq;
   $('#version').textContent = state.version ? `version ${state.version}` : '';
   renderSlots(state);
   renderJobs(state);
   $('#source-os').disabled = !state.catalog;
-}
-
-async function refreshState() {
-  const r = await fetch('/api/state');
-  if (r.ok) render(await r.json());
 }
 
 function connect() {

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -99,6 +101,7 @@ type server struct {
 	url    string // the address it printed, with the token
 	base   string // http://host:port
 	token  string
+	out    *syncBuffer // its standard output, line by line
 	stderr *syncBuffer
 	done   chan struct{}
 	exit   error
@@ -128,7 +131,7 @@ var openLine = regexp.MustCompile(`^usbflash serve: open (http://(\S+?)/#token=(
 // and checks it exits 0.
 func serve(t *testing.T, args ...string) *server {
 	t.Helper()
-	s := &server{t: t, stderr: &syncBuffer{}, done: make(chan struct{})}
+	s := &server{t: t, out: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(binary(t), append([]string{"serve"}, args...)...)
 	s.cmd.Stderr = s.stderr
 	out, err := s.cmd.StdoutPipe()
@@ -145,7 +148,7 @@ func serve(t *testing.T, args ...string) *server {
 			if m := openLine.FindStringSubmatch(lines.Text()); m != nil {
 				found <- m
 			}
-			t.Logf("serve: %s", lines.Text())
+			fmt.Fprintln(s.out, lines.Text())
 		}
 		close(found)
 	}()
@@ -166,6 +169,18 @@ func serve(t *testing.T, args ...string) *server {
 	}
 	t.Cleanup(s.stop)
 	return s
+}
+
+// stdout is what the server printed on its standard output, once it
+// printed more than its address (or after 5 s).
+func (s *server) stdout() string {
+	for range 50 {
+		if strings.Count(s.out.String(), "\n") > 1 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return s.out.String()
 }
 
 // stop ends the server with one SIGTERM, as a service manager stops it.
@@ -342,6 +357,7 @@ type page struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	errors []string
+	seen   int // the newest job newestJob returned
 }
 
 // open opens url in a new tab of b, and records the page's exceptions:
@@ -414,10 +430,36 @@ func (p *page) waitFor(js string, within time.Duration) {
 	}
 }
 
-// click clicks the element sel (CSS) as a person does.
+// click clicks the element sel (CSS) as a person does; an element drawn
+// again between finding and clicking it is found again.
 func (p *page) click(sel string) {
 	p.t.Helper()
-	p.do(chromedp.Click(chromedp.CSS(sel)))
+	var err error
+	for range 3 {
+		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+	}
+	if err != nil {
+		p.t.Fatalf("page: clicking %s: %v", sel, err)
+	}
+}
+
+// dropFile drags the file at path from the desktop and drops it on the
+// element sel, as a person does.
+func (p *page) dropFile(sel, path string) {
+	p.t.Helper()
+	box := eval[[]float64](p, fmt.Sprintf(`(() => { const e = document.querySelector(%s); e.scrollIntoView(); const r = e.getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2] })()`, jsString(sel)))
+	data := &input.DragData{Items: []*input.DragDataItem{}, Files: []string{path}, DragOperationsMask: 1}
+	for _, typ := range []input.DispatchDragEventType{input.DispatchDragEventTypeDragEnter, input.DispatchDragEventTypeDragOver, input.DispatchDragEventTypeDrop} {
+		p.do(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, input.DispatchDragEvent, input.DispatchDragEventParams{Type: typ, X: box[0], Y: box[1], Data: data})
+			return err
+		}))
+	}
 }
 
 // typeIn types text into the field sel.
@@ -481,13 +523,13 @@ func (p *page) jobEnded(job int, within time.Duration) (string, string) {
 		eval[string](p, fmt.Sprintf(`document.querySelector('#job-%d .job-status').textContent`, job))
 }
 
-// newestJob is the id of the newest job the page shows.
+// newestJob waits for a job newer than the last one it returned, and
+// returns its id.
 func (p *page) newestJob() int {
 	p.t.Helper()
-	p.waitFor(`!!document.querySelector('#jobs .job')`, 20*time.Second)
-	var id int
-	fmt.Sscanf(eval[string](p, `document.querySelector('#jobs .job').id`), "job-%d", &id)
-	return id
+	p.waitFor(fmt.Sprintf(`(() => { const j = document.querySelector('#jobs .job'); return !!j && Number(j.id.slice(4)) > %d })()`, p.seen), 20*time.Second)
+	fmt.Sscanf(eval[string](p, `document.querySelector('#jobs .job').id`), "job-%d", &p.seen)
+	return p.seen
 }
 
 // screenshot saves the page as docs' name.png when USBFLASH_SCREENSHOTS

@@ -154,9 +154,10 @@ func TestCatalogCustomised(t *testing.T) {
 	s.events(id)
 }
 
-// TestDroppedFile: a file from the browser (the page's file input, as a
-// drop gives it) is streamed to the session as it is written, never
-// stored, and the card holds it.
+// TestDroppedFile: a file dragged from the desktop and dropped on the page
+// is streamed to the session as it is written, a piece at a time, never
+// stored, and the card holds it; one chosen with the page's file input
+// too.
 func TestDroppedFile(t *testing.T) {
 	b := newBrowser(t)
 	dir := t.TempDir()
@@ -171,19 +172,26 @@ func TestDroppedFile(t *testing.T) {
 	p := b.open(s.url)
 	p.chooseCards(c.target)
 	p.click(`input[name=source][value=stream]`)
-	p.do(chromedp.SetUploadFiles(chromedp.CSS("#image-file"), []string{imgPath}))
-	p.waitFor(`document.querySelector('#stream-chosen').textContent.startsWith('dropped.img')`, 10*time.Second)
-	p.click("#do-write")
-	p.answerYes(c.name())
-	id := p.newestJob()
-	if r := p.cardResult(id, c.name(), 60*time.Second); !strings.Contains(r, "Verified") {
-		t.Errorf("%s: %s", c.name(), r)
-	}
-	p.jobEnded(id, 30*time.Second)
-	sameAsImage(t, c.path, img)
-	for _, e := range s.events(id) {
-		if e["event"] == "start" && e["image"] != "-" {
-			t.Errorf("the session read %v, not the stream", e["image"])
+	for _, how := range []string{"dropped", "chosen"} {
+		blankCard(t, c.path, 16<<20)
+		if how == "dropped" {
+			p.dropFile("#drop", imgPath)
+		} else {
+			p.do(chromedp.SetUploadFiles(chromedp.CSS("#image-file"), []string{imgPath}))
+		}
+		p.waitFor(`document.querySelector('#stream-chosen').textContent.startsWith('dropped.img')`, 10*time.Second)
+		p.click("#do-write")
+		p.answerYes(c.name())
+		id := p.newestJob()
+		if r := p.cardResult(id, c.name(), 60*time.Second); !strings.Contains(r, "Verified") {
+			t.Errorf("%s: %s: %s", how, c.name(), r)
+		}
+		p.jobEnded(id, 30*time.Second)
+		sameAsImage(t, c.path, img)
+		for _, e := range s.events(id) {
+			if e["event"] == "start" && e["image"] != "-" {
+				t.Errorf("%s: the session read %v, not the stream", how, e["image"])
+			}
 		}
 	}
 }

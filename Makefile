@@ -31,7 +31,7 @@ STATICCHECK := $(GO) tool staticcheck
 
 .PHONY: all deps libusb-deps test-deps build build-libusb build-libusb-dl demo demo-image test lint fuzz bench bench-customize bench-url e2e e2e-libusb e2e-libusb-dl bench-e2e profile-slowhost clean \
 	cross-deps cross cross-linux cross-usbdl cross-nousb test-arm64 test-arm test-riscv64 test-386 e2e-arm64 bench-e2e-arm64 bench-slowhost \
-	bench-slowhost-arm64 bench-slowhost-ab dist dist-repro dist-check test-windows
+	bench-slowhost-arm64 bench-slowhost-ab dist dist-repro dist-check test-windows browser-deps test-browser screenshots
 
 all: build
 
@@ -115,6 +115,25 @@ ifneq ($(NOUSB),1)
 	CGO_ENABLED=1 $(GO) vet -tags "e2e libusb" ./...
 	CGO_ENABLED=1 $(STATICCHECK) -tags "e2e libusb" ./...
 endif
+
+# The page (usbflash serve) driven in a real Chromium, headless, against
+# simulated readers (internal/ui/web/browsertest): make test runs them too,
+# and they skip without a Chromium unless CI is set or
+# USBFLASH_BROWSER_REQUIRE=1; here they must run. Debian's chromium is
+# installed like libusb's headers.
+browser-deps:
+	@.ci/apt-install "the page's browser tests (make test-browser, make screenshots)" chromium
+
+test-browser: build browser-deps
+	USBFLASH_BIN=$(CURDIR)/$(BIN) USBFLASH_BROWSER_REQUIRE=1 \
+	  $(GO) test -count=1 -timeout 15m ./internal/ui/web/browsertest/
+
+# The page's screenshots in docs/screenshots (one card, a station of four
+# slots, a failure), made by the browser tests that reach those states, so
+# they show what the page shows.
+screenshots: build browser-deps
+	USBFLASH_BIN=$(CURDIR)/$(BIN) USBFLASH_BROWSER_REQUIRE=1 USBFLASH_SCREENSHOTS=$(CURDIR)/docs/screenshots \
+	  $(GO) test -count=1 -timeout 15m -run 'TestWriteFromURL$$|TestStation$$|TestUnplugMidWrite$$' ./internal/ui/web/browsertest/
 
 # Short runs of every fuzz target (go test allows one target per run).
 fuzz: deps
@@ -285,7 +304,7 @@ test-windows:
 # each archive at a tenth of the points between their first and last 80
 # cuts, which they always make. make test-riscv64 took 311 s on a 2-core
 # machine at load 5-7 (docs/development.md).
-EMU_TEST_PKGS = $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/ -e /usbms/libusbdl)
+EMU_TEST_PKGS = $(shell $(GO) list ./... | grep -v -e /e2e -e /cmd/ -e /usbms/libusbdl -e /browsertest)
 EMU_TEST = CGO_ENABLED=0 GOOS=linux $(GO) test -short -count=1 -timeout 30m
 test-arm64: cross-deps
 	USBFLASH_TEST_EXEC=qemu-aarch64-static GOARCH=arm64 $(EMU_TEST) -exec qemu-aarch64-static $(EMU_TEST_PKGS)

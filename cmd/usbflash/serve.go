@@ -204,16 +204,16 @@ func (a *app) serveSlots(sims []drive.Spec) func(context.Context) ([]web.Slot, e
 			var out []web.Slot
 			for _, t := range sims {
 				if _, err := os.Stat(t.Path); err != nil {
-					out = append(out, web.Slot{Target: t.Raw, Reader: "sim:" + t.Path + " (unplugged: no card file)"})
+					out = append(out, web.Slot{Target: t.Raw, Name: "sim:" + t.Path, Reader: "unplugged (no card file)"})
 					continue
 				}
 				d, err := drive.Open(ctx, t, drive.Options{ReadOnly: true, AllowNoMedium: true, Readers: readers})
 				if err != nil {
-					out = append(out, web.Slot{Target: t.Raw, Reader: "sim:" + t.Path, Error: factsAndAdvice(err)})
+					out = append(out, web.Slot{Target: t.Raw, Name: "sim:" + t.Path, Reader: "simulated reader", Error: factsAndAdvice(err)})
 					continue
 				}
 				s := web.SlotOfTarget(readerinfo.DescribeTarget(d, readerWords()))
-				s.Target = t.Raw
+				s.Target, s.Name = t.Raw, d.Name
 				d.Close()
 				out = append(out, s)
 			}

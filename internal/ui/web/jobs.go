@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,12 +120,25 @@ func (r Request) title() string {
 	case KindWrite:
 		return fmt.Sprintf("Write %s to %s", img, joinNames(r.Targets))
 	case KindVerify:
-		return fmt.Sprintf("Verify %s against %s", r.Targets[0], img)
+		return fmt.Sprintf("Verify %s against %s", shortName(r.Targets[0]), img)
 	}
-	return fmt.Sprintf("%s %s", r.Kind, r.Targets[0])
+	return fmt.Sprintf("%s %s", r.Kind, shortName(r.Targets[0]))
 }
 
-func joinNames(names []string) string {
+// shortName is a target as a title names it: a sim: card without the
+// simulator's options.
+func shortName(target string) string {
+	if name, _, ok := strings.Cut(target, "?"); ok && strings.HasPrefix(target, "sim:") {
+		return name
+	}
+	return target
+}
+
+func joinNames(targets []string) string {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = shortName(t)
+	}
 	switch len(names) {
 	case 1:
 		return names[0]

@@ -11,6 +11,9 @@ import (
 // writes to it, the reader it is in, and what it holds.
 type Slot struct {
 	Target string `json:"target"`
+	// Name is the card as the sessions' events and question name it
+	// (a sim: target without its options); "": Target.
+	Name   string `json:"name,omitempty"`
 	Reader string `json:"reader"`
 	// Medium: a card is in it; Bytes its size.
 	Medium         bool   `json:"medium"`

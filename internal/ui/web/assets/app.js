@@ -77,7 +77,9 @@ function renderSlots(state) {
     if (s.write_protected) holds += ', write-protected';
     if (s.in_use) holds += `, in use: ${s.in_use}`;
     if (s.error) holds = s.error;
-    body.append(el('tr', {}, el('td', {}, box), el('td', { text: s.target }), el('td', { text: s.reader }),
+    const name = s.name || s.target;
+    box.setAttribute('aria-label', `Use ${name}`);
+    body.append(el('tr', {}, el('td', {}, box), el('td', { class: 'target', text: name }), el('td', { text: s.reader }),
       el('td', { class: s.error || s.write_protected || s.in_use ? 'bad' : '', text: holds })));
     if (focused === s.target) box.focus();
   }
@@ -204,7 +206,8 @@ function renderPreview() {
   const h = $('#c-hostname').value.trim();
   const cards = [...chosen];
   if (!h.includes('{n}') || !cards.length) { $('#custom-preview').textContent = ''; return; }
-  $('#custom-preview').textContent = 'Hostnames: ' + cards.map((t, i) => `${h.replaceAll('{n}', String(i + 1))} on ${t}`).join(', ');
+  const names = slots.filter((s) => chosen.has(s.target)).map((s) => s.name || s.target);
+  $('#custom-preview').textContent = 'Hostnames: ' + names.map((t, i) => `${h.replaceAll('{n}', String(i + 1))} on ${t}`).join(', ');
 }
 $('#c-hostname').addEventListener('input', renderPreview);
 $('#custom-form').addEventListener('submit', (ev) => ev.preventDefault());
@@ -259,7 +262,7 @@ $('#do-station').addEventListener('click', () => {
   formError('');
   try { image(); } catch (e) { formError(e.message); return; }
   const list = $('#station-readers');
-  list.replaceChildren(...slots.map((s) => el('li', { text: `${s.target} (${s.reader})` })));
+  list.replaceChildren(...slots.map((s) => el('li', { text: `${s.name || s.target} (${s.reader})` })));
   $('#station-question').showModal();
   $('#station-no').focus();
 });
@@ -386,7 +389,12 @@ class JobView {
   // phase (from the events' times).
   progress(name, phase, done, total, failed, time, rate) {
     const c = this.card(name);
-    if (c.done && !failed && phase === 'write' && done < c.last) {
+    if (failed) {
+      // Its bytes stay where it stopped; its card event says why.
+      $('.card-phase', c.root).textContent = 'failed';
+      return;
+    }
+    if (c.done && phase === 'write' && done < c.last) {
       // A station's slot with a new card in it.
       c.done = false;
       $('.card-result', c.root).textContent = '';

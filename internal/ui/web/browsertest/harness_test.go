@@ -578,6 +578,18 @@ func firstDiff(a, b []byte) int {
 	return min(len(a), len(b))
 }
 
+// shortDir is a directory of the test with a short name: the page shows
+// its cards' paths, and the screenshots should read well.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cards-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // blankCard makes a sim card file of size bytes, all zeros.
 func blankCard(t *testing.T, path string, size int64) {
 	t.Helper()

@@ -48,7 +48,7 @@ func sha256Hex(b []byte) string {
 // the checksum matched, and "Verified"; the card holds the image.
 func TestWriteFromURL(t *testing.T) {
 	b := newBrowser(t)
-	dir := t.TempDir()
+	dir := shortDir(t)
 	img := osimage.Generate(5<<20, 4)
 	srv := files(t, map[string][]byte{"/os.img": img, "/os.img.sha256": []byte(sha256Hex(img) + "  os.img\n")})
 	c := simCard(dir, "card.img", "size=16MiB&speed=5MB/s")

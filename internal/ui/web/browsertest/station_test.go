@@ -22,7 +22,7 @@ import (
 // and each slot's; Stop ends it; every card holds the image.
 func TestStation(t *testing.T) {
 	b := newBrowser(t)
-	dir := t.TempDir()
+	dir := shortDir(t)
 	img := osimage.Generate(2<<20, 7)
 	imgPath := filepath.Join(dir, "os.img")
 	if err := os.WriteFile(imgPath, img, 0o644); err != nil {

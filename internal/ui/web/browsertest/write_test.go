@@ -77,7 +77,7 @@ func TestWriteTwoCardsFromFile(t *testing.T) {
 // keeps its first transfer zeroed, so it boots no half image.
 func TestUnplugMidWrite(t *testing.T) {
 	b := newBrowser(t)
-	dir := t.TempDir()
+	dir := shortDir(t)
 	img := osimage.Generate(6<<20, 2)
 	imgPath := filepath.Join(dir, "os.img")
 	if err := os.WriteFile(imgPath, img, 0o644); err != nil {

@@ -258,7 +258,8 @@ func (a *app) serveRun(f serveFlags, sims []drive.Spec, tmp string) func(context
 // serveArgs is the command line of a request: the page's choices as the
 // flags that give them, serve's settings, then the arguments.
 func (a *app) serveArgs(f serveFlags, req web.Request, plot string) []string {
-	args := []string{req.Kind, "--json", "--quirks=" + a.quirks, "--transport=" + a.transport, "--queue-depth=" + strconv.Itoa(a.queueDepth)}
+	args := []string{req.Kind, "--json", "--quirks=" + a.quirks, "--transport=" + a.transport, "--queue-depth=" + strconv.Itoa(a.queueDepth),
+		"--ca-cert=" + a.caCert}
 	add := func(flag, value string) {
 		if value != "" {
 			args = append(args, flag+"="+value)

@@ -56,6 +56,9 @@ var guestModules = map[string]string{
 	"nls_utf8":     "",
 	// usbmon: TestTraceMatchesKernel reads the guest's USB traffic with it.
 	"usbmon": "",
+	// virtio_net: TestServePage's browser on the host reaches the page
+	// served in the guest through QEMU's user network.
+	"virtio_net": "",
 }
 
 // Arch is what differs between the guest architectures: the rest of the

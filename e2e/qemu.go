@@ -71,7 +71,19 @@ type MachineSpec struct {
 	Readers    []Reader
 	QMP        bool
 	MemMB      int // default 768
+	// Forward gives the guest a network card on QEMU's user network,
+	// reaching nothing but these ports: each host port on the host's
+	// loopback is forwarded to the guest's port (10.0.2.15 in the
+	// guest; guestNet configures it).
+	Forward []Forward
 }
+
+// Forward is a TCP port of the host's loopback forwarded to the guest's.
+type Forward struct{ Host, Guest int }
+
+// guestNet configures the guest's network card (MachineSpec.Forward) at
+// the address QEMU's user network forwards to.
+const guestNet = "loadmod virtio_net && ip link set lo up && ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0"
 
 // Accel is how qemu runs the guest.
 type Accel struct {
@@ -201,6 +213,15 @@ func (e *Env) Start(spec MachineSpec, workdir string, logf func(string, ...any))
 		return nil, err
 	}
 	args = append(args, devArgs...)
+	if len(spec.Forward) > 0 {
+		// restrict=on: the guest reaches nothing outside; the forwards
+		// reach it.
+		netdev := "user,id=net0,restrict=on"
+		for _, f := range spec.Forward {
+			netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", f.Host, f.Guest)
+		}
+		args = append(args, "-netdev", netdev, "-device", "virtio-net-pci,netdev=net0")
+	}
 	m := &Machine{Spec: spec, Share: share, logf: logf, console: &syncBuffer{}, done: make(chan struct{})}
 	var qmpPath string
 	if spec.QMP {

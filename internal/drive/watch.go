@@ -86,6 +86,11 @@ type WatchOptions struct {
 	// OnReaders is told how many readers are open after a look at them
 	// that changed the number (a station's monitoring shows it).
 	OnReaders func(present int)
+	// OnSlot is told, for every slot of the readers watched, whether it
+	// holds a card, each time that changes: a card inserted or taken out,
+	// a reader plugged in (its slots) or unplugged (a card in it gone).
+	// slot is the name its card is given under.
+	OnSlot func(slot string, card bool)
 }
 
 // DefaultWatchInterval is often enough that a person sees the write start
@@ -147,7 +152,17 @@ type watchedReader struct {
 // that stays in is given once; an empty slot forgets it.
 type slotState struct {
 	busy, done bool
+	told       slotTold // what OnSlot was last told
 }
+
+// slotTold is what OnSlot was told of a slot.
+type slotTold int8
+
+const (
+	toldNothing slotTold = iota
+	toldCard
+	toldEmpty
+)
 
 type watcher struct {
 	find    Finder
@@ -211,6 +226,11 @@ func (w *watcher) scan(ctx context.Context) {
 		if !present[key] {
 			r.writes.Wait() // a write to a vanished reader fails on its own
 			r.close()
+			for n := range r.slots {
+				if r.slots[n].told == toldCard && w.opts.OnSlot != nil {
+					w.opts.OnSlot(r.slotName(n), false)
+				}
+			}
 			delete(w.readers, key)
 			continue
 		}
@@ -256,17 +276,15 @@ func (w *watcher) check(ctx context.Context, r *watchedReader, n int) {
 			w.mu.Lock()
 			r.slots[n].done = false // empty: the next card is new
 			w.mu.Unlock()
+			w.tell(r, n, toldEmpty)
 		}
 		return
 	}
+	w.tell(r, n, toldCard)
 	if st.done {
 		return
 	}
-	name := r.found.Name
-	if len(r.slots) > 1 {
-		name = fmt.Sprintf("%s/%d", name, n)
-	}
-	d := &Device{Name: name, Dev: r.facts.lun(slot.LUN)}
+	d := &Device{Name: r.slotName(n), Dev: r.facts.lun(slot.LUN)}
 	w.mu.Lock()
 	r.slots[n].busy = true
 	w.mu.Unlock()
@@ -275,9 +293,29 @@ func (w *watcher) check(ctx context.Context, r *watchedReader, n int) {
 		defer r.writes.Done()
 		w.card(ctx, d, nil)
 		w.mu.Lock()
-		r.slots[n] = slotState{done: true}
+		r.slots[n].busy, r.slots[n].done = false, true
 		w.mu.Unlock()
 	}()
+}
+
+// slotName is the name of slot n's card: the reader's, with the LUN when
+// it has several.
+func (r *watchedReader) slotName(n int) string {
+	if len(r.slots) > 1 {
+		return fmt.Sprintf("%s/%d", r.found.Name, n)
+	}
+	return r.found.Name
+}
+
+// tell tells OnSlot what slot n holds, when that changed.
+func (w *watcher) tell(r *watchedReader, n int, what slotTold) {
+	w.mu.Lock()
+	changed := r.slots[n].told != what
+	r.slots[n].told = what
+	w.mu.Unlock()
+	if changed && w.opts.OnSlot != nil {
+		w.opts.OnSlot(r.slotName(n), what == toldCard)
+	}
 }
 
 // stop waits for the calls under way and lets go of every reader.

@@ -196,6 +196,8 @@ func (p *sessionPresenter) Observe(e session.Event) {
 		p.bars[e.Cards[0].Card].Update(e)
 	case session.Checksum:
 		presentCard(p.rep, e)
+	case session.Slot:
+		p.rep.Event(&jsonevents.Slot{Target: e.Card, Card: e.Present}, "")
 	case session.CardDone:
 		if b := p.bars[e.Outcome.Target]; b != nil && p.watch {
 			b.Done()

@@ -115,6 +115,14 @@ const (
 	BoundWrite    = "write"
 )
 
+// Slot says a slot of a station's readers (Watch) holds a card, or not,
+// when that changed: a card inserted or taken out, a reader plugged in or
+// unplugged. Card is the name the slot's cards are written under.
+type Slot struct {
+	Card    string
+	Present bool
+}
+
 // Checksum says what the image is checked against before its first
 // transfer is written: nothing (ChecksumNone: no sum given, none beside
 // the image), a sum it is checked against as it is written
@@ -181,3 +189,4 @@ func (Progress) SessionEvent()       {}
 func (CardDone) SessionEvent()       {}
 func (Readers) SessionEvent()        {}
 func (Checksum) SessionEvent()       {}
+func (Slot) SessionEvent()           {}

@@ -97,7 +97,8 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	opts := drive.WatchOptions{Options: drive.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
 		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }},
 		OnNote:    func(msg string) { s.emit(Note{Message: msg}) },
-		OnReaders: func(n int) { s.emit(Readers{Present: n}) }}
+		OnReaders: func(n int) { s.emit(Readers{Present: n}) },
+		OnSlot:    func(slot string, card bool) { s.emit(Slot{Card: slot, Present: card}) }}
 	writes, cut := s.drain(ctx)
 	err = drive.Watch(ctx, find, opts, func(_ context.Context, d *drive.Device, err error) {
 		s.mu.Lock()

@@ -317,3 +317,54 @@ func watchStation(t *testing.T, dir string) {
 		Report: filepath.Join(dir, "station.json"), Observer: obs}, find)
 	t.Fatalf("the station ended: %v", err)
 }
+
+// TestWatchSlots: a station says each time a slot of its readers comes
+// to hold a card or becomes empty: a reader plugged in with a card, a
+// second one and an empty reader, the first reader unplugged; nothing
+// twice.
+func TestWatchSlots(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	image, _ := testImage(t, dir, 1<<20)
+	a, b, c := filepath.Join(dir, "a.img"), filepath.Join(dir, "b.img"), filepath.Join(dir, "c.img")
+	var mu sync.Mutex
+	readers := []drive.Found{drive.SimReader(a + "?size=4MiB")}
+	var slots []string
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := 0
+	obs := ObserverFunc(func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := e.(type) {
+		case Slot:
+			slots = append(slots, fmt.Sprintf("%s %v", strings.TrimPrefix(e.Card, "sim:"+dir+"/"), e.Present))
+			if !e.Present && strings.HasSuffix(e.Card, "a.img") {
+				cancel() // the last change: the station can stop
+			}
+		case CardDone:
+			done++
+			switch done {
+			case 1: // a written: a second reader with a card, and an empty one
+				readers = append(readers, drive.SimReader(b+"?size=4MiB"), drive.SimReader(c+"?size=4MiB&nomedium=1"))
+			case 2: // b written: a unplugged
+				readers = readers[1:]
+			}
+		}
+	})
+	find := func(context.Context) ([]drive.Found, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(readers), nil
+	}
+	if _, err := Watch(ctx, Config{Image: image, Observer: obs}, find); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// b's and c's come from one look at the readers, in either order.
+	if len(slots) != 4 || slots[0] != "a.img true" || slots[3] != "a.img false" ||
+		!slices.Contains(slots, "b.img true") || !slices.Contains(slots, "c.img false") {
+		t.Errorf("slots %q, want a.img true, b.img true and c.img false, a.img false", slots)
+	}
+}

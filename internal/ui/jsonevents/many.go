@@ -7,6 +7,7 @@ import "github.com/usbflash/usbflash/internal/session"
 // its target.
 
 const (
+	NameSlot         Name = "slot"          // --watch: a slot holds a card, or no longer
 	NameCard         Name = "card"          // what became of one card
 	NameCardProgress Name = "card_progress" // one card's bytes written, a few times a second
 )
@@ -32,6 +33,17 @@ type Card struct {
 	// Hint is the advice for the card's error, "" for none.
 	Hint string `json:"hint,omitempty"`
 }
+
+// Slot is a slot of --watch's readers that now holds a card (Card) or
+// is empty: a card inserted or taken out, a reader plugged in or
+// unplugged. Target is the name its cards are written under.
+type Slot struct {
+	Header
+	Target string `json:"target"`
+	Card   bool   `json:"card"`
+}
+
+func (*Slot) Name() Name { return NameSlot }
 
 type CardProgress struct {
 	Header

@@ -439,6 +439,8 @@ class JobView {
       bar.value = bar.max;
     }
     this.say(`${name}: ${text}`);
+    const slot = $('.card-slot', c.root);
+    if (!slot.hidden && c.root.dataset.slot === 'card') slot.textContent = 'Card in: take it out, insert the next';
   }
 
   note(msg, hint) {
@@ -484,6 +486,18 @@ class JobView {
         }
         this.progress(this.single, ev.phase, ev.done, ev.total, false, ev.time, ev.rate);
         break;
+      case 'slot': {
+        // A station's slot: every one shows, with a card in it or not.
+        const c = this.card(ev.target);
+        const line = $('.card-slot', c.root);
+        line.hidden = false;
+        c.root.dataset.slot = ev.card ? 'card' : 'empty';
+        line.textContent = ev.card ? (c.done ? 'Card in: take it out when done' : 'Card in')
+          : (c.done ? 'Empty: the card above was taken out; insert the next' : 'Empty: insert a card');
+        if (c.done && ev.card) line.textContent = 'Card in';
+        this.say(`${ev.target}: ${ev.card ? 'card inserted' : 'empty'}`);
+        break;
+      }
       case 'card_progress':
         this.progress(ev.target, ev.phase, ev.done, ev.total, ev.failed, ev.time);
         break;

@@ -70,7 +70,11 @@ func TestStation(t *testing.T) {
 	if err := os.Remove(slots[0].path); err != nil {
 		t.Fatal(err)
 	}
-	p.do(chromedp.Sleep(2500 * time.Millisecond)) // the station looks every second
+	first := fmt.Sprintf(`document.querySelector('#job-%d .card[data-target=%s]')`, id, jsString(slots[0].name()))
+	p.waitFor(first+`.dataset.slot === 'empty'`, 20*time.Second)
+	if line := eval[string](p, first+`.querySelector('.card-slot').textContent`); !strings.Contains(line, "taken out") {
+		t.Errorf("the emptied slot says %q", line)
+	}
 	blankCard(t, slots[0].path, 8<<20)
 	count(4)
 	blankCard(t, slots[3].path, 8<<20)

@@ -59,7 +59,14 @@ func TestWriteFromURL(t *testing.T) {
 	p.click(`input[name=source][value=url]`)
 	p.typeIn("#image-url", srv.URL+"/os.img")
 	p.click("#do-write")
-	p.answerYes(c.name())
+	// Answered with the keyboard alone: the question opens on its safe
+	// answer, Shift+Tab reaches the one that names the card, Enter.
+	p.waitFor(`document.querySelector('#question').open && document.activeElement.id === 'question-no'`, 30*time.Second)
+	p.do(chromedp.KeyEvent("\t", chromedp.KeyModifiers(chromedp.ModifierShift)))
+	if f := eval[string](p, `document.activeElement.textContent`); f != "Overwrite "+c.name() {
+		t.Fatalf("Shift+Tab reached %q", f)
+	}
+	p.do(chromedp.KeyEvent("\r"))
 	id := p.newestJob()
 	p.waitFor(fmt.Sprintf(`document.querySelector('#job-%d .card-download').textContent.includes('sets the pace')`, id), 30*time.Second)
 	if r := p.cardResult(id, c.name(), 60*time.Second); !strings.Contains(r, "Verified") {

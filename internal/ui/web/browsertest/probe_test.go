@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
 
 	"github.com/usbflash/usbflash/internal/testkit/osimage"
 )
@@ -28,6 +33,7 @@ func TestCheckAndBench(t *testing.T) {
 	blankCard(t, fake.path, 8<<20)
 	s := serve(t, real.target, fake.target)
 	p := b.open(s.url)
+	accessible(t, p)
 
 	run := func(target, button string) int {
 		t.Helper()
@@ -65,6 +71,33 @@ func TestCheckAndBench(t *testing.T) {
 	}
 	p.waitFor(fmt.Sprintf(`document.querySelector('#job-%d .job-plot img').naturalWidth > 100`, id), 20*time.Second)
 	s.events(id)
+}
+
+// accessible checks what a keyboard and a screen reader need of the
+// page: every control has a name (a label, its text or aria-label), the
+// sessions speak through live regions, and the page follows the system's
+// dark scheme.
+func accessible(t *testing.T, p *page) {
+	t.Helper()
+	unnamed := eval[[]string](p, `[...document.querySelectorAll('input, select, textarea, button')]
+		.filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+		.map(e => e.id || e.outerHTML)`)
+	if len(unnamed) > 0 {
+		t.Errorf("controls without a name: %q", unnamed)
+	}
+	if n := eval[int](p, `document.querySelectorAll('[role=status], [aria-live], [role=alert]').length`); n < 3 {
+		t.Errorf("%d live regions", n)
+	}
+	light := eval[string](p, `getComputedStyle(document.body).backgroundColor`)
+	p.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		return err
+	}))
+	dark := eval[string](p, `getComputedStyle(document.body).backgroundColor`)
+	if light != "rgb(247, 247, 245)" || dark != "rgb(22, 23, 25)" {
+		t.Errorf("background light %s, dark %s", light, dark)
+	}
 }
 
 // TestServeRefuses: `usbflash serve` listens on loopback alone unless

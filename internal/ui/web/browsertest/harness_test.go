@@ -22,6 +22,8 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/usbflash/usbflash/internal/testkit/osimage"
 )
 
 // required says a browser test must run: in CI, or when asked.
@@ -506,6 +508,22 @@ func (p *page) answerYes(cards ...string) {
 	p.waitFor(`!document.querySelector('#question').open`, 10*time.Second)
 }
 
+// writeImage writes the image at path (on the server's machine) to the
+// cards, as a person does: the cards ticked, the path typed, Write, the
+// question answered by naming them; it returns the write's job.
+func (p *page) writeImage(path string, cards ...card) int {
+	p.t.Helper()
+	var targets, names []string
+	for _, c := range cards {
+		targets, names = append(targets, c.target), append(names, c.name())
+	}
+	p.chooseCards(targets...)
+	p.typeIn("#image-path", path)
+	p.click("#do-write")
+	p.answerYes(names...)
+	return p.newestJob()
+}
+
 // cardResult waits for a card's result on job id's panel and returns it.
 func (p *page) cardResult(job int, target string, within time.Duration) string {
 	p.t.Helper()
@@ -588,6 +606,17 @@ func shortDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// osImage writes an OS-like image of size bytes (osimage.Generate's, of
+// seed) to path.
+func osImage(t *testing.T, path string, size int64, seed uint64) ([]byte, string) {
+	t.Helper()
+	img := osimage.Generate(size, seed)
+	if err := os.WriteFile(path, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return img, path
 }
 
 // blankCard makes a sim card file of size bytes, all zeros.

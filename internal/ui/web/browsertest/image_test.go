@@ -168,11 +168,7 @@ func TestCatalogCustomised(t *testing.T) {
 func TestDroppedFile(t *testing.T) {
 	b := newBrowser(t)
 	dir := t.TempDir()
-	img := osimage.Generate(3<<20+512, 6)
-	imgPath := filepath.Join(t.TempDir(), "dropped.img")
-	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	img, imgPath := osImage(t, filepath.Join(t.TempDir(), "dropped.img"), 3<<20+512, 6)
 	c := simCard(dir, "card.img", "size=16MiB")
 	blankCard(t, c.path, 16<<20)
 	s := serve(t, c.target)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,11 +106,7 @@ func accessible(t *testing.T, p *page) {
 // or under a foreign host name is refused, and no card is written.
 func TestServeRefuses(t *testing.T) {
 	dir := t.TempDir()
-	img := osimage.Generate(1<<20, 10)
-	imgPath := dir + "/os.img"
-	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, imgPath := osImage(t, filepath.Join(dir, "os.img"), 1<<20, 10)
 	c := simCard(dir, "card.img", "size=8MiB")
 	blankCard(t, c.path, 8<<20)
 	s := serve(t, c.target)

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/usbflash/usbflash/internal/testkit/osimage"
 )
 
 // TestStation: a station of four sim readers, started by the page's
@@ -23,11 +21,7 @@ import (
 func TestStation(t *testing.T) {
 	b := newBrowser(t)
 	dir := shortDir(t)
-	img := osimage.Generate(2<<20, 7)
-	imgPath := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	img, imgPath := osImage(t, filepath.Join(dir, "os.img"), 2<<20, 7)
 	var slots []card
 	var args []string
 	for i := 1; i <= 4; i++ {
@@ -114,20 +108,12 @@ func TestStation(t *testing.T) {
 func TestRejoin(t *testing.T) {
 	b := newBrowser(t)
 	dir := t.TempDir()
-	img := osimage.Generate(6<<20, 8)
-	imgPath := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	img, imgPath := osImage(t, filepath.Join(dir, "os.img"), 6<<20, 8)
 	c := simCard(dir, "card.img", "size=16MiB&speed=2MB/s")
 	blankCard(t, c.path, 16<<20)
 	s := serve(t, c.target)
 	p := b.open(s.url)
-	p.chooseCards(c.target)
-	p.typeIn("#image-path", imgPath)
-	p.click("#do-write")
-	p.answerYes(c.name())
-	id := p.newestJob()
+	id := p.writeImage(imgPath, c)
 	bar := fmt.Sprintf(`document.querySelector('#job-%d .card progress')`, id)
 	p.waitFor(bar+` && `+bar+`.value > 0`, 30*time.Second)
 	p.do(chromedp.Reload())

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/usbflash/usbflash/internal/testkit/osimage"
 )
 
 // card is a sim card of a test: its file and the target that names it
@@ -34,22 +32,14 @@ func (c card) name() string { return "sim:" + c.path }
 func TestWriteTwoCardsFromFile(t *testing.T) {
 	b := newBrowser(t)
 	dir := t.TempDir()
-	img := osimage.Generate(6<<20, 1)
-	imgPath := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	img, imgPath := osImage(t, filepath.Join(dir, "os.img"), 6<<20, 1)
 	a, c := simCard(dir, "a.img", "size=16MiB&speed=6MB/s"), simCard(dir, "b.img", "size=16MiB&speed=6MB/s")
 	blankCard(t, a.path, 16<<20)
 	blankCard(t, c.path, 16<<20)
 	s := serve(t, a.target, c.target)
 	p := b.open(s.url)
 
-	p.chooseCards(a.target, c.target)
-	p.typeIn("#image-path", imgPath)
-	p.click("#do-write")
-	p.answerYes(a.name(), c.name())
-	id := p.newestJob()
+	id := p.writeImage(imgPath, a, c)
 	// Progress shows, below the whole image, before the result.
 	p.waitFor(`[...document.querySelectorAll('#jobs .card progress')].some(b => b.value > 0 && b.value < b.max)`, 30*time.Second)
 	for _, cd := range []card{a, c} {
@@ -87,11 +77,7 @@ func TestWriteTwoCardsFromFile(t *testing.T) {
 func TestUnplugMidWrite(t *testing.T) {
 	b := newBrowser(t)
 	dir := shortDir(t)
-	img := osimage.Generate(6<<20, 2)
-	imgPath := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	img, imgPath := osImage(t, filepath.Join(dir, "os.img"), 6<<20, 2)
 	good, gone := simCard(dir, "good.img", "size=16MiB&speed=8MB/s"), simCard(dir, "gone.img", "size=16MiB&speed=8MB/s&fault=disconnect:after=3MiB")
 	blankCard(t, good.path, 16<<20)
 	old := bytes.Repeat([]byte{0xa5}, 16<<20) // what the card held before
@@ -100,11 +86,7 @@ func TestUnplugMidWrite(t *testing.T) {
 	}
 	s := serve(t, good.target, gone.target)
 	p := b.open(s.url)
-	p.chooseCards(good.target, gone.target)
-	p.typeIn("#image-path", imgPath)
-	p.click("#do-write")
-	p.answerYes(good.name(), gone.name())
-	id := p.newestJob()
+	id := p.writeImage(imgPath, good, gone)
 	if r := p.cardResult(id, gone.name(), 60*time.Second); !strings.Contains(r, "Removed") && !strings.Contains(r, "Failed") {
 		t.Errorf("%s: %s", gone.name(), r)
 	} else if !strings.Contains(r, "reconnect the reader") && !strings.Contains(r, "insert") {
@@ -139,22 +121,14 @@ func TestUnplugMidWrite(t *testing.T) {
 func TestStopWrite(t *testing.T) {
 	b := newBrowser(t)
 	dir := t.TempDir()
-	img := osimage.Generate(8<<20, 3)
-	imgPath := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	img, imgPath := osImage(t, filepath.Join(dir, "os.img"), 8<<20, 3)
 	c := simCard(dir, "slow.img", "size=16MiB&speed=1MB/s")
 	if err := os.WriteFile(c.path, bytes.Repeat([]byte{0x5a}, 16<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s := serve(t, c.target)
 	p := b.open(s.url)
-	p.chooseCards(c.target)
-	p.typeIn("#image-path", imgPath)
-	p.click("#do-write")
-	p.answerYes(c.name())
-	id := p.newestJob()
+	id := p.writeImage(imgPath, c)
 	p.waitFor(`[...document.querySelectorAll('#jobs .card progress')].some(b => b.value >= 2*1024*1024)`, 30*time.Second)
 	p.click(fmt.Sprintf("#job-%d .job-stop", id))
 	state, status := p.jobEnded(id, 60*time.Second)

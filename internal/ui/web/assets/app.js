@@ -346,6 +346,11 @@ class JobView {
     $('.job-stop', this.root).hidden = !st.running;
     $('.job-stop', this.root).disabled = !!st.stopping;
     if (st.kind === 'station') {
+      // Each slot's last record, for a slot whose events a long station
+      // no longer keeps.
+      for (const rec of Object.values(st.slots)) {
+        if (!this.cards.has(rec.target)) this.handle(rec);
+      }
       $('.n-cards', this.root).textContent = st.cards;
       $('.n-ok', this.root).textContent = st.succeeded;
       $('.n-failed', this.root).textContent = st.failed;

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image/catalog"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/ui/readerinfo"
@@ -219,18 +220,36 @@ func (a *app) serveSlots(sims []drive.Spec) func(context.Context) ([]web.Slot, e
 			}
 			return out, nil
 		}
+		// As list: the USB readers, then the disks disk: writes.
+		var slots []web.Slot
+		var notes []string
 		found, err := readers.ListReaders(ctx)
-		if errors.Is(err, usbdev.ErrNoUSBAccess) || errors.Is(err, usbdev.ErrNoUSBSupport) {
-			return nil, errors.New("No USB readers: " + factsAndAdvice(err))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing USB devices: %w", err)
+		switch {
+		case errors.Is(err, usbdev.ErrNoUSBAccess) || errors.Is(err, usbdev.ErrNoUSBSupport):
+			notes = append(notes, "No USB readers: "+factsAndAdvice(err))
+		case err != nil:
+			notes = append(notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing USB devices: %w", err))))
 		}
 		described := make([]readerinfo.Reader, 0, len(found))
 		for _, r := range found {
 			described = append(described, readerinfo.DescribeReader(r, readerWords()))
 		}
-		return web.SlotsOfReaders(described), nil
+		slots = append(slots, web.SlotsOfReaders(described)...)
+		listDisks := drive.ListDisks
+		if a.listDisks != nil {
+			listDisks = a.listDisks
+		}
+		disks, err := listDisks(ctx)
+		if err != nil {
+			notes = append(notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing disks: %w", err))))
+		}
+		for _, d := range disks {
+			slots = append(slots, web.SlotsOfDisks([]readerinfo.Disk{readerinfo.DescribeDisk(d)})...)
+		}
+		if len(notes) > 0 {
+			return slots, errors.New(strings.Join(notes, "; "))
+		}
+		return slots, nil
 	}
 }
 

@@ -54,7 +54,8 @@ type Options struct {
 	// Any other name is a page on another site that a DNS server pointed
 	// at this one (DNS rebinding), and is refused.
 	Hosts []string
-	// Slots lists the readers' slots as `list` finds them; it is called
+	// Slots lists the readers' slots as `list` finds them (with an error
+	// saying what could not be listed, beside what was); it is called
 	// while no session runs (a session holds its cards, and a listing
 	// must not take one from it), and while a page is open.
 	Slots func(ctx context.Context) ([]Slot, error)
@@ -388,6 +389,8 @@ func (s *Server) listOnce() {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 	defer cancel()
+	// Slots and an error together: what was listed, and why the rest
+	// was not.
 	slots, err := s.opts.Slots(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()

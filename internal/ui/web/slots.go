@@ -59,6 +59,18 @@ func SlotsOfReaders(readers []readerinfo.Reader) []Slot {
 	return out
 }
 
+// SlotsOfDisks are the slots of the disks `list` shows for disk: targets
+// (external or removable whole disks: a card reader the system drives).
+func SlotsOfDisks(disks []readerinfo.Disk) []Slot {
+	var out []Slot
+	for _, d := range disks {
+		reader := strings.TrimSpace(d.Bus + " disk " + d.Node)
+		out = append(out, Slot{Target: d.Target, Reader: reader, Medium: d.Bytes > 0, Bytes: d.Bytes, Card: d.Name,
+			InUse: strings.Join(d.Mounted, ", ")})
+	}
+	return out
+}
+
 // SlotOfTarget is the slot of a target `info` describes (a sim: card, a
 // file).
 func SlotOfTarget(t readerinfo.Target) Slot {

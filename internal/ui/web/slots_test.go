@@ -33,6 +33,10 @@ func TestSlots(t *testing.T) {
 			t.Errorf("slot %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
+	disks := SlotsOfDisks([]readerinfo.Disk{{Target: "disk:/dev/sdb", Node: "/dev/sdb", Name: "Generic SD", Bus: "USB", Bytes: 16e9, Mounted: []string{"/dev/sdb1 on /media/boot"}}})
+	if len(disks) != 1 || disks[0] != (Slot{Target: "disk:/dev/sdb", Reader: "USB disk /dev/sdb", Medium: true, Bytes: 16e9, Card: "Generic SD", InUse: "/dev/sdb1 on /media/boot"}) {
+		t.Errorf("disk slots %+v", disks)
+	}
 	sim := SlotOfTarget(readerinfo.Target{Target: "sim:a.img", SimReader: &readerinfo.SimReader{VID: "0bda", PID: "0158", Serial: "S1"},
 		LUN: &readerinfo.LUN{Medium: true, Bytes: 1 << 20}})
 	if sim != (Slot{Target: "sim:a.img", Reader: "simulated reader 0bda:0158, serial S1", Medium: true, Bytes: 1 << 20}) {

@@ -47,7 +47,7 @@ const defaultListen = "127.0.0.1:0"
 func newServeCommand(a *app) *cobra.Command {
 	var f serveFlags
 	c := &cobra.Command{
-		Use:   "serve [sim:CARD...]",
+		Use:   "serve",
 		Short: "Serve a page to write cards from a browser: one card, several, or a station",
 		Long: `Serve a local web page that shows the readers and their slots, writes an
 image (a file on this machine, a URL, an entry of an OS list, or a file
@@ -64,12 +64,12 @@ name this server (Host), or it is refused. Closing the page stops
 nothing; its Stop button stops a session as one SIGTERM stops a command.
 Ctrl-C stops the server and every session, after the command in flight.
 
-sim:CARD arguments show those simulated readers instead of USB's (to try
-the page without hardware); a sim: reader is plugged in while its card
-file exists.`,
+With --readers sim:DIR the page shows (and writes) that directory's
+simulated readers instead of USB's: the page without hardware.`,
+		Args:              exactArgs(0, "no arguments"),
 		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: func(c *cobra.Command, args []string) error {
-			return a.serve(c.Context(), args, f)
+		RunE: func(c *cobra.Command, _ []string) error {
+			return a.serve(c.Context(), f)
 		},
 	}
 	fl := c.Flags()
@@ -91,11 +91,7 @@ file exists.`,
 
 // serve runs the page until ctx ends, then stops every session and waits
 // for them.
-func (a *app) serve(ctx context.Context, args []string, f serveFlags) error {
-	sims, err := simTargets(args)
-	if err != nil {
-		return err
-	}
+func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if _, err := a.newReaders(); err != nil {
 		return err
 	}
@@ -111,7 +107,7 @@ func (a *app) serve(ctx context.Context, args []string, f serveFlags) error {
 	defer os.RemoveAll(tmp)
 	host, _, _ := net.SplitHostPort(f.listen)
 	opts := web.Options{Token: web.NewToken(), Hosts: []string{host}, Version: buildVersion(),
-		Slots: a.serveSlots(sims), Run: a.serveRun(f, sims, tmp)}
+		Slots: a.serveSlots, Run: a.serveRun(f, tmp)}
 	if f.catalog.catalog != "" {
 		opts.Catalog = func(ctx context.Context) ([]catalog.Entry, error) {
 			return session.LoadCatalog(ctx, f.catalog.catalog, session.Config{})
@@ -163,108 +159,54 @@ func pageHost(listen string, addr *net.TCPAddr) string {
 	return net.JoinHostPort(host, port)
 }
 
-// simTargets are serve's arguments: simulated readers only.
-func simTargets(args []string) ([]drive.Spec, error) {
-	var out []drive.Spec
-	for _, arg := range args {
-		t, err := drive.Parse(arg)
-		if err != nil {
-			return nil, err
-		}
-		if t.Scheme != drive.Sim {
-			return nil, &usageError{fmt.Sprintf("serve %s: the page shows every USB reader itself; name only sim: readers", arg)}
-		}
-		out = append(out, t)
+// serveSlots lists the slots as list describes them: the USB readers (or
+// --readers' simulated ones), then the disks disk: writes.
+func (a *app) serveSlots(ctx context.Context) ([]web.Slot, error) {
+	readers, err := a.newReaders()
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
-}
-
-// simFinder is a station's readers among the sim: ones given: each is
-// plugged in while its card file exists.
-func simFinder(sims []drive.Spec) drive.Finder {
-	return func(context.Context) ([]drive.Found, error) {
-		var out []drive.Found
-		for _, t := range sims {
-			if _, err := os.Stat(t.Path); err == nil {
-				out = append(out, drive.SimReader(strings.TrimPrefix(t.Raw, "sim:")))
-			}
-		}
-		return out, nil
+	// As list: the USB readers, then the disks disk: writes.
+	var slots []web.Slot
+	var notes []string
+	found, err := readers.ListReaders(ctx)
+	switch {
+	case errors.Is(err, usbdev.ErrNoUSBAccess) || errors.Is(err, usbdev.ErrNoUSBSupport):
+		notes = append(notes, "No USB readers: "+factsAndAdvice(err))
+	case err != nil:
+		notes = append(notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing USB devices: %w", err))))
 	}
-}
-
-// serveSlots lists the slots as list (USB) or info (sim: readers given)
-// describes them.
-func (a *app) serveSlots(sims []drive.Spec) func(context.Context) ([]web.Slot, error) {
-	return func(ctx context.Context) ([]web.Slot, error) {
-		readers, err := a.newReaders()
-		if err != nil {
-			return nil, err
-		}
-		if len(sims) > 0 {
-			var out []web.Slot
-			for _, t := range sims {
-				if _, err := os.Stat(t.Path); err != nil {
-					out = append(out, web.Slot{Target: t.Raw, Name: "sim:" + t.Path, Reader: "unplugged (no card file)"})
-					continue
-				}
-				d, err := drive.Open(ctx, t, drive.Options{ReadOnly: true, AllowNoMedium: true, Readers: readers})
-				if err != nil {
-					out = append(out, web.Slot{Target: t.Raw, Name: "sim:" + t.Path, Reader: "simulated reader", Error: factsAndAdvice(err)})
-					continue
-				}
-				s := web.SlotOfTarget(readerinfo.DescribeTarget(d, readerWords()))
-				s.Target, s.Name = t.Raw, d.Name
-				d.Close()
-				out = append(out, s)
-			}
-			return out, nil
-		}
-		// As list: the USB readers, then the disks disk: writes.
-		var slots []web.Slot
-		var notes []string
-		found, err := readers.ListReaders(ctx)
-		switch {
-		case errors.Is(err, usbdev.ErrNoUSBAccess) || errors.Is(err, usbdev.ErrNoUSBSupport):
-			notes = append(notes, "No USB readers: "+factsAndAdvice(err))
-		case err != nil:
-			notes = append(notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing USB devices: %w", err))))
-		}
-		described := make([]readerinfo.Reader, 0, len(found))
-		for _, r := range found {
-			described = append(described, readerinfo.DescribeReader(r, readerWords()))
-		}
-		slots = append(slots, web.SlotsOfReaders(described)...)
-		listDisks := drive.ListDisks
-		if a.listDisks != nil {
-			listDisks = a.listDisks
-		}
-		disks, err := listDisks(ctx)
-		if err != nil {
-			notes = append(notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing disks: %w", err))))
-		}
-		for _, d := range disks {
-			slots = append(slots, web.SlotsOfDisks([]readerinfo.Disk{readerinfo.DescribeDisk(d)})...)
-		}
-		if len(notes) > 0 {
-			return slots, errors.New(strings.Join(notes, "; "))
-		}
-		return slots, nil
+	described := make([]readerinfo.Reader, 0, len(found))
+	for _, r := range found {
+		described = append(described, readerinfo.DescribeReader(r, readerWords()))
 	}
+	slots = append(slots, web.SlotsOfReaders(described)...)
+	listDisks := drive.ListDisks
+	if a.listDisks != nil {
+		listDisks = a.listDisks
+	}
+	disks, err := listDisks(ctx)
+	if err != nil {
+		notes = append(notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing disks: %w", err))))
+	}
+	for _, d := range disks {
+		slots = append(slots, web.SlotsOfDisks([]readerinfo.Disk{readerinfo.DescribeDisk(d)})...)
+	}
+	if len(notes) > 0 {
+		return slots, errors.New(strings.Join(notes, "; "))
+	}
+	return slots, nil
 }
 
 // serveRun runs each request of the page as the command line runs it:
 // its flags are the page's choices and serve's settings, its output the
 // --json events, its question the page's.
-func (a *app) serveRun(f serveFlags, sims []drive.Spec, tmp string) func(context.Context, *web.Job, web.Request) {
+func (a *app) serveRun(f serveFlags, tmp string) func(context.Context, *web.Job, web.Request) {
 	return func(ctx context.Context, job *web.Job, req web.Request) {
 		ja := &app{stdin: strings.NewReader(""), stdout: job, stderr: a.stderr, aborts: a.aborts, listUSB: a.listUSB,
-			watchFinder: a.watchFinder, ask: job.Confirm, perCard: true, customBase: req.Customize}
+			listDisks: a.listDisks, watchFinder: a.watchFinder, ask: job.Confirm, perCard: true, customBase: req.Customize}
 		if stdin := job.Stdin(); stdin != nil {
 			ja.stdin = stdin
-		}
-		if len(sims) > 0 && ja.watchFinder == nil {
-			ja.watchFinder = simFinder(sims)
 		}
 		plot := filepath.Join(tmp, fmt.Sprintf("bench-%d.svg", job.ID))
 		runApp(ctx, ja, a.serveArgs(f, req, plot))
@@ -278,7 +220,7 @@ func (a *app) serveRun(f serveFlags, sims []drive.Spec, tmp string) func(context
 // flags that give them, serve's settings, then the arguments.
 func (a *app) serveArgs(f serveFlags, req web.Request, plot string) []string {
 	args := []string{req.Kind, "--json", "--quirks=" + a.quirks, "--transport=" + a.transport, "--queue-depth=" + strconv.Itoa(a.queueDepth),
-		"--ca-cert=" + a.caCert}
+		"--ca-cert=" + a.caCert, "--readers=" + a.readers}
 	add := func(flag, value string) {
 		if value != "" {
 			args = append(args, flag+"="+value)

@@ -15,7 +15,7 @@ import (
 // a station says --watch --yes (its confirmation) and takes serve's
 // report; a write without verify asks no verify hash.
 func TestServeArgs(t *testing.T) {
-	a := &app{queueDepth: 4, transport: "auto"}
+	a := &app{queueDepth: 4, transport: "auto", readers: "sim:/bus"}
 	f := serveFlags{verifyHash: "xxh3", report: "/r.csv", stopTimeout: time.Minute, catalog: catalogFlags{catalog: "/os_list.json"}}
 	for _, tc := range []struct {
 		req  web.Request
@@ -34,8 +34,8 @@ func TestServeArgs(t *testing.T) {
 		{web.Request{Kind: web.KindBench, Targets: []string{"sim:a"}}, "--plot=/p.svg -- sim:a"},
 	} {
 		args := a.serveArgs(f, tc.req, "/p.svg")
-		always := []string{"--json", "--quirks=", "--transport=auto", "--queue-depth=4", "--ca-cert="}
-		if !slices.Equal(args[1:6], always) || strings.Join(args[6:], " ") != tc.want {
+		always := []string{"--json", "--quirks=", "--transport=auto", "--queue-depth=4", "--ca-cert=", "--readers=sim:/bus"}
+		if !slices.Equal(args[1:7], always) || strings.Join(args[7:], " ") != tc.want {
 			t.Errorf("%+v:\n%q\nwant %s %q", tc.req, args, always, tc.want)
 		}
 		if cmd := map[string]string{web.KindStation: "write"}[tc.req.Kind]; cmd != "" && args[0] != cmd || cmd == "" && args[0] != tc.req.Kind {

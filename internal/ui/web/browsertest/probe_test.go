@@ -25,18 +25,17 @@ import (
 // its plot.
 func TestCheckAndBench(t *testing.T) {
 	b := newBrowser(t)
-	dir := t.TempDir()
-	real, fake := simCard(dir, "real.img", "size=16MiB"), simCard(dir, "fake.img", "size=64MiB&fake=drop&real=8MiB")
+	genuine := bus{dir: t.TempDir()}
+	real := genuine.card(t, "real", 0)
 	held := osimage.Generate(16<<20, 9)
 	if err := os.WriteFile(real.path, held, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	blankCard(t, fake.path, 8<<20)
-	s := serve(t, real.target, fake.target)
+	s := serve(t, genuine.readers()...)
 	p := b.open(s.url)
 	accessible(t, p)
 
-	run := func(target, button string) int {
+	run := func(p *page, target, button string) int {
 		t.Helper()
 		p.chooseCards(target)
 		p.click(button)
@@ -45,7 +44,7 @@ func TestCheckAndBench(t *testing.T) {
 		p.click(fmt.Sprintf(`#slots input[data-target=%s]`, jsString(target))) // unchosen again
 		return id
 	}
-	id := run(real.target, "#do-check")
+	id := run(p, real.target, "#do-check")
 	if r := p.cardResult(id, real.name(), 10*time.Second); !strings.Contains(r, "No fake capacity") || !strings.Contains(r, "put back") {
 		t.Errorf("check %s: %s", real.name(), r)
 	}
@@ -57,21 +56,27 @@ func TestCheckAndBench(t *testing.T) {
 		t.Errorf("check changed %s (first difference at byte %d)", real.path, firstDiff(got, held))
 	}
 	s.events(id)
-	id = run(fake.target, "#do-check")
-	if r := p.cardResult(id, fake.name(), 10*time.Second); !strings.Contains(r, "FAKE") {
-		t.Errorf("check %s: %s", fake.name(), r)
-	}
-	if _, status := p.jobEnded(id, time.Second); !strings.Contains(status, "fake (exit code 8)") {
-		t.Errorf("check %s: %s", fake.name(), status)
-	}
-	s.events(id)
 
-	id = run(real.target, "#do-bench")
+	id = run(p, real.target, "#do-bench")
 	if r := p.cardResult(id, real.name(), 10*time.Second); !strings.Contains(r, "Recommended transfer size") {
 		t.Errorf("bench: %s", r)
 	}
 	p.waitFor(fmt.Sprintf(`document.querySelector('#job-%d .job-plot img').naturalWidth > 100`, id), 20*time.Second)
 	s.events(id)
+
+	// A reader of fake cards: 64 MiB claimed, the first 8 MiB kept.
+	fakes := bus{dir: t.TempDir(), opts: "fake=drop&real=8MiB"}
+	fake := fakes.card(t, "fake", 64<<20)
+	fs := serve(t, fakes.readers()...)
+	fp := b.open(fs.url)
+	id = run(fp, fake.target, "#do-check")
+	if r := fp.cardResult(id, fake.name(), 10*time.Second); !strings.Contains(r, "FAKE") {
+		t.Errorf("check %s: %s", fake.name(), r)
+	}
+	if _, status := fp.jobEnded(id, time.Second); !strings.Contains(status, "fake (exit code 8)") {
+		t.Errorf("check %s: %s", fake.name(), status)
+	}
+	fs.events(id)
 }
 
 // accessible checks what a keyboard and a screen reader need of the
@@ -105,11 +110,10 @@ func accessible(t *testing.T, p *page) {
 // told otherwise; a request without the token, from another site's page
 // or under a foreign host name is refused, and no card is written.
 func TestServeRefuses(t *testing.T) {
-	dir := t.TempDir()
-	_, imgPath := osImage(t, filepath.Join(dir, "os.img"), 1<<20, 10)
-	c := simCard(dir, "card.img", "size=8MiB")
-	blankCard(t, c.path, 8<<20)
-	s := serve(t, c.target)
+	_, imgPath := osImage(t, filepath.Join(t.TempDir(), "os.img"), 1<<20, 10)
+	readers := bus{dir: t.TempDir()}
+	c := readers.card(t, "card", 8<<20)
+	s := serve(t, readers.readers()...)
 	if !strings.HasPrefix(s.base, "http://127.0.0.1:") {
 		t.Errorf("the default address is %s, not loopback", s.base)
 	}
@@ -157,7 +161,7 @@ func TestServeRefuses(t *testing.T) {
 	}
 	// Told another address, it prints the token apart and says what that
 	// means.
-	open := serve(t, "--listen", "0.0.0.0:0", c.target)
+	open := serve(t, append(readers.readers(), "--listen", "0.0.0.0:0")...)
 	if !strings.Contains(open.stdout(), "the page is open to the network; requests that change anything need the token "+open.token) {
 		t.Errorf("serve --listen 0.0.0.0:0 printed:\n%s", open.stdout())
 	}

@@ -12,26 +12,26 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestStation: a station of four sim readers, started by the page's
-// explicit choice (every card inserted is overwritten), writes the cards
-// that are in, then each card inserted while it runs (a sim: reader is
-// plugged in while its card file exists), a card removed and a new one
-// inserted in its slot too; the page counts them, lists the last results
-// and each slot's; Stop ends it; every card holds the image.
+// TestStation: a station of four simulated readers (--readers sim:DIR),
+// two with a card in and two empty, started by the page's explicit choice
+// (every card inserted is overwritten): the page shows the four slots at
+// once, writes the cards that are in, then each card inserted while it
+// runs, a card taken out (its slot shown empty) and the next put in its
+// slot; it counts them, lists the last results and each slot's; Stop ends
+// it; every card holds the image.
 func TestStation(t *testing.T) {
 	b := newBrowser(t)
-	dir := shortDir(t)
-	img, imgPath := osImage(t, filepath.Join(dir, "os.img"), 2<<20, 7)
+	img, imgPath := osImage(t, filepath.Join(t.TempDir(), "os.img"), 2<<20, 7)
+	readers := bus{dir: shortDir(t), opts: "speed=20MB/s"}
 	var slots []card
-	var args []string
 	for i := 1; i <= 4; i++ {
-		c := simCard(dir, fmt.Sprintf("slot%d.img", i), "size=8MiB&speed=20MB/s&serial=CARD"+strconv.Itoa(i))
-		slots = append(slots, c)
-		args = append(args, c.target)
+		size := int64(8 << 20)
+		if i > 2 {
+			size = 0 // plugged in, its slot empty
+		}
+		slots = append(slots, readers.card(t, fmt.Sprintf("slot%d", i), size))
 	}
-	blankCard(t, slots[0].path, 8<<20)
-	blankCard(t, slots[1].path, 8<<20)
-	s := serve(t, args...)
+	s := serve(t, readers.readers()...)
 	p := b.open(s.url)
 	p.waitFor(`document.querySelectorAll('#slots tbody tr').length === 4`, 20*time.Second)
 	p.typeIn("#image-path", imgPath)
@@ -42,6 +42,8 @@ func TestStation(t *testing.T) {
 	}
 	p.click("#station-yes")
 	id := p.newestJob()
+	// Every slot at once: two with a card, two empty.
+	p.waitFor(fmt.Sprintf(`document.querySelectorAll('#job-%d .card[data-slot]').length === 4`, id), 20*time.Second)
 	verified := func(c card) {
 		t.Helper()
 		if r := p.cardResult(id, c.name(), 60*time.Second); !strings.Contains(r, "Verified") {
@@ -59,11 +61,14 @@ func TestStation(t *testing.T) {
 	blankCard(t, slots[2].path, 8<<20)
 	verified(slots[2])
 	count(3)
-	// The first card taken out, and another one put in its slot.
-	sameAsImage(t, slots[0].path, img)
-	if err := os.Remove(slots[0].path); err != nil {
+	// The first card taken out (kept aside, to look at), and another one
+	// put in its slot.
+	aside := filepath.Join(t.TempDir(), "first.img")
+	if err := os.Rename(slots[0].path, aside); err != nil {
 		t.Fatal(err)
 	}
+	blankCard(t, slots[0].path, 0)
+	sameAsImage(t, aside, img)
 	first := fmt.Sprintf(`document.querySelector('#job-%d .card[data-target=%s]')`, id, jsString(slots[0].name()))
 	p.waitFor(first+`.dataset.slot === 'empty'`, 20*time.Second)
 	if line := eval[string](p, first+`.querySelector('.card-slot').textContent`); !strings.Contains(line, "taken out") {
@@ -107,11 +112,10 @@ func TestStation(t *testing.T) {
 // and a page opened later shows how.
 func TestRejoin(t *testing.T) {
 	b := newBrowser(t)
-	dir := t.TempDir()
-	img, imgPath := osImage(t, filepath.Join(dir, "os.img"), 6<<20, 8)
-	c := simCard(dir, "card.img", "size=16MiB&speed=2MB/s")
-	blankCard(t, c.path, 16<<20)
-	s := serve(t, c.target)
+	img, imgPath := osImage(t, filepath.Join(t.TempDir(), "os.img"), 6<<20, 8)
+	readers := bus{dir: t.TempDir(), opts: "speed=2MB/s"}
+	c := readers.card(t, "card", 16<<20)
+	s := serve(t, readers.readers()...)
 	p := b.open(s.url)
 	id := p.writeImage(imgPath, c)
 	bar := fmt.Sprintf(`document.querySelector('#job-%d .card progress')`, id)

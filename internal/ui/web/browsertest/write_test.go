@@ -10,19 +10,37 @@ import (
 	"time"
 )
 
-// card is a sim card of a test: its file and the target that names it
-// with the simulator's options.
+// card is a reader of a test's bus with its card: the card's file and
+// the target that names the reader.
 type card struct {
 	path, target string
 }
 
-func simCard(dir, name, options string) card {
-	path := filepath.Join(dir, name)
-	return card{path: path, target: "sim:" + path + "?" + options}
+// name is the card as the session's events and question name it.
+func (c card) name() string { return c.target }
+
+// bus is a directory of simulated readers (--readers sim:DIR): each
+// NAME.img a reader plugged in while the file exists, the file the card in
+// its slot (0 bytes: none); opts are the sim: options of every reader.
+type bus struct{ dir, opts string }
+
+// readers is the serve flag that shows the bus.
+func (b bus) readers() []string {
+	spec := "sim:" + b.dir
+	if b.opts != "" {
+		spec += "?" + b.opts
+	}
+	return []string{"--readers", spec}
 }
 
-// name is the card as the session's events and question name it.
-func (c card) name() string { return "sim:" + c.path }
+// card plugs in reader name with a blank card of size bytes (0: its slot
+// empty).
+func (b bus) card(t *testing.T, name string, size int64) card {
+	t.Helper()
+	c := card{path: filepath.Join(b.dir, name+".img"), target: "usb:0000:0000:" + name}
+	blankCard(t, c.path, size)
+	return c
+}
 
 // TestWriteTwoCardsFromFile: an image by its path on this machine,
 // written to two cards at once; the page asks the terminal's question and
@@ -31,12 +49,10 @@ func (c card) name() string { return "sim:" + c.path }
 // a verify of one then says it matches.
 func TestWriteTwoCardsFromFile(t *testing.T) {
 	b := newBrowser(t)
-	dir := t.TempDir()
-	img, imgPath := osImage(t, filepath.Join(dir, "os.img"), 6<<20, 1)
-	a, c := simCard(dir, "a.img", "size=16MiB&speed=6MB/s"), simCard(dir, "b.img", "size=16MiB&speed=6MB/s")
-	blankCard(t, a.path, 16<<20)
-	blankCard(t, c.path, 16<<20)
-	s := serve(t, a.target, c.target)
+	img, imgPath := osImage(t, filepath.Join(t.TempDir(), "os.img"), 6<<20, 1)
+	readers := bus{dir: t.TempDir(), opts: "speed=6MB/s"}
+	a, c := readers.card(t, "a", 16<<20), readers.card(t, "b", 16<<20)
+	s := serve(t, readers.readers()...)
 	p := b.open(s.url)
 
 	id := p.writeImage(imgPath, a, c)
@@ -70,23 +86,30 @@ func TestWriteTwoCardsFromFile(t *testing.T) {
 	}
 }
 
-// TestUnplugMidWrite: of two cards written at once, one whose reader goes
-// away mid-write fails alone, with the words and advice of the command
-// line; the other is verified and holds the image; the one that failed
-// keeps its first transfer zeroed, so it boots no half image.
+// TestUnplugMidWrite: of two cards written at once, one whose reader is
+// unplugged mid-write fails alone, with the words and advice of the
+// command line; the other is verified and holds the image; the one that
+// failed keeps its first transfer zeroed, so it boots no half image.
 func TestUnplugMidWrite(t *testing.T) {
 	b := newBrowser(t)
 	dir := shortDir(t)
-	img, imgPath := osImage(t, filepath.Join(dir, "os.img"), 6<<20, 2)
-	good, gone := simCard(dir, "good.img", "size=16MiB&speed=8MB/s"), simCard(dir, "gone.img", "size=16MiB&speed=8MB/s&fault=disconnect:after=3MiB")
-	blankCard(t, good.path, 16<<20)
+	img, imgPath := osImage(t, filepath.Join(t.TempDir(), "os.img"), 6<<20, 2)
+	readers := bus{dir: dir, opts: "speed=4MB/s"}
+	good, gone := readers.card(t, "good", 16<<20), readers.card(t, "gone", 0)
 	old := bytes.Repeat([]byte{0xa5}, 16<<20) // what the card held before
 	if err := os.WriteFile(gone.path, old, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := serve(t, good.target, gone.target)
+	s := serve(t, readers.readers()...)
 	p := b.open(s.url)
 	id := p.writeImage(imgPath, good, gone)
+	// Unplugged once its write is under way: its card file gone from
+	// the bus (kept aside, to look at what it holds).
+	p.waitFor(fmt.Sprintf(`(() => { const c = document.querySelector('#job-%d .card[data-target=%s] progress'); return !!c && c.value > 0 })()`, id, jsString(gone.name())), 30*time.Second)
+	aside := filepath.Join(dir, "gone.unplugged")
+	if err := os.Rename(gone.path, aside); err != nil {
+		t.Fatal(err)
+	}
 	if r := p.cardResult(id, gone.name(), 60*time.Second); !strings.Contains(r, "Removed") && !strings.Contains(r, "Failed") {
 		t.Errorf("%s: %s", gone.name(), r)
 	} else if !strings.Contains(r, "reconnect the reader") && !strings.Contains(r, "insert") {
@@ -105,7 +128,7 @@ func TestUnplugMidWrite(t *testing.T) {
 	}
 	p.screenshot("failure")
 	sameAsImage(t, good.path, img)
-	got, err := os.ReadFile(gone.path)
+	got, err := os.ReadFile(aside)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,13 +143,13 @@ func TestUnplugMidWrite(t *testing.T) {
 // first transfer left zeroed, and the advice to run the write again.
 func TestStopWrite(t *testing.T) {
 	b := newBrowser(t)
-	dir := t.TempDir()
-	img, imgPath := osImage(t, filepath.Join(dir, "os.img"), 8<<20, 3)
-	c := simCard(dir, "slow.img", "size=16MiB&speed=1MB/s")
+	img, imgPath := osImage(t, filepath.Join(t.TempDir(), "os.img"), 8<<20, 3)
+	readers := bus{dir: t.TempDir(), opts: "speed=1MB/s"}
+	c := readers.card(t, "slow", 0)
 	if err := os.WriteFile(c.path, bytes.Repeat([]byte{0x5a}, 16<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := serve(t, c.target)
+	s := serve(t, readers.readers()...)
 	p := b.open(s.url)
 	id := p.writeImage(imgPath, c)
 	p.waitFor(`[...document.querySelectorAll('#jobs .card progress')].some(b => b.value >= 2*1024*1024)`, 30*time.Second)

@@ -383,7 +383,10 @@ class JobView {
       root.dataset.target = name;
       $('.card-name', root).textContent = name;
       $('progress', root).setAttribute('aria-label', `Progress of ${name}`);
-      $('.job-cards', this.root).append(root);
+      // In the order of their names: a station's slots keep their places.
+      const list = $('.job-cards', this.root);
+      const after = [...list.children].find((e) => e.dataset.target > name);
+      list.insertBefore(root, after || null);
       c = { root, phase: '', t0: 0, d0: 0, last: 0, done: false };
       this.cards.set(name, c);
     }

@@ -68,7 +68,7 @@ func TestWriteFromURL(t *testing.T) {
 	}
 	p.do(chromedp.KeyEvent("\r"))
 	id := p.newestJob()
-	p.waitFor(fmt.Sprintf(`document.querySelector('#job-%d .card-download').textContent.includes('sets the pace')`, id), 30*time.Second)
+	p.waitFor(fmt.Sprintf(`(document.querySelector('#job-%d .card-download')?.textContent || '').includes('sets the pace')`, id), 30*time.Second)
 	if r := p.cardResult(id, c.name(), 60*time.Second); !strings.Contains(r, "Verified") {
 		t.Errorf("%s: %s", c.name(), r)
 	}

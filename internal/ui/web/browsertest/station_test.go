@@ -21,7 +21,7 @@ import (
 // it; every card holds the image.
 func TestStation(t *testing.T) {
 	b := newBrowser(t)
-	img, imgPath := osImage(t, filepath.Join(t.TempDir(), "os.img"), 2<<20, 7)
+	img, imgPath := osImage(t, filepath.Join(shortDir(t), "os.img"), 2<<20, 7)
 	readers := bus{dir: shortDir(t), opts: "speed=20MB/s"}
 	var slots []card
 	for i := 1; i <= 4; i++ {
@@ -70,7 +70,7 @@ func TestStation(t *testing.T) {
 	blankCard(t, slots[0].path, 0)
 	sameAsImage(t, aside, img)
 	first := fmt.Sprintf(`document.querySelector('#job-%d .card[data-target=%s]')`, id, jsString(slots[0].name()))
-	p.waitFor(first+`.dataset.slot === 'empty'`, 20*time.Second)
+	p.waitFor(first+`?.dataset.slot === 'empty'`, 20*time.Second)
 	if line := eval[string](p, first+`.querySelector('.card-slot').textContent`); !strings.Contains(line, "taken out") {
 		t.Errorf("the emptied slot says %q", line)
 	}

@@ -93,7 +93,7 @@ func TestWriteTwoCardsFromFile(t *testing.T) {
 func TestUnplugMidWrite(t *testing.T) {
 	b := newBrowser(t)
 	dir := shortDir(t)
-	img, imgPath := osImage(t, filepath.Join(t.TempDir(), "os.img"), 6<<20, 2)
+	img, imgPath := osImage(t, filepath.Join(shortDir(t), "os.img"), 6<<20, 2)
 	readers := bus{dir: dir, opts: "speed=4MB/s"}
 	good, gone := readers.card(t, "good", 16<<20), readers.card(t, "gone", 0)
 	old := bytes.Repeat([]byte{0xa5}, 16<<20) // what the card held before

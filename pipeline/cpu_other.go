@@ -2,8 +2,6 @@
 
 package pipeline
 
-import "time"
-
-// processCPU is 0 where the process's CPU time is not read: results then
+// processUsage is zero where the OS's counts are not read: results then
 // report no CPU time rather than a wrong one.
-func processCPU() time.Duration { return 0 }
+func processUsage() Usage { return Usage{} }

@@ -71,9 +71,12 @@ type VerifyResult struct {
 	Elapsed      time.Duration //
 	DeviceBusy   time.Duration // time inside ReadBlocks
 	CPU          time.Duration // user and system time of the process; 0 where the OS does not say
-	Memory       string        // the kind of memory read into, as in WriteResult
-	SHA256       [32]byte      // VerifyHash: of the bytes read back
-	Method       VerifyMethod  // how the read-back was checked
+	// Usage and IO are the read-back's cost, as in WriteResult.
+	Usage  Usage
+	IO     blockdev.IOCounts
+	Memory string       // the kind of memory read into, as in WriteResult
+	SHA256 [32]byte     // VerifyHash: of the bytes read back
+	Method VerifyMethod // how the read-back was checked
 }
 
 func (o *VerifyOptions) normalize(dev blockdev.Device) error {

@@ -122,6 +122,11 @@ type WriteResult struct {
 	// CPU is the user and system time the whole process spent during the
 	// write (decoder goroutines included); 0 where the OS does not say.
 	CPU time.Duration
+	// Usage is what the process used during the write (CPU, context
+	// switches, page faults), and IO what the device counted of its own
+	// (commands and system calls; zero for a device that does not count).
+	Usage Usage
+	IO    blockdev.IOCounts
 	// Memory is the kind of memory the buffers were: the device's own
 	// (BufferAllocator) or MemoryAligned.
 	Memory string

@@ -99,7 +99,7 @@ func newWriter(ctx context.Context, dev blockdev.Device, name string, src io.Rea
 
 // run writes the image and reports how it went.
 func (w *writer) run(ctx context.Context) (WriteResult, error) {
-	start, cpu := time.Now(), processCPU()
+	start, cost := time.Now(), startCost(w.dev)
 	w.prog.begin(PhaseWrite, w.opts.ExpectedSize, 0)
 	err := drive(ctx, w.r, &w.fill, w)
 	if err == nil {
@@ -107,7 +107,8 @@ func (w *writer) run(ctx context.Context) (WriteResult, error) {
 	}
 	// The filler has stopped: its counters and hash are ours.
 	w.res.Elapsed = time.Since(start)
-	w.res.CPU = processCPU() - cpu
+	w.res.Usage, w.res.IO = cost.end()
+	w.res.CPU = w.res.Usage.CPU()
 	w.res.Transfers = w.transfers
 	w.res.DecoderWait, w.res.DeviceWait = w.r.recvWait, w.r.takeWait
 	w.res.DecoderBusy, w.res.DeviceBusy = w.fill.busy, w.busy

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
@@ -87,3 +88,12 @@ type DeadlineSetter interface {
 type Sleeper interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
+
+// IOCounts are blockdev.IOCounts, named here so that a backend counts in
+// them without importing the engine's seam.
+type IOCounts = blockdev.IOCounts
+
+// IOCounter is an optional interface of an Endpoint that counts what its
+// transfers ask of the kernel (the usbfs backend does); the Transport adds
+// its commands and the LUN hands them to the engine (blockdev.IOCounter).
+type IOCounter = blockdev.IOCounter

@@ -64,7 +64,13 @@ var (
 	_ blockdev.TransferLimiter = (*LUN)(nil)
 	_ blockdev.BufferAllocator = (*LUN)(nil)
 	_ blockdev.Ejector         = (*LUN)(nil)
+	_ blockdev.IOCounter       = (*LUN)(nil)
 )
+
+// IOCounts implements blockdev.IOCounter: the commands sent to the reader
+// (every LUN of it, every attempt) and, when its Endpoint counts them too
+// (usbfs does), the system calls they took.
+func (l *LUN) IOCounts() blockdev.IOCounts { return l.t.IOCounts() }
 
 // LUN is one logical unit of a mass-storage device (one slot of a card
 // reader), opened for block I/O. It implements blockdev.Device.

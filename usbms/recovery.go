@@ -158,6 +158,7 @@ func (e *chokeError) Unwrap() error { return e.err }
 // DeadlineSetter gets the deadline directly, which spares a context and a
 // timer per command.
 func (t *Transport) timedAttempt(ctx context.Context, r request) (result, error) {
+	t.commands++
 	d := t.timeout(len(r.data))
 	if ds, ok := t.ep.(DeadlineSetter); ok {
 		ds.SetDeadline(time.Now().Add(d))

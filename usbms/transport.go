@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 	"github.com/usbflash/usbflash/scsi"
 )
 
@@ -180,6 +181,9 @@ type Transport struct {
 	// ATTENTION that follows (consumePortReset).
 	portResetDone bool
 
+	// commands are the attempts sent to the device, counted under mu.
+	commands int64
+
 	// capBytes is the largest READ or WRITE sent to the device, in bytes;
 	// 0: no cap. QuirkMaxSectors64 starts it at 32 KiB; a reader that
 	// fails a large command lowers it (LUN.transfer). Shared by the LUNs.
@@ -337,6 +341,21 @@ func (t *Transport) consumePortReset() bool {
 	done := t.portResetDone
 	t.portResetDone = false
 	return done
+}
+
+// IOCounts is what the transport asked of its reader: its commands
+// (every attempt), and the Endpoint's system calls when it counts them
+// (a blockdev.IOCounter). It waits for a command in flight.
+func (t *Transport) IOCounts() blockdev.IOCounts {
+	t.mu.Lock()
+	n := t.commands
+	t.mu.Unlock()
+	var c blockdev.IOCounts
+	if ic, ok := t.ep.(IOCounter); ok {
+		c = ic.IOCounts()
+	}
+	c.Commands = n
+	return c
 }
 
 // Quirks returns the quirk flags the transport was given.

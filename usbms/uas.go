@@ -767,6 +767,7 @@ func (u *uasTransport) batch(ctx context.Context, rs []request) []error {
 	}
 	bctx, cancel := context.WithTimeout(ctx, u.t.timeout(total))
 	defer cancel()
+	u.t.commands += int64(len(ps))
 	if u.streams > 0 {
 		u.batchStreams(bctx, ps)
 	} else {

@@ -62,6 +62,7 @@ func (p *cardPresenter) finish(_ *session.Result, err error) error {
 		Bound: jsonevents.BoundOf(res.Bound), BoundRatio: res.BoundRatio,
 		DecoderWaitS: ptr(res.DecoderWait.Seconds()), DeviceWaitS: ptr(res.DeviceWait.Seconds()),
 		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: termui.PerGiB(res.CPU, res.Bytes),
+		Cost: jsonevents.CostOf(res.Usage, res.IO),
 	}
 	wrote := units.FormatBytes(res.Bytes)
 	if o.SkippedWhy != "" {
@@ -82,6 +83,7 @@ func (p *cardPresenter) finish(_ *session.Result, err error) error {
 		sum.Verified = true
 		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
 		sum.VerifyTransferSize = int64(v.TransferSize)
+		sum.VerifyCost = jsonevents.CostOf(v.Usage, v.IO)
 		sum.Verify = v.Method.Report()
 		text = append(text, fmt.Sprintf("Verified %s read back in %s (%s), %s", units.FormatBytes(v.Bytes),
 			v.Elapsed.Round(time.Millisecond), units.FormatRate(termui.Rate(v.Bytes, v.Elapsed)), v.Method.Describe()))

@@ -95,6 +95,7 @@ func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg session.Verif
 		Command: jsonevents.CommandVerify,
 		Bytes:   res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: termui.Rate(res.Bytes, res.Elapsed), Verified: true,
 		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: termui.PerGiB(res.CPU, res.Bytes),
+		Cost: jsonevents.CostOf(res.Usage, res.IO),
 	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", res.Card, shown.Text(res.Image), units.FormatBytes(res.Bytes),
 		res.Elapsed.Round(time.Millisecond), units.FormatRate(termui.Rate(res.Bytes, res.Elapsed)),
 		termui.CPULine(res.CPU, res.Bytes, res.Memory)))

@@ -87,7 +87,7 @@ LIB, ENGINE, IMAGE, scsi, usbms, internal/customize, internal/drive,
 internal/failure, internal/session < internal/station/slotlog, internal/station/metrics;
 
 # Presenters.
-internal/probe/cardbench, internal/session, pipeline < internal/ui/jsonevents;
+internal/probe/cardbench, internal/session, pipeline, pipeline/blockdev < internal/ui/jsonevents;
 internal/lib/units, internal/lib/shown, internal/drive < internal/ui/readerinfo;
 internal/lib/units, internal/lib/outfile, internal/probe/cardbench,
   internal/ui/jsonevents < internal/ui/benchview;

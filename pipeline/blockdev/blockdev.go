@@ -178,3 +178,51 @@ type Extent struct {
 
 // End is the first byte after e.
 func (e Extent) End() int64 { return e.Off + e.Len }
+
+// IOCounts are what a device asked of its host to move its commands,
+// counted by the device itself as it works: what a write costs in units
+// that carry from one host to another (an emulator's seconds do not; its
+// system calls and wake-ups per command do). Each count is since the
+// device was opened; Sub gives a phase's share.
+type IOCounts struct {
+	// Commands are the commands sent to the device (each attempt of a
+	// command that was tried again counts).
+	Commands int64
+	// Submits are the transfers handed to the kernel (usbfs:
+	// USBDEVFS_SUBMITURB).
+	Submits int64
+	// Reaps are the calls that took a completed transfer back or found
+	// none yet (usbfs: USBDEVFS_REAPURB and REAPURBNDELAY).
+	Reaps int64
+	// Waits are the times the device slept until a transfer completed
+	// (parked in Go's poller, or in poll(2)): each is a wake-up.
+	Waits int64
+	// Other are the device's other system calls on its way: cancelled
+	// transfers, control requests, cleared halts.
+	Other int64
+}
+
+// Sub is c less o, for the counts of what happened between two readings.
+func (c IOCounts) Sub(o IOCounts) IOCounts {
+	return IOCounts{Commands: c.Commands - o.Commands, Submits: c.Submits - o.Submits, Reaps: c.Reaps - o.Reaps,
+		Waits: c.Waits - o.Waits, Other: c.Other - o.Other}
+}
+
+// Add is c plus o (the counts of several devices, or of several parts).
+func (c IOCounts) Add(o IOCounts) IOCounts {
+	return IOCounts{Commands: c.Commands + o.Commands, Submits: c.Submits + o.Submits, Reaps: c.Reaps + o.Reaps,
+		Waits: c.Waits + o.Waits, Other: c.Other + o.Other}
+}
+
+// Syscalls is the system calls the counts stand for: every submit, reap
+// and other call, and one for each wait (the call the waiting thread
+// sleeps in).
+func (c IOCounts) Syscalls() int64 { return c.Submits + c.Reaps + c.Waits + c.Other }
+
+// IOCounter is a device that counts what it asks of its host (IOCounts).
+// The counts are plain integers of the goroutine that does the I/O, so
+// counting costs the hot path nothing; IOCounts waits for a command in
+// flight to end and is meant to be read between phases.
+type IOCounter interface {
+	IOCounts() IOCounts
+}

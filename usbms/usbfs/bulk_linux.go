@@ -30,9 +30,14 @@ type urbIO interface {
 	// discard cancels u (USBDEVFS_DISCARDURB).
 	discard(fd int, u *urb) error
 	// reapWait is reap(fd, false) that, while no URB has completed,
-	// waits up to ms milliseconds for one; EAGAIN when none came.
-	reapWait(fd int, ms int) (uintptr, error)
+	// waits up to ms milliseconds for one; EAGAIN when none came. It
+	// says what that cost: the reap ioctls it made and the times it
+	// slept.
+	reapWait(fd int, ms int) (got uintptr, cost waitCost, err error)
 }
+
+// waitCost is what one reapWait asked of the kernel.
+type waitCost struct{ reaps, sleeps int }
 
 // usbfsIO is urbIO on the running kernel. With a waiter it waits in Go's
 // poller; without (a kernel whose usbfs node epoll refuses) in poll(2).
@@ -61,14 +66,15 @@ func (usbfsIO) discard(fd int, u *urb) error {
 	return err
 }
 
-func (io usbfsIO) reapWait(fd int, ms int) (uintptr, error) {
+func (io usbfsIO) reapWait(fd int, ms int) (uintptr, waitCost, error) {
 	if io.w != nil {
 		return io.w.reapWait(ms)
 	}
 	if _, err := unix.Poll(io.pfd[:], ms); err != nil && err != unix.EINTR {
-		return 0, err
+		return 0, waitCost{sleeps: 1}, err
 	}
-	return io.reap(fd, false)
+	got, err := io.reap(fd, false)
+	return got, waitCost{reaps: 1, sleeps: 1}, err
 }
 
 // A waiter waits for completed URBs in Go's network poller instead of
@@ -82,11 +88,12 @@ func (io usbfsIO) reapWait(fd int, ms int) (uintptr, error) {
 // goroutine gives its thread back and the usbfs node's readiness
 // (POLLOUT: a completed URB waits to be reaped) wakes it.
 type waiter struct {
-	f   *os.File // a duplicate of the node, non-blocking, in the poller
-	rc  syscall.RawConn
-	try func(uintptr) bool // tryReap, bound once so that a wait allocates nothing
-	got uintptr
-	err error
+	f     *os.File // a duplicate of the node, non-blocking, in the poller
+	rc    syscall.RawConn
+	try   func(uintptr) bool // tryReap, bound once so that a wait allocates nothing
+	got   uintptr
+	err   error
+	tries int // tryReap's calls in this wait: the first is before any sleep
 }
 
 // newWaiter registers a duplicate of the usbfs node fd with Go's poller;
@@ -120,6 +127,7 @@ func newWaiter(fd int) *waiter {
 // reaped here.
 func (w *waiter) tryReap(fd uintptr) bool {
 	var got uintptr
+	w.tries++
 	_, err := ioctl(int(fd), ioctlReapURBNDelay, unsafe.Pointer(&got))
 	if err == unix.EAGAIN {
 		return false
@@ -128,18 +136,21 @@ func (w *waiter) tryReap(fd uintptr) bool {
 	return true
 }
 
-func (w *waiter) reapWait(ms int) (uintptr, error) {
+func (w *waiter) reapWait(ms int) (uintptr, waitCost, error) {
 	if err := w.f.SetWriteDeadline(time.Now().Add(time.Duration(ms) * time.Millisecond)); err != nil {
-		return 0, err
+		return 0, waitCost{}, err
 	}
-	w.got, w.err = 0, nil
+	w.got, w.err, w.tries = 0, nil, 0
 	if err := w.rc.Write(w.try); err != nil {
+		// Every try found nothing and was followed by a sleep, the
+		// last of which ended at the deadline.
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return 0, unix.EAGAIN
+			return 0, waitCost{reaps: w.tries, sleeps: w.tries}, unix.EAGAIN
 		}
-		return 0, err
+		return 0, waitCost{reaps: w.tries, sleeps: max(w.tries-1, 0)}, err
 	}
-	return w.got, w.err
+	// The first try comes before any sleep, each later one after one.
+	return w.got, waitCost{reaps: w.tries, sleeps: w.tries - 1}, w.err
 }
 
 func (w *waiter) close() {
@@ -240,6 +251,7 @@ func (d *Device) transfer(ctx context.Context, ep uint8, p []byte, depth int, in
 					u.Flags |= urbBulkContinuation
 				}
 			}
+			d.counts.Submits++
 			if err := d.io.submit(d.fd, u); err != nil {
 				u.Buffer = nil
 				if err == unix.ENOMEM && cnt == 0 && memWaits < noMemoryTries {
@@ -354,6 +366,7 @@ func (d *Device) reap(ctx context.Context, pool []*urb, deadline *time.Time) (*u
 		}
 		if stop != nil {
 			// Too late to wait; one that completed still counts.
+			d.counts.Reaps++
 			got, err := d.io.reap(d.fd, false)
 			if err == nil {
 				if u := ours(pool, got); u != nil {
@@ -367,7 +380,9 @@ func (d *Device) reap(ctx context.Context, pool []*urb, deadline *time.Time) (*u
 			return nil, stop
 		}
 		ms := int(max(wait/time.Millisecond, 1))
-		got, err := d.io.reapWait(d.fd, ms)
+		got, cost, err := d.io.reapWait(d.fd, ms)
+		d.counts.Reaps += int64(cost.reaps)
+		d.counts.Waits += int64(cost.sleeps)
 		if err == nil {
 			if u := ours(pool, got); u != nil {
 				return u, nil
@@ -396,9 +411,11 @@ func ours(pool []*urb, got uintptr) *urb {
 func (d *Device) discardAll(head, cnt int) {
 	for i := 0; i < cnt; i++ {
 		u := d.urbs[(head+i)%len(d.urbs)]
+		d.counts.Other++
 		_ = d.io.discard(d.fd, u)
 	}
 	for i := 0; i < cnt; i++ {
+		d.counts.Reaps++
 		if _, err := d.io.reap(d.fd, true); err != nil {
 			// The device is gone: the kernel dropped the URBs
 			// and will not write to them.

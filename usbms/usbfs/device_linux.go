@@ -62,13 +62,27 @@ type Device struct {
 	// regions is the memory AllocBuffers handed out and not yet freed.
 	regions       []region
 	smallZeroCopy bool
+	// counts are the system calls the transfers made, plain integers
+	// of the goroutine that holds the read lock for a transfer (BOT and
+	// UAS serialise them above), read under the write lock (IOCounts).
+	counts usbms.IOCounts
 }
 
 var (
 	_ usbms.Endpoint        = (*Device)(nil)
 	_ usbms.BufferAllocator = (*Device)(nil)
 	_ usbms.DeadlineSetter  = (*Device)(nil)
+	_ usbms.IOCounter       = (*Device)(nil)
 )
+
+// IOCounts implements usbms.IOCounter: the URB ioctls, the waits for
+// a URB and the other ioctls of the transfers since Open (Commands is the
+// transport's to count). It waits for a transfer in flight.
+func (d *Device) IOCounts() usbms.IOCounts {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.counts
+}
 
 // List enumerates the mass-storage interfaces of the USB devices from
 // sysfs, without opening any device: the strings are sysfs's.
@@ -298,6 +312,7 @@ func (d *Device) ClassRequest(ctx context.Context, in bool, request uint8, value
 	if len(data) > 0 {
 		ct.Data = unsafe.Pointer(&data[0])
 	}
+	d.counts.Other++
 	n, err := ioctl(d.fd, ioctlControl, unsafe.Pointer(&ct))
 	if err != nil {
 		e := usbdev.NewError(op, d.info, nil, err)
@@ -329,6 +344,7 @@ func (d *Device) ClearHalt(ctx context.Context, in bool) error {
 		return usbdev.NewError(op, d.info, err, nil)
 	}
 	e := uint32(ep)
+	d.counts.Other++
 	_, err := ioctl(d.fd, ioctlClearHalt, unsafe.Pointer(&e))
 	return mapError(ctx, op, d.info, err)
 }

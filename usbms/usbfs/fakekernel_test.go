@@ -261,9 +261,10 @@ func (f *fakeKernel) discard(_ int, u *urb) error {
 }
 
 // reapWait is poll(2) and then a reap, as usbfsIO waits without a waiter.
-func (f *fakeKernel) reapWait(fd int, ms int) (uintptr, error) {
+func (f *fakeKernel) reapWait(fd int, ms int) (uintptr, waitCost, error) {
 	f.poll(nil, ms)
-	return f.reap(fd, false)
+	got, err := f.reap(fd, false)
+	return got, waitCost{reaps: 1, sleeps: 1}, err
 }
 
 func (f *fakeKernel) poll(_ []unix.PollFd, _ int) (int, error) {

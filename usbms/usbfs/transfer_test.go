@@ -487,5 +487,32 @@ func TestReapCalls(t *testing.T) {
 	if f.polls != 8 || f.reaps != 8 {
 		t.Errorf("8 URBs, each completed by a wait: %d waits and %d reaps, want 8 and 8", f.polls, f.reaps)
 	}
+	// The device's own counts are what the kernel saw.
+	want := usbms.IOCounts{Submits: 8, Reaps: int64(f.reaps), Waits: int64(f.polls)}
+	if got := d.IOCounts(); got != want {
+		t.Errorf("IOCounts %+v, want %+v", got, want)
+	}
+	f.checkIdle(d)
+}
+
+// TestIOCountsOfFailures: a transfer cut short by a failure counts what
+// it asked of the kernel too: the URBs it submitted, the discards of those
+// still in flight and the blocking reaps that took them back.
+func TestIOCountsOfFailures(t *testing.T) {
+	f := newFakeKernel(t, 0x02)
+	f.failAt, f.failWith = mib+5, unix.EPROTO
+	d := fakeDevice(f, 4, mib, capBulkContinuation)
+	p := pattern(8 * mib)
+	f.start(p)
+	if _, err := d.BulkOut(context.Background(), p); err == nil {
+		t.Fatal("BulkOut past a failing URB succeeded")
+	}
+	got := d.IOCounts()
+	if got.Submits != int64(len(f.subs)) || got.Reaps != int64(f.reaps) || got.Waits != int64(f.polls) || got.Other != int64(f.discards) {
+		t.Errorf("IOCounts %+v; the kernel saw %d submits, %d reaps, %d waits, %d discards", got, len(f.subs), f.reaps, f.polls, f.discards)
+	}
+	if f.discards == 0 {
+		t.Errorf("no URB was discarded: the case tests nothing")
+	}
 	f.checkIdle(d)
 }

@@ -144,6 +144,7 @@ func (d *Device) PipeSubmit(x *usbms.PipeXfer) error {
 	}
 	u := r.urbs[i]
 	*u = urb{Type: urbTypeBulk, Endpoint: r.eps[x.Pipe], Buffer: unsafe.Pointer(&x.Buf[0]), BufferLength: int32(len(x.Buf)), NumPackets: int32(x.Stream)}
+	d.counts.Submits++
 	if err := d.io.submit(d.fd, u); err != nil {
 		u.Buffer = nil
 		return mapError(context.Background(), pipeOp(x), d.info, err)
@@ -167,6 +168,7 @@ func (d *Device) PipeCancel(x *usbms.PipeXfer) {
 	r.ncancel++
 	if d.fd >= 0 && r.gone == nil {
 		// EINVAL: it completed already and waits to be reaped.
+		d.counts.Other++
 		_ = d.io.discard(d.fd, r.urbs[i])
 	}
 }

@@ -66,23 +66,24 @@ func (k *pipeKernel) discard(_ int, u *urb) error {
 }
 
 func (k *pipeKernel) reap(fd int, wait bool) (uintptr, error) {
-	return k.reapWait(fd, 0)
+	got, _, err := k.reapWait(fd, 0)
+	return got, err
 }
 
-func (k *pipeKernel) reapWait(_ int, ms int) (uintptr, error) {
+func (k *pipeKernel) reapWait(_ int, ms int) (uintptr, waitCost, error) {
 	k.mu.Lock()
 	gone := k.gone
 	k.mu.Unlock()
 	if gone {
-		return 0, unix.ENODEV
+		return 0, waitCost{reaps: 1}, unix.ENODEV
 	}
 	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
 	defer t.Stop()
 	select {
 	case u := <-k.done:
-		return uintptr(unsafe.Pointer(u)), nil
+		return uintptr(unsafe.Pointer(u)), waitCost{reaps: 1, sleeps: 1}, nil
 	case <-t.C:
-		return 0, unix.EAGAIN
+		return 0, waitCost{reaps: 1, sleeps: 1}, unix.EAGAIN
 	}
 }
 

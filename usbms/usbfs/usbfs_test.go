@@ -334,10 +334,10 @@ func TestNewWaiter(t *testing.T) {
 	}
 	// Writable at once: the wait returns, and the reap in it fails as an
 	// ioctl on an eventfd does (not a usbfs node), not with a timeout.
-	if _, err := w.reapWait(1000); err == nil || err == unix.EAGAIN {
+	if _, _, err := w.reapWait(1000); err == nil || err == unix.EAGAIN {
 		t.Errorf("reapWait on an eventfd: %v, want the ioctl's error", err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = w.reapWait(1000) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = w.reapWait(1000) }); n != 0 {
 		t.Errorf("a wait allocates %v times", n)
 	}
 	w.close()

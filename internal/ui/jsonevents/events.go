@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // Name is the "event" field.
@@ -188,6 +189,50 @@ type Summary struct {
 	Memory    string  `json:"memory"`
 	CPUS      float64 `json:"cpu_s"`
 	CPUPerGiB float64 `json:"cpu_s_per_gib"`
+	// Cost is what the write (or verify's read-back) cost the process
+	// and its device; VerifyCost the write's read-back, when verified.
+	Cost       *Cost `json:"cost,omitempty"`
+	VerifyCost *Cost `json:"verify_cost,omitempty"`
+}
+
+// Cost is what a phase cost, in units that carry from one host to
+// another: the process's CPU, context switches and page faults
+// (getrusage), and the device's own counts of what it asked the kernel.
+type Cost struct {
+	UserS               float64 `json:"user_s"`
+	SystemS             float64 `json:"system_s"`
+	VoluntarySwitches   int64   `json:"voluntary_switches"`
+	InvoluntarySwitches int64   `json:"involuntary_switches"`
+	MinorFaults         int64   `json:"minor_faults"`
+	MajorFaults         int64   `json:"major_faults"`
+	// IO is absent for a device that does not count (a file: target,
+	// the libusb backend).
+	IO *IOCounts `json:"io,omitempty"`
+}
+
+// IOCounts are a device's counts (blockdev.IOCounts) in a Cost.
+type IOCounts struct {
+	Commands int64 `json:"commands"`
+	Submits  int64 `json:"submits"`
+	Reaps    int64 `json:"reaps"`
+	Waits    int64 `json:"waits"`
+	Other    int64 `json:"other"`
+	Syscalls int64 `json:"syscalls"`
+}
+
+// CostOf is the Cost of a phase that used u and whose device counted io
+// (zero: it does not count); nil where the system counted neither.
+func CostOf(u pipeline.Usage, io blockdev.IOCounts) *Cost {
+	if u == (pipeline.Usage{}) && io == (blockdev.IOCounts{}) {
+		return nil
+	}
+	c := &Cost{UserS: u.User.Seconds(), SystemS: u.System.Seconds(),
+		VoluntarySwitches: u.VoluntarySwitches, InvoluntarySwitches: u.InvoluntarySwitches,
+		MinorFaults: u.MinorFaults, MajorFaults: u.MajorFaults}
+	if io != (blockdev.IOCounts{}) {
+		c.IO = &IOCounts{Commands: io.Commands, Submits: io.Submits, Reaps: io.Reaps, Waits: io.Waits, Other: io.Other, Syscalls: io.Syscalls()}
+	}
+	return c
 }
 
 type Error struct {

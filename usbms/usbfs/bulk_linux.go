@@ -46,24 +46,30 @@ type usbfsIO struct {
 	pfd *[1]unix.PollFd // the Device's, for poll(2)
 }
 
+// SUBMITURB, REAPURBNDELAY and DISCARDURB queue, take or cancel a URB and
+// return: none of them waits for the device. They go as raw system calls
+// (rawIoctl), without the runtime's bookkeeping for one that may block:
+// with it, a call that took long (a submit is charged an emulated
+// controller's work) let sysmon hand the goroutine's processor to another
+// thread and keep waking every 20 µs, a context switch each time. Only
+// REAPURB, which sleeps until a URB completes, is an ordinary one.
+
 func (usbfsIO) submit(fd int, u *urb) error {
-	_, err := ioctl(fd, ioctlSubmitURB, unsafe.Pointer(u))
-	return err
+	return rawIoctl(fd, ioctlSubmitURB, unsafe.Pointer(u))
 }
 
 func (usbfsIO) reap(fd int, wait bool) (uintptr, error) {
-	req := ioctlReapURBNDelay
-	if wait {
-		req = ioctlReapURB
-	}
 	var got uintptr
-	_, err := ioctl(fd, req, unsafe.Pointer(&got))
+	if !wait {
+		err := rawIoctl(fd, ioctlReapURBNDelay, unsafe.Pointer(&got))
+		return got, err
+	}
+	_, err := ioctl(fd, ioctlReapURB, unsafe.Pointer(&got))
 	return got, err
 }
 
 func (usbfsIO) discard(fd int, u *urb) error {
-	_, err := ioctl(fd, ioctlDiscardURB, unsafe.Pointer(u))
-	return err
+	return rawIoctl(fd, ioctlDiscardURB, unsafe.Pointer(u))
 }
 
 func (io usbfsIO) reapWait(fd int, ms int) (uintptr, waitCost, error) {
@@ -128,7 +134,7 @@ func newWaiter(fd int) *waiter {
 func (w *waiter) tryReap(fd uintptr) bool {
 	var got uintptr
 	w.tries++
-	_, err := ioctl(int(fd), ioctlReapURBNDelay, unsafe.Pointer(&got))
+	err := rawIoctl(int(fd), ioctlReapURBNDelay, unsafe.Pointer(&got))
 	if err == unix.EAGAIN {
 		return false
 	}

@@ -133,3 +133,21 @@ func ioctl(fd int, req uintptr, arg unsafe.Pointer) (int, error) {
 		return int(r), nil
 	}
 }
+
+// rawIoctl runs an ioctl that returns without waiting for the device
+// (SUBMITURB, REAPURBNDELAY, DISCARDURB) as a raw system call: the runtime
+// is not told, so it neither hands the goroutine's processor to another
+// thread while the call runs nor keeps sysmon polling for that. A call that
+// could sleep until the device answers must not come here (see ioctl).
+func rawIoctl(fd int, req uintptr, arg unsafe.Pointer) error {
+	for {
+		_, _, errno := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(arg))
+		switch errno {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		}
+		return errno
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
+	"sync/atomic"
+	"time"
 
-	"github.com/zeebo/xxh3"
-
+	"github.com/usbflash/usbflash/internal/lib/xxh3"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
@@ -23,6 +25,81 @@ import (
 // stale or shifted data) with a chance of missing one of 2^-128; it is no
 // defence against someone forging a card, which is not what a verify is
 // for: a published checksum of the image (--sha256) is checked separately.
+
+// Which xxh3 code computes the digests is chosen by measuring, once per
+// process: every implementation this CPU runs (the portable one, AVX2 or
+// SSE2 on amd64, NEON on arm64; xxh3.Accums) hashes a 64 KiB block a few
+// times, and the fastest is kept. They give the same digests. Vector code
+// is the faster on real hardware; under an emulator it need not be (in
+// the arm64 guest of issue 45, qemu ran NEON at 165-183 MB/s and the
+// portable code at 434-994, and NEON took most of a verify's CPU), and
+// the host a card is written from may be one.
+
+// DigestOf is the digest of p, one command's bytes, as a write records it.
+func DigestOf(p []byte) [16]byte { return digestAccum().Hash128(p).Bytes() }
+
+// digestAccum is the implementation the digests use (digestChoice).
+func digestAccum() xxh3.Accum { return digestChoice.get() }
+
+// digestChoice is the process's choice of implementation: a package
+// variable because the choice is the process's (the CPU it runs on, the
+// emulator it may run under), made the first time a digest is taken.
+var digestChoice = &accumChoice{candidates: xxh3.Accums, timing: timeAccum}
+
+// accumChoice chooses the fastest xxh3 implementation once.
+type accumChoice struct {
+	candidates func() []xxh3.Accum
+	timing     func(a xxh3.Accum, block []byte) time.Duration
+
+	once        sync.Once
+	chosen      xxh3.Accum
+	chosenIndex int          // of the candidates, for the tests
+	timed       atomic.Int32 // timings taken, for the tests
+}
+
+// choiceBlock and choiceRounds are what each candidate hashes: a block
+// the size of a small command, the best of a few rounds taken in turn,
+// so that a moment's load on a shared host does not decide.
+const (
+	choiceBlock  = 64 << 10
+	choiceRounds = 5
+)
+
+// get is the chosen implementation, measured on the first call.
+func (c *accumChoice) get() xxh3.Accum {
+	c.once.Do(func() {
+		cands := c.candidates()
+		block := make([]byte, choiceBlock)
+		for i := range block {
+			block[i] = byte(i*7 + i>>8)
+		}
+		best := make([]time.Duration, len(cands))
+		for r := range choiceRounds {
+			for i, a := range cands {
+				d := c.timing(a, block)
+				c.timed.Add(1)
+				if r == 0 || d < best[i] {
+					best[i] = d
+				}
+			}
+		}
+		k := 0
+		for i := range cands {
+			if best[i] < best[k] {
+				k = i
+			}
+		}
+		c.chosen, c.chosenIndex = cands[k], k
+	})
+	return c.chosen
+}
+
+// timeAccum is how long a takes to hash block.
+func timeAccum(a xxh3.Accum, block []byte) time.Duration {
+	start := time.Now()
+	a.Hash128(block)
+	return time.Since(start)
+}
 
 // TransferDigest is the xxh3-128 of the bytes of one write command: Blocks
 // blocks from LBA, padding included, exactly as they were sent.
@@ -78,7 +155,7 @@ func (d *Digests) record(off int64, p []byte) {
 		return
 	}
 	bs := int64(d.BlockSize)
-	d.List = append(d.List, TransferDigest{LBA: off / bs, Blocks: int32(int64(len(p)) / bs), Sum: xxh3.Hash128(p).Bytes()})
+	d.List = append(d.List, TransferDigest{LBA: off / bs, Blocks: int32(int64(len(p)) / bs), Sum: DigestOf(p)})
 }
 
 // VerifyDigests reads back every range the digests cover, and nothing
@@ -113,7 +190,7 @@ func VerifyDigests(ctx context.Context, dev blockdev.Device, d Digests, opts Ver
 	for _, e := range opts.Only {
 		total += d.imageBytes(e.Off, e.Len)
 	}
-	h := xxh3.New128()
+	h := digestAccum().New128()
 	var (
 		i    int   // the digest being checked
 		done int64 // its bytes hashed so far
@@ -136,7 +213,7 @@ func VerifyDigests(ctx context.Context, dev blockdev.Device, d Digests, opts Ver
 			var sum [16]byte
 			switch {
 			case done == 0 && take == size: // the read holds the whole range: one call
-				sum = xxh3.Hash128(p[:take]).Bytes()
+				sum = DigestOf(p[:take])
 			default:
 				h.Write(p[:take])
 				if done += take; done < size {
@@ -184,7 +261,7 @@ func rereadRange(ctx context.Context, dev blockdev.Device, bad *VerifyError) err
 		derr := &DeviceError{Device: bad.Device, Op: OpRead, LBA: bad.LBA, Count: bad.Blocks, BlockSize: bad.BlockSize, Err: err}
 		return fmt.Errorf("%w (reading those blocks again failed: %v)", bad, derr)
 	}
-	if xxh3.Hash128(mem.bufs[0]).Bytes() == bad.WantDigest {
+	if DigestOf(mem.bufs[0]) == bad.WantDigest {
 		return &InconsistentError{Err: bad, Reread: true}
 	}
 	return bad

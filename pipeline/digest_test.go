@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
-	"github.com/zeebo/xxh3"
-
+	"github.com/usbflash/usbflash/internal/lib/xxh3"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
@@ -46,7 +48,7 @@ func writeDigests(t *testing.T, mem blockdev.Device, img []byte, opts WriteOptio
 	card := devContents(t, mem)
 	for _, c := range cmds {
 		p := card[c.lba*testBS : (c.lba+int64(c.blocks))*testBS]
-		want = append(want, TransferDigest{LBA: c.lba, Blocks: int32(c.blocks), Sum: xxh3.Hash128(p).Bytes()})
+		want = append(want, TransferDigest{LBA: c.lba, Blocks: int32(c.blocks), Sum: DigestOf(p)})
 	}
 	slices.SortFunc(want, func(a, b TransferDigest) int { return int(a.LBA - b.LBA) })
 	if !slices.Equal(res.Digests.List, want) || res.Digests.BlockSize != testBS {
@@ -263,5 +265,118 @@ func TestVerifyDigestsWrongDevice(t *testing.T) {
 	dev := newTestDevice(t, 64, testBS, oldByte)
 	if _, err := VerifyDigests(context.Background(), dev, d, VerifyOptions{}); err == nil || !strings.Contains(err.Error(), "4096") {
 		t.Fatalf("err = %v, want the block sizes named", err)
+	}
+}
+
+// TestDigestImplementationsAgree: every xxh3 implementation this CPU runs
+// gives the digest the write records and the read-back checks, for every
+// size a command or a piece of one may have (a block, a stepped-down
+// command, a whole transfer, a range spread over reads), whole and in
+// pieces, so which one a process chose cannot make a good card fail.
+func TestDigestImplementationsAgree(t *testing.T) {
+	data := testImage(4<<20+3*testBS, 11)
+	var sizes []int
+	for _, n := range []int{testBS, 8 * testBS, 32 << 10, 64 << 10, 120 << 10, 1 << 20, 4 << 20} {
+		sizes = append(sizes, n, n+testBS)
+	}
+	for n := 1; n < 5000; n = n*3 + 1 {
+		sizes = append(sizes, n)
+	}
+	cands := xxh3.Accums()
+	if len(cands) < 2 && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64") {
+		t.Fatalf("only %d implementation on %s: nothing to choose between", len(cands), runtime.GOARCH)
+	}
+	for _, n := range sizes {
+		p := data[:n]
+		want := DigestOf(p)
+		for _, a := range cands {
+			if got := a.Hash128(p).Bytes(); got != want {
+				t.Errorf("%d bytes: %s gives %x, the chosen %s %x", n, a.Name(), got, digestAccum().Name(), want)
+			}
+			h := a.New128()
+			for q := p; len(q) > 0; q = q[min(len(q), 3*testBS+5):] {
+				h.Write(q[:min(len(q), 3*testBS+5)])
+			}
+			if got := h.Sum128().Bytes(); got != want {
+				t.Errorf("%d bytes in pieces: %s gives %x, want %x", n, a.Name(), got, want)
+			}
+		}
+	}
+}
+
+// TestDigestChoice: the implementation is chosen by timing each candidate
+// a few rounds on a 64 KiB block and taking the fastest, once however
+// many goroutines ask at once; and the process's own choice is one of
+// this CPU's.
+func TestDigestChoice(t *testing.T) {
+	// Three candidates, whatever this CPU runs: timed in turn, so the
+	// n-th timing of a round is the n-th candidate's.
+	cands := append(xxh3.Accums(), xxh3.Scalar, xxh3.Scalar)[:3]
+	// The second candidate is the fastest; the first is fast once.
+	cost := func(i, round int) time.Duration {
+		d := time.Duration(10+i) * time.Millisecond
+		if i == 1 {
+			d = 5 * time.Millisecond
+		}
+		if i == 0 && round == 2 {
+			d = time.Millisecond // a lucky round counts: the best of each
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		name string
+		cost func(i, round int) time.Duration
+		want int
+	}{
+		{"the best round of each decides", cost, 0},
+		{"the fastest wins", func(i, _ int) time.Duration { return cost(i, 0) }, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			calls := 0
+			c := &accumChoice{
+				candidates: func() []xxh3.Accum { return cands },
+				timing: func(a xxh3.Accum, block []byte) time.Duration {
+					if len(block) != choiceBlock {
+						t.Errorf("timed on %d bytes, want %d", len(block), choiceBlock)
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					i, round := calls%len(cands), calls/len(cands)
+					calls++
+					if a.Name() != cands[i].Name() {
+						t.Errorf("timing %d is %s, want candidate %d (%s)", calls, a.Name(), i, cands[i].Name())
+					}
+					return tc.cost(i, round)
+				},
+			}
+			var wg sync.WaitGroup
+			got := make([]int, 8)
+			for g := range got {
+				wg.Add(1)
+				go func() { defer wg.Done(); c.get(); got[g] = c.chosenIndex }()
+			}
+			wg.Wait()
+			for _, i := range got {
+				if i != tc.want {
+					t.Errorf("chose candidate %d, want %d", i, tc.want)
+				}
+			}
+			if n := int(c.timed.Load()); n != choiceRounds*len(cands) {
+				t.Errorf("%d timings, want %d: one choice of %d rounds", n, choiceRounds*len(cands), choiceRounds)
+			}
+			c.get()
+			if n := int(c.timed.Load()); n != choiceRounds*len(cands) {
+				t.Errorf("asked again, the choice was timed again (%d timings)", n)
+			}
+		})
+	}
+	own := digestAccum().Name()
+	found := false
+	for _, a := range xxh3.Accums() {
+		found = found || a.Name() == own
+	}
+	if !found || digestChoice.timed.Load() != int32(choiceRounds*len(xxh3.Accums())) {
+		t.Errorf("the process chose %s of %d timings: not one of this CPU's implementations, or not once", own, digestChoice.timed.Load())
 	}
 }

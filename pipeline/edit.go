@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/zeebo/xxh3"
-
 	"github.com/usbflash/usbflash/internal/lib/aligned"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
@@ -194,7 +192,7 @@ func (e *Edit) load(i int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if sum := xxh3.Hash128(r).Bytes(); sum != t.Sum {
+	if sum := DigestOf(r); sum != t.Sum {
 		return nil, &VerifyError{Device: blockdev.Name(e.dev, ""), Transfer: true, LBA: t.LBA, Blocks: int64(t.Blocks), Offset: t.LBA * e.bs,
 			BlockSize: int(e.bs), WantDigest: t.Sum, GotDigest: sum}
 	}
@@ -325,13 +323,13 @@ func (e *Edit) WriteChanges() error {
 			return &DeviceError{Device: blockdev.Name(e.dev, ""), Op: OpWrite, LBA: r[0], Count: r[1], BlockSize: int(e.bs), Err: err}
 		}
 		if e.d != nil && !covered {
-			fresh = append(fresh, TransferDigest{LBA: r[0], Blocks: int32(r[1]), Sum: xxh3.Hash128(p).Bytes()})
+			fresh = append(fresh, TransferDigest{LBA: r[0], Blocks: int32(r[1]), Sum: DigestOf(p)})
 		}
 		if e.d != nil && covered {
 			// Partly covered: each block no digest covers gets its own.
 			for k := range r[1] {
 				if e.digestOf(r[0]+k) < 0 {
-					fresh = append(fresh, TransferDigest{LBA: r[0] + k, Blocks: 1, Sum: xxh3.Hash128(e.changed[r[0]+k]).Bytes()})
+					fresh = append(fresh, TransferDigest{LBA: r[0] + k, Blocks: 1, Sum: DigestOf(e.changed[r[0]+k])})
 				}
 			}
 		}
@@ -345,7 +343,7 @@ func (e *Edit) WriteChanges() error {
 					copy(r[k*e.bs:], b)
 				}
 			}
-			e.d.List[i].Sum = xxh3.Hash128(r).Bytes()
+			e.d.List[i].Sum = DigestOf(r)
 		}
 		e.d.List = append(e.d.List, fresh...)
 		slices.SortFunc(e.d.List, func(a, b TransferDigest) int { return cmp.Compare(a.LBA, b.LBA) })

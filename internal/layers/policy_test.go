@@ -20,7 +20,7 @@ package layers
 const policy = `
 NONE < internal/failure, internal/lib/units, internal/lib/aligned,
   internal/lib/splitmix, internal/lib/flock, internal/lib/buildinfo,
-  internal/lib/stopsignal, internal/lib/shown, internal/image/xzdec, internal/ui/eventsdoc,
+  internal/lib/stopsignal, internal/lib/shown, internal/lib/xxh3, internal/image/xzdec, internal/ui/eventsdoc,
   internal/dist, internal/layers, internal/probe/fakecheck/fakecases,
   internal/testkit/factsonly, internal/testkit/flakyhttp,
   internal/testkit/osimage, internal/testkit/readonly,
@@ -48,7 +48,8 @@ usbms, usbms/usbdev, usbms/usbfs, usbms/libusb, usbms/libusbdl < usbms/backend;
 # The build's backend is usbms/backend's choice: its users import it, not
 # usbfs, libusb or libusbdl.
 usbms, usbms/usbdev, usbms/backend, usbms/sim < USB;
-BASE, pipeline/blockdev, internal/lib/aligned < pipeline;
+NONE < internal/lib/xxh3;
+BASE, pipeline/blockdev, internal/lib/xxh3, internal/lib/aligned < pipeline;
 pipeline/blockdev, internal/lib/aligned < pipeline/fanout;
 pipeline/blockdev, internal/failure, internal/lib/flock, internal/lib/linuxdisk < pipeline/filedev;
 # A whole disk raw (macOS, Windows): the systems' disk helpers below it.

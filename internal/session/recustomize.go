@@ -10,8 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/zeebo/xxh3"
-
 	"github.com/usbflash/usbflash/internal/customize"
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
@@ -232,7 +230,7 @@ func (s *session) customizeInPlace(ctx context.Context, cfg CustomizeConfig, spe
 			return CustomizedCard{}, interrupted(st.step, err)
 		}
 	}
-	digests.List = append(digests.List, pipeline.TransferDigest{LBA: 0, Blocks: int32(firstLen / bs), Sum: xxh3.Hash128(first).Bytes()})
+	digests.List = append(digests.List, pipeline.TransferDigest{LBA: 0, Blocks: int32(firstLen / bs), Sum: pipeline.DigestOf(first)})
 	slices.SortFunc(digests.List, func(a, b pipeline.TransferDigest) int { return cmp.Compare(a.LBA, b.LBA) })
 	v, err := pipeline.VerifyDigests(ctx, d.Dev, *digests, pipeline.VerifyOptions{Name: d.Name, TransferSize: transfer,
 		Progress: func(p pipeline.Progress) { s.emit(cardProgress(d.Name, p)) }})

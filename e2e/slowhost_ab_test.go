@@ -32,7 +32,10 @@ import (
 //	USBFLASH_E2E_BENCH_ROUNDS   rounds after an untimed first one (default 6)
 //
 // Each line: guest wall seconds (mean, median, every round), the command's
-// CPU seconds, and the means of the parts: outside the start and summary
+// CPU seconds, its context switches (busybox time -v), the guest's
+// (/proc/stat), its minor faults, and its own counts per command (the
+// --json summary's cost: the backend's system calls and waits), then the
+// means of the parts: outside the start and summary
 // events (process start, flags, the image opened; handing the reader back,
 // exit), start to the device event (finding the reader, taking it from
 // usb-storage, the first commands), to the write phase (buffers), the
@@ -107,6 +110,7 @@ func TestSlowHostAB(t *testing.T) {
 	type runs struct {
 		wall, cpu []float64
 		parts     [len(abParts)]float64 // sums
+		cost      costs
 	}
 	res := map[string]*runs{}
 	key := func(b build, mib int) string { return fmt.Sprintf("%s %d MiB", b.label, mib) }
@@ -120,8 +124,7 @@ func TestSlowHostAB(t *testing.T) {
 				// As in TestSlowHostBench: the kernel has its disk back
 				// from the last run before this one takes it.
 				guest(t, m, "i=0; while ! sdbyserial SLOWAB >/dev/null 2>&1 && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; sleep 1")
-				script := fmt.Sprintf("t0=$(cut -d' ' -f1 /proc/uptime); %s write --yes --json /tmp/ab%d.img %s %s >/tmp/ab.out 2>&1; rc=$?; "+
-					"t1=$(cut -d' ' -f1 /proc/uptime); echo \"ELAPSED $t0 $t1\"; times; grep -v '\"progress\"' /tmp/ab.out; exit $rc", bin, mib, tgt, flags)
+				script := costScript("", fmt.Sprintf("%s write --yes --json /tmp/ab%d.img %s %s", bin, mib, tgt, flags), "") + "exit $rc"
 				out, err := m.Run(script, 15*time.Minute)
 				if err != nil || out.Code != 0 {
 					t.Fatalf("%s: %v\n%s", key(b, mib), err, out)
@@ -132,8 +135,11 @@ func TestSlowHostAB(t *testing.T) {
 				if r == 0 {
 					continue // the first round warms the guest up
 				}
-				wall := elapsedOf(out.Stdout)
-				parts, err := abSplit(out.Stdout, wall)
+				cost, err := parseCost(out.Stdout)
+				if err != nil {
+					t.Fatalf("%s: %v\n%s", key(b, mib), err, out)
+				}
+				parts, err := abSplit(out.Stdout, cost.wall)
 				if err != nil {
 					t.Fatalf("%s: %v\n%s", key(b, mib), err, out)
 				}
@@ -142,8 +148,9 @@ func TestSlowHostAB(t *testing.T) {
 					x = &runs{}
 					res[key(b, mib)] = x
 				}
-				x.wall = append(x.wall, wall)
-				x.cpu = append(x.cpu, childCPU(out.Stdout))
+				x.wall = append(x.wall, cost.wall)
+				x.cpu = append(x.cpu, cost.user+cost.sys)
+				x.cost.add(cost)
 				for i, p := range parts {
 					x.parts[i] += p
 				}
@@ -152,7 +159,7 @@ func TestSlowHostAB(t *testing.T) {
 	}
 	var report strings.Builder
 	fmt.Fprintf(&report, "\n### %s %s, %s, %d rounds (guest seconds; parts are means)\n\n", arch.Name, ctl, flags, rounds)
-	fmt.Fprintf(&report, "| build | mean | median | CPU | %s | rounds |\n|---|---|---|---|%s---|\n",
+	fmt.Fprintf(&report, "| build | mean | median | CPU | switches | guest switches | minor faults | syscalls/command | waits/command | %s | rounds |\n|---|---|---|---|---|---|---|---|---|%s---|\n",
 		strings.Join(abParts[:], " | "), strings.Repeat("---|", len(abParts)))
 	for _, mib := range sizes {
 		for _, b := range builds {
@@ -164,7 +171,14 @@ func TestSlowHostAB(t *testing.T) {
 			for _, w := range x.wall {
 				each = append(each, fmt.Sprintf("%.2f", w))
 			}
-			fmt.Fprintf(&report, "| %s | %.2f | %.2f | %.2f |", key(b, mib), mean(x.wall), sorted[len(sorted)/2], mean(x.cpu))
+			c := &x.cost
+			perCmd, waits := "-", "-"
+			if c.ioRuns > 0 && c.commands > 0 {
+				perCmd = fmt.Sprintf("%.1f", float64(c.ioSyscalls)/float64(c.commands))
+				waits = fmt.Sprintf("%.2f", float64(c.waits)/float64(c.commands))
+			}
+			fmt.Fprintf(&report, "| %s | %.2f | %.2f | %.2f | %.0f | %.0f | %.0f | %s | %s |", key(b, mib), mean(x.wall), sorted[len(sorted)/2], mean(x.cpu),
+				float64(c.switches)/n, float64(c.sysSwitches)/n, float64(c.minFaults)/n, perCmd, waits)
 			for _, p := range x.parts {
 				fmt.Fprintf(&report, " %.3f |", p/n)
 			}

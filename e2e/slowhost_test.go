@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,9 +58,21 @@ func TestSlowHostBenchArm64(t *testing.T) {
 
 // slowHostBench runs issue 21's harness (see TestSlowHostBench) in the
 // guest of arch, with the earlier binary named by beforeVar if it is set.
+// Issue 45 added what each write cost in units that carry to a real host
+// of the architecture: the process's context switches (busybox `time -v`),
+// the guest's (/proc/stat's ctxt: the kernel's threads that do dd's USB
+// work are in it), page faults, system calls (an ftrace hist trigger, in
+// the untimed first round only: it slows every system call of the guest)
+// and usbflash's own counts (its --json summary's cost), per GiB and per
+// command. USBFLASH_E2E_BENCH_MIB chooses the image sizes (default
+// 96,384; the rate and fixed columns need two).
 func slowHostBench(t *testing.T, arch *Arch, beforeVar string) {
-	const small, large = 96, 384
-	imgs := map[int][]byte{small: makeImage(96, small<<20), large: makeImage(384, large<<20)}
+	sizes := benchSizes(t, "USBFLASH_E2E_BENCH_MIB", []int{96, 384})
+	small, large := sizes[0], sizes[len(sizes)-1]
+	imgs := map[int][]byte{}
+	for _, mib := range sizes {
+		imgs[mib] = makeImage(int64(mib), mib<<20)
+	}
 	hello := buildHello(t, arch.Name)
 	before := os.Getenv(beforeVar)
 	if before != "" {
@@ -72,47 +85,50 @@ func slowHostBench(t *testing.T, arch *Arch, beforeVar string) {
 
 	type method struct {
 		name, cmd string // cmd writes $IMG to $DEV (dd) or $TGT (usbflash)
+		comm      string // the kernel's name of its process, for its system calls
 		kernel    bool   // through the guest kernel's usb-storage
 		verify    string // the method this one is with verify, for the ratio
+		dd        string // the dd this one is compared with
 	}
 	tgt := serialTarget("SLOW1")
 	methods := []method{
-		{name: "dd bs=1M oflag=direct", cmd: "dd if=$IMG of=$DEV bs=1M oflag=direct 2>/dev/null", kernel: true},
-		{name: "dd bs=4M oflag=direct", cmd: "dd if=$IMG of=$DEV bs=4M oflag=direct 2>/dev/null", kernel: true},
+		{name: "dd bs=1M oflag=direct", cmd: "dd if=$IMG of=$DEV bs=1M oflag=direct", comm: "dd", kernel: true},
+		{name: "dd bs=4M oflag=direct", cmd: "dd if=$IMG of=$DEV bs=4M oflag=direct", comm: "dd", kernel: true},
 		// usbflash ends a write with SYNCHRONIZE CACHE, which QEMU
 		// answers with an fdatasync of the card's backing file on the
 		// host; plain dd sends none. This is dd on the same terms.
-		{name: "dd bs=1M oflag=direct conv=fsync", cmd: "dd if=$IMG of=$DEV bs=1M oflag=direct conv=fsync 2>/dev/null", kernel: true},
+		{name: "dd bs=1M oflag=direct conv=fsync", cmd: "dd if=$IMG of=$DEV bs=1M oflag=direct conv=fsync", comm: "dd", kernel: true},
 	}
 	bins := []struct{ label, bin string }{{"usbflash", "usbflash"}}
 	if before != "" {
 		bins = append([]struct{ label, bin string }{{"before", "usbflash-before"}}, bins...)
 	}
 	for _, b := range bins {
-		w := b.bin + " write --yes $IMG " + tgt
+		w := b.bin + " write --yes --json $IMG " + tgt
 		methods = append(methods,
-			method{name: b.label + " --no-verify", cmd: w + " --no-verify"},
-			method{name: b.label + " --no-verify --transfer-size 4MiB", cmd: w + " --no-verify --transfer-size 4MiB"},
-			method{name: b.label + " (verify)", cmd: w, verify: b.label + " --no-verify"},
+			method{name: b.label + " 1 MiB --no-verify", cmd: w + " --no-verify", comm: b.bin, dd: methods[0].name},
+			method{name: b.label + " 4 MiB --no-verify", cmd: w + " --no-verify --transfer-size 4MiB", comm: b.bin, dd: methods[1].name},
+			method{name: b.label + " 1 MiB (verify)", cmd: w, comm: b.bin, verify: b.label + " 1 MiB --no-verify"},
+			method{name: b.label + " 4 MiB (verify)", cmd: w + " --transfer-size 4MiB", comm: b.bin, verify: b.label + " 4 MiB --no-verify"},
 		)
 	}
 
-	type result struct {
-		t   map[int]float64 // mean seconds by image MiB
-		cpu float64         // CPU s/GiB at the large size
-	}
 	var report strings.Builder
 	// Both controllers on both boards: usb-ehci is a PCI device, and the
 	// virt board's PCIe host bridge takes it as the PC's PCI bus does
 	// (ehci_pci binds to it in the arm64 guest as in the amd64 one).
-	for _, c := range []Controller{XHCI, EHCI} {
+	for _, c := range benchControllers(t) {
 		t.Run(string(c), func(t *testing.T) {
 			e := setupArch(t, arch)
 			needBinary(t, e)
-			card := newCard(t, (large+16)<<20)
-			// The guest's 768 MiB plus the two images in its RAM (/tmp is
-			// a tmpfs), on either board.
-			m := bootEnv(t, e, MachineSpec{Controller: c, MemMB: 768 + small + large,
+			card := newCard(t, int64(large+16)<<20)
+			total := 0
+			for _, mib := range sizes {
+				total += mib
+			}
+			// The guest's 768 MiB plus the images in its RAM (/tmp is a
+			// tmpfs), on either board.
+			m := bootEnv(t, e, MachineSpec{Controller: c, MemMB: 768 + total,
 				Readers: []Reader{{Serial: "SLOW1", LUNs: []LUN{{Backing: card}}}}})
 			// Copied to the guest's own memory, as its init does with
 			// usbflash: a page fault into the 9p share is a round trip to
@@ -140,22 +156,32 @@ func slowHostBench(t *testing.T, arch *Arch, beforeVar string) {
 				}
 			}
 
-			res := map[string]*result{}
+			res := map[string]map[int]*costs{}
 			for _, meth := range methods {
-				res[meth.name] = &result{t: map[int]float64{}}
+				res[meth.name] = map[int]*costs{}
+				for _, mib := range sizes {
+					res[meth.name][mib] = &costs{}
+				}
 			}
 			// Round by round, every method in turn, so that the load of a
 			// shared host falls on all of them alike, not on the methods
 			// measured while it lasted. In each round the kernel's path
-			// first: usbflash takes the reader from usb-storage.
-			for range rounds {
+			// first: usbflash takes the reader from usb-storage. Round 0
+			// counts the system calls and is not timed.
+			for r := 0; r <= rounds; r++ {
 				for _, meth := range methods {
-					r := res[meth.name]
-					for _, mib := range []int{small, large} {
-						secs, cpu := timeWrite(t, m, meth.cmd, mib, meth.kernel, tgt)
-						r.t[mib] += secs / float64(rounds)
-						if mib == large {
-							r.cpu += cpu / (float64(large) / 1024) / float64(rounds)
+					for _, mib := range sizes {
+						comm := ""
+						if r == 0 {
+							comm = meth.comm
+						}
+						cost := runCost(t, m, meth.cmd, mib, meth.kernel, comm)
+						x := res[meth.name][mib]
+						if r == 0 {
+							x.syscalls, x.counted = cost.syscalls, 1
+						} else {
+							cost.syscalls = -1
+							x.add(cost)
 						}
 						if !meth.kernel {
 							// Past the image the card holds earlier, larger writes.
@@ -176,18 +202,45 @@ func slowHostBench(t *testing.T, arch *Arch, beforeVar string) {
 			if ddNote != "" {
 				fmt.Fprintf(&report, "%s\n\n", ddNote)
 			}
-			fmt.Fprintf(&report, "| method | %d MiB s | %d MiB s | steady MiB/s | fixed s | rate vs dd 1M | fixed vs dd 1M | CPU s/GiB (384) | with verify / without |\n|---|---|---|---|---|---|---|---|---|\n", small, large)
-			rate := func(r *result) float64 { return float64(large-small) / (r.t[large] - r.t[small]) }
-			fixed := func(r *result) float64 { return r.t[small] - float64(small)/rate(r) }
-			dd := res[methods[0].name]
-			for _, meth := range methods {
-				r := res[meth.name]
-				ratio := "-"
-				if meth.verify != "" {
-					ratio = fmt.Sprintf("%.2fx", r.t[large]/res[meth.verify].t[large])
+			mean := func(x *costs) float64 { return x.wall / float64(x.n) }
+			if len(sizes) > 1 {
+				fmt.Fprintf(&report, "| method | %d MiB s | %d MiB s | steady MiB/s | fixed s | rate vs dd 1M | fixed vs dd 1M |\n|---|---|---|---|---|---|---|\n", small, large)
+				rate := func(name string) float64 {
+					return float64(large-small) / (mean(res[name][large]) - mean(res[name][small]))
 				}
-				fmt.Fprintf(&report, "| %s | %.2f | %.2f | %.0f | %.2f | %.2fx | %.2fx | %.2f | %s |\n", meth.name,
-					r.t[small], r.t[large], rate(r), fixed(r), rate(r)/rate(dd), fixed(r)/fixed(dd), r.cpu, ratio)
+				fixed := func(name string) float64 { return mean(res[name][small]) - float64(small)/rate(name) }
+				dd := methods[0].name
+				for _, meth := range methods {
+					fmt.Fprintf(&report, "| %s | %.2f | %.2f | %.0f | %.2f | %.2fx | %.2fx |\n", meth.name,
+						mean(res[meth.name][small]), mean(res[meth.name][large]), rate(meth.name), fixed(meth.name),
+						rate(meth.name)/rate(dd), fixed(meth.name)/fixed(dd))
+				}
+				report.WriteString("\n")
+			}
+			fmt.Fprintf(&report, "%d MiB: wall, speed against dd at the same transfer size, CPU, the process's and the guest's context switches, "+
+				"the process's system calls (ftrace, round 0) and minor faults per GiB; usbflash's own counts per command; with verify / without\n\n", large)
+			report.WriteString("| method | s | vs dd | CPU s/GiB | switches/GiB | guest switches/GiB | syscalls/GiB | minor faults/GiB | commands | syscalls/command | waits/command | with verify / without |\n" +
+				"|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+			for _, meth := range methods {
+				x := res[meth.name][large]
+				vsDD, ratio := "-", "-"
+				if meth.dd != "" {
+					vsDD = fmt.Sprintf("%.2fx", mean(res[meth.dd][large])/mean(x))
+				}
+				if meth.verify != "" {
+					ratio = fmt.Sprintf("%.2fx", mean(x)/mean(res[meth.verify][large]))
+				}
+				cmds, perCmd, waits := "-", "-", "-"
+				if x.ioRuns > 0 && x.commands > 0 {
+					cmds = fmt.Sprintf("%.0f", float64(x.commands)/float64(x.ioRuns))
+					perCmd = fmt.Sprintf("%.1f", float64(x.ioSyscalls)/float64(x.commands))
+					waits = fmt.Sprintf("%.2f", float64(x.waits)/float64(x.commands))
+				}
+				fmt.Fprintf(&report, "| %s | %.2f | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n", meth.name, mean(x), vsDD,
+					x.cpu/float64(x.n)/(float64(large)/1024),
+					cell("%.0f", perGiB(x.switches, x.n, large)), cell("%.0f", perGiB(x.sysSwitches, x.n, large)),
+					cell("%.0f", perGiB(x.syscalls, x.counted, large)), cell("%.0f", perGiB(x.minFaults, x.n, large)),
+					cmds, perCmd, waits, ratio)
 			}
 			fmt.Fprintf(&report, "\nProcess start (mean of 10, ms):")
 			for _, name := range []string{"/bin/true", "static hello world", "usbflash version", "before: usbflash version"} {
@@ -202,16 +255,55 @@ func slowHostBench(t *testing.T, arch *Arch, beforeVar string) {
 	t.Log(report.String())
 }
 
-// timeWrite runs one write of the mib-MiB image in the guest and returns
-// its wall seconds (guest clock) and the CPU seconds of the command.
-func timeWrite(t *testing.T, m *Machine, cmd string, mib int, kernel bool, tgt string) (float64, float64) {
+// benchSizes are the image sizes in MiB env names ("96,384"), ascending,
+// or def.
+func benchSizes(t *testing.T, env string, def []int) []int {
 	t.Helper()
-	script := fmt.Sprintf("IMG=/tmp/s%d.img\n", mib)
-	if kernel {
-		script += "DEV=/dev/$(sdbyserial SLOW1) || exit 99\n"
+	v := os.Getenv(env)
+	if v == "" {
+		return def
 	}
-	script += "t0=$(cut -d' ' -f1 /proc/uptime)\n" + cmd + " >/tmp/out 2>&1\nrc=$?; t1=$(cut -d' ' -f1 /proc/uptime)\n" +
-		"[ $rc = 0 ] || cat /tmp/out; echo \"ELAPSED $t0 $t1\"; times\n"
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		mib, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || mib <= 0 {
+			t.Fatalf("%s=%q: want sizes in MiB, as in 96,384", env, v)
+		}
+		sizes = append(sizes, mib)
+	}
+	slices.Sort(sizes)
+	return sizes
+}
+
+// benchControllers are the controllers USBFLASH_E2E_BENCH_CONTROLLERS
+// names ("xhci,ehci", the default).
+func benchControllers(t *testing.T) []Controller {
+	t.Helper()
+	v := os.Getenv("USBFLASH_E2E_BENCH_CONTROLLERS")
+	if v == "" {
+		return []Controller{XHCI, EHCI}
+	}
+	var cs []Controller
+	for _, f := range strings.Split(v, ",") {
+		switch c := Controller(strings.TrimSpace(f)); c {
+		case XHCI, EHCI:
+			cs = append(cs, c)
+		default:
+			t.Fatalf("USBFLASH_E2E_BENCH_CONTROLLERS=%q: want xhci, ehci or both", v)
+		}
+	}
+	return cs
+}
+
+// runCost runs one write of the mib-MiB image in the guest and returns
+// what it cost (costScript); comm counts its system calls.
+func runCost(t *testing.T, m *Machine, cmd string, mib int, kernel bool, comm string) cmdCost {
+	t.Helper()
+	pre := fmt.Sprintf("IMG=/tmp/s%d.img\nTGT=%s", mib, serialTarget("SLOW1"))
+	if kernel {
+		pre += "\nDEV=/dev/$(sdbyserial SLOW1) || exit 99"
+	}
+	script := costScript(pre, cmd, comm)
 	if kernel {
 		// dd without fsync leaves the data in the card's write cache
 		// (a host fdatasync away, under QEMU): flush it, untimed, so
@@ -229,11 +321,11 @@ func timeWrite(t *testing.T, m *Machine, cmd string, mib int, kernel bool, tgt s
 	if err != nil || r.Code != 0 {
 		t.Fatalf("%s (%d MiB): %v\n%s", cmd, mib, err, r)
 	}
-	secs := elapsedOf(r.Stdout)
-	if secs <= 0 {
-		t.Fatalf("%s: no elapsed time in\n%s", cmd, r)
+	c, err := parseCost(r.Stdout)
+	if err != nil {
+		t.Fatalf("%s (%d MiB): %v\n%s", cmd, mib, err, r)
 	}
-	return secs, childCPU(r.Stdout)
+	return c
 }
 
 // processStarts runs each command ten times in the guest and returns the

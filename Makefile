@@ -216,10 +216,13 @@ bench-slowhost-ab: build $(if $(filter arm64,$(AB_ARCH)),cross-deps cross-linux)
 # Where the slow host's CPU goes: a -tags profile build's CPU profiles and
 # --json events in the same guest, into PROFILE_DIR (go tool pprof them
 # against a `go build -tags profile` binary of the same tree).
+# PROFILE_ARCH=arm64 in the arm64 guest; PROFILE_RUNS=write,write-verify
+# some of the runs; CONTROLLERS=xhci one controller.
 PROFILE_DIR ?= $(CURDIR)/bin/profiles
 profile-slowhost:
 	mkdir -p $(PROFILE_DIR)
-	USBFLASH_E2E_PROFILE_DIR=$(PROFILE_DIR) \
+	USBFLASH_E2E_PROFILE_DIR=$(PROFILE_DIR) USBFLASH_E2E_PROFILE_ARCH=$(PROFILE_ARCH) \
+	USBFLASH_E2E_PROFILE_RUNS=$(PROFILE_RUNS) USBFLASH_E2E_BENCH_CONTROLLERS=$(CONTROLLERS) \
 	  $(GO) test -tags e2e -count=1 -timeout 30m -run 'TestSlowHostProfile$$' -v ./e2e/
 
 # Other platforms. Linux on every architecture with the usbfs backend:

@@ -98,6 +98,7 @@ func TestSlowHostAB(t *testing.T) {
 			guest(t, m, "cp /host/bin/"+name+" /bin/")
 		}
 	}
+	huge := tmpfsHuge(t, m)
 	imgs := map[int][]byte{}
 	for _, mib := range sizes {
 		imgs[mib] = makeImage(int64(mib), mib<<20)
@@ -158,7 +159,7 @@ func TestSlowHostAB(t *testing.T) {
 		}
 	}
 	var report strings.Builder
-	fmt.Fprintf(&report, "\n### %s %s, %s, %d rounds (guest seconds; parts are means)\n\n", arch.Name, ctl, flags, rounds)
+	fmt.Fprintf(&report, "\n### %s %s, %s, %d rounds (guest seconds; parts are means) %s\n\n", arch.Name, ctl, flags, rounds, huge)
 	fmt.Fprintf(&report, "| build | mean | median | CPU | switches | guest switches | minor faults | syscalls/command | waits/command | %s | rounds |\n|---|---|---|---|---|---|---|---|---|%s---|\n",
 		strings.Join(abParts[:], " | "), strings.Repeat("---|", len(abParts)))
 	for _, mib := range sizes {

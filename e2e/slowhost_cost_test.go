@@ -5,9 +5,11 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 )
@@ -223,4 +225,18 @@ func cell(format string, v float64) string {
 		return "-"
 	}
 	return fmt.Sprintf(format, v)
+}
+
+// tmpfsHuge remounts the guest's /tmp, where the images are put, with
+// huge= as USBFLASH_E2E_BENCH_TMPFS_HUGE says (within_size, advise,
+// always), so that a run shows the mapped image's faults where the host
+// gives its page cache huge pages; nothing when it is unset.
+func tmpfsHuge(t *testing.T, m *Machine) string {
+	t.Helper()
+	v := os.Getenv("USBFLASH_E2E_BENCH_TMPFS_HUGE")
+	if v == "" {
+		return ""
+	}
+	guest(t, m, "mount -o remount,huge="+v+" /tmp && grep ' /tmp ' /proc/mounts")
+	return "huge=" + v
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,10 @@ import (
 // of TestSlowHostBench with and without verify, and at 4 MiB transfers,
 // each run leaving a CPU profile (runtime/pprof, the guest's SIGPROF) and
 // its --json events (with their times) in $USBFLASH_E2E_PROFILE_DIR (a temporary directory
-// when unset). Opt-in: -run SlowHostProfile or USBFLASH_E2E_BENCH=1.
+// when unset). USBFLASH_E2E_PROFILE_ARCH=arm64 profiles in the arm64
+// guest, USBFLASH_E2E_PROFILE_RUNS=write,write-verify only the runs
+// named, USBFLASH_E2E_BENCH_CONTROLLERS=xhci one controller. Opt-in: -run
+// SlowHostProfile or USBFLASH_E2E_BENCH=1.
 func TestSlowHostProfile(t *testing.T) {
 	optIn(t, "SlowHostProfile", "USBFLASH_E2E_BENCH")
 	const mib = 384
@@ -26,10 +30,14 @@ func TestSlowHostProfile(t *testing.T) {
 	if dir == "" {
 		dir = t.TempDir()
 	}
+	arch := ArchAMD64
+	if os.Getenv("USBFLASH_E2E_PROFILE_ARCH") == "arm64" {
+		arch = ArchARM64
+	}
 	bin := filepath.Join(t.TempDir(), "usbflash-profile")
 	cmd := exec.Command("go", "build", "-tags", "profile", "-o", bin, "./cmd/usbflash")
 	cmd.Dir = moduleRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch.Name)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build with -tags profile: %v\n%s", err, out)
 	}
@@ -51,11 +59,17 @@ func TestSlowHostProfile(t *testing.T) {
 		{"dd-1MiB", "dd if=/tmp/s.img of=$DEV bs=1M oflag=direct"},
 		{"dd-1MiB-fsync", "dd if=/tmp/s.img of=$DEV bs=1M oflag=direct conv=fsync"},
 	}
+	if only := os.Getenv("USBFLASH_E2E_PROFILE_RUNS"); only != "" {
+		want := strings.Split(only, ",")
+		runs = slices.DeleteFunc(runs, func(r struct{ name, cmd string }) bool { return !slices.Contains(want, r.name) })
+	}
 	var summary strings.Builder
-	for _, c := range []Controller{XHCI, EHCI} {
+	for _, c := range benchControllers(t) {
 		t.Run(string(c), func(t *testing.T) {
+			e := setupArch(t, arch)
+			needBinary(t, e)
 			card := newCard(t, (mib+16)<<20)
-			m := boot(t, MachineSpec{Controller: c, MemMB: 768 + mib,
+			m := bootEnv(t, e, MachineSpec{Controller: c, MemMB: 768 + mib,
 				Readers: []Reader{{Serial: "PROF1", LUNs: []LUN{{Backing: card}}}}})
 			shipProbe(t, m, "usbflash-profile", bin)
 			guest(t, m, "cp /host/bin/usbflash-profile /bin/")
@@ -64,7 +78,7 @@ func TestSlowHostProfile(t *testing.T) {
 			guest(t, m, "head -c 1048576 /tmp/p.img >/tmp/s.img")
 			guest(t, m, "loadmod usb-storage sd_mod")
 			for _, r := range runs {
-				name := fmt.Sprintf("%s-%s", c, r.name)
+				name := fmt.Sprintf("%s-%s-%s", arch.Name, c, r.name)
 				script := fmt.Sprintf("TGT=%s\nDEV=/dev/$(sdbyserial PROF1)\nt0=$(cut -d' ' -f1 /proc/uptime)\n"+
 					"USBFLASH_CPUPROFILE=/host/%s.prof %s >/tmp/out 2>&1\n"+
 					"rc=$?; t1=$(cut -d' ' -f1 /proc/uptime); echo \"ELAPSED $t0 $t1\"; times; tail -n 1 /tmp/out; "+

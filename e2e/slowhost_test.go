@@ -141,6 +141,7 @@ func slowHostBench(t *testing.T, arch *Arch, beforeVar string) {
 				// one (usbfs) none.
 				guest(t, m, "if ls /host/lib/* >/dev/null 2>&1; then mkdir -p /usr/local/lib && cp /host/lib/* /usr/local/lib/; fi; cp /host/bin/usbflash-before /bin/")
 			}
+			huge := tmpfsHuge(t, m)
 			for mib, img := range imgs {
 				p := putImage(t, m, fmt.Sprintf("s%d.img", mib), img, "raw")
 				guest(t, m, fmt.Sprintf("cp %s /tmp/s%d.img && rm %s", p, mib, p))
@@ -198,7 +199,7 @@ func slowHostBench(t *testing.T, arch *Arch, beforeVar string) {
 			}
 			starts := processStarts(t, m, startCmds)
 
-			fmt.Fprintf(&report, "\n### %s %s (accel %s, %d rounds, means)\n\n", arch.Name, c, e.Accel.Name, rounds)
+			fmt.Fprintf(&report, "\n### %s %s (accel %s, %d rounds, means%s)\n\n", arch.Name, c, e.Accel.Name, rounds, strings.TrimSuffix(", /tmp "+huge, ", /tmp "))
 			if ddNote != "" {
 				fmt.Fprintf(&report, "%s\n\n", ddNote)
 			}

@@ -30,6 +30,7 @@ import (
 //	USBFLASH_E2E_AB_MIB         image sizes in MiB, comma-separated (default 96,384)
 //	USBFLASH_E2E_AB_FLAGS       write's flags (default --no-verify; --no-verify=false verifies)
 //	USBFLASH_E2E_BENCH_ROUNDS   rounds after an untimed first one (default 6)
+//	USBFLASH_E2E_AB_PRE         shell the guest runs once before the rounds
 //
 // Each line: guest wall seconds (mean, median, every round), the command's
 // CPU seconds, its context switches (busybox time -v), the guest's
@@ -106,6 +107,10 @@ func TestSlowHostAB(t *testing.T) {
 		guest(t, m, fmt.Sprintf("cp %s /tmp/ab%d.img && rm %s", p, mib, p))
 	}
 	guest(t, m, "loadmod usb-storage sd_mod")
+	if pre := os.Getenv("USBFLASH_E2E_AB_PRE"); pre != "" {
+		// What the guest does before the runs (a state to compare in).
+		t.Logf("before the runs: %s\n%s", pre, guest(t, m, pre).Stdout)
+	}
 	tgt := serialTarget("SLOWAB")
 
 	type runs struct {

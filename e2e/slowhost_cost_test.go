@@ -37,6 +37,8 @@ type cmdCost struct {
 	// and verify_cost, added): nil for dd and for a build that does not
 	// count.
 	io *ioCost
+	// memory is the summary's memory: what usbflash's buffers were.
+	memory string
 }
 
 // ioCost is the --json summary's cost.io.
@@ -63,13 +65,17 @@ func costScript(pre, cmd, comm string) string {
 		fmt.Fprintf(&s, "echo '%s' >%s || exit 98\n", hist, trig)
 	}
 	s.WriteString("c0=$(awk '/^ctxt/{print $2}' /proc/stat); t0=$(cut -d' ' -f1 /proc/uptime)\n")
-	s.WriteString("busybox time -v -o /tmp/tv " + cmd + " >/tmp/out 2>&1\n")
+	// The command runs in a shell that says its pid and execs it (dd
+	// may be a busybox applet the shell runs in its own process): its
+	// system calls are that pid's and, for a program with threads,
+	// those of every thread of its name.
+	s.WriteString("busybox time -v -o /tmp/tv sh -c 'echo $$ >/tmp/cmdpid; exec " + cmd + "' >/tmp/out 2>&1\n")
 	s.WriteString("rc=$?; t1=$(cut -d' ' -f1 /proc/uptime); c1=$(awk '/^ctxt/{print $2}' /proc/stat)\n")
 	if comm != "" {
-		fmt.Fprintf(&s, "sed -n 's/^{ common_pid: *\\([^ ]*\\) *\\[ *[0-9]*\\] *} hitcount: *\\([0-9]*\\)$/SYSCALLS \\1 \\2/p' %s\n",
+		fmt.Fprintf(&s, "sed -n 's/^{ common_pid: *\\([^ ]*\\) *\\[ *\\([0-9]*\\)\\] *} hitcount: *\\([0-9]*\\)$/SYSCALLS \\1 \\2 \\3/p' %s\n",
 			strings.TrimSuffix(trig, "trigger")+"hist")
 		fmt.Fprintf(&s, "echo '!%s' >%s\n", hist, trig)
-		fmt.Fprintf(&s, "echo \"COMM %s\"\n", comm)
+		fmt.Fprintf(&s, "echo \"COMM %s $(cat /tmp/cmdpid)\"\n", comm)
 	}
 	s.WriteString("[ $rc = 0 ] || cat /tmp/out\necho \"ELAPSED $t0 $t1\"; echo \"CTXT $c0 $c1\"; sed 's/^/TIMEV /' /tmp/tv\n")
 	// The --json events but progress (TestSlowHostAB splits a write's
@@ -122,7 +128,7 @@ func parseCost(out string) (cmdCost, error) {
 	if err != nil {
 		return c, err
 	}
-	comm := ""
+	comm, pid := "", ""
 	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(l)
 		switch {
@@ -130,16 +136,16 @@ func parseCost(out string) (cmdCost, error) {
 			c0, _ := strconv.ParseInt(f[1], 10, 64)
 			c1, _ := strconv.ParseInt(f[2], 10, 64)
 			c.sysSwitches = c1 - c0
-		case len(f) == 2 && f[0] == "COMM":
-			comm = f[1]
+		case len(f) == 3 && f[0] == "COMM":
+			comm, pid = f[1], f[2]
 		}
 	}
 	if comm != "" {
 		c.syscalls = 0
 		for _, l := range strings.Split(out, "\n") {
 			f := strings.Fields(l)
-			if len(f) == 3 && f[0] == "SYSCALLS" && f[1] == comm {
-				n, _ := strconv.ParseInt(f[2], 10, 64)
+			if len(f) == 4 && f[0] == "SYSCALLS" && (f[1] == comm || f[2] == pid) {
+				n, _ := strconv.ParseInt(f[3], 10, 64)
 				c.syscalls += n
 			}
 		}
@@ -149,6 +155,7 @@ func parseCost(out string) (cmdCost, error) {
 			continue
 		}
 		var sum struct {
+			Memory           string
 			Cost, VerifyCost *struct {
 				IO *ioCost `json:"io"`
 			}
@@ -156,6 +163,7 @@ func parseCost(out string) (cmdCost, error) {
 		if json.Unmarshal([]byte(l), &sum) != nil {
 			continue
 		}
+		c.memory = sum.Memory
 		for _, part := range []*struct {
 			IO *ioCost `json:"io"`
 		}{sum.Cost, sum.VerifyCost} {
@@ -184,6 +192,7 @@ type costs struct {
 	syscalls                                         int64 // summed over the counted runs
 	counted                                          int   // runs whose syscalls were counted
 	ioRuns                                           int
+	memory                                           string // the last run's
 	commands, ioSyscalls, waits, submits, reaps, oth int64
 }
 
@@ -199,6 +208,9 @@ func (s *costs) add(c cmdCost) {
 	if c.syscalls >= 0 {
 		s.syscalls += c.syscalls
 		s.counted++
+	}
+	if c.memory != "" {
+		s.memory = c.memory
 	}
 	if c.io != nil {
 		s.ioRuns++

@@ -96,7 +96,7 @@ func (c *checker) cancelled(cause error) error {
 // error, the reader's error or a *CancelledError.
 func readBack(ctx context.Context, dev blockdev.Device, limit, total int64, opts VerifyOptions,
 	check func(f fill, got []byte) (n int, more bool, err error)) (VerifyResult, error) {
-	start, cost := time.Now(), startCost(dev)
+	start, cost := time.Now(), MeterCost(dev)
 	name := blockdev.Name(dev, opts.Name)
 	mem, err := allocBuffers(dev, name, opts.Buffers, opts.TransferSize)
 	if err != nil {
@@ -115,7 +115,7 @@ func readBack(ctx context.Context, dev blockdev.Device, limit, total int64, opts
 	if err == nil {
 		c.prog.update(c.bytes, true)
 	}
-	usage, io := cost.end()
+	usage, io := cost.End()
 	return VerifyResult{
 		Bytes: c.bytes, Reads: br.reads, TransferSize: opts.TransferSize, Elapsed: time.Since(start), CPU: usage.CPU(),
 		Usage: usage, IO: io, Memory: mem.kind, DeviceBusy: br.busy,

@@ -33,26 +33,28 @@ func (u Usage) Sub(o Usage) Usage {
 		MinorFaults: u.MinorFaults - o.MinorFaults, MajorFaults: u.MajorFaults - o.MajorFaults}
 }
 
-// costMeter reads the process's usage and the device's counts at the
-// start of a phase, and what the phase cost at its end.
-type costMeter struct {
+// CostMeter measures what a phase costs: the process's Usage and the
+// device's IOCounts between MeterCost and End. The engine measures each
+// write and read-back with one; a probe that drives a device itself (a
+// benchmark's points) measures its own the same way.
+type CostMeter struct {
 	dev   blockdev.IOCounter // nil when the device does not count
 	usage Usage
 	io    blockdev.IOCounts
 }
 
-// startCost begins measuring a phase on dev.
-func startCost(dev blockdev.Device) costMeter {
-	m := costMeter{usage: processUsage()}
+// MeterCost begins measuring a phase on dev.
+func MeterCost(dev blockdev.Device) CostMeter {
+	m := CostMeter{usage: processUsage()}
 	if c, ok := dev.(blockdev.IOCounter); ok {
 		m.dev, m.io = c, c.IOCounts()
 	}
 	return m
 }
 
-// end is the usage and the device's counts since startCost; the counts
+// End is the usage and the device's counts since MeterCost; the counts
 // are zero for a device that does not count.
-func (m costMeter) end() (Usage, blockdev.IOCounts) {
+func (m CostMeter) End() (Usage, blockdev.IOCounts) {
 	u := processUsage().Sub(m.usage)
 	if m.dev == nil {
 		return u, blockdev.IOCounts{}

@@ -99,7 +99,7 @@ func newWriter(ctx context.Context, dev blockdev.Device, name string, src io.Rea
 
 // run writes the image and reports how it went.
 func (w *writer) run(ctx context.Context) (WriteResult, error) {
-	start, cost := time.Now(), startCost(w.dev)
+	start, cost := time.Now(), MeterCost(w.dev)
 	w.prog.begin(PhaseWrite, w.opts.ExpectedSize, 0)
 	err := drive(ctx, w.r, &w.fill, w)
 	if err == nil {
@@ -107,7 +107,7 @@ func (w *writer) run(ctx context.Context) (WriteResult, error) {
 	}
 	// The filler has stopped: its counters and hash are ours.
 	w.res.Elapsed = time.Since(start)
-	w.res.Usage, w.res.IO = cost.end()
+	w.res.Usage, w.res.IO = cost.End()
 	w.res.CPU = w.res.Usage.CPU()
 	w.res.Transfers = w.transfers
 	w.res.DecoderWait, w.res.DeviceWait = w.r.recvWait, w.r.takeWait

@@ -76,7 +76,7 @@ LIB, USB, pipeline/blockdev, pipeline/filedev, pipeline/diskdev < internal/drive
 
 # Probes of a reader and a card.
 LIB, pipeline/blockdev < internal/probe/region;
-LIB, usbms, pipeline/blockdev, pipeline/filedev, internal/drive,
+LIB, usbms, pipeline, pipeline/blockdev, pipeline/filedev, internal/drive,
   internal/observe, internal/probe/region < internal/probe/cardbench;
 LIB, usbms, pipeline/blockdev, internal/drive, internal/observe,
   internal/probe/region < internal/probe/fakecheck;

@@ -11,6 +11,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/lib/aligned"
 	"github.com/usbflash/usbflash/internal/probe/region"
+	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
@@ -92,6 +93,10 @@ type Point struct {
 	Bytes    int64         `json:"bytes"`
 	Commands int           `json:"commands"`
 	Elapsed  time.Duration `json:"elapsed_ns"`
+	// Usage and IO are what the point cost the process and what the
+	// device counted (pipeline.MeterCost): the point event's cost.
+	Usage pipeline.Usage    `json:"-"`
+	IO    blockdev.IOCounts `json:"-"`
 }
 
 // Rate is the point's throughput in bytes per second.
@@ -176,6 +181,7 @@ func measureSequential(ctx context.Context, dev blockdev.Device, o SweepOptions,
 	bs := int64(dev.BlockSize())
 	n := int64(len(buf))
 	p := Point{Path: o.Path, Op: o.Op, Size: n, Region: r.Name}
+	cost := pipeline.MeterCost(dev)
 	start := time.Now()
 	for off := r.Offset; ; off += n {
 		if off+n > r.End() {
@@ -205,6 +211,7 @@ func measureSequential(ctx context.Context, dev blockdev.Device, o SweepOptions,
 		}
 	}
 	p.Elapsed = time.Since(start)
+	p.Usage, p.IO = cost.End()
 	return p, nil
 }
 

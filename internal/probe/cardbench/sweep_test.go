@@ -91,6 +91,16 @@ func TestSweepReadsEveryRegion(t *testing.T) {
 		if p.Region != want[i].Name || p.Commands != 2 || p.Bytes != 8<<20 {
 			t.Errorf("point %d = %+v, want 2 commands, 8 MiB in %s", i, p, want[i].Name)
 		}
+		// What the point cost, as the reader counted it: its READs,
+		// and at the card's end the last 8 blocks one per command (as
+		// Linux reads a USB disk's last sectors), 8 more.
+		wantCmds := int64(p.Commands)
+		if p.Region == "end" {
+			wantCmds += 8
+		}
+		if p.IO.Commands != wantCmds {
+			t.Errorf("point %d (%s): the reader counted %d commands, want %d", i, p.Region, p.IO.Commands, wantCmds)
+		}
 	}
 	if got := c.dev.Stats().LUNs[0].BlocksRead; got < 3*(8<<20)/512 {
 		t.Errorf("read %d blocks, want at least the three regions", got)

@@ -59,11 +59,14 @@ type BenchPoint struct {
 	Commands int     `json:"commands"`
 	ElapsedS float64 `json:"elapsed_s"`
 	Rate     float64 `json:"rate"` // bytes per second
+	// Cost is what the point cost the process and the device (as a
+	// write's summary says it); absent where neither is counted.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 func NewBenchPoint(p cardbench.Point) *BenchPoint {
 	return &BenchPoint{Header{}, p.Path, p.Op, p.Size, p.Region,
-		p.Bytes, p.Commands, p.Elapsed.Seconds(), p.Rate()}
+		p.Bytes, p.Commands, p.Elapsed.Seconds(), p.Rate(), CostOf(p.Usage, p.IO)}
 }
 
 type BenchRestored struct {

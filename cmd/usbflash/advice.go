@@ -296,7 +296,12 @@ func adviceTable() []advice {
 		{failure.Image, is(image.ErrEmpty), text("download the image again and compare its checksum")},
 		{failure.Image, is(image.ErrUnsupportedEntry), text("extract it first (unzip or 7z), then write the extracted file")},
 		{failure.Image, is(image.ErrAmbiguous), text("extract the one you want (unzip FILE NAME) and write that")},
-		{failure.Image, is(image.ErrNeedsFile), text("save it to a file first, or pipe `unzip -p FILE` instead")},
+		{failure.Image, is(image.ErrNeedsFile), from(func(e *image.Error) string {
+			if e.Format == image.Format7z {
+				return "free space in the temporary directory (or point TMPDIR at a disk that has it), or save the archive to a file first"
+			}
+			return "save it to a file first, or pipe `unzip -p FILE` instead"
+		})},
 		{failure.Image, is(image.ErrUnsupportedFeature), from(func(e *image.Error) string {
 			return fmt.Sprintf("the file is not damaged: decompress it with the %s program first, then write the decompressed image", e.Format)
 		})},
@@ -481,10 +486,10 @@ func notAnImageAdvice(e *image.Error) string {
 // does not decode (imagesrc.UnsupportedContainers names them).
 func containerAdvice(container string) string {
 	if advice, ok := map[string]string{
-		"7z archive":               "extract the image first (7z x FILE)",
+		"7z archive":               "extract the image from the inner archive first (7z x FILE), then write the .img",
+		"zip archive":              "extract the image from the inner archive first (unzip FILE), then write the .img",
 		"RAR archive":              "extract the image first (unrar x FILE)",
-		"lz4 stream":               "decompress it first (lz4 -d FILE)",
-		"lz4 legacy stream":        "decompress it first (lz4 -d FILE)",
+
 		"lzip stream":              "decompress it first (lzip -d FILE)",
 		"lzop stream":              "decompress it first (lzop -d FILE)",
 		"compress (.Z) stream":     "decompress it first (uncompress FILE)",

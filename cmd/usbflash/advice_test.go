@@ -241,7 +241,7 @@ func imageAdviceCases(t *testing.T) []adviceCase {
 		image.ErrNotNamedFormat:     "download the image again: a failed download often saves an error page under the image's name",
 		image.ErrChanged:            "write again once nothing modifies the image file",
 		image.ErrUnreadable:         "check the disk or network share the image is on, or copy the image to a local disk, and run the command again",
-		image.ErrUnsupported:        "extract the image first (7z x FILE)",
+		image.ErrUnsupported:        "extract the image first (unrar x FILE)",
 		image.ErrNotAnImage:         "decompress the outer zip first, then write the inner file",
 		image.ErrUnsupportedFeature: "the file is not damaged: decompress it with the zip program first, then write the decompressed image",
 		image.ErrEmpty:              "download the image again and compare its checksum",
@@ -258,7 +258,8 @@ func imageAdviceCases(t *testing.T) []adviceCase {
 		}
 		e := &image.Error{Kind: k, Format: image.FormatZip, Offset: 1000, Decoded: 4096, Err: errors.New("the facts")}
 		if k == image.ErrUnsupported {
-			e.Container = "7z archive"
+			e.Container = "RAR archive"
+
 		}
 		cases = append(cases, adviceCase{"image/" + k.Error(), fmt.Errorf("image os.img: %w", e), advice})
 	}

@@ -37,7 +37,7 @@ func TestExitCodeClassification(t *testing.T) {
 		{fmt.Errorf("read: %w", usbms.ErrNoDevice), exitDevice},
 		{&usbms.CommandError{Op: "WRITE(10)", Err: errors.New("timeout")}, exitDevice},
 		{&image.Error{Err: errors.New("bad")}, exitSource},
-		{&image.Error{Kind: image.ErrUnsupported, Container: "7z archive", Err: errors.New("a 7z archive")}, exitSource},
+		{&image.Error{Kind: image.ErrUnsupported, Container: "RAR archive", Err: errors.New("a RAR archive")}, exitSource},
 		{failure.Wrap(failure.Image, errors.New("open image: no such file")), exitSource},
 		{&filedev.TargetError{Path: "/tmp", Kind: filedev.ErrWrongType, What: "is a directory"}, exitUsage},
 		{fmt.Errorf("WRITE: %w", &usbdev.Error{Op: "bulk OUT transfer", Kind: usbdev.ErrNoMemory}), exitDevice},

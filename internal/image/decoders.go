@@ -67,6 +67,11 @@ func newStreamDecoder(f Format, r *bufio.Reader, inputRead func() int64) (stream
 	case FormatBzip2:
 		b := newBzip2Streams(r)
 		return streamDecoder{b, nil, func() int64 { return b.in.n }}, nil
+	case FormatLz4:
+		// lz4 reads a *bufio.Reader on the caller's goroutine, as flate.
+		pos := func() int64 { return inputRead() - int64(r.Buffered()) }
+		return streamDecoder{newLz4Decoder(r), nil, pos}, nil
+
 	}
 	return streamDecoder{}, fmt.Errorf("no stream decoder for %s", f)
 }

@@ -50,8 +50,9 @@ const describeUnknown = "binary data of no known format"
 
 // describeFormat names a container the way Describe does.
 func describeFormat(f Format) string {
-	if f == FormatZip {
-		return "a zip archive"
+	switch f {
+	case FormatZip, Format7z, FormatTar:
+		return article(f.String() + " archive")
 	}
 	return f.String() + "-compressed data"
 }
@@ -115,8 +116,6 @@ func (p namePromise) String() string {
 // kept reports whether data sniffed as sn is what the name promised.
 func (p namePromise) kept(sn sniffResult) bool {
 	switch {
-	case p.container == "lz4 stream":
-		return sn.unsupported == p.container || sn.unsupported == "lz4 legacy stream"
 	case p.container != "":
 		return sn.unsupported == p.container
 	case sn.truncated:
@@ -136,11 +135,12 @@ var nameSuffixes = []struct {
 	{".zst", namePromise{format: FormatZstd}}, {".zstd", namePromise{format: FormatZstd}}, {".tzst", namePromise{format: FormatZstd}},
 	{".bz2", namePromise{format: FormatBzip2}}, {".bzip2", namePromise{format: FormatBzip2}}, {".tbz2", namePromise{format: FormatBzip2}},
 	{".zip", namePromise{format: FormatZip}},
+	{".lz4", namePromise{format: FormatLz4}}, {".7z", namePromise{format: Format7z}}, {".tar", namePromise{format: FormatTar}},
 	{".lzma", namePromise{container: containerLzmaAlone}},
 	{".lz", namePromise{container: "lzip stream"}},
-	{".7z", namePromise{container: "7z archive"}},
+
 	{".rar", namePromise{container: "RAR archive"}},
-	{".lz4", namePromise{container: "lz4 stream"}},
+
 	{".lzo", namePromise{container: "lzop stream"}},
 	{".br", namePromise{container: containerBrotli}},
 }

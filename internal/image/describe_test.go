@@ -178,13 +178,15 @@ func TestOpenMisnamedContainers(t *testing.T) {
 		{"image.img.lzma", lzmaOdd, ErrUnsupported, containerLzmaAlone, "named .lzma and its bytes are recognisably nothing else"},
 		{"image.img.lz", html, ErrNotNamedFormat, "lzip stream", "named .lz but its bytes are an HTML document of 55 bytes, not a lzip stream"},
 		{"image.img.lz", lzip, ErrUnsupported, "lzip stream", "lzip stream"},
-		{"image.7z", disk, ErrNotNamedFormat, "7z archive", "named .7z but its bytes are a disk image (MBR boot signature), not a 7z archive"},
-		{"image.7z", sevenZ, ErrUnsupported, "7z archive", "7z archive"},
+		{"image.7z", disk, ErrNotNamedFormat, "", "named .7z but its bytes are a disk image (MBR boot signature), not a 7z archive"},
+		{"image.7z", sevenZ, ErrTruncated, "", "cannot read the archive header at the end of the file"},
 		{"image.rar", noise, ErrNotNamedFormat, "RAR archive", "named .rar but its bytes are binary data of no known format, not a RAR archive"},
 		{"image.RAR", rar, ErrUnsupported, "RAR archive", "RAR archive"},
-		{"image.img.lz4", []byte("Moved\n"), ErrNotNamedFormat, "lz4 stream", "named .lz4 but its bytes are text of 6 bytes, not a lz4 stream"},
-		{"image.img.lz4", lz4, ErrUnsupported, "lz4 stream", "lz4 stream"},
-		{"image.img.lz4", lz4legacy, ErrUnsupported, "lz4 legacy stream", "lz4 legacy stream"},
+		{"image.img.lz4", []byte("Moved\n"), ErrNotNamedFormat, "", "named .lz4 but its bytes are text of 6 bytes, not lz4-compressed data"},
+		{"image.img.lz4", lz4, ErrDamaged, "", "lz4: invalid header checksum"},
+		{"image.img.lz4", lz4legacy, ErrDamaged, "", "lz4: invalid block size"},
+		{"image.tar", disk, ErrNotNamedFormat, "", "named .tar but its bytes are a disk image (MBR boot signature), not a tar archive"},
+
 		{"image.img.br", html, ErrNotNamedFormat, containerBrotli, "named .br but its bytes are an HTML document of 55 bytes, not a brotli stream"},
 		{"image.img.br", xz, ErrNotNamedFormat, containerBrotli, "named .br but its bytes are xz-compressed data, not a brotli stream"},
 		{"image.img.br", noise, ErrUnsupported, containerBrotli, "named .br and its bytes are recognisably nothing else: taken as a brotli stream"},
@@ -211,4 +213,24 @@ func TestOpenMisnamedContainers(t *testing.T) {
 			factsonly.Check(t, err.Error())
 		})
 	}
+}
+
+// srcTarOf is a tar archive of the named members (name, data, name, data...).
+func srcTarOf(t *testing.T, members ...any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := tar.NewWriter(&b)
+	for i := 0; i < len(members); i += 2 {
+		data := members[i+1].([]byte)
+		if err := w.WriteHeader(&tar.Header{Name: members[i].(string), Mode: 0o644, Size: int64(len(data))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

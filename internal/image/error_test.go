@@ -43,9 +43,7 @@ func TestErrorsStateFacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tarHdr := make([]byte, 4096)
-	copy(tarHdr[257:], "ustar\x0000")
-	tgz, err := srcGzipGo(tarHdr)
+	tgz, err := srcGzipGo(srcTarOf(t, "os.img.xz", xzMagicForTest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +73,12 @@ func TestErrorsStateFacts(t *testing.T) {
 		{"encrypted zip entry", "seekable", encrypted.Bytes(), ErrUnsupportedEntry},
 		{"damaged", "seekable", damaged, ErrDamaged},
 		{"truncated", "seekable", gz[:len(gz)/2], ErrTruncated},
-		{"7z", "seekable", []byte("7z\xbc\xaf\x27\x1c\x00\x04rest"), ErrUnsupported},
-		{"tar.gz", "stream", tgz, ErrNotAnImage},
+		{"7z", "seekable", []byte("7z\xbc\xaf\x27\x1c\x00\x04rest"), ErrTruncated},
+		{"rar", "seekable", []byte("Rar!\x1a\x07\x01\x00rest"), ErrUnsupported},
+		{"xz in a tar.gz", "stream", tgz, ErrNotAnImage},
+		{"two images in a tar", "seekable", srcTarOf(t, "a.img", img, "b.img", img), ErrAmbiguous},
+		{"no image in a tar", "seekable", srcTarOf(t, "notes.txt", []byte("x")), ErrEmpty},
+
 		{"gz in gz", "stream", nested, ErrNotAnImage},
 		{"empty", "seekable", nil, ErrEmpty},
 		{"zip from a pipe", "stream", srcZip(t, zip.Store, "a.img", img), ErrNeedsFile},

@@ -21,6 +21,9 @@ const (
 	FormatZstd
 	FormatBzip2
 	FormatZip
+	FormatLz4
+	Format7z
+	FormatTar
 )
 
 var formatNames = [...]string{
@@ -30,6 +33,9 @@ var formatNames = [...]string{
 	FormatZstd:  "zstd",
 	FormatBzip2: "bzip2",
 	FormatZip:   "zip",
+	FormatLz4:   "lz4",
+	Format7z:    "7z",
+	FormatTar:   "tar",
 }
 
 func (f Format) String() string {
@@ -56,6 +62,11 @@ var formatMagic = []struct {
 	// An empty archive: recognised so that it is refused as holding no image
 	// rather than written raw.
 	{FormatZip, []byte("PK\x05\x06")},
+	{FormatLz4, []byte{0x04, 0x22, 0x4d, 0x18}},
+	// The legacy format (lz4 -l, the Linux kernel's own): one magic, then
+	// blocks of up to 8 MiB.
+	{FormatLz4, []byte{0x02, 0x21, 0x4c, 0x18}},
+	{Format7z, []byte{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}},
 }
 
 // unsupportedMagic lists containers we recognise but do not decode. Writing
@@ -65,10 +76,7 @@ var unsupportedMagic = []struct {
 	name  string
 	magic []byte
 }{
-	{"7z archive", []byte{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}},
 	{"RAR archive", []byte("Rar!\x1a\x07")},
-	{"lz4 stream", []byte{0x04, 0x22, 0x4d, 0x18}},
-	{"lz4 legacy stream", []byte{0x02, 0x21, 0x4c, 0x18}},
 	{"lzip stream", []byte("LZIP")},
 	{"lzop stream", []byte{0x89, 'L', 'Z', 'O', 0x00, 0x0d, 0x0a, 0x1a, 0x0a}},
 	{"compress (.Z) stream", []byte{0x1f, 0x9d}},
@@ -78,11 +86,9 @@ var unsupportedMagic = []struct {
 	{"Android sparse image", []byte{0x3a, 0xff, 0x26, 0xed}},
 }
 
-// The containers recognised without a leading magic: by a signature
-// further in, by their structure, or (brotli, which has neither) by the
-// file name alone.
+// The containers recognised without a leading magic: by their structure,
+// or (brotli, which has neither) by the file name alone.
 const (
-	containerTar       = "tar archive"
 	containerLzmaAlone = "lzma (lzma_alone) stream"
 	containerBrotli    = "brotli stream"
 )
@@ -90,11 +96,11 @@ const (
 // UnsupportedContainers names every container usbflash recognises but does
 // not decode, as Error.Container names them.
 func UnsupportedContainers() []string {
-	names := make([]string, 0, len(unsupportedMagic)+3)
+	names := make([]string, 0, len(unsupportedMagic)+2)
 	for _, m := range unsupportedMagic {
 		names = append(names, m.name)
 	}
-	return append(names, containerTar, containerLzmaAlone, containerBrotli)
+	return append(names, containerLzmaAlone, containerBrotli)
 }
 
 // tarMagic is at offset 257 of a tar header ("ustar\x00" POSIX, "ustar  \x00" GNU).
@@ -124,9 +130,14 @@ func sniff(head []byte) sniffResult {
 			return sniffResult{truncated: true, truncatedAs: m.format}
 		}
 	}
-	// A zstd stream may open with a skippable frame (magic 0x184D2A5?).
+	// A zstd stream may open with a skippable frame (magic 0x184D2A5?),
+	// and so may an lz4 one: the two formats share that frame, so the
+	// frame after it decides.
 	if len(head) >= 4 && head[0]&0xf0 == 0x50 && bytes.Equal(head[1:4], []byte{0x2a, 0x4d, 0x18}) {
-		return sniffResult{format: FormatZstd}
+		return sniffResult{format: afterSkippable(head)}
+	}
+	if isTar(head) {
+		return sniffResult{format: FormatTar}
 	}
 	if r, ok := sniffUnsupported(head); ok {
 		return r
@@ -134,18 +145,46 @@ func sniff(head []byte) sniffResult {
 	return sniffResult{format: FormatRaw}
 }
 
+// isTar recognises a POSIX or GNU tar header by its magic at offset 257. A
+// header whose checksum does not add up is still a tar's, damaged: the
+// decoder says so.
+func isTar(head []byte) bool {
+	return len(head) >= tarMagicOffset+len(tarMagic) &&
+		bytes.Equal(head[tarMagicOffset:tarMagicOffset+len(tarMagic)], tarMagic)
+}
+
+// afterSkippable is the format of a stream that opens with skippable
+// frames, which zstd and lz4 share: that of the first frame after them;
+// zstd when head does not reach one.
+func afterSkippable(head []byte) Format {
+	for off := 0; off+4 <= len(head); {
+		b := head[off:]
+		switch {
+		case bytes.HasPrefix(b, []byte{0x04, 0x22, 0x4d, 0x18}):
+			return FormatLz4
+		case b[0]&0xf0 != 0x50 || !bytes.Equal(b[1:4], []byte{0x2a, 0x4d, 0x18}) || len(b) < 8:
+			return FormatZstd
+		}
+
+		next := int64(off) + 8 + int64(binary.LittleEndian.Uint32(b[4:8]))
+		if next > int64(len(head)) {
+			break
+		}
+		off = int(next)
+	}
+	return FormatZstd
+
+}
+
 // sniffUnsupported reports containers we know but do not decode, including
-// tar and a bare LZMA ("lzma_alone") stream.
+// a bare LZMA ("lzma_alone") stream.
 func sniffUnsupported(head []byte) (sniffResult, bool) {
 	for _, m := range unsupportedMagic {
 		if bytes.HasPrefix(head, m.magic) {
 			return sniffResult{unsupported: m.name}, true
 		}
 	}
-	if len(head) >= tarMagicOffset+len(tarMagic) &&
-		bytes.Equal(head[tarMagicOffset:tarMagicOffset+len(tarMagic)], tarMagic) {
-		return sniffResult{unsupported: containerTar}, true
-	}
+
 	if isLzmaAlone(head) {
 		return sniffResult{unsupported: containerLzmaAlone}, true
 	}

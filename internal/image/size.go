@@ -25,6 +25,11 @@ func (s *Source) probeSize(ra io.ReaderAt, size int64) {
 		if s.zstd.size >= 0 {
 			s.Size, s.SizeExact = s.zstd.size, true
 		}
+	case FormatLz4:
+		if s.lz4.size >= 0 {
+			s.Size, s.SizeExact = s.lz4.size, true
+		}
+
 	case FormatGzip:
 		if n, ok := gzipSizeHint(ra, size); ok {
 			s.Size = n

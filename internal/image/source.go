@@ -1,5 +1,6 @@
 // Package image opens OS images: it sniffs the container format from the
-// bytes, decodes it (raw, gzip, xz, zstd, bzip2, zip), learns the decoded
+// bytes, decodes it (raw, gzip, xz, zstd, bzip2, lz4, zip, 7z, and a tar
+// of one image, plain or in any of them), learns the decoded
 // size where the container states it, and reports damage with offsets.
 package image
 
@@ -28,8 +29,12 @@ import (
 type Source struct {
 	// Format is the container the image came in, sniffed from its bytes.
 	Format Format
-	// Entry is the name of the decoded member of a zip archive, else "".
+	// Entry is the name of the decoded member of a zip, 7z or tar archive
+	// (a tar's inside a zip or 7z: "outer.tar/inner.img"), else "".
 	Entry string
+	// Spooled names the temporary file a 7z stream was copied to before
+	// it could be decoded (its header is at its end), "" for none.
+	Spooled string
 	// CompressedSize is the size of the input in bytes, -1 if unknown
 	// (a pipe). For a raw image it equals Size.
 	CompressedSize int64
@@ -56,6 +61,7 @@ type Source struct {
 	// when meter says it (raw, zip, parallel xz).
 	inputPos func() int64
 	zstd     zstdFrames // what the zstd frame headers say
+	lz4      lz4Frames  // what the lz4 frame headers say
 	decoded  int64
 	// delivered counts the bytes Read returned, for DecodedRead.
 	delivered atomic.Int64
@@ -285,7 +291,7 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string, readAhead f
 	if err := s.readHeaders(head, ra, size); err != nil {
 		return nil, err
 	}
-	if readAhead != nil && (s.Format == FormatGzip || s.Format == FormatBzip2) {
+	if readAhead != nil && (s.Format == FormatGzip || s.Format == FormatBzip2 || s.Format == FormatLz4) {
 		readAhead()
 	}
 	if err := s.openDecoder(stream, ra, size); err != nil {
@@ -295,7 +301,8 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string, readAhead f
 	if ra != nil {
 		s.probeSize(ra, size)
 	}
-	if err := s.sniffDecoded(); err != nil {
+	if err := s.sniffDecoded(ra, size); err != nil {
+
 		s.Close()
 		return nil, err
 	}
@@ -309,6 +316,13 @@ func (s *Source) readHeaders(head []byte, ra io.ReaderAt, size int64) error {
 	switch s.Format {
 	case FormatGzip, FormatBzip2, FormatZip:
 		s.HasChecksum = true
+	case FormatLz4:
+		if ra != nil {
+			s.lz4 = scanLz4(ra, size, false)
+		} else {
+			s.lz4 = scanLz4(bytes.NewReader(head), int64(len(head)), true)
+		}
+		s.HasChecksum = s.lz4.frames > 0 && s.lz4.checksum
 	case FormatXz:
 		// The stream header's check; openParallelXz reads every stream's.
 		s.HasChecksum = len(head) > 7 && head[7]&0x0f != 0
@@ -330,9 +344,22 @@ func (s *Source) readHeaders(head []byte, ra io.ReaderAt, size int64) error {
 // openDecoder sets s.dec for s.Format.
 func (s *Source) openDecoder(stream io.Reader, ra io.ReaderAt, size int64) error {
 	switch s.Format {
-	case FormatRaw:
+	case FormatRaw, FormatTar:
+		// A tar's member is found in the decoded bytes (sniffDecoded).
 		s.dec = stream
 		return nil
+	case Format7z:
+		if ra == nil {
+			f, n, err := s.spool7z(stream)
+			if err != nil {
+				return err
+			}
+			ra, size = f, n
+			if s.CompressedSize < 0 {
+				s.CompressedSize = n
+			}
+		}
+		return s.open7z(ra, size)
 	case FormatZip:
 		if ra == nil {
 			return &Error{Kind: ErrNeedsFile, Format: FormatZip,
@@ -364,41 +391,60 @@ func (s *Source) openDecoder(stream io.Reader, ra io.ReaderAt, size int64) error
 // sniffDecoded reads the first decoded bytes and refuses images that are
 // themselves a container (an .img.xz inside a zip, a .tar.gz): written raw
 // they would not boot, and the user only finds out much later.
-func (s *Source) sniffDecoded() error {
+//
+// Decoded data that is a tar archive (a .tar.gz, a plain .tar) is opened,
+// and its one image member is the image: its first bytes are sniffed in
+// turn (ra, size: the input, when it is a plain tar file).
+func (s *Source) sniffDecoded(ra io.ReaderAt, size int64) error {
 	if s.Format == FormatRaw {
 		return nil // the outer sniff already looked at these very bytes
 	}
-	head := make([]byte, sniffLen)
-	n := 0
-	for n < len(head) {
-		k, err := s.readDecoded(head[n:])
-		n += k
-		if err == io.EOF {
-			s.err = io.EOF // delivered once head is drained
-			// The whole image is decoded: its size is now a fact, which
-			// lets a tiny image be refused before anything is written.
-			s.Size, s.SizeExact = int64(n), true
-			break
+	archive := s.Format
+	for inTar := false; ; inTar = true {
+		head := make([]byte, sniffLen)
+		n := 0
+		outerDone := false
+		for n < len(head) {
+			k, err := s.readDecoded(head[n:])
+			n += k
+			if err == io.EOF {
+				s.err = io.EOF // delivered once head is drained
+				// The whole image is decoded: its size is now a fact, which
+				// lets a tiny image be refused before anything is written.
+				s.Size, s.SizeExact = int64(n), true
+				outerDone = true
+				break
+			}
+			if err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
+		s.head = head[:n]
+		s.first = s.head
+		if n == 0 {
+			return &Error{Kind: ErrEmpty, Format: s.Format, Err: fmt.Errorf("the %s archive decodes to an empty image", archive)}
 		}
+		inner := sniff(s.head)
+		switch {
+		case inner.format == FormatTar && !inTar:
+			s.head, s.first = nil, nil
+			if err := s.openTar(head[:n], outerDone, ra, size); err != nil {
+				return err
+			}
+			archive = FormatTar
+			continue
+		case inner.unsupported != "":
+			return &Error{Kind: ErrNotAnImage, Format: s.Format, Container: inner.unsupported, Decoded: int64(n),
+				Err: fmt.Errorf("the %s archive holds a %s, not a disk image", archive, inner.unsupported)}
+		case inner.format == FormatTar || inner.format == FormatZip || inner.format == Format7z:
+			return &Error{Kind: ErrNotAnImage, Format: s.Format, Container: inner.format.String() + " archive", Decoded: int64(n),
+				Err: fmt.Errorf("the %s archive holds a %s archive, not a disk image", archive, inner.format)}
+		case inner.format != FormatRaw:
+			return &Error{Kind: ErrNotAnImage, Format: s.Format, Decoded: int64(n),
+				Err: fmt.Errorf("the %s archive holds %s-compressed data, not a disk image", archive, inner.format)}
+		}
+		return nil
 	}
-	s.head = head[:n]
-	s.first = s.head
-	if n == 0 {
-		return &Error{Kind: ErrEmpty, Format: s.Format, Err: fmt.Errorf("the %s archive decodes to an empty image", s.Format)}
-	}
-	inner := sniff(s.head)
-	switch {
-	case inner.unsupported != "":
-		return &Error{Kind: ErrNotAnImage, Format: s.Format, Container: inner.unsupported, Decoded: int64(n),
-			Err: fmt.Errorf("the %s archive holds a %s, not a disk image", s.Format, inner.unsupported)}
-	case inner.format != FormatRaw:
-		return &Error{Kind: ErrNotAnImage, Format: s.Format, Decoded: int64(n),
-			Err: fmt.Errorf("the %s archive holds %s-compressed data, not a disk image", s.Format, inner.format)}
-	}
-	return nil
 }
 
 // Read reads decoded image bytes. A damaged or truncated archive yields a

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path"
 	"strings"
 
 	"github.com/klauspost/compress/zip"
@@ -64,58 +63,17 @@ func (s *Source) openZip(ra io.ReaderAt, size int64) error {
 	return nil
 }
 
-// pickZipEntry returns the one entry that can be the image. Directories and
-// the metadata archivers and download sites add are skipped; anything else
-// counts, and more than one candidate is an error naming them all, since
-// guessing which one to write is how the wrong card gets made.
+// pickZipEntry returns the one entry that can be the image (pickEntry).
 func pickZipEntry(files []*zip.File) (*zip.File, error) {
-	var cands []*zip.File
-	for _, f := range files {
-		if !isZipMetadata(f) {
-			cands = append(cands, f)
-		}
+	entries := make([]archiveEntry, len(files))
+	for i, f := range files {
+		entries[i] = archiveEntry{name: f.Name, size: f.UncompressedSize64, dir: strings.HasSuffix(f.Name, "/") || f.FileInfo().IsDir()}
 	}
-	switch len(cands) {
-	case 1:
-		return cands[0], nil
-	case 0:
-		return nil, &Error{Kind: ErrEmpty, Format: FormatZip,
-			Err: fmt.Errorf("the zip archive holds no image (%d entries, all directories or metadata)", len(files))}
+	i, err := pickEntry(FormatZip, entries)
+	if err != nil {
+		return nil, err
 	}
-	names := make([]string, len(cands))
-	for i, f := range cands {
-		names[i] = fmt.Sprintf("%q (%d bytes)", f.Name, f.UncompressedSize64)
-	}
-	return nil, &Error{Kind: ErrAmbiguous, Format: FormatZip,
-		Err: fmt.Errorf("the zip archive holds %d candidate images: %s", len(cands), strings.Join(names, ", "))}
-}
-
-// zipMetadataMax bounds what may be dismissed as a checksum or readme file:
-// a large file is never assumed to be metadata, whatever its name.
-const zipMetadataMax = 1 << 20
-
-// zipMetadataExt are extensions of the small companion files that image
-// downloads carry next to the image.
-var zipMetadataExt = map[string]bool{
-	".txt": true, ".md": true, ".sha1": true, ".sha256": true, ".sha512": true, ".md5": true,
-	".sig": true, ".asc": true, ".gpg": true, ".bmap": true, ".json": true, ".xml": true,
-	".html": true, ".pdf": true, ".url": true,
-}
-
-func isZipMetadata(f *zip.File) bool {
-	name := f.Name
-	base := path.Base(name)
-	switch {
-	case strings.HasSuffix(name, "/") || f.FileInfo().IsDir():
-		return true
-	case strings.HasPrefix(name, "__MACOSX/") || strings.Contains(name, "/__MACOSX/"):
-		return true
-	case base == ".DS_Store" || base == "Thumbs.db" || strings.HasPrefix(base, "._"):
-		return true
-	case f.UncompressedSize64 == 0:
-		return true
-	}
-	return f.UncompressedSize64 <= zipMetadataMax && zipMetadataExt[strings.ToLower(path.Ext(base))]
+	return files[i], nil
 }
 
 // zipAfterPrefix reports whether a seekable input whose first bytes are no

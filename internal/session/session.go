@@ -427,6 +427,9 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 		names[i] = t.Raw
 	}
 	s.emit(Started{Image: displayImage(cfg.Image), Source: src, Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers), Lag: cfg.Lag})
+	if src.Spooled != "" {
+		s.emit(Note{Message: "The 7z archive was copied to a temporary file (" + src.Spooled + ", removed) before it was decoded: its header is at its end"})
+	}
 	if err := s.trust(img, plan); err != nil {
 		return s.res, err
 	}

@@ -4,15 +4,19 @@
 package testimage
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 	"github.com/ulikunitz/xz"
 
 	"github.com/usbflash/usbflash/internal/image/bmap"
@@ -58,16 +62,28 @@ func WriteMap(tb testing.TB, path string, img []byte) *bmap.Map {
 	return m
 }
 
-// Compress is data in format: raw, gzip, xz, zstd, zip (one member,
-// os.img) or bzip2 (the bzip2 program's: Go has no bzip2 encoder).
+// Compress is data in format: raw, gzip, xz, zstd, lz4, zip (one member,
+// os.img), bzip2 (the bzip2 program's: Go has no bzip2 encoder), 7z (one
+// member, os.img, by 7-Zip's 7zz: Go has no 7z encoder), tar (one member,
+// os.img, beside a readme), or tar.FORMAT (that tar in FORMAT).
 func Compress(tb testing.TB, format string, data []byte) []byte {
 	tb.Helper()
 	var buf bytes.Buffer
 	var w io.WriteCloser
 	var err error
+	if inner, ok := strings.CutPrefix(format, "tar."); ok {
+		return Compress(tb, inner, Compress(tb, "tar", data))
+	}
 	switch format {
 	case "raw":
 		return data
+	case "lz4":
+		w = lz4.NewWriter(&buf)
+	case "tar":
+		return tarOf(tb, data)
+	case "7z":
+		return sevenZipOf(tb, data)
+
 	case "gzip":
 		w = gzip.NewWriter(&buf)
 	case "xz":
@@ -109,3 +125,46 @@ type zipMember struct {
 }
 
 func (m zipMember) Close() error { return m.zw.Close() }
+
+// tarOf is a tar archive of a readme and data as os.img.
+func tarOf(tb testing.TB, data []byte) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	readme := []byte("the image\n")
+	for _, m := range []struct {
+		name string
+		data []byte
+	}{{"readme.txt", readme}, {"os.img", data}} {
+		if err := tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data))}); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := tw.Write(m.data); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// sevenZipOf is a 7z archive (LZMA2, as 7-Zip makes it by default) of data
+// as os.img.
+func sevenZipOf(tb testing.TB, data []byte) []byte {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "os.img"), data, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command("7zz", "a", "-bd", "-t7z", "-mx=1", "os.7z", "os.img")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("7zz (apt-get install 7zip): %v\n%s", err, out)
+	}
+	out, err := os.ReadFile(filepath.Join(dir, "os.7z"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}

@@ -250,6 +250,8 @@ func adviceTable() []advice {
 		{failure.Refused, is(drive.ErrSystemDisk), text("choose another disk: `usbflash list` shows the ones that can be written")},
 		{failure.Refused, is(drive.ErrInternalDisk), text("check that this is the disk you mean (`usbflash list` shows the external ones), then pass --force to write an internal disk")},
 		{failure.Refused, is(drive.ErrTooSmallImage), text("pass --force to write it anyway")},
+		{failure.Refused, is(drive.ErrDiscOnly), text("a USB installer of Windows is a FAT32 stick holding the ISO's files, with sources/install.wim split below FAT32's 4 GiB (wimlib-imagex split install.wim install.swm 3800), or a tool that makes one (Rufus, WoeUSB); for another system use its hybrid ISO or its USB image; pass --force to write this one raw anyway")},
+
 		{failure.Refused, as[*imagedst.ExistsError](), text("pass --force to overwrite it")},
 		{failure.Refused, as[*imagedst.SizeError](), text("give a smaller --size, or leave it out to read the whole card")},
 		{failure.Refused, is(termui.ErrNotConfirmed), text("pass --yes to write without being asked")},
@@ -489,7 +491,6 @@ func containerAdvice(container string) string {
 		"7z archive":               "extract the image from the inner archive first (7z x FILE), then write the .img",
 		"zip archive":              "extract the image from the inner archive first (unzip FILE), then write the .img",
 		"RAR archive":              "extract the image first (unrar x FILE)",
-
 		"lzip stream":              "decompress it first (lzip -d FILE)",
 		"lzop stream":              "decompress it first (lzop -d FILE)",
 		"compress (.Z) stream":     "decompress it first (uncompress FILE)",

@@ -2,6 +2,7 @@ package drive
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
@@ -22,10 +23,14 @@ type CheckOptions struct {
 
 // Check runs the checks every write passes after its target is open and
 // before its first byte, whatever the mode (one card, several, --watch):
-// an image too small to be an OS image, a write-protected medium, an
+// a disc image that boots only from a CD or DVD, an image too small to be
+// an OS image, a write-protected medium, an
 // image larger than the medium. The checks that need no open device (in
 // use, locked, the image itself) ran when it was opened.
 func Check(d *Device, src *image.Source, opts CheckOptions) error {
+	if err := checkDisc(src, opts.Force); err != nil {
+		return err
+	}
 	if err := checkImageSize(src, opts.TransferSize, opts.Force); err != nil {
 		return err
 	}
@@ -94,7 +99,39 @@ func checkImageSize(src *image.Source, transfer int, force bool) error {
 			src.Size, image.Describe(src.Head()), units.FormatSize(int64(transfer)))}
 }
 
+// checkDisc refuses an optical disc image that boots only from a CD or
+// DVD: a card or stick is booted from its partition table, which such an
+// image lacks, so written raw it boots nothing, and the user finds out
+// only at the machine to install. Force writes it all the same (a disc
+// image meant to be read, not booted, or a firmware that boots El Torito
+// from USB).
+func checkDisc(src *image.Source, force bool) error {
+	d, ok := src.Disc()
+	if force || !ok || !d.BootsOnlyFromDisc() {
+		return nil
+	}
+	what := "a disc image"
+	if d.Windows() {
+		what = "a Windows installer disc image"
+	}
+	var fs []string
+	if d.ISO9660 {
+		fs = append(fs, "ISO 9660")
+	}
+	if d.UDF {
+		fs = append(fs, "UDF")
+	}
+	vol := ""
+	if d.VolumeID != "" {
+		vol = fmt.Sprintf(", volume %q", d.VolumeID)
+	}
+	return &Error{class: failure.Refused, Err: ErrDiscOnly,
+		Msg: fmt.Sprintf("image is %s (%s%s) with an El Torito boot catalog for CD and DVD firmware and neither an MBR partition table nor a GPT: "+
+			"written raw to a card or stick it boots nothing; nothing was written", what, strings.Join(fs, " and "), vol)}
+}
+
 // IsRefusal says whether err is a safety check's refusal (in use, locked,
+
 // the image itself, too small, write-protected, too large), as opposed to
 // a device that failed or a command-line mistake.
 func IsRefusal(err error) bool {

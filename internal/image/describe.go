@@ -138,9 +138,7 @@ var nameSuffixes = []struct {
 	{".lz4", namePromise{format: FormatLz4}}, {".7z", namePromise{format: Format7z}}, {".tar", namePromise{format: FormatTar}},
 	{".lzma", namePromise{container: containerLzmaAlone}},
 	{".lz", namePromise{container: "lzip stream"}},
-
 	{".rar", namePromise{container: "RAR archive"}},
-
 	{".lzo", namePromise{container: "lzop stream"}},
 	{".br", namePromise{container: containerBrotli}},
 }

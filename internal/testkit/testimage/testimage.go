@@ -168,3 +168,48 @@ func sevenZipOf(tb testing.TB, data []byte) []byte {
 	}
 	return out
 }
+
+// ISO is an ISO 9660 image made by xorriso (Debian's xorriso; isolinux's
+// boot loader and hybrid MBR), as installers are made: a sources/install.wim,
+// the volume ID given, and an El Torito boot catalog for CD and DVD
+// firmware; hybrid adds the MBR partition table a stick boots from
+// (-isohybrid-mbr, as isohybrid and most Linux installers have it), and
+// without it the image boots only from a disc, as a Windows installer ISO.
+func ISO(tb testing.TB, volumeID string, hybrid bool) []byte {
+	tb.Helper()
+	dir := tb.TempDir()
+	for name, size := range map[string]int{"d/sources/install.wim": 2 << 20, "d/readme.txt": 100} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, testpattern.Bytes(size, 9), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	loader, err := os.ReadFile("/usr/lib/ISOLINUX/isolinux.bin")
+	if err != nil {
+		tb.Fatalf("isolinux's boot loader (apt-get install isolinux): %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "d/boot"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "d/boot/isolinux.bin"), loader, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	args := []string{"-as", "mkisofs", "-quiet", "-V", volumeID, "-b", "boot/isolinux.bin", "-c", "boot/boot.cat",
+		"-no-emul-boot", "-boot-load-size", "4", "-boot-info-table", "-o", "out.iso"}
+	if hybrid {
+		args = append(args, "-isohybrid-mbr", "/usr/lib/ISOLINUX/isohdpfx.bin")
+	}
+	cmd := exec.Command("xorriso", append(args, "d")...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("xorriso (apt-get install xorriso): %v\n%s", err, out)
+	}
+	out, err := os.ReadFile(filepath.Join(dir, "out.iso"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}

@@ -122,6 +122,9 @@ type Config struct {
 	// after the image (customize.Apply), each card with its own values of
 	// the templates ({n}: its number in the run, from 1).
 	Customize *customize.Config
+	// Blocks, when set, is written instead of an image (Image is ""):
+	// each card's own blocks, made once it is open (erase, format).
+	Blocks Blocks
 }
 
 // Outcome is what became of one card.
@@ -388,6 +391,9 @@ func run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error, b
 }
 
 func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
+	if cfg.Blocks != nil {
+		return s.runBlocks(ctx, specs)
+	}
 	if err := s.resolveCatalog(ctx); err != nil {
 		return s.res, err
 	}
@@ -486,10 +492,7 @@ func (s *session) openCards(ctx context.Context, specs []drive.Spec, src *image.
 	if plan.m != nil && newFile == 0 {
 		newFile = plan.m.ImageSize
 	}
-	devs, errs := drive.OpenAll(ctx, specs, drive.Options{
-		Force: s.cfg.Force, Image: s.cfg.Image, NewFileSize: (newFile + 511) / 512 * 512, Readers: s.cfg.Readers,
-		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) },
-	})
+	devs, errs := drive.OpenAll(ctx, specs, s.openOptions((newFile+511)/512*512))
 	cards := make([]*card, len(specs))
 	var wg sync.WaitGroup
 	for i, t := range specs {
@@ -710,6 +713,12 @@ const (
 	BoundDevice  = "device"
 	BoundSlowest = "slowest"
 )
+
+// onNotice passes a reader's notice (a recovery step, a command made
+// smaller) on as a note.
+func (s *session) onNotice(reader string, n usbms.Notice) {
+	s.emit(Note{Card: reader, Message: n.Text, Notice: &n})
+}
 
 // transportOf says how a card's reader is driven (its SCSI fact); the zero
 // value for a file: target.

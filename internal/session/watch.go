@@ -8,9 +8,6 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
-	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/pipeline/blockdev"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // Watch writes the image to every card that appears in any reader find
@@ -36,6 +33,9 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	}
 	if cfg.StopTimeout > 0 && cfg.SaysStop != nil {
 		defer cfg.SaysStop()()
+	}
+	if cfg.Blocks != nil {
+		return s.watchBlocks(ctx, find)
 	}
 	if err := s.resolveCatalog(ctx); err != nil {
 		return s.res, err
@@ -86,21 +86,55 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	}
 	s.startDownload(ctx, img.sum, src, "as it is written")
 	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", displayImage(cfg.Image))})
+	return s.station(ctx, find, s.writeOne)
+}
 
+// watchBlocks is Watch for Config.Blocks: each card found gets its own.
+func (s *session) watchBlocks(ctx context.Context, find drive.Finder) (*Result, error) {
+	cfg := s.cfg
+	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
+		return s.res, err
+	}
+	if err := checkSizes(s.transfer, cfg.Buffers, 0, 1, 0); err != nil {
+		return s.res, err
+	}
+	if cfg.Report != "" {
+		if err := CheckReport(cfg.Report); err != nil {
+			return s.res, err
+		}
+	}
+	if err := drive.CanFind(ctx, find); err != nil {
+		return s.res, err
+	}
+	s.emit(Started{Image: cfg.Blocks.What(), TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers), Watch: true})
+	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", cfg.Blocks.What())})
+	return s.station(ctx, find, func(ctx context.Context, c *card) {
+		src := s.openBlocks(ctx, c)
+		if src == nil || c.failed() {
+			return
+		}
+		defer src.Close()
+		s.writeBlocks(ctx, c, src)
+	})
+}
+
+// station writes every card find shows with write, each once, until ctx
+// is done (Watch's loop), and applies the exit policy.
+func (s *session) station(ctx context.Context, find drive.Finder, write func(context.Context, *card)) (*Result, error) {
+	cfg := s.cfg
 	// Bounded at the size asked: a card that takes less needs less.
-	sets := make(chan struct{}, max(blockdev.MaxBufferMemory/pipeline.BufferMemory(s.transfer, buffers), 1))
+	sets := s.bufferSets()
 	// What the exit policy needs of the cards done, not the cards (their
 	// readers' handles, closed), which a week of running would pile up.
 	ok, failed := 0, 0
 	var errs []error // one error of each class: what CardsError.Class needs
 	found := 0       // cards found, for {n}
-	opts := drive.WatchOptions{Options: drive.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
-		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }},
+	opts := drive.WatchOptions{Options: s.openOptions(0),
 		OnNote:    func(msg string) { s.emit(Note{Message: msg}) },
 		OnReaders: func(n int) { s.emit(Readers{Present: n}) },
 		OnSlot:    func(slot string, card bool) { s.emit(Slot{Card: slot, Present: card}) }}
 	writes, cut := s.drain(ctx)
-	err = drive.Watch(ctx, find, opts, func(_ context.Context, d *drive.Device, err error) {
+	err := drive.Watch(ctx, find, opts, func(_ context.Context, d *drive.Device, err error) {
 		s.mu.Lock()
 		found++
 		c := &card{d: d, n: found}
@@ -115,7 +149,8 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 		} else {
 			sets <- struct{}{}
 			defer func() { <-sets }()
-			s.writeOne(writes, c)
+			write(writes, c)
+
 		}
 		// Its digests (32 bytes a write command: 128 KiB for a 4 GiB
 		// image) served its verify; a station that keeps every outcome

@@ -167,7 +167,7 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 	// Standard input and a URL were read once: a mismatch stays as the verify found
 	// it (a digest mismatch still names its range).
 	var reopen func() (io.ReadCloser, error)
-	if s.cfg.Customize == nil {
+	if s.cfg.Customize == nil && s.cfg.Blocks == nil {
 		// (A customised card differs from the image where it was
 		// customised: a mismatch stays as its digest found it.)
 		reopen = s.reopener()
@@ -180,7 +180,13 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			reopen := reopen
+			if s.cfg.Blocks != nil {
+				// The card's blocks, made again.
+				reopen = func() (io.ReadCloser, error) { return s.cfg.Blocks.For(ctx, c.d) }
+			}
 			size := blockdev.FitTransfer(c.d.Dev, readSize).Size // the write said what the card takes
+
 			written := res
 			if c.digests != nil {
 				written.Digests = *c.digests // the card as customised

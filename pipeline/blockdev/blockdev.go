@@ -17,6 +17,7 @@ package blockdev
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/usbflash/usbflash/internal/failure"
@@ -143,7 +144,22 @@ type BufferAllocator interface {
 	AllocBuffers(count, size int) (bufs [][]byte, kind string, free func(), err error)
 }
 
+// Unmapper is a device that can tell its medium that blocks hold nothing
+// any more (SCSI UNMAP, or WRITE SAME with its UNMAP bit), so that its
+// controller may erase them, spare blocks included. UnmapMethod names how,
+// "" when the device offers neither (most card readers); Unmap returns an
+// error matching ErrUnmapRefused when the device refused the command.
+type Unmapper interface {
+	UnmapMethod() string
+	Unmap(ctx context.Context, lba, blocks int64) error
+}
+
+// ErrUnmapRefused: a device that says it unmaps refused to (a reader that
+// passes the command on to a card that does not).
+var ErrUnmapRefused = errors.New("unmap refused by the device")
+
 // Ejector is a device whose medium can be ejected when the work is done
+
 // (START STOP UNIT on a USB reader), so a person can pull the card without
 // the system complaining. A file has nothing to eject and does not
 // implement it.

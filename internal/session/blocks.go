@@ -1,0 +1,168 @@
+package session
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
+)
+
+// Blocks is what a session writes that is not an image: each card's own
+// blocks, made once the card is open, since they depend on it (erase's
+// pattern over its whole capacity, format's file system for its size and
+// erase unit). They are written as an image is, with every promise of a
+// write: the checks, one question or --yes, the first transfer zeroed
+// first and written last, the sync, the read-back, many cards and --watch.
+type Blocks interface {
+	// What says what is written, for messages: "zeros", "a FAT32 file
+	// system".
+	What() string
+	// For is the blocks for the card d: a raw image source (image.New)
+	// no larger than the card.
+	For(ctx context.Context, d *drive.Device) (*image.Source, error)
+	// Prepare runs on each card once it is confirmed, before its first
+	// write (erase's unmap of every block); note says what it did. nil
+	// error, nothing to do.
+	Prepare(ctx context.Context, d *drive.Device, note func(string)) error
+}
+
+// blocksSource is the ReaderAt a Blocks implementation hands image.New:
+// the session reads it as a raw image of Size bytes.
+type blocksSource interface {
+	io.ReaderAt
+	Size() int64
+}
+
+// NewBlocksSource is the image source of generated blocks: a raw image of
+// r.Size() bytes read through r.
+func NewBlocksSource(r blocksSource) (*image.Source, error) {
+	return image.New(io.NewSectionReader(r, 0, r.Size()), r.Size())
+}
+
+// runBlocks is Run for Config.Blocks: every card opened and checked with
+// its own blocks, one question for all, then each written on its own (its
+// blocks are its own), at once, within the memory bound, as Watch writes
+// cards; the same records and exit policy.
+func (s *session) runBlocks(ctx context.Context, specs []drive.Spec) (*Result, error) {
+	cfg := s.cfg
+	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
+		return s.res, err
+	}
+	if err := checkSizes(s.transfer, cfg.Buffers, 0, 1, 0); err != nil {
+		return s.res, err
+	}
+	if cfg.Report != "" {
+		if err := CheckReport(cfg.Report); err != nil {
+			return s.res, err
+		}
+	}
+	if err := cfg.Readers.CheckAccess(ctx, specs); err != nil {
+		return s.res, err
+	}
+	names := make([]string, len(specs))
+	for i, t := range specs {
+		names[i] = t.Raw
+	}
+	s.emit(Started{Image: cfg.Blocks.What(), Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers)})
+	devs, errs := drive.OpenAll(ctx, specs, s.openOptions(0))
+	cards := make([]*card, len(specs))
+	srcs := make([]*image.Source, len(specs))
+	defer func() {
+		for i, c := range cards {
+			if srcs[i] != nil {
+				srcs[i].Close()
+			}
+			if c.d != nil {
+				c.d.Close()
+			}
+		}
+	}()
+	var live []*card
+	var refusals []error
+	for i, t := range specs {
+		c := &card{d: devs[i], spec: t.Raw, n: i + 1, out: Outcome{Target: t.Raw}}
+		cards[i] = c
+		if errs[i] != nil {
+			c.fail(errs[i])
+		} else {
+			srcs[i] = s.openBlocks(ctx, c)
+		}
+		switch {
+		case failure.Of(c.out.Err) == failure.Usage:
+			return s.res, c.out.Err
+		case drive.IsRefusal(c.out.Err):
+			refusals = append(refusals, c.out.Err)
+		case c.out.Err == nil:
+			live = append(live, c)
+		}
+	}
+	if len(cards) > 1 && len(refusals) > 0 && !cfg.SkipRefused {
+		s.finish(cards, nil)
+		return s.res, &RefusedError{Refused: refusals, Cards: len(cards)}
+	}
+	if len(live) > 0 && cfg.Confirm != nil {
+		ds := make([]*drive.Device, len(live))
+		for i, c := range live {
+			ds[i] = c.d
+		}
+		if err := cfg.Confirm(ds, srcs[live[0].n-1]); err != nil {
+			return s.res, err
+		}
+	}
+	sets := s.bufferSets()
+	var wg sync.WaitGroup
+	for _, c := range live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sets <- struct{}{}
+			defer func() { <-sets }()
+			s.writeBlocks(ctx, c, srcs[c.n-1])
+		}()
+	}
+	wg.Wait()
+	return s.res, s.finish(cards, nil)
+}
+
+// openBlocks makes an open card's blocks and runs the pre-write checks on
+// them; nil when it could not (the card's error says why).
+func (s *session) openBlocks(ctx context.Context, c *card) *image.Source {
+	src, err := s.cfg.Blocks.For(ctx, c.d)
+	if err != nil {
+		c.out.Target = c.d.Name
+		c.fail(err)
+		return nil
+	}
+	s.opened(ctx, c, src)
+	return src
+}
+
+// writeBlocks prepares a confirmed card and writes its blocks.
+func (s *session) writeBlocks(ctx context.Context, c *card, src *image.Source) {
+	note := func(msg string) { s.emit(Note{Card: c.d.Name, Message: msg}) }
+	if err := s.cfg.Blocks.Prepare(ctx, c.d, note); err != nil {
+		c.d.Keep()
+		c.fail(err)
+		return
+	}
+	s.writeCards(ctx, src, &writePlan{}, []*card{c})
+}
+
+// bufferSets bounds the writes under way at once, each with its own ring,
+// to what fits in blockdev.MaxBufferMemory: a card waits for a free set
+// when they would not.
+func (s *session) bufferSets() chan struct{} {
+	per := pipeline.BufferMemory(s.transfer, buffersFor(s.transfer, s.cfg.Buffers))
+	return make(chan struct{}, max(blockdev.MaxBufferMemory/per, 1))
+}
+
+// openOptions are how the session's cards are opened.
+func (s *session) openOptions(newFile int64) drive.Options {
+	return drive.Options{Force: s.cfg.Force, Image: s.cfg.Image, NewFileSize: newFile, Readers: s.cfg.Readers,
+		OnNotice: s.onNotice}
+}

@@ -273,7 +273,12 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 		{"check", "--json", "sim:" + card("p") + "?size=16MiB&fake=drop&real=5MiB&fake-cache=1MiB"},
 		{"check", "--json", "-q", "sim:" + card("q") + "?size=16MiB&fake=wrap&real=3MiB"},
 		{"check", "--json", "sim:" + card("r") + "?size=16MiB&wp=1"},
+		// erase and format: one card, several, a refusal.
+		{"erase", "--json", "--yes", "sim:" + card("e1") + "?size=4MiB"},
+		{"erase", "--json", "--yes", "--random", "sim:" + card("e2") + "?size=4MiB", "sim:" + card("e3") + "?size=2MiB"},
+		{"erase", "--json", "--yes", "sim:" + card("e4") + "?size=4MiB&wp=1"},
 	}
+
 	seen := map[string]bool{}
 	for _, args := range runs {
 		r := runCLI(t, args...)

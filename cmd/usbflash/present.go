@@ -23,19 +23,26 @@ import (
 type cardPresenter struct {
 	rep     termui.Reporter
 	f       writeFlags
+	command jsonevents.Command
 	outcome *session.Outcome
 }
 
 func newCardPresenter(rep termui.Reporter, f writeFlags) *cardPresenter {
-	return &cardPresenter{rep: rep, f: f}
+	return &cardPresenter{rep: rep, f: f, command: f.commandName()}
 }
 
 func (p *cardPresenter) Observe(e session.Event) {
 	switch e := e.(type) {
 	case session.Started:
 		src := e.Source
+		if src == nil { // erase's and format's blocks: each card's own
+			p.rep.Event(&jsonevents.Start{Command: p.command, Image: e.Image, Format: image.FormatRaw.String(), Size: -1, CompressedSize: -1,
+				Target: e.Targets[0], TransferSize: int64(e.TransferSize), Buffers: e.Buffers},
+				fmt.Sprintf("%s %s: writing %s ...", p.f.doing, e.Targets[0], e.Image))
+			return
+		}
 		p.rep.Event(&jsonevents.Start{
-			Command: jsonevents.CommandWrite,
+			Command: p.command,
 			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
 		}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", e.Image, src.Format, termui.ImageSize(src), e.Targets[0]))
@@ -56,7 +63,7 @@ func (p *cardPresenter) finish(_ *session.Result, err error) error {
 	o := p.outcome
 	res := o.Write
 	sum := &jsonevents.Summary{
-		Command: jsonevents.CommandWrite,
+		Command: p.command,
 		Bytes:   res.Bytes, BytesWritten: res.BytesWritten, Transfers: int64(res.Transfers),
 		ElapsedS: res.Elapsed.Seconds(), Rate: termui.Rate(res.Bytes, res.Elapsed),
 		Bound: jsonevents.BoundOf(res.Bound), BoundRatio: res.BoundRatio,
@@ -161,13 +168,22 @@ func (p *sessionPresenter) Observe(e session.Event) {
 	switch e := e.(type) {
 	case session.Started:
 		src := e.Source
+		if src == nil { // erase's and format's blocks: each card's own
+			text := fmt.Sprintf("%s %s: writing %s to each: %s", p.f.doing, plural(len(e.Targets), "card"), e.Image, strings.Join(e.Targets, ", "))
+			if e.Watch {
+				text = ""
+			}
+			p.rep.Event(&jsonevents.ManyStart{Command: p.f.commandName(), Image: e.Image, Format: image.FormatRaw.String(), Size: -1,
+				Targets: append([]string{}, e.Targets...), TransferSize: int64(e.TransferSize), Buffers: e.Buffers, Lag: e.Lag}, text)
+			return
+		}
 		text := fmt.Sprintf("Writing %s (%s, %s) to %s: %s", e.Image, src.Format, termui.ImageSize(src),
 			plural(len(e.Targets), "card"), strings.Join(e.Targets, ", "))
 		if e.Watch {
 			text = ""
 		}
 		p.rep.Event(&jsonevents.ManyStart{
-			Command: jsonevents.CommandWrite,
+			Command: p.f.commandName(),
 			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			Targets: append([]string{}, e.Targets...), TransferSize: int64(e.TransferSize), Buffers: e.Buffers, Lag: e.Lag,
 		}, text)
@@ -235,8 +251,9 @@ func (p *sessionPresenter) finish(res *session.Result, err error) error {
 	}
 	t := res.Tally
 	p.rep.Event(&jsonevents.ManySummary{
-		Command: jsonevents.CommandWrite,
-		Cards:   t.Cards, Succeeded: t.Succeeded, Failed: t.Cards - t.Succeeded, SHA256: t.SHA256, Verify: t.Verify,
+		Command: p.f.commandName(),
+
+		Cards: t.Cards, Succeeded: t.Succeeded, Failed: t.Cards - t.Succeeded, SHA256: t.SHA256, Verify: t.Verify,
 		ElapsedS: time.Since(res.Started).Seconds(),
 	}, termui.CardTable(records, p.f.noVerify))
 	if t.Cards > len(records) {

@@ -161,6 +161,7 @@ Targets:
 		newInfoCommand(a),
 		newWriteCommand(a),
 		newVerifyCommand(a),
+		newEraseCommand(a),
 		newReadCommand(a),
 		newVersionCommand(a),
 		newBenchCommand(a),

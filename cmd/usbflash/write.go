@@ -48,6 +48,19 @@ type writeFlags struct {
 	catalog                 catalogFlags  // --catalog, --os (images.go)
 	logDir                  string        // --log-dir: one log per slot
 	station, operator       string        // labels of every record
+	// command is the command the flags are of ("" is write) and doing
+	// its verb in the start line ("Erasing"): erase and format write
+	// their own blocks through write's session and presenters.
+	command jsonevents.Command
+	doing   string
+}
+
+// commandName is the command start and summary events name.
+func (f writeFlags) commandName() jsonevents.Command {
+	if f.command == "" {
+		return jsonevents.CommandWrite
+	}
+	return f.command
 }
 
 func newWriteCommand(a *app) *cobra.Command {
@@ -203,6 +216,13 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		}
 		cfg.Confirm = func(cards []*drive.Device, src *image.Source) error { return a.confirm(cards, named, src) }
 	}
+	return a.runWrite(ctx, rep, cfg, targets, f, station, logs)
+}
+
+// runWrite runs a write session (write's, erase's, format's) on the
+// targets named, --all or --watch, with its presenters; also tells the
+// observers given.
+func (a *app) runWrite(ctx context.Context, rep termui.Reporter, cfg session.Config, targets []string, f writeFlags, also ...session.Observer) (err error) {
 	// Enumerated once, for --all and the opens alike.
 	if cfg.Readers, err = a.newReaders(); err != nil {
 		return err
@@ -212,7 +232,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 			return &usageError{"--watch writes every card that appears without asking: add --yes"}
 		}
 		p := newSessionPresenter(rep, f, true)
-		cfg.Observer = session.Tee(p, station, logs)
+		cfg.Observer = session.Tee(append([]session.Observer{p}, also...)...)
 		find := a.watchFinder
 		if find == nil {
 			find = cfg.Readers.Finder(f.force)
@@ -234,7 +254,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	} else {
 		p = newCardPresenter(rep, f)
 	}
-	cfg.Observer = session.Tee(p, station, logs)
+	cfg.Observer = session.Tee(append([]session.Observer{p}, also...)...)
 	res, err := session.Run(ctx, cfg, specs)
 	return p.finish(res, err)
 }

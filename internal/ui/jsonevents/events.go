@@ -60,6 +60,8 @@ type Command string
 const (
 	CommandWrite  Command = "write"
 	CommandVerify Command = "verify"
+	CommandErase  Command = "erase"
+	CommandFormat Command = "format"
 )
 
 // Header is what every event begins with.

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/termui"
+	"github.com/usbflash/usbflash/pipeline"
+)
+
+// blocksFlags are the flags erase and format share with write: how the
+// targets are chosen, asked for and reported, and the transfers.
+func addBlocksFlags(c *cobra.Command, f *writeFlags) {
+	fl := c.Flags()
+	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
+	fl.BoolVar(&f.force, "force", false, "take a card even though the system uses its disk (mounted)")
+	fl.BoolVar(&f.noVerify, "no-verify", false, "skip reading the card back after writing")
+	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
+	addTransferFlag(c, &f.transferSize, pipeline.DefaultTransferSize, "bytes per WRITE command")
+	fl.IntVar(&f.buffers, "buffers", 0, "buffers cycling between the blocks made and the writer, at least 2 (0: 4, fewer for transfers over 2 MiB)")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line on stdout (start, device, phase, progress, note, summary, error)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")
+	fl.BoolVar(&f.all, "all", false, "every reader that holds a card and is not in use (listed, then confirmed)")
+	fl.BoolVar(&f.watch, "watch", false, "stay running and take every card inserted into any reader, each once, until Ctrl-C; needs --yes")
+	fl.BoolVar(&f.skipRefused, "skip-refused", false, "with several targets: go on with the others when some are refused (write-protected, in use)")
+	fl.StringVar(&f.report, "report", "", "with several targets or --watch: save a record of every card to this .json or .csv file")
+	fl.DurationVar(&f.stopTimeout, "stop-timeout", 0, "with --watch: on a stop request take no new card and finish the cards under way for up to this long")
+}
+
+// blocksArgs is at least one TARGET, or none with --all or --watch.
+func blocksArgs(f *writeFlags, name string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		switch {
+		case (f.all || f.watch) && len(args) != 0:
+			return &usageError{fmt.Sprintf("%s --all and --watch find the readers themselves: give no TARGET", name)}
+		case f.all && f.watch:
+			return &usageError{"--all and --watch are two ways to choose the readers: give one"}
+		case !f.all && !f.watch && len(args) == 0:
+			return &usageError{fmt.Sprintf("%s needs at least one TARGET; see 'usbflash %s --help'", name, name)}
+		case f.stopTimeout != 0 && !f.watch:
+			return &usageError{"--stop-timeout is how long a stop lets --watch's cards finish: add --watch"}
+		}
+		return nil
+	}
+}
+
+// runBlocks runs erase's or format's session: blocks written to every
+// target as write writes an image, through write's session and
+// presenters.
+func (a *app) runBlocks(ctx context.Context, c *cobra.Command, rep termui.Reporter, args []string, f writeFlags, blocks session.Blocks, what string) error {
+	var err error
+	if f.transfer, err = transferFlag(c, f.transferSize); err != nil {
+		return err
+	}
+	cfg := session.Config{
+		Blocks: blocks, TransferSize: f.transfer, Buffers: f.buffers, Verify: !f.noVerify, Eject: f.eject, Force: f.force,
+		SkipRefused: f.skipRefused, Report: f.report, ExitCodes: classCodes(), StopTimeout: f.stopTimeout, SaysStop: a.aborts.Says,
+	}
+	if !f.yes {
+		cfg.Confirm = func(cards []*drive.Device, _ *image.Source) error { return a.confirmOverwrite(cards, what) }
+	}
+	return a.runWrite(ctx, rep, cfg, args, f)
+}
+
+func newEraseCommand(a *app) *cobra.Command {
+	var f writeFlags
+	var random, noUnmap bool
+	f.command, f.doing = jsonevents.CommandErase, "Erasing"
+	c := &cobra.Command{
+		Use:   "erase TARGET...",
+		Short: "Write every block of a card with zeros (or a random pattern) and read it back",
+		Long: `Erase TARGET: every block the card has is written with zeros (or, with
+--random, a pattern no controller compresses), at the speed of a write, then
+read back and compared. A card whose reader offers it is unmapped first
+(SCSI UNMAP, or WRITE SAME with UNMAP), so that its controller may erase
+what it holds; a reader that does not is said.
+
+What "erased" means on flash: every block a host can address holds the
+pattern, checked. The card's controller keeps spare blocks, and blocks it
+wore out, outside that address space; what they held is out of reach of
+any host, usbflash included. A card that held secrets is destroyed, not
+erased.
+
+Every promise of write holds: the card is named or chosen (--all,
+--watch), a disk the system uses is refused, one question or --yes, the
+first transfer is written last, Ctrl-C stops after the command in flight.
+The card is left with no partition table: 'usbflash format' gives it one.`,
+		Args:              blocksArgs(&f, "erase"),
+		ValidArgsFunction: targetArgs(false),
+		RunE: func(c *cobra.Command, args []string) error {
+			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
+				e, err := session.NewErase(random, noUnmap)
+				if err != nil {
+					return err
+				}
+				return a.runBlocks(c.Context(), c, rep, args, f, e, e.What()+" over every block")
+			})
+		},
+	}
+	addBlocksFlags(c, &f)
+	c.Flags().BoolVar(&random, "random", false, "write a random pattern instead of zeros (a controller that stores no zero blocks still writes it)")
+	c.Flags().BoolVar(&noUnmap, "no-unmap", false, "do not unmap the card's blocks before writing them")
+	return c
+}

@@ -277,6 +277,8 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 		{"erase", "--json", "--yes", "sim:" + card("e1") + "?size=4MiB"},
 		{"erase", "--json", "--yes", "--random", "sim:" + card("e2") + "?size=4MiB", "sim:" + card("e3") + "?size=2MiB"},
 		{"erase", "--json", "--yes", "sim:" + card("e4") + "?size=4MiB&wp=1"},
+		{"format", "--json", "--yes", "--label", "x", "sim:" + card("f1") + "?size=2GiB", "sim:" + card("f2") + "?size=64GiB"},
+		{"format", "--json", "--yes", "--label", "a.b", "sim:" + card("f3") + "?size=2GiB"},
 	}
 
 	seen := map[string]bool{}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 	"github.com/usbflash/usbflash/internal/ui/termui"
@@ -106,5 +107,62 @@ The card is left with no partition table: 'usbflash format' gives it one.`,
 	addBlocksFlags(c, &f)
 	c.Flags().BoolVar(&random, "random", false, "write a random pattern instead of zeros (a controller that stores no zero blocks still writes it)")
 	c.Flags().BoolVar(&noUnmap, "no-unmap", false, "do not unmap the card's blocks before writing them")
+	return c
+}
+
+func newFormatCommand(a *app) *cobra.Command {
+	var f writeFlags
+	var label, eraseUnit string
+	f.command, f.doing = jsonevents.CommandFormat, "Formatting"
+	c := &cobra.Command{
+		Use:   "format TARGET...",
+		Short: "Give a card back to normal use: one partition, FAT32 or exFAT, as the SD Association's formatter lays it out",
+		Long: `Format TARGET as the SD Association's SD Formatter does for its capacity:
+an MBR with one partition and FAT32 on cards up to 32 GiB, exFAT on larger
+ones, with the SD File System Specification's cluster sizes (32 KiB for
+FAT32, fewer on cards under 4 GiB; 128 KiB for exFAT), and the partition,
+the end of the FATs and the first cluster on the card's erase unit, so that
+no cluster straddles two of them.
+
+The erase unit is --erase-unit when given (bench's alignment test measures
+it; --erase-unit measure runs that test, which only reads, on each card
+first), else the optimal transfer the reader reports when it is a power of
+two of at least 64 KiB, else the specification's boundary unit for the
+capacity: 4 MiB up to 32 GiB, 16 MiB up to 128 GiB, 32 MiB up to 512 GiB,
+64 MiB above. The note before the write says which.
+
+Only the file system's own blocks are written (tens of MiB), then read
+back; the rest of the card keeps its old bytes in clusters marked free, as
+a quick format leaves them ('usbflash erase' first overwrites them). Every
+promise of write holds: the card is named or chosen (--all, --watch), a
+disk the system uses is refused, one question or --yes, the first transfer
+(the partition table) is written last.`,
+		Args:              blocksArgs(&f, "format"),
+		ValidArgsFunction: targetArgs(false),
+		RunE: func(c *cobra.Command, args []string) error {
+			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
+				var unit int64
+				if eraseUnit != "" && eraseUnit != "measure" {
+					var err error
+					if unit, err = units.ParseSize(eraseUnit); err != nil {
+						return &usageError{fmt.Sprintf("--erase-unit: %v", err)}
+					}
+				}
+				fm, err := session.NewFormat(label, unit)
+				if err != nil {
+					return err
+				}
+				fm.Measure = eraseUnit == "measure"
+				what := "a new file system"
+				if label != "" {
+					what += fmt.Sprintf(" labelled %q", label)
+				}
+				return a.runBlocks(c.Context(), c, rep, args, f, fm, what)
+			})
+		},
+	}
+	addBlocksFlags(c, &f)
+	c.Flags().StringVar(&label, "label", "", "the volume label: up to 11 characters (FAT32: ASCII letters, digits, spaces and !#$%&'()-@^_`{}~, upper-cased)")
+	c.Flags().StringVar(&eraseUnit, "erase-unit", "", "the card's erase unit, the boundary the partition and the first cluster start on: a power of two (e.g. 4MiB, as bench's alignment test finds it), or measure: run that test (reads only) on each card first")
 	return c
 }

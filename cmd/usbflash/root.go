@@ -162,6 +162,7 @@ Targets:
 		newWriteCommand(a),
 		newVerifyCommand(a),
 		newEraseCommand(a),
+		newFormatCommand(a),
 		newReadCommand(a),
 		newVersionCommand(a),
 		newBenchCommand(a),

@@ -30,6 +30,8 @@ func flagOf(s failure.Setting) string {
 		session.SettingOut:             "OUT",
 		session.SettingBlockMap:        "--bmap and --no-bmap",
 		session.SettingSparse:          "--sparse and --bmap",
+		session.SettingLabel:           "--label",
+		session.SettingEraseUnit:       "--erase-unit",
 		cardbench.SettingCompare:       "--compare",
 		cardbench.SettingSizes:         "--sizes",
 		cardbench.SettingRegion:        "--region",

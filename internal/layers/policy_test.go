@@ -67,6 +67,8 @@ BASE, internal/image/bmap, pipeline, pipeline/blockdev, internal/lib/outfile,
 internal/image, internal/image/httpsrc, internal/image/catalog,
   internal/image/dlcache, internal/image/bmap, internal/image/imagedst < IMAGE;
 internal/failure, internal/lib/parttable < internal/customize;
+# A card's file system laid out as bytes (format).
+internal/lib/units < internal/cardfs;
 
 # Events every session tells: no transport, no engine.
 NONE < internal/observe;
@@ -82,8 +84,8 @@ LIB, usbms, pipeline/blockdev, internal/drive, internal/observe,
   internal/probe/region < internal/probe/fakecheck;
 
 # Sessions.
-LIB, ENGINE, IMAGE, scsi, usbms, internal/customize, internal/drive,
-  internal/observe, internal/lib/outfile, internal/probe/fakecheck,
+LIB, ENGINE, IMAGE, scsi, usbms, internal/customize, internal/cardfs, internal/drive,
+  internal/observe, internal/lib/outfile, internal/probe/cardbench, internal/probe/fakecheck,
   internal/probe/region < internal/session;
 internal/failure, internal/session < internal/station/slotlog, internal/station/metrics;
 

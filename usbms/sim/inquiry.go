@@ -28,6 +28,7 @@ func (d *Device) inquiry(l *lun, cdb []byte) plan {
 		b = make([]byte, 64)
 		b[1], b[3] = 0xB0, 0x3C
 		binary.BigEndian.PutUint32(b[8:12], l.cfg.MaxTransferBlocks)
+		binary.BigEndian.PutUint32(b[12:16], l.cfg.OptimalTransferBlocks)
 	default:
 		return failed(l, senseInvalidField())
 	}

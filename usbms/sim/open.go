@@ -44,6 +44,7 @@ import (
 //	reject-sync=1       SYNCHRONIZE CACHE answers 5/20/00
 //	reject-modesense=1  MODE SENSE answers 5/20/00
 //	max-transfer=N      VPD 0xB0 maximum transfer length in blocks
+//	optimal-transfer=N  VPD 0xB0 optimal transfer length in blocks
 //	fault=KIND[:K=V,...]  inject a fault at start; repeatable
 //	fake=wrap|drop|garbage|unreadable  a fake card whose flash is only real= bytes
 //	real=SIZE           with fake=: the flash behind the claimed size
@@ -122,7 +123,7 @@ func open(spec string, readOnly bool) (*Device, error) {
 			WriteProtected: o.wp || (k == 0 && cardWP), NoMedium: o.nomedium, Removable: o.removable,
 			Vendor: o.vendor, Product: o.product, Revision: o.revision,
 			RejectModeSense: o.rejectModeSense, RejectSyncCache: o.rejectSync,
-			MaxTransferBlocks: o.maxTransfer,
+			MaxTransferBlocks: o.maxTransfer, OptimalTransferBlocks: o.optimalTransfer,
 		}
 		if k == 0 {
 			l.Medium = card

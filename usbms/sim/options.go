@@ -31,6 +31,7 @@ type options struct {
 	stallMaxLUN                 bool
 	rejectSync, rejectModeSense bool
 	maxTransfer                 uint32
+	optimalTransfer             uint32
 	faults                      []Fault
 	fake                        fakeOptions      // fake=, real=, fake-cache= (fake.go)
 	writeBack                   writeBackOptions // write-back=, write-back-every= (writeback.go)
@@ -155,6 +156,13 @@ func (o *options) set(key, val string) error {
 		if err != nil {
 			err = fmt.Errorf("want a block count from 0 to 4294967295")
 		}
+	case "optimal-transfer":
+		var n uint64
+		n, err = strconv.ParseUint(val, 10, 32)
+		o.optimalTransfer = uint32(n)
+		if err != nil {
+			err = fmt.Errorf("want a block count from 0 to 4294967295")
+		}
 	case "fault":
 		var f Fault
 		if f, err = parseFault(val); err == nil {
@@ -171,7 +179,7 @@ func (o *options) set(key, val string) error {
 		}
 		var known bool
 		if known, err = o.reader.setReader(key, val); !known {
-			return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, fault, %s, %s, %s", key, fakeOptionNames(), writeBackOptionNames, strings.Join(readerOptionNames, ", "))
+			return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, optimal-transfer, fault, %s, %s, %s", key, fakeOptionNames(), writeBackOptionNames, strings.Join(readerOptionNames, ", "))
 		}
 	}
 	if err != nil {

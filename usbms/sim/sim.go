@@ -66,6 +66,10 @@ type LUN struct {
 	// MaxTransferBlocks is the MAXIMUM TRANSFER LENGTH of VPD page 0xB0;
 	// 0 reports no limit. The device itself accepts any length.
 	MaxTransferBlocks uint32
+	// OptimalTransferBlocks is the OPTIMAL TRANSFER LENGTH of VPD page
+	// 0xB0 (what a card reader reports of its card's erase unit, when it
+	// reports anything); 0 reports none.
+	OptimalTransferBlocks uint32
 }
 
 // Config describes a simulated reader.

@@ -1,0 +1,94 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/usbflash/usbflash/internal/lib/parttable"
+)
+
+// TestFormat (issue 46): sim cards of 2, 16, 64 and 256 GiB (sparse
+// files) are formatted as the SD Association's formatter does, FAT32 up
+// to 32 GiB and exFAT above, on the erase unit the reader reports or the
+// specification's, and pass fsck.fat -n and fsck.exfat -n; the first
+// transfer (the partition table) is written last, as every write's.
+func TestFormat(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		card, fs, say string
+		measure       bool
+	}{
+		{"size=2GiB", "FAT32", "16 KiB clusters; the partition at 4 MiB", false},
+		{"size=16GiB", "FAT32", "on a 4 MiB erase unit (the SD Association's boundary unit", false},
+		{"size=16GiB&au=8MiB&clock=virtual", "FAT32", "the first cluster at 16 MiB, on a 8 MiB erase unit (measured", true},
+		{"size=16GiB&clock=virtual", "FAT32", "on a 4 MiB erase unit (the SD Association's boundary unit for its capacity: no boundary stood out when measured", true},
+		{"size=64GiB", "exFAT", "128 KiB clusters; the partition at 16 MiB and the first cluster at 32 MiB", false},
+		{"size=256GiB", "exFAT", "the partition at 32 MiB", false},
+	} {
+		t.Run(tc.card, func(t *testing.T) {
+			t.Parallel()
+			card := filepath.Join(t.TempDir(), "card.img")
+			f, err := NewFormat("Test", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Measure = tc.measure
+			log := &noteLog{}
+			res, err := Run(context.Background(), Config{Blocks: f, Verify: true, Observer: log}, simSpecs(t, "", card+"?"+tc.card))
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, strings.Join(log.all(), "\n"))
+			}
+			if notes := strings.Join(log.all(), "\n"); !strings.Contains(notes, tc.fs) || !strings.Contains(notes, tc.say) {
+				t.Errorf("notes:\n%s\nwant %s and %q", notes, tc.fs, tc.say)
+			}
+			if !res.Cards[0].Verified() {
+				t.Error("not verified")
+			}
+			checkFormatted(t, card, tc.fs)
+		})
+	}
+}
+
+// checkFormatted runs the file system's checker over the card's one
+// partition, copied out of the sparse card (the checkers take no offset).
+func checkFormatted(t *testing.T, card, fs string) {
+	t.Helper()
+	c, err := os.Open(card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, _ := c.Stat()
+	read := func(off int64, p []byte) error { _, err := c.ReadAt(p, off); return err }
+	p, err := parttable.First(read, 512, st.Size())
+	if err != nil {
+		t.Fatalf("the card's partition table: %v", err)
+	}
+	part := filepath.Join(t.TempDir(), "part.img")
+	out, err := os.Create(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Truncate(p.Size)
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < min(p.Size, 128<<20); off += int64(len(buf)) {
+		n, _ := c.ReadAt(buf, p.Start+off)
+		if !bytes.Equal(buf[:n], make([]byte, n)) {
+			out.WriteAt(buf[:n], off)
+		}
+	}
+	out.Close()
+	tool := map[string]string{"FAT32": "fsck.fat", "exFAT": "fsck.exfat"}[fs]
+	path := "/usr/sbin/" + tool
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is not installed (apt-get install dosfstools exfatprogs): %v", tool, err)
+	}
+	if b, err := exec.Command(path, "-n", part).CombinedOutput(); err != nil {
+		t.Fatalf("%s -n: %v\n%s", tool, err, b)
+	}
+}

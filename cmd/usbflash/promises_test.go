@@ -73,6 +73,19 @@ var promiseModes = []mode{
 		return []string{"bench", "sim:" + e.cards[0], "--write", "--region", "1MiB:1MiB", "--sizes", "64KiB",
 			"--time", "1ms", "--random-time", "1ms", "--skip", "align,random,roundtrip", "--yes"}
 	}},
+	// erase and format write their own blocks through write's session.
+	{name: "erase", cards: 1, args: func(e *promiseEnv) []string { return []string{"erase", "sim:" + e.cards[0], "--yes"} }},
+	{name: "erase-many", cards: 2, args: func(e *promiseEnv) []string {
+		return []string{"erase", "--random", "sim:" + e.cards[0], "sim:" + e.cards[1], "--yes", "--report", filepath.Join(e.dir, "run.json")}
+	}},
+	{name: "erase-watch", cards: 2, watch: true, args: func(e *promiseEnv) []string {
+		return []string{"erase", "--watch", "--yes", "--report", filepath.Join(e.dir, "watch.json")}
+	}},
+}
+
+// blocks is erase's and format's modes, each giving code.
+func blocks(code int) map[string]int {
+	return map[string]int{"erase": code, "erase-many": code, "erase-watch": code}
 }
 
 // runMode runs m over e's cards. With --watch the readers are simulated
@@ -202,7 +215,7 @@ func TestPromisesOnEveryPath(t *testing.T) {
 		{
 			name:  "a write-protected card is refused",
 			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB&wp=1", "size=4MiB&wp=1") },
-			want:  with(writes, map[string]int{"bench-write": exitRefused}), check: untouched,
+			want:  with(with(writes, blocks(exitRefused)), map[string]int{"bench-write": exitRefused}), check: untouched,
 		},
 		{
 			name:  "an image larger than the card is refused",
@@ -223,7 +236,7 @@ func TestPromisesOnEveryPath(t *testing.T) {
 					e.t.Cleanup(func() { d.Close() })
 				}
 			},
-			want: with(writes, map[string]int{"read": exitRefused, "bench-write": exitRefused}), check: untouched,
+			want: with(with(writes, blocks(exitRefused)), map[string]int{"read": exitRefused, "bench-write": exitRefused}), check: untouched,
 		},
 		{
 			name: "the image itself is refused as a target",
@@ -246,7 +259,7 @@ func TestPromisesOnEveryPath(t *testing.T) {
 				rawImage(e, 2<<20+99)
 				simCards(e, "size=4MiB&fault=disconnect", "size=4MiB&fault=disconnect")
 			},
-			want: map[string]int{"one": exitDevice, "many": exitDevice, "report": exitDevice, "watch": exitDevice, "read": exitDevice},
+			want: with(blocks(exitDevice), map[string]int{"one": exitDevice, "many": exitDevice, "report": exitDevice, "watch": exitDevice, "read": exitDevice}),
 			json: true,
 			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
 				evs := jsonEvents(t, r.stdout)
@@ -263,7 +276,7 @@ func TestPromisesOnEveryPath(t *testing.T) {
 				// on the card's clock, not the test's.
 				simCards(e, "size=4MiB&fault=phase-error&clock=virtual", "size=4MiB&fault=phase-error&clock=virtual")
 			},
-			want: map[string]int{"one": exitOK, "many": exitOK, "report": exitOK, "watch": exitOK, "read": exitOK, "bench-write": exitOK},
+			want: with(blocks(exitOK), map[string]int{"one": exitOK, "many": exitOK, "report": exitOK, "watch": exitOK, "read": exitOK, "bench-write": exitOK}),
 			json: true,
 			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
 				if !strings.Contains(r.stdout, "resetting the reader") {
@@ -274,7 +287,7 @@ func TestPromisesOnEveryPath(t *testing.T) {
 		{
 			name:  "progress is told through the verify",
 			setup: func(e *promiseEnv) { rawImage(e, 3<<20+99); simCards(e, "size=8MiB", "size=8MiB") },
-			want:  map[string]int{"one": exitOK, "many": exitOK, "report": exitOK, "watch": exitOK, "read": exitOK},
+			want:  with(blocks(exitOK), map[string]int{"one": exitOK, "many": exitOK, "report": exitOK, "watch": exitOK, "read": exitOK}),
 			json:  true,
 			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
 				want := map[string]bool{}
@@ -316,7 +329,7 @@ func TestPromisesOnEveryPath(t *testing.T) {
 				rawImage(e, 6<<20)
 				simCards(e, "size=8MiB&speed=20MB/s", "size=8MiB&speed=20MB/s")
 			},
-			want:   map[string]int{"one": exitCancelled, "many": exitCancelled, "report": exitCancelled, "watch": exitCancelled, "read": exitCancelled},
+			want:   map[string]int{"one": exitCancelled, "many": exitCancelled, "report": exitCancelled, "watch": exitCancelled, "read": exitCancelled, "erase": exitCancelled, "erase-many": exitCancelled},
 			json:   true,
 			cancel: true,
 			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
@@ -347,7 +360,7 @@ func TestPromisesOnEveryPath(t *testing.T) {
 			name:  "buffers past the memory bound are refused before anything is opened",
 			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB", "size=4MiB") },
 			extra: []string{"--transfer-size", "512MiB"},
-			want:  map[string]int{"one": exitUsage, "many": exitUsage, "report": exitUsage, "watch": exitUsage, "read": exitUsage},
+			want:  with(blocks(exitUsage), map[string]int{"one": exitUsage, "many": exitUsage, "report": exitUsage, "watch": exitUsage, "read": exitUsage}),
 			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
 				for i := range m.cards {
 					// (read's card exists before; --watch's readers make theirs.)
@@ -468,7 +481,7 @@ func TestPromisesOnEveryPath(t *testing.T) {
 			name:  "a report that cannot be saved is refused before anything is written",
 			setup: func(e *promiseEnv) { rawImage(e, 2<<20+99); simCards(e, "size=4MiB", "size=4MiB") },
 			extra: []string{"--report", "/nonexistent/dir/run.json"},
-			want:  map[string]int{"many": exitUsage, "report": exitUsage, "watch": exitUsage},
+			want:  map[string]int{"many": exitUsage, "report": exitUsage, "watch": exitUsage, "erase-many": exitUsage, "erase-watch": exitUsage},
 			check: func(t *testing.T, e *promiseEnv, m mode, r result) {
 				untouched(t, e, m, r)
 				if !strings.Contains(r.stderr, "/nonexistent/dir/run.json") || strings.Contains(r.stderr, ".run.json.") {

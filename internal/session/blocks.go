@@ -134,7 +134,8 @@ func (s *session) runBlocks(ctx context.Context, specs []drive.Spec) (*Result, e
 func (s *session) openBlocks(ctx context.Context, c *card) *image.Source {
 	src, err := s.cfg.Blocks.For(ctx, c.d)
 	if err != nil {
-		c.out.Target = c.d.Name
+		d := c.d
+		c.out.Target, c.out.Capacity, c.out.Serial = d.Name, d.Capacity(), readerSerial(d)
 		c.fail(err)
 		return nil
 	}

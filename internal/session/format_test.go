@@ -7,8 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/lib/parttable"
 )
 
@@ -91,4 +93,40 @@ func checkFormatted(t *testing.T, card, fs string) {
 	if b, err := exec.Command(path, "-n", part).CombinedOutput(); err != nil {
 		t.Fatalf("%s -n: %v\n%s", tool, err, b)
 	}
+}
+
+// TestFormatWatch: a station formats every card that comes, each for its
+// own capacity (one FAT32, one exFAT), and stops when asked.
+func TestFormatWatch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cards := []string{filepath.Join(dir, "a.img"), filepath.Join(dir, "b.img")}
+	readers := []drive.Found{drive.SimReader(cards[0] + "?size=2GiB"), drive.SimReader(cards[1] + "?size=64GiB")}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	done := 0
+	obs := ObserverFunc(func(e Event) {
+		if _, ok := e.(CardDone); ok {
+			mu.Lock()
+			if done++; done == len(cards) {
+				cancel()
+			}
+			mu.Unlock()
+		}
+	})
+	f, err := NewFormat("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Watch(ctx, Config{Blocks: f, Verify: true, Observer: obs},
+		func(context.Context) ([]drive.Found, error) { return readers, nil })
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	if res.Tally.Cards != 2 || res.Tally.Succeeded != 2 {
+		t.Fatalf("tally %+v", res.Tally)
+	}
+	checkFormatted(t, cards[0], "FAT32")
+	checkFormatted(t, cards[1], "exFAT")
 }

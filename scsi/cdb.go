@@ -158,6 +158,44 @@ func Write16(lba uint64, blocks uint32, fua bool) CDB {
 	return c
 }
 
+// UnmapParamLen is the length of an UNMAP parameter list of one block
+// descriptor: an 8-byte header and the 16-byte descriptor.
+const UnmapParamLen = 24
+
+// Unmap tells the device that the blocks its parameter list of paramLen
+// bytes names hold nothing any more (SBC-3 5.28); UnmapParameters makes
+// the list.
+func Unmap(paramLen uint16) CDB {
+	c := newCDB(10, OpUnmap)
+	binary.BigEndian.PutUint16(c.b[7:9], paramLen)
+	return c
+}
+
+// UnmapParameters fills p (UnmapParamLen bytes) with the parameter list of
+// an UNMAP of blocks blocks from lba, and returns it.
+func UnmapParameters(p []byte, lba uint64, blocks uint32) []byte {
+	p = p[:UnmapParamLen]
+	clear(p)
+	binary.BigEndian.PutUint16(p[0:2], UnmapParamLen-2) // the data after this field
+	binary.BigEndian.PutUint16(p[2:4], 16)              // the block descriptors'
+	binary.BigEndian.PutUint64(p[8:16], lba)
+	binary.BigEndian.PutUint32(p[16:20], blocks)
+	return p
+}
+
+// WriteSame16 writes the one block of its data-out to blocks blocks from
+// lba; with unmap the device may unmap them instead, when that block is
+// zeros (SBC-3 5.50).
+func WriteSame16(lba uint64, blocks uint32, unmap bool) CDB {
+	c := newCDB(16, OpWriteSame16)
+	if unmap {
+		c.b[1] = 0x08
+	}
+	binary.BigEndian.PutUint64(c.b[2:10], lba)
+	binary.BigEndian.PutUint32(c.b[10:14], blocks)
+	return c
+}
+
 // SynchronizeCache10 flushes the device's write cache for blocks blocks from
 // lba; zero blocks means through the end of the medium.
 func SynchronizeCache10(lba uint32, blocks uint16) CDB {

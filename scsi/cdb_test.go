@@ -29,6 +29,9 @@ func TestCDBBuilders(t *testing.T) {
 		{"Read16", Read16(0x0102030405060708, 0x090A0B0C), []byte{0x88, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0xA, 0xB, 0xC, 0, 0}},
 		{"Write16 FUA", Write16(1<<32, 65536, true), []byte{0x8A, 0x08, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}},
 		{"SynchronizeCache10 all", SynchronizeCache10(0, 0), []byte{0x35, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+		{"Unmap", Unmap(UnmapParamLen), []byte{0x42, 0, 0, 0, 0, 0, 0, 0, 24, 0}},
+		{"WriteSame16 unmap", WriteSame16(1<<32+2, 0x01020304, true), []byte{0x93, 0x08, 0, 0, 0, 1, 0, 0, 0, 2, 1, 2, 3, 4, 0, 0}},
+		{"WriteSame16", WriteSame16(5, 6, false), []byte{0x93, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 6, 0, 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

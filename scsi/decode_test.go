@@ -1,6 +1,7 @@
 package scsi
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -77,6 +78,15 @@ func TestParseBlockLimits(t *testing.T) {
 		{"short", page[:15], BlockLimits{}, ErrShortResponse},
 		{"wrong page", append([]byte{0, 0x80}, page[2:]...), BlockLimits{}, ErrMalformed},
 	}
+	unmap := append([]byte(nil), page...)
+	unmap[22], unmap[23] = 0x10, 0x00 // at most 4096 blocks per UNMAP
+	unmap[27] = 1                     // of one descriptor
+	tests = append(tests, struct {
+		name    string
+		in      []byte
+		want    BlockLimits
+		wantErr error
+	}{"UNMAP limits", unmap, BlockLimits{OptimalGranularity: 8, MaxTransfer: 4096, OptimalTransfer: 2048, MaxUnmap: 4096, MaxUnmapDescriptors: 1}, nil})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseBlockLimits(tt.in)
@@ -155,5 +165,33 @@ func TestParseModeSense6(t *testing.T) {
 				t.Errorf("WriteProtected, err = %v, %v; want %v, %v", h.WriteProtected, err, tt.wp, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestUnmapParameters(t *testing.T) {
+	got := UnmapParameters(make([]byte, 512), 0x0102030405060708, 0x0A0B0C0D)
+	want := []byte{0, 22, 0, 16, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0x0A, 0x0B, 0x0C, 0x0D, 0, 0, 0, 0}
+	if !bytes.Equal(got, want) {
+		t.Errorf("UnmapParameters = % X, want % X", got, want)
+	}
+}
+
+func TestParseProvisioning(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		in      []byte
+		want    Provisioning
+		wantErr error
+	}{
+		{"UNMAP and WRITE SAME, zeros", []byte{0, 0xB2, 0, 4, 0, 0xC4, 0, 0}, Provisioning{Unmap: true, WriteSame: true, ReadsZeros: true}, nil},
+		{"WRITE SAME alone", []byte{0, 0xB2, 0, 4, 0, 0x40, 0, 0}, Provisioning{WriteSame: true}, nil},
+		{"nothing", []byte{0, 0xB2, 0, 4, 0, 0, 0, 0}, Provisioning{}, nil},
+		{"short", []byte{0, 0xB2, 0, 1, 0}, Provisioning{}, ErrShortResponse},
+		{"wrong page", []byte{0, 0xB0, 0, 4, 0, 0xC4, 0, 0}, Provisioning{}, ErrMalformed},
+	} {
+		got, err := ParseProvisioning(tt.in)
+		if !errors.Is(err, tt.wantErr) || got != tt.want {
+			t.Errorf("%s: got %+v, %v; want %+v, %v", tt.name, got, err, tt.want, tt.wantErr)
+		}
 	}
 }

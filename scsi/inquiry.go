@@ -101,6 +101,10 @@ type BlockLimits struct {
 	OptimalGranularity uint16 // blocks; transfers should be a multiple
 	MaxTransfer        uint32 // blocks per READ/WRITE
 	OptimalTransfer    uint32 // blocks per READ/WRITE
+	// MaxUnmap is the most blocks one UNMAP may name, MaxUnmapDescriptors
+	// the most block descriptors (0: UNMAP is not supported); present
+	// only in pages of 0x3C bytes (SBC-3).
+	MaxUnmap, MaxUnmapDescriptors uint32
 }
 
 // ParseBlockLimits decodes VPD page 0xB0.
@@ -115,9 +119,34 @@ func ParseBlockLimits(b []byte) (BlockLimits, error) {
 	if len(p) < need {
 		return BlockLimits{}, short("VPD block limits", len(p)+4, need+4)
 	}
-	return BlockLimits{
+	l := BlockLimits{
 		OptimalGranularity: binary.BigEndian.Uint16(p[2:4]),
 		MaxTransfer:        binary.BigEndian.Uint32(p[4:8]),
 		OptimalTransfer:    binary.BigEndian.Uint32(p[8:12]),
-	}, nil
+	}
+	if len(p) >= 24 { // page bytes 20-27
+		l.MaxUnmap = binary.BigEndian.Uint32(p[16:20])
+		l.MaxUnmapDescriptors = binary.BigEndian.Uint32(p[20:24])
+	}
+	return l, nil
+}
+
+// Provisioning is the part of VPD page 0xB2 that says how a device unmaps.
+type Provisioning struct {
+	Unmap     bool // LBPU: UNMAP
+	WriteSame bool // LBPWS: WRITE SAME(16) with UNMAP
+	// ReadsZeros (LBPRZ): an unmapped block reads as zeros.
+	ReadsZeros bool
+}
+
+// ParseProvisioning decodes VPD page 0xB2.
+func ParseProvisioning(b []byte) (Provisioning, error) {
+	p, err := vpdPage(b, VPDProvisioning, "VPD logical block provisioning")
+	if err != nil {
+		return Provisioning{}, err
+	}
+	if len(p) < 2 {
+		return Provisioning{}, short("VPD logical block provisioning", len(p)+4, 6)
+	}
+	return Provisioning{Unmap: p[1]&0x80 != 0, WriteSame: p[1]&0x40 != 0, ReadsZeros: p[1]&0x04 != 0}, nil
 }

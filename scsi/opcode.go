@@ -15,8 +15,10 @@ const (
 	OpRead10               = 0x28
 	OpWrite10              = 0x2A
 	OpSynchronizeCache10   = 0x35
+	OpUnmap                = 0x42
 	OpRead16               = 0x88
 	OpWrite16              = 0x8A
+	OpWriteSame16          = 0x93
 	OpServiceActionIn16    = 0x9E
 	ServiceActionReadCap16 = 0x10 // service action of OpServiceActionIn16
 )
@@ -26,6 +28,9 @@ const (
 	VPDSupportedPages = 0x00
 	VPDUnitSerial     = 0x80
 	VPDBlockLimits    = 0xB0
+	// VPDProvisioning is the Logical Block Provisioning page (SBC-3
+	// 6.6.4): whether the device unmaps, and how.
+	VPDProvisioning = 0xB2
 )
 
 // Limits of the block counts and addresses the CDB formats can carry.
@@ -66,6 +71,10 @@ func OpName(op byte) string {
 		return "WRITE(16)"
 	case OpServiceActionIn16:
 		return "READ CAPACITY(16)"
+	case OpUnmap:
+		return "UNMAP"
+	case OpWriteSame16:
+		return "WRITE SAME(16)"
 	}
 	return fmt.Sprintf("opcode 0x%02X", op)
 }

@@ -65,6 +65,7 @@ var (
 	_ blockdev.BufferAllocator = (*LUN)(nil)
 	_ blockdev.Ejector         = (*LUN)(nil)
 	_ blockdev.IOCounter       = (*LUN)(nil)
+	_ blockdev.Unmapper        = (*LUN)(nil)
 )
 
 // IOCounts implements blockdev.IOCounter: the commands sent to the reader
@@ -109,6 +110,8 @@ type LUN struct {
 	// zeroRefused: the READ of block 0 at open was called out of range;
 	// lastRefused: the READ of the last block was.
 	zeroRefused, lastRefused bool
+	// unmap is how the LUN unmaps, once asked (unmap.go).
+	unmap *unmapSupport
 }
 
 // Number returns the LUN number.

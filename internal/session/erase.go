@@ -66,7 +66,10 @@ func (e *Erase) Prepare(ctx context.Context, d *drive.Device, note func(string))
 	u, ok := d.Dev.(blockdev.Unmapper)
 	how := ""
 	if ok {
-		how = u.UnmapMethod()
+		var err error
+		if how, err = u.UnmapMethod(ctx); err != nil {
+			return err
+		}
 	}
 	if how == "" {
 		note(fmt.Sprintf("%s offers no unmap (SCSI UNMAP or WRITE SAME with UNMAP): every block is overwritten, and what the card's controller keeps beyond them (spare and worn-out blocks) is out of a host's reach", d.Name))

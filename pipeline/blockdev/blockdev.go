@@ -147,10 +147,11 @@ type BufferAllocator interface {
 // Unmapper is a device that can tell its medium that blocks hold nothing
 // any more (SCSI UNMAP, or WRITE SAME with its UNMAP bit), so that its
 // controller may erase them, spare blocks included. UnmapMethod names how,
-// "" when the device offers neither (most card readers); Unmap returns an
-// error matching ErrUnmapRefused when the device refused the command.
+// "" when the device offers neither (most card readers), and may ask the
+// device; Unmap returns an error matching ErrUnmapRefused when the device
+// refused the command.
 type Unmapper interface {
-	UnmapMethod() string
+	UnmapMethod(ctx context.Context) (string, error)
 	Unmap(ctx context.Context, lba, blocks int64) error
 }
 

@@ -193,6 +193,12 @@ func (d *Device) toCSW() {
 	processed := b.done
 	if b.phase == phaseDataOut {
 		processed = min(b.done, b.commit)
+		if p := b.plan; p.then != nil && b.status == statusPassed && b.done >= p.n {
+			if s := p.then(p.params); s != nil {
+				b.status = statusFailed
+				d.setSense(b.lun, *s)
+			}
+		}
 	}
 	b.residue = b.host - processed
 	b.phase = phaseCSW

@@ -39,6 +39,11 @@ type plan struct {
 	// corrupt: a WRITE stores block corruptLBA inverted (fault Corrupt).
 	corrupt    bool
 	corruptLBA int64
+	// params collects a data-out that is no medium data (UNMAP's
+	// parameter list, WRITE SAME's block), and then acts on it once the
+	// whole of it has come; a sense it returns fails the command.
+	params []byte
+	then   func(params []byte) *sense
 }
 
 // failed returns a plan that ends in CHECK CONDITION with s as sense,

@@ -142,6 +142,12 @@ func (d *Device) dataOut(ctx context.Context, p []byte) (int, error) {
 // A medium write error ends the commit at the block that failed.
 func (d *Device) commitOut(q []byte) {
 	b := &d.bot
+	if b.plan.params != nil {
+		if b.done < int64(len(b.plan.params)) {
+			copy(b.plan.params[b.done:], q)
+		}
+		return
+	}
 	if b.plan.lun == nil || b.done >= b.commit {
 		return
 	}

@@ -17,6 +17,9 @@ func (d *Device) inquiry(l *lun, cdb []byte) plan {
 	case 0x00:
 		// Supported VPD pages, ascending as SPC-4 7.8.13 requires.
 		b = []byte{0, 0x00, 0, 3, 0x00, 0x80, 0xB0}
+		if l.cfg.Unmap != "" {
+			b = []byte{0, 0x00, 0, 4, 0x00, 0x80, 0xB0, 0xB2}
+		}
 	case 0x80:
 		serial := []byte(l.cfg.Serial)
 		if len(serial) > 251 {
@@ -29,6 +32,21 @@ func (d *Device) inquiry(l *lun, cdb []byte) plan {
 		b[1], b[3] = 0xB0, 0x3C
 		binary.BigEndian.PutUint32(b[8:12], l.cfg.MaxTransferBlocks)
 		binary.BigEndian.PutUint32(b[12:16], l.cfg.OptimalTransferBlocks)
+		if l.cfg.Unmap == "unmap" || l.cfg.Unmap == "refuse" {
+			binary.BigEndian.PutUint32(b[20:24], simMaxUnmap)
+			binary.BigEndian.PutUint32(b[24:28], 1)
+		}
+	case 0xB2:
+		if l.cfg.Unmap == "" {
+			return failed(l, senseInvalidField())
+		}
+		// Logical Block Provisioning (SBC-3 6.6.4): LBPU, LBPWS, LBPRZ.
+		b = make([]byte, 8)
+		b[1], b[3] = 0xB2, 4
+		b[5] = 0x40 | 0x04
+		if l.cfg.Unmap != "writesame" {
+			b[5] |= 0x80
+		}
 	default:
 		return failed(l, senseInvalidField())
 	}

@@ -49,7 +49,8 @@ func (m *Memory) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// WriteAt allocates the chunks it touches.
+// WriteAt allocates the chunks it touches, but for zeros written where
+// nothing was: they are what is there.
 func (m *Memory) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("sim memory: write at negative offset %d", off)
@@ -58,6 +59,9 @@ func (m *Memory) WriteAt(p []byte, off int64) (int, error) {
 	defer m.mu.Unlock()
 	n := m.walk(p, off, func(idx int64, in int, part []byte) {
 		c, ok := m.chunks[idx]
+		if !ok && allZero(part) {
+			return
+		}
 		if !ok {
 			c = make([]byte, chunkSize)
 			m.chunks[idx] = c
@@ -83,4 +87,23 @@ func (m *Memory) walk(p []byte, off int64, fn func(idx int64, in int, part []byt
 		n += k
 	}
 	return n
+}
+
+// discard makes n bytes from off read as zeros, dropping the chunks they
+// cover whole: what an unmap does to a card's blocks.
+func (m *Memory) discard(off, n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for pos, end := off, min(off+n, m.size); pos < end; {
+		idx, in := pos/chunkSize, pos%chunkSize
+		k := min(chunkSize-in, end-pos)
+		if c, ok := m.chunks[idx]; ok {
+			if k == chunkSize {
+				delete(m.chunks, idx)
+			} else {
+				clear(c[in : in+k])
+			}
+		}
+		pos += k
+	}
 }

@@ -45,6 +45,9 @@ import (
 //	reject-modesense=1  MODE SENSE answers 5/20/00
 //	max-transfer=N      VPD 0xB0 maximum transfer length in blocks
 //	optimal-transfer=N  VPD 0xB0 optimal transfer length in blocks
+//	unmap=unmap         VPD 0xB2 offers UNMAP and WRITE SAME(16) with UNMAP
+//	                    (unmapped blocks read as zeros); writesame: only
+//	                    the latter; refuse: UNMAP offered and refused
 //	fault=KIND[:K=V,...]  inject a fault at start; repeatable
 //	fake=wrap|drop|garbage|unreadable  a fake card whose flash is only real= bytes
 //	real=SIZE           with fake=: the flash behind the claimed size
@@ -123,7 +126,7 @@ func open(spec string, readOnly bool) (*Device, error) {
 			WriteProtected: o.wp || (k == 0 && cardWP), NoMedium: o.nomedium, Removable: o.removable,
 			Vendor: o.vendor, Product: o.product, Revision: o.revision,
 			RejectModeSense: o.rejectModeSense, RejectSyncCache: o.rejectSync,
-			MaxTransferBlocks: o.maxTransfer, OptimalTransferBlocks: o.optimalTransfer,
+			MaxTransferBlocks: o.maxTransfer, OptimalTransferBlocks: o.optimalTransfer, Unmap: o.unmap,
 		}
 		if k == 0 {
 			l.Medium = card

@@ -32,6 +32,7 @@ type options struct {
 	rejectSync, rejectModeSense bool
 	maxTransfer                 uint32
 	optimalTransfer             uint32
+	unmap                       string
 	faults                      []Fault
 	fake                        fakeOptions      // fake=, real=, fake-cache= (fake.go)
 	writeBack                   writeBackOptions // write-back=, write-back-every= (writeback.go)
@@ -156,6 +157,14 @@ func (o *options) set(key, val string) error {
 		if err != nil {
 			err = fmt.Errorf("want a block count from 0 to 4294967295")
 		}
+	case "unmap":
+		switch val {
+		case "unmap", "writesame", "refuse":
+			o.unmap = val
+		case "0", "":
+		default:
+			err = fmt.Errorf("want unmap, writesame or refuse")
+		}
 	case "optimal-transfer":
 		var n uint64
 		n, err = strconv.ParseUint(val, 10, 32)
@@ -179,7 +188,7 @@ func (o *options) set(key, val string) error {
 		}
 		var known bool
 		if known, err = o.reader.setReader(key, val); !known {
-			return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, optimal-transfer, fault, %s, %s, %s", key, fakeOptionNames(), writeBackOptionNames, strings.Join(readerOptionNames, ", "))
+			return fmt.Errorf("unknown option %q: known are size, block, speed, latency, write-speed, page, au, au-cost, luns, wp, nomedium, removable, serial, vendor, product, revision, maxlun-stall, reject-sync, reject-modesense, max-transfer, optimal-transfer, unmap, fault, %s, %s, %s", key, fakeOptionNames(), writeBackOptionNames, strings.Join(readerOptionNames, ", "))
 		}
 	}
 	if err != nil {

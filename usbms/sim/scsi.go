@@ -18,6 +18,8 @@ const (
 	opRead16         = 0x88
 	opWrite16        = 0x8A
 	opServiceIn16    = 0x9E
+	opUnmap          = 0x42
+	opWriteSame16    = 0x93
 	saReadCapacity16 = 0x10
 )
 
@@ -26,7 +28,7 @@ func known(op byte) bool {
 	switch op {
 	case opTestUnitReady, opRequestSense, opInquiry, opModeSense6, opModeSense10, opStartStopUnit,
 		opPreventAllow, opReadCapacity10, opRead10, opWrite10, opSyncCache10,
-		opRead16, opWrite16, opServiceIn16:
+		opRead16, opWrite16, opServiceIn16, opUnmap, opWriteSame16:
 		return true
 	}
 	return false
@@ -91,6 +93,8 @@ func (d *Device) execute(lunIdx int, cdb []byte) plan {
 		return syncCache(l)
 	case opRead10, opRead16, opWrite10, opWrite16:
 		return d.readWrite(lunIdx, l, cdb)
+	case opUnmap, opWriteSame16:
+		return d.unmap(l, cdb)
 	}
 	return failed(l, senseInvalidOpcode())
 }

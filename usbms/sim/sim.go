@@ -70,6 +70,12 @@ type LUN struct {
 	// 0xB0 (what a card reader reports of its card's erase unit, when it
 	// reports anything); 0 reports none.
 	OptimalTransferBlocks uint32
+	// Unmap is what the LUN offers of logical block provisioning (VPD
+	// page 0xB2): "" nothing (as card readers), "unmap" UNMAP and WRITE
+	// SAME(16) with UNMAP, "writesame" only the latter, "refuse" UNMAP
+	// offered and refused (a reader that passes on what its card does
+	// not take). Unmapped blocks read as zeros.
+	Unmap string
 }
 
 // Config describes a simulated reader.

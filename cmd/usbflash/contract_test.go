@@ -274,7 +274,7 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 		{"check", "--json", "-q", "sim:" + card("q") + "?size=16MiB&fake=wrap&real=3MiB"},
 		{"check", "--json", "sim:" + card("r") + "?size=16MiB&wp=1"},
 		// erase and format: one card, several, a refusal.
-		{"erase", "--json", "--yes", "sim:" + card("e1") + "?size=4MiB"},
+		{"erase", "--json", "--yes", "sim:" + card("e1") + "?size=4MiB&unmap=unmap"},
 		{"erase", "--json", "--yes", "--random", "sim:" + card("e2") + "?size=4MiB", "sim:" + card("e3") + "?size=2MiB"},
 		{"erase", "--json", "--yes", "sim:" + card("e4") + "?size=4MiB&wp=1"},
 		{"format", "--json", "--yes", "--label", "x", "sim:" + card("f1") + "?size=2GiB", "sim:" + card("f2") + "?size=64GiB"},

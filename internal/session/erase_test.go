@@ -26,10 +26,14 @@ func TestErase(t *testing.T) {
 		skip   bool     // SkipRefused
 		wantOK []bool   // each card erased
 		err    func(error) bool
+		says   string // a note
 	}{
-		{name: "zeros", cards: []string{"size=3MiB"}, wantOK: []bool{true}},
-		{name: "random", random: true, cards: []string{"size=3MiB"}, wantOK: []bool{true}},
-		{name: "two cards of two sizes", cards: []string{"size=2MiB", "size=5MiB"}, wantOK: []bool{true, true}},
+		{name: "zeros", cards: []string{"size=3MiB"}, wantOK: []bool{true}, says: "offers no unmap (SCSI UNMAP or WRITE SAME with UNMAP)"},
+		{name: "random", random: true, cards: []string{"size=3MiB"}, wantOK: []bool{true}, says: "offers no unmap"},
+		{name: "two cards of two sizes", cards: []string{"size=2MiB", "size=5MiB"}, wantOK: []bool{true, true}, says: "offers no unmap"},
+		{name: "unmapped first", random: true, cards: []string{"size=3MiB&unmap=unmap"}, wantOK: []bool{true}, says: "every block unmapped (UNMAP, 3.15 MB)"},
+		{name: "unmapped by WRITE SAME", cards: []string{"size=3MiB&unmap=writesame"}, wantOK: []bool{true}, says: "every block unmapped (WRITE SAME(16) with UNMAP"},
+		{name: "unmap refused", cards: []string{"size=3MiB&unmap=refuse"}, wantOK: []bool{true}, says: "refused UNMAP: every block is overwritten all the same"},
 		{name: "write-protected", cards: []string{"size=2MiB&wp=1"}, wantOK: []bool{false},
 			err: func(err error) bool { return errors.Is(err, blockdev.ErrWriteProtected) }},
 		{name: "one write-protected of two", cards: []string{"size=2MiB", "size=2MiB&wp=1"}, wantOK: []bool{false, false},
@@ -84,8 +88,8 @@ func TestErase(t *testing.T) {
 					t.Errorf("%s: verified %v, %d of %d bytes written", o.Target, o.Verified(), o.Written, o.Capacity)
 				}
 			}
-			if notes := strings.Join(log.all(), "\n"); !strings.Contains(notes, "offers no unmap") {
-				t.Errorf("notes:\n%s\nwant the missing unmap said", notes)
+			if notes := strings.Join(log.all(), "\n"); !strings.Contains(notes, tc.says) {
+				t.Errorf("notes:\n%s\nwant %q", notes, tc.says)
 			}
 		})
 	}

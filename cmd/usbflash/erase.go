@@ -112,7 +112,7 @@ The card is left with no partition table: 'usbflash format' gives it one.`,
 
 func newFormatCommand(a *app) *cobra.Command {
 	var f writeFlags
-	var label, eraseUnit string
+	var label, eraseUnit, fs string
 	f.command, f.doing = jsonevents.CommandFormat, "Formatting"
 	c := &cobra.Command{
 		Use:   "format TARGET...",
@@ -148,7 +148,7 @@ disk the system uses is refused, one question or --yes, the first transfer
 						return &usageError{fmt.Sprintf("--erase-unit: %v", err)}
 					}
 				}
-				fm, err := session.NewFormat(label, unit)
+				fm, err := session.NewFormat(label, fs, unit)
 				if err != nil {
 					return err
 				}
@@ -163,6 +163,7 @@ disk the system uses is refused, one question or --yes, the first transfer
 	}
 	addBlocksFlags(c, &f)
 	c.Flags().StringVar(&label, "label", "", "the volume label: up to 11 characters (FAT32: ASCII letters, digits, spaces and !#$%&'()-@^_`{}~, upper-cased)")
+	c.Flags().StringVar(&fs, "fs", "auto", "the file system: auto (FAT32 up to 32 GiB, exFAT above, as the SD Association's formatter), fat32 (for a device that reads no exFAT) or exfat (for files over FAT32's 4 GiB on a smaller card)")
 	c.Flags().StringVar(&eraseUnit, "erase-unit", "", "the card's erase unit, the boundary the partition and the first cluster start on: a power of two (e.g. 4MiB, as bench's alignment test finds it), or measure: run that test (reads only) on each card first")
 	return c
 }

@@ -31,6 +31,7 @@ func flagOf(s failure.Setting) string {
 		session.SettingBlockMap:        "--bmap and --no-bmap",
 		session.SettingSparse:          "--sparse and --bmap",
 		session.SettingLabel:           "--label",
+		session.SettingFS:              "--fs",
 		session.SettingEraseUnit:       "--erase-unit",
 		cardbench.SettingCompare:       "--compare",
 		cardbench.SettingSizes:         "--sizes",

@@ -51,6 +51,12 @@ type Options struct {
 	// cluster start on: a power of two, 0 for the SD specification's
 	// default for the capacity (DefaultEraseUnit).
 	EraseUnit int64
+	// FS is the file system, "" for the specification's choice for the
+	// capacity (DefaultParams): FAT32 or ExFAT, with the cluster size the
+	// specification gives that file system (exFAT on a card of 32 GiB or
+	// less, for files over FAT32's 4 GiB; FAT32 on a larger one, for a
+	// device that reads no exFAT).
+	FS string
 	// Label is the volume label, "" for none: up to 11 characters, for
 	// FAT32 of the characters FAT allows (upper-cased).
 	Label string
@@ -116,6 +122,15 @@ func New(o Options) (*Layout, error) {
 		return nil, fmt.Errorf("a card of %d-byte blocks: only 512-byte blocks are laid out", o.BlockSize)
 	}
 	p := DefaultParams(o.Capacity)
+	switch o.FS {
+	case "", p.FS:
+	case FAT32:
+		p.FS, p.ClusterSize = FAT32, 32<<10
+	case ExFAT:
+		p.FS, p.ClusterSize = ExFAT, 128<<10
+	default:
+		return nil, fmt.Errorf("file system %q: want %s or %s", o.FS, FAT32, ExFAT)
+	}
 	if o.EraseUnit != 0 {
 		if o.EraseUnit < sector || o.EraseUnit&(o.EraseUnit-1) != 0 || o.EraseUnit > 1<<30 {
 			return nil, fmt.Errorf("an erase unit of %d bytes: not a power of two from 512 bytes to 1 GiB", o.EraseUnit)
@@ -250,4 +265,18 @@ func fatTime(t time.Time) (date, clock uint16) {
 	date = uint16(t.Year()-1980)<<9 | uint16(t.Month())<<5 | uint16(t.Day())
 	clock = uint16(t.Hour())<<11 | uint16(t.Minute())<<5 | uint16(t.Second()/2)
 	return date, clock
+}
+
+// ParseFS is the file system a name (any case) stands for: FAT32, ExFAT,
+// or "" for "auto" and "".
+func ParseFS(name string) (string, error) {
+	switch strings.ToLower(name) {
+	case "", "auto":
+		return "", nil
+	case "fat32", "vfat":
+		return FAT32, nil
+	case "exfat":
+		return ExFAT, nil
+	}
+	return "", fmt.Errorf("file system %q: want fat32, exfat or auto", name)
 }

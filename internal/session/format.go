@@ -31,15 +31,22 @@ type Format struct {
 	Label     string
 	EraseUnit int64
 	Measure   bool
-	serial    uint32
-	now       time.Time
-	measured  sync.Map // card name -> int64: the unit measured, 0 for none
+	// FS is cardfs.FAT32 or cardfs.ExFAT instead of the capacity's
+	// choice; "" for that.
+	FS       string
+	serial   uint32
+	now      time.Time
+	measured sync.Map // card name -> int64: the unit measured, 0 for none
 }
 
 // NewFormat is a format's Blocks: the label checked for both file
 // systems, and one serial number and time for every card of the run (the
 // read-back makes the layout again).
-func NewFormat(label string, eraseUnit int64) (*Format, error) {
+func NewFormat(label, fs string, eraseUnit int64) (*Format, error) {
+	fs, err := cardfs.ParseFS(fs)
+	if err != nil {
+		return nil, &failure.SettingError{Setting: SettingFS, Err: failure.Wrap(failure.Usage, err)}
+	}
 	if err := cardfs.CheckLabel(label); err != nil {
 		return nil, &failure.SettingError{Setting: SettingLabel, Err: failure.Wrap(failure.Usage, err)}
 	}
@@ -48,11 +55,14 @@ func NewFormat(label string, eraseUnit int64) (*Format, error) {
 			Err: failure.Errorf(failure.Usage, "%d bytes is not a power of two from 512 bytes to 1 GiB", eraseUnit)}
 	}
 	now := time.Now()
-	return &Format{Label: label, EraseUnit: eraseUnit, serial: uint32(now.UnixNano()>>10) ^ uint32(now.Unix()), now: now}, nil
+	return &Format{Label: label, FS: fs, EraseUnit: eraseUnit, serial: uint32(now.UnixNano()>>10) ^ uint32(now.Unix()), now: now}, nil
 }
 
 // What says what a format writes.
 func (f *Format) What() string {
+	if f.FS != "" {
+		return "an SD card file system (" + f.FS + ")"
+	}
 	return "an SD card file system (FAT32 up to 32 GiB, exFAT above)"
 }
 
@@ -82,7 +92,7 @@ func (f *Format) layout(ctx context.Context, d *drive.Device) (*cardfs.Layout, s
 			from = "the SD Association's boundary unit for its capacity: no boundary stood out when measured, and the reader reports no optimal transfer"
 		}
 	}
-	l, err := cardfs.New(cardfs.Options{Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), EraseUnit: unit,
+	l, err := cardfs.New(cardfs.Options{Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), EraseUnit: unit, FS: f.FS,
 		Label: f.Label, Serial: f.serial, Now: f.now})
 	if err != nil {
 		return nil, "", failure.Wrap(failure.Refused, fmt.Errorf("%s: %w", d.Name, err))
@@ -139,5 +149,6 @@ func (f *Format) measure(ctx context.Context, d *drive.Device) (int64, error) {
 // The settings a format's errors are about.
 const (
 	SettingLabel     failure.Setting = "label"
+	SettingFS        failure.Setting = "file system"
 	SettingEraseUnit failure.Setting = "erase unit"
 )

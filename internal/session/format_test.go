@@ -24,18 +24,21 @@ func TestFormat(t *testing.T) {
 	for _, tc := range []struct {
 		card, fs, say string
 		measure       bool
+		fs2           string // asked for
 	}{
-		{"size=2GiB", "FAT32", "16 KiB clusters; the partition at 4 MiB", false},
-		{"size=16GiB", "FAT32", "on a 4 MiB erase unit (the SD Association's boundary unit", false},
-		{"size=16GiB&au=8MiB&clock=virtual", "FAT32", "the first cluster at 16 MiB, on a 8 MiB erase unit (measured", true},
-		{"size=16GiB&clock=virtual", "FAT32", "on a 4 MiB erase unit (the SD Association's boundary unit for its capacity: no boundary stood out when measured", true},
-		{"size=64GiB", "exFAT", "128 KiB clusters; the partition at 16 MiB and the first cluster at 32 MiB", false},
-		{"size=256GiB", "exFAT", "the partition at 32 MiB", false},
+		{"size=2GiB", "FAT32", "16 KiB clusters; the partition at 4 MiB", false, ""},
+		{"size=16GiB", "FAT32", "on a 4 MiB erase unit (the SD Association's boundary unit", false, ""},
+		{"size=16GiB&au=8MiB&clock=virtual", "FAT32", "the first cluster at 16 MiB, on a 8 MiB erase unit (measured", true, ""},
+		{"size=16GiB&clock=virtual", "FAT32", "on a 4 MiB erase unit (the SD Association's boundary unit for its capacity: no boundary stood out when measured", true, ""},
+		{"size=64GiB", "exFAT", "128 KiB clusters; the partition at 16 MiB and the first cluster at 32 MiB", false, ""},
+		{"size=256GiB", "exFAT", "the partition at 32 MiB", false, ""},
+		{"size=64MiB", "exFAT", "exFAT, labelled \"Test\", 128 KiB clusters", false, "exfat"},
+		{"size=64GiB", "FAT32", "FAT32, labelled \"TEST\", 32 KiB clusters", false, "fat32"},
 	} {
-		t.Run(tc.card, func(t *testing.T) {
+		t.Run(tc.card+tc.fs2, func(t *testing.T) {
 			t.Parallel()
 			card := filepath.Join(t.TempDir(), "card.img")
-			f, err := NewFormat("Test", 0)
+			f, err := NewFormat("Test", tc.fs2, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +118,7 @@ func TestFormatWatch(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	f, err := NewFormat("", 0)
+	f, err := NewFormat("", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,3 +182,41 @@ func TestLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestUpcaseTable reads the up-case table as Linux's exfat does
+// (exfat_load_upcase_table): entry by entry, whole sectors, until the
+// index passes 0xFFFF, the identity tested before the run marker. The
+// checksum of what it read must be the one the root directory states, and
+// the mappings Unicode's.
+func TestUpcaseTable(t *testing.T) {
+	table := upcaseTable()
+	sectors := make([]byte, (len(table)+511)/512*512) // the zeros after it are read too
+	copy(sectors, table)
+	var up [0x10000]uint16
+	index, skip, sum := 0, false, uint32(0)
+	for i := 0; i+1 < len(sectors) && index <= 0xFFFF; i += 2 {
+		u := uint16(sectors[i]) | uint16(sectors[i+1])<<8
+		sum = exfatChecksum(sum, sectors[i:i+2], nil)
+		switch {
+		case skip:
+			index += int(u)
+			skip = false
+		case int(u) == index:
+			up[index] = u
+			index++
+		case u == 0xFFFF:
+			skip = true
+		default:
+			up[index] = u
+			index++
+		}
+	}
+	if index < 0xFFFF || sum != exfatChecksum(0, table, nil) {
+		t.Fatalf("read to index %#x, checksum %#x; the table's is %#x", index, sum, exfatChecksum(0, table, nil))
+	}
+	for c, want := range map[int]uint16{'a': 'A', 'z': 'Z', 0xe9: 0xc9, 0x3b1: 0x391, 0x430: 0x410} {
+		if up[c] != want {
+			t.Errorf("%#x maps to %#x, want %#x", c, up[c], want)
+		}
+	}
+}

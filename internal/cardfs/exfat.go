@@ -162,9 +162,12 @@ func upcaseTable() []byte {
 		}
 		c += run
 		if c == 0xFFFF {
-			// U+FFFF, the last, maps to itself: a reader takes a table
-			// that reaches it as whole (0xFFFF in the table would open
-			// a run).
+			// U+FFFF, the last, maps to itself. Readers take 0xFFFF at
+			// index 0xFFFF as that (they test for the identity before
+			// the run marker), and Linux reads a table until its index
+			// passes 0xFFFF, padding included: one that stops short
+			// fails its checksum there.
+			t = append(t, 0xFFFF)
 			break
 		}
 	}

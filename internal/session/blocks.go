@@ -73,12 +73,12 @@ func (s *session) runBlocks(ctx context.Context, specs []drive.Spec) (*Result, e
 	cards := make([]*card, len(specs))
 	srcs := make([]*image.Source, len(specs))
 	defer func() {
-		for i, c := range cards {
+		for i, d := range devs {
 			if srcs[i] != nil {
 				srcs[i].Close()
 			}
-			if c.d != nil {
-				c.d.Close()
+			if d != nil {
+				d.Close()
 			}
 		}
 	}()

@@ -215,4 +215,7 @@ kill -INT $pid; wait $pid; rc=$?; cat /tmp/cw.out; exit $rc`)
 		t.Errorf("customised in place twice: cmdline.txt = %q", f["cmdline.txt"])
 	}
 	fsckCard(t, cards[2])
+
+	// The cards given back to normal use (format_test.go): same boot.
+	formatAndErase(t, m, serials, cards)
 }

@@ -51,9 +51,11 @@ var guestModules = map[string]string{
 	"uas":          "",
 	"sd_mod":       "",
 	"vfat":         "",
-	"nls_cp437":    "",
-	"nls_ascii":    "",
-	"nls_utf8":     "",
+	// exfat: TestCustomize mounts a card usbflash format gave exFAT.
+	"exfat":     "",
+	"nls_cp437": "",
+	"nls_ascii": "",
+	"nls_utf8":  "",
 	// usbmon: TestTraceMatchesKernel reads the guest's USB traffic with it.
 	"usbmon": "",
 	// virtio_net: TestServePage's browser on the host reaches the page

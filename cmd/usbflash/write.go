@@ -68,10 +68,12 @@ func newWriteCommand(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "write IMAGE|--os NAME TARGET",
 		Short: "Write an OS image to a card, sync, and verify it",
-		Long: `Write IMAGE (raw, gzip, xz, zstd, bzip2, or a zip holding one image; the
-format is read from the file's bytes, not its name; - is standard input; an
-http(s) URL streams, resuming dropped connections) to TARGET, then sync and
-read the card back to verify it.
+		Long: `Write IMAGE (raw, gzip, xz, zstd, bzip2, lz4, or a zip, 7z or tar holding
+one image; the format is read from the file's bytes, not its name; - is
+standard input; an http(s) URL streams, resuming dropped connections) to
+TARGET, then sync and read the card back to verify it. A disc image that
+boots only from a CD or DVD (a Windows installer ISO: El Torito, no MBR or
+GPT) is refused: written raw it boots nothing (--force writes it).
 
 Before the first byte is written usbflash shows the target and asks for
 confirmation, and refuses a write-protected card, an image larger than the

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"github.com/usbflash/usbflash/internal/testkit/testimage"
 )
 
 // FuzzOpen feeds arbitrary bytes through sniffing, size probing and
@@ -30,6 +32,10 @@ func FuzzOpen(f *testing.F) {
 	}
 	w.Close()
 	seeds = append(seeds, z.Bytes())
+	// lz4, 7z (7-Zip's own) and tar, plain and compressed.
+	for _, format := range []string{"lz4", "7z", "tar", "tar.gzip"} {
+		seeds = append(seeds, testimage.Compress(f, format, img))
+	}
 	for _, s := range seeds {
 		f.Add(s)
 	}

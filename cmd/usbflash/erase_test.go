@@ -2,10 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/usbflash/usbflash/internal/session"
 )
 
 // blocksCase is one run of erase or format on a sim: card (CARD in args)
@@ -111,4 +116,113 @@ func TestFormatCommand(t *testing.T) {
 			stderr: []string{"--erase-unit", "not a power of two"}, card: cardUnchanged},
 		{name: "not confirmed", args: []string{"CARD?size=2GiB"}, code: exitRefused, stderr: []string{"Pass --yes"}, card: cardUnchanged},
 	})
+}
+
+// TestBlocksWatchSimBus: format --watch and erase --watch on --readers
+// sim:DIR are stations as write --watch is: a reader with a card is taken,
+// one plugged in later too, each card for its own size (a 2 GiB card
+// FAT32, a 64 GiB one exFAT); --all formats every reader with a card.
+func TestBlocksWatchSimBus(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		command    string
+		sizes      [2]int64
+		args       []string
+		check      func(t *testing.T, name string, b []byte)
+		partitions [2]byte // the MBR partition types, format's
+	}{
+		{command: "format", sizes: [2]int64{2 << 30, 64 << 30}, partitions: [2]byte{0x0C, 0x07}},
+		{command: "erase", sizes: [2]int64{4 << 20, 8 << 20}},
+	} {
+		t.Run(tc.command, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			card := func(name string) string { return filepath.Join(dir, name+".img") }
+			report := filepath.Join(t.TempDir(), "station.json")
+			fill(t, card("a"), tc.sizes[0])
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan result)
+			go func() {
+				done <- runCLIContext(t, ctx, nil, "--readers", "sim:"+dir, tc.command, "--watch", "--yes", "--report", report)
+			}()
+			var rep session.Report
+			deadline := time.After(60 * time.Second)
+			for len(rep.Cards) < 2 {
+				select {
+				case <-deadline:
+					cancel()
+					t.Fatalf("after 60 s, %d cards in the report, want 2", len(rep.Cards))
+				case <-time.After(5 * time.Millisecond):
+				}
+				b, err := os.ReadFile(report)
+				var now session.Report
+				if err != nil || json.Unmarshal(b, &now) != nil || len(now.Cards) == len(rep.Cards) {
+					continue
+				}
+				if rep = now; len(rep.Cards) == 1 {
+					fill(t, card("b"), tc.sizes[1]) // a reader plugged in, a card in it
+				}
+			}
+			cancel()
+			if r := <-done; r.code != exitOK {
+				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			for i, name := range []string{"a", "b"} {
+				if rep.Cards[i].Result != "ok" {
+					t.Errorf("card %d: %+v", i, rep.Cards[i])
+				}
+				b := head(t, card(name))
+				switch tc.command {
+				case "format":
+					if b[446+4] != tc.partitions[i] || b[510] != 0x55 {
+						t.Errorf("%s: partition type %#x, want %#x", name, b[446+4], tc.partitions[i])
+					}
+				case "erase":
+					if bytes.Count(b, []byte{0}) != len(b) {
+						t.Errorf("%s is not zeros", name)
+					}
+				}
+			}
+		})
+	}
+	// --all: every reader with a card, an empty slot passed over.
+	dir := t.TempDir()
+	fill(t, filepath.Join(dir, "a.img"), 2<<30)
+	fill(t, filepath.Join(dir, "b.img"), 0)
+	fill(t, filepath.Join(dir, "c.img"), 64<<30)
+	r := runCLI(t, "--readers", "sim:"+dir, "format", "--all", "--yes")
+	if r.code != exitOK || !strings.Contains(r.stdout, "FAT32") || !strings.Contains(r.stdout, "exFAT") {
+		t.Fatalf("format --all: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// fill makes a card file of size bytes whose first MiB is 0xa5 bytes (0:
+// an empty slot), sparse past it.
+func fill(t *testing.T, path string, size int64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if size > 0 {
+		f.Write(bytes.Repeat([]byte{0xa5}, int(min(size, 1<<20))))
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// head is the first MiB of a card file.
+func head(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1<<20)
+	n, _ := f.Read(b)
+	return b[:n]
 }

@@ -3,6 +3,7 @@ package image
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"strings"
 )
 
@@ -47,9 +48,38 @@ func (d Disc) Windows() bool {
 // nothing.
 func (d Disc) BootsOnlyFromDisc() bool { return d.ElTorito && !d.Hybrid }
 
-// Disc reads the image's first bytes as an optical disc image; ok is false
-// when they are not one.
-func (s *Source) Disc() (d Disc, ok bool) { return readDisc(s.probe) }
+// Disc reads the image's first 64 KiB as an optical disc image; ok is
+// false when they are not one. Call it before the first Read: what it
+// decodes to tell is handed to Read first, and trouble decoding it (a
+// damaged archive) is Read's error, where it would have been met.
+func (s *Source) Disc() (d Disc, ok bool) {
+	s.fillProbe()
+	return readDisc(s.probe)
+}
+
+// fillProbe reads the image's first discProbeLen bytes, ahead of Read,
+// once: opening an image reads only its first sniffLen.
+func (s *Source) fillProbe() {
+	if s.probe != nil || s.delivered.Load() > 0 || s.dec == nil {
+		return // read already, too late, or no decoder: a Source made by hand
+	}
+	buf := make([]byte, len(s.head), discProbeLen)
+	copy(buf, s.head)
+	for len(buf) < discProbeLen && s.err == nil {
+		n, err := s.readDecoded(buf[len(buf):discProbeLen])
+		buf = buf[:len(buf)+n]
+		switch {
+		case err == io.EOF:
+			s.err = io.EOF // delivered once head is drained
+			if !s.SizeExact {
+				s.Size, s.SizeExact = int64(len(buf)), true
+			}
+		case err != nil:
+			s.err = err
+		}
+	}
+	s.head, s.probe = buf, buf
+}
 
 func readDisc(b []byte) (Disc, bool) {
 	const sector = 2048

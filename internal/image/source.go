@@ -67,9 +67,11 @@ type Source struct {
 	delivered atomic.Int64
 	head      []byte // decoded bytes read ahead for the inner sniff, served first
 	first     []byte // the first decoded bytes (up to sniffLen), never changed
-	probe     []byte // the first decoded bytes (up to discProbeLen), never changed
-	err       error  // sticky: once set, every Read returns it
-	closers   []func() error
+	// probe is the first decoded bytes (up to discProbeLen) once Disc
+	// read them.
+	probe   []byte
+	err     error // sticky: once set, every Read returns it
+	closers []func() error
 
 	// What Open saw of the file, for CheckUnchanged and FileInfo.
 	path string
@@ -286,17 +288,6 @@ func newSource(r io.Reader, ra io.ReaderAt, size int64, name string, readAhead f
 	}
 	s.Format = sn.format
 	s.first = head
-	if s.Format == FormatRaw && n == sniffLen {
-		// Enough of a raw image to tell a disc image, read once and
-		// handed back with the rest.
-		more := make([]byte, discProbeLen-sniffLen)
-		m, err := io.ReadFull(in, more)
-		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-			return nil, &Error{Kind: ErrUnreadable, Offset: int64(n + m), Err: fmt.Errorf("read the first bytes: %w", err)}
-		}
-		head = append(head, more[:m]...)
-	}
-	s.probe = head
 	// The sniffed bytes are handed back in front of the rest of the input.
 	stream := io.MultiReader(bytes.NewReader(head), in)
 
@@ -413,7 +404,7 @@ func (s *Source) sniffDecoded(ra io.ReaderAt, size int64) error {
 	}
 	archive := s.Format
 	for inTar := false; ; inTar = true {
-		head := make([]byte, discProbeLen)
+		head := make([]byte, sniffLen)
 		n := 0
 		outerDone := false
 		for n < len(head) {
@@ -432,7 +423,7 @@ func (s *Source) sniffDecoded(ra io.ReaderAt, size int64) error {
 			}
 		}
 		s.head = head[:n]
-		s.first, s.probe = s.head[:min(n, sniffLen)], s.head
+		s.first = s.head
 		if n == 0 {
 			return &Error{Kind: ErrEmpty, Format: s.Format, Err: fmt.Errorf("the %s archive decodes to an empty image", archive)}
 		}

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/usbflash/usbflash/internal/drive"
-	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
@@ -49,26 +48,17 @@ func NewBlocksSource(r blocksSource) (*image.Source, error) {
 // blocks are its own), at once, within the memory bound, as Watch writes
 // cards; the same records and exit policy.
 func (s *session) runBlocks(ctx context.Context, specs []drive.Spec) (*Result, error) {
-	cfg := s.cfg
-	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
+	if err := s.checkBlocks(); err != nil {
 		return s.res, err
 	}
-	if err := checkSizes(s.transfer, cfg.Buffers, 0, 1, 0); err != nil {
-		return s.res, err
-	}
-	if cfg.Report != "" {
-		if err := CheckReport(cfg.Report); err != nil {
-			return s.res, err
-		}
-	}
-	if err := cfg.Readers.CheckAccess(ctx, specs); err != nil {
+	if err := s.cfg.Readers.CheckAccess(ctx, specs); err != nil {
 		return s.res, err
 	}
 	names := make([]string, len(specs))
 	for i, t := range specs {
 		names[i] = t.Raw
 	}
-	s.emit(Started{Image: cfg.Blocks.What(), Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers)})
+	s.emit(Started{Image: s.cfg.Blocks.What(), Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, s.cfg.Buffers)})
 	devs, errs := drive.OpenAll(ctx, specs, s.openOptions(0))
 	cards := make([]*card, len(specs))
 	srcs := make([]*image.Source, len(specs))
@@ -82,37 +72,21 @@ func (s *session) runBlocks(ctx context.Context, specs []drive.Spec) (*Result, e
 			}
 		}
 	}()
-	var live []*card
-	var refusals []error
+	var first *image.Source // the question's: each card has its own
 	for i, t := range specs {
 		c := &card{d: devs[i], spec: t.Raw, n: i + 1, out: Outcome{Target: t.Raw}}
 		cards[i] = c
 		if errs[i] != nil {
 			c.fail(errs[i])
-		} else {
-			srcs[i] = s.openBlocks(ctx, c)
+			continue
 		}
-		switch {
-		case failure.Of(c.out.Err) == failure.Usage:
-			return s.res, c.out.Err
-		case drive.IsRefusal(c.out.Err):
-			refusals = append(refusals, c.out.Err)
-		case c.out.Err == nil:
-			live = append(live, c)
+		if srcs[i] = s.openBlocks(ctx, c); first == nil {
+			first = srcs[i]
 		}
 	}
-	if len(cards) > 1 && len(refusals) > 0 && !cfg.SkipRefused {
-		s.finish(cards, nil)
-		return s.res, &RefusedError{Refused: refusals, Cards: len(cards)}
-	}
-	if len(live) > 0 && cfg.Confirm != nil {
-		ds := make([]*drive.Device, len(live))
-		for i, c := range live {
-			ds[i] = c.d
-		}
-		if err := cfg.Confirm(ds, srcs[live[0].n-1]); err != nil {
-			return s.res, err
-		}
+	live, err := s.confirmCards(cards, first)
+	if err != nil {
+		return s.res, err
 	}
 	sets := s.bufferSets()
 	var wg sync.WaitGroup
@@ -127,6 +101,22 @@ func (s *session) runBlocks(ctx context.Context, specs []drive.Spec) (*Result, e
 	}
 	wg.Wait()
 	return s.res, s.finish(cards, nil)
+}
+
+// checkBlocks makes the checks of a blocks session that need no card: the
+// verify method, the memory bound of one card's ring (the cards' rings at
+// once are bounded by bufferSets), the report.
+func (s *session) checkBlocks() error {
+	if err := s.cfg.VerifyMethod.CheckWrite(); err != nil {
+		return err
+	}
+	if err := checkSizes(s.transfer, s.cfg.Buffers, 0, 1, 0); err != nil {
+		return err
+	}
+	if s.cfg.Report != "" {
+		return CheckReport(s.cfg.Report)
+	}
+	return nil
 }
 
 // openBlocks makes an open card's blocks and runs the pre-write checks on

@@ -452,30 +452,9 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 			}
 		}
 	}()
-	var live []*card
-	var refusals []error
-	for _, c := range cards {
-		switch {
-		case failure.Of(c.out.Err) == failure.Usage:
-			return s.res, c.out.Err // a mistake on the command line: no card is meant
-		case drive.IsRefusal(c.out.Err):
-			refusals = append(refusals, c.out.Err)
-		case c.out.Err == nil:
-			live = append(live, c)
-		}
-	}
-	if len(cards) > 1 && len(refusals) > 0 && !cfg.SkipRefused {
-		s.finish(cards, nil)
-		return s.res, &RefusedError{Refused: refusals, Cards: len(cards)}
-	}
-	if len(live) > 0 && cfg.Confirm != nil {
-		devs := make([]*drive.Device, len(live))
-		for i, c := range live {
-			devs[i] = c.d
-		}
-		if err := cfg.Confirm(devs, src); err != nil {
-			return s.res, err
-		}
+	live, err := s.confirmCards(cards, src)
+	if err != nil {
+		return s.res, err
 	}
 	if len(live) > 0 {
 		if err := s.writeCards(ctx, src, plan, live); err != nil {
@@ -484,6 +463,40 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 		}
 	}
 	return s.res, s.finish(cards, nil)
+}
+
+// confirmCards applies the session's policy to its opened and checked
+// cards: a command-line mistake in any ends it; with several, a refusal
+// refuses them all (recorded) unless SkipRefused; then the one question,
+// about the cards that remain (src: what is written to them). It returns
+// those cards.
+func (s *session) confirmCards(cards []*card, src *image.Source) ([]*card, error) {
+	var live []*card
+	var refusals []error
+	for _, c := range cards {
+		switch {
+		case failure.Of(c.out.Err) == failure.Usage:
+			return nil, c.out.Err // a mistake on the command line: no card is meant
+		case drive.IsRefusal(c.out.Err):
+			refusals = append(refusals, c.out.Err)
+		case c.out.Err == nil:
+			live = append(live, c)
+		}
+	}
+	if len(cards) > 1 && len(refusals) > 0 && !s.cfg.SkipRefused {
+		s.finish(cards, nil)
+		return nil, &RefusedError{Refused: refusals, Cards: len(cards)}
+	}
+	if len(live) > 0 && s.cfg.Confirm != nil {
+		devs := make([]*drive.Device, len(live))
+		for i, c := range live {
+			devs[i] = c.d
+		}
+		if err := s.cfg.Confirm(devs, src); err != nil {
+			return nil, err
+		}
+	}
+	return live, nil
 }
 
 // openCards opens every target together and checks each card.

@@ -92,16 +92,8 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 // watchBlocks is Watch for Config.Blocks: each card found gets its own.
 func (s *session) watchBlocks(ctx context.Context, find drive.Finder) (*Result, error) {
 	cfg := s.cfg
-	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
+	if err := s.checkBlocks(); err != nil {
 		return s.res, err
-	}
-	if err := checkSizes(s.transfer, cfg.Buffers, 0, 1, 0); err != nil {
-		return s.res, err
-	}
-	if cfg.Report != "" {
-		if err := CheckReport(cfg.Report); err != nil {
-			return s.res, err
-		}
 	}
 	if err := drive.CanFind(ctx, find); err != nil {
 		return s.res, err

@@ -19,6 +19,7 @@ import (
 	"github.com/usbflash/usbflash/internal/lib/outfile"
 	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/internal/probe/cardbench"
 	"github.com/usbflash/usbflash/internal/probe/fakecheck"
 	"github.com/usbflash/usbflash/internal/probe/region"
@@ -592,7 +593,7 @@ func oneMediumAdvice(id string) string {
 // noticeAdvice is the advice a reader's notice carries ("" for none): a
 // reader that failed large commands is told how to start at the size
 // that works.
-func noticeAdvice(n *usbms.Notice) string {
+func noticeAdvice(n *observe.Notice) string {
 	if n == nil {
 		return ""
 	}
@@ -600,10 +601,10 @@ func noticeAdvice(n *usbms.Notice) string {
 	if id == "" {
 		id = "VID:PID"
 	}
-	if n.Kind == usbms.NoticeOneMedium {
+	if n.Kind == observe.NoticeOneMedium {
 		return oneMediumAdvice(id)
 	}
-	if n.Kind != usbms.NoticeTransferCap || n.Cap <= 0 {
+	if n.Kind != observe.NoticeTransferCap || n.Cap <= 0 {
 		return ""
 	}
 	size := units.FormatSize(n.Cap)

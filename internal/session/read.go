@@ -11,7 +11,6 @@ import (
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image/imagedst"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // BackupConfig is a backup: a card read to an image file, compressed as
@@ -94,7 +93,7 @@ func (b *Backup) Run(ctx context.Context, spec drive.Spec) (*BackupResult, error
 	s.emit(BackupStarted{Target: spec.Raw, Out: cfg.Out, Format: imagedst.FormatOf(cfg.Out),
 		TransferSize: cfg.TransferSize, Buffers: buffersFor(cfg.TransferSize, cfg.Buffers)})
 	d, err := drive.Open(ctx, spec, drive.Options{ReadOnly: true, Force: cfg.Force, Readers: cfg.Readers,
-		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }})
+		OnNotice: s.onNotice})
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/usbflash/usbflash/internal/lib/aligned"
 	"github.com/usbflash/usbflash/internal/probe/region"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // A card already written (or an image file) is customised in place with
@@ -167,7 +166,7 @@ func (s *session) customizeInPlace(ctx context.Context, cfg CustomizeConfig, spe
 		}
 	}
 	d, err := drive.Open(ctx, spec, drive.Options{Force: cfg.Force, Readers: cfg.Readers,
-		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }})
+		OnNotice: s.onNotice})
 	if err != nil {
 		return CustomizedCard{}, err
 	}

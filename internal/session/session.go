@@ -485,7 +485,7 @@ func (s *session) openCards(ctx context.Context, specs []drive.Spec, src *image.
 	}
 	devs, errs := drive.OpenAll(ctx, specs, drive.Options{
 		Force: s.cfg.Force, Image: s.cfg.Image, NewFileSize: (newFile + 511) / 512 * 512, Readers: s.cfg.Readers,
-		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) },
+		OnNotice: s.onNotice,
 	})
 	cards := make([]*card, len(specs))
 	var wg sync.WaitGroup

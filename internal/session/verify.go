@@ -14,7 +14,6 @@ import (
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // VerifyConfig is what a verify compares: one card with an image, byte
@@ -131,7 +130,7 @@ func (s *session) verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec)
 	}
 	s.startDownload(ctx, img.sum, src, "as it is compared")
 	d, err := drive.Open(ctx, spec, drive.Options{ReadOnly: !cfg.Repair, Readers: cfg.Readers,
-		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }})
+		OnNotice: s.onNotice})
 	if err != nil {
 		return nil, err
 	}

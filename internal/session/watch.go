@@ -10,7 +10,6 @@ import (
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // Watch writes the image to every card that appears in any reader find
@@ -95,7 +94,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	var errs []error // one error of each class: what CardsError.Class needs
 	found := 0       // cards found, for {n}
 	opts := drive.WatchOptions{Options: drive.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
-		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }},
+		OnNotice: s.onNotice},
 		OnNote:    func(msg string) { s.emit(Note{Message: msg}) },
 		OnReaders: func(n int) { s.emit(Readers{Present: n}) },
 		OnSlot:    func(slot string, card bool) { s.emit(Slot{Card: slot, Present: card}) }}

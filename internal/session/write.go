@@ -13,6 +13,7 @@ import (
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 	"github.com/usbflash/usbflash/pipeline/fanout"
@@ -267,7 +268,7 @@ func (e *VerifyInterruptedError) Class() failure.Class { return failure.Interrup
 // transfer at a time. Said as a notice of the setting, which the command
 // line names by its flag.
 func (s *session) queueNotes(cards []*card, res pipeline.WriteResult) {
-	setting := &usbms.Notice{Kind: usbms.NoticeSetting, Setting: usbms.SettingQueueDepth}
+	setting := &observe.Notice{Kind: observe.NoticeSetting, Setting: usbms.SettingQueueDepth}
 	if len(cards) > 1 {
 		for _, c := range cards {
 			if d := transportOf(c.d).QueueDepth; d > 1 {

@@ -25,8 +25,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/internal/session"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // Options are a Station's settings.
@@ -84,7 +84,11 @@ func ResultLabels() []string {
 // StepLabels are the values of usbflash_reader_recoveries_total's step
 // label.
 func StepLabels() []string {
-	return []string{string(usbms.StepReset), string(usbms.StepPortReset), string(usbms.StepLUNReset)}
+	var out []string
+	for _, s := range observe.RecoverySteps() {
+		out = append(out, string(s))
+	}
+	return out
 }
 
 // New makes a Station whose metrics are all present from the start (a
@@ -169,9 +173,9 @@ func (s *Station) Observe(e session.Event) {
 	case session.Note:
 		if n := e.Notice; n != nil {
 			switch n.Kind {
-			case usbms.NoticeRecovery:
+			case observe.NoticeRecovery:
 				s.recoveries.WithLabelValues(string(n.Step)).Inc()
-			case usbms.NoticeTransferCap:
+			case observe.NoticeTransferCap:
 				s.transferCaps.Inc()
 			}
 		}

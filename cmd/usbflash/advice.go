@@ -250,7 +250,7 @@ func adviceTable() []advice {
 		{failure.Refused, is(drive.ErrBusy), text("wait for it to finish")},
 		{failure.Refused, is(drive.ErrSystemDisk), text("choose another disk: `usbflash list` shows the ones that can be written")},
 		{failure.Refused, is(drive.ErrInternalDisk), text("check that this is the disk you mean (`usbflash list` shows the external ones), then pass --force to write an internal disk")},
-		{failure.Refused, is(drive.ErrTooSmallImage), text("pass --force to write it anyway")},
+		{failure.Refused, is(session.ErrTooSmallImage), text("pass --force to write it anyway")},
 		{failure.Refused, as[*imagedst.ExistsError](), text("pass --force to overwrite it")},
 		{failure.Refused, as[*imagedst.SizeError](), text("give a smaller --size, or leave it out to read the whole card")},
 		{failure.Refused, is(termui.ErrNotConfirmed), text("pass --yes to write without being asked")},

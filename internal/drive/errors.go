@@ -26,9 +26,6 @@ var (
 	// ErrIsImage: the target is the image, or holds the file system the
 	// image lies on.
 	ErrIsImage = failure.New(failure.Refused, "the target is the image")
-	// ErrTooSmallImage: the image is smaller than one transfer, too small
-	// to be an OS image.
-	ErrTooSmallImage = failure.New(failure.Refused, "image too small to be an OS image")
 	// ErrNotFound: no attached reader matches the target.
 	ErrNotFound = failure.New(failure.Device, "no such reader")
 	// ErrUnsupported: the reader is attached but speaks no protocol

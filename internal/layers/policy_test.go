@@ -105,10 +105,3 @@ internal/drive < internal/testkit/simcards;
 internal/image/bmap, internal/testkit/testpattern < internal/testkit/testimage;
 internal/lib/flock < internal/testkit/testtargets;
 `
-
-// leftover lists the arrows that break the policy today and issue 42 takes
-// away; TestPolicy fails when one of them is gone and still listed, so the
-// list only shrinks.
-var leftover = map[[2]string]string{
-	{"internal/drive", "internal/image"}: "the pre-write checks take an image source",
-}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
@@ -208,7 +207,7 @@ func isImage(want ...string) func(error) bool {
 
 // isTooSmall: the refusal of an image too small to be one, saying want.
 func isTooSmall(want ...string) func(error) bool {
-	return func(err error) bool { return errors.Is(err, drive.ErrTooSmallImage) && says(want...)(err) }
+	return func(err error) bool { return errors.Is(err, ErrTooSmallImage) && says(want...)(err) }
 }
 
 // rewrite changes the image file in place, as a second download over it

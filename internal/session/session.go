@@ -524,7 +524,7 @@ func (s *session) opened(ctx context.Context, c *card, src *image.Source) {
 	if note != "" {
 		s.emit(Note{Card: d.Name, Message: note})
 	}
-	c.fail(drive.Check(d, src, drive.CheckOptions{TransferSize: c.transfer, Force: s.cfg.Force}))
+	c.fail(checkWrite(d, src, c.transfer, s.cfg.Force))
 	s.customizeFor(c)
 	if s.cfg.Check && !c.failed() {
 		s.checkFake(ctx, c, src)

@@ -21,7 +21,7 @@ import (
 
 // Source is the image to write: Read yields the decoded image bytes, and the
 // fields say what is known about it before reading. The fields are set by
-// Open/New and not changed afterwards.
+// OpenFile/New and not changed afterwards.
 //
 // Read and Close are for one goroutine; CompressedRead and DecodedRead may be
 // called from any.
@@ -64,7 +64,7 @@ type Source struct {
 	err       error  // sticky: once set, every Read returns it
 	closers   []func() error
 
-	// What Open saw of the file, for CheckUnchanged and FileInfo.
+	// What OpenFile saw of the file, for CheckUnchanged and FileInfo.
 	path string
 	file *os.File // nil for standard input and New
 	info fs.FileInfo
@@ -105,13 +105,15 @@ type Options struct {
 	ReadAhead func()
 }
 
-// Open opens the image at path, or standard input when path is "-",
-// and sniffs its format from the first bytes. Every check that can fail early
-// happens here: an unsupported container, a zip with no or several images, a
-// truncated or damaged header (as *SourceError).
-func Open(path string) (*Source, error) { return OpenWith(path, Options{}) }
+// OpenFile opens the image file at path, or standard input when path is
+// "-", and sniffs its format from the first bytes. Every check that can
+// fail early happens here: an unsupported container, a zip with no or
+// several images, a truncated or damaged header (as *Error). A session
+// opens its image with Open, which finds the file, URL or catalog entry
+// and what it is trusted by, and comes here for a file.
+func OpenFile(path string) (*Source, error) { return OpenWith(path, Options{}) }
 
-// OpenWith is Open with options.
+// OpenWith is OpenFile with options.
 func OpenWith(path string, opts Options) (*Source, error) {
 	if path == "-" {
 		return openStdin(opts)
@@ -504,7 +506,7 @@ func (s *Source) featureError(err error) *Error {
 }
 
 // sizeError reports decoded data that disagrees with the exact size: for an
-// archive, damage; for a raw file, whose exact size is the file's at Open
+// archive, damage; for a raw file, whose exact size is the file's at OpenFile
 // (and which is read only up to it), a file cut short while it was read.
 func (s *Source) sizeError(cause error) error {
 	if s.sizeFrom != "" {
@@ -560,7 +562,7 @@ func (s *Source) DecodedRead() int64 { return s.delivered.Load() }
 // it. Safe to call from any goroutine.
 func (s *Source) CompressedRead() int64 { return s.meter.reached.Load() }
 
-// Close releases the decoder and, for Open, the file. Reads after Close
+// Close releases the decoder and, for OpenFile, the file. Reads after Close
 // fail.
 func (s *Source) Close() error {
 	var first error
@@ -607,7 +609,7 @@ func checkNamedFormat(name string, head []byte, sn sniffResult) error {
 func (s *Source) FileInfo() (fi fs.FileInfo, ok bool) { return s.info, s.info != nil }
 
 // CheckUnchanged reports, as an *Error of Kind Changed, an image file
-// that was modified, resized or replaced since Open: what was written (and
+// that was modified, resized or replaced since OpenFile: what was written (and
 // hashed for verification) is then not one image, and verifying against
 // that hash would prove nothing. It stats the open file and the path again
 // and compares size, modification time and identity. Call it after the last

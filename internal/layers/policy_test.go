@@ -56,11 +56,15 @@ pipeline/blockdev, internal/failure, internal/lib/aligned, internal/lib/flock,
   internal/lib/diskutil, internal/lib/windisk < pipeline/diskdev;
 pipeline, pipeline/blockdev, pipeline/fanout, pipeline/filedev, pipeline/diskdev < ENGINE;
 
-# Images: formats in, block maps, backups out; the network and the cache.
-BASE, internal/image/xzdec < internal/image;
+# Images: formats in, block maps, backups out; the network and the cache;
+# and the one opening of a session's image (internal/image's Open) over
+# all of them: file, standard input, URL, cache entry, catalog entry, with
+# the sums, signatures and block maps beside it.
 BASE, internal/lib/shown < internal/image/httpsrc, internal/image/catalog;
 internal/failure, internal/lib/flock, internal/lib/shown < internal/image/dlcache;
 pipeline/blockdev < internal/image/bmap;
+BASE, internal/lib/shown, internal/image/xzdec, internal/image/httpsrc,
+  internal/image/catalog, internal/image/dlcache, internal/image/bmap < internal/image;
 BASE, internal/image/bmap, pipeline, pipeline/blockdev, internal/lib/outfile,
   internal/lib/parttable < internal/image/imagedst;
 internal/image, internal/image/httpsrc, internal/image/catalog,

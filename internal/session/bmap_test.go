@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/image/bmap"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
 )
@@ -281,7 +282,7 @@ func badMap(img []byte, edit func(t *testing.T, good []byte) []byte) func(t *tes
 }
 
 // checkMapRefusal: a map that does not fit refuses the write with a
-// *BlockMapError naming the map, the card untouched; an image that does
+// *image.BlockMapError naming the map, the card untouched; an image that does
 // not match its map names the range, which is not written, nor is the
 // first transfer.
 func checkMapRefusal(t *testing.T, bad bool, err error, want, card string, img []byte) {
@@ -294,9 +295,9 @@ func checkMapRefusal(t *testing.T, bad bool, err error, want, card string, img [
 		t.Fatal(rerr)
 	}
 	if !bad {
-		var be *BlockMapError
+		var be *image.BlockMapError
 		if !errors.As(err, &be) || !strings.HasSuffix(be.Path, ".bmap") || !strings.Contains(err.Error(), be.Path) {
-			t.Errorf("Run: %v, want a *BlockMapError naming the map", err)
+			t.Errorf("Run: %v, want a *image.BlockMapError naming the map", err)
 		}
 		if !bytes.Equal(got, bytes.Repeat([]byte{0xA5}, 4<<20)) {
 			t.Error("the card was changed")

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/image/dlcache"
 	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
@@ -110,7 +111,7 @@ func TestRunCacheWrongList(t *testing.T) {
 	}
 	srv.Files["/os.img.sha256"] = []byte(strings.Repeat("1", 64) + "\n")
 	err := write()
-	var ce *CacheEntryError
+	var ce *image.CacheEntryError
 	if !errors.As(err, &ce) || !ce.Intact {
 		t.Fatalf("second write: %v, want the entry removed as intact but not the list's", err)
 	}

@@ -305,8 +305,8 @@ func TestRunDownloadSignature(t *testing.T) {
 	}{
 		{name: "good signature", matched: "SHA256SUMS's signature was checked: a good signature by Test <t@example.invalid> (key "},
 		{name: "signed text changed", tamper: true},
-		{name: "no checksum looked for", noSHA256: true, conflict: SettingKeyringNoSHA256},
-		{name: "a sum given", sum: true, conflict: SettingKeyringSHA256},
+		{name: "no checksum looked for", noSHA256: true, conflict: image.SettingKeyringNoSHA256},
+		{name: "a sum given", sum: true, conflict: image.SettingKeyringSHA256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -342,7 +342,7 @@ func TestRunDownloadSignature(t *testing.T) {
 			}
 			_, err = Run(context.Background(), cfg, []drive.Spec{spec})
 			if tc.conflict != "" {
-				if failure.SettingOf(err) != tc.conflict || !errors.Is(err, ErrChecksumConflict) || failure.Of(err) != failure.Usage {
+				if failure.SettingOf(err) != tc.conflict || !errors.Is(err, image.ErrChecksumConflict) || failure.Of(err) != failure.Usage {
 					t.Fatalf("write: %v, want a usage error of %q", err, tc.conflict)
 				}
 				if _, err := os.Stat(card); !errors.Is(err, os.ErrNotExist) {

@@ -44,7 +44,7 @@ func holeyCard(size, end int) []byte {
 // decoded is the image a backup file holds.
 func decoded(t *testing.T, path string) []byte {
 	t.Helper()
-	src, err := image.Open(path)
+	src, err := image.OpenFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
-	"github.com/usbflash/usbflash/internal/image/catalog"
 	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
@@ -219,21 +218,11 @@ type session struct {
 	// keep is how many finished cards res keeps (0: all); log, when set,
 	// writes each card's record to the report file instead of keeping it
 	// in report. Watch sets both.
-	keep     int
-	log      *reportLog
-	download *download      // the image file's checksum check; nil: none
-	entry    *catalog.Entry // the catalog entry Image named; nil: none
-	bodies   sync.Map       // *imagesrc.Source -> its *httpsrc.Body (url.go)
-	pinned   string         // the cache entry a station's cards read (url.go's prefetch)
-	// cached is the cache entry the image is read from, checked against
-	// the SHA-256 it is named by; dropped says it did not match and was
-	// removed (url.go).
-	cacheMu  sync.Mutex // guards pinned, cached and dropped: a station's cards open the image at once
-	cached   *cachedEntry
-	dropped  bool
-	stream   bool // the image is read once (a pipe, a FIFO): openTrusted
-	httpOnce sync.Once
-	http     *httpsrc.Client // an image at a URL's (url.go)
+	keep int
+	log  *reportLog
+	// img is the session's image once it is open (openImage): what it is
+	// checked against, the download's progress, how to read it again.
+	img *image.Opened
 	// inspected is what the image's customisation takes (customize.go's
 	// inspectImage): each card is held to it when it is opened.
 	inspected customize.Result
@@ -248,7 +237,7 @@ func newSession(cfg Config) *session {
 	if transfer == 0 {
 		transfer = pipeline.DefaultTransferSize
 	}
-	return &session{cfg: cfg, transfer: transfer, report: &Report{Image: displayImage(cfg.Image), Started: now}, res: &Result{Started: now}}
+	return &session{cfg: cfg, transfer: transfer, report: &Report{Image: image.Shown(cfg.Image), Started: now}, res: &Result{Started: now}}
 }
 
 func (s *session) emit(e Event) {
@@ -290,16 +279,6 @@ func (c *card) fail(err error) {
 
 func (c *card) failed() bool { return c.out.Err != nil }
 
-// ImageError is an image that could not be opened or read, wrapping what
-// the image source said.
-type ImageError struct{ Err error }
-
-func (e *ImageError) Error() string { return e.Err.Error() }
-func (e *ImageError) Unwrap() error { return e.Err }
-
-// Class is the cause's when it says one, else Image.
-func (e *ImageError) Class() failure.Class { return failure.Within(failure.Image, e.Err) }
-
 // checkMemory refuses, before anything is opened, a session whose buffers
 // would pass blockdev.MaxBufferMemory: the ring ((buffers + 2) x transfer),
 // with several cards and a lag each card's window of lag transfers, and
@@ -316,15 +295,6 @@ func checkMemory(transfer, buffers, lag, cards int, ahead int64) error {
 		return &MemoryError{TransferSize: t, Buffers: b, Lag: l, Cards: n, ReadAhead: ahead}
 	}
 	return nil
-}
-
-// readAhead is what the image's download holds ahead of its decoder
-// (httpsrc's read-ahead), 0 for an image that is not a URL.
-func readAhead(imageRef string) int64 {
-	if isURL(imageRef) {
-		return httpsrc.ReadAheadMemory
-	}
-	return 0
 }
 
 // MemoryError is a session whose buffers would take more than
@@ -380,45 +350,40 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 func run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error, bool) {
 	s := newSession(cfg)
 	res, err := s.run(ctx, cfg, specs)
-	s.checkEntryAfter(err)
-	if s.dropped {
-		s.emit(Note{Message: "Writing again from " + displayImage(s.cfg.Image) + ": the cache's copy was damaged and is removed"})
+	dropped := s.afterImage(err)
+	if dropped {
+		s.note("Writing again from " + image.Shown(s.cfg.Image) + ": the cache's copy was damaged and is removed")
 	}
-	return res, err, s.dropped
+	return res, err, dropped
 }
 
 func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
-	if err := s.resolveCatalog(ctx); err != nil {
-		return s.res, err
-	}
-	cfg.Image = s.cfg.Image // the catalog entry's URL
-	s.noteCacheUnused()
-	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
-		return s.res, err
-	}
-	if err := checkSizes(s.transfer, cfg.Buffers, cfg.Lag, len(specs), readAhead(cfg.Image)); err != nil {
-		return s.res, err
-	}
-	if err := checkCustomize(&cfg); err != nil {
-		return s.res, err
-	}
-	if cfg.Report != "" {
-		if err := CheckReport(cfg.Report); err != nil {
-			return s.res, err
+	img, err := s.openImage(ctx, image.ReadOnce, func(img *image.Opened) error {
+		if err := cfg.VerifyMethod.CheckWrite(); err != nil {
+			return err
 		}
-	}
-	// A reader this user may not open is said before anything is read
-	// or downloaded, with what would give access.
-	if err := cfg.Readers.CheckAccess(ctx, specs); err != nil {
-		return s.res, err
-	}
-	img, err := s.openTrusted(ctx, readOnce)
+		if err := checkSizes(s.transfer, cfg.Buffers, cfg.Lag, len(specs), img.ReadAhead()); err != nil {
+			return err
+		}
+		if err := checkCustomize(&cfg); err != nil {
+			return err
+		}
+		if cfg.Report != "" {
+			if err := CheckReport(cfg.Report); err != nil {
+				return err
+			}
+		}
+		// A reader this user may not open is said before anything is
+		// read or downloaded, with what would give access.
+		return cfg.Readers.CheckAccess(ctx, specs)
+	})
 	if err != nil {
 		return s.res, err
 	}
-	defer img.close()
-	src := img.src
-	plan, err := s.planWrite(ctx, src, cfg.BlockMap, len(specs) > 1 || cfg.Report != "")
+	defer img.Close()
+	cfg.Image = img.Path() // the catalog entry's URL
+	src := img.Source
+	plan, err := s.planWrite(ctx, img, cfg.BlockMap, len(specs) > 1 || cfg.Report != "")
 	if err != nil {
 		return s.res, err
 	}
@@ -426,14 +391,14 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 	for i, t := range specs {
 		names[i] = t.Raw
 	}
-	s.emit(Started{Image: displayImage(cfg.Image), Source: src, Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers), Lag: cfg.Lag})
+	s.emit(Started{Image: image.Shown(cfg.Image), Source: src, Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers), Lag: cfg.Lag})
 	if err := s.trust(img, plan); err != nil {
 		return s.res, err
 	}
 	if plan.head, err = s.inspectImage(src); err != nil {
 		return s.res, err
 	}
-	s.startDownload(ctx, img.sum, src, "as it is written")
+	s.startCheck(ctx, img, src, "as it is written")
 
 	cards := s.openCards(ctx, specs, src, plan)
 	defer func() {
@@ -639,7 +604,7 @@ func (s *session) finish(cards []*card, _ error) error {
 // record adds a finished card to the result and the report (saved at
 // once: a Watch session runs until stopped) and says what became of it.
 func (s *session) record(c *card) {
-	c.out.Image, c.out.Station, c.out.Operator = displayImage(s.cfg.Image), s.cfg.Station, s.cfg.Operator
+	c.out.Image, c.out.Station, c.out.Operator = image.Shown(s.cfg.Image), s.cfg.Station, s.cfg.Operator
 	out := c.out
 	rec := RecordOf(&out, s.cfg.ExitCodes)
 	s.mu.Lock()

@@ -8,20 +8,12 @@ import (
 )
 
 // The settings a session's errors may be about (*failure.SettingError):
-// the caller names them in its own words (the CLI, by its flags).
+// the caller names them in its own words (the CLI, by its flags). Those
+// of its image (its checksum, keyring, cache, catalog) are image's.
 const (
 	SettingTransferSize failure.Setting = "transfer size"
 	SettingBuffers      failure.Setting = "buffers"
 	SettingLag          failure.Setting = "lag"
-	SettingSHA256       failure.Setting = "sha256"
-	SettingKeyring      failure.Setting = "sha256 keyring"
-	SettingFingerprint  failure.Setting = "sha256 fingerprint"
-	// SettingKeyringNoSHA256 is a keyring named together with no checksum
-	// looked for; SettingKeyringSHA256 together with a sum given.
-	SettingKeyringNoSHA256 failure.Setting = "sha256 keyring and no sha256"
-	SettingKeyringSHA256   failure.Setting = "sha256 keyring and sha256"
-	// SettingCache is the directory of images read from URLs.
-	SettingCache failure.Setting = "cache"
 	// SettingBlockMap is a map named together with no map; SettingSparse
 	// a sparse write together with a map named.
 	SettingBlockMap failure.Setting = "block map"

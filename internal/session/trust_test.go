@@ -151,7 +151,7 @@ func TestKeyringRefusesUnsigned(t *testing.T) {
 			row{name: cmd + ", a catalog entry whose own sum is wrong", cmd: cmd, ref: "catalog", files: good, os: "Bad OS",
 				want: func(err error) bool { return errors.As(err, new(*image.ChecksumMismatchError)) }, class: failure.Image, zeroed: cmd == "write"},
 			row{name: cmd + ", no checksum looked for", cmd: cmd, ref: "file", files: good, noSHA256: true,
-				want: is(ErrChecksumConflict), class: failure.Usage},
+				want: is(image.ErrChecksumConflict), class: failure.Usage},
 			row{name: cmd + ", standard input", cmd: cmd, ref: "stdin", want: noSignedSum, class: failure.Image})
 	}
 	rows[len(rows)-1].want, rows[len(rows)-1].class = repairStdin, failure.Usage // a repair of standard input is refused first

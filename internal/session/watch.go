@@ -8,6 +8,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
@@ -36,45 +37,40 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	if cfg.StopTimeout > 0 && cfg.SaysStop != nil {
 		defer cfg.SaysStop()()
 	}
-	if err := s.resolveCatalog(ctx); err != nil {
-		return s.res, err
-	}
-	cfg.Image = s.cfg.Image // the catalog entry's URL
-	s.noteCacheUnused()
-	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
-		return s.res, err
-	}
-	if err := checkSizes(s.transfer, cfg.Buffers, 0, 1, readAhead(cfg.Image)); err != nil {
-		return s.res, err
-	}
-	if err := checkCustomize(&cfg); err != nil {
-		return s.res, err
-	}
-	if cfg.Report != "" {
-		if err := CheckReport(cfg.Report); err != nil {
-			return s.res, err
-		}
-	}
-	// Readers that cannot be listed at all are said before an image is
-	// downloaded, not after.
-	if err := drive.CanFind(ctx, find); err != nil {
-		return s.res, err
-	}
 	// The image must open now, not at the first card; it stays open for
 	// its checksum, hashed once for every card. A URL is read once,
 	// into the cache, before the first card.
-	img, err := s.openTrusted(ctx, readPerCard)
+	img, err := s.openImage(ctx, image.ReadPerCard, func(img *image.Opened) error {
+		if err := cfg.VerifyMethod.CheckWrite(); err != nil {
+			return err
+		}
+		if err := checkSizes(s.transfer, cfg.Buffers, 0, 1, img.ReadAhead()); err != nil {
+			return err
+		}
+		if err := checkCustomize(&cfg); err != nil {
+			return err
+		}
+		if cfg.Report != "" {
+			if err := CheckReport(cfg.Report); err != nil {
+				return err
+			}
+		}
+		// Readers that cannot be listed at all are said before an image
+		// is downloaded, not after.
+		return drive.CanFind(ctx, find)
+	})
 	if err != nil {
 		return s.res, err
 	}
-	defer img.close()
-	src := img.src
-	plan, err := s.planWrite(ctx, src, cfg.BlockMap, true)
+	defer img.Close()
+	cfg.Image = img.Path() // the catalog entry's URL
+	src := img.Source
+	plan, err := s.planWrite(ctx, img, cfg.BlockMap, true)
 	if err != nil {
 		return s.res, err
 	}
 	buffers := buffersFor(s.transfer, cfg.Buffers)
-	s.emit(Started{Image: displayImage(cfg.Image), Source: src, TransferSize: s.transfer, Buffers: buffers, Watch: true})
+	s.emit(Started{Image: image.Shown(cfg.Image), Source: src, TransferSize: s.transfer, Buffers: buffers, Watch: true})
 	if err := s.trust(img, plan); err != nil {
 		return s.res, err
 	}
@@ -83,8 +79,8 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	if _, err := s.inspectImage(src); err != nil {
 		return s.res, err
 	}
-	s.startDownload(ctx, img.sum, src, "as it is written")
-	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", displayImage(cfg.Image))})
+	s.startCheck(ctx, img, src, "as it is written")
+	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", image.Shown(cfg.Image))})
 
 	// Bounded at the size asked: a card that takes less needs less.
 	sets := make(chan struct{}, max(blockdev.MaxBufferMemory/pipeline.BufferMemory(s.transfer, buffers), 1))
@@ -202,7 +198,7 @@ func (e *StopTimeoutError) Class() failure.Class { return failure.Interrupted }
 // writeOne writes one card --watch found: its own decode, the checks, the
 // write.
 func (s *session) writeOne(ctx context.Context, c *card) {
-	src, err := s.openImage(ctx, s.download)
+	src, err := s.img.OpenAgain(ctx)
 	if err != nil {
 		c.out.Target = c.d.Name
 		c.fail(err)

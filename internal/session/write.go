@@ -67,12 +67,13 @@ func (s *session) writeCards(ctx context.Context, src *image.Source, plan *write
 			if err := src.CheckUnchanged(); err != nil {
 				return err
 			}
-			matched, err := s.checkDownload(ctx, src)
+			matched, err := s.img.Check(ctx, src)
 			if matched != "" {
 				s.emit(Note{Card: names[0], Message: matched})
-				s.emit(Checksum{Card: names[0], State: ChecksumMatched, From: s.download.from, SignedBy: s.download.signedBy})
+				from, signedBy := s.img.SumFrom()
+				s.emit(Checksum{Card: names[0], State: ChecksumMatched, From: from, SignedBy: signedBy})
 			}
-			return s.dropDamagedEntry(err)
+			return err
 		}}
 	if len(cards) == 1 {
 		opts.Name = cards[0].d.Name
@@ -171,7 +172,7 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 	if s.cfg.Customize == nil {
 		// (A customised card differs from the image where it was
 		// customised: a mismatch stays as its digest found it.)
-		reopen = s.reopener()
+		reopen = s.img.Reopener()
 	}
 	var wg sync.WaitGroup
 	for i, c := range cards {
@@ -204,7 +205,7 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 			switch {
 			case errors.Is(err, context.Canceled):
 				// Written in full and synced: only the check was cut short.
-				err = &VerifyInterruptedError{Image: displayImage(s.cfg.Image), Target: cmp.Or(c.spec, c.d.Name), Written: res.Bytes, Err: err}
+				err = &VerifyInterruptedError{Image: image.Shown(s.cfg.Image), Target: cmp.Or(c.spec, c.d.Name), Written: res.Bytes, Err: err}
 			case failure.Of(err) == failure.Verify:
 				// It holds bytes known to be wrong: it must not boot them.
 				err = s.unboot(ctx, c.d, transfer, err)

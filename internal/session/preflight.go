@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/usbflash/usbflash/internal/drive"
@@ -8,6 +9,143 @@ import (
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/lib/units"
 )
+
+// The pre-write checks are one sequence for every way of writing (one
+// card, several, a station) and every thing written (an image, or the
+// blocks of an erase or a format), in three stages, each before what it
+// guards:
+//
+//  1. checkSettings, before anything is opened or read: the verify
+//     method, the sizes against the memory bound, the customisation, the
+//     report file, then whether the readers can be reached at all (each
+//     way of writing says how: reach);
+//  2. prepareImage, once the image is named and opened (image.Open, which
+//     runs stage 1 once the image is named and before any of it is read
+//     or downloaded): its block map, the announcement (Started), why it
+//     cannot be trusted, what a customisation needs of it, its checksum
+//     started;
+//  3. checkCard, each card once it is open: the transfer size fitted, what
+//     is written against the card (checkWrite), the customisation's own
+//     values, the fake-capacity probe.
+//
+// A verify, a repair and a customisation in place run the parts that
+// concern them: the sizes, fitCard, drive.CheckWritable.
+
+// writeShape is what the checks need to know of how a session writes.
+type writeShape struct {
+	// cards are written from one decode at once, lag transfers apart.
+	cards, lag int
+	how        image.Reads
+	// many: several cards, or a station: a block map is not used.
+	many    bool
+	targets []string // as given; none for a station
+	watch   bool
+	// reach says whether the readers can be reached at all (a reader
+	// this user may not open, readers that cannot be listed), before
+	// anything is read or downloaded.
+	reach func(context.Context) error
+}
+
+// checkSettings is stage 1: the settings of a write, checked before
+// anything is opened or read; ahead is what the image's download holds
+// ahead of its decoder (0 for a file).
+func (s *session) checkSettings(ctx context.Context, sh writeShape, ahead int64) error {
+	cfg := s.cfg
+	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
+		return err
+	}
+	if err := checkSizes(s.transfer, cfg.Buffers, sh.lag, sh.cards, ahead); err != nil {
+		return err
+	}
+	if err := checkCustomize(&cfg); err != nil {
+		return err
+	}
+	if cfg.Report != "" {
+		if err := CheckReport(cfg.Report); err != nil {
+			return err
+		}
+	}
+	if sh.reach == nil {
+		return nil
+	}
+	return sh.reach(ctx)
+}
+
+// prepareImage is stages 1 and 2 of a write of an image: the image
+// opened (read as sh.how says) once the settings passed, its block map
+// found (a plan of one card reads the bytes a customisation looked at
+// first: plan.head), announced, trusted or refused, what a customisation
+// needs found in it, and its checksum started. On an error nothing is
+// left open.
+func (s *session) prepareImage(ctx context.Context, sh writeShape) (*image.Opened, *writePlan, error) {
+	img, err := s.openImage(ctx, sh.how, func(img *image.Opened) error { return s.checkSettings(ctx, sh, img.ReadAhead()) })
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := s.announce(ctx, img, sh)
+	if err != nil {
+		img.Close()
+		return nil, nil, err
+	}
+	s.startCheck(ctx, img, img.Source, "as it is written")
+	return img, plan, nil
+}
+
+// announce is stage 2 once the image is open.
+func (s *session) announce(ctx context.Context, img *image.Opened, sh writeShape) (*writePlan, error) {
+	cfg := s.cfg
+	src := img.Source
+	plan, err := s.planWrite(ctx, img, cfg.BlockMap, sh.many)
+	if err != nil {
+		return nil, err
+	}
+	lag := cfg.Lag
+	if sh.watch {
+		lag = 0
+	}
+	s.emit(Started{Image: image.Shown(cfg.Image), Source: src, Targets: sh.targets, TransferSize: s.transfer,
+		Buffers: buffersFor(s.transfer, cfg.Buffers), Lag: lag, Watch: sh.watch})
+	if err := s.trust(img, plan); err != nil {
+		return nil, err
+	}
+	head, err := s.inspectImage(src)
+	if err != nil {
+		return nil, err
+	}
+	if !sh.watch {
+		// A station's cards each read their own source: the first bytes
+		// read to decide are not written.
+		plan.head = head
+	}
+	return plan, nil
+}
+
+// fitCard says a card is open (Opened, under the name every later event
+// uses) and fits the transfer size asked to it, with a note when it
+// changed: the one place a session's transfer size meets a card.
+func (s *session) fitCard(d *drive.Device, transfer int) int {
+	fit := fitTransfer(d, transfer)
+	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: fit.Size, Transport: transportOf(d)})
+	if note := fit.Note(d.Name); note != "" {
+		s.emit(Note{Card: d.Name, Message: note})
+	}
+	return fit.Size
+}
+
+// checkCard is stage 3: a card that opened, described and checked before
+// its first byte (with Config.Check, probed for a fake capacity too); the
+// card's error says why it may not be written.
+func (s *session) checkCard(ctx context.Context, c *card, src *image.Source) {
+	d := c.d
+	c.out.Target, c.out.Capacity, c.out.Serial = d.Name, d.Capacity(), readerSerial(d)
+	c.transfer = s.fitCard(d, s.transfer)
+	c.out.Identity = identityOf(d, c.transfer)
+	c.fail(checkWrite(d, src, c.transfer, s.cfg.Force))
+	s.customizeFor(c)
+	if s.cfg.Check && !c.failed() {
+		s.checkFake(ctx, c, src)
+	}
+}
 
 // ErrTooSmallImage: the image is smaller than one transfer, too small to
 // be an OS image.

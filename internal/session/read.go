@@ -61,9 +61,7 @@ func NewBackup(cfg BackupConfig) (*Backup, error) {
 	case cfg.Size > 0 && cfg.Used:
 		return nil, &failure.SettingError{Setting: SettingSize, Err: errors.New("a size and the partitions' end both say where to stop")}
 	}
-	if cfg.TransferSize == 0 {
-		cfg.TransferSize = pipeline.DefaultReadSize
-	}
+	cfg.TransferSize = transferSize(cfg.TransferSize).read()
 	if err := checkSizes(cfg.TransferSize, cfg.Buffers, 0, 1, 0); err != nil {
 		return nil, err
 	}
@@ -98,7 +96,7 @@ func (b *Backup) Run(ctx context.Context, spec drive.Spec) (*BackupResult, error
 		return nil, err
 	}
 	defer d.Close()
-	transfer := s.openedToRead(d, cfg.TransferSize)
+	transfer := s.fitCard(d, cfg.TransferSize)
 	if d.InUse != nil {
 		s.emit(InUse{Card: d.Name, Err: d.InUse})
 	}

@@ -174,7 +174,7 @@ func (s *session) customizeInPlace(ctx context.Context, cfg CustomizeConfig, spe
 	if err := drive.CheckWritable(d); err != nil {
 		return CustomizedCard{}, err
 	}
-	transfer := s.openedToRead(d, s.transfer)
+	transfer := s.fitCard(d, s.transfer)
 	bs, capacity := int64(d.Dev.BlockSize()), d.Capacity()
 	firstLen := min(int64(transfer), capacity) / bs * bs
 	orig := aligned.Bytes(int(firstLen))

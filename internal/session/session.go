@@ -233,11 +233,7 @@ func newSession(cfg Config) *session {
 		cfg.Lag = 0
 	}
 	now := time.Now()
-	transfer := cfg.TransferSize
-	if transfer == 0 {
-		transfer = pipeline.DefaultTransferSize
-	}
-	return &session{cfg: cfg, transfer: transfer, report: &Report{Image: image.Shown(cfg.Image), Started: now}, res: &Result{Started: now}}
+	return &session{cfg: cfg, transfer: transferSize(cfg.TransferSize).write(), report: &Report{Image: image.Shown(cfg.Image), Started: now}, res: &Result{Started: now}}
 }
 
 func (s *session) emit(e Event) {
@@ -358,47 +354,20 @@ func run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error, b
 }
 
 func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
-	img, err := s.openImage(ctx, image.ReadOnce, func(img *image.Opened) error {
-		if err := cfg.VerifyMethod.CheckWrite(); err != nil {
-			return err
-		}
-		if err := checkSizes(s.transfer, cfg.Buffers, cfg.Lag, len(specs), img.ReadAhead()); err != nil {
-			return err
-		}
-		if err := checkCustomize(&cfg); err != nil {
-			return err
-		}
-		if cfg.Report != "" {
-			if err := CheckReport(cfg.Report); err != nil {
-				return err
-			}
-		}
-		// A reader this user may not open is said before anything is
-		// read or downloaded, with what would give access.
-		return cfg.Readers.CheckAccess(ctx, specs)
-	})
-	if err != nil {
-		return s.res, err
-	}
-	defer img.Close()
-	cfg.Image = img.Path() // the catalog entry's URL
-	src := img.Source
-	plan, err := s.planWrite(ctx, img, cfg.BlockMap, len(specs) > 1 || cfg.Report != "")
-	if err != nil {
-		return s.res, err
-	}
 	names := make([]string, len(specs))
 	for i, t := range specs {
 		names[i] = t.Raw
 	}
-	s.emit(Started{Image: image.Shown(cfg.Image), Source: src, Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers), Lag: cfg.Lag})
-	if err := s.trust(img, plan); err != nil {
+	img, plan, err := s.prepareImage(ctx, writeShape{cards: len(specs), lag: cfg.Lag, how: image.ReadOnce,
+		many: len(specs) > 1 || cfg.Report != "", targets: names,
+		// A reader this user may not open is said before anything is
+		// read or downloaded, with what would give access.
+		reach: func(ctx context.Context) error { return cfg.Readers.CheckAccess(ctx, specs) }})
+	if err != nil {
 		return s.res, err
 	}
-	if plan.head, err = s.inspectImage(src); err != nil {
-		return s.res, err
-	}
-	s.startCheck(ctx, img, src, "as it is written")
+	defer img.Close()
+	src := img.Source
 
 	cards := s.openCards(ctx, specs, src, plan)
 	defer func() {
@@ -462,38 +431,18 @@ func (s *session) openCards(ctx context.Context, specs []drive.Spec, src *image.
 			continue
 		}
 		if !s.cfg.Check {
-			s.opened(ctx, c, src)
+			s.checkCard(ctx, c, src)
 			continue
 		}
 		// Each card's probe on its own goroutine: it takes seconds.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.opened(ctx, c, src)
+			s.checkCard(ctx, c, src)
 		}()
 	}
 	wg.Wait()
 	return cards
-}
-
-// opened describes a card that opened and runs the pre-write checks (and
-// with Config.Check the fake-card probe).
-func (s *session) opened(ctx context.Context, c *card, src *image.Source) {
-	d := c.d
-	c.out.Target, c.out.Capacity, c.out.Serial = d.Name, d.Capacity(), readerSerial(d)
-	var note string
-	fit := blockdev.FitTransfer(d.Dev, s.transfer)
-	c.transfer, note = fit.Size, fit.Note(d.Name)
-	c.out.Identity = identityOf(d, c.transfer)
-	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: c.transfer, Transport: transportOf(d)})
-	if note != "" {
-		s.emit(Note{Card: d.Name, Message: note})
-	}
-	c.fail(checkWrite(d, src, c.transfer, s.cfg.Force))
-	s.customizeFor(c)
-	if s.cfg.Check && !c.failed() {
-		s.checkFake(ctx, c, src)
-	}
 }
 
 func expectedSize(src *image.Source) int64 {

@@ -91,10 +91,7 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 }
 
 func (s *session) verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResult, error) {
-	transfer := cfg.TransferSize
-	if transfer == 0 {
-		transfer = pipeline.DefaultReadSize
-	}
+	transfer := transferSize(cfg.TransferSize).read()
 	how := image.ReadOnce
 	if cfg.Repair {
 		how = image.ReadAgain
@@ -131,7 +128,7 @@ func (s *session) verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec)
 		return nil, err
 	}
 	defer d.Close()
-	fitted := s.openedToRead(d, transfer)
+	fitted := s.fitCard(d, transfer)
 	if cfg.Repair {
 		if err := drive.CheckWritable(d); err != nil {
 			return nil, err
@@ -256,18 +253,6 @@ func verifyAgain(ctx context.Context, d *drive.Device, open func() (io.ReadClose
 	}
 	defer src.Close()
 	return pipeline.Verify(ctx, d.Dev, src, size, opts)
-}
-
-// openedToRead says a card opened to be read and fits the transfer size
-// to it.
-func (s *session) openedToRead(d *drive.Device, transfer int) int {
-	fit := blockdev.FitTransfer(d.Dev, transfer)
-	fitted, note := fit.Size, fit.Note(d.Name)
-	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: fitted, Transport: transportOf(d)})
-	if note != "" {
-		s.emit(Note{Card: d.Name, Message: note})
-	}
-	return fitted
 }
 
 // cardProgress is the Progress of a session of one card that reads it.

@@ -40,47 +40,16 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	// The image must open now, not at the first card; it stays open for
 	// its checksum, hashed once for every card. A URL is read once,
 	// into the cache, before the first card.
-	img, err := s.openImage(ctx, image.ReadPerCard, func(img *image.Opened) error {
-		if err := cfg.VerifyMethod.CheckWrite(); err != nil {
-			return err
-		}
-		if err := checkSizes(s.transfer, cfg.Buffers, 0, 1, img.ReadAhead()); err != nil {
-			return err
-		}
-		if err := checkCustomize(&cfg); err != nil {
-			return err
-		}
-		if cfg.Report != "" {
-			if err := CheckReport(cfg.Report); err != nil {
-				return err
-			}
-		}
+	img, _, err := s.prepareImage(ctx, writeShape{cards: 1, how: image.ReadPerCard, many: true, watch: true,
 		// Readers that cannot be listed at all are said before an image
 		// is downloaded, not after.
-		return drive.CanFind(ctx, find)
-	})
+		reach: func(ctx context.Context) error { return drive.CanFind(ctx, find) }})
 	if err != nil {
 		return s.res, err
 	}
 	defer img.Close()
-	cfg.Image = img.Path() // the catalog entry's URL
-	src := img.Source
-	plan, err := s.planWrite(ctx, img, cfg.BlockMap, true)
-	if err != nil {
-		return s.res, err
-	}
 	buffers := buffersFor(s.transfer, cfg.Buffers)
-	s.emit(Started{Image: image.Shown(cfg.Image), Source: src, TransferSize: s.transfer, Buffers: buffers, Watch: true})
-	if err := s.trust(img, plan); err != nil {
-		return s.res, err
-	}
-	// Each card reads its own source: the station's first bytes, read
-	// to decide, are not written.
-	if _, err := s.inspectImage(src); err != nil {
-		return s.res, err
-	}
-	s.startCheck(ctx, img, src, "as it is written")
-	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", image.Shown(cfg.Image))})
+	s.emit(Note{Message: fmt.Sprintf("Watching for cards to write %s to; Ctrl-C to stop", image.Shown(s.cfg.Image))})
 
 	// Bounded at the size asked: a card that takes less needs less.
 	sets := make(chan struct{}, max(blockdev.MaxBufferMemory/pipeline.BufferMemory(s.transfer, buffers), 1))
@@ -89,7 +58,7 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	ok, failed := 0, 0
 	var errs []error // one error of each class: what CardsError.Class needs
 	found := 0       // cards found, for {n}
-	opts := drive.WatchOptions{Options: drive.Options{Force: cfg.Force, Image: cfg.Image, Readers: cfg.Readers,
+	opts := drive.WatchOptions{Options: drive.Options{Force: cfg.Force, Image: s.cfg.Image, Readers: cfg.Readers,
 		OnNotice: s.onNotice},
 		OnNote:    func(msg string) { s.emit(Note{Message: msg}) },
 		OnReaders: func(n int) { s.emit(Readers{Present: n}) },
@@ -205,7 +174,7 @@ func (s *session) writeOne(ctx context.Context, c *card) {
 		return
 	}
 	defer src.Close()
-	s.opened(ctx, c, src)
+	s.checkCard(ctx, c, src)
 	if c.failed() {
 		return
 	}

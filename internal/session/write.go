@@ -162,10 +162,7 @@ func (s *session) markSlowest(cards []*card, results []fanout.Result) {
 func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.WriteResult, transfer int) {
 	prog := s.watchVerify(cards, res.Bytes)
 	defer prog.stop()
-	readSize := s.cfg.TransferSize // a size the user chose
-	if readSize == 0 {
-		readSize = pipeline.ReadBackSize(transfer, len(cards))
-	}
+	readSize := transferSize(s.cfg.TransferSize).readBack(transfer, len(cards))
 	// Standard input and a URL were read once: a mismatch stays as the verify found
 	// it (a digest mismatch still names its range).
 	var reopen func() (io.ReadCloser, error)
@@ -182,7 +179,7 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			size := blockdev.FitTransfer(c.d.Dev, readSize).Size // the write said what the card takes
+			size := fitTransfer(c.d, readSize).Size // the write said what the card takes
 			written := res
 			if c.digests != nil {
 				written.Digests = *c.digests // the card as customised

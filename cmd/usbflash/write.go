@@ -16,6 +16,7 @@ import (
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/probe/fakecheck"
 	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/station"
 	"github.com/usbflash/usbflash/internal/station/metrics"
 	"github.com/usbflash/usbflash/internal/station/slotlog"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
@@ -163,7 +164,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		Image: imageRef, OS: f.catalog.os, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
 		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.trust.sha256, NoSHA256: f.trust.noSHA256, SHA256Keyring: f.trust.keyring, SHA256Fingerprint: f.trust.fingerprint,
-		Check: f.check, Repair: f.repair, StopTimeout: f.stopTimeout, SaysStop: a.aborts.Says, Station: f.station, Operator: f.operator,
+		Check: f.check, Repair: f.repair, Station: f.station, Operator: f.operator,
 	}
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
 		return err
@@ -182,7 +183,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		return err
 	}
 	f.metrics.Version, f.metrics.Station = buildVersion(), f.station
-	station, stopMetrics, err := metrics.Start(f.metrics)
+	counted, stopMetrics, err := metrics.Start(f.metrics)
 	if err != nil {
 		return err
 	}
@@ -212,12 +213,12 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 			return &usageError{"--watch writes every card that appears without asking: add --yes"}
 		}
 		p := newSessionPresenter(rep, f, true)
-		cfg.Observer = session.Tee(p, station, logs)
+		cfg.Observer = session.Tee(p, counted, logs)
 		find := a.watchFinder
 		if find == nil {
 			find = cfg.Readers.Finder(f.force)
 		}
-		res, err := session.Watch(ctx, cfg, find)
+		res, err := station.Watch(ctx, station.Config{Write: cfg, StopTimeout: f.stopTimeout, SaysStop: a.aborts.Says}, find)
 		return p.finish(res, err)
 	}
 	specs, err := a.writeTargets(ctx, rep, cfg.Readers, targets, f)
@@ -234,7 +235,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	} else {
 		p = newCardPresenter(rep, f)
 	}
-	cfg.Observer = session.Tee(p, station, logs)
+	cfg.Observer = session.Tee(p, counted, logs)
 	res, err := session.Run(ctx, cfg, specs)
 	return p.finish(res, err)
 }

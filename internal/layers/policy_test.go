@@ -90,6 +90,8 @@ LIB, ENGINE, IMAGE, scsi, usbms, internal/customize, internal/drive,
   internal/observe, internal/lib/outfile, internal/probe/fakecheck,
   internal/probe/region < internal/session;
 internal/failure, internal/session < internal/station/slotlog;
+# A station: a session taking its cards as they come.
+internal/drive, internal/failure, internal/session, pipeline/blockdev < internal/station;
 internal/failure, internal/observe, internal/session < internal/station/metrics;
 
 # Presenters.

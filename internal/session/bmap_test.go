@@ -228,8 +228,8 @@ func TestRunBlockMap(t *testing.T) {
 					t.Errorf("card %d: verified %v by %v", i, o.Verified(), o.Verify)
 				}
 				switch {
-				case mapped == nil && (o.Skipped != 0 || !holds(cards[i], img)):
-					t.Errorf("card %d: %d bytes skipped, the whole image written %v", i, o.Skipped, holds(cards[i], img))
+				case mapped == nil && (o.Skipped != 0 || !testimage.Holds(cards[i], img)):
+					t.Errorf("card %d: %d bytes skipped, the whole image written %v", i, o.Skipped, testimage.Holds(cards[i], img))
 				case mapped != nil && (tc.skipped == -1 && o.Skipped <= 0 || tc.skipped >= 0 && o.Skipped != tc.skipped || o.SkippedWhy == ""):
 					t.Errorf("card %d: %d bytes skipped (%s), want %d", i, o.Skipped, o.SkippedWhy, tc.skipped)
 				case mapped != nil:
@@ -241,7 +241,7 @@ func TestRunBlockMap(t *testing.T) {
 	// The choices that contradict each other, and a map or a sparse write
 	// for several cards, are refused before any card is opened.
 	dir := t.TempDir()
-	image, _ := testImage(t, dir, 1<<20)
+	image, _ := testimage.File(t, dir, 1<<20)
 	cards := oldCards(t, dir, 2)
 	for _, tc := range []struct {
 		choice BlockMapChoice

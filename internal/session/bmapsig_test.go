@@ -14,6 +14,7 @@ import (
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
+	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
 	"github.com/usbflash/usbflash/internal/testkit/testpgp"
 )
@@ -115,8 +116,8 @@ func TestBlockMapSignature(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !holds(card, img) || !strings.HasSuffix(log.map_, "os.img.bmap") {
-				t.Fatalf("write: %v, holds %v, map %q\n%s", err, holds(card, img), log.map_, notes)
+			if err != nil || !testimage.Holds(card, img) || !strings.HasSuffix(log.map_, "os.img.bmap") {
+				t.Fatalf("write: %v, holds %v, map %q\n%s", err, testimage.Holds(card, img), log.map_, notes)
 			}
 			if strings.Count(notes, tc.note) != 1 {
 				t.Errorf("notes:\n%s\nwant once %q", notes, tc.note)

@@ -189,23 +189,3 @@ func TestRunCacheFile(t *testing.T) {
 		t.Errorf("the cache was made: %v", err)
 	}
 }
-
-// TestWatchURLNoReaders: a station writing a URL image where readers
-// cannot be listed at all (no USB access) says so before it downloads
-// the image, not after.
-func TestWatchURLNoReaders(t *testing.T) {
-	t.Parallel()
-	srv := flakyhttp.New(flakyhttp.Version{Data: testpattern.Bytes(1<<20, 55), ETag: `"n1"`}, nil)
-	srv.Path = "/os.img"
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	noUSB := errors.New("no access to USB devices here")
-	find := func(context.Context) ([]drive.Found, error) { return nil, noUSB }
-	_, err := Watch(context.Background(), Config{Image: ts.URL + "/os.img", TransferSize: 1 << 20, Buffers: 2, HTTP: instantHTTP()}, find)
-	if !errors.Is(err, noUSB) {
-		t.Fatalf("Watch: %v, want the readers' error", err)
-	}
-	if n := srv.Requests(); n != 0 {
-		t.Errorf("the image was asked for %d times before the readers were found unlistable", n)
-	}
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/testkit/testimage"
 )
 
 // TestRefusedRunLeavesNoNewTarget: a target the session created (a file:
@@ -19,7 +20,7 @@ import (
 func TestRefusedRunLeavesNoNewTarget(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	imageRef, _ := testImage(t, dir, 1<<20)
+	imageRef, _ := testimage.File(t, dir, 1<<20)
 	existing := filepath.Join(dir, "existing.img")
 	if err := os.WriteFile(existing, make([]byte, 512<<10), 0o644); err != nil {
 		t.Fatal(err)

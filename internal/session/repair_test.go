@@ -11,6 +11,7 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
+	"github.com/usbflash/usbflash/internal/testkit/testimage"
 )
 
 // TestWriteRepair: a write whose read-back differs has the blocks that
@@ -40,7 +41,7 @@ func TestWriteRepair(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image, img := testImage(t, dir, size)
+			image, img := testimage.File(t, dir, size)
 			var ev events
 			res, _ := Run(context.Background(), Config{Image: image, Verify: true, Repair: tc.repair, Lag: 2, Observer: &ev}, simSpecs(t, dir, tc.cards...))
 			if len(res.Cards) != len(tc.cards) {
@@ -60,7 +61,7 @@ func TestWriteRepair(t *testing.T) {
 					t.Errorf("%s: %v", name, o.Err)
 				case want == 0 && o.Repair != nil, want > 0 && (o.Repair == nil || o.Repair.Ranges != want || o.Repair.Bytes != 512):
 					t.Errorf("%s: repair %+v, want %d ranges", name, o.Repair, want)
-				case !holds(filepath.Join(dir, name), img):
+				case !testimage.Holds(filepath.Join(dir, name), img):
 					t.Errorf("%s does not hold the image", name)
 				}
 			}
@@ -111,7 +112,7 @@ func TestVerifyRepair(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image, img := testImage(t, dir, 2<<20+300)
+			image, img := testimage.File(t, dir, 2<<20+300)
 			card := filepath.Join(dir, "card.img")
 			onCard := bytes.Clone(img)
 			onCard[0] ^= 1         // the first block
@@ -136,7 +137,7 @@ func TestVerifyRepair(t *testing.T) {
 			if res.Repair == nil || res.Repair.Ranges != 2 || res.Repair.Bytes != 1024 || res.Bytes != int64(len(img)) {
 				t.Errorf("result %+v, repair %+v", res.VerifyResult, res.Repair)
 			}
-			if !holds(card, img) {
+			if !testimage.Holds(card, img) {
 				t.Error("the card does not hold the image")
 			}
 		})

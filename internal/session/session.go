@@ -47,17 +47,6 @@ type Config struct {
 	// Station and Operator label every card's record (a station's name,
 	// who ran it); "" leaves them out.
 	Station, Operator string
-	// StopTimeout, for Watch: when ctx ends (a stop request: SIGTERM to
-	// a service) no new card is taken and the cards being written are
-	// finished, for up to this long, before they are stopped after the
-	// command in flight; 0 stops them at once.
-	StopTimeout time.Duration
-	// SaysStop, if set, is called by Watch with a StopTimeout, which says
-	// itself (a Note) what a stop request does: whatever announces stop
-	// requests (the process's signal handler) must not say "stopped after
-	// the command in flight" then. Watch calls what it returns as it
-	// returns.
-	SaysStop func() (remove func())
 	// Repair: a card whose read-back differs has the ranges that differ
 	// written again and compared again (pipeline.Repair), then is
 	// verified in full once more; one that does not hold them fails as
@@ -164,12 +153,13 @@ func (o *Outcome) Verified() bool { return o.Err == nil && o.Verify != nil }
 // Result is a whole session.
 type Result struct {
 	// Cards are the finished cards, in the order they finished; of a
-	// Watch session the last RecentCards of them (its report holds all).
+	// session of Cards (a station's) the last RecentCards of them (its
+	// report holds all).
 	Cards   []*Outcome
 	Tally   Tally // every finished card, counted
 	Started time.Time
-	// Report is what Config.Report holds; a Watch session's holds no
-	// cards (they were written to the file as they finished).
+	// Report is what Config.Report holds; that of a session of Cards
+	// holds no cards (they were written to the file as they finished).
 	Report *Report
 }
 
@@ -208,7 +198,7 @@ func (res *Result) add(o *Outcome, r *Record, keep int) {
 	res.Cards = append(res.Cards, o)
 }
 
-// session is the state of one Run or Watch.
+// session is the state of one Run, Verify or session of Cards.
 type session struct {
 	cfg      Config
 	transfer int        // the transfer size asked: Config's, or the default
@@ -217,7 +207,7 @@ type session struct {
 	res      *Result
 	// keep is how many finished cards res keeps (0: all); log, when set,
 	// writes each card's record to the report file instead of keeping it
-	// in report. Watch sets both.
+	// in report. TakeCards sets both.
 	keep int
 	log  *reportLog
 	// img is the session's image once it is open (openImage): what it is
@@ -487,7 +477,7 @@ func (e *RefusedError) Unwrap() []error { return e.Refused }
 // CardsError ends a session in which some cards failed.
 type CardsError struct {
 	Succeeded, Failed int
-	Errs              []error // each failed card's error; of Watch, the first of each class
+	Errs              []error // each failed card's error; of a station, the first of each class
 }
 
 func (e *CardsError) Error() string {
@@ -551,7 +541,7 @@ func (s *session) finish(cards []*card, _ error) error {
 }
 
 // record adds a finished card to the result and the report (saved at
-// once: a Watch session runs until stopped) and says what became of it.
+// once: a station runs until stopped) and says what became of it.
 func (s *session) record(c *card) {
 	c.out.Image, c.out.Station, c.out.Operator = image.Shown(s.cfg.Image), s.cfg.Station, s.cfg.Operator
 	out := c.out

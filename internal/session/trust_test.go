@@ -467,7 +467,7 @@ func TestFailedCardBootsNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			imagePath, img := testImage(t, dir, 3<<20+777)
+			imagePath, img := testimage.File(t, dir, 3<<20+777)
 			var res *Result
 			var err error
 			var before []byte

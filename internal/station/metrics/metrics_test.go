@@ -18,6 +18,7 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/station"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 	"github.com/usbflash/usbflash/internal/testkit/simcards"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
@@ -191,7 +192,7 @@ func TestWatch(t *testing.T) {
 		}
 	})
 	find := func(context.Context) ([]drive.Found, error) { return readers, nil }
-	if _, err := session.Watch(ctx, session.Config{Image: img, Verify: true, Observer: obs}, find); err != nil {
+	if _, err := station.Watch(ctx, station.Config{Write: session.Config{Image: img, Verify: true, Observer: obs}}, find); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{

@@ -161,23 +161,28 @@ func (a *app) reported(asJSON, quiet bool, body func(termui.Reporter) error) err
 func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f writeFlags) (err error) {
 	imageRef, targets := f.catalog.image(args)
 	cfg := session.Config{
-		Image: imageRef, OS: f.catalog.os, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
-		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
-		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.trust.sha256, NoSHA256: f.trust.noSHA256, SHA256Keyring: f.trust.keyring, SHA256Fingerprint: f.trust.fingerprint,
-		Check: f.check, Repair: f.repair, Station: f.station, Operator: f.operator,
+		Image: image.Ref{Path: imageRef, OS: f.catalog.os, Catalog: f.catalog.catalog, SHA256: f.trust.sha256, NoSHA256: f.trust.noSHA256,
+			SHA256Keyring: f.trust.keyring, SHA256Fingerprint: f.trust.fingerprint, Cache: f.trust.cache},
+		Targets: session.Targets{Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused},
+		Engine: session.Engine{TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag, Verify: !f.noVerify, VerifyMethod: f.verifyMethod,
+			BlockMap: f.bmap.choice(), Repair: f.repair},
+		Output: session.Output{Report: f.report, ExitCodes: classCodes(), Station: f.station, Operator: f.operator},
 	}
-	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
+	maxCache, err := parseMaxCache(f.maxCache)
+	if err != nil {
 		return err
 	}
-	cfg.Cache, cfg.Catalog = f.trust.cache, f.catalog.catalog
-	if cfg.HTTP, err = a.httpOptions(); err != nil {
+	if f.check {
+		cfg.Targets.Check = &fakecheck.Options{MaxCache: maxCache}
+	}
+	if cfg.Image.HTTP, err = a.httpOptions(); err != nil {
 		return err
 	}
-	if cfg.CacheMax, err = f.trust.cacheMax(); err != nil {
+	if cfg.Image.CacheMax, err = f.trust.cacheMax(); err != nil {
 		return err
 	}
 	if stdin, ok := a.stdin.(*os.File); ok {
-		cfg.Stdin = stdin
+		cfg.Image.Stdin = stdin
 	}
 	if cfg.Customize, err = f.custom.config(a.customBase); err != nil {
 		return err
@@ -187,7 +192,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	if err != nil {
 		return err
 	}
-	logs, closeLogs, err := slotlog.Start(f.logDir, cfg.ExitCodes)
+	logs, closeLogs, err := slotlog.Start(f.logDir, cfg.Output.ExitCodes)
 	if err != nil {
 		stopMetrics()
 		return err
@@ -202,10 +207,10 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		if named == "" {
 			named = f.catalog.os
 		}
-		cfg.Confirm = func(cards []*drive.Device, src *image.Source) error { return a.confirm(cards, named, src) }
+		cfg.Output.Confirm = func(cards []*drive.Device, src *image.Source) error { return a.confirm(cards, named, src) }
 	}
 	// Enumerated once, for --all and the opens alike.
-	if cfg.Readers, err = a.newReaders(); err != nil {
+	if cfg.Targets.Readers, err = a.newReaders(); err != nil {
 		return err
 	}
 	if f.watch {
@@ -213,15 +218,15 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 			return &usageError{"--watch writes every card that appears without asking: add --yes"}
 		}
 		p := newSessionPresenter(rep, f, true)
-		cfg.Observer = session.Tee(p, counted, logs)
+		cfg.Output.Observer = session.Tee(p, counted, logs)
 		find := a.watchFinder
 		if find == nil {
-			find = cfg.Readers.Finder(f.force)
+			find = cfg.Targets.Readers.Finder(f.force)
 		}
 		res, err := station.Watch(ctx, station.Config{Write: cfg, StopTimeout: f.stopTimeout, SaysStop: a.aborts.Says}, find)
 		return p.finish(res, err)
 	}
-	specs, err := a.writeTargets(ctx, rep, cfg.Readers, targets, f)
+	specs, err := a.writeTargets(ctx, rep, cfg.Targets.Readers, targets, f)
 	if err != nil {
 		return err
 	}
@@ -235,7 +240,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	} else {
 		p = newCardPresenter(rep, f)
 	}
-	cfg.Observer = session.Tee(p, counted, logs)
+	cfg.Output.Observer = session.Tee(p, counted, logs)
 	res, err := session.Run(ctx, cfg, specs)
 	return p.finish(res, err)
 }

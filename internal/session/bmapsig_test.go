@@ -100,8 +100,7 @@ func TestBlockMapSignature(t *testing.T) {
 			}
 			card, spec := newSimCard(t)
 			log := &eventLog{}
-			_, err := Run(context.Background(), Config{Image: imageRef, TransferSize: 1 << 20, Buffers: 2, SHA256Keyring: tc.keys, SHA256Fingerprint: tc.fpr,
-				Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
+			_, err := Run(context.Background(), Config{Image: image.Ref{Path: imageRef, SHA256Keyring: tc.keys, SHA256Fingerprint: tc.fpr, HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}, []drive.Spec{spec})
 			notes := strings.Join(log.all(), "\n")
 			got, _ := os.ReadFile(card)
 			if tc.class == failure.Usage {

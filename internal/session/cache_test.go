@@ -24,8 +24,7 @@ func writeCached(t *testing.T, url, cache string) ([]string, []byte, error) {
 	t.Helper()
 	card, spec := newSimCard(t)
 	log := &noteLog{}
-	_, err := Run(context.Background(), Config{Image: url, TransferSize: 1 << 20, Buffers: 2, Observer: log,
-		HTTP: instantHTTP(), Cache: cache}, []drive.Spec{spec})
+	_, err := Run(context.Background(), Config{Image: image.Ref{Path: url, HTTP: instantHTTP(), Cache: cache}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}, []drive.Spec{spec})
 	got, _ := os.ReadFile(card)
 	return log.all(), got, err
 }
@@ -152,8 +151,7 @@ func TestRunCacheShared(t *testing.T) {
 	}
 	card, spec := newSimCard(t)
 	log := &noteLog{}
-	_, err = Run(context.Background(), Config{Image: url, TransferSize: 1 << 20, Buffers: 2, Observer: log,
-		HTTP: instantHTTP(), Cache: dir}, []drive.Spec{spec})
+	_, err = Run(context.Background(), Config{Image: image.Ref{Path: url, HTTP: instantHTTP(), Cache: dir}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}, []drive.Spec{spec})
 	got, _ := os.ReadFile(card)
 	if err != nil || !bytes.Equal(got[:len(img)], img) {
 		t.Fatalf("write beside another run: %v\n%s", err, strings.Join(log.all(), "\n"))
@@ -178,7 +176,7 @@ func TestRunCacheFile(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "cache")
 	_, spec := newSimCard(t)
 	log := &noteLog{}
-	if _, err := Run(context.Background(), Config{Image: path, TransferSize: 1 << 20, Buffers: 2, Observer: log, Cache: cache},
+	if _, err := Run(context.Background(), Config{Image: image.Ref{Path: path, Cache: cache}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}},
 		[]drive.Spec{spec}); err != nil {
 		t.Fatal(err)
 	}

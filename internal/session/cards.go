@@ -34,8 +34,8 @@ type Cards struct {
 func TakeCards(ctx context.Context, cfg Config, reach func(context.Context) error) (*Cards, error) {
 	s := newSession(cfg)
 	s.keep = RecentCards
-	if cfg.Report != "" {
-		s.log = &reportLog{path: cfg.Report}
+	if cfg.Output.Report != "" {
+		s.log = &reportLog{path: cfg.Output.Report}
 	}
 	img, _, err := s.prepareImage(ctx, writeShape{cards: 1, how: image.ReadPerCard, many: true, watch: true, reach: reach})
 	if err != nil {
@@ -68,19 +68,19 @@ func (c *Cards) Tally() Tally {
 func (c *Cards) Emit(e Event) { c.s.emit(e) }
 
 // Image is the image as messages show it.
-func (c *Cards) Image() string { return image.Shown(c.s.cfg.Image) }
+func (c *Cards) Image() string { return image.Shown(c.s.cfg.Image.Path) }
 
 // OpenOptions are how the session's cards are opened: forced or not, the
 // image's own disk refused, the command's readers, each reader's notices
 // told.
 func (c *Cards) OpenOptions() drive.Options {
-	return drive.Options{Force: c.s.cfg.Force, Image: c.s.cfg.Image, Readers: c.s.cfg.Readers, OnNotice: c.s.onNotice}
+	return drive.Options{Force: c.s.cfg.Targets.Force, Image: c.s.cfg.Image.Path, Readers: c.s.cfg.Targets.Readers, OnNotice: c.s.onNotice}
 }
 
 // BufferMemory is what one card's write takes of buffers at the transfer
 // size asked (a card that takes less needs less).
 func (c *Cards) BufferMemory() int64 {
-	return pipeline.BufferMemory(c.s.transfer, buffersFor(c.s.transfer, c.s.cfg.Buffers))
+	return pipeline.BufferMemory(c.s.transfer, buffersFor(c.s.transfer, c.s.cfg.Engine.Buffers))
 }
 
 // Write writes the image to the card d, the n-th found (its number in

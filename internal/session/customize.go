@@ -38,7 +38,7 @@ func checkCustomize(cfg *Config) error {
 	if err := cfg.Customize.Check(); err != nil {
 		return err
 	}
-	if cfg.Verify && cfg.VerifyMethod != pipeline.MethodDigests {
+	if cfg.Engine.Verify && cfg.Engine.VerifyMethod != pipeline.MethodDigests {
 		return &failure.SettingError{Setting: customize.SettingFile, Err: ErrCustomizeVerify}
 	}
 	return nil
@@ -70,7 +70,7 @@ func (s *session) inspectImage(src *image.Source) ([]byte, error) {
 		return nil, &image.ReadError{Err: v.err}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("customising %s: %w", image.Shown(s.cfg.Image), err)
+		return nil, fmt.Errorf("customising %s: %w", image.Shown(s.cfg.Image.Path), err)
 	}
 	msg := fmt.Sprintf("Customising as %s (%s)", res.Format, res.FAT)
 	if res.Why != "" {

@@ -178,7 +178,7 @@ func writeStream(t *testing.T, imageRef string, stdin *os.File, card, sum string
 		t.Fatal(err)
 	}
 	log := &noteLog{}
-	_, err = Run(context.Background(), Config{Image: imageRef, Stdin: stdin, TransferSize: 1 << 20, Buffers: 2, SHA256: sum, Observer: log},
+	_, err = Run(context.Background(), Config{Image: image.Ref{Path: imageRef, Stdin: stdin, SHA256: sum}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}},
 		[]drive.Spec{spec})
 	return log.all(), err
 }
@@ -335,10 +335,9 @@ func TestRunDownloadSignature(t *testing.T) {
 				t.Fatal(err)
 			}
 			log := &noteLog{}
-			cfg := Config{Image: filepath.Join(dir, "os.img"), TransferSize: 1 << 20, Buffers: 2,
-				SHA256Keyring: keys, NoSHA256: tc.noSHA256, Observer: log}
+			cfg := Config{Image: image.Ref{Path: filepath.Join(dir, "os.img"), SHA256Keyring: keys, NoSHA256: tc.noSHA256}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}
 			if tc.sum {
-				cfg.SHA256 = hexSum(img)
+				cfg.Image.SHA256 = hexSum(img)
 			}
 			_, err = Run(context.Background(), cfg, []drive.Spec{spec})
 			if tc.conflict != "" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/simcards"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
@@ -65,7 +66,7 @@ func TestRunMany(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image, img := testimage.File(t, dir, tc.size)
+			imagePath, img := testimage.File(t, dir, tc.size)
 			paths := make([]string, len(tc.cards))
 			for i, c := range tc.cards {
 				name, opts, _ := strings.Cut(c, "?")
@@ -80,8 +81,7 @@ func TestRunMany(t *testing.T) {
 				}
 			}
 			report := filepath.Join(dir, "run.json")
-			res, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 4, Lag: tc.lag,
-				Verify: true, SkipRefused: tc.skipRefused, Report: report}, simSpecs(t, dir, tc.cards...))
+			res, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Targets: Targets{SkipRefused: tc.skipRefused}, Engine: Engine{TransferSize: 1 << 20, Buffers: 4, Lag: tc.lag, Verify: true}, Output: Output{Report: report}}, simSpecs(t, dir, tc.cards...))
 			if !tc.err(err) {
 				t.Fatalf("Run: %v (%T)", err, err)
 			}
@@ -135,8 +135,8 @@ func TestRunMany(t *testing.T) {
 	}
 	// A reader whose slots are named once with and once without one.
 	dir := t.TempDir()
-	image, _ := testimage.File(t, dir, 1<<20)
-	if _, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 4},
+	imagePath, _ := testimage.File(t, dir, 1<<20)
+	if _, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Engine: Engine{TransferSize: 1 << 20, Buffers: 4}},
 		simSpecs(t, dir, "two.img?size=8MiB&luns=2", "two.img?size=8MiB&luns=2&lun=1")); failure.Of(err) != failure.Usage {
 		t.Errorf("a slot left unnamed: %v, want a usage error", err)
 	}
@@ -155,7 +155,7 @@ func TestRunMany(t *testing.T) {
 		}
 		files = append(files, spec)
 	}
-	if _, err := Run(context.Background(), Config{Image: xzImage, Verify: true}, files); err != nil {
+	if _, err := Run(context.Background(), Config{Image: image.Ref{Path: xzImage}, Engine: Engine{Verify: true}}, files); err != nil {
 		t.Fatalf("new file: targets: %v", err)
 	}
 	for _, name := range []string{"a.img", "b.img"} {

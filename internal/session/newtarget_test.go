@@ -45,8 +45,7 @@ func TestRefusedRunLeavesNoNewTarget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Run(context.Background(), Config{Image: imageRef, Verify: true,
-				Confirm: func([]*drive.Device, *image.Source) error { return tc.confirm }}, []drive.Spec{spec})
+			_, err = Run(context.Background(), Config{Image: image.Ref{Path: imageRef}, Engine: Engine{Verify: true}, Output: Output{Confirm: func([]*drive.Device, *image.Source) error { return tc.confirm }}}, []drive.Spec{spec})
 			if tc.confirm != nil && !errors.Is(err, tc.confirm) || tc.confirm == nil && failure.Of(err) != tc.class {
 				t.Errorf("Run = %v (class %v), want %v", err, failure.Of(err), tc.class)
 			}

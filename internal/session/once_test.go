@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
@@ -38,7 +39,7 @@ func TestURLDownloadsOnce(t *testing.T) {
 			dir := t.TempDir()
 			cards := []string{filepath.Join(dir, "a.img"), filepath.Join(dir, "b.img")}
 			log := &noteLog{}
-			cfg := Config{Image: ts.URL + srv.Path, TransferSize: 1 << 20, Buffers: 2, Verify: true, HTTP: instantHTTP(), Observer: log}
+			cfg := Config{Image: image.Ref{Path: ts.URL + srv.Path, HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2, Verify: true}, Output: Output{Observer: log}}
 			var specs []drive.Spec
 			for _, c := range cards {
 				s, perr := drive.Parse("sim:" + c + "?size=8MiB")

@@ -21,9 +21,9 @@ import (
 // it is read. s.cfg.Image becomes the image's path or URL (a catalog
 // entry's).
 func (s *session) openImage(ctx context.Context, how image.Reads, before func(*image.Opened) error) (*image.Opened, error) {
-	img, err := image.Open(ctx, s.imageRef(), image.OpenOptions{Reads: how, Note: s.note,
+	img, err := image.Open(ctx, s.cfg.Image, image.OpenOptions{Reads: how, Note: s.note,
 		BeforeRead: func(img *image.Opened) error {
-			s.cfg.Image = img.Path()
+			s.cfg.Image.Path = img.Path()
 			if before == nil {
 				return nil
 			}
@@ -34,13 +34,6 @@ func (s *session) openImage(ctx context.Context, how image.Reads, before func(*i
 	}
 	s.img = img
 	return img, nil
-}
-
-// imageRef is what the session's Config says of its image.
-func (s *session) imageRef() image.Ref {
-	c := s.cfg
-	return image.Ref{Path: c.Image, Stdin: c.Stdin, Catalog: c.Catalog, OS: c.OS, SHA256: c.SHA256, NoSHA256: c.NoSHA256,
-		SHA256Keyring: c.SHA256Keyring, SHA256Fingerprint: c.SHA256Fingerprint, HTTP: c.HTTP, Cache: c.Cache, CacheMax: c.CacheMax}
 }
 
 // note is a session's note of its own.

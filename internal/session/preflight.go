@@ -51,17 +51,17 @@ type writeShape struct {
 // ahead of its decoder (0 for a file).
 func (s *session) checkSettings(ctx context.Context, sh writeShape, ahead int64) error {
 	cfg := s.cfg
-	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
+	if err := cfg.Engine.VerifyMethod.CheckWrite(); err != nil {
 		return err
 	}
-	if err := checkSizes(s.transfer, cfg.Buffers, sh.lag, sh.cards, ahead); err != nil {
+	if err := checkSizes(s.transfer, cfg.Engine.Buffers, sh.lag, sh.cards, ahead); err != nil {
 		return err
 	}
 	if err := checkCustomize(&cfg); err != nil {
 		return err
 	}
-	if cfg.Report != "" {
-		if err := CheckReport(cfg.Report); err != nil {
+	if cfg.Output.Report != "" {
+		if err := CheckReport(cfg.Output.Report); err != nil {
 			return err
 		}
 	}
@@ -95,16 +95,16 @@ func (s *session) prepareImage(ctx context.Context, sh writeShape) (*image.Opene
 func (s *session) announce(ctx context.Context, img *image.Opened, sh writeShape) (*writePlan, error) {
 	cfg := s.cfg
 	src := img.Source
-	plan, err := s.planWrite(ctx, img, cfg.BlockMap, sh.many)
+	plan, err := s.planWrite(ctx, img, cfg.Engine.BlockMap, sh.many)
 	if err != nil {
 		return nil, err
 	}
-	lag := cfg.Lag
+	lag := cfg.Engine.Lag
 	if sh.watch {
 		lag = 0
 	}
-	s.emit(Started{Image: image.Shown(cfg.Image), Source: src, Targets: sh.targets, TransferSize: s.transfer,
-		Buffers: buffersFor(s.transfer, cfg.Buffers), Lag: lag, Watch: sh.watch})
+	s.emit(Started{Image: image.Shown(cfg.Image.Path), Source: src, Targets: sh.targets, TransferSize: s.transfer,
+		Buffers: buffersFor(s.transfer, cfg.Engine.Buffers), Lag: lag, Watch: sh.watch})
 	if err := s.trust(img, plan); err != nil {
 		return nil, err
 	}
@@ -140,9 +140,9 @@ func (s *session) checkCard(ctx context.Context, c *card, src *image.Source) {
 	c.out.Target, c.out.Capacity, c.out.Serial = d.Name, d.Capacity(), readerSerial(d)
 	c.transfer = s.fitCard(d, s.transfer)
 	c.out.Identity = identityOf(d, c.transfer)
-	c.fail(checkWrite(d, src, c.transfer, s.cfg.Force))
+	c.fail(checkWrite(d, src, c.transfer, s.cfg.Targets.Force))
 	s.customizeFor(c)
-	if s.cfg.Check && !c.failed() {
+	if s.cfg.Targets.Check != nil && !c.failed() {
 		s.checkFake(ctx, c, src)
 	}
 }

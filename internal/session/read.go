@@ -68,7 +68,7 @@ func NewBackup(cfg BackupConfig) (*Backup, error) {
 	if err := imagedst.CheckBackup(cfg.Out, cfg.Force); err != nil {
 		return nil, err
 	}
-	return &Backup{cfg: cfg, s: newSession(Config{Observer: cfg.Observer})}, nil
+	return &Backup{cfg: cfg, s: newSession(Config{Output: Output{Observer: cfg.Observer}})}, nil
 }
 
 // BackupResult is a complete backup.

@@ -215,8 +215,7 @@ func TestBackupSession(t *testing.T) {
 				t.Fatal(err)
 			}
 			var mapped bool
-			if _, err := Run(context.Background(), Config{Image: cfg.Out, Verify: true, Force: true,
-				Observer: ObserverFunc(func(e Event) { _, ok := e.(BlockMapChosen); mapped = mapped || ok })}, []drive.Spec{to}); err != nil || !mapped {
+			if _, err := Run(context.Background(), Config{Image: image.Ref{Path: cfg.Out}, Targets: Targets{Force: true}, Engine: Engine{Verify: true}, Output: Output{Observer: ObserverFunc(func(e Event) { _, ok := e.(BlockMapChosen); mapped = mapped || ok })}}, []drive.Spec{to}); err != nil || !mapped {
 				t.Fatalf("writing the backup back: %v (block map used: %v)", err, mapped)
 			}
 			if back, _ := os.ReadFile(blank); !bytes.Equal(back[:tc.bytes], tc.card[:tc.bytes]) {

@@ -134,7 +134,7 @@ func Customize(ctx context.Context, cfg CustomizeConfig, specs []drive.Spec) ([]
 	if err := cfg.Readers.CheckAccess(ctx, specs); err != nil {
 		return nil, err
 	}
-	s := newSession(Config{TransferSize: cfg.TransferSize, Observer: cfg.Observer})
+	s := newSession(Config{Engine: Engine{TransferSize: cfg.TransferSize}, Output: Output{Observer: cfg.Observer}})
 	var (
 		done []CustomizedCard
 		errs []error

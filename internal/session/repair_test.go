@@ -10,6 +10,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
 )
@@ -41,9 +42,9 @@ func TestWriteRepair(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image, img := testimage.File(t, dir, size)
+			imagePath, img := testimage.File(t, dir, size)
 			var ev events
-			res, _ := Run(context.Background(), Config{Image: image, Verify: true, Repair: tc.repair, Lag: 2, Observer: &ev}, simSpecs(t, dir, tc.cards...))
+			res, _ := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Engine: Engine{Verify: true, Repair: tc.repair, Lag: 2}, Output: Output{Observer: &ev}}, simSpecs(t, dir, tc.cards...))
 			if len(res.Cards) != len(tc.cards) {
 				t.Fatalf("%d outcomes", len(res.Cards))
 			}
@@ -112,7 +113,7 @@ func TestVerifyRepair(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image, img := testimage.File(t, dir, 2<<20+300)
+			imagePath, img := testimage.File(t, dir, 2<<20+300)
 			card := filepath.Join(dir, "card.img")
 			onCard := bytes.Clone(img)
 			onCard[0] ^= 1         // the first block
@@ -124,7 +125,7 @@ func TestVerifyRepair(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Verify(context.Background(), VerifyConfig{Image: image, Repair: true}, spec)
+			res, err := Verify(context.Background(), VerifyConfig{Image: image.Ref{Path: imagePath}, Repair: true}, spec)
 			if tc.class != 0 {
 				if failure.Of(err) != tc.class {
 					t.Fatalf("err %v, want class %v", err, tc.class)

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -12,9 +11,9 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
-	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/probe/fakecheck"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 	"github.com/usbflash/usbflash/usbms"
@@ -27,11 +26,47 @@ import (
 // memory per card.
 const DefaultLag = 8
 
-// Config is one session's choices.
+// Config is one write session's choices, in the parts they configure,
+// each decided by the package that owns it: the image and how it is
+// trusted (internal/image), how the cards are taken (drive, and fakecheck
+// for the probe), the customisation (customize), how the engine writes and
+// reads back (pipeline), and who is told and what is recorded (the
+// caller's presenters).
 type Config struct {
-	Image string // a path, an http(s) URL, or "-" for standard input
-	// Stdin is what Image "-" reads; nil: the process's standard input.
-	Stdin *os.File
+	// Image names the image and how it is found, read and trusted (its
+	// checksum, keyring, cache, catalog entry): image.Open decides.
+	Image   image.Ref
+	Targets Targets
+	// Customize, when set, is written into every card's boot partition
+	// after the image (customize.Apply), each card with its own values of
+	// the templates ({n}: its number in the run, from 1).
+	Customize *customize.Config
+	Engine    Engine
+	Output    Output
+}
+
+// Targets are how a session takes its cards, and what it does with each
+// besides writing it.
+type Targets struct {
+	// Readers is the command's enumeration of readers; nil: Run
+	// enumerates.
+	Readers *drive.Readers
+	// Force takes disks the system uses and writes images smaller than
+	// one transfer.
+	Force bool
+	// SkipRefused: with several cards, write the others when some are
+	// refused by a safety check; without it a refusal refuses them all.
+	SkipRefused bool
+	Eject       bool // eject each card when done
+	// Check, when set, probes each card for a fake capacity after the
+	// pre-write checks (check.go) with these options (its Target is each
+	// card's); nil: no probe.
+	Check *fakecheck.Options
+}
+
+// Engine is how the image is written and read back (pipeline's
+// settings, and fanout's lag).
+type Engine struct {
 	// TransferSize is the bytes per WRITE, lowered to what every card
 	// takes; 0: pipeline.DefaultTransferSize. A size given is the
 	// verify's READ size too: it may be what the user's reader needs.
@@ -44,22 +79,18 @@ type Config struct {
 	// VerifyMethod is how: pipeline.MethodDigests (the zero value) or
 	// pipeline.MethodSHA256.
 	VerifyMethod pipeline.VerifyMethod
-	// Station and Operator label every card's record (a station's name,
-	// who ran it); "" leaves them out.
-	Station, Operator string
 	// Repair: a card whose read-back differs has the ranges that differ
 	// written again and compared again (pipeline.Repair), then is
 	// verified in full once more; one that does not hold them fails as
 	// without it. The image must be a file, decoded again.
-	Repair bool
-	Eject  bool // eject each card when done
-	// Force takes disks the system uses and writes images smaller than
-	// one transfer.
-	Force bool
-	// SkipRefused: with several cards, write the others when some are
-	// refused by a safety check; without it a refusal refuses them all.
-	SkipRefused bool
-	BlockMap    BlockMapChoice
+	Repair   bool
+	BlockMap BlockMapChoice
+}
+
+// Output is who is told what a session does, who is asked before it
+// writes, and what it records of each card.
+type Output struct {
+	Observer Observer
 	// Confirm is asked once every card is open and checked, before the
 	// first byte; nil writes without asking (--yes).
 	Confirm func(cards []*drive.Device, src *image.Source) error
@@ -69,47 +100,9 @@ type Config struct {
 	// report's records (the caller's one table, as data); a class it
 	// lacks records 1.
 	ExitCodes map[failure.Class]int
-	Observer  Observer
-	// SHA256 is the image file's SHA-256 as its publisher gives it (hex):
-	// checked as the image streams, before the first transfer is written.
-	// "" looks for it beside the image (IMAGE.sha256, SHA256SUMS, ...)
-	// unless NoSHA256.
-	SHA256   string
-	NoSHA256 bool
-	// SHA256Keyring is a file of the publisher's OpenPGP public keys
-	// (gpg --export, armoured or binary): a checksum list found beside
-	// the image must then carry a good signature by one of them, clear-
-	// signed or detached (LIST.gpg, .sig, .asc, .sign). With NoSHA256 or
-	// a SHA256 given there is no list for it to check: refused
-	// (ErrChecksumConflict).
-	SHA256Keyring string
-	// SHA256Fingerprint, with SHA256Keyring, narrows it to the one key
-	// with this fingerprint, as bmaptool's --fingerprint does.
-	SHA256Fingerprint string
-	// HTTP is how an image at an http(s) URL is read (its timeouts,
-	// stall floor, retries); the zero value is httpsrc's defaults.
-	HTTP httpsrc.Options
-	// Cache is a directory that keeps images read from URLs (dlcache):
-	// reused when their SHA-256 or the server's validator says they are
-	// the image, resumed from a .part an earlier run left; "": none.
-	// CacheMax bounds it (0: only the free space, which it never fills).
-	Cache    string
-	CacheMax int64
-	// Catalog is the os_list (an http(s) URL or a file) OS is looked up
-	// in; OS names one of its entries (exactly, or the start of only one
-	// entry's name), whose URL is then the Image (which is left empty).
-	Catalog, OS string
-	// Readers is the command's enumeration of readers; nil: Run enumerates.
-	Readers *drive.Readers
-	// Check probes each card for a fake capacity after the pre-write
-	// checks (check.go), up to a cache of CheckMaxCache bytes (0: the
-	// probe's default).
-	Check         bool
-	CheckMaxCache int64
-	// Customize, when set, is written into every card's boot partition
-	// after the image (customize.Apply), each card with its own values of
-	// the templates ({n}: its number in the run, from 1).
-	Customize *customize.Config
+	// Station and Operator label every card's record (a station's name,
+	// who ran it); "" leaves them out.
+	Station, Operator string
 }
 
 // Outcome is what became of one card.
@@ -219,15 +212,15 @@ type session struct {
 }
 
 func newSession(cfg Config) *session {
-	if cfg.Lag < 0 {
-		cfg.Lag = 0
+	if cfg.Engine.Lag < 0 {
+		cfg.Engine.Lag = 0
 	}
 	now := time.Now()
-	return &session{cfg: cfg, transfer: transferSize(cfg.TransferSize).write(), report: &Report{Image: image.Shown(cfg.Image), Started: now}, res: &Result{Started: now}}
+	return &session{cfg: cfg, transfer: transferSize(cfg.Engine.TransferSize).write(), report: &Report{Image: image.Shown(cfg.Image.Path), Started: now}, res: &Result{Started: now}}
 }
 
 func (s *session) emit(e Event) {
-	if s.cfg.Observer == nil {
+	if s.cfg.Output.Observer == nil {
 		return
 	}
 	if n, ok := e.(Note); ok {
@@ -238,7 +231,7 @@ func (s *session) emit(e Event) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cfg.Observer.Observe(e)
+	s.cfg.Output.Observer.Observe(e)
 }
 
 // card is one target of a session and what became of it.
@@ -316,15 +309,15 @@ func (e *MemoryError) Class() failure.Class { return failure.Usage }
 // command-line mistake in any target is Run's error; otherwise Run returns
 // nil when every card succeeded and a *CardsError when some did not.
 func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
-	if cfg.Readers == nil {
-		cfg.Readers = &drive.Readers{}
+	if cfg.Targets.Readers == nil {
+		cfg.Targets.Readers = &drive.Readers{}
 	}
 	res, err, again := run(ctx, cfg, specs)
 	if again {
 		// A damaged cache entry was removed before the first transfer
 		// was written: the cards are written again from the server,
 		// without asking again.
-		cfg.Confirm = nil
+		cfg.Output.Confirm = nil
 		res, err, _ = run(ctx, cfg, specs)
 	}
 	return res, err
@@ -338,7 +331,7 @@ func run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error, b
 	res, err := s.run(ctx, cfg, specs)
 	dropped := s.afterImage(err)
 	if dropped {
-		s.note("Writing again from " + image.Shown(s.cfg.Image) + ": the cache's copy was damaged and is removed")
+		s.note("Writing again from " + image.Shown(s.cfg.Image.Path) + ": the cache's copy was damaged and is removed")
 	}
 	return res, err, dropped
 }
@@ -348,11 +341,11 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 	for i, t := range specs {
 		names[i] = t.Raw
 	}
-	img, plan, err := s.prepareImage(ctx, writeShape{cards: len(specs), lag: cfg.Lag, how: image.ReadOnce,
-		many: len(specs) > 1 || cfg.Report != "", targets: names,
+	img, plan, err := s.prepareImage(ctx, writeShape{cards: len(specs), lag: cfg.Engine.Lag, how: image.ReadOnce,
+		many: len(specs) > 1 || cfg.Output.Report != "", targets: names,
 		// A reader this user may not open is said before anything is
 		// read or downloaded, with what would give access.
-		reach: func(ctx context.Context) error { return cfg.Readers.CheckAccess(ctx, specs) }})
+		reach: func(ctx context.Context) error { return cfg.Targets.Readers.CheckAccess(ctx, specs) }})
 	if err != nil {
 		return s.res, err
 	}
@@ -379,16 +372,16 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 			live = append(live, c)
 		}
 	}
-	if len(cards) > 1 && len(refusals) > 0 && !cfg.SkipRefused {
+	if len(cards) > 1 && len(refusals) > 0 && !cfg.Targets.SkipRefused {
 		s.finish(cards, nil)
 		return s.res, &RefusedError{Refused: refusals, Cards: len(cards)}
 	}
-	if len(live) > 0 && cfg.Confirm != nil {
+	if len(live) > 0 && cfg.Output.Confirm != nil {
 		devs := make([]*drive.Device, len(live))
 		for i, c := range live {
 			devs[i] = c.d
 		}
-		if err := cfg.Confirm(devs, src); err != nil {
+		if err := cfg.Output.Confirm(devs, src); err != nil {
 			return s.res, err
 		}
 	}
@@ -408,7 +401,7 @@ func (s *session) openCards(ctx context.Context, specs []drive.Spec, src *image.
 		newFile = plan.m.ImageSize
 	}
 	devs, errs := drive.OpenAll(ctx, specs, drive.Options{
-		Force: s.cfg.Force, Image: s.cfg.Image, NewFileSize: (newFile + 511) / 512 * 512, Readers: s.cfg.Readers,
+		Force: s.cfg.Targets.Force, Image: s.cfg.Image.Path, NewFileSize: (newFile + 511) / 512 * 512, Readers: s.cfg.Targets.Readers,
 		OnNotice: s.onNotice,
 	})
 	cards := make([]*card, len(specs))
@@ -420,7 +413,7 @@ func (s *session) openCards(ctx context.Context, specs []drive.Spec, src *image.
 			c.fail(errs[i])
 			continue
 		}
-		if !s.cfg.Check {
+		if s.cfg.Targets.Check == nil {
 			s.checkCard(ctx, c, src)
 			continue
 		}
@@ -543,9 +536,9 @@ func (s *session) finish(cards []*card, _ error) error {
 // record adds a finished card to the result and the report (saved at
 // once: a station runs until stopped) and says what became of it.
 func (s *session) record(c *card) {
-	c.out.Image, c.out.Station, c.out.Operator = image.Shown(s.cfg.Image), s.cfg.Station, s.cfg.Operator
+	c.out.Image, c.out.Station, c.out.Operator = image.Shown(s.cfg.Image.Path), s.cfg.Output.Station, s.cfg.Output.Operator
 	out := c.out
-	rec := RecordOf(&out, s.cfg.ExitCodes)
+	rec := RecordOf(&out, s.cfg.Output.ExitCodes)
 	s.mu.Lock()
 	s.res.add(&out, &rec, s.keep)
 	if s.report.SHA256 == "" && out.Write.Bytes > 0 && out.Write.SHA256 != ([32]byte{}) {
@@ -559,8 +552,8 @@ func (s *session) record(c *card) {
 		// A station without a report file keeps no records.
 	default:
 		s.report.Cards = append(s.report.Cards, rec)
-		if s.cfg.Report != "" {
-			saveErr = s.report.Save(s.cfg.Report)
+		if s.cfg.Output.Report != "" {
+			saveErr = s.report.Save(s.cfg.Output.Report)
 		}
 	}
 	s.res.Report = s.report

@@ -472,7 +472,7 @@ func TestFailedCardBootsNothing(t *testing.T) {
 			var err error
 			var before []byte
 			if tc.cmd == "write" {
-				res, err = Run(context.Background(), Config{Image: imagePath, Verify: true, Repair: tc.repair, Observer: &events{}},
+				res, err = Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Engine: Engine{Verify: true, Repair: tc.repair}, Output: Output{Observer: &events{}}},
 					simSpecs(t, dir, tc.cards...))
 			} else {
 				// A card written with the image, a block of which reads

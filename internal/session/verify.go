@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
-	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
@@ -19,22 +17,11 @@ import (
 // VerifyConfig is what a verify compares: one card with an image, byte
 // by byte, nothing written (but with Repair).
 type VerifyConfig struct {
-	Image string // a path, an http(s) URL, or "-" for standard input
-	// Stdin is what Image "-" reads; nil: the process's standard input.
-	Stdin *os.File
-	HTTP  httpsrc.Options // how a URL is read
-	// Catalog and OS name the image by a catalog entry, as Config's.
-	Catalog, OS string
-	// SHA256, NoSHA256, SHA256Keyring, SHA256Fingerprint, Cache and
-	// CacheMax are Config's: the image is found, opened and trusted as a
-	// write's is (its checksum given, beside it or its catalog entry's;
-	// the keyring's signature), and a card that matches an image that is
-	// not its publisher's does not match it.
-	SHA256                           string
-	NoSHA256                         bool
-	SHA256Keyring, SHA256Fingerprint string
-	Cache                            string
-	CacheMax                         int64
+	// Image is found, opened and trusted as a write's is (image.Open: its
+	// checksum given, beside it or its catalog entry's; the keyring's
+	// signature), and a card that matches an image that is not its
+	// publisher's does not match it.
+	Image image.Ref
 	// TransferSize is the bytes per READ, lowered to what the card takes;
 	// 0: pipeline.DefaultReadSize.
 	TransferSize int
@@ -56,9 +43,7 @@ type VerifyConfig struct {
 
 // session is the Config of the verify's session.
 func (c VerifyConfig) session() Config {
-	return Config{Image: c.Image, Stdin: c.Stdin, Observer: c.Observer, HTTP: c.HTTP, Catalog: c.Catalog, OS: c.OS,
-		SHA256: c.SHA256, NoSHA256: c.NoSHA256, SHA256Keyring: c.SHA256Keyring, SHA256Fingerprint: c.SHA256Fingerprint,
-		Cache: c.Cache, CacheMax: c.CacheMax}
+	return Config{Image: c.Image, Output: Output{Observer: c.Observer}}
 }
 
 // VerifyResult is a card that matched its image.
@@ -104,9 +89,9 @@ func (s *session) verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec)
 		return nil, err
 	}
 	defer img.Close()
-	cfg.Image = img.Path()
+	cfg.Image.Path = img.Path()
 	src := img.Source
-	s.emit(Started{Image: image.Shown(cfg.Image), Source: src, Targets: []string{spec.Raw}, TransferSize: transfer})
+	s.emit(Started{Image: image.Shown(cfg.Image.Path), Source: src, Targets: []string{spec.Raw}, TransferSize: transfer})
 	if err := cfg.BlockMap.check(); err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func (s *session) writeCards(ctx context.Context, src *image.Source, plan *write
 		for i, c := range cards {
 			targets[i] = fanout.Target{Name: c.d.Name, Dev: c.d.Dev}
 		}
-		g, err := fanout.New(targets, fanout.Options{Lag: s.cfg.Lag, TransferSize: transfer})
+		g, err := fanout.New(targets, fanout.Options{Lag: s.cfg.Engine.Lag, TransferSize: transfer})
 		if err != nil {
 			for _, c := range cards {
 				c.fail(err)
@@ -58,7 +58,7 @@ func (s *session) writeCards(ctx context.Context, src *image.Source, plan *write
 	prog := s.watchWrite(src, cards, group)
 	// Buffers as given: with none the engine chooses for the transfer size
 	// the device takes, once its limits are known (WriteResult.Buffers).
-	opts := pipeline.WriteOptions{TransferSize: transfer, Buffers: s.cfg.Buffers, ExpectedSize: expectedSize(src),
+	opts := pipeline.WriteOptions{TransferSize: transfer, Buffers: s.cfg.Engine.Buffers, ExpectedSize: expectedSize(src),
 		Progress: prog.stream, Sync: true, HashAlg: pipeline.HashNone,
 		// The last moment to keep the card from booting an image that
 		// is not the one meant: the file changed, or it is not the
@@ -79,8 +79,8 @@ func (s *session) writeCards(ctx context.Context, src *image.Source, plan *write
 		opts.Name = cards[0].d.Name
 	}
 	opts.WriteFirst = s.firstWriter(cards, group)
-	if s.cfg.Verify {
-		opts = s.cfg.VerifyMethod.Record(opts)
+	if s.cfg.Engine.Verify {
+		opts = s.cfg.Engine.VerifyMethod.Record(opts)
 	}
 	res, werr := pipeline.Write(ctx, dev, plan.source(src), plan.options(opts))
 	prog.stop()
@@ -121,10 +121,10 @@ func (s *session) writeCards(ctx context.Context, src *image.Source, plan *write
 			c.out.Skipped, c.out.SkippedWhy = plan.skipped(res)
 		}
 	}
-	if s.cfg.Verify {
+	if s.cfg.Engine.Verify {
 		s.verifyCards(ctx, cards, res, transfer)
 	}
-	if s.cfg.Eject {
+	if s.cfg.Targets.Eject {
 		for _, c := range cards {
 			if c.failed() {
 				continue
@@ -162,7 +162,7 @@ func (s *session) markSlowest(cards []*card, results []fanout.Result) {
 func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.WriteResult, transfer int) {
 	prog := s.watchVerify(cards, res.Bytes)
 	defer prog.stop()
-	readSize := transferSize(s.cfg.TransferSize).readBack(transfer, len(cards))
+	readSize := transferSize(s.cfg.Engine.TransferSize).readBack(transfer, len(cards))
 	// Standard input and a URL were read once: a mismatch stays as the verify found
 	// it (a digest mismatch still names its range).
 	var reopen func() (io.ReadCloser, error)
@@ -186,23 +186,23 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 				written.Digests.Size = res.Digests.Size
 			}
 			opts := pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size, Progress: func(p pipeline.Progress) { prog.card(i, p) }}
-			v, err := pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, written, opts, reopen)
+			v, err := pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.Engine.VerifyMethod, written, opts, reopen)
 			// A customised card differs from the image on purpose: a
 			// comparison with the image cannot tell what to repair.
-			if err != nil && s.cfg.Repair && reopen != nil && c.digests == nil && failure.Of(err) == failure.Verify {
+			if err != nil && s.cfg.Engine.Repair && reopen != nil && c.digests == nil && failure.Of(err) == failure.Verify {
 				var rr *pipeline.RepairResult
 				rr, err = s.repair(ctx, c.d, reopen, res.Bytes, pipeline.RepairOptions{Verify: pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size, Only: res.Written}, TransferSize: transfer}, err)
 				if err == nil {
 					// The ranges match now: the whole card is read back
 					// once more, as a write without a repair is.
 					c.out.Repair = rr
-					v, err = pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, written, opts, reopen)
+					v, err = pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.Engine.VerifyMethod, written, opts, reopen)
 				}
 			}
 			switch {
 			case errors.Is(err, context.Canceled):
 				// Written in full and synced: only the check was cut short.
-				err = &VerifyInterruptedError{Image: image.Shown(s.cfg.Image), Target: cmp.Or(c.spec, c.d.Name), Written: res.Bytes, Err: err}
+				err = &VerifyInterruptedError{Image: image.Shown(s.cfg.Image.Path), Target: cmp.Or(c.spec, c.d.Name), Written: res.Bytes, Err: err}
 			case failure.Of(err) == failure.Verify:
 				// It holds bytes known to be wrong: it must not boot them.
 				err = s.unboot(ctx, c.d, transfer, err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
@@ -51,7 +52,7 @@ func TestWatchStop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image, img := testimage.File(t, dir, 3<<20+100)
+			imagePath, img := testimage.File(t, dir, 3<<20+100)
 			card := filepath.Join(dir, "a.img")
 			readers := []drive.Found{drive.SimReader(card + "?size=8MiB&speed=8MB/s")}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -82,7 +83,7 @@ func TestWatchStop(t *testing.T) {
 				}
 			})
 			find := func(context.Context) ([]drive.Found, error) { return readers, nil }
-			res, err := Watch(ctx, Config{Write: session.Config{Image: image, Verify: true, Observer: obs}, StopTimeout: tc.timeout, SaysStop: saysStop}, find)
+			res, err := Watch(ctx, Config{Write: session.Config{Image: image.Ref{Path: imagePath}, Engine: session.Engine{Verify: true}, Output: session.Output{Observer: obs}}, StopTimeout: tc.timeout, SaysStop: saysStop}, find)
 			if !tc.err(err) {
 				t.Fatalf("err = %v", err)
 			}
@@ -126,7 +127,7 @@ func TestWatchKeepsLittlePerCard(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image, img := testimage.File(t, dir, 256<<10+100)
+			imagePath, img := testimage.File(t, dir, 256<<10+100)
 			var readers []drive.Found
 			for i := range n {
 				readers = append(readers, drive.SimReader(filepath.Join(dir, fmt.Sprintf("c%02d.img?size=1MiB", i))))
@@ -157,7 +158,7 @@ func TestWatchKeepsLittlePerCard(t *testing.T) {
 				}
 			})
 			find := func(context.Context) ([]drive.Found, error) { return readers, nil }
-			res, err := Watch(ctx, Config{Write: session.Config{Image: image, TransferSize: 64 << 10, Verify: true, Report: report, Observer: obs}}, find)
+			res, err := Watch(ctx, Config{Write: session.Config{Image: image.Ref{Path: imagePath}, Engine: session.Engine{TransferSize: 64 << 10, Verify: true}, Output: session.Output{Report: report, Observer: obs}}}, find)
 			if err != nil {
 				var first error
 				if len(res.Cards) > 0 {
@@ -300,7 +301,7 @@ func TestWatchReportSurvivesKill(t *testing.T) {
 // each is told as done, until it is killed: 5 fast cards, then 11 that
 // take seconds each, being written when the kill comes.
 func watchStation(t *testing.T, dir string) {
-	image, _ := testimage.File(t, dir, 256<<10+100)
+	imagePath, _ := testimage.File(t, dir, 256<<10+100)
 	var readers []drive.Found
 	for i := range 16 {
 		speed := "50MB/s"
@@ -315,8 +316,7 @@ func watchStation(t *testing.T, dir string) {
 		}
 	})
 	find := func(context.Context) ([]drive.Found, error) { return readers, nil }
-	_, err := Watch(context.Background(), Config{Write: session.Config{Image: image, TransferSize: 64 << 10, Verify: true,
-		Report: filepath.Join(dir, "station.json"), Observer: obs}}, find)
+	_, err := Watch(context.Background(), Config{Write: session.Config{Image: image.Ref{Path: imagePath}, Engine: session.Engine{TransferSize: 64 << 10, Verify: true}, Output: session.Output{Report: filepath.Join(dir, "station.json"), Observer: obs}}}, find)
 	t.Fatalf("the station ended: %v", err)
 }
 
@@ -327,7 +327,7 @@ func watchStation(t *testing.T, dir string) {
 func TestWatchSlots(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	image, _ := testimage.File(t, dir, 1<<20)
+	imagePath, _ := testimage.File(t, dir, 1<<20)
 	a, b, c := filepath.Join(dir, "a.img"), filepath.Join(dir, "b.img"), filepath.Join(dir, "c.img")
 	var mu sync.Mutex
 	readers := []drive.Found{drive.SimReader(a + "?size=4MiB")}
@@ -359,7 +359,7 @@ func TestWatchSlots(t *testing.T) {
 		defer mu.Unlock()
 		return slices.Clone(readers), nil
 	}
-	if _, err := Watch(ctx, Config{Write: session.Config{Image: image, Observer: obs}}, find); err != nil {
+	if _, err := Watch(ctx, Config{Write: session.Config{Image: image.Ref{Path: imagePath}, Output: session.Output{Observer: obs}}}, find); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

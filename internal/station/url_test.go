@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
@@ -68,8 +69,7 @@ func TestWatchURLDownloadsOnce(t *testing.T) {
 				}
 			})
 			readers := []drive.Found{drive.SimReader(cards[0] + "?size=8MiB"), drive.SimReader(cards[1] + "?size=8MiB")}
-			res, err := Watch(ctx, Config{Write: session.Config{Image: ts.URL + srv.Path, TransferSize: 1 << 20, Buffers: 2, Verify: true,
-				HTTP: instantHTTP(), Observer: obs}}, func(context.Context) ([]drive.Found, error) { return readers, nil })
+			res, err := Watch(ctx, Config{Write: session.Config{Image: image.Ref{Path: ts.URL + srv.Path, HTTP: instantHTTP()}, Engine: session.Engine{TransferSize: 1 << 20, Buffers: 2, Verify: true}, Output: session.Output{Observer: obs}}}, func(context.Context) ([]drive.Found, error) { return readers, nil })
 			if err != nil || len(res.Cards) != len(cards) {
 				t.Fatalf("err = %v, %d cards", err, len(res.Cards))
 			}
@@ -102,7 +102,7 @@ func TestWatchURLNoReaders(t *testing.T) {
 	defer ts.Close()
 	noUSB := errors.New("no access to USB devices here")
 	find := func(context.Context) ([]drive.Found, error) { return nil, noUSB }
-	_, err := Watch(context.Background(), Config{Write: session.Config{Image: ts.URL + "/os.img", TransferSize: 1 << 20, Buffers: 2, HTTP: instantHTTP()}}, find)
+	_, err := Watch(context.Background(), Config{Write: session.Config{Image: image.Ref{Path: ts.URL + "/os.img", HTTP: instantHTTP()}, Engine: session.Engine{TransferSize: 1 << 20, Buffers: 2}}}, find)
 	if !errors.Is(err, noUSB) {
 		t.Fatalf("Watch: %v, want the readers' error", err)
 	}

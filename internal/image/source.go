@@ -1,6 +1,9 @@
 // Package image opens OS images: it sniffs the container format from the
 // bytes, decodes it (raw, gzip, xz, zstd, bzip2, zip), learns the decoded
-// size where the container states it, and reports damage with offsets.
+// size where the container states it, and reports damage with offsets;
+// and it opens a session's image wherever it is (Open: a file, standard
+// input, a URL read through the cache or not, a catalog's entry) with the
+// checksum, signature and block map that go with it.
 package image
 
 import (

@@ -25,7 +25,7 @@ import (
 
 // Issue 41: a keyring means an authenticated image or a refusal, and
 // verify and its repair trust an image exactly as write does, through the
-// same code (openTrusted). The cards are sim: cards whose bytes are
+// same code (image.Open). The cards are sim: cards whose bytes are
 // compared before and after: a refusal leaves every byte as it was.
 
 // trustCard is a new 8 MiB sim: card for cmd ("write", "verify",

@@ -1,9 +1,9 @@
-// Package metrics exports what flash sessions do as Prometheus metrics: a
+// Package metrics exports what write sessions do as Prometheus metrics: a
 // flashing station is then watched by the monitoring a fleet already has
 // (one Prometheus for every station), not by a tool of ours. A Station is
-// a flash.Observer: it counts the session's events, and decides nothing
+// a session.Observer: it counts the session's events, and decides nothing
 // the session did not already say (a card's result is its
-// flash.Outcome.Result).
+// session.Outcome.Result).
 //
 // The names follow Prometheus's rules: the usbflash_ prefix, base units
 // (bytes, seconds), _total counters, a usbflash_build_info, and no
@@ -72,7 +72,7 @@ type Station struct {
 var durationBuckets = prometheus.ExponentialBuckets(1, 2, 13) // 1 s .. 4096 s
 
 // ResultLabels are the values of usbflash_cards_finished_total's result
-// label: flash.ResultOK, flash.ResultRemoved and every failure class.
+// label: session.ResultOK, session.ResultRemoved and every failure class.
 func ResultLabels() []string {
 	out := []string{session.ResultOK, session.ResultRemoved}
 	for c := failure.Usage; c <= failure.Interrupted; c++ {

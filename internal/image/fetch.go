@@ -144,6 +144,9 @@ type Download struct {
 // from a URL: what its body counted, the catalog entry's
 // image_download_size when the server gave no size.
 func (o *Opened) Download(src *Source) (d Download, ok bool) {
+	if o == nil {
+		return Download{}, false
+	}
 	v, ok := o.bodies.Load(src)
 	if !ok {
 		return Download{}, false

@@ -54,7 +54,10 @@ type OpenOptions struct {
 }
 
 // Opened is an image a session opened: its first Source, and what it is
-// to be trusted by.
+// to be trusted by. A nil *Opened is a session's write of blocks that are
+// no image (an erase's, a format's, made for each card): it is checked
+// against nothing (Check, SumFrom), read again by no one (Reopener) and
+// downloaded from nowhere (Download).
 type Opened struct {
 	// Source is the image's stream, for the session's one decode (or a
 	// station's first look).
@@ -209,6 +212,9 @@ func (o *Opened) OpenAgain(ctx context.Context) (*Source, error) { return o.open
 // locates a difference or for a repair; nil for an image read once
 // (standard input, a pipe or FIFO, a URL not kept in the cache).
 func (o *Opened) Reopener() func() (io.ReadCloser, error) {
+	if o == nil {
+		return nil
+	}
 	o.cacheMu.Lock()
 	pinned := o.pinned
 	o.cacheMu.Unlock()

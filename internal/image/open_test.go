@@ -155,3 +155,15 @@ func TestOpenRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenedNil: no image (a session writing blocks made for each card)
+// is checked against nothing and read again by no one, without a panic.
+func TestOpenedNil(t *testing.T) {
+	var o *Opened
+	matched, err := o.Check(context.Background(), nil)
+	from, by := o.SumFrom()
+	_, downloaded := o.Download(nil)
+	if matched != "" || err != nil || from != "" || by != "" || o.Sum() != "" || o.Reopener() != nil || downloaded {
+		t.Errorf("a nil Opened: matched %q (%v), sum from %q by %q, reopener %v, downloaded %v", matched, err, from, by, o.Reopener() != nil, downloaded)
+	}
+}

@@ -28,8 +28,12 @@ import (
 //     is written against the card (checkWrite), the customisation's own
 //     values, the fake-capacity probe.
 //
-// A verify, a repair and a customisation in place run the parts that
-// concern them: the sizes, fitCard, drive.CheckWritable.
+// A write of blocks that are no image (an erase's or a format's, made for
+// each card once it is open) runs stage 1 (checkSettings, nothing read
+// ahead) and stage 3 (checkCard, with the card's own blocks as its source)
+// and has no image (s.img nil: checked against nothing, read again by no
+// one). A verify, a repair and a customisation in place run the parts
+// that concern them: the sizes, fitCard, drive.CheckWritable.
 
 // writeShape is what the checks need to know of how a session writes.
 type writeShape struct {

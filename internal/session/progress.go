@@ -177,9 +177,6 @@ func (p *verifyProgress) stop() { p.emit(true) }
 // run (the download when the reader waited for the network most of the
 // time).
 func (s *session) downloadProgress(src *image.Source) *Download {
-	if s.img == nil {
-		return nil
-	}
 	d, ok := s.img.Download(src)
 	if !ok {
 		return nil

@@ -118,9 +118,10 @@ const (
 	BoundWrite    = "write"
 )
 
-// Slot says a slot of a station's readers (Watch) holds a card, or not,
-// when that changed: a card inserted or taken out, a reader plugged in or
-// unplugged. Card is the name the slot's cards are written under.
+// Slot says a slot of a station's readers (internal/station) holds a
+// card, or not, when that changed: a card inserted or taken out, a reader
+// plugged in or unplugged. Card is the name the slot's cards are written
+// under.
 type Slot struct {
 	Card    string
 	Present bool
@@ -147,8 +148,8 @@ const (
 	ChecksumMatched  = "matched"
 )
 
-// Readers says how many readers a station (Watch) holds open, when the
-// number changes.
+// Readers says how many readers a station (internal/station) holds open,
+// when the number changes.
 type Readers struct {
 	Present int
 }

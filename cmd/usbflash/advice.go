@@ -19,6 +19,7 @@ import (
 	"github.com/usbflash/usbflash/internal/lib/outfile"
 	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/internal/probe/cardbench"
 	"github.com/usbflash/usbflash/internal/probe/fakecheck"
 	"github.com/usbflash/usbflash/internal/probe/region"
@@ -193,14 +194,14 @@ func adviceTable() []advice {
 			return fmt.Sprintf("give a --region of whole blocks that ends within %d bytes", e.Limit)
 		})},
 		{failure.Usage, as[*session.MemoryError](), text("use a smaller --transfer-size, fewer --buffers or a smaller --lag")},
-		{failure.Usage, as[*session.ChecksumArgError](), text("give the 64 hexadecimal digits the publisher lists, or --no-sha256")},
+		{failure.Usage, as[*image.ChecksumArgError](), text("give the 64 hexadecimal digits the publisher lists, or --no-sha256")},
 		{failure.Usage, as[*image.KeyringError](), text("name the publisher's public keys as gpg --export writes them")},
 		{failure.Usage, as[*session.ReportError](), text("name a report file in a directory you can write to")},
 		{failure.Usage, is(session.ErrReportFormat), text("name a .json or .csv file")},
 		{failure.Usage, is(session.ErrBlockMapOneCard), text("give one TARGET, without --all, --watch or --report")},
 		{failure.Usage, is(session.ErrBlockMapConflict), text("pass one of them")},
 		{failure.Usage, is(session.ErrRepairStdin), text("save the image to a file and repair from that")},
-		{failure.Usage, is(session.ErrChecksumConflict), text("pass one of them: --sha256 checks a sum you trust as it is, --sha256-keyring the publisher's signed list beside the image")},
+		{failure.Usage, is(image.ErrChecksumConflict), text("pass one of them: --sha256 checks a sum you trust as it is, --sha256-keyring the publisher's signed list beside the image")},
 		{failure.Usage, asIf(func(e *outfile.Error) bool { return e.Op == outfile.OpCreate }), text("name a file in a directory that exists and that you can write to")},
 		// A path that cannot be a file: target, by its kind.
 		{failure.Usage, is(filedev.ErrBadSize), text("give a size that is a multiple of 512 bytes")},
@@ -242,16 +243,15 @@ func adviceTable() []advice {
 		{failure.Usage, is(sim.ErrCardNoDirectory), text("create the directory first, or check the path")},
 
 		{failure.Refused, as[*session.RefusedError](), from(refusalsAdvice)},
-		{failure.Refused, asIf(func(e *session.BlockMapError) bool { return !e.Unreadable }), text("pass --no-bmap to write every byte")},
+		{failure.Refused, asIf(func(e *image.BlockMapError) bool { return !e.Unreadable }), text("pass --no-bmap to write every byte")},
 		{failure.Refused, as[*session.RepairNotKeptError](), text("give --cache a directory on a disk with room for the image, or download it and repair from the file")},
 		{failure.Refused, is(drive.ErrInUse), from(func(e *drive.Error) string { return inUseAdvice(e.Uses) + " first, or pass --force if you are sure" })},
 		{failure.Refused, is(drive.ErrInUseUnknown), text("pass --force to skip this check if you are sure nothing uses the disk")},
 		{failure.Refused, is(drive.ErrBusy), text("wait for it to finish")},
 		{failure.Refused, is(drive.ErrSystemDisk), text("choose another disk: `usbflash list` shows the ones that can be written")},
 		{failure.Refused, is(drive.ErrInternalDisk), text("check that this is the disk you mean (`usbflash list` shows the external ones), then pass --force to write an internal disk")},
-		{failure.Refused, is(drive.ErrTooSmallImage), text("pass --force to write it anyway")},
-		{failure.Refused, is(drive.ErrDiscOnly), text("a USB installer of Windows is a FAT32 stick holding the ISO's files, with sources/install.wim split below FAT32's 4 GiB (wimlib-imagex split install.wim install.swm 3800), or a tool that makes one (Rufus, WoeUSB); for another system use its hybrid ISO or its USB image; pass --force to write this one raw anyway")},
-
+		{failure.Refused, is(session.ErrTooSmallImage), text("pass --force to write it anyway")},
+		{failure.Refused, is(session.ErrDiscOnly), text("a USB installer of Windows is a FAT32 stick holding the ISO's files, with sources/install.wim split below FAT32's 4 GiB (wimlib-imagex split install.wim install.swm 3800), or a tool that makes one (Rufus, WoeUSB); for another system use its hybrid ISO or its USB image; pass --force to write this one raw anyway")},
 		{failure.Refused, as[*imagedst.ExistsError](), text("pass --force to overwrite it")},
 		{failure.Refused, as[*imagedst.SizeError](), text("give a smaller --size, or leave it out to read the whole card")},
 		{failure.Refused, is(termui.ErrNotConfirmed), text("pass --yes to write without being asked")},
@@ -270,7 +270,7 @@ func adviceTable() []advice {
 		{failure.Refused, is(customize.ErrEmptyFile), text("write the image without first-boot settings, delete that empty file (mdel), then run usbflash customize")},
 		{failure.Refused, is(customize.ErrFull), text("leave out the files that do not fit, or use an image with a larger boot partition")},
 
-		{failure.Image, as[*session.CacheEntryError](), from(func(e *session.CacheEntryError) string {
+		{failure.Image, as[*image.CacheEntryError](), from(func(e *image.CacheEntryError) string {
 			if e.Intact {
 				return "run the command again: it downloads the image from the server, whose copy is checked against the checksum again"
 			}
@@ -598,7 +598,7 @@ func oneMediumAdvice(id string) string {
 // noticeAdvice is the advice a reader's notice carries ("" for none): a
 // reader that failed large commands is told how to start at the size
 // that works.
-func noticeAdvice(n *usbms.Notice) string {
+func noticeAdvice(n *observe.Notice) string {
 	if n == nil {
 		return ""
 	}
@@ -606,10 +606,10 @@ func noticeAdvice(n *usbms.Notice) string {
 	if id == "" {
 		id = "VID:PID"
 	}
-	if n.Kind == usbms.NoticeOneMedium {
+	if n.Kind == observe.NoticeOneMedium {
 		return oneMediumAdvice(id)
 	}
-	if n.Kind != usbms.NoticeTransferCap || n.Cap <= 0 {
+	if n.Kind != observe.NoticeTransferCap || n.Cap <= 0 {
 		return ""
 	}
 	size := units.FormatSize(n.Cap)

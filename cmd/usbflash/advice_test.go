@@ -304,9 +304,9 @@ func urlAdviceCases() []adviceCase {
 			"the connection failed and this server cannot resume it: run the command again on a steadier network, or download the image first"},
 		{"catalog/unavailable folder", &catalog.FindError{Name: "Broken / OS", Candidates: []string{"Broken: the server answered 404 Not Found"}, Err: catalog.ErrUnavailable},
 			"the folder's list could not be read: check the network and the catalog's server and run the command again; `usbflash images` lists what can be read"},
-		{"cache/damaged", &session.CacheEntryError{Path: "/c/sha256-b", Err: mismatch},
+		{"cache/damaged", &image.CacheEntryError{Path: "/c/sha256-b", Err: mismatch},
 			"run the command again (a station's next card does it): it downloads the image from the server; if copies in --cache keep being damaged, check the disk the cache is on"},
-		{"cache/not the list's", &session.CacheEntryError{Path: "/c/sha256-b", Intact: true, Err: mismatch},
+		{"cache/not the list's", &image.CacheEntryError{Path: "/c/sha256-b", Intact: true, Err: mismatch},
 			"run the command again: it downloads the image from the server, whose copy is checked against the checksum again"},
 	}
 }
@@ -434,8 +434,8 @@ func trustAdviceCases() []adviceCase {
 	differs := &pipeline.VerifyError{Device: "sim:x", LBA: 8, Offset: 4096, Want: 1, Got: 2}
 	again := "write the image again; if the difference stays, the card is failing or fake: use another card"
 	return []adviceCase{
-		{"trust/no signed sum", &session.ImageError{Err: &image.NoSignedSumError{Image: "os.img"}}, noSignedSumAdvice(&image.NoSignedSumError{})},
-		{"trust/no signed sum, standard input", &session.ImageError{Err: &image.NoSignedSumError{Image: "standard input", Stdin: true}},
+		{"trust/no signed sum", &image.ReadError{Err: &image.NoSignedSumError{Image: "os.img"}}, noSignedSumAdvice(&image.NoSignedSumError{})},
+		{"trust/no signed sum, standard input", &image.ReadError{Err: &image.NoSignedSumError{Image: "standard input", Stdin: true}},
 			noSignedSumAdvice(&image.NoSignedSumError{Stdin: true})},
 		{"trust/repair of standard input", withFlags(&failure.SettingError{Setting: session.SettingRepair, Err: session.ErrRepairStdin}),
 			"save the image to a file and repair from that"},

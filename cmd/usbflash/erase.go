@@ -60,11 +60,13 @@ func (a *app) runBlocks(ctx context.Context, c *cobra.Command, rep termui.Report
 		return err
 	}
 	cfg := session.Config{
-		Blocks: blocks, TransferSize: f.transfer, Buffers: f.buffers, Verify: !f.noVerify, Eject: f.eject, Force: f.force,
-		SkipRefused: f.skipRefused, Report: f.report, ExitCodes: classCodes(), StopTimeout: f.stopTimeout, SaysStop: a.aborts.Says,
+		Blocks:  blocks,
+		Targets: session.Targets{Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused},
+		Engine:  session.Engine{TransferSize: f.transfer, Buffers: f.buffers, Verify: !f.noVerify},
+		Output:  session.Output{Report: f.report, ExitCodes: classCodes()},
 	}
 	if !f.yes {
-		cfg.Confirm = func(cards []*drive.Device, _ *image.Source) error { return a.confirmOverwrite(cards, what) }
+		cfg.Output.Confirm = func(cards []*drive.Device, _ *image.Source) error { return a.confirmOverwrite(cards, what) }
 	}
 	return a.runWrite(ctx, rep, cfg, args, f)
 }

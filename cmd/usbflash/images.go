@@ -5,8 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/image/catalog"
-	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/image/httpsrc"
 )
 
 // catalogEnv names the catalog when --catalog does not.
@@ -24,7 +25,7 @@ func (f *catalogFlags) register(c *cobra.Command, withOS bool) {
 	}
 	c.Flags().StringVar(&f.os, "os", "", "write the image of this catalog entry (its name, with its folders' or alone, or the start of only one entry's) instead of an IMAGE: checked against the entry's SHA-256s and size")
 	_ = c.RegisterFlagCompletionFunc("os", func(c *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-		entries, _ := session.LoadCatalog(c.Context(), f.catalog, session.Config{})
+		entries, _ := image.LoadCatalog(c.Context(), f.catalog, httpsrc.Options{})
 		return catalog.Names(entries), cobra.ShellCompDirectiveNoFileComp
 	})
 }
@@ -58,7 +59,7 @@ name, with its folders' or alone, or the start of only one entry's.`,
 			if err != nil {
 				return err
 			}
-			entries, err := session.LoadCatalog(c.Context(), f.catalog, session.Config{HTTP: opts})
+			entries, err := image.LoadCatalog(c.Context(), f.catalog, opts)
 			if err != nil {
 				return err
 			}

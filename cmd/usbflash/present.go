@@ -10,11 +10,11 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // cardPresenter shows a session of one card, written without --report:
@@ -271,14 +271,14 @@ func (p *sessionPresenter) finish(res *session.Result, err error) error {
 
 // noticeNotes passes a reader's notices (recovery steps, commands made
 // smaller) to the user, each with its advice.
-func noticeNotes(rep termui.Reporter) func(reader string, n usbms.Notice) {
-	return func(_ string, n usbms.Notice) { rep.Event(noteWithAdvice(n.Text, &n)) }
+func noticeNotes(rep termui.Reporter) func(reader string, n observe.Notice) {
+	return func(_ string, n observe.Notice) { rep.Event(noteWithAdvice(n.Text, &n)) }
 }
 
 // noteWithAdvice is a note event and its text, with the advice the
 // notice has (noticeAdvice) on the next line.
-func noteWithAdvice(msg string, n *usbms.Notice) (jsonevents.Event, string) {
-	if n != nil && n.Kind == usbms.NoticeSetting && settingFlag(n.Setting) != "" {
+func noteWithAdvice(msg string, n *observe.Notice) (jsonevents.Event, string) {
+	if n != nil && n.Kind == observe.NoticeSetting && settingFlag(n.Setting) != "" {
 		// The setting in the words of the command line: its flag.
 		msg = strings.Replace(msg, string(n.Setting)+" ", settingFlag(n.Setting)+" ", 1)
 	}

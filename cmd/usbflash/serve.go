@@ -18,8 +18,9 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/image/catalog"
-	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/ui/readerinfo"
 	"github.com/usbflash/usbflash/internal/ui/web"
 	"github.com/usbflash/usbflash/pipeline"
@@ -110,7 +111,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		Slots: a.serveSlots, Run: a.serveRun(f, tmp)}
 	if f.catalog.catalog != "" {
 		opts.Catalog = func(ctx context.Context) ([]catalog.Entry, error) {
-			return session.LoadCatalog(ctx, f.catalog.catalog, session.Config{})
+			return image.LoadCatalog(ctx, f.catalog.catalog, httpsrc.Options{})
 		}
 	}
 	srv, err := web.New(opts)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/customize"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/probe/cardbench"
 	"github.com/usbflash/usbflash/internal/session"
 )
@@ -14,38 +15,38 @@ import (
 // about ("" for one no flag gives).
 func flagOf(s failure.Setting) string {
 	return map[failure.Setting]string{
-		session.SettingTransferSize:    "--transfer-size",
-		session.SettingBuffers:         "--buffers",
-		session.SettingLag:             "--lag",
-		session.SettingSHA256:          "--sha256",
-		session.SettingKeyring:         "--sha256-keyring",
-		session.SettingFingerprint:     "--sha256-fingerprint",
-		session.SettingKeyringNoSHA256: "--sha256-keyring and --no-sha256",
-		session.SettingKeyringSHA256:   "--sha256-keyring and --sha256",
-		session.SettingCache:           "--cache",
-		session.SettingCatalog:         "--catalog",
-		session.SettingOS:              "--os",
-		session.SettingSize:            "--size",
-		session.SettingRepair:          "--repair",
-		session.SettingOut:             "OUT",
-		session.SettingBlockMap:        "--bmap and --no-bmap",
-		session.SettingSparse:          "--sparse and --bmap",
-		session.SettingLabel:           "--label",
-		session.SettingFS:              "--fs",
-		session.SettingEraseUnit:       "--erase-unit",
-		cardbench.SettingCompare:       "--compare",
-		cardbench.SettingSizes:         "--sizes",
-		cardbench.SettingRegion:        "--region",
-		cardbench.SettingPreserve:      "--preserve --region",
-		customize.SettingFile:          "--customize",
-		customize.SettingInitFormat:    "--init-format",
-		customize.SettingSSHKey:        "--ssh-key",
-		customize.SettingHostname:      "--hostname",
-		customize.SettingUser:          "--user",
-		customize.SettingWiFiSSID:      "--wifi-ssid",
-		customize.SettingWiFiCountry:   "--wifi-country",
-		customize.SettingTimezone:      "--timezone",
-		customize.SettingKeymap:        "--keymap",
+		session.SettingTransferSize:  "--transfer-size",
+		session.SettingBuffers:       "--buffers",
+		session.SettingLag:           "--lag",
+		image.SettingSHA256:          "--sha256",
+		image.SettingKeyring:         "--sha256-keyring",
+		image.SettingFingerprint:     "--sha256-fingerprint",
+		image.SettingKeyringNoSHA256: "--sha256-keyring and --no-sha256",
+		image.SettingKeyringSHA256:   "--sha256-keyring and --sha256",
+		image.SettingCache:           "--cache",
+		image.SettingCatalog:         "--catalog",
+		image.SettingOS:              "--os",
+		session.SettingSize:          "--size",
+		session.SettingRepair:        "--repair",
+		session.SettingOut:           "OUT",
+		session.SettingBlockMap:      "--bmap and --no-bmap",
+		session.SettingSparse:        "--sparse and --bmap",
+		session.SettingLabel:         "--label",
+		session.SettingFS:            "--fs",
+		session.SettingEraseUnit:     "--erase-unit",
+		cardbench.SettingCompare:     "--compare",
+		cardbench.SettingSizes:       "--sizes",
+		cardbench.SettingRegion:      "--region",
+		cardbench.SettingPreserve:    "--preserve --region",
+		customize.SettingFile:        "--customize",
+		customize.SettingInitFormat:  "--init-format",
+		customize.SettingSSHKey:      "--ssh-key",
+		customize.SettingHostname:    "--hostname",
+		customize.SettingUser:        "--user",
+		customize.SettingWiFiSSID:    "--wifi-ssid",
+		customize.SettingWiFiCountry: "--wifi-country",
+		customize.SettingTimezone:    "--timezone",
+		customize.SettingKeymap:      "--keymap",
 	}[s]
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/session"
@@ -57,15 +58,15 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 				if err != nil {
 					return err
 				}
-				image, targets := catalog.image(args)
+				imagePath, targets := catalog.image(args)
 				t, readers, err := a.target(targets[0])
 				if err != nil {
 					return err
 				}
-				return a.verify(c.Context(), rep, session.VerifyConfig{Image: image, TransferSize: transfer,
-					BlockMap: session.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair, Catalog: catalog.catalog, OS: catalog.os,
-					SHA256: trust.sha256, NoSHA256: trust.noSHA256, SHA256Keyring: trust.keyring, SHA256Fingerprint: trust.fingerprint,
-					Cache: trust.cache, CacheMax: cacheMax}, t)
+				return a.verify(c.Context(), rep, session.VerifyConfig{
+					Image: image.Ref{Path: imagePath, Catalog: catalog.catalog, OS: catalog.os, SHA256: trust.sha256, NoSHA256: trust.noSHA256,
+						SHA256Keyring: trust.keyring, SHA256Fingerprint: trust.fingerprint, Cache: trust.cache, CacheMax: cacheMax},
+					TransferSize: transfer, BlockMap: session.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair}, t)
 			})
 		},
 	}
@@ -84,7 +85,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg session.VerifyConfig, t drive.Spec) error {
 	cfg.Observer = session.ObserverFunc(func(e session.Event) { presentVerify(rep, e) })
 	var err error
-	if cfg.HTTP, err = a.httpOptions(); err != nil {
+	if cfg.Image.HTTP, err = a.httpOptions(); err != nil {
 		return err
 	}
 	res, err := session.Verify(ctx, cfg, t)

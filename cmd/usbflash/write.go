@@ -16,6 +16,7 @@ import (
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/probe/fakecheck"
 	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/station"
 	"github.com/usbflash/usbflash/internal/station/metrics"
 	"github.com/usbflash/usbflash/internal/station/slotlog"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
@@ -175,33 +176,38 @@ func (a *app) reported(asJSON, quiet bool, body func(termui.Reporter) error) err
 func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f writeFlags) (err error) {
 	imageRef, targets := f.catalog.image(args)
 	cfg := session.Config{
-		Image: imageRef, OS: f.catalog.os, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
-		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
-		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.trust.sha256, NoSHA256: f.trust.noSHA256, SHA256Keyring: f.trust.keyring, SHA256Fingerprint: f.trust.fingerprint,
-		Check: f.check, Repair: f.repair, StopTimeout: f.stopTimeout, SaysStop: a.aborts.Says, Station: f.station, Operator: f.operator,
+		Image: image.Ref{Path: imageRef, OS: f.catalog.os, Catalog: f.catalog.catalog, SHA256: f.trust.sha256, NoSHA256: f.trust.noSHA256,
+			SHA256Keyring: f.trust.keyring, SHA256Fingerprint: f.trust.fingerprint, Cache: f.trust.cache},
+		Targets: session.Targets{Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused},
+		Engine: session.Engine{TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag, Verify: !f.noVerify, VerifyMethod: f.verifyMethod,
+			BlockMap: f.bmap.choice(), Repair: f.repair},
+		Output: session.Output{Report: f.report, ExitCodes: classCodes(), Station: f.station, Operator: f.operator},
 	}
-	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
+	maxCache, err := parseMaxCache(f.maxCache)
+	if err != nil {
 		return err
 	}
-	cfg.Cache, cfg.Catalog = f.trust.cache, f.catalog.catalog
-	if cfg.HTTP, err = a.httpOptions(); err != nil {
+	if f.check {
+		cfg.Targets.Check = &fakecheck.Options{MaxCache: maxCache}
+	}
+	if cfg.Image.HTTP, err = a.httpOptions(); err != nil {
 		return err
 	}
-	if cfg.CacheMax, err = f.trust.cacheMax(); err != nil {
+	if cfg.Image.CacheMax, err = f.trust.cacheMax(); err != nil {
 		return err
 	}
 	if stdin, ok := a.stdin.(*os.File); ok {
-		cfg.Stdin = stdin
+		cfg.Image.Stdin = stdin
 	}
 	if cfg.Customize, err = f.custom.config(a.customBase); err != nil {
 		return err
 	}
 	f.metrics.Version, f.metrics.Station = buildVersion(), f.station
-	station, stopMetrics, err := metrics.Start(f.metrics)
+	counted, stopMetrics, err := metrics.Start(f.metrics)
 	if err != nil {
 		return err
 	}
-	logs, closeLogs, err := slotlog.Start(f.logDir, cfg.ExitCodes)
+	logs, closeLogs, err := slotlog.Start(f.logDir, cfg.Output.ExitCodes)
 	if err != nil {
 		stopMetrics()
 		return err
@@ -216,9 +222,9 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 		if named == "" {
 			named = f.catalog.os
 		}
-		cfg.Confirm = func(cards []*drive.Device, src *image.Source) error { return a.confirm(cards, named, src) }
+		cfg.Output.Confirm = func(cards []*drive.Device, src *image.Source) error { return a.confirm(cards, named, src) }
 	}
-	return a.runWrite(ctx, rep, cfg, targets, f, station, logs)
+	return a.runWrite(ctx, rep, cfg, targets, f, counted, logs)
 }
 
 // runWrite runs a write session (write's, erase's, format's) on the
@@ -226,7 +232,7 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 // observers given.
 func (a *app) runWrite(ctx context.Context, rep termui.Reporter, cfg session.Config, targets []string, f writeFlags, also ...session.Observer) (err error) {
 	// Enumerated once, for --all and the opens alike.
-	if cfg.Readers, err = a.newReaders(); err != nil {
+	if cfg.Targets.Readers, err = a.newReaders(); err != nil {
 		return err
 	}
 	if f.watch {
@@ -234,15 +240,15 @@ func (a *app) runWrite(ctx context.Context, rep termui.Reporter, cfg session.Con
 			return &usageError{"--watch writes every card that appears without asking: add --yes"}
 		}
 		p := newSessionPresenter(rep, f, true)
-		cfg.Observer = session.Tee(append([]session.Observer{p}, also...)...)
+		cfg.Output.Observer = session.Tee(append([]session.Observer{p}, also...)...)
 		find := a.watchFinder
 		if find == nil {
-			find = cfg.Readers.Finder(f.force)
+			find = cfg.Targets.Readers.Finder(f.force)
 		}
-		res, err := session.Watch(ctx, cfg, find)
+		res, err := station.Watch(ctx, station.Config{Write: cfg, StopTimeout: f.stopTimeout, SaysStop: a.aborts.Says}, find)
 		return p.finish(res, err)
 	}
-	specs, err := a.writeTargets(ctx, rep, cfg.Readers, targets, f)
+	specs, err := a.writeTargets(ctx, rep, cfg.Targets.Readers, targets, f)
 	if err != nil {
 		return err
 	}
@@ -256,7 +262,7 @@ func (a *app) runWrite(ctx context.Context, rep termui.Reporter, cfg session.Con
 	} else {
 		p = newCardPresenter(rep, f)
 	}
-	cfg.Observer = session.Tee(append([]session.Observer{p}, also...)...)
+	cfg.Output.Observer = session.Tee(append([]session.Observer{p}, also...)...)
 	res, err := session.Run(ctx, cfg, specs)
 	return p.finish(res, err)
 }

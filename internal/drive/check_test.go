@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/failure"
-	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/usbms"
 )
 
@@ -37,12 +36,12 @@ func TestCheckLastBlock(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Close()
-			err = Check(d, &image.Source{Format: image.FormatRaw, Size: tc.image, SizeExact: true}, CheckOptions{TransferSize: 1 << 20})
+			err = CheckWrite(d, tc.image, true)
 			switch {
 			case tc.refused && (failure.Of(err) != failure.Refused || !errors.Is(err, usbms.ErrCapacityOffByOne)):
-				t.Errorf("Check = %v, want a refusal naming a capacity one block too many", err)
+				t.Errorf("CheckWrite = %v, want a refusal naming a capacity one block too many", err)
 			case !tc.refused && err != nil:
-				t.Errorf("Check = %v, want none", err)
+				t.Errorf("CheckWrite = %v, want none", err)
 			}
 			if got, _ := os.ReadFile(path); string(got) != string(make([]byte, card)) {
 				t.Error("the card changed")

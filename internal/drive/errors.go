@@ -26,15 +26,6 @@ var (
 	// ErrIsImage: the target is the image, or holds the file system the
 	// image lies on.
 	ErrIsImage = failure.New(failure.Refused, "the target is the image")
-	// ErrTooSmallImage: the image is smaller than one transfer, too small
-	// to be an OS image.
-	ErrTooSmallImage = failure.New(failure.Refused, "image too small to be an OS image")
-	// ErrDiscOnly: the image is an optical disc image (ISO 9660 or UDF)
-	// that boots only from a CD or DVD (an El Torito boot catalog, no MBR
-	// partition table or GPT): a Windows installer ISO, for one. Written
-	// raw to a card or stick it boots nothing.
-	ErrDiscOnly = failure.New(failure.Refused, "a disc image that boots only from a CD or DVD")
-
 	// ErrNotFound: no attached reader matches the target.
 	ErrNotFound = failure.New(failure.Device, "no such reader")
 	// ErrUnsupported: the reader is attached but speaks no protocol

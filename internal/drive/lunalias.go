@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/usbms"
 )
 
@@ -56,7 +57,7 @@ func tellOneMedium(opts Options, reader string, used, other int) {
 	if opts.OnNotice == nil {
 		return
 	}
-	opts.OnNotice(reader, usbms.Notice{Kind: usbms.NoticeOneMedium,
+	opts.OnNotice(reader, observe.Notice{Kind: observe.NoticeOneMedium,
 		Text: fmt.Sprintf("%s: LUN %d answers for the same medium as LUN %d (the reader ignores the LUN): using LUN %d", reader, other, used, used)})
 }
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // TestOwnMedium: a slot of a multi-LUN reader is opened for writing only
@@ -37,11 +37,11 @@ func TestOwnMedium(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path, spec := simCard(t, tc.slot0, tc.opts)
 			var mu sync.Mutex
-			var told []usbms.Notice
-			d, err := Open(context.Background(), spec, Options{ReadOnly: tc.readOnly, OnNotice: func(_ string, n usbms.Notice) {
+			var told []observe.Notice
+			d, err := Open(context.Background(), spec, Options{ReadOnly: tc.readOnly, OnNotice: func(_ string, n observe.Notice) {
 				mu.Lock()
 				defer mu.Unlock()
-				if n.Kind == usbms.NoticeOneMedium {
+				if n.Kind == observe.NoticeOneMedium {
 					told = append(told, n)
 				}
 			}})

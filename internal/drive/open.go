@@ -13,6 +13,7 @@ import (
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/lib/flock"
 	"github.com/usbflash/usbflash/internal/lib/linuxdisk"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 	"github.com/usbflash/usbflash/pipeline/filedev"
 	"github.com/usbflash/usbflash/usbms"
@@ -40,11 +41,11 @@ type Options struct {
 	// OnRecovery is told each step of a reader's recovery ladder, with the
 	// name of the reader.
 	OnRecovery func(reader, step string)
-	// OnNotice, when set, is told every usbms.Notice of a reader (its
-	// recovery steps, and a transfer size lowered because the reader
-	// failed larger commands) instead of OnRecovery, with the reader's
-	// VID:PID in Notice.USBID.
-	OnNotice func(reader string, n usbms.Notice)
+	// OnNotice, when set, is told every notice of a reader (its recovery
+	// steps, and a transfer size lowered because the reader failed larger
+	// commands) instead of OnRecovery, in observe's words, with the
+	// reader's VID:PID in Notice.USBID.
+	OnNotice func(reader string, n observe.Notice)
 	// Quirks are the user's quirk overrides (usbms.HostQuirkOverrides).
 	Quirks usbms.QuirkOverrides
 	// Readers is the command's enumeration of USB readers, shared with what
@@ -239,10 +240,7 @@ func openReader(ctx context.Context, readers *Readers, group []Spec, opts Option
 	usbID := usbms.ReaderID(ep, info)
 	switch {
 	case opts.OnNotice != nil:
-		topts.OnNotice = func(n usbms.Notice) {
-			n.USBID = usbID
-			opts.OnNotice(name, n)
-		}
+		topts.OnNotice = func(n usbms.Notice) { opts.OnNotice(name, noticeOf(n, usbID)) }
 	case opts.OnRecovery != nil:
 		topts.OnRecovery = func(step string) { opts.OnRecovery(name, step) }
 	}

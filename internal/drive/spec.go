@@ -1,9 +1,11 @@
 // Package drive turns what a user types as a TARGET into an opened,
 // checked device: it parses the target syntax, lists readers, opens one
 // (or the slots of one reader together), watches for cards as they are
-// inserted, and runs the one set of checks every write passes before its
-// first byte (in use, locked, the image itself, write-protected, too small,
-// the image larger than the card).
+// inserted, runs the checks of the target every write passes before its
+// first byte (in use, locked, the image itself when it opens; then
+// write-protected, too small for what is written: CheckWrite), and says
+// what a target is in its own words (Describe, Reader.Facts), so that no
+// presenter needs the transport's or the USB backend's vocabulary.
 package drive
 
 import (

@@ -205,10 +205,7 @@ func (w *watcher) scan(ctx context.Context) {
 		usbID := usbms.ReaderID(ep, fr.Info)
 		switch {
 		case w.opts.OnNotice != nil:
-			topts.OnNotice = func(n usbms.Notice) {
-				n.USBID = usbID
-				w.opts.OnNotice(fr.Name, n)
-			}
+			topts.OnNotice = func(n usbms.Notice) { w.opts.OnNotice(fr.Name, noticeOf(n, usbID)) }
 		case w.opts.OnRecovery != nil:
 			topts.OnRecovery = func(step string) { w.opts.OnRecovery(fr.Name, step) }
 		}

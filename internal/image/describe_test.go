@@ -96,7 +96,7 @@ func TestOpenRefusesMisnamed(t *testing.T) {
 		if err := os.WriteFile(p, tt.data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s, err := Open(p)
+		s, err := OpenFile(p)
 		if tt.want == "" {
 			var se *Error
 			if err != nil && !(errors.As(err, &se) && se.Kind == ErrTruncated) {
@@ -199,7 +199,7 @@ func TestOpenMisnamedContainers(t *testing.T) {
 			if err := os.WriteFile(p, tt.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			s, err := Open(p)
+			s, err := OpenFile(p)
 			if s != nil {
 				s.Close()
 			}

@@ -84,7 +84,7 @@ func TestMappedFileReadAt(t *testing.T) {
 func TestOpenMapsRegularFiles(t *testing.T) {
 	img := genOSImage(1<<20, 3)
 	p := tempImage(t, img)
-	s, err := Open(p)
+	s, err := OpenFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,10 @@
 // Package image opens OS images: it sniffs the container format from the
 // bytes, decodes it (raw, gzip, xz, zstd, bzip2, lz4, zip, 7z, and a tar
-// of one image, plain or in any of them), learns the decoded
-// size where the container states it, and reports damage with offsets.
+// of one image, plain or in any of them), learns the decoded size where
+// the container states it, tells a disc image (Disc), and reports damage
+// with offsets; and it opens a session's image wherever it is (Open: a
+// file, standard input, a URL read through the cache or not, a catalog's
+// entry) with the checksum, signature and block map that go with it.
 package image
 
 import (
@@ -22,7 +25,7 @@ import (
 
 // Source is the image to write: Read yields the decoded image bytes, and the
 // fields say what is known about it before reading. The fields are set by
-// Open/New and not changed afterwards.
+// OpenFile/New and not changed afterwards.
 //
 // Read and Close are for one goroutine; CompressedRead and DecodedRead may be
 // called from any.
@@ -73,7 +76,7 @@ type Source struct {
 	err     error // sticky: once set, every Read returns it
 	closers []func() error
 
-	// What Open saw of the file, for CheckUnchanged and FileInfo.
+	// What OpenFile saw of the file, for CheckUnchanged and FileInfo.
 	path string
 	file *os.File // nil for standard input and New
 	info fs.FileInfo
@@ -114,13 +117,15 @@ type Options struct {
 	ReadAhead func()
 }
 
-// Open opens the image at path, or standard input when path is "-",
-// and sniffs its format from the first bytes. Every check that can fail early
-// happens here: an unsupported container, a zip with no or several images, a
-// truncated or damaged header (as *SourceError).
-func Open(path string) (*Source, error) { return OpenWith(path, Options{}) }
+// OpenFile opens the image file at path, or standard input when path is
+// "-", and sniffs its format from the first bytes. Every check that can
+// fail early happens here: an unsupported container, a zip with no or
+// several images, a truncated or damaged header (as *Error). A session
+// opens its image with Open, which finds the file, URL or catalog entry
+// and what it is trusted by, and comes here for a file.
+func OpenFile(path string) (*Source, error) { return OpenWith(path, Options{}) }
 
-// OpenWith is Open with options.
+// OpenWith is OpenFile with options.
 func OpenWith(path string, opts Options) (*Source, error) {
 	if path == "-" {
 		return openStdin(opts)
@@ -554,7 +559,7 @@ func (s *Source) featureError(err error) *Error {
 }
 
 // sizeError reports decoded data that disagrees with the exact size: for an
-// archive, damage; for a raw file, whose exact size is the file's at Open
+// archive, damage; for a raw file, whose exact size is the file's at OpenFile
 // (and which is read only up to it), a file cut short while it was read.
 func (s *Source) sizeError(cause error) error {
 	if s.sizeFrom != "" {
@@ -610,7 +615,7 @@ func (s *Source) DecodedRead() int64 { return s.delivered.Load() }
 // it. Safe to call from any goroutine.
 func (s *Source) CompressedRead() int64 { return s.meter.reached.Load() }
 
-// Close releases the decoder and, for Open, the file. Reads after Close
+// Close releases the decoder and, for OpenFile, the file. Reads after Close
 // fail.
 func (s *Source) Close() error {
 	var first error
@@ -657,7 +662,7 @@ func checkNamedFormat(name string, head []byte, sn sniffResult) error {
 func (s *Source) FileInfo() (fi fs.FileInfo, ok bool) { return s.info, s.info != nil }
 
 // CheckUnchanged reports, as an *Error of Kind Changed, an image file
-// that was modified, resized or replaced since Open: what was written (and
+// that was modified, resized or replaced since OpenFile: what was written (and
 // hashed for verification) is then not one image, and verifying against
 // that hash would prove nothing. It stats the open file and the path again
 // and compares size, modification time and identity. Call it after the last

@@ -23,7 +23,7 @@ func srcOpen(t testing.TB, data []byte, how string) (*Source, error) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return Open(p)
+		return OpenFile(p)
 	case "seekable":
 		return New(bytes.NewReader(data), int64(len(data)))
 	case "stream":
@@ -409,7 +409,7 @@ func TestSourceZipAfterPrefix(t *testing.T) {
 	if err := os.WriteFile(p, zipAt(exe, zip.Deflate, false, ""), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(p)
+	s, err := OpenFile(p)
 	if err != nil {
 		t.Fatalf("Open %s: %v", p, err)
 	}

@@ -14,7 +14,7 @@ import (
 // A Source's SHA-256s, for checking a download against its publisher's
 // checksum: of the input as it is (what SHA256SUMS lists for os.img.xz)
 // and of the decoded image (what some publishers list instead). A file is
-// read again from the descriptor Open holds, never by its path, which may
+// read again from the descriptor OpenFile holds, never by its path, which may
 // name something else by then or be a pipe; a stream is read once, so it
 // is hashed as the decoder reads it (Options.HashStream), and nothing is
 // taken from the decoder.

@@ -59,7 +59,7 @@ func TestCheckUnchanged(t *testing.T) {
 				}
 			}
 			p := tempImage(t, data)
-			s, err := Open(p)
+			s, err := OpenFile(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func TestRawImageChangedWhileRead(t *testing.T) {
 		{"shrunk", func(p string) error { return os.Truncate(p, 100<<10) }, "ended after 102400"},
 	} {
 		p := tempImage(t, img)
-		s, err := Open(p)
+		s, err := OpenFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}

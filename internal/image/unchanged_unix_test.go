@@ -36,7 +36,7 @@ func TestCheckUnchangedFIFO(t *testing.T) {
 		}
 		done <- err
 	}()
-	s, err := Open(path)
+	s, err := OpenFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,11 +57,15 @@ pipeline/blockdev, internal/failure, internal/lib/aligned, internal/lib/flock,
   internal/lib/diskutil, internal/lib/windisk < pipeline/diskdev;
 pipeline, pipeline/blockdev, pipeline/fanout, pipeline/filedev, pipeline/diskdev < ENGINE;
 
-# Images: formats in, block maps, backups out; the network and the cache.
-BASE, internal/image/xzdec < internal/image;
+# Images: formats in, block maps, backups out; the network and the cache;
+# and the one opening of a session's image (internal/image's Open) over
+# all of them: file, standard input, URL, cache entry, catalog entry, with
+# the sums, signatures and block maps beside it.
 BASE, internal/lib/shown < internal/image/httpsrc, internal/image/catalog;
 internal/failure, internal/lib/flock, internal/lib/shown < internal/image/dlcache;
 pipeline/blockdev < internal/image/bmap;
+BASE, internal/lib/shown, internal/image/xzdec, internal/image/httpsrc,
+  internal/image/catalog, internal/image/dlcache, internal/image/bmap < internal/image;
 BASE, internal/image/bmap, pipeline, pipeline/blockdev, internal/lib/outfile,
   internal/lib/parttable < internal/image/imagedst;
 internal/image, internal/image/httpsrc, internal/image/catalog,
@@ -71,10 +75,11 @@ internal/failure, internal/lib/parttable < internal/customize;
 internal/lib/units < internal/cardfs;
 
 # Events every session tells: no transport, no engine.
-NONE < internal/observe;
+internal/failure < internal/observe;
 
 # Targets: parsing, listing, opening, the checks before a write.
-LIB, USB, pipeline/blockdev, pipeline/filedev, pipeline/diskdev < internal/drive;
+LIB, USB, pipeline/blockdev, pipeline/filedev, pipeline/diskdev,
+  internal/observe < internal/drive;
 
 # Probes of a reader and a card.
 LIB, pipeline/blockdev < internal/probe/region;
@@ -87,7 +92,10 @@ LIB, usbms, pipeline/blockdev, internal/drive, internal/observe,
 LIB, ENGINE, IMAGE, scsi, usbms, internal/customize, internal/cardfs, internal/drive,
   internal/observe, internal/lib/outfile, internal/probe/cardbench, internal/probe/fakecheck,
   internal/probe/region < internal/session;
-internal/failure, internal/session < internal/station/slotlog, internal/station/metrics;
+internal/failure, internal/session < internal/station/slotlog;
+# A station: a session taking its cards as they come.
+internal/drive, internal/failure, internal/session < internal/station;
+internal/failure, internal/observe, internal/session < internal/station/metrics;
 
 # Presenters.
 internal/probe/cardbench, internal/session, pipeline, pipeline/blockdev < internal/ui/jsonevents;
@@ -105,15 +113,5 @@ NONE < internal/ui/web/browsertest; # its tests drive the page in a browser
 internal/drive < internal/testkit/simcards;
 internal/image/bmap, internal/testkit/testpattern < internal/testkit/testimage;
 internal/lib/flock < internal/testkit/testtargets;
+internal/lib/parttable < internal/testkit/fsck;
 `
-
-// leftover lists the arrows that break the policy today and issue 42 takes
-// away; TestPolicy fails when one of them is gone and still listed, so the
-// list only shrinks.
-var leftover = map[[2]string]string{
-	{"internal/observe", "usbms"}:              "the event vocabulary names a transport's notice",
-	{"internal/ui/readerinfo", "usbms"}:        "the presenter reads quirks and LUN facts from the transport",
-	{"internal/ui/readerinfo", "usbms/usbdev"}: "the presenter reads the USB identity from the backend's vocabulary",
-	{"internal/station/metrics", "usbms"}:      "the metrics count the transport's notices by its kinds",
-	{"internal/drive", "internal/image"}:       "the pre-write checks take an image source",
-}

@@ -8,7 +8,6 @@ import (
 	"github.com/usbflash/usbflash/internal/probe/cardbench"
 	"github.com/usbflash/usbflash/internal/probe/fakecheck"
 	"github.com/usbflash/usbflash/internal/session"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // TestOneShape: an Observer made of a function is told every event in
@@ -17,7 +16,7 @@ import (
 func TestOneShape(t *testing.T) {
 	var got []observe.Event
 	var obs observe.Observer = observe.Func(func(e observe.Event) { got = append(got, e) })
-	notice := &usbms.Notice{Text: "resetting the reader"}
+	notice := &observe.Notice{Kind: observe.NoticeRecovery, Text: "resetting the reader", Step: observe.StepReset}
 	told := []observe.Event{
 		session.Note{Card: "sim:a.img", Message: "a note"},
 		fakecheck.Note{Card: "sim:b.img", Message: notice.Text, Notice: notice},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/osimage"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/pipeline"
@@ -57,15 +58,15 @@ func BenchmarkBmapWrite(b *testing.B) {
 	size := benchImageMB(b) << 20
 	img := osimage.Generate(size, 1)
 	dir := b.TempDir()
-	image := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(image, img, 0o644); err != nil {
+	imagePath := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(imagePath, img, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	m := testimage.WriteMap(b, image+".bmap", img)
+	m := testimage.WriteMap(b, imagePath+".bmap", img)
 	card := []drive.Spec{spec(b, "sim:"+filepath.Join(dir, "card.img")+"?size="+strconv.FormatInt(size, 10)+"&speed=40MB/s")}
 	write := func(choice BlockMapChoice) func() error {
 		return func() error {
-			_, err := Run(context.Background(), Config{Image: image, Verify: true, BlockMap: choice}, card)
+			_, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Engine: Engine{Verify: true, BlockMap: choice}}, card)
 			return err
 		}
 	}

@@ -43,22 +43,30 @@ func NewBlocksSource(r blocksSource) (*image.Source, error) {
 	return image.New(io.NewSectionReader(r, 0, r.Size()), r.Size())
 }
 
+// blocksShape is how a write of blocks is checked before anything is
+// opened (the preflight's stage 1, with nothing read ahead): one ring for
+// each card, the cards' rings at once bounded by bufferSets; reach says
+// whether the readers can be reached at all.
+func blocksShape(reach func(context.Context) error) writeShape {
+	return writeShape{cards: 1, reach: reach}
+}
+
 // runBlocks is Run for Config.Blocks: every card opened and checked with
 // its own blocks, one question for all, then each written on its own (its
-// blocks are its own), at once, within the memory bound, as Watch writes
-// cards; the same records and exit policy.
+// blocks are its own), at once, within the memory bound, as a station
+// writes cards; the same records and exit policy.
 func (s *session) runBlocks(ctx context.Context, specs []drive.Spec) (*Result, error) {
-	if err := s.checkBlocks(); err != nil {
-		return s.res, err
-	}
-	if err := s.cfg.Readers.CheckAccess(ctx, specs); err != nil {
+	// A reader this user may not open is said before anything is
+	// opened, with what would give access.
+	reach := func(ctx context.Context) error { return s.cfg.Targets.Readers.CheckAccess(ctx, specs) }
+	if err := s.checkSettings(ctx, blocksShape(reach), 0); err != nil {
 		return s.res, err
 	}
 	names := make([]string, len(specs))
 	for i, t := range specs {
 		names[i] = t.Raw
 	}
-	s.emit(Started{Image: s.cfg.Blocks.What(), Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, s.cfg.Buffers)})
+	s.emit(Started{Image: s.cfg.Blocks.What(), Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, s.cfg.Engine.Buffers)})
 	devs, errs := drive.OpenAll(ctx, specs, s.openOptions(0))
 	cards := make([]*card, len(specs))
 	srcs := make([]*image.Source, len(specs))
@@ -103,24 +111,9 @@ func (s *session) runBlocks(ctx context.Context, specs []drive.Spec) (*Result, e
 	return s.res, s.finish(cards, nil)
 }
 
-// checkBlocks makes the checks of a blocks session that need no card: the
-// verify method, the memory bound of one card's ring (the cards' rings at
-// once are bounded by bufferSets), the report.
-func (s *session) checkBlocks() error {
-	if err := s.cfg.VerifyMethod.CheckWrite(); err != nil {
-		return err
-	}
-	if err := checkSizes(s.transfer, s.cfg.Buffers, 0, 1, 0); err != nil {
-		return err
-	}
-	if s.cfg.Report != "" {
-		return CheckReport(s.cfg.Report)
-	}
-	return nil
-}
-
 // openBlocks makes an open card's blocks and runs the pre-write checks on
-// them; nil when it could not (the card's error says why).
+// them (checkCard, the preflight's stage 3); nil when it could not (the
+// card's error says why).
 func (s *session) openBlocks(ctx context.Context, c *card) *image.Source {
 	src, err := s.cfg.Blocks.For(ctx, c.d)
 	if err != nil {
@@ -129,7 +122,7 @@ func (s *session) openBlocks(ctx context.Context, c *card) *image.Source {
 		c.fail(err)
 		return nil
 	}
-	s.opened(ctx, c, src)
+	s.checkCard(ctx, c, src)
 	return src
 }
 
@@ -144,16 +137,38 @@ func (s *session) writeBlocks(ctx context.Context, c *card, src *image.Source) {
 	s.writeCards(ctx, src, &writePlan{}, []*card{c})
 }
 
-// bufferSets bounds the writes under way at once, each with its own ring,
-// to what fits in blockdev.MaxBufferMemory: a card waits for a free set
-// when they would not.
-func (s *session) bufferSets() chan struct{} {
-	per := pipeline.BufferMemory(s.transfer, buffersFor(s.transfer, s.cfg.Buffers))
-	return make(chan struct{}, max(blockdev.MaxBufferMemory/per, 1))
+// writeOneBlocks is a station's card of a blocks session: its own blocks
+// made and checked, then written.
+func (s *session) writeOneBlocks(ctx context.Context, c *card) {
+	src := s.openBlocks(ctx, c)
+	if src == nil {
+		return
+	}
+	defer src.Close()
+	if c.failed() {
+		return
+	}
+	s.writeBlocks(ctx, c, src)
 }
 
-// openOptions are how the session's cards are opened.
+// bufferMemory is what one card's write takes of buffers at the transfer
+// size asked (a card that takes less needs less).
+func (s *session) bufferMemory() int64 {
+	return pipeline.BufferMemory(s.transfer, buffersFor(s.transfer, s.cfg.Engine.Buffers))
+}
+
+// bufferSets bounds the writes under way at once, each with its own ring,
+// to what fits in blockdev.MaxBufferMemory: a card waits for a free set
+// when they would not. A station bounds its cards by the same count
+// (Cards.BufferSets).
+func (s *session) bufferSets() chan struct{} {
+	return make(chan struct{}, max(blockdev.MaxBufferMemory/s.bufferMemory(), 1))
+}
+
+// openOptions are how the session's cards are opened: forced or not, the
+// image's own disk refused, the command's readers, each reader's notices
+// told; newFile is the size of a file: target made for the image.
 func (s *session) openOptions(newFile int64) drive.Options {
-	return drive.Options{Force: s.cfg.Force, Image: s.cfg.Image, NewFileSize: newFile, Readers: s.cfg.Readers,
+	return drive.Options{Force: s.cfg.Targets.Force, Image: s.cfg.Image.Path, NewFileSize: newFile, Readers: s.cfg.Targets.Readers,
 		OnNotice: s.onNotice}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/image/bmap"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
 )
@@ -110,7 +111,7 @@ func TestRunBlockMap(t *testing.T) {
 		format string // the image file's: "" raw
 		// setup writes the map (or not) beside image, returning the
 		// choice and what it maps (nil: every byte is written).
-		setup   func(t *testing.T, image string) (BlockMapChoice, func(off, n int64) bool)
+		setup   func(t *testing.T, imagePath string) (BlockMapChoice, func(off, n int64) bool)
 		cards   int
 		bad     bool   // the image differs from its map at chunk 15
 		err     string // the error must say this (and name the map)
@@ -120,26 +121,26 @@ func TestRunBlockMap(t *testing.T) {
 		note bool
 	}{
 		{name: "bmaptool's map beside the compressed image", format: "xz", cards: 1, skipped: -1,
-			setup: func(t *testing.T, image string) (BlockMapChoice, func(off, n int64) bool) {
-				return BlockMapChoice{}, bmaptoolMap(t, filepath.Join(filepath.Dir(image), "os.img.bmap"), img).Mapped
+			setup: func(t *testing.T, imagePath string) (BlockMapChoice, func(off, n int64) bool) {
+				return BlockMapChoice{}, bmaptoolMap(t, filepath.Join(filepath.Dir(imagePath), "os.img.bmap"), img).Mapped
 			}},
 		{name: "our map given", cards: 1, skipped: mapSkips,
-			setup: func(t *testing.T, image string) (BlockMapChoice, func(off, n int64) bool) {
+			setup: func(t *testing.T, imagePath string) (BlockMapChoice, func(off, n int64) bool) {
 				p := filepath.Join(t.TempDir(), "explicit.bmap")
 				return BlockMapChoice{Path: p}, testimage.WriteMap(t, p, img).Mapped
 			}},
 		{name: "sparse", format: "gzip", cards: 1, skipped: -1,
-			setup: func(t *testing.T, image string) (BlockMapChoice, func(off, n int64) bool) {
+			setup: func(t *testing.T, imagePath string) (BlockMapChoice, func(off, n int64) bool) {
 				return BlockMapChoice{Sparse: true}, sparse
 			}},
 		{name: "a map beside the image turned off", cards: 1,
-			setup: func(t *testing.T, image string) (BlockMapChoice, func(off, n int64) bool) {
-				testimage.WriteMap(t, image+".bmap", img)
+			setup: func(t *testing.T, imagePath string) (BlockMapChoice, func(off, n int64) bool) {
+				testimage.WriteMap(t, imagePath+".bmap", img)
 				return BlockMapChoice{Off: true}, nil
 			}},
 		{name: "a map beside the image, two cards", cards: 2, note: true,
-			setup: func(t *testing.T, image string) (BlockMapChoice, func(off, n int64) bool) {
-				testimage.WriteMap(t, image+".bmap", img)
+			setup: func(t *testing.T, imagePath string) (BlockMapChoice, func(off, n int64) bool) {
+				testimage.WriteMap(t, imagePath+".bmap", img)
 				return BlockMapChoice{}, nil
 			}},
 		{name: "garbage XML", cards: 1, err: "not a bmap XML file", setup: badMap(img, func(t *testing.T, good []byte) []byte {
@@ -149,8 +150,8 @@ func TestRunBlockMap(t *testing.T) {
 			return bytes.Replace(good, []byte(`version="2.0"`), []byte(`version="3.1"`), 1)
 		})},
 		{name: "map larger than the image", cards: 1, err: "the map is for an image of 2106344 bytes but the image has 2098152",
-			setup: func(t *testing.T, image string) (BlockMapChoice, func(off, n int64) bool) {
-				testimage.WriteMap(t, image+".bmap", append(bytes.Clone(img), make([]byte, 8192)...))
+			setup: func(t *testing.T, imagePath string) (BlockMapChoice, func(off, n int64) bool) {
+				testimage.WriteMap(t, imagePath+".bmap", append(bytes.Clone(img), make([]byte, 8192)...))
 				return BlockMapChoice{}, nil
 			}},
 		{name: "overlapping ranges", cards: 1, err: "overlaps", setup: badMap(img, func(t *testing.T, good []byte) []byte {
@@ -160,26 +161,26 @@ func TestRunBlockMap(t *testing.T) {
 			return chksum.ReplaceAll(good, []byte(`chksum="`+strings.Repeat("1", 64)+`"`))
 		})},
 		{name: "the image differs from its map", format: "zstd", cards: 1, bad: true, err: "range ",
-			setup: func(t *testing.T, image string) (BlockMapChoice, func(off, n int64) bool) {
-				return BlockMapChoice{}, testimage.WriteMap(t, filepath.Join(filepath.Dir(image), "os.img.bmap"), img).Mapped
+			setup: func(t *testing.T, imagePath string) (BlockMapChoice, func(off, n int64) bool) {
+				return BlockMapChoice{}, testimage.WriteMap(t, filepath.Join(filepath.Dir(imagePath), "os.img.bmap"), img).Mapped
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image := filepath.Join(dir, "os.img")
+			imagePath := filepath.Join(dir, "os.img")
 			data := bytes.Clone(img)
 			if tc.bad {
 				data[15*mapTransfer+5000] ^= 1
 			}
 			if tc.format != "" {
-				image += map[string]string{"gzip": ".gz", "xz": ".xz", "zstd": ".zst"}[tc.format]
+				imagePath += map[string]string{"gzip": ".gz", "xz": ".xz", "zstd": ".zst"}[tc.format]
 				data = testimage.Compress(t, tc.format, data)
 			}
-			if err := os.WriteFile(image, data, 0o644); err != nil {
+			if err := os.WriteFile(imagePath, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			choice, mapped := tc.setup(t, image)
+			choice, mapped := tc.setup(t, imagePath)
 			cards := oldCards(t, dir, tc.cards)
 			var specs []drive.Spec
 			for _, c := range cards {
@@ -200,8 +201,7 @@ func TestRunBlockMap(t *testing.T) {
 					notes = append(notes, e.Message)
 				}
 			})
-			res, err := Run(context.Background(), Config{Image: image, TransferSize: mapTransfer, Buffers: 4, Verify: true,
-				BlockMap: choice, Observer: obs}, specs)
+			res, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Engine: Engine{TransferSize: mapTransfer, Buffers: 4, Verify: true, BlockMap: choice}, Output: Output{Observer: obs}}, specs)
 			if tc.err != "" {
 				checkMapRefusal(t, tc.bad, err, tc.err, cards[0], img)
 				return
@@ -227,8 +227,8 @@ func TestRunBlockMap(t *testing.T) {
 					t.Errorf("card %d: verified %v by %v", i, o.Verified(), o.Verify)
 				}
 				switch {
-				case mapped == nil && (o.Skipped != 0 || !holds(cards[i], img)):
-					t.Errorf("card %d: %d bytes skipped, the whole image written %v", i, o.Skipped, holds(cards[i], img))
+				case mapped == nil && (o.Skipped != 0 || !testimage.Holds(cards[i], img)):
+					t.Errorf("card %d: %d bytes skipped, the whole image written %v", i, o.Skipped, testimage.Holds(cards[i], img))
 				case mapped != nil && (tc.skipped == -1 && o.Skipped <= 0 || tc.skipped >= 0 && o.Skipped != tc.skipped || o.SkippedWhy == ""):
 					t.Errorf("card %d: %d bytes skipped (%s), want %d", i, o.Skipped, o.SkippedWhy, tc.skipped)
 				case mapped != nil:
@@ -240,19 +240,19 @@ func TestRunBlockMap(t *testing.T) {
 	// The choices that contradict each other, and a map or a sparse write
 	// for several cards, are refused before any card is opened.
 	dir := t.TempDir()
-	image, _ := testImage(t, dir, 1<<20)
+	imagePath, _ := testimage.File(t, dir, 1<<20)
 	cards := oldCards(t, dir, 2)
 	for _, tc := range []struct {
 		choice BlockMapChoice
 		cards  int
 		want   error
 	}{
-		{BlockMapChoice{Path: image + ".bmap", Off: true}, 1, ErrBlockMapConflict},
-		{BlockMapChoice{Path: image + ".bmap", Sparse: true}, 1, ErrBlockMapConflict},
-		{BlockMapChoice{Path: image + ".bmap"}, 2, ErrBlockMapOneCard},
+		{BlockMapChoice{Path: imagePath + ".bmap", Off: true}, 1, ErrBlockMapConflict},
+		{BlockMapChoice{Path: imagePath + ".bmap", Sparse: true}, 1, ErrBlockMapConflict},
+		{BlockMapChoice{Path: imagePath + ".bmap"}, 2, ErrBlockMapOneCard},
 		{BlockMapChoice{Sparse: true}, 2, ErrBlockMapOneCard},
 	} {
-		if _, err := Run(context.Background(), Config{Image: image, TransferSize: mapTransfer, Buffers: 4, BlockMap: tc.choice},
+		if _, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Engine: Engine{TransferSize: mapTransfer, Buffers: 4, BlockMap: tc.choice}},
 			simSpecs(t, "", cards[:tc.cards]...)); !errors.Is(err, tc.want) {
 			t.Errorf("%+v to %d cards: %v, want %v", tc.choice, tc.cards, err, tc.want)
 		}
@@ -265,15 +265,15 @@ func TestRunBlockMap(t *testing.T) {
 }
 
 // badMap writes beside the image a map of img that edit spoils.
-func badMap(img []byte, edit func(t *testing.T, good []byte) []byte) func(t *testing.T, image string) (BlockMapChoice, func(off, n int64) bool) {
-	return func(t *testing.T, image string) (BlockMapChoice, func(off, n int64) bool) {
+func badMap(img []byte, edit func(t *testing.T, good []byte) []byte) func(t *testing.T, imagePath string) (BlockMapChoice, func(off, n int64) bool) {
+	return func(t *testing.T, imagePath string) (BlockMapChoice, func(off, n int64) bool) {
 		p := filepath.Join(t.TempDir(), "good.bmap")
 		testimage.WriteMap(t, p, img)
 		good, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(image+".bmap", edit(t, good), 0o644); err != nil {
+		if err := os.WriteFile(imagePath+".bmap", edit(t, good), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return BlockMapChoice{}, nil
@@ -281,7 +281,7 @@ func badMap(img []byte, edit func(t *testing.T, good []byte) []byte) func(t *tes
 }
 
 // checkMapRefusal: a map that does not fit refuses the write with a
-// *BlockMapError naming the map, the card untouched; an image that does
+// *image.BlockMapError naming the map, the card untouched; an image that does
 // not match its map names the range, which is not written, nor is the
 // first transfer.
 func checkMapRefusal(t *testing.T, bad bool, err error, want, card string, img []byte) {
@@ -294,9 +294,9 @@ func checkMapRefusal(t *testing.T, bad bool, err error, want, card string, img [
 		t.Fatal(rerr)
 	}
 	if !bad {
-		var be *BlockMapError
+		var be *image.BlockMapError
 		if !errors.As(err, &be) || !strings.HasSuffix(be.Path, ".bmap") || !strings.Contains(err.Error(), be.Path) {
-			t.Errorf("Run: %v, want a *BlockMapError naming the map", err)
+			t.Errorf("Run: %v, want a *image.BlockMapError naming the map", err)
 		}
 		if !bytes.Equal(got, bytes.Repeat([]byte{0xA5}, 4<<20)) {
 			t.Error("the card was changed")

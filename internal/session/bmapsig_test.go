@@ -14,6 +14,7 @@ import (
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
+	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
 	"github.com/usbflash/usbflash/internal/testkit/testpgp"
 )
@@ -99,8 +100,7 @@ func TestBlockMapSignature(t *testing.T) {
 			}
 			card, spec := newSimCard(t)
 			log := &eventLog{}
-			_, err := Run(context.Background(), Config{Image: imageRef, TransferSize: 1 << 20, Buffers: 2, SHA256Keyring: tc.keys, SHA256Fingerprint: tc.fpr,
-				Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
+			_, err := Run(context.Background(), Config{Image: image.Ref{Path: imageRef, SHA256Keyring: tc.keys, SHA256Fingerprint: tc.fpr, HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}, []drive.Spec{spec})
 			notes := strings.Join(log.all(), "\n")
 			got, _ := os.ReadFile(card)
 			if tc.class == failure.Usage {
@@ -115,8 +115,8 @@ func TestBlockMapSignature(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !holds(card, img) || !strings.HasSuffix(log.map_, "os.img.bmap") {
-				t.Fatalf("write: %v, holds %v, map %q\n%s", err, holds(card, img), log.map_, notes)
+			if err != nil || !testimage.Holds(card, img) || !strings.HasSuffix(log.map_, "os.img.bmap") {
+				t.Fatalf("write: %v, holds %v, map %q\n%s", err, testimage.Holds(card, img), log.map_, notes)
 			}
 			if strings.Count(notes, tc.note) != 1 {
 				t.Errorf("notes:\n%s\nwant once %q", notes, tc.note)

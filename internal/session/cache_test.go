@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/image/dlcache"
 	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
@@ -23,8 +24,7 @@ func writeCached(t *testing.T, url, cache string) ([]string, []byte, error) {
 	t.Helper()
 	card, spec := newSimCard(t)
 	log := &noteLog{}
-	_, err := Run(context.Background(), Config{Image: url, TransferSize: 1 << 20, Buffers: 2, Observer: log,
-		HTTP: instantHTTP(), Cache: cache}, []drive.Spec{spec})
+	_, err := Run(context.Background(), Config{Image: image.Ref{Path: url, HTTP: instantHTTP(), Cache: cache}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}, []drive.Spec{spec})
 	got, _ := os.ReadFile(card)
 	return log.all(), got, err
 }
@@ -110,7 +110,7 @@ func TestRunCacheWrongList(t *testing.T) {
 	}
 	srv.Files["/os.img.sha256"] = []byte(strings.Repeat("1", 64) + "\n")
 	err := write()
-	var ce *CacheEntryError
+	var ce *image.CacheEntryError
 	if !errors.As(err, &ce) || !ce.Intact {
 		t.Fatalf("second write: %v, want the entry removed as intact but not the list's", err)
 	}
@@ -151,8 +151,7 @@ func TestRunCacheShared(t *testing.T) {
 	}
 	card, spec := newSimCard(t)
 	log := &noteLog{}
-	_, err = Run(context.Background(), Config{Image: url, TransferSize: 1 << 20, Buffers: 2, Observer: log,
-		HTTP: instantHTTP(), Cache: dir}, []drive.Spec{spec})
+	_, err = Run(context.Background(), Config{Image: image.Ref{Path: url, HTTP: instantHTTP(), Cache: dir}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}, []drive.Spec{spec})
 	got, _ := os.ReadFile(card)
 	if err != nil || !bytes.Equal(got[:len(img)], img) {
 		t.Fatalf("write beside another run: %v\n%s", err, strings.Join(log.all(), "\n"))
@@ -177,7 +176,7 @@ func TestRunCacheFile(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "cache")
 	_, spec := newSimCard(t)
 	log := &noteLog{}
-	if _, err := Run(context.Background(), Config{Image: path, TransferSize: 1 << 20, Buffers: 2, Observer: log, Cache: cache},
+	if _, err := Run(context.Background(), Config{Image: image.Ref{Path: path, Cache: cache}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}},
 		[]drive.Spec{spec}); err != nil {
 		t.Fatal(err)
 	}
@@ -186,25 +185,5 @@ func TestRunCacheFile(t *testing.T) {
 	}
 	if _, err := os.Stat(cache); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the cache was made: %v", err)
-	}
-}
-
-// TestWatchURLNoReaders: a station writing a URL image where readers
-// cannot be listed at all (no USB access) says so before it downloads
-// the image, not after.
-func TestWatchURLNoReaders(t *testing.T) {
-	t.Parallel()
-	srv := flakyhttp.New(flakyhttp.Version{Data: testpattern.Bytes(1<<20, 55), ETag: `"n1"`}, nil)
-	srv.Path = "/os.img"
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	noUSB := errors.New("no access to USB devices here")
-	find := func(context.Context) ([]drive.Found, error) { return nil, noUSB }
-	_, err := Watch(context.Background(), Config{Image: ts.URL + "/os.img", TransferSize: 1 << 20, Buffers: 2, HTTP: instantHTTP()}, find)
-	if !errors.Is(err, noUSB) {
-		t.Fatalf("Watch: %v, want the readers' error", err)
-	}
-	if n := srv.Requests(); n != 0 {
-		t.Errorf("the image was asked for %d times before the readers were found unlistable", n)
 	}
 }

@@ -20,7 +20,9 @@ func (s *session) checkFake(ctx context.Context, c *card, src *image.Source) {
 	s.emit(Note{Card: name, Message: fmt.Sprintf("Checking %s for a fake capacity (every block the check writes is put back)", name)})
 	// The command that puts back what the probe could not names the card
 	// as the user did, or as --watch found it.
-	res, err := fakecheck.Probe(ctx, c.d.Dev, fakecheck.Options{MaxCache: s.cfg.CheckMaxCache, Target: cmp.Or(c.spec, c.d.Name)})
+	opts := *s.cfg.Targets.Check
+	opts.Target = cmp.Or(c.spec, c.d.Name)
+	res, err := fakecheck.Probe(ctx, c.d.Dev, opts)
 	if err != nil {
 		c.fail(err)
 		return

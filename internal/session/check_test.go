@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/probe/fakecheck"
 )
 
@@ -21,8 +22,8 @@ import (
 func TestRunCheck(t *testing.T) {
 	dir := t.TempDir()
 	img := bytes.Repeat([]byte("usbflash check test image......."), 3<<20/32)
-	image := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(image, img, 0o644); err != nil {
+	imagePath := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(imagePath, img, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var specs []drive.Spec
@@ -39,16 +40,15 @@ func TestRunCheck(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var notes []string
-	res, err := Run(context.Background(), Config{
-		Image: image, TransferSize: 1 << 20, Buffers: 2, Verify: true, Check: true, CheckMaxCache: 4 << 20,
-		Observer: ObserverFunc(func(e Event) {
-			if n, ok := e.(Note); ok {
-				mu.Lock()
-				notes = append(notes, n.Message)
-				mu.Unlock()
-			}
-		}),
-	}, specs)
+	obs := ObserverFunc(func(e Event) {
+		if n, ok := e.(Note); ok {
+			mu.Lock()
+			notes = append(notes, n.Message)
+			mu.Unlock()
+		}
+	})
+	res, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Targets: Targets{Check: &fakecheck.Options{MaxCache: 4 << 20}},
+		Engine: Engine{TransferSize: 1 << 20, Buffers: 2, Verify: true}, Output: Output{Observer: obs}}, specs)
 	var cards *CardsError
 	if !errors.As(err, &cards) || cards.Succeeded != 2 || cards.Failed != 1 {
 		t.Fatalf("Run: %v, want 2 cards written and 1 failed", err)

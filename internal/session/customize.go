@@ -38,7 +38,7 @@ func checkCustomize(cfg *Config) error {
 	if err := cfg.Customize.Check(); err != nil {
 		return err
 	}
-	if cfg.Verify && cfg.VerifyMethod != pipeline.MethodDigests {
+	if cfg.Engine.Verify && cfg.Engine.VerifyMethod != pipeline.MethodDigests {
 		return &failure.SettingError{Setting: customize.SettingFile, Err: ErrCustomizeVerify}
 	}
 	return nil
@@ -67,10 +67,10 @@ func (s *session) inspectImage(src *image.Source) ([]byte, error) {
 	v := &prefixVolume{r: src, size: size}
 	res, err := customize.Inspect(v, 512, *s.cfg.Customize)
 	if v.err != nil && v.err != io.EOF && errors.Is(err, v.err) {
-		return nil, &ImageError{Err: v.err}
+		return nil, &image.ReadError{Err: v.err}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("customising %s: %w", displayImage(s.cfg.Image), err)
+		return nil, fmt.Errorf("customising %s: %w", image.Shown(s.cfg.Image.Path), err)
 	}
 	msg := fmt.Sprintf("Customising as %s (%s)", res.Format, res.FAT)
 	if res.Why != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/customize"
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/osimage"
 )
 
@@ -52,13 +53,13 @@ func BenchmarkCustomizedWrite(b *testing.B) {
 	if out, err := exec.Command("xz", "-T2", "-1", raw).CombinedOutput(); err != nil {
 		b.Fatalf("xz: %v\n%s", err, out)
 	}
-	image := raw + ".xz"
+	imagePath := raw + ".xz"
 	card := spec(b, "sim:"+filepath.Join(dir, "card.img")+"?size="+strconv.FormatInt(size+(16<<20), 10))
 	custom := &customize.Config{Hostname: "bench-{n}", User: "maker", Password: "bench-password", SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGJlbmNoIGtleSBmb3IgdXNiZmxhc2ggdGVzdHMgb25seQ bench"},
 		WiFi: customize.WiFi{SSID: "Bench", Password: "bench passphrase", Country: "GB"}}
 	write := func(c *customize.Config) (wall, cpu time.Duration) {
 		cpu0, t0 := processCPU(b), time.Now()
-		if _, err := Run(context.Background(), Config{Image: image, Verify: true, NoSHA256: true, Customize: c}, []drive.Spec{card}); err != nil {
+		if _, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath, NoSHA256: true}, Engine: Engine{Verify: true}, Customize: c}, []drive.Spec{card}); err != nil {
 			b.Fatalf("write (customised %v): %v", c != nil, err)
 		}
 		return time.Since(t0), processCPU(b) - cpu0

@@ -15,6 +15,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/customize"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 	"github.com/usbflash/usbflash/internal/testkit/osimage"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
@@ -79,10 +80,10 @@ func TestRunCustomizeStreams(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			card, before := patternCard(t, dir)
-			cfg := Config{TransferSize: 1 << 20, Verify: true, HTTP: instantHTTP(), Customize: &customize.Config{Hostname: "kiosk"}}
+			cfg := Config{Image: image.Ref{HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Verify: true}, Customize: &customize.Config{Hostname: "kiosk"}}
 			switch tc.how {
 			case "url":
-				cfg.Image = serve(tc.data)
+				cfg.Image.Path = serve(tc.data)
 			case "stdin":
 				r, w, err := os.Pipe()
 				if err != nil {
@@ -90,10 +91,10 @@ func TestRunCustomizeStreams(t *testing.T) {
 				}
 				go func() { w.Write(tc.data); w.Close() }()
 				defer r.Close()
-				cfg.Image, cfg.Stdin = "-", r
+				cfg.Image.Path, cfg.Image.Stdin = "-", r
 			case "file":
-				cfg.Image = filepath.Join(dir, "os.img.xz")
-				if err := os.WriteFile(cfg.Image, tc.data, 0o644); err != nil {
+				cfg.Image.Path = filepath.Join(dir, "os.img.xz")
+				if err := os.WriteFile(cfg.Image.Path, tc.data, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -146,12 +147,12 @@ func TestRunHostileSerials(t *testing.T) {
 		t.Run(tc.want, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image := filepath.Join(dir, "os.img")
-			if err := os.WriteFile(image, img, 0o644); err != nil {
+			imagePath := filepath.Join(dir, "os.img")
+			if err := os.WriteFile(imagePath, img, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			card, before := patternCard(t, dir)
-			cfg := Config{Image: image, TransferSize: 1 << 20, Verify: true, Customize: &customize.Config{Hostname: "pi-{usb_serial}"}}
+			cfg := Config{Image: image.Ref{Path: imagePath}, Engine: Engine{TransferSize: 1 << 20, Verify: true}, Customize: &customize.Config{Hostname: "pi-{usb_serial}"}}
 			_, err := Run(context.Background(), cfg, simSpecs(t, dir, "card.img?serial="+tc.serial))
 			if tc.want == "" {
 				after, _ := os.ReadFile(card)
@@ -185,13 +186,12 @@ func TestRunCustomizeESP(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	image := filepath.Join(dir, "cloud.img")
-	if err := os.WriteFile(image, img, 0o644); err != nil {
+	imagePath := filepath.Join(dir, "cloud.img")
+	if err := os.WriteFile(imagePath, img, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	log := &eventLog{}
-	cfg := Config{Image: image, TransferSize: 1 << 20, Verify: true, Observer: log,
-		Customize: &customize.Config{Hostname: "cloud", InitFormat: "cloudinit"}}
+	cfg := Config{Image: image.Ref{Path: imagePath}, Engine: Engine{TransferSize: 1 << 20, Verify: true}, Output: Output{Observer: log}, Customize: &customize.Config{Hostname: "cloud", InitFormat: "cloudinit"}}
 	res, err := Run(context.Background(), cfg, simSpecs(t, dir, "card.img?size=64MiB"))
 	if err != nil {
 		t.Fatal(err)

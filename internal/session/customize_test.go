@@ -14,6 +14,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/customize"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 	"github.com/usbflash/usbflash/internal/testkit/osimage"
 	"github.com/usbflash/usbflash/pipeline"
@@ -89,14 +90,13 @@ func TestRunCustomize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image := bootImage(t, dir, tc.bootStart, osimage.RaspiosBoot)
+			imagePath := bootImage(t, dir, tc.bootStart, osimage.RaspiosBoot)
 			report := filepath.Join(dir, "run.json")
 			if tc.sparse {
 				report = "" // a report is a run of several cards, and a sparse write is of one
 			}
-			cfg := Config{Image: image, TransferSize: 1 << 20, Lag: tc.lag, Verify: true, Report: report, BlockMap: BlockMapChoice{Sparse: tc.sparse},
-				Customize: &customize.Config{Hostname: "station-{n}", User: "maker", Password: "secret-pw", SSH: true,
-					WiFi: customize.WiFi{SSID: "Shop", Password: "wifi-passphrase", Country: "GB"}}}
+			cfg := Config{Image: image.Ref{Path: imagePath}, Engine: Engine{TransferSize: 1 << 20, Lag: tc.lag, Verify: true, BlockMap: BlockMapChoice{Sparse: tc.sparse}}, Output: Output{Report: report}, Customize: &customize.Config{Hostname: "station-{n}", User: "maker", Password: "secret-pw", SSH: true,
+				WiFi: customize.WiFi{SSID: "Shop", Password: "wifi-passphrase", Country: "GB"}}}
 			res, err := Run(context.Background(), cfg, simSpecs(t, dir, tc.cards...))
 			if err != nil {
 				t.Fatal(err)
@@ -149,9 +149,9 @@ func TestRunCustomizeRefused(t *testing.T) {
 		err   error
 		class failure.Class
 	}{
-		{"unrecognised image", Config{Image: plain, Verify: true, Customize: &customize.Config{Hostname: "h"}}, customize.ErrUnrecognised, failure.Refused},
-		{"verify by sha256", Config{Image: plain, Verify: true, VerifyMethod: pipeline.MethodSHA256, Customize: &customize.Config{Hostname: "h", InitFormat: "cloudinit"}}, ErrCustomizeVerify, failure.Usage},
-		{"bad format", Config{Image: plain, Customize: &customize.Config{InitFormat: "netplan"}}, nil, failure.Usage},
+		{"unrecognised image", Config{Image: image.Ref{Path: plain}, Engine: Engine{Verify: true}, Customize: &customize.Config{Hostname: "h"}}, customize.ErrUnrecognised, failure.Refused},
+		{"verify by sha256", Config{Image: image.Ref{Path: plain}, Engine: Engine{Verify: true, VerifyMethod: pipeline.MethodSHA256}, Customize: &customize.Config{Hostname: "h", InitFormat: "cloudinit"}}, ErrCustomizeVerify, failure.Usage},
+		{"bad format", Config{Image: image.Ref{Path: plain}, Customize: &customize.Config{InitFormat: "netplan"}}, nil, failure.Usage},
 	} {
 		card := filepath.Join(dir, "card.img")
 		if err := os.WriteFile(card, make([]byte, 64<<20), 0o644); err != nil {
@@ -187,8 +187,8 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func TestRunCustomizeInterrupted(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	image := bootImage(t, dir, 4<<20, osimage.RaspiosBoot)
-	img, err := os.ReadFile(image)
+	imagePath := bootImage(t, dir, 4<<20, osimage.RaspiosBoot)
+	img, err := os.ReadFile(imagePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestRunCustomizeInterrupted(t *testing.T) {
 	for extra := int64(8 << 10); extra < 2<<20; extra += 96 << 10 {
 		card := filepath.Join(dir, "card.img")
 		os.Remove(card)
-		cfg := Config{Image: image, TransferSize: 1 << 20, Verify: true, Customize: &customize.Config{Hostname: "h", User: "maker"}}
+		cfg := Config{Image: image.Ref{Path: imagePath}, Engine: Engine{TransferSize: 1 << 20, Verify: true}, Customize: &customize.Config{Hostname: "h", User: "maker"}}
 		spec := "card.img?size=64MiB&fault=disconnect:after=" + strconv.FormatInt(n+extra, 10)
 		_, err := Run(context.Background(), cfg, simSpecs(t, dir, spec))
 		if err == nil || strings.Contains(err.Error(), "at LBA 0-") {

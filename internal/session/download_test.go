@@ -178,7 +178,7 @@ func writeStream(t *testing.T, imageRef string, stdin *os.File, card, sum string
 		t.Fatal(err)
 	}
 	log := &noteLog{}
-	_, err = Run(context.Background(), Config{Image: imageRef, Stdin: stdin, TransferSize: 1 << 20, Buffers: 2, SHA256: sum, Observer: log},
+	_, err = Run(context.Background(), Config{Image: image.Ref{Path: imageRef, Stdin: stdin, SHA256: sum}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}},
 		[]drive.Spec{spec})
 	return log.all(), err
 }
@@ -305,8 +305,8 @@ func TestRunDownloadSignature(t *testing.T) {
 	}{
 		{name: "good signature", matched: "SHA256SUMS's signature was checked: a good signature by Test <t@example.invalid> (key "},
 		{name: "signed text changed", tamper: true},
-		{name: "no checksum looked for", noSHA256: true, conflict: SettingKeyringNoSHA256},
-		{name: "a sum given", sum: true, conflict: SettingKeyringSHA256},
+		{name: "no checksum looked for", noSHA256: true, conflict: image.SettingKeyringNoSHA256},
+		{name: "a sum given", sum: true, conflict: image.SettingKeyringSHA256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -335,14 +335,13 @@ func TestRunDownloadSignature(t *testing.T) {
 				t.Fatal(err)
 			}
 			log := &noteLog{}
-			cfg := Config{Image: filepath.Join(dir, "os.img"), TransferSize: 1 << 20, Buffers: 2,
-				SHA256Keyring: keys, NoSHA256: tc.noSHA256, Observer: log}
+			cfg := Config{Image: image.Ref{Path: filepath.Join(dir, "os.img"), SHA256Keyring: keys, NoSHA256: tc.noSHA256}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}
 			if tc.sum {
-				cfg.SHA256 = hexSum(img)
+				cfg.Image.SHA256 = hexSum(img)
 			}
 			_, err = Run(context.Background(), cfg, []drive.Spec{spec})
 			if tc.conflict != "" {
-				if failure.SettingOf(err) != tc.conflict || !errors.Is(err, ErrChecksumConflict) || failure.Of(err) != failure.Usage {
+				if failure.SettingOf(err) != tc.conflict || !errors.Is(err, image.ErrChecksumConflict) || failure.Of(err) != failure.Usage {
 					t.Fatalf("write: %v, want a usage error of %q", err, tc.conflict)
 				}
 				if _, err := os.Stat(card); !errors.Is(err, os.ErrNotExist) {

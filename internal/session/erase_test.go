@@ -58,7 +58,7 @@ func TestErase(t *testing.T) {
 				t.Fatal(err)
 			}
 			log := &noteLog{}
-			res, err := Run(context.Background(), Config{Blocks: e, TransferSize: 256 << 10, Verify: true, SkipRefused: tc.skip, Observer: log},
+			res, err := Run(context.Background(), Config{Blocks: e, Targets: Targets{SkipRefused: tc.skip}, Engine: Engine{TransferSize: 256 << 10, Verify: true}, Output: Output{Observer: log}},
 				simSpecs(t, "", specs...))
 			if tc.err == nil && err != nil || tc.err != nil && !tc.err(err) {
 				t.Fatalf("Run: %v (%T)", err, err)

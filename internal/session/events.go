@@ -1,8 +1,11 @@
 // Package session is a write session: one image onto 1..N cards, each card
 // going through check -> write -> sync -> verify -> eject -> outcome, the
 // whole told to an Observer as typed events. One card is N = 1 of the same
-// code; --watch feeds the session cards as they are inserted. The
-// session's exit policy (every card, some, none) lives here too.
+// code; a station (internal/station) hands a session its cards as they are
+// inserted (Cards). The session's exit policy (every card, some, none),
+// the pre-write checks of every write (preflight.go), and the other
+// sessions over a card (Verify with its repair, NewBackup, Customize in
+// place) live here too; the image is opened by internal/image's Open.
 package session
 
 import (
@@ -115,9 +118,10 @@ const (
 	BoundWrite    = "write"
 )
 
-// Slot says a slot of a station's readers (Watch) holds a card, or not,
-// when that changed: a card inserted or taken out, a reader plugged in or
-// unplugged. Card is the name the slot's cards are written under.
+// Slot says a slot of a station's readers (internal/station) holds a
+// card, or not, when that changed: a card inserted or taken out, a reader
+// plugged in or unplugged. Card is the name the slot's cards are written
+// under.
 type Slot struct {
 	Card    string
 	Present bool
@@ -144,8 +148,8 @@ const (
 	ChecksumMatched  = "matched"
 )
 
-// Readers says how many readers a station (Watch) holds open, when the
-// number changes.
+// Readers says how many readers a station (internal/station) holds open,
+// when the number changes.
 type Readers struct {
 	Present int
 }

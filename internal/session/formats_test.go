@@ -11,6 +11,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
@@ -52,22 +53,22 @@ func TestRunArchiveFormats(t *testing.T) {
 					if err := os.WriteFile(path, tc.data, 0o644); err != nil {
 						t.Fatal(err)
 					}
-					cfg := Config{Image: path, TransferSize: 1 << 20, Buffers: 2, Verify: true, HTTP: instantHTTP()}
+					cfg := Config{Image: image.Ref{Path: path, HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2, Verify: true}}
 					if !tc.damaged {
-						cfg.SHA256 = hexSum(file) // the publisher's: of the file as downloaded
+						cfg.Image.SHA256 = hexSum(file) // the publisher's: of the file as downloaded
 					}
 					switch input {
 					case "stdin":
-						cfg.Image, cfg.Stdin = "-", pipeOf(t, tc.data)
+						cfg.Image.Path, cfg.Image.Stdin = "-", pipeOf(t, tc.data)
 					case "url":
 						srv := flakyhttp.New(flakyhttp.Version{Data: tc.data, ETag: `"a"`}, nil)
 						srv.Path = "/d/" + name
 						ts := httptest.NewServer(srv)
 						t.Cleanup(ts.Close)
-						cfg.Image = ts.URL + srv.Path
+						cfg.Image.Path = ts.URL + srv.Path
 					}
 					log := &noteLog{}
-					cfg.Observer = log
+					cfg.Output.Observer = log
 					_, err := Run(context.Background(), cfg, []drive.Spec{spec})
 					got, rerr := os.ReadFile(card)
 					if rerr != nil {

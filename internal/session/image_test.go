@@ -15,7 +15,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
@@ -58,16 +57,16 @@ func TestRunImages(t *testing.T) {
 	}{
 		{name: "raw", image: "os.img", data: img, card: "size=4MiB", changed: true, boots: true, verified: true},
 		{name: "gzip, sha256", image: "os.img.gz", data: packed["gzip"], card: "size=4MiB",
-			cfg: func(c *Config) { c.VerifyMethod = pipeline.MethodSHA256 }, changed: true, boots: true, verified: true},
+			cfg: func(c *Config) { c.Engine.VerifyMethod = pipeline.MethodSHA256 }, changed: true, boots: true, verified: true},
 		{name: "xz", image: "os.img.xz", data: packed["xz"], card: "size=4MiB", changed: true, boots: true, verified: true},
 		{name: "zstd, sha256", image: "os.img.zst", data: packed["zstd"], card: "size=4MiB",
-			cfg: func(c *Config) { c.VerifyMethod = pipeline.MethodSHA256 }, changed: true, boots: true, verified: true},
+			cfg: func(c *Config) { c.Engine.VerifyMethod = pipeline.MethodSHA256 }, changed: true, boots: true, verified: true},
 		{name: "bzip2", image: "os.img.bz2", data: packed["bzip2"], card: "size=4MiB", changed: true, boots: true, verified: true},
 		{name: "zip, sha256", image: "os.img.zip", data: packed["zip"], card: "size=4MiB",
-			cfg: func(c *Config) { c.VerifyMethod = pipeline.MethodSHA256 }, changed: true, boots: true, verified: true},
-		{name: "no verify", image: "os.img", data: img, card: "size=4MiB", cfg: func(c *Config) { c.Verify = false }, changed: true, boots: true},
+			cfg: func(c *Config) { c.Engine.VerifyMethod = pipeline.MethodSHA256 }, changed: true, boots: true, verified: true},
+		{name: "no verify", image: "os.img", data: img, card: "size=4MiB", cfg: func(c *Config) { c.Engine.Verify = false }, changed: true, boots: true},
 		{name: "one transfer exactly", image: "os.img", data: img[:64<<10], card: "size=4MiB",
-			cfg: func(c *Config) { c.TransferSize = 64 << 10 }, changed: true, boots: true, verified: true},
+			cfg: func(c *Config) { c.Engine.TransferSize = 64 << 10 }, changed: true, boots: true, verified: true},
 
 		{name: "write-protected", image: "os.img.xz", data: packed["xz"], card: "size=4MiB&wp=1",
 			err: func(err error) bool { return errors.Is(err, blockdev.ErrWriteProtected) }},
@@ -84,9 +83,9 @@ func TestRunImages(t *testing.T) {
 		{name: "a tiny xz archive", image: "os.img.xz", data: testimage.Compress(t, "xz", page), card: "size=4MiB",
 			err: isTooSmall("only 65 bytes", "HTML document")},
 		{name: "a checksum file named .img", image: "os.img", data: []byte("3f2a  os.img.xz\n"), card: "size=4MiB",
-			cfg: func(c *Config) { c.TransferSize = 4096 }, err: isTooSmall("only 16 bytes", "(text)")},
+			cfg: func(c *Config) { c.Engine.TransferSize = 4096 }, err: isTooSmall("only 16 bytes", "(text)")},
 		{name: "an error page, forced", image: "os.img", data: page, card: "size=4MiB",
-			cfg: func(c *Config) { c.Force = true }, changed: true, boots: true, verified: true},
+			cfg: func(c *Config) { c.Targets.Force = true }, changed: true, boots: true, verified: true},
 		{name: "a truncated gzip", image: "os.img.gz", data: corrupt("gzip"), card: "size=4MiB", err: isImage("gzip", "byte"), changed: true},
 		{name: "a truncated xz", image: "os.img.xz", data: corrupt("xz"), card: "size=4MiB", err: isImage("xz", "byte"), changed: true},
 		{name: "a truncated zstd", image: "os.img.zst", data: corrupt("zstd"), card: "size=4MiB", err: isImage("zstd", "byte"), changed: true},
@@ -97,7 +96,7 @@ func TestRunImages(t *testing.T) {
 		{name: "a truncated gzip with a huge size hint", image: "os.img.gz", data: gzipHintingHuge(t, packed["gzip"]), card: "size=4MiB",
 			err: isImage("gzip", "truncated"), changed: true},
 		{name: "a device fault", image: "os.img", data: img, card: "size=4MiB&fault=medium-error:lba=1000,persistent",
-			cfg: func(c *Config) { c.TransferSize = 64 << 10 }, err: says("LBA 896-1023"), changed: true},
+			cfg: func(c *Config) { c.Engine.TransferSize = 64 << 10 }, err: says("LBA 896-1023"), changed: true},
 		{name: "the image changed while written", image: "os.img", data: img, card: "size=4MiB", change: true,
 			err: isImage("image changed while it was being written"), changed: true},
 	} {
@@ -113,7 +112,7 @@ func TestRunImages(t *testing.T) {
 			if err := os.WriteFile(card, old, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cfg := Config{Image: imageRef, TransferSize: 256 << 10, Buffers: 4, Verify: true}
+			cfg := Config{Image: image.Ref{Path: imageRef}, Engine: Engine{TransferSize: 256 << 10, Buffers: 4, Verify: true}}
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}
@@ -121,7 +120,7 @@ func TestRunImages(t *testing.T) {
 				mu     sync.Mutex // the session's goroutines report
 				phases []pipeline.Phase
 			)
-			cfg.Observer = ObserverFunc(func(e Event) {
+			cfg.Output.Observer = ObserverFunc(func(e Event) {
 				mu.Lock()
 				defer mu.Unlock()
 				switch e := e.(type) {
@@ -182,7 +181,7 @@ func TestRunImages(t *testing.T) {
 			if o.Verified() != tc.verified {
 				t.Errorf("verified %v, want %v", o.Verified(), tc.verified)
 			}
-			if sum := sha256.Sum256(data[:size]); cfg.VerifyMethod == pipeline.MethodSHA256 && o.Write.SHA256 != sum {
+			if sum := sha256.Sum256(data[:size]); cfg.Engine.VerifyMethod == pipeline.MethodSHA256 && o.Write.SHA256 != sum {
 				t.Error("the SHA-256 of the decoded image is not the image's")
 			}
 		})
@@ -208,7 +207,7 @@ func isImage(want ...string) func(error) bool {
 
 // isTooSmall: the refusal of an image too small to be one, saying want.
 func isTooSmall(want ...string) func(error) bool {
-	return func(err error) bool { return errors.Is(err, drive.ErrTooSmallImage) && says(want...)(err) }
+	return func(err error) bool { return errors.Is(err, ErrTooSmallImage) && says(want...)(err) }
 }
 
 // rewrite changes the image file in place, as a second download over it

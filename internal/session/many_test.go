@@ -12,33 +12,16 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/simcards"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
-// testImage writes n bytes of test pattern to dir/os.img and returns its
-// path and bytes.
-func testImage(t *testing.T, dir string, n int) (string, []byte) {
-	t.Helper()
-	img := testpattern.Bytes(n, byte(n))
-	path := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(path, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path, img
-}
-
 // simSpecs parses sim: targets of cards in dir ("name.img?options").
 func simSpecs(t *testing.T, dir string, cards ...string) []drive.Spec {
 	return simcards.Specs(t, dir, cards...)
-}
-
-// holds says whether the file at path starts with img.
-func holds(path string, img []byte) bool {
-	b, err := os.ReadFile(path)
-	return err == nil && len(b) >= len(img) && bytes.Equal(b[:len(img)], img)
 }
 
 // TestRunMany: one image onto several cards. A card that fails while
@@ -83,7 +66,7 @@ func TestRunMany(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image, img := testImage(t, dir, tc.size)
+			imagePath, img := testimage.File(t, dir, tc.size)
 			paths := make([]string, len(tc.cards))
 			for i, c := range tc.cards {
 				name, opts, _ := strings.Cut(c, "?")
@@ -98,13 +81,12 @@ func TestRunMany(t *testing.T) {
 				}
 			}
 			report := filepath.Join(dir, "run.json")
-			res, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 4, Lag: tc.lag,
-				Verify: true, SkipRefused: tc.skipRefused, Report: report}, simSpecs(t, dir, tc.cards...))
+			res, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Targets: Targets{SkipRefused: tc.skipRefused}, Engine: Engine{TransferSize: 1 << 20, Buffers: 4, Lag: tc.lag, Verify: true}, Output: Output{Report: report}}, simSpecs(t, dir, tc.cards...))
 			if !tc.err(err) {
 				t.Fatalf("Run: %v (%T)", err, err)
 			}
 			for i, p := range paths {
-				if got := holds(p, img); got != (tc.changed && !tc.fails[i]) {
+				if got := testimage.Holds(p, img); got != (tc.changed && !tc.fails[i]) {
 					t.Errorf("%s holds the image: %v", tc.cards[i], got)
 				}
 				if b, _ := os.ReadFile(p); !tc.changed && !bytes.Equal(b, bytes.Repeat([]byte{0xA5}, 8<<20)) {
@@ -153,8 +135,8 @@ func TestRunMany(t *testing.T) {
 	}
 	// A reader whose slots are named once with and once without one.
 	dir := t.TempDir()
-	image, _ := testImage(t, dir, 1<<20)
-	if _, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 4},
+	imagePath, _ := testimage.File(t, dir, 1<<20)
+	if _, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Engine: Engine{TransferSize: 1 << 20, Buffers: 4}},
 		simSpecs(t, dir, "two.img?size=8MiB&luns=2", "two.img?size=8MiB&luns=2&lun=1")); failure.Of(err) != failure.Usage {
 		t.Errorf("a slot left unnamed: %v, want a usage error", err)
 	}
@@ -173,13 +155,13 @@ func TestRunMany(t *testing.T) {
 		}
 		files = append(files, spec)
 	}
-	if _, err := Run(context.Background(), Config{Image: xzImage, Verify: true}, files); err != nil {
+	if _, err := Run(context.Background(), Config{Image: image.Ref{Path: xzImage}, Engine: Engine{Verify: true}}, files); err != nil {
 		t.Fatalf("new file: targets: %v", err)
 	}
 	for _, name := range []string{"a.img", "b.img"} {
 		p := filepath.Join(dir, name)
-		if got, err := os.ReadFile(p); err != nil || len(got) != (len(img)+511)/512*512 || !holds(p, img) {
-			t.Errorf("%s: %d bytes, holds the image %v (%v)", name, len(got), holds(p, img), err)
+		if got, err := os.ReadFile(p); err != nil || len(got) != (len(img)+511)/512*512 || !testimage.Holds(p, img) {
+			t.Errorf("%s: %d bytes, holds the image %v (%v)", name, len(got), testimage.Holds(p, img), err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/testkit/testimage"
 )
 
 // TestRefusedRunLeavesNoNewTarget: a target the session created (a file:
@@ -19,7 +20,7 @@ import (
 func TestRefusedRunLeavesNoNewTarget(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	imageRef, _ := testImage(t, dir, 1<<20)
+	imageRef, _ := testimage.File(t, dir, 1<<20)
 	existing := filepath.Join(dir, "existing.img")
 	if err := os.WriteFile(existing, make([]byte, 512<<10), 0o644); err != nil {
 		t.Fatal(err)
@@ -44,8 +45,7 @@ func TestRefusedRunLeavesNoNewTarget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Run(context.Background(), Config{Image: imageRef, Verify: true,
-				Confirm: func([]*drive.Device, *image.Source) error { return tc.confirm }}, []drive.Spec{spec})
+			_, err = Run(context.Background(), Config{Image: image.Ref{Path: imageRef}, Engine: Engine{Verify: true}, Output: Output{Confirm: func([]*drive.Device, *image.Source) error { return tc.confirm }}}, []drive.Spec{spec})
 			if tc.confirm != nil && !errors.Is(err, tc.confirm) || tc.confirm == nil && failure.Of(err) != tc.class {
 				t.Errorf("Run = %v (class %v), want %v", err, failure.Of(err), tc.class)
 			}

@@ -4,122 +4,94 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
 )
 
-// Every command that reads an image (write with one card or several, a
-// station, verify, verify --repair) opens it here, with every decision of
-// how it is trusted made once, the same for all: the checksum settings
-// against each other, the sum it is checked against (given, its catalog
-// entry's, or a list beside it, signed by the keyring's keys when one is
-// given: a keyring with no signed sum refuses the image), the cache, and
-// the catalog entry's size. What it returns is the opened source and its
-// checksum state; the session then checks the source against that state
-// before a card may boot it (checkDownload).
+// A session's image is opened by image.Open, once, with every decision of
+// how it is found and trusted (the catalog entry, the checksum, the
+// signature, the cache, the entry's size); what it finds is said as it is
+// found, and why the image cannot be trusted once it was announced
+// (trust). The session checks the source against its sum before a card
+// may boot it (image.Opened.Check).
 
-// trusted is an image opened for a session and what it is to be trusted
-// by.
-type trusted struct {
-	src *image.Source
-	// sum is what the image is checked against before a card may boot it
-	// (or a verify says it matches); nil: nothing.
-	sum *download
-	// notes say what finding the sum found (lists passed over, the
-	// signature checked), and err why it cannot be trusted: both are said
-	// once the image was announced (Started), before any card is written.
-	notes []string
-	err   error
-	// cleanup removes a temporary download, if one was made.
-	cleanup func()
-}
-
-// close closes the image and removes what was downloaded for it alone.
-func (t *trusted) close() {
-	t.src.Close()
-	t.cleanup()
-}
-
-// reads says how often a session reads its image.
-type reads int
-
-const (
-	// readOnce: one decode feeds every card (a write, a verify).
-	readOnce reads = iota
-	// readPerCard: each card of a station decodes it again; an image at a
-	// URL is read once, into the cache, when the cache can hold it, and
-	// streams to each card otherwise.
-	readPerCard
-	// readAgain: a repair decodes it again from its start: an image at a
-	// URL must be kept, in the cache, as a file.
-	readAgain
-)
-
-// openTrusted opens the image the session's Config names (a path, "-",
-// an http(s) URL, or the URL of the catalog entry resolveCatalog chose)
-// with its checksum, signature, cache and size decisions. An image read
-// more than once (how) at a URL is first read whole into the cache (a
-// temporary one when Config names none) and then read from there as a
-// file (s.pinned), unless its sum cannot be trusted.
-func (s *session) openTrusted(ctx context.Context, how reads) (*trusted, error) {
-	if err := checkChecksum(s.cfg); err != nil {
-		return nil, err
-	}
-	if how == readAgain && s.cfg.Image == "-" {
-		return nil, &failure.SettingError{Setting: SettingRepair, Err: ErrRepairStdin}
-	}
-	t := &trusted{cleanup: func() {}}
-	if how != readOnce {
-		t.cleanup = s.stationCache()
-	}
-	// The checksum is found before the image is opened (a stream is
-	// hashed from its first byte) and its trouble said after.
-	t.sum, t.notes, t.err = findDownload(s.cfg, s.readBeside(ctx), s.entry)
-	if how != readOnce && t.err == nil {
-		err := s.prefetch(ctx, t.sum)
-		if err == nil && how == readAgain && isURL(s.cfg.Image) && s.reopener() == nil {
-			err = &RepairNotKeptError{Image: displayImage(s.cfg.Image)}
-		}
-		if err != nil {
-			t.cleanup()
-			return nil, err
-		}
-	}
-	src, err := s.openImage(ctx, t.sum)
+// openImage opens the session's image, to be read as how says; before
+// runs the session's own checks once the image is named and before any of
+// it is read. s.cfg.Image becomes the image's path or URL (a catalog
+// entry's).
+func (s *session) openImage(ctx context.Context, how image.Reads, before func(*image.Opened) error) (*image.Opened, error) {
+	img, err := image.Open(ctx, s.cfg.Image, image.OpenOptions{Reads: how, Note: s.note,
+		BeforeRead: func(img *image.Opened) error {
+			s.cfg.Image.Path = img.Path()
+			if before == nil {
+				return nil
+			}
+			return before(img)
+		}})
 	if err != nil {
-		t.cleanup()
-		return nil, err
+		return nil, repairRefusal(err)
 	}
-	t.sum = s.checkEntry(t.sum) // a cache entry read is checked as any file
-	if how == readAgain && t.err == nil && src.Stream() {
-		// A pipe or a FIFO named by its path: read once, as standard
-		// input is. (An image not trusted is refused for that, said
-		// once it is announced.)
-		src.Close()
-		t.cleanup()
-		return nil, &failure.SettingError{Setting: SettingRepair, Err: ErrRepairStdin}
+	s.img = img
+	return img, nil
+}
+
+// note is a session's note of its own.
+func (s *session) note(msg string) { s.emit(Note{Message: msg}) }
+
+// repairRefusal is image.Open's refusal of an image to be read again in
+// a repair's words.
+func repairRefusal(err error) error {
+	var nk *image.NotKeptError
+	switch {
+	case errors.Is(err, image.ErrReadOnce):
+		return &failure.SettingError{Setting: SettingRepair, Err: ErrRepairStdin}
+	case errors.As(err, &nk):
+		return &RepairNotKeptError{Image: nk.Image}
 	}
-	s.stream = src.Stream()
-	t.src = src
-	return t, nil
+	return err
+}
+
+// afterImage is what a session does once it ended with err: a cache entry
+// an image error came from is hashed, and removed when it is damaged. It
+// says whether such an entry is gone, so that a second pass reads the
+// server.
+func (s *session) afterImage(err error) (dropped bool) {
+	if s.img == nil {
+		return false
+	}
+	s.img.CheckAfter(err)
+	return s.img.Dropped()
 }
 
 // trust says, once the image was announced, what finding its sum found,
 // and returns why it cannot be trusted, if it cannot. A keyring that
 // found no signed SHA-256 is content with a block map plan uses that
 // vouches for every byte (writePlan.authenticates), as bmaptool's is.
-func (s *session) trust(t *trusted, plan *writePlan) error {
-	for _, n := range t.notes {
-		s.emit(Note{Message: n})
+func (s *session) trust(img *image.Opened, plan *writePlan) error {
+	for _, n := range img.Found() {
+		s.note(n)
 	}
-	if errors.As(t.err, new(*image.NoSignedSumError)) && plan.authenticates() {
-		s.emit(Note{Message: "No checksum list gives " + imageName(s.cfg.Image) + " a signed SHA-256; block map " + plan.path +
-			", signed, vouches for it: every range it maps is checked against its checksum as the image is read, and every other block must be zero"})
+	err := img.Untrusted()
+	if errors.As(err, new(*image.NoSignedSumError)) && plan.authenticates() {
+		s.note("No checksum list gives " + img.Named() + " a signed SHA-256; block map " + plan.path +
+			", signed, vouches for it: every range it maps is checked against its checksum as the image is read, and every other block must be zero")
 		return nil
 	}
-	return t.err
+	return err
+}
+
+// startCheck says what the image is checked against (Checksum, and a note
+// as: "as it is written") and, for a file, starts hashing src, the
+// session's first source.
+func (s *session) startCheck(ctx context.Context, img *image.Opened, src *image.Source, as string) {
+	from, signedBy := img.SumFrom()
+	if from == "" {
+		s.emit(Checksum{State: ChecksumNone})
+		return
+	}
+	img.StartCheck(ctx, src, as)
+	s.emit(Checksum{State: ChecksumChecking, From: from, SignedBy: signedBy})
 }
 
 // ErrRepairStdin: a repair decodes the image again, and standard input
@@ -136,26 +108,3 @@ func (e *RepairNotKeptError) Error() string {
 
 // Class is Refused: nothing was written.
 func (e *RepairNotKeptError) Class() failure.Class { return failure.Refused }
-
-// reopener opens the image again from its start, for a read-back that
-// locates a difference or for a repair; nil for an image read once
-// (standard input, a pipe or FIFO, a URL not kept in the cache).
-func (s *session) reopener() func() (io.ReadCloser, error) {
-	s.cacheMu.Lock()
-	pinned := s.pinned
-	s.cacheMu.Unlock()
-	path := s.cfg.Image
-	switch {
-	case pinned != "":
-		path = pinned
-	case path == "-" || isURL(path) || s.stream:
-		return nil
-	}
-	return func() (io.ReadCloser, error) {
-		src, err := image.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		return src, nil
-	}
-}

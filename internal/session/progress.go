@@ -1,10 +1,12 @@
 package session
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/fanout"
 )
@@ -169,3 +171,43 @@ func (p *verifyProgress) failed(i int) {
 }
 
 func (p *verifyProgress) stop() { p.emit(true) }
+
+// downloadProgress is the download of src so far, nil for an image not
+// read from a URL: its bytes, rate and resumes, and which side bounds the
+// run (the download when the reader waited for the network most of the
+// time).
+func (s *session) downloadProgress(src *image.Source) *Download {
+	d, ok := s.img.Download(src)
+	if !ok {
+		return nil
+	}
+	out := &Download{URL: d.URL, Bytes: d.Bytes, Total: d.Total, Elapsed: d.Elapsed, Resumes: d.Resumes, Bound: BoundWrite}
+	if d.Elapsed > 0 {
+		out.Rate = float64(d.Bytes) / d.Elapsed.Seconds()
+		if d.Waited > d.Elapsed/2 {
+			out.Bound = BoundDownload
+		}
+	}
+	return out
+}
+
+// downloadNote says, once a write from a URL ended, what the download did
+// beside the card: bytes, time, rate, resumes, and whether the writer
+// waited for it (a download slower than the card sets the pace).
+func (s *session) downloadNote(src *image.Source, res pipeline.WriteResult) {
+	d := s.downloadProgress(src)
+	if d == nil {
+		return
+	}
+	msg := fmt.Sprintf("Downloaded %s from %s in %s (%s) while the card was written", units.FormatBytes(d.Bytes), d.URL,
+		d.Elapsed.Round(time.Millisecond), units.FormatRate(float64(d.Bytes)/max(d.Elapsed.Seconds(), 1e-3)))
+	if d.Resumes > 0 {
+		msg += fmt.Sprintf(", after %d resumes", d.Resumes)
+	}
+	if res.Bound == pipeline.BoundDecoder {
+		msg += fmt.Sprintf("; the writer waited %s for its data: the download (with the decoding) set the pace", res.DecoderWait.Round(time.Millisecond))
+	} else if res.Bound == pipeline.BoundDevice {
+		msg += "; the card set the pace"
+	}
+	s.note(msg)
+}

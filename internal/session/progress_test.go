@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
@@ -63,8 +64,7 @@ func TestRunURLProgressBeforeFirstBlock(t *testing.T) {
 		w.once.Do(func() { close(w.resume) })
 	}()
 	card, spec := newSimCard(t)
-	if _, err := Run(context.Background(), Config{Image: ts.URL + "/os.img.xz", TransferSize: 1 << 20, Buffers: 2, Observer: w,
-		HTTP: instantHTTP()}, []drive.Spec{spec}); err != nil {
+	if _, err := Run(context.Background(), Config{Image: image.Ref{Path: ts.URL + "/os.img.xz", HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: w}}, []drive.Spec{spec}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(card)

@@ -11,7 +11,6 @@ import (
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image/imagedst"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // BackupConfig is a backup: a card read to an image file, compressed as
@@ -62,16 +61,14 @@ func NewBackup(cfg BackupConfig) (*Backup, error) {
 	case cfg.Size > 0 && cfg.Used:
 		return nil, &failure.SettingError{Setting: SettingSize, Err: errors.New("a size and the partitions' end both say where to stop")}
 	}
-	if cfg.TransferSize == 0 {
-		cfg.TransferSize = pipeline.DefaultReadSize
-	}
+	cfg.TransferSize = transferSize(cfg.TransferSize).read()
 	if err := checkSizes(cfg.TransferSize, cfg.Buffers, 0, 1, 0); err != nil {
 		return nil, err
 	}
 	if err := imagedst.CheckBackup(cfg.Out, cfg.Force); err != nil {
 		return nil, err
 	}
-	return &Backup{cfg: cfg, s: newSession(Config{Observer: cfg.Observer})}, nil
+	return &Backup{cfg: cfg, s: newSession(Config{Output: Output{Observer: cfg.Observer}})}, nil
 }
 
 // BackupResult is a complete backup.
@@ -94,12 +91,12 @@ func (b *Backup) Run(ctx context.Context, spec drive.Spec) (*BackupResult, error
 	s.emit(BackupStarted{Target: spec.Raw, Out: cfg.Out, Format: imagedst.FormatOf(cfg.Out),
 		TransferSize: cfg.TransferSize, Buffers: buffersFor(cfg.TransferSize, cfg.Buffers)})
 	d, err := drive.Open(ctx, spec, drive.Options{ReadOnly: true, Force: cfg.Force, Readers: cfg.Readers,
-		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }})
+		OnNotice: s.onNotice})
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	transfer := s.openedToRead(d, cfg.TransferSize)
+	transfer := s.fitCard(d, cfg.TransferSize)
 	if d.InUse != nil {
 		s.emit(InUse{Card: d.Name, Err: d.InUse})
 	}

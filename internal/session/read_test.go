@@ -44,7 +44,7 @@ func holeyCard(size, end int) []byte {
 // decoded is the image a backup file holds.
 func decoded(t *testing.T, path string) []byte {
 	t.Helper()
-	src, err := image.Open(path)
+	src, err := image.OpenFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,8 +215,7 @@ func TestBackupSession(t *testing.T) {
 				t.Fatal(err)
 			}
 			var mapped bool
-			if _, err := Run(context.Background(), Config{Image: cfg.Out, Verify: true, Force: true,
-				Observer: ObserverFunc(func(e Event) { _, ok := e.(BlockMapChosen); mapped = mapped || ok })}, []drive.Spec{to}); err != nil || !mapped {
+			if _, err := Run(context.Background(), Config{Image: image.Ref{Path: cfg.Out}, Targets: Targets{Force: true}, Engine: Engine{Verify: true}, Output: Output{Observer: ObserverFunc(func(e Event) { _, ok := e.(BlockMapChosen); mapped = mapped || ok })}}, []drive.Spec{to}); err != nil || !mapped {
 				t.Fatalf("writing the backup back: %v (block map used: %v)", err, mapped)
 			}
 			if back, _ := os.ReadFile(blank); !bytes.Equal(back[:tc.bytes], tc.card[:tc.bytes]) {

@@ -16,7 +16,6 @@ import (
 	"github.com/usbflash/usbflash/internal/lib/aligned"
 	"github.com/usbflash/usbflash/internal/probe/region"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // A card already written (or an image file) is customised in place with
@@ -133,7 +132,7 @@ func Customize(ctx context.Context, cfg CustomizeConfig, specs []drive.Spec) ([]
 	if err := cfg.Readers.CheckAccess(ctx, specs); err != nil {
 		return nil, err
 	}
-	s := newSession(Config{TransferSize: cfg.TransferSize, Observer: cfg.Observer})
+	s := newSession(Config{Engine: Engine{TransferSize: cfg.TransferSize}, Output: Output{Observer: cfg.Observer}})
 	var (
 		done []CustomizedCard
 		errs []error
@@ -165,7 +164,7 @@ func (s *session) customizeInPlace(ctx context.Context, cfg CustomizeConfig, spe
 		}
 	}
 	d, err := drive.Open(ctx, spec, drive.Options{Force: cfg.Force, Readers: cfg.Readers,
-		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }})
+		OnNotice: s.onNotice})
 	if err != nil {
 		return CustomizedCard{}, err
 	}
@@ -173,7 +172,7 @@ func (s *session) customizeInPlace(ctx context.Context, cfg CustomizeConfig, spe
 	if err := drive.CheckWritable(d); err != nil {
 		return CustomizedCard{}, err
 	}
-	transfer := s.openedToRead(d, s.transfer)
+	transfer := s.fitCard(d, s.transfer)
 	bs, capacity := int64(d.Dev.BlockSize()), d.Capacity()
 	firstLen := min(int64(transfer), capacity) / bs * bs
 	orig := aligned.Bytes(int(firstLen))

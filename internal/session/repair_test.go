@@ -10,7 +10,9 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
+	"github.com/usbflash/usbflash/internal/testkit/testimage"
 )
 
 // TestWriteRepair: a write whose read-back differs has the blocks that
@@ -40,9 +42,9 @@ func TestWriteRepair(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image, img := testImage(t, dir, size)
+			imagePath, img := testimage.File(t, dir, size)
 			var ev events
-			res, _ := Run(context.Background(), Config{Image: image, Verify: true, Repair: tc.repair, Lag: 2, Observer: &ev}, simSpecs(t, dir, tc.cards...))
+			res, _ := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Engine: Engine{Verify: true, Repair: tc.repair, Lag: 2}, Output: Output{Observer: &ev}}, simSpecs(t, dir, tc.cards...))
 			if len(res.Cards) != len(tc.cards) {
 				t.Fatalf("%d outcomes", len(res.Cards))
 			}
@@ -60,7 +62,7 @@ func TestWriteRepair(t *testing.T) {
 					t.Errorf("%s: %v", name, o.Err)
 				case want == 0 && o.Repair != nil, want > 0 && (o.Repair == nil || o.Repair.Ranges != want || o.Repair.Bytes != 512):
 					t.Errorf("%s: repair %+v, want %d ranges", name, o.Repair, want)
-				case !holds(filepath.Join(dir, name), img):
+				case !testimage.Holds(filepath.Join(dir, name), img):
 					t.Errorf("%s does not hold the image", name)
 				}
 			}
@@ -111,7 +113,7 @@ func TestVerifyRepair(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image, img := testImage(t, dir, 2<<20+300)
+			imagePath, img := testimage.File(t, dir, 2<<20+300)
 			card := filepath.Join(dir, "card.img")
 			onCard := bytes.Clone(img)
 			onCard[0] ^= 1         // the first block
@@ -123,7 +125,7 @@ func TestVerifyRepair(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Verify(context.Background(), VerifyConfig{Image: image, Repair: true}, spec)
+			res, err := Verify(context.Background(), VerifyConfig{Image: image.Ref{Path: imagePath}, Repair: true}, spec)
 			if tc.class != 0 {
 				if failure.Of(err) != tc.class {
 					t.Fatalf("err %v, want class %v", err, tc.class)
@@ -136,7 +138,7 @@ func TestVerifyRepair(t *testing.T) {
 			if res.Repair == nil || res.Repair.Ranges != 2 || res.Repair.Bytes != 1024 || res.Bytes != int64(len(img)) {
 				t.Errorf("result %+v, repair %+v", res.VerifyResult, res.Repair)
 			}
-			if !holds(card, img) {
+			if !testimage.Holds(card, img) {
 				t.Error("the card does not hold the image")
 			}
 		})

@@ -129,7 +129,7 @@ func unwrapPath(err error) error {
 
 // Save writes the whole report to path (JSON or CSV by extension). It
 // writes a temporary file and renames it, so a reader of the report, or a
-// crash, never sees half a record. A Watch session saves its first card
+// crash, never sees half a record. A session of Cards saves its first card
 // so, then adds each card to the file (reportLog).
 func (s *Report) Save(path string) error {
 	format, err := reportFormat(path)

@@ -8,17 +8,18 @@ import (
 	"os"
 )
 
-// RecentCards is how many finished cards a Watch session's Result keeps
-// (Result.Cards); Result.Tally counts them all. A station that runs for
-// a week must not keep every card it wrote: its report file holds them.
+// RecentCards is how many finished cards a session of Cards (a station's)
+// keeps in its Result (Result.Cards); Result.Tally counts them all. A
+// station that runs for a week must not keep every card it wrote: its
+// report file holds them.
 const RecentCards = 16
 
 // jsonClose ends a JSON report as Save writes it, after the last card.
 const jsonClose = "\n  ]\n}\n"
 
-// reportLog is a Watch session's report, written as cards finish: a
-// station must neither keep every card's record nor write them all again
-// after each card. Between cards the file has Save's format: the first
+// reportLog is the report of a session of Cards (a station's), written
+// as cards finish: a station must neither keep every card's record nor
+// write them all again after each card. Between cards the file has Save's format: the first
 // card's report is saved whole; each later card's CSV row is appended,
 // and its JSON record written over the closing brackets, which follow it
 // again (one write). Each card is on disk (fsync) before it is told to

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/scsi"
 	"github.com/usbflash/usbflash/usbms"
 )
@@ -35,6 +36,12 @@ func (o *Outcome) Result() string {
 // dropped off the bus or its slot says no medium is present.
 func Removed(err error) bool {
 	return errors.Is(err, usbms.ErrNoDevice) || scsi.IsNoMedium(err)
+}
+
+// onNotice passes a reader's notice (a recovery step, a command made
+// smaller) on as a note.
+func (s *session) onNotice(reader string, n observe.Notice) {
+	s.emit(Note{Card: reader, Message: n.Text, Notice: &n})
 }
 
 // Tee is an Observer that tells each of obs every event, in order.

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
 )
@@ -70,8 +71,7 @@ func TestRunURLSecrets(t *testing.T) {
 			cache := filepath.Join(dir, "cache")
 			_, spec := newSimCard(t)
 			log := &everyEvent{}
-			res, err := Run(context.Background(), Config{Image: url, TransferSize: 1 << 20, Buffers: 2, Observer: log,
-				HTTP: instantHTTP(), Cache: cache, Report: report}, []drive.Spec{spec})
+			res, err := Run(context.Background(), Config{Image: image.Ref{Path: url, HTTP: instantHTTP(), Cache: cache}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log, Report: report}}, []drive.Spec{spec})
 			if tc.fails != (err != nil) {
 				t.Fatalf("write: %v\n%s", err, log.text())
 			}
@@ -119,8 +119,7 @@ func TestRunURLPresigned(t *testing.T) {
 	defer ts.Close()
 	card, spec := newSimCard(t)
 	log := &noteLog{}
-	_, err := Run(context.Background(), Config{Image: ts.URL + "/bucket/os.img.xz?" + srv.Query, TransferSize: 1 << 20, Buffers: 2,
-		Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
+	_, err := Run(context.Background(), Config{Image: image.Ref{Path: ts.URL + "/bucket/os.img.xz?" + srv.Query, HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}, []drive.Spec{spec})
 	notes := strings.Join(log.all(), "\n")
 	got, _ := os.ReadFile(card)
 	if err != nil || !bytes.Equal(got[:len(img)], img) {

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -12,10 +11,9 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
-	"github.com/usbflash/usbflash/internal/image/catalog"
-	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/probe/fakecheck"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 	"github.com/usbflash/usbflash/usbms"
@@ -28,11 +26,50 @@ import (
 // memory per card.
 const DefaultLag = 8
 
-// Config is one session's choices.
+// Config is one write session's choices, in the parts they configure,
+// each decided by the package that owns it: the image and how it is
+// trusted (internal/image), how the cards are taken (drive, and fakecheck
+// for the probe), the customisation (customize), how the engine writes and
+// reads back (pipeline), and who is told and what is recorded (the
+// caller's presenters).
 type Config struct {
-	Image string // a path, an http(s) URL, or "-" for standard input
-	// Stdin is what Image "-" reads; nil: the process's standard input.
-	Stdin *os.File
+	// Image names the image and how it is found, read and trusted (its
+	// checksum, keyring, cache, catalog entry): image.Open decides.
+	Image image.Ref
+	// Blocks, when set, is written instead of an image (Image is the zero
+	// Ref): each card's own blocks, made once it is open (erase, format).
+	Blocks  Blocks
+	Targets Targets
+	// Customize, when set, is written into every card's boot partition
+	// after the image (customize.Apply), each card with its own values of
+	// the templates ({n}: its number in the run, from 1).
+	Customize *customize.Config
+	Engine    Engine
+	Output    Output
+}
+
+// Targets are how a session takes its cards, and what it does with each
+// besides writing it.
+type Targets struct {
+	// Readers is the command's enumeration of readers; nil: Run
+	// enumerates.
+	Readers *drive.Readers
+	// Force takes disks the system uses and writes images smaller than
+	// one transfer.
+	Force bool
+	// SkipRefused: with several cards, write the others when some are
+	// refused by a safety check; without it a refusal refuses them all.
+	SkipRefused bool
+	Eject       bool // eject each card when done
+	// Check, when set, probes each card for a fake capacity after the
+	// pre-write checks (check.go) with these options (its Target is each
+	// card's); nil: no probe.
+	Check *fakecheck.Options
+}
+
+// Engine is how the image is written and read back (pipeline's
+// settings, and fanout's lag).
+type Engine struct {
 	// TransferSize is the bytes per WRITE, lowered to what every card
 	// takes; 0: pipeline.DefaultTransferSize. A size given is the
 	// verify's READ size too: it may be what the user's reader needs.
@@ -45,33 +82,18 @@ type Config struct {
 	// VerifyMethod is how: pipeline.MethodDigests (the zero value) or
 	// pipeline.MethodSHA256.
 	VerifyMethod pipeline.VerifyMethod
-	// Station and Operator label every card's record (a station's name,
-	// who ran it); "" leaves them out.
-	Station, Operator string
-	// StopTimeout, for Watch: when ctx ends (a stop request: SIGTERM to
-	// a service) no new card is taken and the cards being written are
-	// finished, for up to this long, before they are stopped after the
-	// command in flight; 0 stops them at once.
-	StopTimeout time.Duration
-	// SaysStop, if set, is called by Watch with a StopTimeout, which says
-	// itself (a Note) what a stop request does: whatever announces stop
-	// requests (the process's signal handler) must not say "stopped after
-	// the command in flight" then. Watch calls what it returns as it
-	// returns.
-	SaysStop func() (remove func())
 	// Repair: a card whose read-back differs has the ranges that differ
 	// written again and compared again (pipeline.Repair), then is
 	// verified in full once more; one that does not hold them fails as
 	// without it. The image must be a file, decoded again.
-	Repair bool
-	Eject  bool // eject each card when done
-	// Force takes disks the system uses and writes images smaller than
-	// one transfer.
-	Force bool
-	// SkipRefused: with several cards, write the others when some are
-	// refused by a safety check; without it a refusal refuses them all.
-	SkipRefused bool
-	BlockMap    BlockMapChoice
+	Repair   bool
+	BlockMap BlockMapChoice
+}
+
+// Output is who is told what a session does, who is asked before it
+// writes, and what it records of each card.
+type Output struct {
+	Observer Observer
 	// Confirm is asked once every card is open and checked, before the
 	// first byte; nil writes without asking (--yes).
 	Confirm func(cards []*drive.Device, src *image.Source) error
@@ -81,50 +103,9 @@ type Config struct {
 	// report's records (the caller's one table, as data); a class it
 	// lacks records 1.
 	ExitCodes map[failure.Class]int
-	Observer  Observer
-	// SHA256 is the image file's SHA-256 as its publisher gives it (hex):
-	// checked as the image streams, before the first transfer is written.
-	// "" looks for it beside the image (IMAGE.sha256, SHA256SUMS, ...)
-	// unless NoSHA256.
-	SHA256   string
-	NoSHA256 bool
-	// SHA256Keyring is a file of the publisher's OpenPGP public keys
-	// (gpg --export, armoured or binary): a checksum list found beside
-	// the image must then carry a good signature by one of them, clear-
-	// signed or detached (LIST.gpg, .sig, .asc, .sign). With NoSHA256 or
-	// a SHA256 given there is no list for it to check: refused
-	// (ErrChecksumConflict).
-	SHA256Keyring string
-	// SHA256Fingerprint, with SHA256Keyring, narrows it to the one key
-	// with this fingerprint, as bmaptool's --fingerprint does.
-	SHA256Fingerprint string
-	// HTTP is how an image at an http(s) URL is read (its timeouts,
-	// stall floor, retries); the zero value is httpsrc's defaults.
-	HTTP httpsrc.Options
-	// Cache is a directory that keeps images read from URLs (dlcache):
-	// reused when their SHA-256 or the server's validator says they are
-	// the image, resumed from a .part an earlier run left; "": none.
-	// CacheMax bounds it (0: only the free space, which it never fills).
-	Cache    string
-	CacheMax int64
-	// Catalog is the os_list (an http(s) URL or a file) OS is looked up
-	// in; OS names one of its entries (exactly, or the start of only one
-	// entry's name), whose URL is then the Image (which is left empty).
-	Catalog, OS string
-	// Readers is the command's enumeration of readers; nil: Run enumerates.
-	Readers *drive.Readers
-	// Check probes each card for a fake capacity after the pre-write
-	// checks (check.go), up to a cache of CheckMaxCache bytes (0: the
-	// probe's default).
-	Check         bool
-	CheckMaxCache int64
-	// Customize, when set, is written into every card's boot partition
-	// after the image (customize.Apply), each card with its own values of
-	// the templates ({n}: its number in the run, from 1).
-	Customize *customize.Config
-	// Blocks, when set, is written instead of an image (Image is ""):
-	// each card's own blocks, made once it is open (erase, format).
-	Blocks Blocks
+	// Station and Operator label every card's record (a station's name,
+	// who ran it); "" leaves them out.
+	Station, Operator string
 }
 
 // Outcome is what became of one card.
@@ -168,12 +149,13 @@ func (o *Outcome) Verified() bool { return o.Err == nil && o.Verify != nil }
 // Result is a whole session.
 type Result struct {
 	// Cards are the finished cards, in the order they finished; of a
-	// Watch session the last RecentCards of them (its report holds all).
+	// session of Cards (a station's) the last RecentCards of them (its
+	// report holds all).
 	Cards   []*Outcome
 	Tally   Tally // every finished card, counted
 	Started time.Time
-	// Report is what Config.Report holds; a Watch session's holds no
-	// cards (they were written to the file as they finished).
+	// Report is what Config.Report holds; that of a session of Cards
+	// holds no cards (they were written to the file as they finished).
 	Report *Report
 }
 
@@ -212,7 +194,7 @@ func (res *Result) add(o *Outcome, r *Record, keep int) {
 	res.Cards = append(res.Cards, o)
 }
 
-// session is the state of one Run or Watch.
+// session is the state of one Run, Verify or session of Cards.
 type session struct {
 	cfg      Config
 	transfer int        // the transfer size asked: Config's, or the default
@@ -221,41 +203,27 @@ type session struct {
 	res      *Result
 	// keep is how many finished cards res keeps (0: all); log, when set,
 	// writes each card's record to the report file instead of keeping it
-	// in report. Watch sets both.
-	keep     int
-	log      *reportLog
-	download *download      // the image file's checksum check; nil: none
-	entry    *catalog.Entry // the catalog entry Image named; nil: none
-	bodies   sync.Map       // *imagesrc.Source -> its *httpsrc.Body (url.go)
-	pinned   string         // the cache entry a station's cards read (url.go's prefetch)
-	// cached is the cache entry the image is read from, checked against
-	// the SHA-256 it is named by; dropped says it did not match and was
-	// removed (url.go).
-	cacheMu  sync.Mutex // guards pinned, cached and dropped: a station's cards open the image at once
-	cached   *cachedEntry
-	dropped  bool
-	stream   bool // the image is read once (a pipe, a FIFO): openTrusted
-	httpOnce sync.Once
-	http     *httpsrc.Client // an image at a URL's (url.go)
+	// in report. TakeCards sets both.
+	keep int
+	log  *reportLog
+	// img is the session's image once it is open (openImage): what it is
+	// checked against, the download's progress, how to read it again.
+	img *image.Opened
 	// inspected is what the image's customisation takes (customize.go's
 	// inspectImage): each card is held to it when it is opened.
 	inspected customize.Result
 }
 
 func newSession(cfg Config) *session {
-	if cfg.Lag < 0 {
-		cfg.Lag = 0
+	if cfg.Engine.Lag < 0 {
+		cfg.Engine.Lag = 0
 	}
 	now := time.Now()
-	transfer := cfg.TransferSize
-	if transfer == 0 {
-		transfer = pipeline.DefaultTransferSize
-	}
-	return &session{cfg: cfg, transfer: transfer, report: &Report{Image: displayImage(cfg.Image), Started: now}, res: &Result{Started: now}}
+	return &session{cfg: cfg, transfer: transferSize(cfg.Engine.TransferSize).write(), report: &Report{Image: image.Shown(cfg.Image.Path), Started: now}, res: &Result{Started: now}}
 }
 
 func (s *session) emit(e Event) {
-	if s.cfg.Observer == nil {
+	if s.cfg.Output.Observer == nil {
 		return
 	}
 	if n, ok := e.(Note); ok {
@@ -266,7 +234,7 @@ func (s *session) emit(e Event) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cfg.Observer.Observe(e)
+	s.cfg.Output.Observer.Observe(e)
 }
 
 // card is one target of a session and what became of it.
@@ -293,16 +261,6 @@ func (c *card) fail(err error) {
 
 func (c *card) failed() bool { return c.out.Err != nil }
 
-// ImageError is an image that could not be opened or read, wrapping what
-// the image source said.
-type ImageError struct{ Err error }
-
-func (e *ImageError) Error() string { return e.Err.Error() }
-func (e *ImageError) Unwrap() error { return e.Err }
-
-// Class is the cause's when it says one, else Image.
-func (e *ImageError) Class() failure.Class { return failure.Within(failure.Image, e.Err) }
-
 // checkMemory refuses, before anything is opened, a session whose buffers
 // would pass blockdev.MaxBufferMemory: the ring ((buffers + 2) x transfer),
 // with several cards and a lag each card's window of lag transfers, and
@@ -319,15 +277,6 @@ func checkMemory(transfer, buffers, lag, cards int, ahead int64) error {
 		return &MemoryError{TransferSize: t, Buffers: b, Lag: l, Cards: n, ReadAhead: ahead}
 	}
 	return nil
-}
-
-// readAhead is what the image's download holds ahead of its decoder
-// (httpsrc's read-ahead), 0 for an image that is not a URL.
-func readAhead(imageRef string) int64 {
-	if isURL(imageRef) {
-		return httpsrc.ReadAheadMemory
-	}
-	return 0
 }
 
 // MemoryError is a session whose buffers would take more than
@@ -363,15 +312,15 @@ func (e *MemoryError) Class() failure.Class { return failure.Usage }
 // command-line mistake in any target is Run's error; otherwise Run returns
 // nil when every card succeeded and a *CardsError when some did not.
 func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
-	if cfg.Readers == nil {
-		cfg.Readers = &drive.Readers{}
+	if cfg.Targets.Readers == nil {
+		cfg.Targets.Readers = &drive.Readers{}
 	}
 	res, err, again := run(ctx, cfg, specs)
 	if again {
 		// A damaged cache entry was removed before the first transfer
 		// was written: the cards are written again from the server,
 		// without asking again.
-		cfg.Confirm = nil
+		cfg.Output.Confirm = nil
 		res, err, _ = run(ctx, cfg, specs)
 	}
 	return res, err
@@ -383,66 +332,31 @@ func Run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 func run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error, bool) {
 	s := newSession(cfg)
 	res, err := s.run(ctx, cfg, specs)
-	s.checkEntryAfter(err)
-	if s.dropped {
-		s.emit(Note{Message: "Writing again from " + displayImage(s.cfg.Image) + ": the cache's copy was damaged and is removed"})
+	dropped := s.afterImage(err)
+	if dropped {
+		s.note("Writing again from " + image.Shown(s.cfg.Image.Path) + ": the cache's copy was damaged and is removed")
 	}
-	return res, err, s.dropped
+	return res, err, dropped
 }
 
 func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Result, error) {
 	if cfg.Blocks != nil {
 		return s.runBlocks(ctx, specs)
 	}
-	if err := s.resolveCatalog(ctx); err != nil {
-		return s.res, err
-	}
-	cfg.Image = s.cfg.Image // the catalog entry's URL
-	s.noteCacheUnused()
-	if err := cfg.VerifyMethod.CheckWrite(); err != nil {
-		return s.res, err
-	}
-	if err := checkSizes(s.transfer, cfg.Buffers, cfg.Lag, len(specs), readAhead(cfg.Image)); err != nil {
-		return s.res, err
-	}
-	if err := checkCustomize(&cfg); err != nil {
-		return s.res, err
-	}
-	if cfg.Report != "" {
-		if err := CheckReport(cfg.Report); err != nil {
-			return s.res, err
-		}
-	}
-	// A reader this user may not open is said before anything is read
-	// or downloaded, with what would give access.
-	if err := cfg.Readers.CheckAccess(ctx, specs); err != nil {
-		return s.res, err
-	}
-	img, err := s.openTrusted(ctx, readOnce)
-	if err != nil {
-		return s.res, err
-	}
-	defer img.close()
-	src := img.src
-	plan, err := s.planWrite(ctx, src, cfg.BlockMap, len(specs) > 1 || cfg.Report != "")
-	if err != nil {
-		return s.res, err
-	}
 	names := make([]string, len(specs))
 	for i, t := range specs {
 		names[i] = t.Raw
 	}
-	s.emit(Started{Image: displayImage(cfg.Image), Source: src, Targets: names, TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Buffers), Lag: cfg.Lag})
-	if src.Spooled != "" {
-		s.emit(Note{Message: "The 7z archive was copied to a temporary file (" + src.Spooled + ", removed) before it was decoded: its header is at its end"})
-	}
-	if err := s.trust(img, plan); err != nil {
+	img, plan, err := s.prepareImage(ctx, writeShape{cards: len(specs), lag: cfg.Engine.Lag, how: image.ReadOnce,
+		many: len(specs) > 1 || cfg.Output.Report != "", targets: names,
+		// A reader this user may not open is said before anything is
+		// read or downloaded, with what would give access.
+		reach: func(ctx context.Context) error { return cfg.Targets.Readers.CheckAccess(ctx, specs) }})
+	if err != nil {
 		return s.res, err
 	}
-	if plan.head, err = s.inspectImage(src); err != nil {
-		return s.res, err
-	}
-	s.startDownload(ctx, img.sum, src, "as it is written")
+	defer img.Close()
+	src := img.Source
 
 	cards := s.openCards(ctx, specs, src, plan)
 	defer func() {
@@ -483,16 +397,16 @@ func (s *session) confirmCards(cards []*card, src *image.Source) ([]*card, error
 			live = append(live, c)
 		}
 	}
-	if len(cards) > 1 && len(refusals) > 0 && !s.cfg.SkipRefused {
+	if len(cards) > 1 && len(refusals) > 0 && !s.cfg.Targets.SkipRefused {
 		s.finish(cards, nil)
 		return nil, &RefusedError{Refused: refusals, Cards: len(cards)}
 	}
-	if len(live) > 0 && s.cfg.Confirm != nil {
+	if len(live) > 0 && s.cfg.Output.Confirm != nil {
 		devs := make([]*drive.Device, len(live))
 		for i, c := range live {
 			devs[i] = c.d
 		}
-		if err := s.cfg.Confirm(devs, src); err != nil {
+		if err := s.cfg.Output.Confirm(devs, src); err != nil {
 			return nil, err
 		}
 	}
@@ -515,39 +429,19 @@ func (s *session) openCards(ctx context.Context, specs []drive.Spec, src *image.
 			c.fail(errs[i])
 			continue
 		}
-		if !s.cfg.Check {
-			s.opened(ctx, c, src)
+		if s.cfg.Targets.Check == nil {
+			s.checkCard(ctx, c, src)
 			continue
 		}
 		// Each card's probe on its own goroutine: it takes seconds.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.opened(ctx, c, src)
+			s.checkCard(ctx, c, src)
 		}()
 	}
 	wg.Wait()
 	return cards
-}
-
-// opened describes a card that opened and runs the pre-write checks (and
-// with Config.Check the fake-card probe).
-func (s *session) opened(ctx context.Context, c *card, src *image.Source) {
-	d := c.d
-	c.out.Target, c.out.Capacity, c.out.Serial = d.Name, d.Capacity(), readerSerial(d)
-	var note string
-	fit := blockdev.FitTransfer(d.Dev, s.transfer)
-	c.transfer, note = fit.Size, fit.Note(d.Name)
-	c.out.Identity = identityOf(d, c.transfer)
-	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: c.transfer, Transport: transportOf(d)})
-	if note != "" {
-		s.emit(Note{Card: d.Name, Message: note})
-	}
-	c.fail(drive.Check(d, src, drive.CheckOptions{TransferSize: c.transfer, Force: s.cfg.Force}))
-	s.customizeFor(c)
-	if s.cfg.Check && !c.failed() {
-		s.checkFake(ctx, c, src)
-	}
 }
 
 func expectedSize(src *image.Source) int64 {
@@ -592,7 +486,7 @@ func (e *RefusedError) Unwrap() []error { return e.Refused }
 // CardsError ends a session in which some cards failed.
 type CardsError struct {
 	Succeeded, Failed int
-	Errs              []error // each failed card's error; of Watch, the first of each class
+	Errs              []error // each failed card's error; of a station, the first of each class
 }
 
 func (e *CardsError) Error() string {
@@ -656,11 +550,11 @@ func (s *session) finish(cards []*card, _ error) error {
 }
 
 // record adds a finished card to the result and the report (saved at
-// once: a Watch session runs until stopped) and says what became of it.
+// once: a station runs until stopped) and says what became of it.
 func (s *session) record(c *card) {
-	c.out.Image, c.out.Station, c.out.Operator = displayImage(s.cfg.Image), s.cfg.Station, s.cfg.Operator
+	c.out.Image, c.out.Station, c.out.Operator = image.Shown(s.cfg.Image.Path), s.cfg.Output.Station, s.cfg.Output.Operator
 	out := c.out
-	rec := RecordOf(&out, s.cfg.ExitCodes)
+	rec := RecordOf(&out, s.cfg.Output.ExitCodes)
 	s.mu.Lock()
 	s.res.add(&out, &rec, s.keep)
 	if s.report.SHA256 == "" && out.Write.Bytes > 0 && out.Write.SHA256 != ([32]byte{}) {
@@ -674,8 +568,8 @@ func (s *session) record(c *card) {
 		// A station without a report file keeps no records.
 	default:
 		s.report.Cards = append(s.report.Cards, rec)
-		if s.cfg.Report != "" {
-			saveErr = s.report.Save(s.cfg.Report)
+		if s.cfg.Output.Report != "" {
+			saveErr = s.report.Save(s.cfg.Output.Report)
 		}
 	}
 	s.res.Report = s.report
@@ -726,12 +620,6 @@ const (
 	BoundDevice  = "device"
 	BoundSlowest = "slowest"
 )
-
-// onNotice passes a reader's notice (a recovery step, a command made
-// smaller) on as a note.
-func (s *session) onNotice(reader string, n usbms.Notice) {
-	s.emit(Note{Card: reader, Message: n.Text, Notice: &n})
-}
 
 // transportOf says how a card's reader is driven (its SCSI fact); the zero
 // value for a file: target.

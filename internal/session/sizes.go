@@ -1,27 +1,22 @@
 package session
 
 import (
+	"cmp"
 	"fmt"
 
+	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
 // The settings a session's errors may be about (*failure.SettingError):
-// the caller names them in its own words (the CLI, by its flags).
+// the caller names them in its own words (the CLI, by its flags). Those
+// of its image (its checksum, keyring, cache, catalog) are image's.
 const (
 	SettingTransferSize failure.Setting = "transfer size"
 	SettingBuffers      failure.Setting = "buffers"
 	SettingLag          failure.Setting = "lag"
-	SettingSHA256       failure.Setting = "sha256"
-	SettingKeyring      failure.Setting = "sha256 keyring"
-	SettingFingerprint  failure.Setting = "sha256 fingerprint"
-	// SettingKeyringNoSHA256 is a keyring named together with no checksum
-	// looked for; SettingKeyringSHA256 together with a sum given.
-	SettingKeyringNoSHA256 failure.Setting = "sha256 keyring and no sha256"
-	SettingKeyringSHA256   failure.Setting = "sha256 keyring and sha256"
-	// SettingCache is the directory of images read from URLs.
-	SettingCache failure.Setting = "cache"
 	// SettingBlockMap is a map named together with no map; SettingSparse
 	// a sparse write together with a map named.
 	SettingBlockMap failure.Setting = "block map"
@@ -31,6 +26,35 @@ const (
 	// (Config.Repair, VerifyConfig.Repair).
 	SettingRepair failure.Setting = "repair"
 )
+
+// transferSize is the bytes per command a session's one setting asks
+// (Config's, VerifyConfig's, BackupConfig's and CustomizeConfig's
+// TransferSize; 0: none given): its default is chosen here, once, by what
+// the session does with it, and each card then takes what it can
+// (fitTransfer).
+type transferSize int
+
+// write is the bytes per WRITE: the size given, else
+// pipeline.DefaultTransferSize.
+func (t transferSize) write() int { return cmp.Or(int(t), pipeline.DefaultTransferSize) }
+
+// read is the bytes per READ of a session that only reads a card (a
+// verify, a backup): the size given, else pipeline.DefaultReadSize.
+func (t transferSize) read() int { return cmp.Or(int(t), pipeline.DefaultReadSize) }
+
+// readBack is the bytes per READ of the verify of cards cards a write
+// wrote with written-byte commands: the size given (it may be what the
+// user's reader needs), else pipeline.ReadBackSize's for them.
+func (t transferSize) readBack(written, cards int) int {
+	if t != 0 {
+		return int(t)
+	}
+	return pipeline.ReadBackSize(written, cards)
+}
+
+// fitTransfer is a transfer size of want bytes fitted to a card
+// (blockdev.FitTransfer): the one call of it in the sessions.
+func fitTransfer(d *drive.Device, want int) blockdev.Fit { return blockdev.FitTransfer(d.Dev, want) }
 
 // checkSizes refuses, before anything is opened, sizes no card can make
 // work: a negative transfer size or lag, fewer than 2 buffers (0 is the

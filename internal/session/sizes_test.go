@@ -7,6 +7,7 @@ import (
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
+	"github.com/usbflash/usbflash/pipeline"
 )
 
 // TestCheckSizes: sizes no card can make work are refused before anything
@@ -43,6 +44,25 @@ func TestCheckSizes(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		case err != nil:
 			factsonly.Check(t, err.Error())
+		}
+	}
+}
+
+// TestTransferSize: the one setting's default is chosen by what the
+// session does (write, read, read back what it wrote), and a size given
+// is used as it is, also for the read-back (the user's reader may need
+// it); a negative one is left for checkSizes to refuse.
+func TestTransferSize(t *testing.T) {
+	for _, tc := range []struct {
+		given                 transferSize
+		write, read, readBack int
+	}{
+		{0, pipeline.DefaultTransferSize, pipeline.DefaultReadSize, pipeline.ReadBackSize(1<<20, 3)},
+		{64 << 10, 64 << 10, 64 << 10, 64 << 10},
+		{-512, -512, -512, -512},
+	} {
+		if w, r, b := tc.given.write(), tc.given.read(), tc.given.readBack(1<<20, 3); w != tc.write || r != tc.read || b != tc.readBack {
+			t.Errorf("transferSize(%d): write %d, read %d, read back %d; want %d, %d, %d", tc.given, w, r, b, tc.write, tc.read, tc.readBack)
 		}
 	}
 }

@@ -24,17 +24,15 @@ type trustOpts struct {
 
 // runWrite writes the image to the one card spec names.
 func runWrite(ctx context.Context, o trustOpts, spec drive.Spec, obs Observer) error {
-	_, err := Run(ctx, Config{Image: o.image, OS: o.os, Catalog: o.catalog, Stdin: o.stdin, SHA256: o.sha256, NoSHA256: o.noSHA256,
-		SHA256Keyring: o.keyring, Cache: o.cache, TransferSize: 1 << 20, Buffers: 2, Verify: true, Observer: obs, HTTP: instantHTTP()},
+	_, err := Run(ctx, Config{Image: image.Ref{Path: o.image, OS: o.os, Catalog: o.catalog, Stdin: o.stdin, SHA256: o.sha256, NoSHA256: o.noSHA256, SHA256Keyring: o.keyring, Cache: o.cache, HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2, Verify: true}, Output: Output{Observer: obs}},
 		[]drive.Spec{spec})
 	return err
 }
 
 // runVerify compares the card spec names with the image, repairing it
 // when asked; image is the image as the outcome names it.
-func runVerify(ctx context.Context, o trustOpts, spec drive.Spec, repair bool, obs Observer) (image string, err error) {
-	res, err := Verify(ctx, VerifyConfig{Image: o.image, OS: o.os, Catalog: o.catalog, Stdin: o.stdin, SHA256: o.sha256, NoSHA256: o.noSHA256,
-		SHA256Keyring: o.keyring, Cache: o.cache, Repair: repair, Observer: obs, HTTP: instantHTTP()}, spec)
+func runVerify(ctx context.Context, o trustOpts, spec drive.Spec, repair bool, obs Observer) (imagePath string, err error) {
+	res, err := Verify(ctx, VerifyConfig{Image: image.Ref{Path: o.image, OS: o.os, Catalog: o.catalog, Stdin: o.stdin, SHA256: o.sha256, NoSHA256: o.noSHA256, SHA256Keyring: o.keyring, Cache: o.cache, HTTP: instantHTTP()}, Repair: repair, Observer: obs}, spec)
 	if err != nil {
 		return "", err
 	}

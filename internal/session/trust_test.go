@@ -25,7 +25,7 @@ import (
 
 // Issue 41: a keyring means an authenticated image or a refusal, and
 // verify and its repair trust an image exactly as write does, through the
-// same code (openTrusted). The cards are sim: cards whose bytes are
+// same code (image.Open). The cards are sim: cards whose bytes are
 // compared before and after: a refusal leaves every byte as it was.
 
 // trustCard is a new 8 MiB sim: card for cmd ("write", "verify",
@@ -151,7 +151,7 @@ func TestKeyringRefusesUnsigned(t *testing.T) {
 			row{name: cmd + ", a catalog entry whose own sum is wrong", cmd: cmd, ref: "catalog", files: good, os: "Bad OS",
 				want: func(err error) bool { return errors.As(err, new(*image.ChecksumMismatchError)) }, class: failure.Image, zeroed: cmd == "write"},
 			row{name: cmd + ", no checksum looked for", cmd: cmd, ref: "file", files: good, noSHA256: true,
-				want: is(ErrChecksumConflict), class: failure.Usage},
+				want: is(image.ErrChecksumConflict), class: failure.Usage},
 			row{name: cmd + ", standard input", cmd: cmd, ref: "stdin", want: noSignedSum, class: failure.Image})
 	}
 	rows[len(rows)-1].want, rows[len(rows)-1].class = repairStdin, failure.Usage // a repair of standard input is refused first
@@ -467,12 +467,12 @@ func TestFailedCardBootsNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			imagePath, img := testImage(t, dir, 3<<20+777)
+			imagePath, img := testimage.File(t, dir, 3<<20+777)
 			var res *Result
 			var err error
 			var before []byte
 			if tc.cmd == "write" {
-				res, err = Run(context.Background(), Config{Image: imagePath, Verify: true, Repair: tc.repair, Observer: &events{}},
+				res, err = Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Engine: Engine{Verify: true, Repair: tc.repair}, Output: Output{Observer: &events{}}},
 					simSpecs(t, dir, tc.cards...))
 			} else {
 				// A card written with the image, a block of which reads

@@ -125,8 +125,7 @@ func TestRunURL(t *testing.T) {
 			defer ts.Close()
 			card, spec := newSimCard(t)
 			log := &eventLog{}
-			_, err := Run(context.Background(), Config{Image: ts.URL + tc.path, TransferSize: 1 << 20, Buffers: 2, SHA256: tc.sum,
-				Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
+			_, err := Run(context.Background(), Config{Image: image.Ref{Path: ts.URL + tc.path, SHA256: tc.sum, HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}, []drive.Spec{spec})
 			notes := strings.Join(log.all(), "\n")
 			if strings.Contains(notes, "secret") || strings.Contains(errText(err), "secret") {
 				t.Errorf("the URL's query was shown:\n%s\n%v", notes, err)
@@ -247,8 +246,7 @@ func TestRunURLSignature(t *testing.T) {
 			defer ts.Close()
 			card, spec := newSimCard(t)
 			log := &noteLog{}
-			_, err := Run(context.Background(), Config{Image: ts.URL + "/os.img", TransferSize: 1 << 20, Buffers: 2,
-				SHA256Keyring: keys, Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
+			_, err := Run(context.Background(), Config{Image: image.Ref{Path: ts.URL + "/os.img", SHA256Keyring: keys, HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}, []drive.Spec{spec})
 			notes := strings.Join(log.all(), "\n")
 			got, _ := os.ReadFile(card)
 			if tc.matched != "" {
@@ -381,8 +379,7 @@ func TestRunCatalog(t *testing.T) {
 			t.Parallel()
 			card, spec := newSimCard(t)
 			log := &noteLog{}
-			_, err := Run(context.Background(), Config{Image: tc.image, OS: tc.os, Catalog: ts.URL + "/os_list.json", TransferSize: 1 << 20,
-				Buffers: 2, Observer: log, HTTP: instantHTTP()}, []drive.Spec{spec})
+			_, err := Run(context.Background(), Config{Image: image.Ref{Path: tc.image, OS: tc.os, Catalog: ts.URL + "/os_list.json", HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}, []drive.Spec{spec})
 			notes := strings.Join(log.all(), "\n")
 			got, _ := os.ReadFile(card)
 			if tc.matched != "" {

@@ -5,37 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
-	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // VerifyConfig is what a verify compares: one card with an image, byte
 // by byte, nothing written (but with Repair).
 type VerifyConfig struct {
-	Image string // a path, an http(s) URL, or "-" for standard input
-	// Stdin is what Image "-" reads; nil: the process's standard input.
-	Stdin *os.File
-	HTTP  httpsrc.Options // how a URL is read
-	// Catalog and OS name the image by a catalog entry, as Config's.
-	Catalog, OS string
-	// SHA256, NoSHA256, SHA256Keyring, SHA256Fingerprint, Cache and
-	// CacheMax are Config's: the image is found, opened and trusted as a
-	// write's is (its checksum given, beside it or its catalog entry's;
-	// the keyring's signature), and a card that matches an image that is
-	// not its publisher's does not match it.
-	SHA256                           string
-	NoSHA256                         bool
-	SHA256Keyring, SHA256Fingerprint string
-	Cache                            string
-	CacheMax                         int64
+	// Image is found, opened and trusted as a write's is (image.Open: its
+	// checksum given, beside it or its catalog entry's; the keyring's
+	// signature), and a card that matches an image that is not its
+	// publisher's does not match it.
+	Image image.Ref
 	// TransferSize is the bytes per READ, lowered to what the card takes;
 	// 0: pipeline.DefaultReadSize.
 	TransferSize int
@@ -57,9 +43,7 @@ type VerifyConfig struct {
 
 // session is the Config of the verify's session.
 func (c VerifyConfig) session() Config {
-	return Config{Image: c.Image, Stdin: c.Stdin, Observer: c.Observer, HTTP: c.HTTP, Catalog: c.Catalog, OS: c.OS,
-		SHA256: c.SHA256, NoSHA256: c.NoSHA256, SHA256Keyring: c.SHA256Keyring, SHA256Fingerprint: c.SHA256Fingerprint,
-		Cache: c.Cache, CacheMax: c.CacheMax}
+	return Config{Image: c.Image, Output: Output{Observer: c.Observer}}
 }
 
 // VerifyResult is a card that matched its image.
@@ -87,56 +71,49 @@ func Verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResu
 	res, err := s.verify(ctx, cfg, spec)
 	// A cache entry an image error came from is hashed, and removed when
 	// it is damaged, as after a write.
-	s.checkEntryAfter(err)
+	s.afterImage(err)
 	return res, err
 }
 
 func (s *session) verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec) (*VerifyResult, error) {
-	if err := s.resolveCatalog(ctx); err != nil {
-		return nil, err
-	}
-	cfg.Image = s.cfg.Image
-	s.noteCacheUnused()
-	transfer := cfg.TransferSize
-	if transfer == 0 {
-		transfer = pipeline.DefaultReadSize
-	}
-	// A verify's buffers: two to read into, one for the image's side.
-	if err := checkSizes(transfer, 2, 0, 1, readAhead(cfg.Image)); err != nil {
-		return nil, err
-	}
-	how := readOnce
+	transfer := transferSize(cfg.TransferSize).read()
+	how := image.ReadOnce
 	if cfg.Repair {
-		how = readAgain
+		how = image.ReadAgain
 	}
-	img, err := s.openTrusted(ctx, how)
+	img, err := s.openImage(ctx, how, func(img *image.Opened) error {
+		// A verify's buffers: two to read into, one for the image's side.
+		return checkSizes(transfer, 2, 0, 1, img.ReadAhead())
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer img.close()
-	src := img.src
-	s.emit(Started{Image: displayImage(cfg.Image), Source: src, Targets: []string{spec.Raw}, TransferSize: transfer})
-	m, mapPath, err := findBlockMapWith(cfg.Image, src, cfg.BlockMap, s.readBeside(ctx), s.blockMapSig())
+	defer img.Close()
+	cfg.Image.Path = img.Path()
+	src := img.Source
+	s.emit(Started{Image: image.Shown(cfg.Image.Path), Source: src, Targets: []string{spec.Raw}, TransferSize: transfer})
+	if err := cfg.BlockMap.check(); err != nil {
+		return nil, err
+	}
+	plan, err := s.blockMapPlan(ctx, img, cfg.BlockMap)
 	if err != nil {
 		return nil, err
 	}
-	plan := &writePlan{m: m, path: mapPath, signed: cfg.SHA256Keyring != ""}
 	var only []blockdev.Extent
-	if m != nil {
-		only = m.Extents()
-		s.emit(BlockMapChosen{Path: mapPath, Ranges: len(m.Ranges), MappedBytes: m.MappedBytes(), ImageSize: m.ImageSize})
+	if plan.m != nil {
+		only = plan.m.Extents()
 	}
 	if err := s.trust(img, plan); err != nil {
 		return nil, err
 	}
-	s.startDownload(ctx, img.sum, src, "as it is compared")
+	s.startCheck(ctx, img, src, "as it is compared")
 	d, err := drive.Open(ctx, spec, drive.Options{ReadOnly: !cfg.Repair, Readers: cfg.Readers,
-		OnNotice: func(reader string, n usbms.Notice) { s.emit(Note{Card: reader, Message: n.Text, Notice: &n}) }})
+		OnNotice: s.onNotice})
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	fitted := s.openedToRead(d, transfer)
+	fitted := s.fitCard(d, transfer)
 	if cfg.Repair {
 		if err := drive.CheckWritable(d); err != nil {
 			return nil, err
@@ -177,28 +154,29 @@ func (s *session) verify(ctx context.Context, cfg VerifyConfig, spec drive.Spec)
 	if err != nil {
 		return nil, err
 	}
-	return &VerifyResult{Card: d.Name, Image: s.imageLabel(), VerifyResult: res, Repair: rr}, nil
+	return &VerifyResult{Card: d.Name, Image: img.Label(), VerifyResult: res, Repair: rr}, nil
 }
 
 // checkCompared checks the image a verify compared against its sum, if it
 // has one, and says what matched. A stream a difference stopped reading
 // cannot be checked: said, and the difference stands.
 func (s *session) checkCompared(ctx context.Context, src *image.Source) error {
-	if s.download == nil {
+	sum := s.img.Sum()
+	if sum == "" {
 		return nil
 	}
 	if src.Stream() && !src.Ended() {
-		s.emit(Note{Message: imageName(s.cfg.Image) + " was not checked against " + s.download.the() +
-			": the comparison stopped at the first difference, and a stream is read once"})
+		s.note(s.img.Named() + " was not checked against " + sum +
+			": the comparison stopped at the first difference, and a stream is read once")
 		return nil
-	}
-	matched, err := s.checkDownload(ctx, src)
-	if matched != "" {
-		s.emit(Note{Message: matched})
 	}
 	// A cache entry that is not the file it is named by is removed, as a
 	// write removes it: the next run reads the server.
-	return s.dropDamagedEntry(err)
+	matched, err := s.img.Check(ctx, src)
+	if matched != "" {
+		s.note(matched)
+	}
+	return err
 }
 
 // repairCard writes again what differs between the card d and the image
@@ -206,14 +184,14 @@ func (s *session) checkCompared(ctx context.Context, src *image.Source) error {
 // does not say), compares the whole card once more with opts, and zeroes
 // its first transfer when it still does not match.
 func (s *session) repairCard(ctx context.Context, d *drive.Device, size int64, ro pipeline.RepairOptions, opts pipeline.VerifyOptions, verr error) (pipeline.VerifyResult, *pipeline.RepairResult, error) {
-	open := s.reopener() // openTrusted(readAgain) kept the image as a file
+	open := s.img.Reopener() // image.ReadAgain kept the image as a file
 	var res pipeline.VerifyResult
 	if size < 0 {
 		// A gzip or bzip2 stream says its size at its end: a repair
 		// needs it first.
 		n, err := decodedSize(ctx, open)
 		if err != nil {
-			return res, nil, &ImageError{Err: err}
+			return res, nil, &image.ReadError{Err: err}
 		}
 		size = n
 	}
@@ -256,22 +234,10 @@ func decodedSize(ctx context.Context, open func() (io.ReadCloser, error)) (int64
 func verifyAgain(ctx context.Context, d *drive.Device, open func() (io.ReadCloser, error), size int64, opts pipeline.VerifyOptions) (pipeline.VerifyResult, error) {
 	src, err := open()
 	if err != nil {
-		return pipeline.VerifyResult{}, &ImageError{Err: err}
+		return pipeline.VerifyResult{}, &image.ReadError{Err: err}
 	}
 	defer src.Close()
 	return pipeline.Verify(ctx, d.Dev, src, size, opts)
-}
-
-// openedToRead says a card opened to be read and fits the transfer size
-// to it.
-func (s *session) openedToRead(d *drive.Device, transfer int) int {
-	fit := blockdev.FitTransfer(d.Dev, transfer)
-	fitted, note := fit.Size, fit.Note(d.Name)
-	s.emit(Opened{Card: d.Name, Capacity: d.Capacity(), BlockSize: d.Dev.BlockSize(), TransferSize: fitted, Transport: transportOf(d)})
-	if note != "" {
-		s.emit(Note{Card: d.Name, Message: note})
-	}
-	return fitted
 }
 
 // cardProgress is the Progress of a session of one card that reads it.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/image/imagedst"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
 	"github.com/usbflash/usbflash/pipeline"
@@ -78,7 +79,7 @@ func TestVerify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			image := filepath.Join(dir, tc.image)
+			imagePath := filepath.Join(dir, tc.image)
 			card := filepath.Join(t.TempDir(), "card.img")
 			if err := os.WriteFile(card, append(tc.card, make([]byte, tc.cardSize-len(tc.card))...), 0o644); err != nil {
 				t.Fatal(err)
@@ -88,7 +89,7 @@ func TestVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 			var seen events
-			res, err := Verify(context.Background(), VerifyConfig{Image: image, TransferSize: tc.transfer, Observer: &seen}, spec)
+			res, err := Verify(context.Background(), VerifyConfig{Image: image.Ref{Path: imagePath}, TransferSize: tc.transfer, Observer: &seen}, spec)
 			var ve *pipeline.VerifyError
 			var se *SmallerCardError
 			switch tc.want {
@@ -117,7 +118,7 @@ func TestVerify(t *testing.T) {
 			for _, e := range seen.list {
 				switch e := e.(type) {
 				case Started:
-					started = e.TransferSize == wantTransfer && len(e.Targets) == 1 && e.Image == image
+					started = e.TransferSize == wantTransfer && len(e.Targets) == 1 && e.Image == imagePath
 				case Opened:
 					opened = started && e.TransferSize == wantTransfer
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
 	"github.com/usbflash/usbflash/pipeline"
 )
@@ -25,8 +26,8 @@ func TestRunVerifyHash(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	img := testpattern.Bytes(3<<20+700, 7) // not whole blocks
-	image := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(image, img, 0o644); err != nil {
+	imagePath := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(imagePath, img, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -45,8 +46,7 @@ func TestRunVerifyHash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Run(context.Background(), Config{Image: image, TransferSize: 1 << 20, Buffers: 2,
-				Verify: true, VerifyMethod: tc.method}, []drive.Spec{spec})
+			res, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2, Verify: true, VerifyMethod: tc.method}}, []drive.Spec{spec})
 			if len(res.Cards) != 1 {
 				t.Fatalf("Run: %v, %d cards", err, len(res.Cards))
 			}
@@ -76,7 +76,7 @@ func TestRunVerifyHash(t *testing.T) {
 		})
 	}
 	var me *pipeline.MethodError
-	if _, err := Run(context.Background(), Config{Image: image, Verify: true, VerifyMethod: pipeline.MethodCompare}, nil); !errors.As(err, &me) {
+	if _, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Engine: Engine{Verify: true, VerifyMethod: pipeline.MethodCompare}}, nil); !errors.As(err, &me) {
 		t.Errorf("a write checked by compare: %v, want a *pipeline.MethodError", err)
 	}
 }
@@ -89,8 +89,8 @@ func TestRunVerifyReadSize(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	img := testpattern.Bytes(8<<20+700, 9) // 9 write commands, the last one block
-	image := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(image, img, 0o644); err != nil {
+	imagePath := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(imagePath, img, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -121,8 +121,7 @@ func TestRunVerifyReadSize(t *testing.T) {
 					mu.Unlock()
 				}
 			})
-			res, err := Run(context.Background(), Config{Image: image, TransferSize: tc.transfer, Buffers: 2,
-				Verify: true, Observer: obs}, []drive.Spec{spec})
+			res, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Engine: Engine{TransferSize: tc.transfer, Buffers: 2, Verify: true}, Output: Output{Observer: obs}}, []drive.Spec{spec})
 			if err != nil || len(res.Cards) != 1 || !res.Cards[0].Verified() {
 				t.Fatalf("Run: %v, %+v", err, res.Cards)
 			}
@@ -145,8 +144,8 @@ func TestRunVerifyReadSize(t *testing.T) {
 func TestRunBuffersForTheCard(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	image := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(image, testpattern.Bytes(1<<20, 3), 0o644); err != nil {
+	imagePath := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(imagePath, testpattern.Bytes(1<<20, 3), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -164,7 +163,7 @@ func TestRunBuffersForTheCard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Run(context.Background(), Config{Image: image, TransferSize: tc.transfer, Buffers: tc.buffers, Force: true}, []drive.Spec{spec})
+			res, err := Run(context.Background(), Config{Image: image.Ref{Path: imagePath}, Targets: Targets{Force: true}, Engine: Engine{TransferSize: tc.transfer, Buffers: tc.buffers}}, []drive.Spec{spec})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,8 +184,8 @@ func TestRunBuffersForTheCard(t *testing.T) {
 func TestRunVerifyInterrupted(t *testing.T) {
 	t.Parallel()
 	img := testpattern.Bytes(8<<20, 4)
-	image := filepath.Join(t.TempDir(), "os.img")
-	if err := os.WriteFile(image, img, 0o644); err != nil {
+	imagePath := filepath.Join(t.TempDir(), "os.img")
+	if err := os.WriteFile(imagePath, img, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	raw := "sim:" + filepath.Join(t.TempDir(), "c.img") + "?size=16MiB&speed=8MB/s"
@@ -206,9 +205,9 @@ func TestRunVerifyInterrupted(t *testing.T) {
 	// (at 40 MB/s it took 0.2 s and the only such report was the last):
 	// 8 MB/s makes it a second. In 256 KiB commands the stop asked then is
 	// taken between two of them, long before the last.
-	_, err = Run(ctx, Config{Image: image, Verify: true, TransferSize: 256 << 10, Observer: obs}, []drive.Spec{spec})
+	_, err = Run(ctx, Config{Image: image.Ref{Path: imagePath}, Engine: Engine{Verify: true, TransferSize: 256 << 10}, Output: Output{Observer: obs}}, []drive.Spec{spec})
 	var vi *VerifyInterruptedError
-	if !errors.As(err, &vi) || vi.Written != int64(len(img)) || vi.Target != raw || vi.Image != image || failure.Of(err) != failure.Interrupted {
+	if !errors.As(err, &vi) || vi.Written != int64(len(img)) || vi.Target != raw || vi.Image != imagePath || failure.Of(err) != failure.Interrupted {
 		t.Fatalf("Run = %v, want a *VerifyInterruptedError after %d bytes written", err, len(img))
 	}
 	if msg := err.Error(); !strings.Contains(msg, "was written in full (8.39 MB) and synced; its verify was interrupted") {

@@ -13,6 +13,7 @@ import (
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 	"github.com/usbflash/usbflash/pipeline/fanout"
@@ -45,7 +46,7 @@ func (s *session) writeCards(ctx context.Context, src *image.Source, plan *write
 		for i, c := range cards {
 			targets[i] = fanout.Target{Name: c.d.Name, Dev: c.d.Dev}
 		}
-		g, err := fanout.New(targets, fanout.Options{Lag: s.cfg.Lag, TransferSize: transfer})
+		g, err := fanout.New(targets, fanout.Options{Lag: s.cfg.Engine.Lag, TransferSize: transfer})
 		if err != nil {
 			for _, c := range cards {
 				c.fail(err)
@@ -57,7 +58,7 @@ func (s *session) writeCards(ctx context.Context, src *image.Source, plan *write
 	prog := s.watchWrite(src, cards, group)
 	// Buffers as given: with none the engine chooses for the transfer size
 	// the device takes, once its limits are known (WriteResult.Buffers).
-	opts := pipeline.WriteOptions{TransferSize: transfer, Buffers: s.cfg.Buffers, ExpectedSize: expectedSize(src),
+	opts := pipeline.WriteOptions{TransferSize: transfer, Buffers: s.cfg.Engine.Buffers, ExpectedSize: expectedSize(src),
 		Progress: prog.stream, Sync: true, HashAlg: pipeline.HashNone,
 		// The last moment to keep the card from booting an image that
 		// is not the one meant: the file changed, or it is not the
@@ -66,19 +67,20 @@ func (s *session) writeCards(ctx context.Context, src *image.Source, plan *write
 			if err := src.CheckUnchanged(); err != nil {
 				return err
 			}
-			matched, err := s.checkDownload(ctx, src)
+			matched, err := s.img.Check(ctx, src)
 			if matched != "" {
 				s.emit(Note{Card: names[0], Message: matched})
-				s.emit(Checksum{Card: names[0], State: ChecksumMatched, From: s.download.from, SignedBy: s.download.signedBy})
+				from, signedBy := s.img.SumFrom()
+				s.emit(Checksum{Card: names[0], State: ChecksumMatched, From: from, SignedBy: signedBy})
 			}
-			return s.dropDamagedEntry(err)
+			return err
 		}}
 	if len(cards) == 1 {
 		opts.Name = cards[0].d.Name
 	}
 	opts.WriteFirst = s.firstWriter(cards, group)
-	if s.cfg.Verify {
-		opts = s.cfg.VerifyMethod.Record(opts)
+	if s.cfg.Engine.Verify {
+		opts = s.cfg.Engine.VerifyMethod.Record(opts)
 	}
 	res, werr := pipeline.Write(ctx, dev, plan.source(src), plan.options(opts))
 	prog.stop()
@@ -119,10 +121,10 @@ func (s *session) writeCards(ctx context.Context, src *image.Source, plan *write
 			c.out.Skipped, c.out.SkippedWhy = plan.skipped(res)
 		}
 	}
-	if s.cfg.Verify {
+	if s.cfg.Engine.Verify {
 		s.verifyCards(ctx, cards, res, transfer)
 	}
-	if s.cfg.Eject {
+	if s.cfg.Targets.Eject {
 		for _, c := range cards {
 			if c.failed() {
 				continue
@@ -160,17 +162,14 @@ func (s *session) markSlowest(cards []*card, results []fanout.Result) {
 func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.WriteResult, transfer int) {
 	prog := s.watchVerify(cards, res.Bytes)
 	defer prog.stop()
-	readSize := s.cfg.TransferSize // a size the user chose
-	if readSize == 0 {
-		readSize = pipeline.ReadBackSize(transfer, len(cards))
-	}
+	readSize := transferSize(s.cfg.Engine.TransferSize).readBack(transfer, len(cards))
 	// Standard input and a URL were read once: a mismatch stays as the verify found
 	// it (a digest mismatch still names its range).
 	var reopen func() (io.ReadCloser, error)
 	if s.cfg.Customize == nil && s.cfg.Blocks == nil {
 		// (A customised card differs from the image where it was
 		// customised: a mismatch stays as its digest found it.)
-		reopen = s.reopener()
+		reopen = s.img.Reopener()
 	}
 	var wg sync.WaitGroup
 	for i, c := range cards {
@@ -185,31 +184,30 @@ func (s *session) verifyCards(ctx context.Context, cards []*card, res pipeline.W
 				// The card's blocks, made again.
 				reopen = func() (io.ReadCloser, error) { return s.cfg.Blocks.For(ctx, c.d) }
 			}
-			size := blockdev.FitTransfer(c.d.Dev, readSize).Size // the write said what the card takes
-
+			size := fitTransfer(c.d, readSize).Size // the write said what the card takes
 			written := res
 			if c.digests != nil {
 				written.Digests = *c.digests // the card as customised
 				written.Digests.Size = res.Digests.Size
 			}
 			opts := pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size, Progress: func(p pipeline.Progress) { prog.card(i, p) }}
-			v, err := pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, written, opts, reopen)
+			v, err := pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.Engine.VerifyMethod, written, opts, reopen)
 			// A customised card differs from the image on purpose: a
 			// comparison with the image cannot tell what to repair.
-			if err != nil && s.cfg.Repair && reopen != nil && c.digests == nil && failure.Of(err) == failure.Verify {
+			if err != nil && s.cfg.Engine.Repair && reopen != nil && c.digests == nil && failure.Of(err) == failure.Verify {
 				var rr *pipeline.RepairResult
 				rr, err = s.repair(ctx, c.d, reopen, res.Bytes, pipeline.RepairOptions{Verify: pipeline.VerifyOptions{Name: c.d.Name, TransferSize: size, Only: res.Written}, TransferSize: transfer}, err)
 				if err == nil {
 					// The ranges match now: the whole card is read back
 					// once more, as a write without a repair is.
 					c.out.Repair = rr
-					v, err = pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.VerifyMethod, written, opts, reopen)
+					v, err = pipeline.VerifyWritten(ctx, c.d.Dev, s.cfg.Engine.VerifyMethod, written, opts, reopen)
 				}
 			}
 			switch {
 			case errors.Is(err, context.Canceled):
 				// Written in full and synced: only the check was cut short.
-				err = &VerifyInterruptedError{Image: displayImage(s.cfg.Image), Target: cmp.Or(c.spec, c.d.Name), Written: res.Bytes, Err: err}
+				err = &VerifyInterruptedError{Image: image.Shown(s.cfg.Image.Path), Target: cmp.Or(c.spec, c.d.Name), Written: res.Bytes, Err: err}
 			case failure.Of(err) == failure.Verify:
 				// It holds bytes known to be wrong: it must not boot them.
 				err = s.unboot(ctx, c.d, transfer, err)
@@ -273,7 +271,7 @@ func (e *VerifyInterruptedError) Class() failure.Class { return failure.Interrup
 // transfer at a time. Said as a notice of the setting, which the command
 // line names by its flag.
 func (s *session) queueNotes(cards []*card, res pipeline.WriteResult) {
-	setting := &usbms.Notice{Kind: usbms.NoticeSetting, Setting: usbms.SettingQueueDepth}
+	setting := &observe.Notice{Kind: observe.NoticeSetting, Setting: usbms.SettingQueueDepth}
 	if len(cards) > 1 {
 		for _, c := range cards {
 			if d := transportOf(c.d).QueueDepth; d > 1 {

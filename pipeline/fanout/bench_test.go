@@ -78,7 +78,7 @@ func run(b *testing.B, n int, slowOpts string, lag int) result {
 		lun := openMemoryCard(b, dir, fmt.Sprint("card", i), opts)
 		targets = append(targets, Target{Name: fmt.Sprint("card", i), Dev: &timedDev{Device: lun}})
 	}
-	src, err := image.Open(filepath.Join("..", "..", "testdata", "demo.img.xz"))
+	src, err := image.OpenFile(filepath.Join("..", "..", "testdata", "demo.img.xz"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestFormatsRoundTrip(t *testing.T) {
 			if size == 0 {
 				continue // usbflash refuses to write an empty image; the tools above read it
 			}
-			src, err := image.Open(path)
+			src, err := image.OpenFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,6 @@ import (
 	"github.com/usbflash/usbflash/internal/probe/region"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 	"github.com/usbflash/usbflash/pipeline/filedev"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // SettingCompare is the setting an error about the compared kernel disk
@@ -120,8 +119,8 @@ type Report struct {
 // without Write), its layout fitted, with Write the checks every write
 // passes and Confirm; then Measure. It returns what was measured also when
 // it stopped early.
-func Run(ctx context.Context, cfg Config, observe func(Event)) (*Report, error) {
-	s := &session{cfg: cfg, observe: observe, start: time.Now()}
+func Run(ctx context.Context, cfg Config, obs func(Event)) (*Report, error) {
+	s := &session{cfg: cfg, observe: obs, start: time.Now()}
 	rep := &Report{Target: cfg.Target.Raw, Result: &Result{}}
 	if err := cfg.Plan.Check(); err != nil {
 		return rep, err
@@ -139,7 +138,7 @@ func Run(ctx context.Context, cfg Config, observe func(Event)) (*Report, error) 
 		}
 	}
 	d, err := drive.Open(ctx, cfg.Target, drive.Options{Force: cfg.Force, ReadOnly: !cfg.Write, Readers: cfg.Readers,
-		OnNotice: func(_ string, n usbms.Notice) { s.emit(Note{Message: n.Text, Notice: &n}) }})
+		OnNotice: func(_ string, n observe.Notice) { s.emit(Note{Message: n.Text, Notice: &n}) }})
 	if err != nil {
 		return rep, err
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/usbms"
 )
 
@@ -60,7 +61,7 @@ func (s *session) compareTransports(ctx context.Context, l Layout) (*Transports,
 	done := 0
 	for _, tr := range []string{usbms.TransportBOT, usbms.TransportUAS} {
 		d, err := drive.Open(ctx, c.Target, drive.Options{Force: c.Force, ReadOnly: !writes, Readers: c.Readers.WithTransport(tr),
-			OnNotice: func(_ string, n usbms.Notice) { s.emit(Note{Message: n.Text, Notice: &n}) }})
+			OnNotice: func(_ string, n observe.Notice) { s.emit(Note{Message: n.Text, Notice: &n}) }})
 		if err != nil {
 			return out, err
 		}

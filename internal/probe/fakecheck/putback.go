@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/internal/probe/region"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // PutBackConfig is a session that puts back the blocks a check saved to a
@@ -17,7 +17,7 @@ type PutBackConfig struct {
 	// Readers is the command's enumeration of readers; nil: opened alone.
 	Readers *drive.Readers
 	// OnNotice is told each notice of the reader (recoveries, quirks).
-	OnNotice func(reader string, n usbms.Notice)
+	OnNotice func(reader string, n observe.Notice)
 }
 
 // PutBackResult says what was put back.

@@ -9,7 +9,6 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/observe"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // Config is one check of one card: open it, run the pre-write checks a
@@ -87,7 +86,7 @@ func Run(ctx context.Context, cfg Config, obs Observer) (*Result, error) {
 		}
 	}
 	d, err := drive.Open(ctx, cfg.Target, drive.Options{Force: cfg.Force, Readers: cfg.Readers,
-		OnNotice: func(_ string, n usbms.Notice) { emit(Note{Card: cfg.Target.Raw, Message: n.Text, Notice: &n}) }})
+		OnNotice: func(_ string, n observe.Notice) { emit(Note{Card: cfg.Target.Raw, Message: n.Text, Notice: &n}) }})
 	if err != nil {
 		return nil, err
 	}

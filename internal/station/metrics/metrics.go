@@ -1,9 +1,9 @@
-// Package metrics exports what flash sessions do as Prometheus metrics: a
+// Package metrics exports what write sessions do as Prometheus metrics: a
 // flashing station is then watched by the monitoring a fleet already has
 // (one Prometheus for every station), not by a tool of ours. A Station is
-// a flash.Observer: it counts the session's events, and decides nothing
+// a session.Observer: it counts the session's events, and decides nothing
 // the session did not already say (a card's result is its
-// flash.Outcome.Result).
+// session.Outcome.Result).
 //
 // The names follow Prometheus's rules: the usbflash_ prefix, base units
 // (bytes, seconds), _total counters, a usbflash_build_info, and no
@@ -25,8 +25,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/internal/session"
-	"github.com/usbflash/usbflash/usbms"
 )
 
 // Options are a Station's settings.
@@ -72,7 +72,7 @@ type Station struct {
 var durationBuckets = prometheus.ExponentialBuckets(1, 2, 13) // 1 s .. 4096 s
 
 // ResultLabels are the values of usbflash_cards_finished_total's result
-// label: flash.ResultOK, flash.ResultRemoved and every failure class.
+// label: session.ResultOK, session.ResultRemoved and every failure class.
 func ResultLabels() []string {
 	out := []string{session.ResultOK, session.ResultRemoved}
 	for c := failure.Usage; c <= failure.Interrupted; c++ {
@@ -84,7 +84,11 @@ func ResultLabels() []string {
 // StepLabels are the values of usbflash_reader_recoveries_total's step
 // label.
 func StepLabels() []string {
-	return []string{string(usbms.StepReset), string(usbms.StepPortReset), string(usbms.StepLUNReset)}
+	var out []string
+	for _, s := range observe.RecoverySteps() {
+		out = append(out, string(s))
+	}
+	return out
 }
 
 // New makes a Station whose metrics are all present from the start (a
@@ -169,9 +173,9 @@ func (s *Station) Observe(e session.Event) {
 	case session.Note:
 		if n := e.Notice; n != nil {
 			switch n.Kind {
-			case usbms.NoticeRecovery:
+			case observe.NoticeRecovery:
 				s.recoveries.WithLabelValues(string(n.Step)).Inc()
-			case usbms.NoticeTransferCap:
+			case observe.NoticeTransferCap:
 				s.transferCaps.Inc()
 			}
 		}

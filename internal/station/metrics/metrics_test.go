@@ -17,14 +17,16 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/station"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 	"github.com/usbflash/usbflash/internal/testkit/simcards"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
 )
 
-// image writes n bytes of test pattern to dir/os.img.
-func image(t *testing.T, dir string, n int) string {
+// imageFile writes n bytes of test pattern to dir/os.img.
+func imageFile(t *testing.T, dir string, n int) string {
 	t.Helper()
 	path := filepath.Join(dir, "os.img")
 	if err := os.WriteFile(path, testpattern.Bytes(n, 7), 0o644); err != nil {
@@ -65,7 +67,7 @@ func TestRun(t *testing.T) {
 			dir := t.TempDir()
 			specs := simcards.Specs(t, dir, tc.cards...)
 			st := New(Options{Version: "v1.2.3", Textfile: filepath.Join(dir, "usbflash.prom"), Station: "line 3"})
-			_, _ = session.Run(context.Background(), session.Config{Image: image(t, dir, size), Verify: true, Repair: tc.repair, Observer: st, Lag: 2}, specs)
+			_, _ = session.Run(context.Background(), session.Config{Image: image.Ref{Path: imageFile(t, dir, size)}, Engine: session.Engine{Verify: true, Repair: tc.repair, Lag: 2}, Output: session.Output{Observer: st}}, specs)
 			if err := st.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -162,7 +164,7 @@ func TestLint(t *testing.T) {
 func TestWatch(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	img := image(t, dir, 1<<20+512)
+	img := imageFile(t, dir, 1<<20+512)
 	readers := []drive.Found{
 		drive.SimReader(filepath.Join(dir, "a.img") + "?size=4MiB&serial=A"),
 		drive.SimReader(filepath.Join(dir, "b.img") + "?size=4MiB&serial=B"),
@@ -191,7 +193,7 @@ func TestWatch(t *testing.T) {
 		}
 	})
 	find := func(context.Context) ([]drive.Found, error) { return readers, nil }
-	if _, err := session.Watch(ctx, session.Config{Image: img, Verify: true, Observer: obs}, find); err != nil {
+	if _, err := station.Watch(ctx, station.Config{Write: session.Config{Image: image.Ref{Path: img}, Engine: session.Engine{Verify: true}, Output: session.Output{Observer: obs}}}, find); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{

@@ -2,7 +2,7 @@
 // card sits (a reader's port and LUN), in which every card written there
 // leaves its notes (recovery steps, a repair) and its record, one JSON
 // object per line. A slot that misbehaves week after week is then one file
-// to read, whichever cards passed through it. A Logs is a flash.Observer;
+// to read, whichever cards passed through it. A Logs is a session.Observer;
 // the files are rotated by size, a few kept.
 package slotlog
 
@@ -34,7 +34,7 @@ type Options struct {
 	// go. 0: DefaultMaxBytes, Keep 0: DefaultKeep.
 	MaxBytes int64
 	Keep     int
-	// ExitCodes gives the records' exit codes (flash.RecordOf).
+	// ExitCodes gives the records' exit codes (session.RecordOf).
 	ExitCodes map[failure.Class]int
 }
 

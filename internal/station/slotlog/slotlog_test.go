@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 	"github.com/usbflash/usbflash/internal/testkit/simcards"
@@ -26,8 +27,8 @@ func TestLogs(t *testing.T) {
 	if err := os.Mkdir(logs, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	image := filepath.Join(dir, "os.img")
-	if err := os.WriteFile(image, testpattern.Bytes(2<<20+512, 3), 0o644); err != nil {
+	imagePath := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(imagePath, testpattern.Bytes(2<<20+512, 3), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cards := []string{"good.img?size=8MiB&fault=phase-error", "bad.img?size=8MiB&fault=corrupt:lba=3000,persistent"}
@@ -39,7 +40,7 @@ func TestLogs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _ = session.Run(context.Background(), session.Config{Image: image, Verify: true, Observer: l, Station: "line 3", Operator: "ana"}, simcards.Specs(t, dir, cards...))
+		_, _ = session.Run(context.Background(), session.Config{Image: image.Ref{Path: imagePath}, Engine: session.Engine{Verify: true}, Output: session.Output{Observer: l, Station: "line 3", Operator: "ana"}}, simcards.Specs(t, dir, cards...))
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestLogs(t *testing.T) {
 				t.Fatalf("%s: %d records, want %d", f.path, len(records), f.records)
 			}
 			r := records[0]
-			if r.Result != tc.result || r.Station != "line 3" || r.Operator != "ana" || !strings.HasSuffix(r.Slot, tc.card) || r.Image != image {
+			if r.Result != tc.result || r.Station != "line 3" || r.Operator != "ana" || !strings.HasSuffix(r.Slot, tc.card) || r.Image != imagePath {
 				t.Errorf("%s: record %+v", f.path, r)
 			}
 			if tc.bad != (r.BadLBA != nil && r.Expected != "" && r.Read != "" && r.Expected != r.Read) {

@@ -1,6 +1,7 @@
 // Package testimage makes the images the write tests of several packages
-// share: one with holes a block map or a sparse write skips, its map, and
-// the image compressed in each format usbflash reads.
+// share: a test pattern's file and whether a card holds it, one with holes
+// a block map or a sparse write skips, its map, and the image compressed
+// in each format usbflash reads.
 package testimage
 
 import (
@@ -22,6 +23,24 @@ import (
 	"github.com/usbflash/usbflash/internal/image/bmap"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
 )
+
+// File writes n bytes of test pattern (testpattern.Bytes, seeded by n) to
+// dir/os.img and returns its path and bytes.
+func File(tb testing.TB, dir string, n int) (string, []byte) {
+	tb.Helper()
+	img := testpattern.Bytes(n, byte(n))
+	path := filepath.Join(dir, "os.img")
+	if err := os.WriteFile(path, img, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return path, img
+}
+
+// Holds says whether the file at path (a card's) starts with img.
+func Holds(path string, img []byte) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && len(b) >= len(img) && bytes.Equal(b[:len(img)], img)
+}
 
 // Transfer is the transfer size Holey's holes are laid out by.
 const Transfer = 64 << 10

@@ -1,6 +1,6 @@
 // Package testpgp makes throwaway OpenPGP keys and signatures with gpg, as
 // a publisher makes them, for the tests of what checks signatures
-// (imagesrc's checksum lists, flash's block maps).
+// (image's checksum lists and block maps).
 package testpgp
 
 import (

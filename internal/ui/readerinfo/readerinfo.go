@@ -12,8 +12,6 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
-	"github.com/usbflash/usbflash/usbms"
-	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // Words are the program's words for what the facts do not say
@@ -22,7 +20,7 @@ type Words struct {
 	// Error is an error as a person reads it, with its advice.
 	Error func(error) string
 	// Setting is the name of the source of the quirk flags the program
-	// was given itself (usbms.QuirkSourceSetting).
+	// was given itself (drive.QuirkFlag.Setting).
 	Setting string
 }
 
@@ -106,64 +104,32 @@ type QuirkFlag struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// sourceLearned is the source of a flag usbflash switched on itself.
-const sourceLearned = "learned"
-
-// quirksOf describes the quirks of a reader (nil: none known) and,
-// when a LUN of it is open, what was learned; nil when there is nothing
-// to say.
-func quirksOf(rq *usbms.ReaderQuirks, l *usbms.LUN, w Words) *Quirks {
-	var flags usbms.Quirks
-	rep := &Quirks{}
-	if rq != nil {
-		flags = rq.Flags
-		for _, f := range rq.From {
-			rep.From = append(rep.From, QuirkFlag{Flag: f.Flag.Name(), Letter: letter(f.Flag), Source: sourceName(f.Source, w), Detail: f.Detail})
-		}
-	}
-	if l != nil {
-		for _, x := range l.Learned() {
-			if x.Flag != 0 && flags&x.Flag == 0 {
-				flags |= x.Flag
-				rep.From = append(rep.From, QuirkFlag{Flag: x.Flag.Name(), Letter: letter(x.Flag), Source: sourceLearned, Detail: x.What})
-				continue
-			}
-			rep.Learned = append(rep.Learned, x.What)
-		}
-		rep.TransferCap = l.TransferCap()
-	}
-	if flags == 0 && len(rep.Learned) == 0 && rep.TransferCap == 0 {
+// quirksOf is what list and info say of a reader's quirks (drive's
+// facts), the caller's own overrides named as w.Setting; nil for none.
+func quirksOf(q *drive.Quirks, w Words) *Quirks {
+	if q == nil {
 		return nil
 	}
-	rep.Flags = flags.String()
-	return rep
-}
-
-// sourceName names where a flag came from; the caller's own list is
-// w.Setting.
-func sourceName(s usbms.QuirkSource, w Words) string {
-	if s == usbms.QuirkSourceSetting {
-		return w.Setting
+	out := &Quirks{Flags: q.Flags, Learned: q.Learned, TransferCap: q.TransferCap}
+	for _, f := range q.From {
+		source := f.Source
+		if f.Setting {
+			source = w.Setting
+		}
+		out.From = append(out.From, QuirkFlag{Flag: f.Flag, Letter: f.Letter, Source: source, Detail: f.Detail})
 	}
-	return string(s)
-}
-
-func letter(f usbms.Quirks) string {
-	if l := f.Letter(); l != 0 {
-		return string(l)
-	}
-	return ""
+	return out
 }
 
 // identity is what USB itself says of a reader, without asking it
 // anything over SCSI.
-func identity(info usbdev.Info) Reader {
+func identity(u drive.USBIdentity) Reader {
 	return Reader{
-		Bus: info.Bus, Address: info.Address, Path: info.PortPath,
-		VID: fmt.Sprintf("%04x", info.VID), PID: fmt.Sprintf("%04x", info.PID),
-		Manufacturer: info.Manufacturer, Product: info.Product, Serial: info.Serial,
-		Speed: info.Speed.String(), Interface: info.Interface, BCDDevice: fmt.Sprintf("%04x", info.BCDDevice),
-		Supported: info.Supported, Reason: info.Reason, Target: drive.USBName(info),
+		Bus: u.Bus, Address: u.Address, Path: u.PortPath,
+		VID: fmt.Sprintf("%04x", u.VID), PID: fmt.Sprintf("%04x", u.PID),
+		Manufacturer: u.Manufacturer, Product: u.Product, Serial: u.Serial,
+		Speed: u.Speed, Interface: u.Interface, BCDDevice: fmt.Sprintf("%04x", u.BCDDevice),
+		Supported: u.Supported, Reason: u.Reason, Target: u.Target,
 		LUNs: []LUN{},
 	}
 }
@@ -171,24 +137,15 @@ func identity(info usbdev.Info) Reader {
 // DescribeReader is list's row of a reader: from sysfs when the kernel
 // holds it, else from its probed slots.
 func DescribeReader(r drive.Reader, w Words) Reader {
-	rep := identity(r.Info)
+	facts := r.Facts()
+	rep := identity(facts.USB)
 	rep.Index = r.Index
-	var open *usbms.LUN
-	for _, s := range r.Slots {
-		if s.LUN != nil && open == nil {
-			open = s.LUN
-		}
-	}
-	rep.Quirks = quirksOf(&r.Quirks, open, w)
-	for _, d := range r.KernelDisks {
-		l := LUN{
+	rep.Quirks = quirksOf(facts.Quirks, w)
+	for _, d := range facts.KernelDisks {
+		rep.LUNs = append(rep.LUNs, LUN{
 			LUN: d.LUN, Vendor: d.Vendor, Product: d.Model, BlockSize: 512,
-			Bytes: d.Size, Blocks: d.Size / 512, Medium: d.Size > 0, KernelDisk: d.Node,
-		}
-		for _, u := range d.InUse {
-			l.Mounted = append(l.Mounted, u.String())
-		}
-		rep.LUNs = append(rep.LUNs, l)
+			Bytes: d.Size, Blocks: d.Size / 512, Medium: d.Size > 0, KernelDisk: d.Node, Mounted: d.InUse,
+		})
 	}
 	switch {
 	case r.Access != nil:
@@ -201,38 +158,32 @@ func DescribeReader(r drive.Reader, w Words) Reader {
 	case r.Err != nil:
 		rep.LUNs = []LUN{{Error: w.Error(r.Err)}}
 	}
-	for _, s := range r.Slots {
+	for _, s := range facts.Slots {
 		rep.LUNs = append(rep.LUNs, slotOf(s))
 	}
 	return rep
 }
 
-// slotOf describes one probed slot: the LUN when it opened, else what
-// INQUIRY said and why it could not be opened.
-func slotOf(s usbms.LUNSummary) LUN {
-	if s.LUN != nil {
-		return lunOf(s.LUN)
+// slotOf describes one slot: its card when it opened, else what INQUIRY
+// said and why it could not be opened.
+func slotOf(s drive.Slot) LUN {
+	if !s.Medium {
+		l := LUN{LUN: s.LUN, Vendor: s.Vendor, Product: s.Product, Revision: s.Revision, Removable: s.Removable}
+		if s.Err != nil {
+			l.Error = s.Err.Error()
+		}
+		if s.NoMedium {
+			l.Error = "no medium"
+		}
+		return l
 	}
-	l := LUN{LUN: s.Number, Error: s.Err.Error()}
-	if s.HasInquiry {
-		l.Vendor, l.Product, l.Revision, l.Removable = s.Inquiry.Vendor, s.Inquiry.Product, s.Inquiry.Revision, s.Inquiry.Removable
-	}
-	if s.NoMedium {
-		l.Error = "no medium"
-	}
-	return l
-}
-
-func lunOf(l *usbms.LUN) LUN {
-	inq := l.Inquiry()
-	bs := int64(l.BlockSize())
 	return LUN{
-		LUN: l.Number(), Vendor: inq.Vendor, Product: inq.Product, Revision: inq.Revision,
-		Serial: l.Serial(), BlockSize: l.BlockSize(), Blocks: l.BlockCount(),
-		Bytes: l.BlockCount() * bs, WriteProtected: l.WriteProtected(), Removable: inq.Removable,
-		Medium: true, MaxTransfer: l.MaxTransfer() * bs, OptimalTransfer: l.OptimalTransfer() * bs,
-		Memory: l.MemoryKind(), Transport: l.Transport().Protocol, UASStreams: l.Transport().Streams, QueueDepth: l.Transport().QueueDepth,
-		TransportWhy: l.Transport().Why,
+		LUN: s.LUN, Vendor: s.Vendor, Product: s.Product, Revision: s.Revision,
+		Serial: s.Serial, BlockSize: s.BlockSize, Blocks: s.Blocks,
+		Bytes: s.Blocks * int64(s.BlockSize), WriteProtected: s.WriteProtected, Removable: s.Removable,
+		Medium: true, MaxTransfer: s.MaxTransfer, OptimalTransfer: s.OptimalTransfer,
+		Memory: s.Memory, Transport: s.Transport.Protocol, UASStreams: s.Transport.Streams, QueueDepth: s.Transport.QueueDepth,
+		TransportWhy: s.Transport.Why,
 	}
 }
 
@@ -322,38 +273,30 @@ type File struct {
 // DescribeTarget is what info says of an opened target: each fact it
 // has (drive's optional interfaces of its Dev).
 func DescribeTarget(d *drive.Device, w Words) Target {
-	rep := Target{Target: d.Name}
-	var lun *usbms.LUN
-	if s, ok := d.Dev.(drive.SCSI); ok {
-		lun = s.SCSI()
-		l := lunOf(lun)
+	facts := drive.Describe(d)
+	rep := Target{Target: d.Name, Quirks: quirksOf(facts.Quirks, w)}
+	if facts.Slot != nil {
+		l := slotOf(*facts.Slot)
 		rep.LUN = &l
 	}
-	if s, ok := d.Dev.(drive.EmptySlot); ok {
-		l := slotOf(s.Slot())
-		rep.LUN = &l
+	if u := facts.USB; u != nil {
+		id := identity(*u)
+		id.LUNs = nil
+		rep.USB = &id
 	}
-	if r, ok := d.Dev.(drive.ReaderSlot); ok {
-		if u, ok := d.Dev.(drive.USBReader); ok {
-			id := identity(u.USBInfo())
-			id.LUNs = nil
-			rep.USB = &id
-		} else {
-			id := r.ReaderID()
-			rep.SimReader = &SimReader{VID: fmt.Sprintf("%04x", id.VID), PID: fmt.Sprintf("%04x", id.PID),
-				BCDDevice: fmt.Sprintf("%04x", id.BCDDevice), Serial: id.Serial}
-		}
-		q := r.ReaderQuirks()
-		rep.Quirks = quirksOf(&q, lun, w)
+	if id := facts.Sim; id != nil {
+		rep.SimReader = &SimReader{VID: fmt.Sprintf("%04x", id.VID), PID: fmt.Sprintf("%04x", id.PID),
+			BCDDevice: fmt.Sprintf("%04x", id.BCDDevice), Serial: id.Serial}
 	}
-	if r, ok := d.Dev.(drive.RawDisk); ok {
-		disk := DescribeDisk(r.RawDisk())
+	switch {
+	case facts.Disk != nil:
+		disk := DescribeDisk(*facts.Disk)
 		disk.BlockSize, disk.Bytes, disk.Direct = d.Dev.BlockSize(), d.Capacity(), true
 		rep.Disk = &disk
-	} else if f, ok := d.Dev.(drive.DirectIO); ok {
+	case facts.Direct != nil:
 		rep.File = &File{
 			Path: strings.TrimPrefix(d.Name, "file:"), BlockSize: d.Dev.BlockSize(),
-			Blocks: d.Dev.BlockCount(), Bytes: d.Capacity(), Direct: f.Direct(),
+			Blocks: d.Dev.BlockCount(), Bytes: d.Capacity(), Direct: *facts.Direct,
 		}
 	}
 	return rep
@@ -395,7 +338,7 @@ func PrintTarget(w io.Writer, rep Target) {
 		fmt.Fprintf(out, "max transfer\t%s\n", sizeOrUnknown(l.MaxTransfer))
 		fmt.Fprintf(out, "optimal transfer\t%s\n", sizeOrUnknown(l.OptimalTransfer))
 		fmt.Fprintf(out, "buffer memory\t%s\n", orDash(l.Memory))
-		fmt.Fprintf(out, "transport\t%s\n", usbms.TransportInfo{Protocol: l.Transport, Streams: l.UASStreams, QueueDepth: l.QueueDepth, Why: l.TransportWhy})
+		fmt.Fprintf(out, "transport\t%s\n", drive.Transport{Protocol: l.Transport, Streams: l.UASStreams, QueueDepth: l.QueueDepth, Why: l.TransportWhy})
 	}
 	if f := rep.File; f != nil {
 		fmt.Fprintf(out, "capacity\t%s (%d bytes, %d blocks of %d)\n", units.FormatBytes(f.Bytes), f.Bytes, f.Blocks, f.BlockSize)
@@ -455,22 +398,21 @@ func sizeOrUnknown(n int64) string {
 // IdentityLine is the one line that lets a person recognise a card: the
 // reader, its serial, the medium, the card's serial and its size.
 func IdentityLine(d *drive.Device) string {
+	facts := drive.Describe(d)
 	var parts []string
-	if u, ok := d.Dev.(drive.USBReader); ok {
-		info := u.USBInfo()
-		parts = append(parts, strings.TrimSpace(info.Manufacturer+" "+info.Product), "serial "+orDash(info.Serial))
-	} else if r, ok := d.Dev.(drive.ReaderSlot); ok && r.ReaderID().Serial != "" {
-		parts = append(parts, "serial "+r.ReaderID().Serial)
+	switch {
+	case facts.USB != nil:
+		parts = append(parts, strings.TrimSpace(facts.USB.Manufacturer+" "+facts.USB.Product), "serial "+orDash(facts.USB.Serial))
+	case facts.Sim != nil && facts.Sim.Serial != "":
+		parts = append(parts, "serial "+facts.Sim.Serial)
 	}
-	if s, ok := d.Dev.(drive.SCSI); ok {
-		inq := s.SCSI().Inquiry()
-		parts = append(parts, strings.TrimSpace(inq.Vendor+" "+inq.Product+" "+inq.Revision))
-		if s := s.SCSI().Serial(); s != "" {
-			parts = append(parts, "card serial "+s)
+	if s := facts.Slot; s != nil && s.Medium {
+		parts = append(parts, strings.TrimSpace(s.Vendor+" "+s.Product+" "+s.Revision))
+		if s.Serial != "" {
+			parts = append(parts, "card serial "+s.Serial)
 		}
 	}
-	if r, ok := d.Dev.(drive.RawDisk); ok {
-		disk := r.RawDisk()
+	if disk := facts.Disk; disk != nil {
 		parts = append(parts, strings.TrimSpace(disk.Name+" ("+disk.Bus+")"))
 	}
 	parts = append(parts, units.FormatBytes(d.Capacity()))

@@ -1,4 +1,4 @@
-package session
+package station
 
 import (
 	"bufio"
@@ -19,7 +19,10 @@ import (
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
+	"github.com/usbflash/usbflash/internal/testkit/testimage"
 	"github.com/usbflash/usbflash/pipeline"
 )
 
@@ -34,10 +37,10 @@ func TestWatchStop(t *testing.T) {
 		timeout time.Duration
 		done    bool // the card holds the image, verified
 		err     func(error) bool
-		says    string // the Note that says what the stop does
+		says    string // the session.Note that says what the stop does
 	}{
 		{name: "stopped at once", err: func(err error) bool {
-			return failure.Of(err) == failure.Interrupted && errors.As(err, new(*CardsError))
+			return failure.Of(err) == failure.Interrupted && errors.As(err, new(*session.CardsError))
 		}},
 		{name: "finished", timeout: time.Hour, done: true, err: func(err error) bool { return err == nil },
 			says: "Stop requested: no new card is taken; the cards being written are finished, for up to 1h0m0s, then stopped after the command in flight"},
@@ -49,7 +52,7 @@ func TestWatchStop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image, img := testImage(t, dir, 3<<20+100)
+			imagePath, img := testimage.File(t, dir, 3<<20+100)
 			card := filepath.Join(dir, "a.img")
 			readers := []drive.Found{drive.SimReader(card + "?size=8MiB&speed=8MB/s")}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -68,19 +71,19 @@ func TestWatchStop(t *testing.T) {
 					removed++
 				}
 			}
-			obs := ObserverFunc(func(e Event) {
-				if n, ok := e.(Note); ok {
+			obs := session.ObserverFunc(func(e session.Event) {
+				if n, ok := e.(session.Note); ok {
 					mu.Lock()
 					notes = append(notes, n.Message)
 					mu.Unlock()
 				}
 				// The stop request comes while the card is being written.
-				if p, ok := e.(Progress); ok && p.Phase == pipeline.PhaseWrite && p.Done > 0 {
+				if p, ok := e.(session.Progress); ok && p.Phase == pipeline.PhaseWrite && p.Done > 0 {
 					once.Do(cancel)
 				}
 			})
 			find := func(context.Context) ([]drive.Found, error) { return readers, nil }
-			res, err := Watch(ctx, Config{Image: image, Verify: true, StopTimeout: tc.timeout, SaysStop: saysStop, Observer: obs}, find)
+			res, err := Watch(ctx, Config{Write: session.Config{Image: image.Ref{Path: imagePath}, Engine: session.Engine{Verify: true}, Output: session.Output{Observer: obs}}, StopTimeout: tc.timeout, SaysStop: saysStop}, find)
 			if !tc.err(err) {
 				t.Fatalf("err = %v", err)
 			}
@@ -105,26 +108,26 @@ func TestWatchStop(t *testing.T) {
 			if o.Write.Digests.List != nil {
 				t.Error("a finished card's outcome keeps its digests")
 			}
-			if tc.done != o.Verified() || tc.done != holds(card, img) {
-				t.Errorf("verified %v, holds the image %v (%v), want %v", o.Verified(), holds(card, img), o.Err, tc.done)
+			if tc.done != o.Verified() || tc.done != testimage.Holds(card, img) {
+				t.Errorf("verified %v, holds the image %v (%v), want %v", o.Verified(), testimage.Holds(card, img), o.Err, tc.done)
 			}
 		})
 	}
 }
 
 // TestWatchKeepsLittlePerCard: a station's Result keeps the last
-// RecentCards cards and counts the rest, its Report keeps no records,
-// and its report file holds every card finished so far whenever a card
-// is told as done (a station killed between cards loses none), in Save's
-// format.
+// session.RecentCards cards and counts the rest, its Report keeps no
+// records, and its report file holds every card finished so far whenever
+// a card is told as done (a station killed between cards loses none), in
+// Save's format.
 func TestWatchKeepsLittlePerCard(t *testing.T) {
 	t.Parallel()
-	const n = 3 * RecentCards
+	const n = 3 * session.RecentCards
 	for _, format := range []string{"json", "csv"} {
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			image, img := testImage(t, dir, 256<<10+100)
+			imagePath, img := testimage.File(t, dir, 256<<10+100)
 			var readers []drive.Found
 			for i := range n {
 				readers = append(readers, drive.SimReader(filepath.Join(dir, fmt.Sprintf("c%02d.img?size=1MiB", i))))
@@ -134,8 +137,8 @@ func TestWatchKeepsLittlePerCard(t *testing.T) {
 			defer cancel()
 			var done []string
 			var fileErrs []string
-			obs := ObserverFunc(func(e Event) {
-				d, ok := e.(CardDone)
+			obs := session.ObserverFunc(func(e session.Event) {
+				d, ok := e.(session.CardDone)
 				if !ok {
 					return
 				}
@@ -155,7 +158,7 @@ func TestWatchKeepsLittlePerCard(t *testing.T) {
 				}
 			})
 			find := func(context.Context) ([]drive.Found, error) { return readers, nil }
-			res, err := Watch(ctx, Config{Image: image, TransferSize: 64 << 10, Verify: true, Report: report, Observer: obs}, find)
+			res, err := Watch(ctx, Config{Write: session.Config{Image: image.Ref{Path: imagePath}, Engine: session.Engine{TransferSize: 64 << 10, Verify: true}, Output: session.Output{Report: report, Observer: obs}}}, find)
 			if err != nil {
 				var first error
 				if len(res.Cards) > 0 {
@@ -166,29 +169,29 @@ func TestWatchKeepsLittlePerCard(t *testing.T) {
 			if len(fileErrs) > 0 {
 				t.Errorf("%d problems, first %s", len(fileErrs), fileErrs[0])
 			}
-			if len(res.Cards) != RecentCards || res.Tally.Cards != n || res.Tally.Succeeded != n || len(res.Report.Cards) != 0 {
+			if len(res.Cards) != session.RecentCards || res.Tally.Cards != n || res.Tally.Succeeded != n || len(res.Report.Cards) != 0 {
 				t.Errorf("Result keeps %d cards, counts %d (%d ok), its report %d records; want %d, %d, 0",
-					len(res.Cards), res.Tally.Cards, res.Tally.Succeeded, len(res.Report.Cards), RecentCards, n)
+					len(res.Cards), res.Tally.Cards, res.Tally.Succeeded, len(res.Report.Cards), session.RecentCards, n)
 			}
 			// The last cards finished, in the report's order.
 			targets, err := reportTargets(report, format)
 			if err != nil || len(targets) != n {
 				t.Fatalf("the report holds %d cards (%v), want %d", len(targets), err, n)
 			}
-			if !slices.EqualFunc(res.Cards, targets[n-RecentCards:], func(o *Outcome, t string) bool { return o.Target == t }) {
+			if !slices.EqualFunc(res.Cards, targets[n-session.RecentCards:], func(o *session.Outcome, t string) bool { return o.Target == t }) {
 				t.Error("Result does not keep the last cards finished")
 			}
 			if res.Tally.Verify != "xxh3 per transfer" {
 				t.Errorf("tally %+v: how cards were verified is lost", res.Tally)
 			}
 			for i := range n {
-				if !holds(filepath.Join(dir, fmt.Sprintf("c%02d.img", i)), img) {
+				if !testimage.Holds(filepath.Join(dir, fmt.Sprintf("c%02d.img", i)), img) {
 					t.Errorf("card %d does not hold the image", i)
 				}
 			}
 			// The file is what Save writes of the same records.
 			got, _ := os.ReadFile(report)
-			var back Report
+			var back session.Report
 			if format == "json" {
 				if err := json.Unmarshal(got, &back); err != nil {
 					t.Fatal(err)
@@ -218,7 +221,7 @@ func reportTargets(path, format string) ([]string, error) {
 	var out []string
 	switch format {
 	case "json":
-		var r Report
+		var r session.Report
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -298,7 +301,7 @@ func TestWatchReportSurvivesKill(t *testing.T) {
 // each is told as done, until it is killed: 5 fast cards, then 11 that
 // take seconds each, being written when the kill comes.
 func watchStation(t *testing.T, dir string) {
-	image, _ := testImage(t, dir, 256<<10+100)
+	imagePath, _ := testimage.File(t, dir, 256<<10+100)
 	var readers []drive.Found
 	for i := range 16 {
 		speed := "50MB/s"
@@ -307,14 +310,13 @@ func watchStation(t *testing.T, dir string) {
 		}
 		readers = append(readers, drive.SimReader(filepath.Join(dir, fmt.Sprintf("c%02d.img?size=1MiB&speed=%s", i, speed))))
 	}
-	obs := ObserverFunc(func(e Event) {
-		if d, ok := e.(CardDone); ok {
+	obs := session.ObserverFunc(func(e session.Event) {
+		if d, ok := e.(session.CardDone); ok {
 			fmt.Printf("done %s\n", d.Outcome.Target)
 		}
 	})
 	find := func(context.Context) ([]drive.Found, error) { return readers, nil }
-	_, err := Watch(context.Background(), Config{Image: image, TransferSize: 64 << 10, Verify: true,
-		Report: filepath.Join(dir, "station.json"), Observer: obs}, find)
+	_, err := Watch(context.Background(), Config{Write: session.Config{Image: image.Ref{Path: imagePath}, Engine: session.Engine{TransferSize: 64 << 10, Verify: true}, Output: session.Output{Report: filepath.Join(dir, "station.json"), Observer: obs}}}, find)
 	t.Fatalf("the station ended: %v", err)
 }
 
@@ -325,7 +327,7 @@ func watchStation(t *testing.T, dir string) {
 func TestWatchSlots(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	image, _ := testImage(t, dir, 1<<20)
+	imagePath, _ := testimage.File(t, dir, 1<<20)
 	a, b, c := filepath.Join(dir, "a.img"), filepath.Join(dir, "b.img"), filepath.Join(dir, "c.img")
 	var mu sync.Mutex
 	readers := []drive.Found{drive.SimReader(a + "?size=4MiB")}
@@ -333,16 +335,16 @@ func TestWatchSlots(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := 0
-	obs := ObserverFunc(func(e Event) {
+	obs := session.ObserverFunc(func(e session.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch e := e.(type) {
-		case Slot:
+		case session.Slot:
 			slots = append(slots, fmt.Sprintf("%s %v", strings.TrimPrefix(e.Card, "sim:"+dir+"/"), e.Present))
 			if !e.Present && strings.HasSuffix(e.Card, "a.img") {
 				cancel() // the last change: the station can stop
 			}
-		case CardDone:
+		case session.CardDone:
 			done++
 			switch done {
 			case 1: // a written: a second reader with a card, and an empty one
@@ -357,7 +359,7 @@ func TestWatchSlots(t *testing.T) {
 		defer mu.Unlock()
 		return slices.Clone(readers), nil
 	}
-	if _, err := Watch(ctx, Config{Image: image, Observer: obs}, find); err != nil {
+	if _, err := Watch(ctx, Config{Write: session.Config{Image: image.Ref{Path: imagePath}, Output: session.Output{Observer: obs}}}, find); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

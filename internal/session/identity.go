@@ -10,10 +10,12 @@ import (
 	"github.com/usbflash/usbflash/pipeline"
 )
 
-// A station's record of a card says what a duplicator's row says: which
-// slot, which reader and card (USB serial, INQUIRY identity, capacity),
-// which image, how it was written and for how long, what became of it, and
-// on a verify failure where and how the card differs.
+// Every card's record (of one write, several, or a station's) says what a
+// duplicator's row says: which slot, which reader and card (USB serial,
+// INQUIRY identity, capacity), which image, how it was written and for how
+// long, what became of it, and on a verify failure where and how the card
+// differs. These fields are a station's first, but RecordOf gives every
+// record them, so they live with the record, not in internal/station.
 
 // Identity is who a card and its reader are.
 type Identity struct {

@@ -32,6 +32,7 @@ func TestErrorTexts(t *testing.T) {
 	_, unread := Save(ctx, failing{}, "sim:c.img", r)
 	s := &Saved{Region: r, Device: "sim:c.img", BlockSize: 512, data: make([]byte, r.Length)}
 	list := &List{Card: Card{Target: "sim:c.img", Capacity: 2 << 20, BlockSize: 512}}
+	noneBack := (&List{Card: Card{Target: "sim:c.img", Capacity: 1 << 20, BlockSize: 512}, Saved: []*Saved{s}}).Restore(ctx, failing{}, "sim:c.img")
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -41,6 +42,15 @@ func TestErrorTexts(t *testing.T) {
 		{"save failed", unread, failure.Unknown},
 		{"restore failed", s.Restore(ctx, failing{}), failure.Unknown},
 		{"another card", list.Restore(ctx, failing{}, "sim:other.img"), failure.Refused},
+		{"no region put back", noneBack, failure.Device},
+		{"some regions not put back", &PartialError{Device: "sim:c.img", Regions: 9, Failed: []Unrestored{
+			{Region: r, Err: errors.New("LBA 8: medium error")},
+			{Region: Region{Offset: 1 << 20, Length: 512}, Past: true, Err: errors.New("LBA 2048: medium error")},
+			{Region: Region{Offset: 2 << 20, Length: 512}, Written: true, Err: errors.New("LBA 4096 reads back different")},
+			{Region: r, Err: errors.New("LBA 8: medium error")}, {Region: r, Err: errors.New("LBA 8: medium error")},
+		}}, failure.Device},
+		{"regions read back different", &PartialError{Device: "sim:c.img", Regions: 2, Failed: []Unrestored{
+			{Region: r, Written: true, Err: errors.New("LBA 8 reads back different")}}}, failure.Verify},
 		{"not restored", &RestoreError{Region: r, Device: "sim:c.img", BlockSize: 512, Err: errors.New("write failed"), File: "/tmp/usbflash-bench-saved-1.img"}, failure.Device},
 		{"not restored, nor kept", &RestoreError{Region: r, Device: "sim:c.img", BlockSize: 512, Err: errors.New("write failed"), FileErr: errors.New("no space left on device")}, failure.Device},
 		{"restore aborted", &RestoreError{Region: r, Device: "sim:c.img", BlockSize: 512, Aborted: true, File: "/tmp/usbflash-bench-saved-1.img"}, failure.Interrupted},

@@ -19,6 +19,7 @@ const cardSize = 16 << 20
 type simCard struct {
 	lun *usbms.LUN
 	mem *sim.Memory
+	dev *sim.Device
 }
 
 // newSimCard opens a LUN on a reader with a card of size bytes filled with
@@ -42,7 +43,7 @@ func newSimCard(t *testing.T, size int64) *simCard {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &simCard{lun: lun, mem: mem}
+	return &simCard{lun: lun, mem: mem, dev: dev}
 }
 
 // overwrite writes a byte the card does not hold over r, as the work

@@ -253,29 +253,115 @@ func (l *List) Past() (regions int, bytes int64) {
 }
 
 // Restore writes every region back in the list's order, syncs, and reads
-// back those the card holds (below Card.Holds) to compare. name names dev
-// in errors. It refuses, writing nothing, a device of another capacity or
-// block size than the card the regions came from.
+// back those the card holds (below Card.Holds) to compare. A region that
+// cannot be written, or reads back different, does not stop it: every
+// other region goes back too (one bad block, or a fake's blocks past its
+// real size, must not leave the rest of the card holding the work's data),
+// and the error, a *PartialError, names each region not put back. Only the
+// context ends it early. name names dev in errors. It refuses, writing
+// nothing, a device of another capacity or block size than the card the
+// regions came from.
 func (l *List) Restore(ctx context.Context, dev blockdev.Device, name string) error {
 	capacity := dev.BlockCount() * int64(dev.BlockSize())
 	if capacity != l.Card.Capacity || dev.BlockSize() != l.Card.BlockSize {
 		return &CardMismatchError{Device: name, Capacity: capacity, Want: l.Card.Capacity, BlockSize: dev.BlockSize(), WantSize: l.Card.BlockSize}
 	}
+	holds := l.holds()
+	partial := &PartialError{Device: name, Regions: len(l.Saved)}
+	unwritten := make(map[*Saved]bool)
 	for _, s := range l.Saved {
+		if err := ctx.Err(); err != nil {
+			return failure.Wrap(failure.Device, fmt.Errorf("restoring the saved regions of %s: %w", name, err))
+		}
 		if err := s.WriteBack(ctx, dev); err != nil {
-			return failure.Wrap(failure.Device, err)
+			unwritten[s] = true
+			partial.Failed = append(partial.Failed, Unrestored{Region: s.Region, Past: s.Region.End() > holds, Err: err})
 		}
 	}
-	if err := dev.Sync(ctx); err != nil {
-		return failure.Wrap(failure.Device, fmt.Errorf("restoring the saved regions: sync: %w", err))
+	if len(unwritten) < len(l.Saved) {
+		if err := dev.Sync(ctx); err != nil {
+			return failure.Wrap(failure.Device, fmt.Errorf("restoring the saved regions of %s: sync: %w", name, err))
+		}
 	}
-	holds := l.holds()
 	for _, s := range l.Saved {
+		if unwritten[s] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return failure.Wrap(failure.Verify, fmt.Errorf("verifying the restored regions of %s: %w", name, err))
+		}
 		if v := s.Before(holds); v != nil {
 			if err := v.Verify(ctx, dev); err != nil {
-				return failure.Wrap(failure.Verify, err)
+				partial.Failed = append(partial.Failed, Unrestored{Region: s.Region, Written: true, Past: s.Region.End() > holds, Err: err})
 			}
 		}
 	}
+	if len(partial.Failed) > 0 {
+		return partial
+	}
 	return nil
+}
+
+// Unrestored is a saved region Restore could not put back.
+type Unrestored struct {
+	Region Region
+	// Written: the region was written back but reads back different (or
+	// cannot be read); otherwise its write failed.
+	Written bool
+	// Past: the region reaches past what the card holds (Card.Holds): on
+	// a card that wraps around, onto blocks below it that it aliases.
+	Past bool
+	Err  error
+}
+
+// PartialError is a restore that put back every region it could, but not
+// these: the other regions hold their saved bytes again.
+type PartialError struct {
+	Device  string
+	Regions int // how many the list holds
+	Failed  []Unrestored
+}
+
+// maxListed is how many unrestored regions an error names one by one.
+const maxListed = 4
+
+func (e *PartialError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d of %d saved regions not put back (the other %d were):", e.Device, len(e.Failed), e.Regions, e.Regions-len(e.Failed))
+	for i, u := range e.Failed {
+		if i == maxListed {
+			fmt.Fprintf(&b, "; %d more", len(e.Failed)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " bytes %d to %d", u.Region.Offset, u.Region.End())
+		if u.Past {
+			b.WriteString(" (past the card's real size)")
+		}
+		fmt.Fprintf(&b, ": %v", u.Err)
+	}
+	return b.String()
+}
+
+// Unwrap is every region's error, so that errors.Is finds a device that
+// is gone or a stop request among them.
+func (e *PartialError) Unwrap() []error {
+	errs := make([]error, len(e.Failed))
+	for i, u := range e.Failed {
+		errs[i] = u.Err
+	}
+	return errs
+}
+
+// Class: a region that could not be written is the device's failure; one
+// written that reads back different, a failed verification.
+func (e *PartialError) Class() failure.Class {
+	for _, u := range e.Failed {
+		if !u.Written {
+			return failure.Device
+		}
+	}
+	return failure.Verify
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
+	"github.com/usbflash/usbflash/usbms/sim"
 )
 
 // TestListKeepLoadRestore: regions kept in a file go back exactly, also
@@ -78,6 +79,45 @@ func TestListKeepLoadRestore(t *testing.T) {
 	if small.hash(t, 0, cardSize/2) != smallBefore {
 		t.Fatal("a refused restore wrote to the card")
 	}
+}
+
+// TestRestorePutsBackWhatItCan: a region that cannot be written back (a
+// bad block) does not keep the regions after it from going back; the error
+// names that region alone, by its bytes, as the device's failure.
+func TestRestorePutsBackWhatItCan(t *testing.T) {
+	c := newSimCard(t, cardSize)
+	ctx := context.Background()
+	regions := []Region{{Offset: 1 << 20, Length: 64 << 10}, {Offset: 4 << 20, Length: 64 << 10}, {Offset: 9 << 20, Length: 64 << 10}}
+	before := make([][32]byte, len(regions))
+	l := &List{Card: Card{Target: "sim:card.img", Capacity: cardSize, BlockSize: 512, Holds: cardSize}}
+	for i, r := range regions {
+		before[i] = c.hash(t, r.Offset, r.Length)
+		s, err := Save(ctx, c.lun, "sim:card.img", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Saved = append(l.Saved, s)
+		c.overwrite(t, r)
+	}
+	bad := regions[1].Offset/512 + 3
+	c.dev.Inject(sim.Fault{Kind: sim.MediumError, LBA: bad, Count: 1000})
+	err := l.Restore(ctx, c.lun, "sim:card.img")
+	var partial *PartialError
+	if !errors.As(err, &partial) || failure.Of(err) != failure.Device {
+		t.Fatalf("restore over a bad block: %v (class %v), want a PartialError of the device", err, failure.Of(err))
+	}
+	if len(partial.Failed) != 1 || partial.Failed[0].Region != regions[1] || partial.Failed[0].Written {
+		t.Fatalf("not put back: %+v, want the region at byte %d alone, unwritten", partial.Failed, regions[1].Offset)
+	}
+	if !strings.Contains(err.Error(), "1 of 3 saved regions not put back") || !strings.Contains(err.Error(), "bytes 4194304 to 4259840") {
+		t.Errorf("error %q does not say which region and how many", err)
+	}
+	for _, i := range []int{0, 2} {
+		if c.hash(t, regions[i].Offset, regions[i].Length) != before[i] {
+			t.Errorf("the region at byte %d was not put back", regions[i].Offset)
+		}
+	}
+	factsonly.Check(t, err.Error())
 }
 
 // TestLoadRefuses: a list that is not one, or whose regions are not the

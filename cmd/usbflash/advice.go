@@ -34,22 +34,12 @@ import (
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
-// settingFlag is the flag that gives a library's setting, said before
-// the error's own words (flagOf's settings are named by withFlags); "" for
-// one no flag gives.
-func settingFlag(s failure.Setting) string {
-	return map[failure.Setting]string{
-		usbms.SettingQuirks:     "--quirks",
-		usbms.SettingTransport:  "--transport",
-		usbms.SettingQueueDepth: "--queue-depth",
-		drive.SettingReaders:    "--readers",
-		drive.SettingKernelDisk: "--compare",
-	}[s]
-}
-
 // explain is what a person reads of err: the facts, each once, and one
 // piece of advice ("" when there is none worth giving).
 func explain(err error) (msg, advice string) {
+	// A library names the setting it could not work with; a person reads
+	// the flag that gave it.
+	err = inFlagWords(err)
 	msg = err.Error()
 	// A failed block command is described by the pipeline (operation,
 	// target, LBA range, byte offset) and again by the LUN under it:
@@ -60,14 +50,6 @@ func explain(err error) (msg, advice string) {
 	)
 	if errors.As(err, &dev) && errors.As(dev.Err, &cmd) && cmd.Err != nil {
 		msg = strings.Replace(msg, cmd.Error(), cmd.Err.Error(), 1)
-	}
-	// A library names the setting it could not work with; a person reads
-	// the flag that gave it.
-	var setting *failure.SettingError
-	if errors.As(err, &setting) {
-		if flag := settingFlag(setting.Setting); flag != "" {
-			msg = strings.Replace(msg, setting.Error(), flag+" "+setting.Err.Error(), 1)
-		}
 	}
 	// Wherever Go's words for a cancelled or expired context end up in a
 	// library's text, a person reads English.

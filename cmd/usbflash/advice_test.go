@@ -436,7 +436,7 @@ func trustAdviceCases() []adviceCase {
 		{"trust/no signed sum", &session.ImageError{Err: &image.NoSignedSumError{Image: "os.img"}}, noSignedSumAdvice(&image.NoSignedSumError{})},
 		{"trust/no signed sum, standard input", &session.ImageError{Err: &image.NoSignedSumError{Image: "standard input", Stdin: true}},
 			noSignedSumAdvice(&image.NoSignedSumError{Stdin: true})},
-		{"trust/repair of standard input", withFlags(&failure.SettingError{Setting: session.SettingRepair, Err: session.ErrRepairStdin}),
+		{"trust/repair of standard input", inFlagWords(&failure.SettingError{Setting: session.SettingRepair, Err: session.ErrRepairStdin}),
 			"save the image to a file and repair from that"},
 		{"trust/repair of a URL not kept", &session.RepairNotKeptError{Image: "https://example.org/os.img.xz"},
 			"give --cache a directory on a disk with room for the image, or download it and repair from the file"},
@@ -474,7 +474,7 @@ func benchAdviceCases(t *testing.T) []adviceCase {
 			t.Errorf("bench plan %s: accepted", c.name)
 			continue
 		}
-		cases = append(cases, adviceCase{"bench plan/" + c.name, withFlags(c.err), c.advice})
+		cases = append(cases, adviceCase{"bench plan/" + c.name, inFlagWords(c.err), c.advice})
 	}
 	return cases
 }

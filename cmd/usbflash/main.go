@@ -65,6 +65,7 @@ func runApp(ctx context.Context, a *app, args []string) (code int) {
 	if err == nil {
 		return exitOK
 	}
+	err = inFlagWords(err)
 	code = exitCode(err)
 	if !errorAlreadyReported(err) {
 		// Under --json every failure is an error event on stdout, even

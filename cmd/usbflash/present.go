@@ -259,9 +259,9 @@ func noticeNotes(rep termui.Reporter) func(reader string, n usbms.Notice) {
 // noteWithAdvice is a note event and its text, with the advice the
 // notice has (noticeAdvice) on the next line.
 func noteWithAdvice(msg string, n *usbms.Notice) (jsonevents.Event, string) {
-	if n != nil && n.Kind == usbms.NoticeSetting && settingFlag(n.Setting) != "" {
+	if n != nil && n.Kind == usbms.NoticeSetting && flagOf(n.Setting) != "" {
 		// The setting in the words of the command line: its flag.
-		msg = strings.Replace(msg, string(n.Setting)+" ", settingFlag(n.Setting)+" ", 1)
+		msg = strings.Replace(msg, string(n.Setting)+" ", flagOf(n.Setting)+" ", 1)
 	}
 	ev := jsonevents.NewNote(msg)
 	ev.Hint = noticeAdvice(n)

@@ -100,7 +100,7 @@ func (a *app) newReaders() (*drive.Readers, error) {
 		return nil, err
 	}
 	if a.queueDepth < 1 {
-		return nil, &failure.SettingError{Setting: usbms.SettingQueueDepth, Err: fmt.Errorf("%d: want 1 or more", a.queueDepth)}
+		return nil, &failure.SettingError{Setting: usbms.SettingQueueDepth, Err: fmt.Errorf("%d is fewer than 1", a.queueDepth)}
 	}
 	bus, err := drive.ParseReaders(a.readers)
 	if err != nil {

@@ -147,7 +147,7 @@ func transferFlag(c *cobra.Command, value string) (int, error) {
 // error event and a progress bar is closed first.
 func (a *app) reported(asJSON, quiet bool, body func(termui.Reporter) error) error {
 	rep := termui.New(a.stdout, a.stderr, termui.Options{JSON: asJSON, Quiet: quiet, Terminal: a.stderrTerminal, LineEvery: a.lineEvery})
-	err := withFlags(body(rep))
+	err := inFlagWords(body(rep))
 	if err != nil {
 		rep.Fail(newErrorEvent(err, exitCode(err)))
 		err = &reportedError{err}

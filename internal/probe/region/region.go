@@ -21,9 +21,9 @@ import (
 
 // Region is a byte range of a card.
 type Region struct {
-	Name   string `json:"name"`
-	Offset int64  `json:"offset"`
-	Length int64  `json:"length"`
+	Name   string
+	Offset int64
+	Length int64
 }
 
 // End is the byte just past r.

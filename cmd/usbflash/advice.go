@@ -24,6 +24,7 @@ import (
 	"github.com/usbflash/usbflash/internal/probe/region"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/report"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
@@ -177,8 +178,8 @@ func adviceTable() []advice {
 		{failure.Usage, as[*session.MemoryError](), text("use a smaller --transfer-size, fewer --buffers or a smaller --lag")},
 		{failure.Usage, as[*session.ChecksumArgError](), text("give the 64 hexadecimal digits the publisher lists, or --no-sha256")},
 		{failure.Usage, as[*image.KeyringError](), text("name the publisher's public keys as gpg --export writes them")},
-		{failure.Usage, as[*session.ReportError](), text("name a report file in a directory you can write to")},
-		{failure.Usage, is(session.ErrReportFormat), text("name a .json or .csv file")},
+		{failure.Usage, as[*report.Error](), text("name a report file in a directory you can write to")},
+		{failure.Usage, is(report.ErrFormat), text("name a .json or .csv file")},
 		{failure.Usage, is(session.ErrBlockMapOneCard), text("give one TARGET, without --all, --watch or --report")},
 		{failure.Usage, is(session.ErrBlockMapConflict), text("pass one of them")},
 		{failure.Usage, is(session.ErrRepairStdin), text("save the image to a file and repair from that")},

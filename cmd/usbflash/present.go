@@ -203,7 +203,7 @@ func (p *sessionPresenter) Observe(e session.Event) {
 			b.Done()
 			delete(p.bars, e.Outcome.Target)
 		}
-		p.rep.Event(&jsonevents.Card{Record: recordOf(e.Outcome), Hint: cardHint(e.Outcome)}, "")
+		p.rep.Event(jsonevents.NewCard(recordOf(e.Outcome), cardHint(e.Outcome)), "")
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/internal/drive"
-	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/report"
 )
 
 // The safety promises of README, each held on every path that writes, reads or
@@ -122,7 +122,7 @@ func runMode(e *promiseEnv, m mode, ctx context.Context, stdout io.Writer, lineE
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
-			var rep session.Report
+			var rep report.JSON
 			if b, err := os.ReadFile(filepath.Join(e.dir, "watch.json")); err == nil && json.Unmarshal(b, &rep) == nil && len(rep.Cards) >= m.cards {
 				cancel()
 				return

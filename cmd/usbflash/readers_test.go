@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/testkit/cardfile"
+	"github.com/usbflash/usbflash/internal/ui/report"
 )
 
 // TestReadersSimBus: --readers sim:DIR is the readers every command sees:
@@ -78,7 +78,7 @@ func TestWatchSimBus(t *testing.T) {
 	image := writeFile(t, "os.img", img)
 	dir := t.TempDir()
 	card := func(name string) string { return filepath.Join(dir, name+".img") }
-	report := filepath.Join(t.TempDir(), "station.json")
+	reportPath := filepath.Join(t.TempDir(), "station.json")
 	cardfile.Size(t, card("a"), 4<<20)
 	// Each change once the card before it is in the report; the last
 	// card's record ends the station, as a person's Ctrl-C.
@@ -96,9 +96,9 @@ func TestWatchSimBus(t *testing.T) {
 	defer cancel()
 	done := make(chan result)
 	go func() {
-		done <- runCLIContext(t, ctx, nil, "--readers", "sim:"+dir, "write", image, "--watch", "--yes", "--report", report)
+		done <- runCLIContext(t, ctx, nil, "--readers", "sim:"+dir, "write", image, "--watch", "--yes", "--report", reportPath)
 	}()
-	var rep session.Report
+	var rep report.JSON
 	deadline := time.After(60 * time.Second) // a station that never sees a card ends the test, failed
 	for len(rep.Cards) < len(steps)+1 {
 		select {
@@ -107,8 +107,8 @@ func TestWatchSimBus(t *testing.T) {
 			t.Fatalf("after 60 s, %d cards in the report, want %d", len(rep.Cards), len(steps)+1)
 		case <-time.After(5 * time.Millisecond):
 		}
-		b, err := os.ReadFile(report)
-		var now session.Report
+		b, err := os.ReadFile(reportPath)
+		var now report.JSON
 		if err != nil || json.Unmarshal(b, &now) != nil || len(now.Cards) == len(rep.Cards) {
 			continue
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/usbflash/usbflash/internal/station/metrics"
 	"github.com/usbflash/usbflash/internal/station/slotlog"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/report"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
@@ -162,11 +163,23 @@ func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f w
 	cfg := session.Config{
 		Image: imageRef, OS: f.catalog.os, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
-		BlockMap: f.bmap.choice(), Report: f.report, ExitCodes: classCodes(), SHA256: f.trust.sha256, NoSHA256: f.trust.noSHA256, SHA256Keyring: f.trust.keyring, SHA256Fingerprint: f.trust.fingerprint,
+		BlockMap: f.bmap.choice(), ExitCodes: classCodes(), SHA256: f.trust.sha256, NoSHA256: f.trust.noSHA256, SHA256Keyring: f.trust.keyring, SHA256Fingerprint: f.trust.fingerprint,
 		Check: f.check, Repair: f.repair, StopTimeout: f.stopTimeout, SaysStop: a.aborts.Says, Station: f.station, Operator: f.operator,
 	}
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
 		return err
+	}
+	if f.report != "" {
+		newReport := report.New
+		if f.watch {
+			newReport = report.NewStation
+		}
+		file, err := newReport(f.report)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		cfg.Report = file
 	}
 	cfg.Cache, cfg.Catalog = f.trust.cache, f.catalog.catalog
 	if cfg.HTTP, err = a.httpOptions(); err != nil {

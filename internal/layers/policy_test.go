@@ -84,10 +84,15 @@ LIB, usbms, pipeline/blockdev, internal/drive, internal/observe,
 LIB, ENGINE, IMAGE, scsi, usbms, internal/customize, internal/drive,
   internal/observe, internal/lib/outfile, internal/probe/fakecheck,
   internal/probe/region < internal/session;
-internal/failure, internal/session < internal/station/slotlog, internal/station/metrics;
+internal/failure, internal/session < internal/station/metrics;
 
-# Presenters.
-internal/probe/cardbench, internal/session, pipeline < internal/ui/jsonevents;
+# Presenters. The JSON shapes are jsonevents' alone: the libraries return
+# plain Go values, which the presenters encode.
+internal/customize, internal/image/catalog, internal/probe/cardbench, internal/session,
+  pipeline < internal/ui/jsonevents;
+internal/failure, internal/lib/outfile, internal/session, internal/ui/jsonevents < internal/ui/report;
+# A station's slot log writes each card's record in the card event's shape.
+internal/failure, internal/session, internal/ui/jsonevents < internal/station/slotlog;
 internal/lib/units, internal/lib/shown, internal/drive < internal/ui/readerinfo;
 internal/lib/units, internal/lib/outfile, internal/probe/cardbench,
   internal/ui/jsonevents < internal/ui/benchview;

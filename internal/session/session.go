@@ -75,8 +75,10 @@ type Config struct {
 	// Confirm is asked once every card is open and checked, before the
 	// first byte; nil writes without asking (--yes).
 	Confirm func(cards []*drive.Device, src *image.Source) error
-	// Report, when set, is a .json or .csv file that records every card.
-	Report string
+	// Report, when set, records every card as it finishes (a .json or
+	// .csv file: internal/ui/report); a Run keeps it with several cards'
+	// path (one card with a report is written as one of several).
+	Report ReportFile
 	// ExitCodes is the exit code of each class of failure, for the
 	// report's records (the caller's one table, as data); a class it
 	// lacks records 1.
@@ -169,8 +171,8 @@ type Result struct {
 	Cards   []*Outcome
 	Tally   Tally // every finished card, counted
 	Started time.Time
-	// Report is what Config.Report holds; a Watch session's holds no
-	// cards (they were written to the file as they finished).
+	// Report is the session's report: a Run's every record, a Watch
+	// session's none (its Config.Report keeps them as they finish).
 	Report *Report
 }
 
@@ -216,11 +218,9 @@ type session struct {
 	mu       sync.Mutex // serialises the observer and guards report
 	report   *Report
 	res      *Result
-	// keep is how many finished cards res keeps (0: all); log, when set,
-	// writes each card's record to the report file instead of keeping it
-	// in report. Watch sets both.
+	// keep is how many finished cards res keeps (0: all, and every
+	// record in report); Watch sets it.
 	keep     int
-	log      *reportLog
 	download *download      // the image file's checksum check; nil: none
 	entry    *catalog.Entry // the catalog entry Image named; nil: none
 	bodies   sync.Map       // *imagesrc.Source -> its *httpsrc.Body (url.go)
@@ -402,11 +402,6 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 	if err := checkCustomize(&cfg); err != nil {
 		return s.res, err
 	}
-	if cfg.Report != "" {
-		if err := CheckReport(cfg.Report); err != nil {
-			return s.res, err
-		}
-	}
 	// A reader this user may not open is said before anything is read
 	// or downloaded, with what would give access.
 	if err := cfg.Readers.CheckAccess(ctx, specs); err != nil {
@@ -418,7 +413,7 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 	}
 	defer img.close()
 	src := img.src
-	plan, err := s.planWrite(ctx, src, cfg.BlockMap, len(specs) > 1 || cfg.Report != "")
+	plan, err := s.planWrite(ctx, src, cfg.BlockMap, len(specs) > 1 || cfg.Report != nil)
 	if err != nil {
 		return s.res, err
 	}
@@ -647,17 +642,13 @@ func (s *session) record(c *card) {
 	if s.report.SHA256 == "" && out.Write.Bytes > 0 && out.Write.SHA256 != ([32]byte{}) {
 		s.report.SHA256 = fmt.Sprintf("%x", out.Write.SHA256)
 	}
-	var saveErr error
-	switch {
-	case s.log != nil:
-		saveErr = s.log.add(s.report, rec)
-	case s.keep > 0:
-		// A station without a report file keeps no records.
-	default:
+	if s.keep == 0 {
+		// A station keeps no records: its report file holds them.
 		s.report.Cards = append(s.report.Cards, rec)
-		if s.cfg.Report != "" {
-			saveErr = s.report.Save(s.cfg.Report)
-		}
+	}
+	var saveErr error
+	if s.cfg.Report != nil {
+		saveErr = s.cfg.Report.Add(s.report, rec)
 	}
 	s.res.Report = s.report
 	s.mu.Unlock()

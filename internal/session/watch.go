@@ -13,6 +13,11 @@ import (
 	"github.com/usbflash/usbflash/usbms"
 )
 
+// RecentCards is how many finished cards a Watch session's Result keeps
+// (Result.Cards); Result.Tally counts them all. A station that runs for
+// a week must not keep every card it wrote: its report file holds them.
+const RecentCards = 16
+
 // Watch writes the image to every card that appears in any reader find
 // shows, once per insertion, until ctx is done (Ctrl-C): a flashing
 // station. Each card gets the checks, progress, verify and outcome of a
@@ -30,10 +35,6 @@ import (
 func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) {
 	s := newSession(cfg)
 	s.keep = RecentCards
-	if cfg.Report != "" {
-		s.log = &reportLog{path: cfg.Report}
-		defer s.log.close()
-	}
 	if cfg.StopTimeout > 0 && cfg.SaysStop != nil {
 		defer cfg.SaysStop()()
 	}
@@ -50,11 +51,6 @@ func Watch(ctx context.Context, cfg Config, find drive.Finder) (*Result, error) 
 	}
 	if err := checkCustomize(&cfg); err != nil {
 		return s.res, err
-	}
-	if cfg.Report != "" {
-		if err := CheckReport(cfg.Report); err != nil {
-			return s.res, err
-		}
 	}
 	// Readers that cannot be listed at all are said before an image is
 	// downloaded, not after.

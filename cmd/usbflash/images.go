@@ -7,6 +7,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/image/catalog"
 	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/catalogview"
 )
 
 // catalogEnv names the catalog when --catalog does not.
@@ -62,7 +63,7 @@ name, with its folders' or alone, or the start of only one entry's.`,
 			if err != nil {
 				return err
 			}
-			return catalog.List(a.stdout, entries, asJSON)
+			return catalogview.List(a.stdout, entries, asJSON)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per entry")

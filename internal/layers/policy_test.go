@@ -94,13 +94,14 @@ internal/failure, internal/lib/outfile, internal/session, internal/ui/jsonevents
 # A station's slot log writes each card's record in the card event's shape.
 internal/failure, internal/session, internal/ui/jsonevents < internal/station/slotlog;
 internal/lib/units, internal/lib/shown, internal/drive < internal/ui/readerinfo;
+internal/lib/units, internal/lib/shown, internal/image/catalog, internal/ui/jsonevents < internal/ui/catalogview;
 internal/lib/units, internal/lib/outfile, internal/probe/cardbench,
   internal/ui/jsonevents < internal/ui/benchview;
 BASE, internal/lib/shown, internal/drive, internal/image, internal/session, pipeline,
   internal/ui/jsonevents, internal/ui/readerinfo < internal/ui/termui;
 internal/ui/eventsdoc < internal/ui/eventsdoc/gen;
-internal/customize, internal/drive, internal/image/catalog, internal/ui/readerinfo,
-  internal/ui/termui < internal/ui/web;
+internal/customize, internal/drive, internal/image/catalog, internal/ui/jsonevents,
+  internal/ui/readerinfo, internal/ui/termui < internal/ui/web;
 NONE < internal/ui/web/browsertest; # its tests drive the page in a browser
 
 # Test helpers that build on the module (tests only: see TestTestkitOnlyInTests).

@@ -21,7 +21,15 @@ type checkFlags struct {
 	asJSON, quiet           bool
 }
 
-func newCheckCommand(a *app) *cobra.Command {
+// checkOptions is what a check command line asks for: its session's
+// Config (but its Abortable and Confirm, which the run adds).
+type checkOptions struct {
+	Config      fakecheck.Config
+	Yes         bool
+	JSON, Quiet bool
+}
+
+func newCheckCommand(a *app, runF func(*checkOptions) error) *cobra.Command {
 	var f checkFlags
 	c := &cobra.Command{
 		Use:   "check TARGET",
@@ -41,17 +49,20 @@ for a card whose content does not matter; it asks first, as write does.`,
 		Args:              exactArgs(1, "TARGET"),
 		ValidArgsFunction: targetArgs(false),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
-				maxCache, err := parseMaxCache(f.maxCache)
-				if err != nil {
-					return err
-				}
-				t, readers, err := a.target(args[0])
-				if err != nil {
-					return err
-				}
-				return a.check(c.Context(), rep, t, readers, maxCache, f)
-			})
+			maxCache, err := parseMaxCache(f.maxCache)
+			if err != nil {
+				return err
+			}
+			t, readers, err := a.target(args[0])
+			if err != nil {
+				return err
+			}
+			o := &checkOptions{Yes: f.yes, JSON: f.asJSON, Quiet: f.quiet,
+				Config: fakecheck.Config{Target: t, Readers: readers, Force: f.force, MaxCache: maxCache, Destructive: f.destructive}}
+			if runF != nil {
+				return runF(o)
+			}
+			return a.checkRun(c.Context(), o)
 		},
 	}
 	fl := c.Flags()
@@ -64,20 +75,23 @@ for a card whose content does not matter; it asks first, as write does.`,
 	return c
 }
 
-func (a *app) check(ctx context.Context, rep termui.Reporter, t drive.Spec, readers *drive.Readers, maxCache int64, f checkFlags) error {
-	cfg := fakecheck.Config{Target: t, Readers: readers, Force: f.force, MaxCache: maxCache, Destructive: f.destructive,
+// checkRun runs a check session and presents it.
+func (a *app) checkRun(ctx context.Context, o *checkOptions) error {
+	return a.reported(o.JSON, o.Quiet, func(rep termui.Reporter) error {
+		cfg := o.Config
 		// A second Ctrl-C keeps the saved blocks in a file before the
 		// process ends.
-		Abortable: func(abandon func() error) func() {
+		cfg.Abortable = func(abandon func() error) func() {
 			return a.aborts.Add(func() { rep.Fail(newErrorEvent(abandon(), exitCancelled)) })
-		}}
-	if !f.yes {
-		cfg.Confirm = func(d *drive.Device) error {
-			return a.confirmOverwrite([]*drive.Device{d}, "fake-card probe data (--destructive: nothing is restored)")
 		}
-	}
-	_, err := fakecheck.Run(ctx, cfg, &checkPresenter{rep: rep})
-	return err
+		if !o.Yes {
+			cfg.Confirm = func(d *drive.Device) error {
+				return a.confirmOverwrite([]*drive.Device{d}, "fake-card probe data (--destructive: nothing is restored)")
+			}
+		}
+		_, err := fakecheck.Run(ctx, cfg, &checkPresenter{rep: rep})
+		return err
+	})
 }
 
 // parseMaxCache reads --max-cache as fakecheck.Options.MaxCache takes it:

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -74,7 +76,16 @@ func (f *customizeFlags) config(base *customize.Config) (*customize.Config, erro
 // newCustomizeCommand is `usbflash customize`: write's first-boot
 // settings into cards already written, or image files, in place
 // (flash.Customize).
-func newCustomizeCommand(a *app) *cobra.Command {
+// customizeOptions is what a customize command line asks for: its
+// session's Config (but its Observer and Confirm, which the run adds) and
+// the targets.
+type customizeOptions struct {
+	Config  session.CustomizeConfig
+	Targets []drive.Spec
+	Yes     bool
+}
+
+func newCustomizeCommand(a *app, runF func(*customizeOptions) error) *cobra.Command {
 	var (
 		custom       customizeFlags
 		force, yes   bool
@@ -102,39 +113,31 @@ and the error names them: usbflash restore puts either back.`,
 		},
 		ValidArgsFunction: targetArgs(false),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(false, false, func(rep termui.Reporter) error {
-				transfer, err := transferFlag(c, transferSize)
-				if err != nil {
-					return err
-				}
-				cfg, err := custom.config(nil)
-				if err != nil {
-					return err
-				}
-				if cfg == nil {
-					return &usageError{"say what to write: --customize FILE or a setting (--hostname, --user, --ssh-key, ...)"}
-				}
-				specs := make([]drive.Spec, len(args))
-				for i, arg := range args {
-					if specs[i], err = drive.Parse(arg); err != nil {
-						return err
-					}
-				}
-				readers, err := a.newReaders()
-				if err != nil {
-					return err
-				}
-				obs := session.ObserverFunc(func(e session.Event) { presentCard(rep, e) })
-				var confirm func(*drive.Device) error // --yes: ask nothing
-				if !yes {
-					confirm = func(d *drive.Device) error {
-						return a.confirmOverwrite([]*drive.Device{d}, "first-boot settings, into its boot partition")
-					}
-				}
-				_, err = session.Customize(c.Context(), session.CustomizeConfig{Customize: *cfg, TransferSize: transfer, Force: force,
-					Readers: readers, Observer: obs, Confirm: confirm}, specs)
+			transfer, err := transferFlag(c, transferSize)
+			if err != nil {
 				return err
-			})
+			}
+			cfg, err := custom.config(nil)
+			if err != nil {
+				return err
+			}
+			if cfg == nil {
+				return &usageError{"say what to write: --customize FILE or a setting (--hostname, --user, --ssh-key, ...)"}
+			}
+			o := &customizeOptions{Yes: yes, Targets: make([]drive.Spec, len(args)),
+				Config: session.CustomizeConfig{Customize: *cfg, TransferSize: transfer, Force: force}}
+			for i, arg := range args {
+				if o.Targets[i], err = drive.Parse(arg); err != nil {
+					return err
+				}
+			}
+			if o.Config.Readers, err = a.newReaders(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return a.customizeRun(c.Context(), o)
 		},
 	}
 	addTransferFlag(c, &transferSize, pipeline.DefaultTransferSize, "the first transfer, held back and written last as write holds it, and the read-back's READ size")
@@ -142,4 +145,19 @@ and the error names them: usbflash restore puts either back.`,
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
 	custom.register(c.Flags())
 	return c
+}
+
+// customizeRun customises each target in place and says what it did.
+func (a *app) customizeRun(ctx context.Context, o *customizeOptions) error {
+	return a.reported(false, false, func(rep termui.Reporter) error {
+		cfg := o.Config
+		cfg.Observer = session.ObserverFunc(func(e session.Event) { presentCard(rep, e) })
+		if !o.Yes {
+			cfg.Confirm = func(d *drive.Device) error {
+				return a.confirmOverwrite([]*drive.Device{d}, "first-boot settings, into its boot partition")
+			}
+		}
+		_, err := session.Customize(ctx, cfg, o.Targets)
+		return err
+	})
 }

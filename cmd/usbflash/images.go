@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/internal/image/catalog"
+	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/ui/catalogview"
 )
@@ -39,7 +40,15 @@ func (f *catalogFlags) image(args []string) (string, []string) {
 	return args[0], args[1:]
 }
 
-func newImagesCommand(a *app) *cobra.Command {
+// imagesOptions is what an images command line asks for: the OS list and
+// how to read it.
+type imagesOptions struct {
+	Catalog string
+	HTTP    httpsrc.Options
+	JSON    bool
+}
+
+func newImagesCommand(a *app, runF func(*imagesOptions) error) *cobra.Command {
 	var asJSON bool
 	var f catalogFlags
 	c := &cobra.Command{
@@ -55,15 +64,19 @@ name, with its folders' or alone, or the start of only one entry's.`,
 			if f.catalog == "" {
 				return &usageError{"images needs an OS list: --catalog URL|FILE or $" + catalogEnv}
 			}
-			opts, err := a.httpOptions()
+			http, err := a.httpOptions()
 			if err != nil {
 				return err
 			}
-			entries, err := session.LoadCatalog(c.Context(), f.catalog, session.Config{HTTP: opts})
+			o := &imagesOptions{Catalog: f.catalog, HTTP: http, JSON: asJSON}
+			if runF != nil {
+				return runF(o)
+			}
+			entries, err := session.LoadCatalog(c.Context(), o.Catalog, session.Config{HTTP: o.HTTP})
 			if err != nil {
 				return err
 			}
-			return catalogview.List(a.stdout, entries, asJSON)
+			return catalogview.List(a.stdout, entries, o.JSON)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per entry")

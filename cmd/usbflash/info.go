@@ -10,7 +10,15 @@ import (
 	"github.com/usbflash/usbflash/internal/ui/readerinfo"
 )
 
-func newInfoCommand(a *app) *cobra.Command {
+// infoOptions is what an info command line asks for: the target, and the
+// readers it is opened among.
+type infoOptions struct {
+	Target  drive.Spec
+	Readers *drive.Readers
+	JSON    bool
+}
+
+func newInfoCommand(a *app, runF func(*infoOptions) error) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "info TARGET",
@@ -25,21 +33,26 @@ unless --force).`,
 			if err != nil {
 				return err
 			}
-			return a.info(c.Context(), t, readers, asJSON)
+			o := &infoOptions{Target: t, Readers: readers, JSON: asJSON}
+			if runF != nil {
+				return runF(o)
+			}
+			return a.infoRun(c.Context(), o)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c
 }
 
-func (a *app) info(ctx context.Context, t drive.Spec, readers *drive.Readers, asJSON bool) error {
-	d, err := drive.Open(ctx, t, drive.Options{ReadOnly: true, AllowNoMedium: true, Readers: readers})
+// infoRun opens the target read-only and describes it.
+func (a *app) infoRun(ctx context.Context, o *infoOptions) error {
+	d, err := drive.Open(ctx, o.Target, drive.Options{ReadOnly: true, AllowNoMedium: true, Readers: o.Readers})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	rep := readerinfo.DescribeTarget(d, readerWords())
-	if asJSON {
+	if o.JSON {
 		return json.NewEncoder(a.stdout).Encode(rep)
 	}
 	readerinfo.PrintTarget(a.stdout, rep)

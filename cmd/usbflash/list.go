@@ -15,7 +15,13 @@ import (
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
-func newListCommand(a *app) *cobra.Command {
+// listOptions is what a list command line asks for: the readers.
+type listOptions struct {
+	Readers *drive.Readers
+	JSON    bool
+}
+
+func newListCommand(a *app, runF func(*listOptions) error) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "list",
@@ -31,19 +37,24 @@ Then the whole disks a disk: target may name: external or removable ones
 never the disk the system runs from.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			return a.list(c.Context(), asJSON)
+			readers, err := a.newReaders()
+			if err != nil {
+				return err
+			}
+			o := &listOptions{Readers: readers, JSON: asJSON}
+			if runF != nil {
+				return runF(o)
+			}
+			return a.listRun(c.Context(), o)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: {\"devices\": [...], \"disks\": [...]}")
 	return c
 }
 
-func (a *app) list(ctx context.Context, asJSON bool) error {
-	usb, err := a.newReaders()
-	if err != nil {
-		return err
-	}
-	found, err := usb.ListReaders(ctx)
+// listRun lists the readers and the disks disk: writes.
+func (a *app) listRun(ctx context.Context, o *listOptions) error {
+	found, err := o.Readers.ListReaders(ctx)
 	var usbNote string
 	if errors.Is(err, usbdev.ErrNoUSBAccess) || errors.Is(err, usbdev.ErrNoUSBSupport) {
 		// Not a failure: there are simply no readers to list here.
@@ -73,7 +84,7 @@ func (a *app) list(ctx context.Context, asJSON bool) error {
 	if diskErr != nil {
 		notes = append(notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing disks: %w", diskErr))))
 	}
-	if asJSON {
+	if o.JSON {
 		out := map[string]any{"devices": readers, "disks": disks}
 		if usbNote != "" {
 			notes = append([]string{usbNote}, notes...)

@@ -22,12 +22,11 @@ import (
 // note, summary events; the summary lines).
 type cardPresenter struct {
 	rep     termui.Reporter
-	f       writeFlags
 	outcome *session.Outcome
 }
 
-func newCardPresenter(rep termui.Reporter, f writeFlags) *cardPresenter {
-	return &cardPresenter{rep: rep, f: f}
+func newCardPresenter(rep termui.Reporter) *cardPresenter {
+	return &cardPresenter{rep: rep}
 }
 
 func (p *cardPresenter) Observe(e session.Event) {
@@ -143,7 +142,7 @@ func progressOf(p session.Progress) jsonevents.Progress {
 // card event per card, the table and the session summary.
 type sessionPresenter struct {
 	rep   termui.Reporter
-	f     writeFlags
+	o     *writeOptions
 	watch bool
 	// bars of each write under way, by its first card: --watch writes
 	// cards as they come, side by side.
@@ -151,8 +150,8 @@ type sessionPresenter struct {
 	phase pipeline.Phase
 }
 
-func newSessionPresenter(rep termui.Reporter, f writeFlags, watch bool) *sessionPresenter {
-	return &sessionPresenter{rep: rep, f: f, watch: watch, bars: map[string]*termui.CardBars{}}
+func newSessionPresenter(rep termui.Reporter, o *writeOptions) *sessionPresenter {
+	return &sessionPresenter{rep: rep, o: o, watch: o.Watch, bars: map[string]*termui.CardBars{}}
 }
 
 func (p *sessionPresenter) Observe(e session.Event) {
@@ -236,7 +235,7 @@ func (p *sessionPresenter) finish(res *session.Result, err error) error {
 		Command: jsonevents.CommandWrite,
 		Cards:   t.Cards, Succeeded: t.Succeeded, Failed: t.Cards - t.Succeeded, SHA256: t.SHA256, Verify: t.Verify,
 		ElapsedS: time.Since(res.Started).Seconds(),
-	}, termui.CardTable(records, p.f.noVerify))
+	}, termui.CardTable(records, !p.o.Config.Verify))
 	if t.Cards > len(records) {
 		msg := fmt.Sprintf("The table shows the last %d of %d cards; the report holds every card", len(records), t.Cards)
 		p.rep.Event(jsonevents.NewNote(msg), msg)

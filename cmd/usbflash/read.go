@@ -30,7 +30,15 @@ type readFlags struct {
 	asJSON, quiet       bool
 }
 
-func newReadCommand(a *app) *cobra.Command {
+// readOptions is what a read command line asks for: its session's
+// Config (but its Observer) and the target.
+type readOptions struct {
+	Config      session.BackupConfig
+	Target      drive.Spec
+	JSON, Quiet bool
+}
+
+func newReadCommand(a *app, runF func(*readOptions) error) *cobra.Command {
 	var f readFlags
 	c := &cobra.Command{
 		Use:   "read TARGET OUT",
@@ -54,9 +62,14 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 		Args:              exactArgs(2, "TARGET and OUT"),
 		ValidArgsFunction: readArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
-				return a.backup(c.Context(), rep, c, args[0], args[1], f)
-			})
+			o, err := a.readOptions(c, args[0], args[1], f)
+			if err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return a.readRun(c.Context(), o)
 		},
 	}
 	fl := c.Flags()
@@ -82,24 +95,36 @@ func readArgs(c *cobra.Command, args []string, toComplete string) ([]string, cob
 	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
-func (a *app) backup(ctx context.Context, rep termui.Reporter, c *cobra.Command, target, out string, f readFlags) error {
+// readOptions reads read's flags and arguments into its Options.
+func (a *app) readOptions(c *cobra.Command, target, out string, f readFlags) (*readOptions, error) {
 	t, readers, err := a.target(target)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cfg := session.BackupConfig{Out: out, Readers: readers, Used: f.used, Force: f.force, Verify: f.verify, Buffers: f.buffers,
-		Observer: session.ObserverFunc(func(e session.Event) { presentBackup(rep, e) })}
+	o := &readOptions{Target: t, JSON: f.asJSON, Quiet: f.quiet,
+		Config: session.BackupConfig{Out: out, Readers: readers, Used: f.used, Force: f.force, Verify: f.verify, Buffers: f.buffers}}
 	if f.size != "" && f.used {
-		return &usageError{"--size and --used both say where to stop: pass one"}
+		return nil, &usageError{"--size and --used both say where to stop: pass one"}
 	}
-	if cfg.TransferSize, err = transferFlag(c, f.transferSize); err != nil {
-		return err
+	if o.Config.TransferSize, err = transferFlag(c, f.transferSize); err != nil {
+		return nil, err
 	}
 	if f.size != "" {
-		if cfg.Size, err = units.ParseSize(f.size); err != nil || cfg.Size <= 0 {
-			return &usageError{fmt.Sprintf("--size %q: want a positive size such as 4GiB", f.size)}
+		if o.Config.Size, err = units.ParseSize(f.size); err != nil || o.Config.Size <= 0 {
+			return nil, &usageError{fmt.Sprintf("--size %q: want a positive size such as 4GiB", f.size)}
 		}
 	}
+	return o, nil
+}
+
+// readRun runs a backup session and presents it.
+func (a *app) readRun(ctx context.Context, o *readOptions) error {
+	return a.reported(o.JSON, o.Quiet, func(rep termui.Reporter) error { return a.backup(ctx, rep, o) })
+}
+
+func (a *app) backup(ctx context.Context, rep termui.Reporter, o *readOptions) error {
+	cfg, out := o.Config, o.Config.Out
+	cfg.Observer = session.ObserverFunc(func(e session.Event) { presentBackup(rep, e) })
 	b, err := session.NewBackup(cfg)
 	if err != nil {
 		return err
@@ -109,7 +134,7 @@ func (a *app) backup(ctx context.Context, rep termui.Reporter, c *cobra.Command,
 		err := b.Abort()
 		rep.Fail(newErrorEvent(err, exitCode(err)))
 	})()
-	res, err := b.Run(ctx, t)
+	res, err := b.Run(ctx, o.Target)
 	var past *imagedst.SizeError
 	if errors.As(err, &past) {
 		return fmt.Errorf("--size %w", err)

@@ -18,7 +18,11 @@ import (
 // and a plain dd of the whole span overwrites everything between), a usb:
 // card has no disk path dd could name, and the list records the card so a
 // card of another size is refused and the result read back.
-func newRestoreCommand(a *app) *cobra.Command {
+// restoreOptions is what a restore command line asks for: its session's
+// Config (but its OnNotice, which the run adds).
+type restoreOptions struct{ Config fakecheck.PutBackConfig }
+
+func newRestoreCommand(a *app, runF func(*restoreOptions) error) *cobra.Command {
 	var force bool
 	c := &cobra.Command{
 		Use:   "restore LIST TARGET",
@@ -31,19 +35,26 @@ one LIST was saved from is refused before anything is written.`,
 		Args:              exactArgs(2, "LIST TARGET"),
 		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(false, false, func(rep termui.Reporter) error { return a.restore(c.Context(), rep, args[0], args[1], force) })
+			t, readers, err := a.target(args[1])
+			if err != nil {
+				return err
+			}
+			o := &restoreOptions{Config: fakecheck.PutBackConfig{List: args[0], Target: t, Force: force, Readers: readers}}
+			if runF != nil {
+				return runF(o)
+			}
+			return a.reported(false, false, func(rep termui.Reporter) error { return restoreRun(c.Context(), rep, o) })
 		},
 	}
 	c.Flags().BoolVar(&force, "force", false, "write even though the target's disk is mounted")
 	return c
 }
 
-func (a *app) restore(ctx context.Context, rep termui.Reporter, list, target string, force bool) error {
-	t, readers, err := a.target(target)
-	if err != nil {
-		return err
-	}
-	r, err := fakecheck.PutBack(ctx, fakecheck.PutBackConfig{List: list, Target: t, Force: force, Readers: readers, OnNotice: noticeNotes(rep)})
+// restoreRun puts the regions back and says what it did.
+func restoreRun(ctx context.Context, rep termui.Reporter, o *restoreOptions) error {
+	cfg := o.Config
+	cfg.OnNotice = noticeNotes(rep)
+	r, err := fakecheck.PutBack(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -120,7 +120,29 @@ func (a *app) target(arg string) (drive.Spec, *drive.Readers, error) {
 	return t, readers, err
 }
 
+// newRootCommand is usbflash: every command, each made in cli/cli's shape
+// (its flags make its Options, which its run function runs).
 func newRootCommand(a *app) *cobra.Command {
+	return newRoot(a,
+		newListCommand(a, nil),
+		newInfoCommand(a, nil),
+		newWriteCommand(a, nil),
+		newVerifyCommand(a, nil),
+		newReadCommand(a, nil),
+		newVersionCommand(a),
+		newBenchCommand(a, nil),
+		newCheckCommand(a, nil),
+		newRestoreCommand(a, nil),
+		newCustomizeCommand(a, nil),
+		newImagesCommand(a, nil),
+		newServeCommand(a),
+	)
+}
+
+// newRoot is the root command over cmds: the flags every command shares
+// (read into a), help, and completion. Tests make it over one command
+// whose run they replace.
+func newRoot(a *app, cmds ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "usbflash",
 		Short: "Write OS images to SD cards and USB sticks, fast and safely",
@@ -156,20 +178,7 @@ Targets:
 		"the readers every command sees (list, N targets, --all, --watch): usb, the machine's, or "+drive.SimBusSyntax+
 			", simulated readers: each file NAME.img in DIR is a reader plugged in, the file its card (0 bytes: an empty slot)")
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(
-		newListCommand(a),
-		newInfoCommand(a),
-		newWriteCommand(a),
-		newVerifyCommand(a),
-		newReadCommand(a),
-		newVersionCommand(a),
-		newBenchCommand(a),
-		newCheckCommand(a),
-		newRestoreCommand(a),
-		newCustomizeCommand(a),
-		newImagesCommand(a),
-		newServeCommand(a),
-	)
+	root.AddCommand(cmds...)
 	if c := genDocsCommand(); c != nil {
 		root.AddCommand(c)
 	}

@@ -17,7 +17,15 @@ import (
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
-func newVerifyCommand(a *app) *cobra.Command {
+// verifyOptions is what a verify command line asks for: its session's
+// Config (but its Observer) and the target.
+type verifyOptions struct {
+	Config      session.VerifyConfig
+	Target      drive.Spec
+	JSON, Quiet bool
+}
+
+func newVerifyCommand(a *app, runF func(*verifyOptions) error) *cobra.Command {
 	var (
 		transferSize  string
 		asJSON, quiet bool
@@ -48,25 +56,30 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 		},
 		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(asJSON, quiet, func(rep termui.Reporter) error {
-				transfer, err := transferFlag(c, transferSize)
-				if err != nil {
-					return err
-				}
-				cacheMax, err := trust.cacheMax()
-				if err != nil {
-					return err
-				}
-				image, targets := catalog.image(args)
-				t, readers, err := a.target(targets[0])
-				if err != nil {
-					return err
-				}
-				return a.verify(c.Context(), rep, session.VerifyConfig{Image: image, TransferSize: transfer,
-					BlockMap: session.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair, Catalog: catalog.catalog, OS: catalog.os,
-					SHA256: trust.sha256, NoSHA256: trust.noSHA256, SHA256Keyring: trust.keyring, SHA256Fingerprint: trust.fingerprint,
-					Cache: trust.cache, CacheMax: cacheMax}, t)
-			})
+			transfer, err := transferFlag(c, transferSize)
+			if err != nil {
+				return err
+			}
+			cacheMax, err := trust.cacheMax()
+			if err != nil {
+				return err
+			}
+			image, targets := catalog.image(args)
+			t, readers, err := a.target(targets[0])
+			if err != nil {
+				return err
+			}
+			o := &verifyOptions{Target: t, JSON: asJSON, Quiet: quiet, Config: session.VerifyConfig{Image: image, TransferSize: transfer,
+				BlockMap: session.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair, Catalog: catalog.catalog, OS: catalog.os,
+				SHA256: trust.sha256, NoSHA256: trust.noSHA256, SHA256Keyring: trust.keyring, SHA256Fingerprint: trust.fingerprint,
+				Cache: trust.cache, CacheMax: cacheMax}}
+			if o.Config.HTTP, err = a.httpOptions(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return a.verifyRun(c.Context(), o)
 		},
 	}
 	addTransferFlag(c, &transferSize, pipeline.DefaultReadSize, "bytes per READ command")
@@ -80,25 +93,24 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 	return c
 }
 
-// verify runs a verify session and presents it.
-func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg session.VerifyConfig, t drive.Spec) error {
-	cfg.Observer = session.ObserverFunc(func(e session.Event) { presentVerify(rep, e) })
-	var err error
-	if cfg.HTTP, err = a.httpOptions(); err != nil {
-		return err
-	}
-	res, err := session.Verify(ctx, cfg, t)
-	if err != nil {
-		return &compareError{err}
-	}
-	rep.Event(&jsonevents.Summary{
-		Command: jsonevents.CommandVerify,
-		Bytes:   res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: termui.Rate(res.Bytes, res.Elapsed), Verified: true,
-		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: termui.PerGiB(res.CPU, res.Bytes),
-	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", res.Card, shown.Text(res.Image), units.FormatBytes(res.Bytes),
-		res.Elapsed.Round(time.Millisecond), units.FormatRate(termui.Rate(res.Bytes, res.Elapsed)),
-		termui.CPULine(res.CPU, res.Bytes, res.Memory)))
-	return nil
+// verifyRun runs a verify session and presents it.
+func (a *app) verifyRun(ctx context.Context, o *verifyOptions) error {
+	return a.reported(o.JSON, o.Quiet, func(rep termui.Reporter) error {
+		cfg := o.Config
+		cfg.Observer = session.ObserverFunc(func(e session.Event) { presentVerify(rep, e) })
+		res, err := session.Verify(ctx, cfg, o.Target)
+		if err != nil {
+			return &compareError{err}
+		}
+		rep.Event(&jsonevents.Summary{
+			Command: jsonevents.CommandVerify,
+			Bytes:   res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: termui.Rate(res.Bytes, res.Elapsed), Verified: true,
+			Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: termui.PerGiB(res.CPU, res.Bytes),
+		}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", res.Card, shown.Text(res.Image), units.FormatBytes(res.Bytes),
+			res.Elapsed.Round(time.Millisecond), units.FormatRate(termui.Rate(res.Bytes, res.Elapsed)),
+			termui.CPULine(res.CPU, res.Bytes, res.Memory)))
+		return nil
+	})
 }
 
 // presentVerify shows a verify session's events as the single-card

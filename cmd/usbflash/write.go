@@ -32,7 +32,6 @@ type writeFlags struct {
 	verifyMethod                pipeline.VerifyMethod
 	trust                       trustFlags // trust.go
 	transferSize                string
-	transfer                    int // --transfer-size as given; 0: the engine's default
 	buffers                     int // as given; 0: the engine's, for the size the cards take
 	asJSON, quiet               bool
 	// Many cards at once (multi.go, watch.go).
@@ -51,7 +50,22 @@ type writeFlags struct {
 	station, operator       string        // labels of every record
 }
 
-func newWriteCommand(a *app) *cobra.Command {
+// writeOptions is what a write command line asks for: its session's
+// Config (but its Observer, Confirm and Report file, which the run adds),
+// the targets, and what the command does around the session. The flags
+// make it, and writeRun runs it.
+type writeOptions struct {
+	Config  session.Config
+	Targets []drive.Spec // the TARGET arguments; none with --all or --watch
+	// All and Watch find the readers themselves; Yes asks nobody.
+	All, Watch, Yes bool
+	Report          string        // --report's file, checked: a .json or .csv in a directory that can be written
+	LogDir          string        // --log-dir: one log per slot
+	Metrics         metrics.Setup // --metrics-listen, --metrics-textfile
+	JSON, Quiet     bool
+}
+
+func newWriteCommand(a *app, runF func(*writeOptions) error) *cobra.Command {
 	var f writeFlags
 	c := &cobra.Command{
 		Use:   "write IMAGE|--os NAME TARGET",
@@ -75,13 +89,14 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 		Args:              writeArgs(&f),
 		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
-				var err error
-				if f.transfer, err = transferFlag(c, f.transferSize); err != nil {
-					return err
-				}
-				return a.write(c.Context(), rep, args, f)
-			})
+			opts, err := a.writeOptions(c, args, &f)
+			if err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return a.writeRun(c.Context(), opts)
 		},
 	}
 	fl := c.Flags()
@@ -156,123 +171,56 @@ func (a *app) reported(asJSON, quiet bool, body func(termui.Reporter) error) err
 	return err
 }
 
-// write runs `usbflash write`: one card, several, --all or --watch, all
-// through one flash session.
-func (a *app) write(ctx context.Context, rep termui.Reporter, args []string, f writeFlags) (err error) {
+// writeOptions reads write's flags and arguments into its Options,
+// refusing before anything is opened what no card could be written with.
+func (a *app) writeOptions(c *cobra.Command, args []string, f *writeFlags) (*writeOptions, error) {
+	transfer, err := transferFlag(c, f.transferSize)
+	if err != nil {
+		return nil, err
+	}
 	imageRef, targets := f.catalog.image(args)
 	cfg := session.Config{
-		Image: imageRef, OS: f.catalog.os, TransferSize: f.transfer, Buffers: f.buffers, Lag: f.lag,
+		Image: imageRef, OS: f.catalog.os, TransferSize: transfer, Buffers: f.buffers, Lag: f.lag,
 		Verify: !f.noVerify, VerifyMethod: f.verifyMethod, Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused,
 		BlockMap: f.bmap.choice(), ExitCodes: classCodes(), SHA256: f.trust.sha256, NoSHA256: f.trust.noSHA256, SHA256Keyring: f.trust.keyring, SHA256Fingerprint: f.trust.fingerprint,
 		Check: f.check, Repair: f.repair, StopTimeout: f.stopTimeout, SaysStop: a.aborts.Says, Station: f.station, Operator: f.operator,
+		Cache: f.trust.cache, Catalog: f.catalog.catalog,
 	}
 	if cfg.CheckMaxCache, err = parseMaxCache(f.maxCache); err != nil {
-		return err
+		return nil, err
 	}
-	if f.report != "" {
-		newReport := report.New
-		if f.watch {
-			newReport = report.NewStation
-		}
-		file, err := newReport(f.report)
-		if err != nil {
-			return err
-		}
-		defer file.Close()
-		cfg.Report = file
-	}
-	cfg.Cache, cfg.Catalog = f.trust.cache, f.catalog.catalog
 	if cfg.HTTP, err = a.httpOptions(); err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.CacheMax, err = f.trust.cacheMax(); err != nil {
-		return err
+		return nil, err
 	}
 	if stdin, ok := a.stdin.(*os.File); ok {
 		cfg.Stdin = stdin
 	}
 	if cfg.Customize, err = f.custom.config(a.customBase); err != nil {
-		return err
+		return nil, err
 	}
-	f.metrics.Version, f.metrics.Station = buildVersion(), f.station
-	station, stopMetrics, err := metrics.Start(f.metrics)
-	if err != nil {
-		return err
-	}
-	logs, closeLogs, err := slotlog.Start(f.logDir, cfg.ExitCodes)
-	if err != nil {
-		stopMetrics()
-		return err
-	}
-	defer func() {
-		if merr := errors.Join(stopMetrics(), closeLogs()); err == nil {
-			err = merr
+	if f.report != "" {
+		if err := report.Check(f.report); err != nil {
+			return nil, err
 		}
-	}()
-	if !f.yes {
-		named := imageRef
-		if named == "" {
-			named = f.catalog.os
-		}
-		cfg.Confirm = func(cards []*drive.Device, src *image.Source) error { return a.confirm(cards, named, src) }
 	}
 	// Enumerated once, for --all and the opens alike.
 	if cfg.Readers, err = a.newReaders(); err != nil {
-		return err
+		return nil, err
 	}
-	if f.watch {
-		if !f.yes {
-			return &usageError{"--watch writes every card that appears without asking: add --yes"}
-		}
-		p := newSessionPresenter(rep, f, true)
-		cfg.Observer = session.Tee(p, station, logs)
-		find := a.watchFinder
-		if find == nil {
-			find = cfg.Readers.Finder(f.force)
-		}
-		res, err := session.Watch(ctx, cfg, find)
-		return p.finish(res, err)
-	}
-	specs, err := a.writeTargets(ctx, rep, cfg.Readers, targets, f)
-	if err != nil {
-		return err
-	}
-	many := len(specs) > 1 || f.report != "" || f.all || a.perCard
-	var p interface {
-		session.Observer
-		finish(*session.Result, error) error
-	}
-	if many {
-		p = newSessionPresenter(rep, f, false)
-	} else {
-		p = newCardPresenter(rep, f)
-	}
-	cfg.Observer = session.Tee(p, station, logs)
-	res, err := session.Run(ctx, cfg, specs)
-	return p.finish(res, err)
-}
-
-// writeTargets parses the TARGET arguments, or with --all finds every
-// reader slot that holds a card and is not in use.
-func (a *app) writeTargets(ctx context.Context, rep termui.Reporter, usb *drive.Readers, args []string, f writeFlags) ([]drive.Spec, error) {
-	if f.all {
-		readers, err := usb.ListReaders(ctx)
-		if err != nil {
-			return nil, failure.Wrap(failure.Device, fmt.Errorf("listing USB readers: %w", err))
-		}
-		ts, skipped := drive.AllWithCards(readers)
-		for _, s := range skipped {
-			msg := "leaving " + s + " alone: in use"
-			rep.Event(jsonevents.NewNote(msg), "usbflash: "+msg)
-		}
-		if len(ts) == 0 {
-			return nil, &refusedError{fmt.Sprintf("--all: none of the %d readers holds a card that is not in use; run 'usbflash list'", len(readers))}
-		}
-		return ts, nil
+	o := &writeOptions{Config: cfg, All: f.all, Watch: f.watch, Yes: f.yes, Report: f.report, LogDir: f.logDir,
+		Metrics: f.metrics, JSON: f.asJSON, Quiet: f.quiet}
+	o.Metrics.Version, o.Metrics.Station = buildVersion(), f.station
+	switch {
+	case f.watch && !f.yes:
+		return nil, &usageError{"--watch writes every card that appears without asking: add --yes"}
+	case f.all || f.watch:
+		return o, nil
 	}
 	seen := map[string]bool{}
-	var ts []drive.Spec
-	for _, arg := range args {
+	for _, arg := range targets {
 		if seen[arg] {
 			return nil, &usageError{fmt.Sprintf("target %s is given twice", arg)}
 		}
@@ -281,7 +229,94 @@ func (a *app) writeTargets(ctx context.Context, rep termui.Reporter, usb *drive.
 		if err != nil {
 			return nil, err
 		}
-		ts = append(ts, t)
+		o.Targets = append(o.Targets, t)
+	}
+	return o, nil
+}
+
+// writeRun runs `usbflash write`: one card, several, --all or --watch,
+// all through one session, with the presenter its cards take.
+func (a *app) writeRun(ctx context.Context, o *writeOptions) error {
+	return a.reported(o.JSON, o.Quiet, func(rep termui.Reporter) (err error) {
+		cfg := o.Config
+		station, stopMetrics, err := metrics.Start(o.Metrics)
+		if err != nil {
+			return err
+		}
+		logs, closeLogs, err := slotlog.Start(o.LogDir, cfg.ExitCodes)
+		if err != nil {
+			stopMetrics()
+			return err
+		}
+		defer func() {
+			if merr := errors.Join(stopMetrics(), closeLogs()); err == nil {
+				err = merr
+			}
+		}()
+		if o.Report != "" {
+			newReport := report.New
+			if o.Watch {
+				newReport = report.NewStation
+			}
+			file, err := newReport(o.Report)
+			if err != nil {
+				return err
+			}
+			defer file.Close()
+			cfg.Report = file
+		}
+		if !o.Yes {
+			named := cfg.Image
+			if named == "" {
+				named = cfg.OS
+			}
+			cfg.Confirm = func(cards []*drive.Device, src *image.Source) error { return a.confirm(cards, named, src) }
+		}
+		if o.Watch {
+			p := newSessionPresenter(rep, o)
+			cfg.Observer = session.Tee(p, station, logs)
+			find := a.watchFinder
+			if find == nil {
+				find = cfg.Readers.Finder(cfg.Force)
+			}
+			res, err := session.Watch(ctx, cfg, find)
+			return p.finish(res, err)
+		}
+		specs := o.Targets
+		if o.All {
+			if specs, err = allTargets(ctx, rep, cfg.Readers); err != nil {
+				return err
+			}
+		}
+		var p interface {
+			session.Observer
+			finish(*session.Result, error) error
+		}
+		if len(specs) > 1 || o.Report != "" || o.All || a.perCard {
+			p = newSessionPresenter(rep, o)
+		} else {
+			p = newCardPresenter(rep)
+		}
+		cfg.Observer = session.Tee(p, station, logs)
+		res, err := session.Run(ctx, cfg, specs)
+		return p.finish(res, err)
+	})
+}
+
+// allTargets is --all's targets: every reader slot that holds a card and
+// is not in use.
+func allTargets(ctx context.Context, rep termui.Reporter, usb *drive.Readers) ([]drive.Spec, error) {
+	readers, err := usb.ListReaders(ctx)
+	if err != nil {
+		return nil, failure.Wrap(failure.Device, fmt.Errorf("listing USB readers: %w", err))
+	}
+	ts, skipped := drive.AllWithCards(readers)
+	for _, s := range skipped {
+		msg := "leaving " + s + " alone: in use"
+		rep.Event(jsonevents.NewNote(msg), "usbflash: "+msg)
+	}
+	if len(ts) == 0 {
+		return nil, &refusedError{fmt.Sprintf("--all: none of the %d readers holds a card that is not in use; run 'usbflash list'", len(readers))}
 	}
 	return ts, nil
 }

@@ -251,7 +251,7 @@ func (p *benchPresenter) observe(e cardbench.Event) {
 		rep.Event(benchview.Start(e, p.o.Config.PointTime, p.o.Config.Write, p.o.Config.Plan.Preserve))
 	case cardbench.Note:
 		if e.Notice != nil {
-			rep.Event(noteWithAdvice(e.Message, e.Notice))
+			rep.Event(words().Note(e.Message, e.Notice))
 		} else {
 			rep.Event(jsonevents.NewNote(e.Message), e.Message)
 		}

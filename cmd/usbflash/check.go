@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/probe/fakecheck"
-	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/sessionview"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 )
 
@@ -89,7 +88,7 @@ func (a *app) checkRun(ctx context.Context, o *checkOptions) error {
 				return a.confirmOverwrite([]*drive.Device{d}, "fake-card probe data (--destructive: nothing is restored)")
 			}
 		}
-		_, err := fakecheck.Run(ctx, cfg, &checkPresenter{rep: rep})
+		_, err := fakecheck.Run(ctx, cfg, sessionview.Check(rep, words()))
 		return err
 	})
 }
@@ -106,86 +105,4 @@ func parseMaxCache(s string) (int64, error) {
 		return -1, nil
 	}
 	return n, nil
-}
-
-// checkPresenter shows a check: the start line, the steps as progress
-// (the cache flush in bytes), the verdict.
-type checkPresenter struct {
-	rep      termui.Reporter
-	last     time.Time
-	lastStep string
-}
-
-func (p *checkPresenter) Observe(e fakecheck.Event) {
-	switch e := e.(type) {
-	case fakecheck.Note:
-		p.rep.Event(noteWithAdvice(e.Message, e.Notice))
-	case fakecheck.Started:
-		how := "each block saved first and put back after"
-		if e.Destructive {
-			how = "nothing saved (--destructive)"
-		}
-		p.rep.Event(&jsonevents.CheckStart{Command: jsonevents.CommandCheck, Target: e.Card,
-			Capacity: e.Capacity, BlockSize: e.BlockSize, MaxCache: e.MaxCache, Destructive: e.Destructive},
-			fmt.Sprintf("Checking %s (%s, %d-byte blocks) for a fake capacity, %s", e.Card, units.FormatBytes(e.Capacity), e.BlockSize, how))
-	case fakecheck.PuttingBack:
-		note := fmt.Sprintf("Putting back the blocks the check wrote on %s before exiting (Ctrl-C again stops that and keeps them in a file)", e.Card)
-		p.rep.Event(jsonevents.NewNote(note), note)
-	case fakecheck.Stepped:
-		p.progress(e)
-	case fakecheck.Finished:
-		res := e.Result
-		summary := &jsonevents.CheckSummary{Command: jsonevents.CommandCheck, Target: e.Card,
-			Capacity: res.Claimed, UsableSize: res.Usable, Fake: res.Fake(), Kind: string(res.Kind),
-			Cache: res.Cache, CacheChecked: res.CacheChecked, Written: res.Written, Read: res.Read,
-			Commands: res.Commands, ElapsedS: res.Elapsed.Seconds(), Restored: res.Restored && res.Verified}
-		if res.Kind == fakecheck.Wrap {
-			summary.WrapsTo = &res.WrapsTo
-		}
-		p.rep.Event(summary, checkText(e.Card, res))
-	}
-}
-
-// progress shows the probe's steps, and the cache flush in bytes.
-func (p *checkPresenter) progress(e fakecheck.Stepped) {
-	// The flush reports every command: a few times a second is enough.
-	if e.Step == p.lastStep && e.Done < e.Total && time.Since(p.last) < 200*time.Millisecond {
-		return
-	}
-	p.last, p.lastStep = time.Now(), e.Step
-	ph := jsonevents.PhaseProbe
-	switch fakecheck.Step(e.Step) {
-	case fakecheck.StepCache:
-		ph = jsonevents.PhaseCache
-	case fakecheck.StepRestore:
-		ph = jsonevents.PhasePutBack
-	}
-	total := e.Total
-	if total == 0 {
-		total = -1
-	}
-	p.rep.Progress(jsonevents.Progress{Phase: ph, Done: e.Done, Total: total, ElapsedS: e.Elapsed.Seconds()})
-}
-
-// checkText is the verdict as a person reads it.
-func checkText(name string, res *fakecheck.Result) string {
-	var verdict string
-	if res.Fake() {
-		verdict = fmt.Sprintf("%s is FAKE: %s.\nUsable size: %d bytes (%s)", name, res.Describe(), res.Usable, units.FormatBytes(res.Usable))
-	} else {
-		verdict = fmt.Sprintf("%s shows no fake capacity: %s", name, res.Describe())
-	}
-	did := fmt.Sprintf("Probe: %d commands, %s written, %s read in %s", res.Commands, units.FormatBytes(res.Written),
-		units.FormatBytes(res.Read), res.Elapsed.Round(time.Millisecond))
-	if res.Saved > 0 {
-		did += "; every block it wrote was put back and read back the same"
-		if res.Fake() {
-			did += " (up to the usable size: past it the card keeps nothing)"
-		}
-		if res.Kind == fakecheck.Wrap && res.PastRegions > 0 {
-			did += fmt.Sprintf("; the %d saved regions past it (%s) alias blocks below it: they went back onto those blocks "+
-				"in the order that leaves each block what it held first", res.PastRegions, units.FormatBytes(res.PastBytes))
-		}
-	}
-	return verdict + "\n" + did
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 )
 
 // maxCacheTaken is what a refused --max-cache says is taken.
@@ -172,8 +173,8 @@ func TestWordsAgreeWithNumbers(t *testing.T) {
 		n    int
 		want string
 	}{{0, "0 commands"}, {1, "1 command"}, {2, "2 commands"}} {
-		if got := plural(tt.n, "command"); got != tt.want {
-			t.Errorf("plural(%d) = %q, want %q", tt.n, got, tt.want)
+		if got := termui.Plural(tt.n, "command"); got != tt.want {
+			t.Errorf("Plural(%d) = %q, want %q", tt.n, got, tt.want)
 		}
 	}
 	// A write of one transfer's worth reports its commands in words that agree.

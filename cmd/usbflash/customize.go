@@ -9,6 +9,7 @@ import (
 	"github.com/usbflash/usbflash/internal/customize"
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/sessionview"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 )
@@ -151,7 +152,8 @@ and the error names them: usbflash restore puts either back.`,
 func (a *app) customizeRun(ctx context.Context, o *customizeOptions) error {
 	return a.reported(false, false, func(rep termui.Reporter) error {
 		cfg := o.Config
-		cfg.Observer = session.ObserverFunc(func(e session.Event) { presentCard(rep, e) })
+		w := words()
+		cfg.Observer = session.ObserverFunc(func(e session.Event) { sessionview.Card(rep, w, e) })
 		if !o.Yes {
 			cfg.Confirm = func(d *drive.Device) error {
 				return a.confirmOverwrite([]*drive.Device{d}, "first-boot settings, into its boot partition")

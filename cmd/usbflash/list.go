@@ -12,6 +12,7 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/ui/readerinfo"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
@@ -124,7 +125,7 @@ func accessNote(found []drive.Reader) string {
 	if len(denied) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("No permission to open %s: %s.", plural(len(denied), "reader"), hint(denied[0]))
+	return fmt.Sprintf("No permission to open %s: %s.", termui.Plural(len(denied), "reader"), hint(denied[0]))
 }
 
 // readerWords are cmd's words in list's and info's reports: an error with

@@ -2,20 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/image/imagedst"
-	"github.com/usbflash/usbflash/internal/lib/parttable"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/session"
-	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/sessionview"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
@@ -124,7 +120,7 @@ func (a *app) readRun(ctx context.Context, o *readOptions) error {
 
 func (a *app) backup(ctx context.Context, rep termui.Reporter, o *readOptions) error {
 	cfg, out := o.Config, o.Config.Out
-	cfg.Observer = session.ObserverFunc(func(e session.Event) { presentBackup(rep, e) })
+	cfg.Observer = sessionview.Backup(rep, words())
 	b, err := session.NewBackup(cfg)
 	if err != nil {
 		return err
@@ -141,73 +137,6 @@ func (a *app) backup(ctx context.Context, rep termui.Reporter, o *readOptions) e
 	} else if err != nil {
 		return err
 	}
-	read := res.Read
-	sum := &jsonevents.ReadSummary{
-		Command: jsonevents.CommandRead,
-		Bytes:   read.Bytes, Reads: read.Reads, ElapsedS: read.Elapsed.Seconds(), Rate: termui.Rate(read.Bytes, read.Elapsed),
-		SHA256: hex.EncodeToString(read.SHA256[:]), Out: out, Format: res.Format, OutBytes: res.Written,
-		BMap: res.BMap, MappedBytes: res.MappedBytes, Bound: jsonevents.BoundOf(read.Bound), BoundRatio: read.BoundRatio,
-		PartitionTable: res.Extent.Table,
-	}
-	text := []string{
-		fmt.Sprintf("Read %s in %s (%s), %s", units.FormatBytes(read.Bytes), read.Elapsed.Round(time.Millisecond),
-			units.FormatRate(sum.Rate), plural(read.Reads, "command")),
-		fmt.Sprintf("Wrote %s (%s, %s) and its block map %s (%s of the image is not zero)", out, res.Format, units.FormatSize(res.Written), res.BMap, units.FormatSize(res.MappedBytes)),
-		termui.ReadBoundLine(read),
-	}
-	if v := res.Verify; v != nil {
-		sum.Verified = true
-		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
-		text = append(text, fmt.Sprintf("Verified: a second read of %s matches (%s)", units.FormatSize(v.Bytes), v.Elapsed.Round(time.Millisecond)))
-	}
-	text = append(text, "SHA-256 "+sum.SHA256)
-	rep.Event(sum, strings.Join(text, "\n"))
+	sessionview.BackedUp(rep, res, out)
 	return nil
-}
-
-// presentBackup shows a backup's events.
-func presentBackup(rep termui.Reporter, e session.Event) {
-	switch e := e.(type) {
-	case session.BackupStarted:
-		rep.Event(&jsonevents.ReadStart{
-			Command: jsonevents.CommandRead,
-			Target:  e.Target, Out: e.Out, Format: e.Format, TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
-		}, fmt.Sprintf("Backing %s up to %s (%s) ...", e.Target, e.Out, e.Format))
-	case session.InUse:
-		msg := inUseNote(e.Err)
-		rep.Event(jsonevents.NewNote(msg), msg)
-	case session.ExtentChosen:
-		if msg := extentNote(e.Card, e.Extent); msg != "" {
-			rep.Event(jsonevents.NewNote(msg), msg)
-		}
-	default:
-		presentCard(rep, e)
-	}
-}
-
-// inUseNote says that a disk read through the kernel is in use, which
-// write refuses and read only warns of: its file systems can change while
-// they are read.
-func inUseNote(inUse error) string {
-	var uses []drive.Use
-	if te := (*drive.Error)(nil); errors.As(inUse, &te) {
-		uses = te.Uses
-	}
-	return fmt.Sprintf("%v: what is read may change meanwhile, and the backup be inconsistent; %s first for a consistent one", inUse, inUseAdvice(uses))
-}
-
-// extentNote says how --used decided how much to read ("" without it).
-func extentNote(name string, e imagedst.Extent) string {
-	switch e.Table {
-	case "":
-		return ""
-	case "none":
-		if e.Damaged != nil {
-			return fmt.Sprintf("%s: %v: reading the whole card, as for a card without one", name, e.Damaged)
-		}
-		return fmt.Sprintf("%s has no partition table: reading the whole card", name)
-	case parttable.GPT:
-		return fmt.Sprintf("GPT: reading up to the end of the last partition, %s; the backup GPT at the end of the card is not included (sgdisk -e rebuilds it after a restore)", units.FormatSize(e.Size))
-	}
-	return fmt.Sprintf("MBR: reading up to the end of the last partition, %s of %s", units.FormatSize(e.Size), units.FormatSize(e.Capacity))
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/probe/fakecheck"
-	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/sessionview"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 )
 
@@ -53,19 +51,11 @@ one LIST was saved from is refused before anything is written.`,
 // restoreRun puts the regions back and says what it did.
 func restoreRun(ctx context.Context, rep termui.Reporter, o *restoreOptions) error {
 	cfg := o.Config
-	cfg.OnNotice = noticeNotes(rep)
+	cfg.OnNotice = words().Notices(rep)
 	r, err := fakecheck.PutBack(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("Put back %d regions (%s) on %s, synced and read back the same", r.Regions, units.FormatBytes(r.Bytes), r.Card)
-	if r.Holds > 0 {
-		msg += fmt.Sprintf(" up to byte %d (past it the card keeps nothing)", r.Holds)
-	}
-	if r.PastRegions > 0 {
-		msg += fmt.Sprintf("; the %d regions past it (%s) were written where the card puts them "+
-			"(on a card that wraps around, onto the blocks below it they alias, in the order that leaves each block what it held first) and cannot be read back on their own", r.PastRegions, units.FormatBytes(r.PastBytes))
-	}
-	rep.Event(jsonevents.NewNote(msg), msg)
+	sessionview.PutBack(rep, r)
 	return nil
 }

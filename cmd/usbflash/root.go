@@ -16,6 +16,7 @@ import (
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/lib/stopsignal"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
@@ -250,18 +251,10 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) != n {
 			return &usageError{fmt.Sprintf("%s needs %s, got %s; see '%s --help'",
-				c.Name(), names, plural(len(args), "argument"), c.CommandPath())}
+				c.Name(), names, termui.Plural(len(args), "argument"), c.CommandPath())}
 		}
 		return nil
 	}
-}
-
-// plural is "1 command", "2 commands", "0 commands".
-func plural[T ~int | ~int64](n T, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // jsonRequested says whether the command line asked for JSON output, also

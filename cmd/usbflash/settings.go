@@ -8,14 +8,17 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/probe/cardbench"
+	"github.com/usbflash/usbflash/internal/probe/fakecheck"
 	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/sessionview"
 	"github.com/usbflash/usbflash/usbms"
 )
 
 // settingFlags is the one table of the command line's names for the
 // settings the libraries' errors and notices are about: an error about a
 // setting (failure.SettingError) names the flag that gave it
-// (inFlagWords), and so does a reader's notice of one (noteWithAdvice).
+// (inFlagWords), and so does a presenter (words: a reader's notice of a
+// setting, the flag of a setting its lines name).
 // A setting no flag gives is absent.
 func settingFlags() map[failure.Setting]string {
 	return map[failure.Setting]string{
@@ -37,10 +40,12 @@ func settingFlags() map[failure.Setting]string {
 		session.SettingOS:              "--os",
 		session.SettingSize:            "--size",
 		session.SettingRepair:          "--repair",
+		session.SettingEject:           "--eject",
 		session.SettingOut:             "OUT",
 		session.SettingBlockMap:        "--bmap and --no-bmap",
 		session.SettingSparse:          "--sparse and --bmap",
 		cardbench.SettingCompare:       "--compare",
+		fakecheck.SettingDestructive:   "--destructive",
 		cardbench.SettingSizes:         "--sizes",
 		cardbench.SettingRegion:        "--region",
 		cardbench.SettingPreserve:      "--preserve --region",
@@ -81,4 +86,11 @@ func inFlagWords(err error) error {
 		return err
 	}
 	return &settingFlagError{msg: strings.Replace(err.Error(), se.Error(), flagOf(se.Setting)+": "+se.Err.Error(), 1), err: err}
+}
+
+// words are the command line's words the presenters say: its one table of
+// flags, its advice for a reader's notice and for a disk in use, its exit
+// codes.
+func words() sessionview.Words {
+	return sessionview.Words{Flag: flagOf, NoticeAdvice: noticeAdvice, InUseAdvice: inUseAdvice, Codes: classCodes(), Hint: hint}
 }

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/internal/drive"
-	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/session"
-	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/sessionview"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
@@ -97,52 +94,14 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 func (a *app) verifyRun(ctx context.Context, o *verifyOptions) error {
 	return a.reported(o.JSON, o.Quiet, func(rep termui.Reporter) error {
 		cfg := o.Config
-		cfg.Observer = session.ObserverFunc(func(e session.Event) { presentVerify(rep, e) })
+		cfg.Observer = sessionview.Verify(rep, words())
 		res, err := session.Verify(ctx, cfg, o.Target)
 		if err != nil {
 			return &compareError{err}
 		}
-		rep.Event(&jsonevents.Summary{
-			Command: jsonevents.CommandVerify,
-			Bytes:   res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: termui.Rate(res.Bytes, res.Elapsed), Verified: true,
-			Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: termui.PerGiB(res.CPU, res.Bytes),
-		}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", res.Card, shown.Text(res.Image), units.FormatBytes(res.Bytes),
-			res.Elapsed.Round(time.Millisecond), units.FormatRate(termui.Rate(res.Bytes, res.Elapsed)),
-			termui.CPULine(res.CPU, res.Bytes, res.Memory)))
+		sessionview.Verified(rep, res)
 		return nil
 	})
-}
-
-// presentVerify shows a verify session's events as the single-card
-// contract has them.
-func presentVerify(rep termui.Reporter, e session.Event) {
-	if e, ok := e.(session.Started); ok {
-		src := e.Source
-		rep.Event(&jsonevents.Start{
-			Command: jsonevents.CommandVerify,
-			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
-			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize),
-		}, fmt.Sprintf("Comparing %s (%s, %s) with %s ...", e.Image, src.Format, termui.ImageSize(src), e.Targets[0]))
-		return
-	}
-	presentCard(rep, e)
-}
-
-// presentCard shows the events every session of one card has (write,
-// verify, read): the card opened, notes, the block map chosen, progress.
-func presentCard(rep termui.Reporter, e session.Event) {
-	switch e := e.(type) {
-	case session.BlockMapChosen:
-		presentBlockMap(rep, e)
-	case session.Opened:
-		rep.Event(newDeviceEvent(e), "")
-	case session.Note:
-		rep.Event(noteWithAdvice(e.Message, e.Notice))
-	case session.Progress:
-		rep.Progress(progressOf(e))
-	case session.Checksum:
-		rep.Event(&jsonevents.Checksum{State: e.State, From: e.From, SignedBy: e.SignedBy, Target: e.Card}, "")
-	}
 }
 
 // compareError is a verify command's failure: a difference means the card

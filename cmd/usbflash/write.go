@@ -20,6 +20,7 @@ import (
 	"github.com/usbflash/usbflash/internal/station/slotlog"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 	"github.com/usbflash/usbflash/internal/ui/report"
+	"github.com/usbflash/usbflash/internal/ui/sessionview"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
@@ -272,15 +273,16 @@ func (a *app) writeRun(ctx context.Context, o *writeOptions) error {
 			}
 			cfg.Confirm = func(cards []*drive.Device, src *image.Source) error { return a.confirm(cards, named, src) }
 		}
+		several := len(o.Targets) > 1 || o.Report != "" || o.All || a.perCard
+		p := sessionview.NewWrite(rep, words(), several, o.Watch, cfg.Verify)
 		if o.Watch {
-			p := newSessionPresenter(rep, o)
 			cfg.Observer = session.Tee(p, station, logs)
 			find := a.watchFinder
 			if find == nil {
 				find = cfg.Readers.Finder(cfg.Force)
 			}
 			res, err := session.Watch(ctx, cfg, find)
-			return p.finish(res, err)
+			return p.Finish(res, err)
 		}
 		specs := o.Targets
 		if o.All {
@@ -288,18 +290,9 @@ func (a *app) writeRun(ctx context.Context, o *writeOptions) error {
 				return err
 			}
 		}
-		var p interface {
-			session.Observer
-			finish(*session.Result, error) error
-		}
-		if len(specs) > 1 || o.Report != "" || o.All || a.perCard {
-			p = newSessionPresenter(rep, o)
-		} else {
-			p = newCardPresenter(rep)
-		}
 		cfg.Observer = session.Tee(p, station, logs)
 		res, err := session.Run(ctx, cfg, specs)
-		return p.finish(res, err)
+		return p.Finish(res, err)
 	})
 }
 

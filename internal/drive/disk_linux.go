@@ -90,3 +90,7 @@ type linuxDisk struct {
 
 func (d *linuxDisk) RawDisk() WholeDisk { return d.disk }
 func (d *linuxDisk) String() string     { return "disk:" + d.disk.Node }
+
+// notEjectable says what it is that has no card to eject: the kernel
+// offers no eject of a whole disk usbflash could use.
+func (d *linuxDisk) notEjectable() string { return "a disk: target on Linux" }

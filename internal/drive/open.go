@@ -108,12 +108,25 @@ func (d *Device) Capacity() int64 { return blockdev.Capacity(d.Dev) }
 // disk: target).
 var ErrNotEjectable = errors.New("the target has no card to eject")
 
+// NotEjectableError is ErrNotEjectable of one target: What says what it
+// is ("a file: target", "a disk: target on Linux").
+type NotEjectableError struct{ What string }
+
+func (e *NotEjectableError) Error() string { return e.What + " has no card to eject" }
+
+// Is makes it ErrNotEjectable.
+func (e *NotEjectableError) Is(err error) bool { return err == ErrNotEjectable }
+
 // Eject ejects the card (START STOP UNIT; for a disk: target the
-// system's eject), ErrNotEjectable for a file.
+// system's eject); a *NotEjectableError for a target without one.
 func (d *Device) Eject(ctx context.Context) error {
 	e, ok := d.Dev.(blockdev.Ejector)
 	if !ok {
-		return ErrNotEjectable
+		what := "a file: target"
+		if n, ok := d.Dev.(interface{ notEjectable() string }); ok {
+			what = n.notEjectable()
+		}
+		return &NotEjectableError{What: what}
 	}
 	return e.Eject(ctx)
 }

@@ -30,6 +30,9 @@ const (
 	// SettingRepair is the repair of a card that reads back different
 	// (Config.Repair, VerifyConfig.Repair).
 	SettingRepair failure.Setting = "repair"
+	// SettingEject is the eject of each card when done (Config.Eject),
+	// which a target without a card ignores (drive.NotEjectableError).
+	SettingEject failure.Setting = "eject"
 )
 
 // checkSizes refuses, before anything is opened, sizes no card can make

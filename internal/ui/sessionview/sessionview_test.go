@@ -1,0 +1,65 @@
+package sessionview
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/usbflash/usbflash/internal/drive"
+	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/termui"
+	"github.com/usbflash/usbflash/usbms"
+)
+
+// testWords stand for the command line's: a flag for every setting, one
+// piece of advice for every notice.
+func testWords() Words {
+	return Words{
+		Flag: func(s failure.Setting) string { return "--" + strings.ReplaceAll(string(s), " ", "-") },
+		NoticeAdvice: func(n *usbms.Notice) string {
+			return map[bool]string{true: "advice", false: ""}[n != nil && n.Kind == usbms.NoticeTransferCap]
+		},
+		InUseAdvice: func(uses []drive.Use) string { return "unmount it" },
+	}
+}
+
+// events is what rep printed as JSON.
+func events(t *testing.T, out *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var evs []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		evs = append(evs, m)
+	}
+	return evs
+}
+
+// TestNotes: what the presenters say of a reader's notices and of a disk
+// in use: the setting a notice names told by its flag, the advice as the
+// note's hint, a backup of a disk in use warned of with what frees it.
+func TestNotes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		event     session.Event
+		msg, hint string
+	}{
+		{"a setting", session.Note{Message: "queue depth 4 does nothing on this reader", Notice: &usbms.Notice{Kind: usbms.NoticeSetting, Setting: usbms.SettingQueueDepth}},
+			"--queue-depth 4 does nothing on this reader", ""},
+		{"advice", session.Note{Message: "commands made smaller", Notice: &usbms.Notice{Kind: usbms.NoticeTransferCap, Cap: 1 << 20}}, "commands made smaller", "advice"},
+		{"a disk in use", session.InUse{Err: &drive.Error{Msg: "/dev/loop7 is in use: /dev/loop7 is mounted on /mnt", Err: drive.ErrInUse, Uses: []drive.Use{drive.UseMounted}}},
+			"/dev/loop7 is in use: /dev/loop7 is mounted on /mnt: what is read may change meanwhile, and the backup be inconsistent; unmount it first for a consistent one", ""},
+	} {
+		var out bytes.Buffer
+		Backup(termui.New(&out, &out, termui.Options{JSON: true}), testWords()).Observe(tc.event)
+		e := events(t, &out)[0]
+		if hint, _ := e["hint"].(string); e["event"] != "note" || e["message"] != tc.msg || hint != tc.hint {
+			t.Errorf("%s: %v, want the note %q (hint %q)", tc.name, e, tc.msg, tc.hint)
+		}
+	}
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/usbflash/usbflash/internal/probe/cardbench"
 	"github.com/usbflash/usbflash/internal/probe/region"
 	"github.com/usbflash/usbflash/internal/ui/benchview"
-	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 )
 
@@ -229,82 +228,13 @@ func (a *app) benchRun(ctx context.Context, o *benchOptions) error {
 				}
 			})
 		}
-		run, err := cardbench.Run(ctx, cfg, (&benchPresenter{rep: rep, o: o}).observe)
+		run, err := cardbench.Run(ctx, cfg, benchview.NewPresenter(rep, words(), cfg, o.JSON).Observe)
 		if err != nil {
 			return err
 		}
-		return benchReport(rep, run, o.Plot)
+		if err := benchview.Report(rep, words(), run, o.Plot); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+		return nil
 	})
-}
-
-// benchPresenter tells a bench session's events to the reporter.
-type benchPresenter struct {
-	rep   termui.Reporter
-	o     *benchOptions
-	since time.Time // the step under way began
-}
-
-func (p *benchPresenter) observe(e cardbench.Event) {
-	rep := p.rep
-	switch e := e.(type) {
-	case cardbench.Started:
-		rep.Event(benchview.Start(e, p.o.Config.PointTime, p.o.Config.Write, p.o.Config.Plan.Preserve))
-	case cardbench.Note:
-		if e.Notice != nil {
-			rep.Event(words().Note(e.Message, e.Notice))
-		} else {
-			rep.Event(jsonevents.NewNote(e.Message), e.Message)
-		}
-	case cardbench.StepStarted:
-		p.since = time.Now()
-		rep.Progress(jsonevents.Progress{Phase: jsonevents.Phase(e.Step), Total: int64(e.Total), Unit: jsonevents.UnitPoints})
-	case cardbench.Progress:
-		rep.Progress(jsonevents.Progress{Phase: jsonevents.Phase(e.Step), Done: int64(e.Done), Total: int64(e.Total),
-			ElapsedS: time.Since(p.since).Seconds(), Unit: jsonevents.UnitPoints})
-	case cardbench.Measured:
-		// Points are JSON events only: a text event would end the
-		// progress bar each time, and the table says it all at the end.
-		if p.o.JSON {
-			rep.Event(jsonevents.NewBenchPoint(e.Point), "")
-		}
-	case cardbench.Restoring:
-		if e.Cancelled {
-			note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again stops the restore and saves them to a file)", e.Region.Offset, e.Region.End(), e.Device)
-			rep.Event(jsonevents.NewNote(note), note)
-		}
-	case cardbench.Restored:
-		msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", e.Region.Offset, e.Region.End(), e.Device)
-		rep.Event(&jsonevents.BenchRestored{Offset: e.Region.Offset, Length: e.Region.Length, Verified: true}, msg)
-	}
-}
-
-// benchReport presents the run: a table and a chart of the curves, the
-// alignment test, random operations, the round trip and the recommended
-// transfer size; as text, or as one JSON summary after the points.
-func benchReport(rep termui.Reporter, run *cardbench.Report, plot string) error {
-	series := cardbench.Summarize(run.Points)
-	summary := benchview.Summary(run, series)
-	// The measurements are shown even when the plot cannot be saved; the
-	// failure follows them, with its exit code.
-	var plotErr error
-	if plot != "" {
-		if plotErr = benchview.WritePlot(plot, series, run.Target, summary.RecommendedTransferSize); plotErr == nil {
-			summary.Plot = plot
-		}
-	}
-	text := benchview.Text(run, series)
-	if summary.RecommendedTransferSize > 0 {
-		summary.Recommendation = fmt.Sprintf("Recommended --transfer-size %s: the smallest within %.0f%% of the best %s (%s at %s)",
-			units.FormatSize(summary.RecommendedTransferSize), cardbench.Tolerance*100, summary.RecommendedFrom,
-			units.FormatRate(summary.BestRate), units.FormatSize(summary.BestSize))
-		text += summary.Recommendation
-	}
-	if summary.Plot != "" {
-		text += "\nPlot: " + plot
-	}
-	rep.Event(summary, text)
-	if plotErr != nil {
-		return fmt.Errorf("--plot: %w", plotErr)
-	}
-	return nil
 }

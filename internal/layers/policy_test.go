@@ -95,13 +95,13 @@ internal/failure, internal/lib/outfile, internal/session, internal/ui/jsonevents
 internal/failure, internal/session, internal/ui/jsonevents < internal/station/slotlog;
 internal/lib/units, internal/lib/shown, internal/drive < internal/ui/readerinfo;
 internal/lib/units, internal/lib/shown, internal/image/catalog, internal/ui/jsonevents < internal/ui/catalogview;
-internal/lib/units, internal/lib/outfile, internal/probe/cardbench,
-  internal/ui/jsonevents < internal/ui/benchview;
 BASE, internal/lib/shown, internal/drive, internal/image, internal/session, pipeline,
   internal/ui/jsonevents, internal/ui/readerinfo < internal/ui/termui;
 BASE, internal/lib/parttable, internal/lib/shown, internal/drive, internal/image,
   internal/image/imagedst, internal/session, internal/probe/fakecheck, internal/ui/jsonevents,
   internal/ui/termui, pipeline, usbms < internal/ui/sessionview;
+internal/lib/units, internal/lib/outfile, internal/probe/cardbench, internal/session,
+  internal/ui/jsonevents, internal/ui/sessionview, internal/ui/termui < internal/ui/benchview;
 internal/ui/eventsdoc < internal/ui/eventsdoc/gen;
 internal/customize, internal/drive, internal/image/catalog, internal/ui/jsonevents,
   internal/ui/readerinfo, internal/ui/termui < internal/ui/web;

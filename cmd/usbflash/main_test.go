@@ -120,8 +120,7 @@ func lastEvent(t *testing.T, out, name string) map[string]any {
 	return found
 }
 
-func TestListWithoutUSBSaysSoAndSucceeds(t *testing.T) {
-	t.Parallel()
+func listWithoutUSB(t *testing.T) {
 	// A machine without /dev/bus/usb (a container), and a build without
 	// a USB backend, as the backends say so.
 	for _, kind := range []error{usbdev.ErrNoUSBAccess, usbdev.ErrNoUSBSupport} {
@@ -140,11 +139,10 @@ func TestListWithoutUSBSaysSoAndSucceeds(t *testing.T) {
 	}
 }
 
-// TestListShowsDisks: list shows the disk: targets beside the readers,
+// listShowsDisks: list shows the disk: targets beside the readers,
 // also where a build has no USB (macOS and Windows today), and says so
 // when the disks cannot be listed, without failing.
-func TestListShowsDisks(t *testing.T) {
-	t.Parallel()
+func listShowsDisks(t *testing.T) {
 	noUSB := func(context.Context) ([]usbdev.Info, error) {
 		return nil, &usbdev.Error{Op: "listing USB devices", Kind: usbdev.ErrNoUSBSupport, Err: errors.New("built without USB")}
 	}
@@ -201,6 +199,23 @@ func TestConfirmationAtATerminal(t *testing.T) {
 		if written := len(got) >= len(img) && bytes.Equal(got[:len(img)], img); written != (tt.want == exitOK) {
 			t.Errorf("answer %q: image written = %v", tt.answer, written)
 		}
+	}
+}
+
+// subtest is a test run as a subtest of another under its name.
+type subtest struct {
+	name string
+	test func(*testing.T)
+}
+
+// parallel runs each of tests as a parallel subtest of t.
+func parallel(t *testing.T, tests ...subtest) {
+	t.Parallel()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.test(t)
+		})
 	}
 }
 

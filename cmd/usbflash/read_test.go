@@ -49,11 +49,10 @@ func mbrCard(t *testing.T, size, end int) string {
 	return cardWith(t, b, size)
 }
 
-// TestReadContract: what read says of where it stops, the mistakes it
+// readContract: what read says of where it stops, the mistakes it
 // refuses before reading (with the flag or argument at fault and the
 // advice), and its exit codes.
-func TestReadContract(t *testing.T) {
-	t.Parallel()
+func readContract(t *testing.T) {
 	dir := t.TempDir()
 	existing := filepath.Join(dir, "b.img.zst")
 	os.WriteFile(existing, []byte("yesterday's backup"), 0o644)
@@ -105,11 +104,10 @@ func (a *atPhase) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestReadVerifyContract: a second read that differs exits 6 with advice
+// readVerify: a second read that differs exits 6 with advice
 // about the card and reader, keeping the first read as OUT.part; Ctrl-C
 // during the second read exits 130, keeps it too, and says so.
-func TestReadVerifyContract(t *testing.T) {
-	t.Parallel()
+func readVerify(t *testing.T) {
 	t.Run("the card changes between the reads", func(t *testing.T) {
 		card := cardWith(t, holeyImage(), 4<<20)
 		orig, _ := os.ReadFile(card)
@@ -152,4 +150,12 @@ func TestReadVerifyContract(t *testing.T) {
 		}
 		noFiles(t, dir, "b.img.zst.part")
 	})
+}
+
+// TestReadCommand: what read says and how it exits.
+func TestReadCommand(t *testing.T) {
+	parallel(t,
+		subtest{"where it stops and what it refuses", readContract},
+		subtest{"--verify", readVerify},
+	)
 }

@@ -15,12 +15,11 @@ import (
 	"github.com/usbflash/usbflash/internal/ui/report"
 )
 
-// TestReadersSimBus: --readers sim:DIR is the readers every command sees:
+// readersSimBus: --readers sim:DIR is the readers every command sees:
 // list shows each card file as a reader (an empty one as an empty slot),
 // an N target and --all write them, and a bad setting is a usage error
 // naming the flag.
-func TestReadersSimBus(t *testing.T) {
-	t.Parallel()
+func readersSimBus(t *testing.T) {
 	img := testImage(3<<20 + 512)
 	image := writeFile(t, "os.img", img)
 	for _, tt := range []struct {
@@ -68,12 +67,11 @@ func TestReadersSimBus(t *testing.T) {
 	}
 }
 
-// TestWatchSimBus: write --watch on --readers sim:DIR is a station of
+// watchSimBus: write --watch on --readers sim:DIR is a station of
 // simulated readers: a reader plugged in (a card file made) is written,
 // one plugged in later too, a card file replaced by another is another
 // card; each once, and the run ends as a station's does.
-func TestWatchSimBus(t *testing.T) {
-	t.Parallel()
+func watchSimBus(t *testing.T) {
 	img := testImage(2<<20 + 512)
 	image := writeFile(t, "os.img", img)
 	dir := t.TempDir()
@@ -134,4 +132,13 @@ func TestWatchSimBus(t *testing.T) {
 			t.Errorf("%s does not hold the image", name)
 		}
 	}
+}
+
+// TestReadersSimBus: --readers sim:DIR, the simulated readers every
+// command sees.
+func TestReadersSimBus(t *testing.T) {
+	parallel(t,
+		subtest{"every command", readersSimBus},
+		subtest{"a station", watchSimBus},
+	)
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/ui/termui"
+	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/usbms"
 )
 
@@ -60,6 +62,42 @@ func TestNotes(t *testing.T) {
 		e := events(t, &out)[0]
 		if hint, _ := e["hint"].(string); e["event"] != "note" || e["message"] != tc.msg || hint != tc.hint {
 			t.Errorf("%s: %v, want the note %q (hint %q)", tc.name, e, tc.msg, tc.hint)
+		}
+	}
+}
+
+// TestWriteOfOneCard: a one-card write's summary in words that agree with
+// its numbers, a target without a card to eject said in the command
+// line's words (and as a note), and progress: decoded bytes, and the
+// compressed file's only when it has them.
+func TestWriteOfOneCard(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	p := NewWrite(termui.New(&out, &errOut, termui.Options{}), testWords(), false, false, true)
+	no := false
+	p.Observe(session.CardDone{Outcome: &session.Outcome{Target: "file:c.img",
+		Write: pipeline.WriteResult{Bytes: 4096, Transfers: 1, Elapsed: time.Millisecond}, Ejected: &no,
+		EjectErr: &drive.NotEjectableError{What: "a file: target"}}})
+	if err := p.Finish(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "Wrote 4.10 kB in 1ms (4.1 MB/s), 1 command\n") ||
+		!strings.Contains(s, "Not ejected: --eject does nothing for a file: target") {
+		t.Errorf("summary:\n%s", s)
+	}
+	for _, tc := range []struct {
+		p    session.Progress
+		want string
+	}{
+		{session.Progress{Phase: pipeline.PhaseWrite, Done: 3 << 20, Total: 3 << 20, CompressedDone: -1, CompressedTotal: -1}, `"done":3145728,"total":3145728,`},
+		{session.Progress{Phase: pipeline.PhaseWrite, Done: 3 << 20, Total: 3 << 20, CompressedDone: 1000, CompressedTotal: 1200}, `"compressed_done":1000,"compressed_total":1200`},
+		{session.Progress{Phase: pipeline.PhaseWrite, Done: 3 << 20, Total: -1, CompressedDone: 1000, CompressedTotal: -1}, `"compressed_done":1000,`},
+	} {
+		var js bytes.Buffer
+		Card(termui.New(&js, &js, termui.Options{JSON: true}), testWords(), tc.p)
+		if s := js.String(); !strings.Contains(s, tc.want) || tc.p.CompressedDone < 0 && strings.Contains(s, "compressed") ||
+			tc.p.CompressedTotal < 0 && strings.Contains(s, "compressed_total") {
+			t.Errorf("%+v: %s, want %s", tc.p, s, tc.want)
 		}
 	}
 }

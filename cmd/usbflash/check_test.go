@@ -74,7 +74,7 @@ func readPrefix(path string, n int) ([]byte, error) {
 // device-mapper fake on the USB gadget: check and write --check name it
 // (exit 8, with what was seen), every block the check wrote is put back;
 // a check that cannot put its blocks back prints a restore command that
-// names the card.
+// names the card, and puts them back.
 func checkTimerFlushedFake(t *testing.T) {
 	const real = 16 << 20
 	fake := "size=64MiB&fake=wrap&real=16MiB&write-back=1MiB&write-back-every=8"
@@ -122,6 +122,15 @@ func checkTimerFlushedFake(t *testing.T) {
 				line = strings.TrimSpace(strings.SplitN(line, "\n", 2)[0])
 				if !strings.HasSuffix(line, shellWord(target)) {
 					t.Errorf("restore command %q does not name the card %s", line, shellWord(target))
+				}
+				// The command as printed (but the sim's fault) puts
+				// back what the check wrote.
+				words := shellWords(t, line)
+				if r := runCLI(t, "restore", words[2], "sim:"+card); r.code != exitOK {
+					t.Fatalf("%s: exit %d\n%s", line, r.code, r.stderr)
+				}
+				if got, err := readPrefix(card, len(before)); err != nil || !bytes.Equal(got, before) {
+					t.Errorf("after %s the card does not hold what it held before the check (%v)", line, err)
 				}
 				return
 			}

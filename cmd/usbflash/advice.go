@@ -491,17 +491,13 @@ func restoreAdvice(e *region.RestoreError) string {
 	}
 	disk, how := e.Disk, ""
 	switch {
-	case strings.HasPrefix(e.Device, "file:"):
-		disk = strings.TrimPrefix(e.Device, "file:")
-	case strings.HasPrefix(e.Device, "sim:"):
-		disk = strings.TrimSuffix(strings.TrimPrefix(e.Device, "sim:"), "/0")
-	case disk != "":
+	case disk == "":
+		disk, how = "DISK", ", DISK being the reader's disk, which `usbflash list` shows as kernel: /dev/sdX"
+	case e.Claimed:
 		// A usb: reader's disk as the kernel had made it before the
 		// claim: it comes back when the reader is let go, usually
 		// under that name.
 		how = fmt.Sprintf(" (%s was the reader's disk before usbflash claimed it: `usbflash list` shows whether it still is)", disk)
-	default:
-		disk, how = "DISK", ", DISK being the reader's disk, which `usbflash list` shows as kernel: /dev/sdX"
 	}
 	bs := int64(max(e.BlockSize, 1))
 	// The command on a line of its own, last: it works pasted whole.

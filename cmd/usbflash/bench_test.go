@@ -200,6 +200,7 @@ func TestBenchRestoreFailureKeepsTheBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			saved.Disk, saved.Claimed = d.Node() // as bench saves it
 			// What the write tests left.
 			if err := d.Dev.WriteBlocks(context.Background(), 2048, make([]byte, 1<<20)); err != nil {
 				t.Fatal(err)

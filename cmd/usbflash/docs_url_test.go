@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,46 +86,4 @@ func TestUsageURLExamples(t *testing.T) {
 	if ran < 7 {
 		t.Errorf("ran %d examples; the sections print 7", ran)
 	}
-}
-
-// holds says the file at path starts with img.
-func holds(path string, img []byte) bool {
-	b, err := os.ReadFile(path)
-	return err == nil && len(b) >= len(img) && bytes.Equal(b[:len(img)], img)
-}
-
-// shellWords splits a shell command line as sh does for the examples:
-// blanks between words, single and double quotes, a # comment.
-func shellWords(t *testing.T, line string) []string {
-	t.Helper()
-	var words []string
-	var w strings.Builder
-	inWord := false
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case c == '\'' || c == '"':
-			j := strings.IndexByte(line[i+1:], c)
-			if j < 0 {
-				t.Fatalf("unterminated quote: %q", line)
-			}
-			w.WriteString(line[i+1 : i+1+j])
-			i += j + 1
-			inWord = true
-		case c == ' ' || c == '\t':
-			if inWord {
-				words, inWord = append(words, w.String()), false
-				w.Reset()
-			}
-		case c == '#' && !inWord:
-			return words
-		default:
-			w.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, w.String())
-	}
-	return words
 }

@@ -74,7 +74,7 @@ func openDisk(_ context.Context, t Spec, opts Options) (*Device, error) {
 	if err != nil {
 		return nil, openError(t, err)
 	}
-	dev := &Device{Name: "disk:" + t.Path, Dev: &linuxDisk{Device: f, disk: d}, closer: f.Close}
+	dev := &Device{Name: "disk:" + t.Path, Dev: &linuxDisk{Device: f, disk: d}, closer: f.Close, node: t.Path}
 	if err := f.InUse(); err != nil {
 		dev.InUse = &Error{class: failure.Refused, Target: t.Raw, Msg: err.Error(), Uses: uses(err), Err: err}
 	}

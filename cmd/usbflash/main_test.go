@@ -262,7 +262,8 @@ func parallel(t *testing.T, tests ...subtest) {
 }
 
 // TestMain runs main when the binary is started as usbflash (TestProcess
-// runs it through a link of that name), and the tests otherwise.
+// and the documents' examples run it through a link of that name), and
+// the tests otherwise.
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "usbflash" {
 		main()

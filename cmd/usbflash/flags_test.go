@@ -270,6 +270,15 @@ func TestFlags(t *testing.T) {
 		holdFlags(t, newInfoCommand, flagCase[infoOptions]{args: []string{"info", "--json", "--transport", "bot", card("i")}, check: func(o *infoOptions) bool {
 			return o.Target.Raw == card("i") && o.JSON && o.Readers.Transport == "bot"
 		}})
+		holdFlags(t, newServeCommand,
+			flagCase[serveOptions]{args: []string{"serve", "--listen", ":8080", "--open", "--report", "r.csv", "--station", "line 3", "--stop-timeout", "1m",
+				"--verify-hash", "sha256", "--readers", "sim:" + dir}, check: func(o *serveOptions) bool {
+				return o.listen == ":8080" && o.open && o.report == "r.csv" && o.station == "line 3" && o.stopTimeout == time.Minute &&
+					o.verifyHash == "sha256" && o.Readers.Sim != nil && o.Readers.Sim.Dir == dir
+			}},
+			flagCase[serveOptions]{args: []string{"serve", "--queue-depth", "0"}, refuse: "--queue-depth: 0 is fewer than 1"},
+			flagCase[serveOptions]{args: []string{"serve", "sim:a"}, refuse: "serve needs no arguments"},
+		)
 		holdFlags(t, newListCommand, flagCase[listOptions]{args: []string{"list", "--readers", "sim:" + dir}, check: func(o *listOptions) bool {
 			return o.Readers.Sim != nil && !o.JSON
 		}})

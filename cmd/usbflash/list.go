@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -55,62 +53,46 @@ never the disk the system runs from.`,
 
 // listRun lists the readers and the disks disk: writes.
 func (a *app) listRun(ctx context.Context, o *listOptions) error {
-	found, err := o.Readers.ListReaders(ctx)
-	var usbNote string
+	l, found, err := a.survey(ctx, o.Readers)
+	if err != nil {
+		return err
+	}
+	// What list cannot show and why, beside what it shows.
+	if n := accessNote(found); n != "" {
+		l.Notes = append([]string{n}, l.Notes...)
+	}
+	return l.Print(a.stdout, a.stderr, o.JSON)
+}
+
+// survey is what list shows: the USB readers (none, and why, where there
+// is no USB to list here), found being them as drive lists them, and the
+// disks disk: writes (a note when they cannot be listed); the error of
+// readers that cannot be listed, beside the disks.
+func (a *app) survey(ctx context.Context, readers *drive.Readers) (readerinfo.List, []drive.Reader, error) {
+	var l readerinfo.List
+	found, err := readers.ListReaders(ctx)
 	if errors.Is(err, usbdev.ErrNoUSBAccess) || errors.Is(err, usbdev.ErrNoUSBSupport) {
 		// Not a failure: there are simply no readers to list here.
-		usbNote, found, err = factsAndAdvice(err), nil, nil // the advice says what still works
+		l.NoUSB, found, err = factsAndAdvice(err), nil, nil // the advice says what still works
 	}
 	if err != nil {
-		return failure.Wrap(failure.Device, fmt.Errorf("listing USB devices: %w", err))
+		err = failure.Wrap(failure.Device, fmt.Errorf("listing USB devices: %w", err))
 	}
-	readers := make([]readerinfo.Reader, 0, len(found))
 	for _, r := range found {
-		readers = append(readers, readerinfo.DescribeReader(r, readerWords()))
+		l.Readers = append(l.Readers, readerinfo.DescribeReader(r, readerWords()))
 	}
 	listDisks := drive.ListDisks
 	if a.listDisks != nil {
 		listDisks = a.listDisks
 	}
-	found2, diskErr := listDisks(ctx)
-	disks := make([]readerinfo.Disk, 0, len(found2))
-	for _, d := range found2 {
-		disks = append(disks, readerinfo.DescribeDisk(d))
-	}
-	// What list cannot show and why, beside what it shows.
-	var notes []string
-	if n := accessNote(found); n != "" {
-		notes = append(notes, n)
+	disks, diskErr := listDisks(ctx)
+	for _, d := range disks {
+		l.Disks = append(l.Disks, readerinfo.DescribeDisk(d))
 	}
 	if diskErr != nil {
-		notes = append(notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing disks: %w", diskErr))))
+		l.Notes = append(l.Notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing disks: %w", diskErr))))
 	}
-	if o.JSON {
-		out := map[string]any{"devices": readers, "disks": disks}
-		if usbNote != "" {
-			notes = append([]string{usbNote}, notes...)
-		}
-		if len(notes) > 0 {
-			out["note"] = strings.Join(notes, " ")
-		}
-		return json.NewEncoder(a.stdout).Encode(out)
-	}
-	switch {
-	case usbNote != "":
-		fmt.Fprintf(a.stdout, "No USB readers: %s\n", usbNote)
-	case len(readers) == 0:
-		fmt.Fprintln(a.stdout, "No USB mass-storage readers attached.")
-	default:
-		readerinfo.PrintReaders(a.stdout, readers)
-	}
-	if len(disks) > 0 {
-		fmt.Fprintln(a.stdout, "\nDisks (disk: targets, written through the system's uncached path):")
-		readerinfo.PrintDisks(a.stdout, disks)
-	}
-	for _, n := range notes {
-		fmt.Fprintln(a.stderr, n)
-	}
-	return nil
+	return l, found, err
 }
 
 // accessNote says once, however many readers this user may not open,

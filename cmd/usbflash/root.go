@@ -136,7 +136,7 @@ func newRootCommand(a *app) *cobra.Command {
 		newRestoreCommand(a, nil),
 		newCustomizeCommand(a, nil),
 		newImagesCommand(a, nil),
-		newServeCommand(a),
+		newServeCommand(a, nil),
 	)
 }
 

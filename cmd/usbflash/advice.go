@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -35,28 +34,12 @@ import (
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
-// explain is what a person reads of err: the facts, each once, and one
-// piece of advice ("" when there is none worth giving).
+// explain is what a person reads of err: the facts, each once, the
+// setting a library names told by the flag that gave it, and one piece of
+// advice ("" when there is none worth giving).
 func explain(err error) (msg, advice string) {
-	// A library names the setting it could not work with; a person reads
-	// the flag that gave it.
 	err = inFlagWords(err)
-	msg = err.Error()
-	// A failed block command is described by the pipeline (operation,
-	// target, LBA range, byte offset) and again by the LUN under it:
-	// keep the pipeline's words and the LUN's cause.
-	var (
-		dev *pipeline.DeviceError
-		cmd *usbms.CommandError
-	)
-	if errors.As(err, &dev) && errors.As(dev.Err, &cmd) && cmd.Err != nil {
-		msg = strings.Replace(msg, cmd.Error(), cmd.Err.Error(), 1)
-	}
-	// Wherever Go's words for a cancelled or expired context end up in a
-	// library's text, a person reads English.
-	msg = strings.NewReplacer(context.Canceled.Error(), "cancelled", context.DeadlineExceeded.Error(), "timed out").Replace(msg)
-	// Whatever a library's words quote, no URL's secret is shown.
-	return shown.URLsIn(msg), shown.URLsIn(hint(err))
+	return termui.Facts(err), shown.URLsIn(hint(err))
 }
 
 // newErrorEvent is the error event of err, which ends the command with

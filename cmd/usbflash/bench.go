@@ -93,10 +93,7 @@ the kernel made for a usb: reader (before usbflash takes the interface),
 			if o.Config.Readers, err = a.newReaders(); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(o)
-			}
-			return a.benchRun(c.Context(), o)
+			return runOr(c.Context(), runF, o, a.benchRun)
 		},
 	}
 	fl := c.Flags()

@@ -40,38 +40,17 @@ func (f *customizeFlags) register(fl *pflag.FlagSet) {
 // config is the customisation asked for, nil when none: the file's
 // settings (or base's, given whole: the page's) with the flags' over them.
 func (f *customizeFlags) config(base *customize.Config) (*customize.Config, error) {
-	var c customize.Config
-	if base != nil {
-		c = *base
-	}
-	if f.file != "" {
-		var err error
-		if c, err = customize.Load(f.file); err != nil {
-			return nil, err
-		}
-	}
-	flags := customize.Config{Hostname: f.hostname, User: f.user, InitFormat: f.initFormat, Timezone: f.timezone, Keymap: f.keymap,
-		WiFi: customize.WiFi{SSID: f.wifiSSID, Country: f.wifiCountry}}
-	for _, k := range f.sshKeys {
-		keys, err := customize.ReadKeys(k)
-		if err != nil {
-			return nil, err
-		}
-		flags.SSHKeys = append(flags.SSHKeys, keys...)
-	}
-	// The flags' values are checked as the flags' (the file's were, as
-	// the file's, by Load): an error names the flag that gave the value.
-	if err := flags.Check(); err != nil {
+	c, err := customize.Compose(base, f.file, customize.Config{Hostname: f.hostname, User: f.user, InitFormat: f.initFormat,
+		Timezone: f.timezone, Keymap: f.keymap, WiFi: customize.WiFi{SSID: f.wifiSSID, Country: f.wifiCountry}}, f.sshKeys)
+	switch {
+	case err != nil:
 		return nil, err
+	case !c.Empty():
+		return &c, nil
+	case f.initFormat != "":
+		return nil, &usageError{"--init-format says how to customise: add --customize or a setting (--hostname, ...)"}
 	}
-	c = c.Merge(flags)
-	if c.Empty() {
-		if f.initFormat != "" {
-			return nil, &usageError{"--init-format says how to customise: add --customize or a setting (--hostname, ...)"}
-		}
-		return nil, nil
-	}
-	return &c, nil
+	return nil, nil
 }
 
 // newCustomizeCommand is `usbflash customize`: write's first-boot
@@ -135,10 +114,7 @@ and the error names them: usbflash restore puts either back.`,
 			if o.Config.Readers, err = a.newReaders(); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(o)
-			}
-			return a.customizeRun(c.Context(), o)
+			return runOr(c.Context(), runF, o, a.customizeRun)
 		},
 	}
 	addTransferFlag(c, &transferSize, pipeline.DefaultTransferSize, "the first transfer, held back and written last as write holds it, and the read-back's READ size")

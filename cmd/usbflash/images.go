@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -69,17 +70,19 @@ name, with its folders' or alone, or the start of only one entry's.`,
 				return err
 			}
 			o := &imagesOptions{Catalog: f.catalog, HTTP: http, JSON: asJSON}
-			if runF != nil {
-				return runF(o)
-			}
-			entries, err := session.LoadCatalog(c.Context(), o.Catalog, session.Config{HTTP: o.HTTP})
-			if err != nil {
-				return err
-			}
-			return catalogview.List(a.stdout, entries, o.JSON)
+			return runOr(c.Context(), runF, o, a.imagesRun)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per entry")
 	f.register(c, false)
 	return c
+}
+
+// imagesRun lists the OS list's images.
+func (a *app) imagesRun(ctx context.Context, o *imagesOptions) error {
+	entries, err := session.LoadCatalog(ctx, o.Catalog, session.Config{HTTP: o.HTTP})
+	if err != nil {
+		return err
+	}
+	return catalogview.List(a.stdout, entries, o.JSON)
 }

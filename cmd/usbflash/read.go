@@ -62,10 +62,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 			if err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(o)
-			}
-			return a.readRun(c.Context(), o)
+			return runOr(c.Context(), runF, o, a.readRun)
 		},
 	}
 	fl := c.Flags()
@@ -78,17 +75,6 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line on stdout (start, device, note, phase, progress, summary, error)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")
 	return c
-}
-
-// readArgs completes the target, then the output file's name.
-func readArgs(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	switch len(args) {
-	case 0:
-		return completeTarget(c, toComplete)
-	case 1:
-		return nil, cobra.ShellCompDirectiveDefault
-	}
-	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
 // readOptions reads read's flags and arguments into its Options.
@@ -115,28 +101,24 @@ func (a *app) readOptions(c *cobra.Command, target, out string, f readFlags) (*r
 
 // readRun runs a backup session and presents it.
 func (a *app) readRun(ctx context.Context, o *readOptions) error {
-	return a.reported(o.JSON, o.Quiet, func(rep termui.Reporter) error { return a.backup(ctx, rep, o) })
-}
-
-func (a *app) backup(ctx context.Context, rep termui.Reporter, o *readOptions) error {
-	cfg, out := o.Config, o.Config.Out
-	cfg.Observer = sessionview.Backup(rep, words())
-	b, err := session.NewBackup(cfg)
-	if err != nil {
+	return a.reported(o.JSON, o.Quiet, func(rep termui.Reporter) error {
+		cfg := o.Config
+		cfg.Observer = sessionview.Backup(rep, words())
+		b, err := session.NewBackup(cfg)
+		if err != nil {
+			return err
+		}
+		// A second Ctrl-C: the session says what it left.
+		defer a.aborts.Add(func() {
+			err := b.Abort()
+			rep.Fail(newErrorEvent(err, exitCode(err)))
+		})()
+		res, err := b.Run(ctx, o.Target)
+		if errors.As(err, new(*imagedst.SizeError)) {
+			return fmt.Errorf("--size %w", err)
+		} else if err == nil {
+			sessionview.BackedUp(rep, res, cfg.Out)
+		}
 		return err
-	}
-	// A second Ctrl-C: the session says what it left.
-	defer a.aborts.Add(func() {
-		err := b.Abort()
-		rep.Fail(newErrorEvent(err, exitCode(err)))
-	})()
-	res, err := b.Run(ctx, o.Target)
-	var past *imagedst.SizeError
-	if errors.As(err, &past) {
-		return fmt.Errorf("--size %w", err)
-	} else if err != nil {
-		return err
-	}
-	sessionview.BackedUp(rep, res, out)
-	return nil
+	})
 }

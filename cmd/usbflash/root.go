@@ -199,11 +199,17 @@ Targets:
 				}
 			}
 		}
-		if c.Name() == "info" && c.ValidArgsFunction == nil {
-			c.ValidArgsFunction = targetArgs(false)
-		}
 	}
 	return root
+}
+
+// runOr runs a command's Options o by runF, when a test gave one, else by
+// run, the command's own.
+func runOr[O any](ctx context.Context, runF func(*O) error, o *O, run func(context.Context, *O) error) error {
+	if runF != nil {
+		return runF(o)
+	}
+	return run(ctx, o)
 }
 
 // groupCommand makes a command that only holds subcommands (usbflash,

@@ -76,10 +76,7 @@ simulated readers instead of USB's: the page without hardware.`,
 				return err
 			}
 			o := &serveOptions{serveFlags: f, Readers: readers}
-			if runF != nil {
-				return runF(o)
-			}
-			return a.serveRun(c.Context(), o)
+			return runOr(c.Context(), runF, o, a.serveRun)
 		},
 	}
 	fl := c.Flags()

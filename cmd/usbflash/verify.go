@@ -73,10 +73,7 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 			if o.Config.HTTP, err = a.httpOptions(); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(o)
-			}
-			return a.verifyRun(c.Context(), o)
+			return runOr(c.Context(), runF, o, a.verifyRun)
 		},
 	}
 	addTransferFlag(c, &transferSize, pipeline.DefaultReadSize, "bytes per READ command")

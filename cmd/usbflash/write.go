@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
@@ -31,22 +32,22 @@ type writeFlags struct {
 	yes, force, noVerify, eject bool
 	verifyHash                  string // a pipeline.VerifyMethod's name
 	verifyMethod                pipeline.VerifyMethod
-	trust                       trustFlags // trust.go
+	trust                       trustFlags
 	transferSize                string
 	buffers                     int // as given; 0: the engine's, for the size the cards take
 	asJSON, quiet               bool
-	// Many cards at once (multi.go, watch.go).
+	// Many cards at once.
 	all, watch, skipRefused bool
 	lag                     int
 	report                  string
-	bmap                    blockMapFlags  // bmap.go
-	check                   bool           // probe each card for a fake capacity first
-	maxCache                string         // --check's cache bound
-	metrics                 metrics.Setup  // --metrics-listen, --metrics-textfile
-	custom                  customizeFlags // customize.go
+	bmap                    blockMapFlags
+	check                   bool          // probe each card for a fake capacity first
+	maxCache                string        // --check's cache bound
+	metrics                 metrics.Setup // --metrics-listen, --metrics-textfile
+	custom                  customizeFlags
 	repair                  bool
 	stopTimeout             time.Duration // --watch: how long a stop request lets cards finish
-	catalog                 catalogFlags  // --catalog, --os (images.go)
+	catalog                 catalogFlags  // --catalog, --os
 	logDir                  string        // --log-dir: one log per slot
 	station, operator       string        // labels of every record
 }
@@ -94,10 +95,7 @@ The buffers take (buffers + 2) x transfer size of memory, at most ` + units.Form
 			if err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return a.writeRun(c.Context(), opts)
+			return runOr(c.Context(), runF, opts, a.writeRun)
 		},
 	}
 	fl := c.Flags()
@@ -367,4 +365,20 @@ func (a *app) confirmOverwrite(cards []*drive.Device, what string) error {
 		return a.ask(cards, what)
 	}
 	return termui.Prompt{In: a.stdin, Out: a.stderr, Interactive: a.interactive}.ConfirmOverwrite(cards, what)
+}
+
+// blockMapFlags are write's options for writing less than the whole image.
+type blockMapFlags struct {
+	path           string
+	noBmap, sparse bool
+}
+
+func (f *blockMapFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.path, "bmap", "", "write only the ranges this bmaptool block map lists (default: IMAGE.bmap next to the image, compression suffixes removed, when there is one)")
+	fl.BoolVar(&f.noBmap, "no-bmap", false, "write every byte even when a block map lies next to the image")
+	fl.BoolVar(&f.sparse, "sparse", false, "without a block map, skip what is zero in the image, 4 KiB at a time (those regions keep the card's old bytes)")
+}
+
+func (f blockMapFlags) choice() session.BlockMapChoice {
+	return session.BlockMapChoice{Path: f.path, Off: f.noBmap, Sparse: f.sparse}
 }

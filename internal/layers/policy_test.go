@@ -21,7 +21,7 @@ const policy = `
 NONE < internal/failure, internal/lib/units, internal/lib/aligned,
   internal/lib/splitmix, internal/lib/flock, internal/lib/buildinfo,
   internal/lib/stopsignal, internal/lib/shown, internal/image/xzdec, internal/ui/eventsdoc,
-  internal/dist, internal/layers, internal/probe/fakecheck/fakecases,
+  internal/dist, internal/dist/gendocs, internal/lib/cpuprofile, internal/layers, internal/probe/fakecheck/fakecases,
   internal/testkit/factsonly, internal/testkit/flakyhttp,
   internal/testkit/osimage, internal/testkit/readonly,
   internal/testkit/testfifo, internal/testkit/testpattern,
@@ -95,13 +95,14 @@ internal/failure, internal/lib/outfile, internal/session, internal/ui/jsonevents
 internal/failure, internal/session, internal/ui/jsonevents < internal/station/slotlog;
 internal/lib/units, internal/lib/shown, internal/drive < internal/ui/readerinfo;
 internal/lib/units, internal/lib/shown, internal/image/catalog, internal/ui/jsonevents < internal/ui/catalogview;
-BASE, internal/lib/shown, internal/drive, internal/image, internal/session, pipeline,
+BASE, internal/lib/shown, internal/drive, internal/image, internal/session, pipeline, usbms,
   internal/ui/jsonevents, internal/ui/readerinfo < internal/ui/termui;
 BASE, internal/lib/parttable, internal/lib/shown, internal/drive, internal/image,
   internal/image/imagedst, internal/session, internal/probe/fakecheck, internal/ui/jsonevents,
   internal/ui/termui, pipeline, usbms < internal/ui/sessionview;
 internal/lib/units, internal/lib/outfile, internal/probe/cardbench, internal/session,
   internal/ui/jsonevents, internal/ui/sessionview, internal/ui/termui < internal/ui/benchview;
+internal/drive, usbms/usbdev < internal/ui/complete;
 internal/ui/eventsdoc < internal/ui/eventsdoc/gen;
 internal/customize, internal/drive, internal/image/catalog, internal/ui/jsonevents,
   internal/ui/readerinfo, internal/ui/termui < internal/ui/web;

@@ -85,13 +85,13 @@ func readRegions(capacity, length, fit, align int64) []Region {
 // Point is one measurement: transfers of Size bytes, one after another, on
 // one path in one region.
 type Point struct {
-	Path     string        `json:"path"`
-	Op       string        `json:"op"`
-	Size     int64         `json:"size"`
-	Region   string        `json:"region"`
-	Bytes    int64         `json:"bytes"`
-	Commands int           `json:"commands"`
-	Elapsed  time.Duration `json:"elapsed_ns"`
+	Path     string
+	Op       string
+	Size     int64
+	Region   string
+	Bytes    int64
+	Commands int
+	Elapsed  time.Duration
 }
 
 // Rate is the point's throughput in bytes per second.

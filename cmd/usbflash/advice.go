@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -25,6 +24,7 @@ import (
 	"github.com/usbflash/usbflash/internal/probe/region"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/report"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
@@ -35,46 +35,12 @@ import (
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
-// settingFlag is the flag that gives a library's setting, said before
-// the error's own words (flagOf's settings are named by withFlags); "" for
-// one no flag gives.
-func settingFlag(s failure.Setting) string {
-	return map[failure.Setting]string{
-		usbms.SettingQuirks:     "--quirks",
-		usbms.SettingTransport:  "--transport",
-		usbms.SettingQueueDepth: "--queue-depth",
-		drive.SettingReaders:    "--readers",
-		drive.SettingKernelDisk: "--compare",
-	}[s]
-}
-
-// explain is what a person reads of err: the facts, each once, and one
-// piece of advice ("" when there is none worth giving).
+// explain is what a person reads of err: the facts, each once, the
+// setting a library names told by the flag that gave it, and one piece of
+// advice ("" when there is none worth giving).
 func explain(err error) (msg, advice string) {
-	msg = err.Error()
-	// A failed block command is described by the pipeline (operation,
-	// target, LBA range, byte offset) and again by the LUN under it:
-	// keep the pipeline's words and the LUN's cause.
-	var (
-		dev *pipeline.DeviceError
-		cmd *usbms.CommandError
-	)
-	if errors.As(err, &dev) && errors.As(dev.Err, &cmd) && cmd.Err != nil {
-		msg = strings.Replace(msg, cmd.Error(), cmd.Err.Error(), 1)
-	}
-	// A library names the setting it could not work with; a person reads
-	// the flag that gave it.
-	var setting *failure.SettingError
-	if errors.As(err, &setting) {
-		if flag := settingFlag(setting.Setting); flag != "" {
-			msg = strings.Replace(msg, setting.Error(), flag+" "+setting.Err.Error(), 1)
-		}
-	}
-	// Wherever Go's words for a cancelled or expired context end up in a
-	// library's text, a person reads English.
-	msg = strings.NewReplacer(context.Canceled.Error(), "cancelled", context.DeadlineExceeded.Error(), "timed out").Replace(msg)
-	// Whatever a library's words quote, no URL's secret is shown.
-	return shown.URLsIn(msg), shown.URLsIn(hint(err))
+	err = inFlagWords(err)
+	return termui.Facts(err), shown.URLsIn(hint(err))
 }
 
 // newErrorEvent is the error event of err, which ends the command with
@@ -196,8 +162,8 @@ func adviceTable() []advice {
 		{failure.Usage, as[*session.MemoryError](), text("use a smaller --transfer-size, fewer --buffers or a smaller --lag")},
 		{failure.Usage, as[*image.ChecksumArgError](), text("give the 64 hexadecimal digits the publisher lists, or --no-sha256")},
 		{failure.Usage, as[*image.KeyringError](), text("name the publisher's public keys as gpg --export writes them")},
-		{failure.Usage, as[*session.ReportError](), text("name a report file in a directory you can write to")},
-		{failure.Usage, is(session.ErrReportFormat), text("name a .json or .csv file")},
+		{failure.Usage, as[*report.Error](), text("name a report file in a directory you can write to")},
+		{failure.Usage, is(report.ErrFormat), text("name a .json or .csv file")},
 		{failure.Usage, is(session.ErrBlockMapOneCard), text("give one TARGET, without --all, --watch or --report")},
 		{failure.Usage, is(session.ErrBlockMapConflict), text("pass one of them")},
 		{failure.Usage, is(session.ErrRepairStdin), text("save the image to a file and repair from that")},
@@ -514,17 +480,13 @@ func restoreAdvice(e *region.RestoreError) string {
 	}
 	disk, how := e.Disk, ""
 	switch {
-	case strings.HasPrefix(e.Device, "file:"):
-		disk = strings.TrimPrefix(e.Device, "file:")
-	case strings.HasPrefix(e.Device, "sim:"):
-		disk = strings.TrimSuffix(strings.TrimPrefix(e.Device, "sim:"), "/0")
-	case disk != "":
+	case disk == "":
+		disk, how = "DISK", ", DISK being the reader's disk, which `usbflash list` shows as kernel: /dev/sdX"
+	case e.Claimed:
 		// A usb: reader's disk as the kernel had made it before the
 		// claim: it comes back when the reader is let go, usually
 		// under that name.
 		how = fmt.Sprintf(" (%s was the reader's disk before usbflash claimed it: `usbflash list` shows whether it still is)", disk)
-	default:
-		disk, how = "DISK", ", DISK being the reader's disk, which `usbflash list` shows as kernel: /dev/sdX"
 	}
 	bs := int64(max(e.BlockSize, 1))
 	// The command on a line of its own, last: it works pasted whole.

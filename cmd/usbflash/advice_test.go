@@ -437,7 +437,7 @@ func trustAdviceCases() []adviceCase {
 		{"trust/no signed sum", &image.ReadError{Err: &image.NoSignedSumError{Image: "os.img"}}, noSignedSumAdvice(&image.NoSignedSumError{})},
 		{"trust/no signed sum, standard input", &image.ReadError{Err: &image.NoSignedSumError{Image: "standard input", Stdin: true}},
 			noSignedSumAdvice(&image.NoSignedSumError{Stdin: true})},
-		{"trust/repair of standard input", withFlags(&failure.SettingError{Setting: session.SettingRepair, Err: session.ErrRepairStdin}),
+		{"trust/repair of standard input", inFlagWords(&failure.SettingError{Setting: session.SettingRepair, Err: session.ErrRepairStdin}),
 			"save the image to a file and repair from that"},
 		{"trust/repair of a URL not kept", &session.RepairNotKeptError{Image: "https://example.org/os.img.xz"},
 			"give --cache a directory on a disk with room for the image, or download it and repair from the file"},
@@ -475,7 +475,7 @@ func benchAdviceCases(t *testing.T) []adviceCase {
 			t.Errorf("bench plan %s: accepted", c.name)
 			continue
 		}
-		cases = append(cases, adviceCase{"bench plan/" + c.name, withFlags(c.err), c.advice})
+		cases = append(cases, adviceCase{"bench plan/" + c.name, inFlagWords(c.err), c.advice})
 	}
 	return cases
 }
@@ -497,13 +497,13 @@ func outputAdviceCases() []adviceCase {
 			"free space on that disk, or name a file on another one"},
 		{"output/write failed", &outfile.Error{Path: "/tmp/b.img.part", Op: outfile.OpWrite, Err: syscall.EIO},
 			"check the disk the file is written to, or name a file on another one"},
-		{"preserve/restore failed", &region.RestoreError{Region: stated, Device: "sim:/tmp/card.img", BlockSize: 512,
+		{"preserve/restore failed", &region.RestoreError{Region: stated, Device: "sim:/tmp/card.img", Disk: "/tmp/card.img", BlockSize: 512,
 			Err: errors.New("WRITE at LBA 2048: medium error"), File: "/tmp/usbflash-bench-region-1048576-1.img"},
 			"put them back with this command:\n  dd if=/tmp/usbflash-bench-region-1048576-1.img of=/tmp/card.img bs=512 seek=2048 conv=notrunc,fsync"},
 		{"preserve/restore aborted", &region.RestoreError{Region: stated, Device: "usb:0bda:0158", BlockSize: 512, Aborted: true,
 			File: "/tmp/usbflash-bench-region-1048576-1.img"},
 			"put them back with this command, DISK being the reader's disk, which `usbflash list` shows as kernel: /dev/sdX:\n  dd if=/tmp/usbflash-bench-region-1048576-1.img of=DISK bs=512 seek=2048 conv=notrunc,fsync"},
-		{"preserve/restore aborted, disk known", &region.RestoreError{Region: stated, Device: "usb:0bda:0158", Disk: "/dev/sdb", BlockSize: 512, Aborted: true,
+		{"preserve/restore aborted, disk known", &region.RestoreError{Region: stated, Device: "usb:0bda:0158", Disk: "/dev/sdb", Claimed: true, BlockSize: 512, Aborted: true,
 			File: "/tmp/usbflash-bench-region-1048576-1.img"},
 			"put them back with this command (/dev/sdb was the reader's disk before usbflash claimed it: `usbflash list` shows whether it still is):\n  dd if=/tmp/usbflash-bench-region-1048576-1.img of=/dev/sdb bs=512 seek=2048 conv=notrunc,fsync"},
 		{"preserve/no file either", &region.RestoreError{Region: stated, Device: "file:/dev/sdb", BlockSize: 512,

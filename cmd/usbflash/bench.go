@@ -15,7 +15,6 @@ import (
 	"github.com/usbflash/usbflash/internal/probe/cardbench"
 	"github.com/usbflash/usbflash/internal/probe/region"
 	"github.com/usbflash/usbflash/internal/ui/benchview"
-	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 )
 
@@ -33,7 +32,17 @@ type benchFlags struct {
 // reader, found in sysfs.
 const compareAuto = "auto"
 
-func newBenchCommand(a *app) *cobra.Command {
+// benchOptions is what a bench command line asks for: its session's
+// Config (but its Confirm and Saved, which the run adds) and what is
+// shown of it.
+type benchOptions struct {
+	Config      cardbench.Config
+	Yes         bool
+	Plot        string // --plot's file, checked
+	JSON, Quiet bool
+}
+
+func newBenchCommand(a *app, runF func(*benchOptions) error) *cobra.Command {
 	var f benchFlags
 	c := &cobra.Command{
 		Use:   "bench TARGET",
@@ -69,17 +78,22 @@ the kernel made for a usb: reader (before usbflash takes the interface),
 		},
 		ValidArgsFunction: targetArgs(false),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
-				spec, err := compareArg(args, &f)
-				if err != nil {
-					return err
-				}
-				t, err := drive.Parse(spec)
-				if err != nil {
-					return err
-				}
-				return a.bench(c.Context(), rep, t, f)
-			})
+			spec, err := compareArg(args, &f)
+			if err != nil {
+				return err
+			}
+			t, err := drive.Parse(spec)
+			if err != nil {
+				return err
+			}
+			o := &benchOptions{Yes: f.yes, Plot: f.plot, JSON: f.asJSON, Quiet: f.quiet}
+			if o.Config, err = benchConfig(t, f); err != nil {
+				return err
+			}
+			if o.Config.Readers, err = a.newReaders(); err != nil {
+				return err
+			}
+			return runOr(c.Context(), runF, o, a.benchRun)
 		},
 	}
 	fl := c.Flags()
@@ -187,109 +201,37 @@ func benchConfig(t drive.Spec, f benchFlags) (cardbench.Config, error) {
 	return c, nil
 }
 
-func (a *app) bench(ctx context.Context, rep termui.Reporter, t drive.Spec, f benchFlags) error {
-	cfg, err := benchConfig(t, f)
-	if err != nil {
-		return err
-	}
-	if cfg.Readers, err = a.newReaders(); err != nil {
-		return err
-	}
-	if f.write && !f.yes {
-		cfg.Confirm = func(d *drive.Device, r cardbench.Region) error {
-			what := fmt.Sprintf("benchmark data over bytes %d to %d", r.Offset, r.End())
-			if f.preserve {
-				what += " (saved first and restored after)"
+// benchRun runs a bench session and presents it.
+func (a *app) benchRun(ctx context.Context, o *benchOptions) error {
+	return a.reported(o.JSON, o.Quiet, func(rep termui.Reporter) error {
+		cfg := o.Config
+		if cfg.Write && !o.Yes {
+			cfg.Confirm = func(d *drive.Device, r cardbench.Region) error {
+				what := fmt.Sprintf("benchmark data over bytes %d to %d", r.Offset, r.End())
+				if cfg.Plan.Preserve {
+					what += " (saved first and restored after)"
+				}
+				return a.confirmOverwrite([]*drive.Device{d}, fmt.Sprintf("%s (%s)", what, units.FormatBytes(r.Length)))
 			}
-			return a.confirmOverwrite([]*drive.Device{d}, fmt.Sprintf("%s (%s)", what, units.FormatBytes(r.Length)))
 		}
-	}
-	// A second Ctrl-C keeps the saved bytes in a file before the process
-	// ends.
-	cfg.Saved = func(saved *region.Saved) func() {
-		return a.aborts.Add(func() {
-			// nil: the region was restored and verified first, and the
-			// run says so itself.
-			if err := saved.Abandon(""); err != nil {
-				rep.Fail(newErrorEvent(err, exitCancelled))
-			}
-		})
-	}
-	run, err := cardbench.Run(ctx, cfg, (&benchPresenter{rep: rep, f: f}).observe)
-	if err != nil {
-		return err
-	}
-	return a.benchReport(rep, run, f)
-}
-
-// benchPresenter tells a bench session's events to the reporter.
-type benchPresenter struct {
-	rep   termui.Reporter
-	f     benchFlags
-	since time.Time // the step under way began
-}
-
-func (p *benchPresenter) observe(e cardbench.Event) {
-	rep := p.rep
-	switch e := e.(type) {
-	case cardbench.Started:
-		rep.Event(benchview.Start(e, p.f.pointTime, p.f.write, p.f.preserve))
-	case cardbench.Note:
-		if e.Notice != nil {
-			rep.Event(noteWithAdvice(e.Message, e.Notice))
-		} else {
-			rep.Event(jsonevents.NewNote(e.Message), e.Message)
+		// A second Ctrl-C keeps the saved bytes in a file before the process
+		// ends.
+		cfg.Saved = func(saved *region.Saved) func() {
+			return a.aborts.Add(func() {
+				// nil: the region was restored and verified first, and the
+				// run says so itself.
+				if err := saved.Abandon(""); err != nil {
+					rep.Fail(newErrorEvent(err, exitCancelled))
+				}
+			})
 		}
-	case cardbench.StepStarted:
-		p.since = time.Now()
-		rep.Progress(jsonevents.Progress{Phase: jsonevents.Phase(e.Step), Total: int64(e.Total), Unit: jsonevents.UnitPoints})
-	case cardbench.Progress:
-		rep.Progress(jsonevents.Progress{Phase: jsonevents.Phase(e.Step), Done: int64(e.Done), Total: int64(e.Total),
-			ElapsedS: time.Since(p.since).Seconds(), Unit: jsonevents.UnitPoints})
-	case cardbench.Measured:
-		// Points are JSON events only: a text event would end the
-		// progress bar each time, and the table says it all at the end.
-		if p.f.asJSON {
-			rep.Event(jsonevents.NewBenchPoint(e.Point), "")
+		run, err := cardbench.Run(ctx, cfg, benchview.NewPresenter(rep, words(), cfg, o.JSON).Observe)
+		if err != nil {
+			return err
 		}
-	case cardbench.Restoring:
-		if e.Cancelled {
-			note := fmt.Sprintf("Restoring bytes %d to %d of %s before exiting (Ctrl-C again stops the restore and saves them to a file)", e.Region.Offset, e.Region.End(), e.Device)
-			rep.Event(jsonevents.NewNote(note), note)
+		if err := benchview.Report(rep, words(), run, o.Plot); err != nil {
+			return fmt.Errorf("--plot: %w", err)
 		}
-	case cardbench.Restored:
-		msg := fmt.Sprintf("Restored and verified bytes %d to %d of %s", e.Region.Offset, e.Region.End(), e.Device)
-		rep.Event(&jsonevents.BenchRestored{Offset: e.Region.Offset, Length: e.Region.Length, Verified: true}, msg)
-	}
-}
-
-// benchReport presents the run: a table and a chart of the curves, the
-// alignment test, random operations, the round trip and the recommended
-// transfer size; as text, or as one JSON summary after the points.
-func (a *app) benchReport(rep termui.Reporter, run *cardbench.Report, f benchFlags) error {
-	series := cardbench.Summarize(run.Points)
-	summary := benchview.Summary(run, series)
-	// The measurements are shown even when the plot cannot be saved; the
-	// failure follows them, with its exit code.
-	var plotErr error
-	if f.plot != "" {
-		if plotErr = benchview.WritePlot(f.plot, series, run.Target, summary.RecommendedTransferSize); plotErr == nil {
-			summary.Plot = f.plot
-		}
-	}
-	text := benchview.Text(run, series)
-	if summary.RecommendedTransferSize > 0 {
-		summary.Recommendation = fmt.Sprintf("Recommended --transfer-size %s: the smallest within %.0f%% of the best %s (%s at %s)",
-			units.FormatSize(summary.RecommendedTransferSize), cardbench.Tolerance*100, summary.RecommendedFrom,
-			units.FormatRate(summary.BestRate), units.FormatSize(summary.BestSize))
-		text += summary.Recommendation
-	}
-	if summary.Plot != "" {
-		text += "\nPlot: " + f.plot
-	}
-	rep.Event(summary, text)
-	if plotErr != nil {
-		return fmt.Errorf("--plot: %w", plotErr)
-	}
-	return nil
+		return nil
+	})
 }

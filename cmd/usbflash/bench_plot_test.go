@@ -10,22 +10,6 @@ import (
 	"testing"
 )
 
-// TestPlot: the file --plot saves, and one it cannot save after the run.
-func TestPlot(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		name string
-		test func(*testing.T)
-	}{
-		{"saved by --plot", testBenchPlot}, {"not saved after the run", testBenchPlotLost},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			tt.test(t)
-		})
-	}
-}
-
 // testBenchPlot: --plot saves the chart as the name's extension says.
 func testBenchPlot(t *testing.T) {
 	for _, tt := range []struct{ ext, magic string }{{".svg", "<?xml"}, {".png", "\x89PNG"}} {

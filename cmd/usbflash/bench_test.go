@@ -34,9 +34,10 @@ var fast = []string{"--time", "20ms", "--random-time", "20ms"}
 
 func benchArgs(args ...string) []string { return append(append([]string{"bench"}, fast...), args...) }
 
-// TestBench: bench from its flags to what it prints, for a person and
-// as JSON, and what it refuses; what a run measures and leaves on the card
-// is cardbench's (TestRun).
+// TestBench: what bench prints, for a person and as JSON, the file
+// --plot saves (and one it cannot save after the run), and what it
+// refuses once the card is open (its flags' refusals are TestFlags'); what
+// a run measures and leaves on the card is cardbench's (TestRun).
 func TestBench(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -95,27 +96,23 @@ func TestBench(t *testing.T) {
 		{name: "not confirmed at a terminal", args: []string{"--write", "--region", "4MiB:4MiB"}, stdin: "n\n", want: exitRefused},
 		{name: "no terminal to confirm", args: []string{"--write", "--region", "4MiB:4MiB"}, want: exitRefused},
 		{name: "write-protected", args: []string{"--write", "--yes", "--region", "4MiB:4MiB"}, spec: "?wp=1", want: exitRefused},
-		{name: "write needs a region", args: []string{"--write", "--yes"}, want: exitUsage},
-		{name: "preserve needs write", args: []string{"--preserve"}, want: exitUsage},
 		{name: "region past the card", args: []string{"--write", "--yes", "--region", "14MiB:4MiB"}, want: exitUsage, errOut: []string{"--region: "}},
 		{name: "region not in blocks", args: []string{"--write", "--yes", "--region", "100:4MiB"}, want: exitUsage},
 		{name: "size not in blocks", args: []string{"--sizes", "1000"}, want: exitUsage},
 		{name: "size past the card", args: []string{"--sizes", "64MiB"}, want: exitUsage, errOut: []string{"which holds 16 MiB"}},
 		{name: "size past the region", args: []string{"--write", "--yes", "--region", "4MiB:1MiB", "--sizes", "2MiB"}, want: exitUsage},
-		{name: "size past the memory bound, before opening", args: []string{"--sizes", "64KiB,64GiB"}, spec: ".missing", want: exitUsage,
-			errOut: []string{"--sizes: transfer size 64 GiB is more than the 1 GiB one transfer may hold in memory"}},
-		{name: "preserved region past the memory bound, before opening", args: []string{"--write", "--preserve", "--yes", "--region", "0:600MiB"}, spec: ".missing", want: exitUsage,
-			errOut: []string{"a region of 600 MiB cannot be preserved"}},
-		{name: "plot format", args: []string{"--plot", "x.pdf"}, want: exitUsage},
-		{name: "plot in a missing directory", args: []string{"--plot", "/nonexistent/bench.svg"}, want: exitUsage, errOut: []string{"--plot: cannot create /nonexistent/bench.svg"}},
-		{name: "skip what", args: []string{"--skip", "sweep"}, want: exitUsage},
 		{name: "compare without a kernel disk", args: []string{"--compare"}, want: exitUsage},
-		{name: "compare syntax", args: []string{"--compare=/dev/sdb"}, want: exitUsage},
 		{name: "compare with a missing file", args: []string{"--compare=file:/nonexistent.img"}, want: exitUsage, errOut: []string{"--compare: "}},
-		{name: "compare and two targets", args: []string{"--compare", "sim:other.img"}, want: exitUsage},
-		{name: "two targets", args: []string{"file:other.img"}, want: exitUsage},
 		{name: "a missing card is not made", spec: ".missing", want: exitUsage},
 	}
+	t.Run("plot saved", func(t *testing.T) {
+		t.Parallel()
+		testBenchPlot(t)
+	})
+	t.Run("plot not saved after the run", func(t *testing.T) {
+		t.Parallel()
+		testBenchPlotLost(t)
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -203,6 +200,7 @@ func TestBenchRestoreFailureKeepsTheBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			saved.Disk, saved.Claimed = d.Node() // as bench saves it
 			// What the write tests left.
 			if err := d.Dev.WriteBlocks(context.Background(), 2048, make([]byte, 1<<20)); err != nil {
 				t.Fatal(err)

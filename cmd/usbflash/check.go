@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/probe/fakecheck"
-	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/sessionview"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 )
 
@@ -21,7 +20,15 @@ type checkFlags struct {
 	asJSON, quiet           bool
 }
 
-func newCheckCommand(a *app) *cobra.Command {
+// checkOptions is what a check command line asks for: its session's
+// Config (but its Abortable and Confirm, which the run adds).
+type checkOptions struct {
+	Config      fakecheck.Config
+	Yes         bool
+	JSON, Quiet bool
+}
+
+func newCheckCommand(a *app, runF func(*checkOptions) error) *cobra.Command {
 	var f checkFlags
 	c := &cobra.Command{
 		Use:   "check TARGET",
@@ -41,17 +48,17 @@ for a card whose content does not matter; it asks first, as write does.`,
 		Args:              exactArgs(1, "TARGET"),
 		ValidArgsFunction: targetArgs(false),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
-				maxCache, err := parseMaxCache(f.maxCache)
-				if err != nil {
-					return err
-				}
-				t, readers, err := a.target(args[0])
-				if err != nil {
-					return err
-				}
-				return a.check(c.Context(), rep, t, readers, maxCache, f)
-			})
+			maxCache, err := parseMaxCache(f.maxCache)
+			if err != nil {
+				return err
+			}
+			t, readers, err := a.target(args[0])
+			if err != nil {
+				return err
+			}
+			o := &checkOptions{Yes: f.yes, JSON: f.asJSON, Quiet: f.quiet,
+				Config: fakecheck.Config{Target: t, Readers: readers, Force: f.force, MaxCache: maxCache, Destructive: f.destructive}}
+			return runOr(c.Context(), runF, o, a.checkRun)
 		},
 	}
 	fl := c.Flags()
@@ -64,20 +71,23 @@ for a card whose content does not matter; it asks first, as write does.`,
 	return c
 }
 
-func (a *app) check(ctx context.Context, rep termui.Reporter, t drive.Spec, readers *drive.Readers, maxCache int64, f checkFlags) error {
-	cfg := fakecheck.Config{Target: t, Readers: readers, Force: f.force, MaxCache: maxCache, Destructive: f.destructive,
+// checkRun runs a check session and presents it.
+func (a *app) checkRun(ctx context.Context, o *checkOptions) error {
+	return a.reported(o.JSON, o.Quiet, func(rep termui.Reporter) error {
+		cfg := o.Config
 		// A second Ctrl-C keeps the saved blocks in a file before the
 		// process ends.
-		Abortable: func(abandon func() error) func() {
+		cfg.Abortable = func(abandon func() error) func() {
 			return a.aborts.Add(func() { rep.Fail(newErrorEvent(abandon(), exitCancelled)) })
-		}}
-	if !f.yes {
-		cfg.Confirm = func(d *drive.Device) error {
-			return a.confirmOverwrite([]*drive.Device{d}, "fake-card probe data (--destructive: nothing is restored)")
 		}
-	}
-	_, err := fakecheck.Run(ctx, cfg, &checkPresenter{rep: rep})
-	return err
+		if !o.Yes {
+			cfg.Confirm = func(d *drive.Device) error {
+				return a.confirmOverwrite([]*drive.Device{d}, "fake-card probe data (--destructive: nothing is restored)")
+			}
+		}
+		_, err := fakecheck.Run(ctx, cfg, sessionview.Check(rep, words()))
+		return err
+	})
 }
 
 // parseMaxCache reads --max-cache as fakecheck.Options.MaxCache takes it:
@@ -94,84 +104,50 @@ func parseMaxCache(s string) (int64, error) {
 	return n, nil
 }
 
-// checkPresenter shows a check: the start line, the steps as progress
-// (the cache flush in bytes), the verdict.
-type checkPresenter struct {
-	rep      termui.Reporter
-	last     time.Time
-	lastStep string
+// newRestoreCommand is `usbflash restore`: the one command that puts back
+// the blocks a check could not (region.List). A list rather than dd lines:
+// the regions are hundreds, some of them zeros (which dd conv=sparse skips
+// and a plain dd of the whole span overwrites everything between), a usb:
+// card has no disk path dd could name, and the list records the card so a
+// card of another size is refused and the result read back.
+// restoreOptions is what a restore command line asks for: its session's
+// Config (but its OnNotice, which the run adds).
+type restoreOptions struct{ Config fakecheck.PutBackConfig }
+
+func newRestoreCommand(a *app, runF func(*restoreOptions) error) *cobra.Command {
+	var force bool
+	c := &cobra.Command{
+		Use:   "restore LIST TARGET",
+		Short: "Put back the blocks a check saved in a file (its message gives the command)",
+		Long: `Write back every region LIST names (a file that check leaves beside the
+saved blocks when it could not put them back: a second Ctrl-C, a failed
+write), onto TARGET at its own offset, sync, and read back the regions the
+card holds to compare. A card of another capacity or block size than the
+one LIST was saved from is refused before anything is written.`,
+		Args:              exactArgs(2, "LIST TARGET"),
+		ValidArgsFunction: targetArgs(true),
+		RunE: func(c *cobra.Command, args []string) error {
+			t, readers, err := a.target(args[1])
+			if err != nil {
+				return err
+			}
+			o := &restoreOptions{Config: fakecheck.PutBackConfig{List: args[0], Target: t, Force: force, Readers: readers}}
+			return runOr(c.Context(), runF, o, a.restoreRun)
+		},
+	}
+	c.Flags().BoolVar(&force, "force", false, "write even though the target's disk is mounted")
+	return c
 }
 
-func (p *checkPresenter) Observe(e fakecheck.Event) {
-	switch e := e.(type) {
-	case fakecheck.Note:
-		p.rep.Event(noteWithAdvice(e.Message, e.Notice))
-	case fakecheck.Started:
-		how := "each block saved first and put back after"
-		if e.Destructive {
-			how = "nothing saved (--destructive)"
+// restoreRun puts the regions back and says what it did.
+func (a *app) restoreRun(ctx context.Context, o *restoreOptions) error {
+	return a.reported(false, false, func(rep termui.Reporter) error {
+		cfg := o.Config
+		cfg.OnNotice = words().Notices(rep)
+		r, err := fakecheck.PutBack(ctx, cfg)
+		if err == nil {
+			sessionview.PutBack(rep, r)
 		}
-		p.rep.Event(&jsonevents.CheckStart{Command: jsonevents.CommandCheck, Target: e.Card,
-			Capacity: e.Capacity, BlockSize: e.BlockSize, MaxCache: e.MaxCache, Destructive: e.Destructive},
-			fmt.Sprintf("Checking %s (%s, %d-byte blocks) for a fake capacity, %s", e.Card, units.FormatBytes(e.Capacity), e.BlockSize, how))
-	case fakecheck.PuttingBack:
-		note := fmt.Sprintf("Putting back the blocks the check wrote on %s before exiting (Ctrl-C again stops that and keeps them in a file)", e.Card)
-		p.rep.Event(jsonevents.NewNote(note), note)
-	case fakecheck.Stepped:
-		p.progress(e)
-	case fakecheck.Finished:
-		res := e.Result
-		summary := &jsonevents.CheckSummary{Command: jsonevents.CommandCheck, Target: e.Card,
-			Capacity: res.Claimed, UsableSize: res.Usable, Fake: res.Fake(), Kind: string(res.Kind),
-			Cache: res.Cache, CacheChecked: res.CacheChecked, Written: res.Written, Read: res.Read,
-			Commands: res.Commands, ElapsedS: res.Elapsed.Seconds(), Restored: res.Restored && res.Verified}
-		if res.Kind == fakecheck.Wrap {
-			summary.WrapsTo = &res.WrapsTo
-		}
-		p.rep.Event(summary, checkText(e.Card, res))
-	}
-}
-
-// progress shows the probe's steps, and the cache flush in bytes.
-func (p *checkPresenter) progress(e fakecheck.Stepped) {
-	// The flush reports every command: a few times a second is enough.
-	if e.Step == p.lastStep && e.Done < e.Total && time.Since(p.last) < 200*time.Millisecond {
-		return
-	}
-	p.last, p.lastStep = time.Now(), e.Step
-	ph := jsonevents.PhaseProbe
-	switch fakecheck.Step(e.Step) {
-	case fakecheck.StepCache:
-		ph = jsonevents.PhaseCache
-	case fakecheck.StepRestore:
-		ph = jsonevents.PhasePutBack
-	}
-	total := e.Total
-	if total == 0 {
-		total = -1
-	}
-	p.rep.Progress(jsonevents.Progress{Phase: ph, Done: e.Done, Total: total, ElapsedS: e.Elapsed.Seconds()})
-}
-
-// checkText is the verdict as a person reads it.
-func checkText(name string, res *fakecheck.Result) string {
-	var verdict string
-	if res.Fake() {
-		verdict = fmt.Sprintf("%s is FAKE: %s.\nUsable size: %d bytes (%s)", name, res.Describe(), res.Usable, units.FormatBytes(res.Usable))
-	} else {
-		verdict = fmt.Sprintf("%s shows no fake capacity: %s", name, res.Describe())
-	}
-	did := fmt.Sprintf("Probe: %d commands, %s written, %s read in %s", res.Commands, units.FormatBytes(res.Written),
-		units.FormatBytes(res.Read), res.Elapsed.Round(time.Millisecond))
-	if res.Saved > 0 {
-		did += "; every block it wrote was put back and read back the same"
-		if res.Fake() {
-			did += " (up to the usable size: past it the card keeps nothing)"
-		}
-		if res.Kind == fakecheck.Wrap && res.PastRegions > 0 {
-			did += fmt.Sprintf("; the %d saved regions past it (%s) alias blocks below it: they went back onto those blocks "+
-				"in the order that leaves each block what it held first", res.PastRegions, units.FormatBytes(res.PastBytes))
-		}
-	}
-	return verdict + "\n" + did
+		return err
+	})
 }

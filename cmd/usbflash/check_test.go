@@ -18,13 +18,12 @@ type checkSummary struct {
 	Restored   bool   `json:"restored"`
 }
 
-// TestCheckContract: what `check` and `write --check` say and how they
+// checkFake: what `check` and `write --check` say and how they
 // exit, for a fake card an image fits in. The whole fake-card table runs
 // in fakecheck (TestProbeTable), the check's behaviour in fakecheck
 // (TestRun) and write --check's in flash (TestRunCheck); this is the CLI's
 // side of it.
-func TestCheckContract(t *testing.T) {
-	t.Parallel()
+func checkFake(t *testing.T) {
 	const imageSize = 4 << 20
 	image := writeFile(t, "os.img", testImage(imageSize))
 	before := testImage(2 << 20)
@@ -70,14 +69,13 @@ func readPrefix(path string, n int) ([]byte, error) {
 	return b, err
 }
 
-// TestCheckTimerFlushedFake: a wrap-around fake behind a write-back cache
+// checkTimerFlushedFake: a wrap-around fake behind a write-back cache
 // that its own timer flushes (never SYNCHRONIZE CACHE), as issue 41's
 // device-mapper fake on the USB gadget: check and write --check name it
 // (exit 8, with what was seen), every block the check wrote is put back;
 // a check that cannot put its blocks back prints a restore command that
-// names the card.
-func TestCheckTimerFlushedFake(t *testing.T) {
-	t.Parallel()
+// names the card, and puts them back.
+func checkTimerFlushedFake(t *testing.T) {
 	const real = 16 << 20
 	fake := "size=64MiB&fake=wrap&real=16MiB&write-back=1MiB&write-back-every=8"
 	image := writeFile(t, "os.img", testImage(real+(1<<20))) // larger than what the card holds
@@ -125,6 +123,15 @@ func TestCheckTimerFlushedFake(t *testing.T) {
 				if !strings.HasSuffix(line, shellWord(target)) {
 					t.Errorf("restore command %q does not name the card %s", line, shellWord(target))
 				}
+				// The command as printed (but the sim's fault) puts
+				// back what the check wrote.
+				words := shellWords(t, line)
+				if r := runCLI(t, "restore", words[2], "sim:"+card); r.code != exitOK {
+					t.Fatalf("%s: exit %d\n%s", line, r.code, r.stderr)
+				}
+				if got, err := readPrefix(card, len(before)); err != nil || !bytes.Equal(got, before) {
+					t.Errorf("after %s the card does not hold what it held before the check (%v)", line, err)
+				}
 				return
 			}
 			if got, err := readPrefix(card, len(before)); err != nil || !bytes.Equal(got, before) {
@@ -132,4 +139,12 @@ func TestCheckTimerFlushedFake(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCheckCommand: what check and write --check say and how they exit.
+func TestCheckCommand(t *testing.T) {
+	parallel(t,
+		subtest{"a fake card an image fits in", checkFake},
+		subtest{"a fake behind a timer-flushed cache", checkTimerFlushedFake},
+	)
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -201,7 +202,8 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 	raw := writeFile(t, "os.img", img)
 	gz := writeFile(t, "os.img.gz", compress(t, "gzip", img))
 	dir := t.TempDir()
-	bench := writeFile(t, "bench.img", testImage(8<<20))
+	benchImg := testImage(8 << 20)
+	bench := func() string { return writeFile(t, "bench.img", benchImg) } // one card for each run: they run at once
 	card := func(name string) string { return filepath.Join(dir, name) }
 	holey := holeyImage()
 	holeyPath := writeFile(t, "holey.img", holey)
@@ -250,14 +252,14 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 		// bench: every measurement, with a note (the reader's transfer
 		// limit); --write --preserve beside the kernel's paths (save,
 		// restored); only the outcome; a refusal; a usage error.
-		{"bench", "--json", "--time", "20ms", "--random-time", "20ms", "--sizes", "4KiB,64KiB", "sim:" + bench + "?max-transfer=64"},
+		{"bench", "--json", "--time", "20ms", "--random-time", "20ms", "--sizes", "4KiB,64KiB", "sim:" + bench() + "?max-transfer=64"},
 		{"bench", "--json", "--time", "20ms", "--random-time", "20ms", "--sizes", "4KiB,64KiB", "--skip", "align,roundtrip",
-			"--write", "--preserve", "--yes", "--region", "1MiB:1MiB", "--compare=file:" + bench, "--plot", filepath.Join(dir, "bench.svg"), "sim:" + bench},
-		{"bench", "--json", "-q", "--time", "20ms", "--skip", "align,random,roundtrip", "--sizes", "64KiB", "sim:" + bench},
+			"--write", "--preserve", "--yes", "--region", "1MiB:1MiB", "--compare=file:" + bench(), "--plot", filepath.Join(dir, "bench.svg"), "sim:" + bench()},
+		{"bench", "--json", "-q", "--time", "20ms", "--skip", "align,random,roundtrip", "--sizes", "64KiB", "sim:" + bench()},
 		// A reader that offers both transports: the same pass on each.
-		{"bench", "--json", "--time", "20ms", "--skip", "align,random,roundtrip", "--sizes", "64KiB", "--write", "--yes", "--region", "1MiB:1MiB", "sim:" + bench + "?uas=both&streams=4"},
-		{"bench", "--json", "--time", "20ms", "--write", "--yes", "--region", "1MiB:1MiB", "sim:" + bench + "?wp=1"},
-		{"bench", "--json", "--write", "sim:" + bench},
+		{"bench", "--json", "--time", "20ms", "--skip", "align,random,roundtrip", "--sizes", "64KiB", "--write", "--yes", "--region", "1MiB:1MiB", "sim:" + bench() + "?uas=both&streams=4"},
+		{"bench", "--json", "--time", "20ms", "--write", "--yes", "--region", "1MiB:1MiB", "sim:" + bench() + "?wp=1"},
+		{"bench", "--json", "--write", "sim:" + bench()},
 		// Block maps and backups (bmap.go, read.go).
 		{"write", "--json", "--yes", "--transfer-size", "64KiB", "--bmap", blockMap, holeyPath, "sim:" + card("k") + "?size=4MiB"},
 		{"write", "--json", "--yes", "--no-verify", "--sparse", holeyPath, "sim:" + card("l") + "?size=4MiB"},
@@ -280,38 +282,63 @@ func TestEveryEventMatchesSchema(t *testing.T) {
 		{"format", "--json", "--yes", "--label", "x", "sim:" + card("f1") + "?size=2GiB", "sim:" + card("f2") + "?size=64GiB"},
 		{"format", "--json", "--yes", "--label", "a.b", "sim:" + card("f3") + "?size=2GiB"},
 	}
-
+	var mu sync.Mutex // guards seen
 	seen := map[string]bool{}
-	for _, args := range runs {
-		r := runCLI(t, args...)
-		if strings.TrimSpace(r.stdout) == "" {
-			t.Errorf("%v: nothing on stdout (exit %d, stderr %q)", args, r.code, r.stderr)
-			continue
+	// The runs at once, but for those that read a card a write made:
+	// those after them, one at a time.
+	var after [][]string
+	t.Run("writes", func(t *testing.T) {
+		for i, args := range runs {
+			if args[0] == "verify" || args[0] == "read" {
+				after = append(after, args)
+				continue
+			}
+			t.Run(strconv.Itoa(i), func(t *testing.T) {
+				t.Parallel()
+				checkEvents(t, sch, args, &mu, seen)
+			})
 		}
-		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-		for i, line := range lines {
-			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
-			if err != nil {
-				t.Fatalf("%v: %q: %v", args, line, err)
-			}
-			if err := sch.Validate(inst); err != nil {
-				t.Errorf("%v: %s\ndoes not match the schema: %v", args, line, err)
-			}
-			name := inst.(map[string]any)["event"].(string)
-			seen[name] = true
-			if cmd, ok := inst.(map[string]any)["command"].(string); ok {
-				seen[name+" of "+cmd] = true
-			}
-			// A failure ends with its error event; a success has none.
-			if last := i == len(lines)-1; (name == "error") != (last && r.code != exitOK) {
-				t.Errorf("%v (exit %d): %s event at line %d of %d", args, r.code, name, i+1, len(lines))
-			}
-		}
+	})
+	for _, args := range after {
+		checkEvents(t, sch, args, &mu, seen)
 	}
 	for _, name := range []string{"start", "device", "phase", "progress", "note", "summary", "error", "card", "card_progress", "point", "restored",
-		"block_map", "start of read", "summary of read", "start of check", "summary of check", "download"} {
+		"block_map", "start of read", "summary of read", "start of check", "summary of check", "download",
+		"start of erase", "summary of erase", "start of format", "summary of format"} {
 		if !seen[name] {
 			t.Errorf("no run emitted a %s event", name)
+		}
+	}
+}
+
+// checkEvents runs args and holds each event it prints to the schema,
+// noting its name (and command) in seen.
+func checkEvents(t *testing.T, sch *jsonschema.Schema, args []string, mu *sync.Mutex, seen map[string]bool) {
+	t.Helper()
+	r := runCLI(t, args...)
+	if strings.TrimSpace(r.stdout) == "" {
+		t.Errorf("%v: nothing on stdout (exit %d, stderr %q)", args, r.code, r.stderr)
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	for i, line := range lines {
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+		if err != nil {
+			t.Fatalf("%v: %q: %v", args, line, err)
+		}
+		if err := sch.Validate(inst); err != nil {
+			t.Errorf("%v: %s\ndoes not match the schema: %v", args, line, err)
+		}
+		name := inst.(map[string]any)["event"].(string)
+		mu.Lock()
+		seen[name] = true
+		if cmd, ok := inst.(map[string]any)["command"].(string); ok {
+			seen[name+" of "+cmd] = true
+		}
+		mu.Unlock()
+		// A failure ends with its error event; a success has none.
+		if last := i == len(lines)-1; (name == "error") != (last && r.code != exitOK) {
+			t.Errorf("%v (exit %d): %s event at line %d of %d", args, r.code, name, i+1, len(lines))
 		}
 	}
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/usbflash/usbflash/internal/customize"
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/sessionview"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 )
@@ -37,44 +40,32 @@ func (f *customizeFlags) register(fl *pflag.FlagSet) {
 // config is the customisation asked for, nil when none: the file's
 // settings (or base's, given whole: the page's) with the flags' over them.
 func (f *customizeFlags) config(base *customize.Config) (*customize.Config, error) {
-	var c customize.Config
-	if base != nil {
-		c = *base
-	}
-	if f.file != "" {
-		var err error
-		if c, err = customize.Load(f.file); err != nil {
-			return nil, err
-		}
-	}
-	flags := customize.Config{Hostname: f.hostname, User: f.user, InitFormat: f.initFormat, Timezone: f.timezone, Keymap: f.keymap,
-		WiFi: customize.WiFi{SSID: f.wifiSSID, Country: f.wifiCountry}}
-	for _, k := range f.sshKeys {
-		keys, err := customize.ReadKeys(k)
-		if err != nil {
-			return nil, err
-		}
-		flags.SSHKeys = append(flags.SSHKeys, keys...)
-	}
-	// The flags' values are checked as the flags' (the file's were, as
-	// the file's, by Load): an error names the flag that gave the value.
-	if err := flags.Check(); err != nil {
+	c, err := customize.Compose(base, f.file, customize.Config{Hostname: f.hostname, User: f.user, InitFormat: f.initFormat,
+		Timezone: f.timezone, Keymap: f.keymap, WiFi: customize.WiFi{SSID: f.wifiSSID, Country: f.wifiCountry}}, f.sshKeys)
+	switch {
+	case err != nil:
 		return nil, err
+	case !c.Empty():
+		return &c, nil
+	case f.initFormat != "":
+		return nil, &usageError{"--init-format says how to customise: add --customize or a setting (--hostname, ...)"}
 	}
-	c = c.Merge(flags)
-	if c.Empty() {
-		if f.initFormat != "" {
-			return nil, &usageError{"--init-format says how to customise: add --customize or a setting (--hostname, ...)"}
-		}
-		return nil, nil
-	}
-	return &c, nil
+	return nil, nil
 }
 
 // newCustomizeCommand is `usbflash customize`: write's first-boot
 // settings into cards already written, or image files, in place
 // (flash.Customize).
-func newCustomizeCommand(a *app) *cobra.Command {
+// customizeOptions is what a customize command line asks for: its
+// session's Config (but its Observer and Confirm, which the run adds) and
+// the targets.
+type customizeOptions struct {
+	Config  session.CustomizeConfig
+	Targets []drive.Spec
+	Yes     bool
+}
+
+func newCustomizeCommand(a *app, runF func(*customizeOptions) error) *cobra.Command {
 	var (
 		custom       customizeFlags
 		force, yes   bool
@@ -102,39 +93,28 @@ and the error names them: usbflash restore puts either back.`,
 		},
 		ValidArgsFunction: targetArgs(false),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(false, false, func(rep termui.Reporter) error {
-				transfer, err := transferFlag(c, transferSize)
-				if err != nil {
-					return err
-				}
-				cfg, err := custom.config(nil)
-				if err != nil {
-					return err
-				}
-				if cfg == nil {
-					return &usageError{"say what to write: --customize FILE or a setting (--hostname, --user, --ssh-key, ...)"}
-				}
-				specs := make([]drive.Spec, len(args))
-				for i, arg := range args {
-					if specs[i], err = drive.Parse(arg); err != nil {
-						return err
-					}
-				}
-				readers, err := a.newReaders()
-				if err != nil {
-					return err
-				}
-				obs := session.ObserverFunc(func(e session.Event) { presentCard(rep, e) })
-				var confirm func(*drive.Device) error // --yes: ask nothing
-				if !yes {
-					confirm = func(d *drive.Device) error {
-						return a.confirmOverwrite([]*drive.Device{d}, "first-boot settings, into its boot partition")
-					}
-				}
-				_, err = session.Customize(c.Context(), session.CustomizeConfig{Customize: *cfg, TransferSize: transfer, Force: force,
-					Readers: readers, Observer: obs, Confirm: confirm}, specs)
+			transfer, err := transferFlag(c, transferSize)
+			if err != nil {
 				return err
-			})
+			}
+			cfg, err := custom.config(nil)
+			if err != nil {
+				return err
+			}
+			if cfg == nil {
+				return &usageError{"say what to write: --customize FILE or a setting (--hostname, --user, --ssh-key, ...)"}
+			}
+			o := &customizeOptions{Yes: yes, Targets: make([]drive.Spec, len(args)),
+				Config: session.CustomizeConfig{Customize: *cfg, TransferSize: transfer, Force: force}}
+			for i, arg := range args {
+				if o.Targets[i], err = drive.Parse(arg); err != nil {
+					return err
+				}
+			}
+			if o.Config.Readers, err = a.newReaders(); err != nil {
+				return err
+			}
+			return runOr(c.Context(), runF, o, a.customizeRun)
 		},
 	}
 	addTransferFlag(c, &transferSize, pipeline.DefaultTransferSize, "the first transfer, held back and written last as write holds it, and the read-back's READ size")
@@ -142,4 +122,20 @@ and the error names them: usbflash restore puts either back.`,
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
 	custom.register(c.Flags())
 	return c
+}
+
+// customizeRun customises each target in place and says what it did.
+func (a *app) customizeRun(ctx context.Context, o *customizeOptions) error {
+	return a.reported(false, false, func(rep termui.Reporter) error {
+		cfg := o.Config
+		w := words()
+		cfg.Observer = session.ObserverFunc(func(e session.Event) { sessionview.Card(rep, w, e) })
+		if !o.Yes {
+			cfg.Confirm = func(d *drive.Device) error {
+				return a.confirmOverwrite([]*drive.Device{d}, "first-boot settings, into its boot partition")
+			}
+		}
+		_, err := session.Customize(ctx, cfg, o.Targets)
+		return err
+	})
 }

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -11,8 +13,11 @@ import (
 // the simulated reader and the demo image as they are printed, in order,
 // in a directory holding testdata/demo.img.xz (the repository's) and
 // ~/.ssh/id_ed25519.pub: each must exit 0, or 2 where it prints a usage
-// error, and print every line docs/usage.md shows under it.
+// error, and print every line docs/usage.md shows under it. They run as
+// the usbflash process, in that directory.
 func TestDemoExamples(t *testing.T) {
+	t.Parallel()
+	bin := usbflashBinary(t)
 	demo, err := filepath.Abs(filepath.Join("..", "..", "testdata", "demo.img.xz"))
 	if err != nil {
 		t.Fatal(err)
@@ -20,7 +25,6 @@ func TestDemoExamples(t *testing.T) {
 	readme := docSection(t, "README.md", "## What you can do with it")
 	usage := docSection(t, "docs/usage.md", "## First-boot settings: `--customize`")
 	dir := t.TempDir()
-	t.Chdir(dir)
 	if err := os.MkdirAll(filepath.Join(dir, "testdata"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +80,7 @@ func TestDemoExamples(t *testing.T) {
 				args[j] = filepath.Join(dir, a[2:])
 			}
 		}
-		r := runCLI(t, args...)
+		r := runIn(t, bin, dir, nil, args...)
 		code := 0
 		for _, w := range ex.want {
 			if strings.HasPrefix(w, "usbflash: ") {

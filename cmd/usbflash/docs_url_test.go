@@ -1,7 +1,8 @@
+//go:build unix
+
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,10 @@ import (
 // printed hosts, http in place of https), a simulated card is usb:1, the
 // cache directory is a temporary one, and --yes answers the question no
 // person is there to answer. Each must succeed, the card holding the image.
+// They run as the usbflash process, in a directory of their own.
 func TestUsageURLExamples(t *testing.T) {
+	t.Parallel()
+	bin := usbflashBinary(t)
 	img := testImage(3<<20 + 512)
 	file := compress(t, "xz", img)
 	entry := func(name, url string) string { return osEntry(name, url, img, file) }
@@ -28,9 +32,8 @@ func TestUsageURLExamples(t *testing.T) {
 	for _, heading := range []string{"### Images from a URL", "### Images from a catalog"} {
 		sections = append(sections, docSection(t, "docs/usage.md", heading))
 	}
-	dir := t.TempDir()
-	t.Chdir(dir) // os_list.json, as the examples name it
-	if err := os.WriteFile("os_list.json", []byte(strings.ReplaceAll(list, `"os/`, `"`+srv.URL+`/os/`)), 0o644); err != nil {
+	dir := t.TempDir() // holds os_list.json, as the examples name it
+	if err := os.WriteFile(filepath.Join(dir, "os_list.json"), []byte(strings.ReplaceAll(list, `"os/`, `"`+srv.URL+`/os/`)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	card := filepath.Join(dir, "card.img")
@@ -46,10 +49,9 @@ func TestUsageURLExamples(t *testing.T) {
 				continue
 			}
 			words := shellWords(t, line)
-			env := map[string]string{}
+			var env []string
 			for len(words) > 0 && strings.Contains(words[0], "=") {
-				k, v, _ := strings.Cut(words[0], "=")
-				env[k] = v
+				env = append(env, words[0])
 				words = words[1:]
 			}
 			if len(words) == 0 || words[0] != "usbflash" {
@@ -71,13 +73,7 @@ func TestUsageURLExamples(t *testing.T) {
 				args = append([]string{"write", "--yes"}, args[1:]...)
 				os.Remove(card) // each write starts from a blank card
 			}
-			for k, v := range env {
-				t.Setenv(k, v)
-			}
-			r := runCLI(t, args...)
-			for k := range env {
-				os.Unsetenv(k)
-			}
+			r := runIn(t, bin, dir, env, args...)
 			if r.code != 0 {
 				t.Fatalf("%s\nexit %d\nstdout: %s\nstderr: %s", line, r.code, r.stdout, r.stderr)
 			}
@@ -90,46 +86,4 @@ func TestUsageURLExamples(t *testing.T) {
 	if ran < 7 {
 		t.Errorf("ran %d examples; the sections print 7", ran)
 	}
-}
-
-// holds says the file at path starts with img.
-func holds(path string, img []byte) bool {
-	b, err := os.ReadFile(path)
-	return err == nil && len(b) >= len(img) && bytes.Equal(b[:len(img)], img)
-}
-
-// shellWords splits a shell command line as sh does for the examples:
-// blanks between words, single and double quotes, a # comment.
-func shellWords(t *testing.T, line string) []string {
-	t.Helper()
-	var words []string
-	var w strings.Builder
-	inWord := false
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case c == '\'' || c == '"':
-			j := strings.IndexByte(line[i+1:], c)
-			if j < 0 {
-				t.Fatalf("unterminated quote: %q", line)
-			}
-			w.WriteString(line[i+1 : i+1+j])
-			i += j + 1
-			inWord = true
-		case c == ' ' || c == '\t':
-			if inWord {
-				words, inWord = append(words, w.String()), false
-				w.Reset()
-			}
-		case c == '#' && !inWord:
-			return words
-		default:
-			w.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, w.String())
-	}
-	return words
 }

@@ -1,37 +1,25 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/usbflash/usbflash/internal/drive"
-	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
-	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 )
 
-// blocksFlags are the flags erase and format share with write: how the
-// targets are chosen, asked for and reported, and the transfers.
+// addBlocksFlags are erase's and format's flags: write's for the cards
+// (addCardsFlags), and the transfers of blocks that are made, not decoded.
 func addBlocksFlags(c *cobra.Command, f *writeFlags) {
+	addCardsFlags(c, f)
 	fl := c.Flags()
-	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
 	fl.BoolVar(&f.force, "force", false, "take a card even though the system uses its disk (mounted)")
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip reading the card back after writing")
-	fl.BoolVar(&f.eject, "eject", false, "eject the card when done (usb: and sim: targets)")
 	addTransferFlag(c, &f.transferSize, pipeline.DefaultTransferSize, "bytes per WRITE command")
 	fl.IntVar(&f.buffers, "buffers", 0, "buffers cycling between the blocks made and the writer, at least 2 (0: 4, fewer for transfers over 2 MiB)")
-	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line on stdout (start, device, phase, progress, note, summary, error)")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only errors; with --json, only the summary or error event")
-	fl.BoolVar(&f.all, "all", false, "every reader that holds a card and is not in use (listed, then confirmed)")
-	fl.BoolVar(&f.watch, "watch", false, "stay running and take every card inserted into any reader, each once, until Ctrl-C; needs --yes")
-	fl.BoolVar(&f.skipRefused, "skip-refused", false, "with several targets: go on with the others when some are refused (write-protected, in use)")
-	fl.StringVar(&f.report, "report", "", "with several targets or --watch: save a record of every card to this .json or .csv file")
-	fl.DurationVar(&f.stopTimeout, "stop-timeout", 0, "with --watch: on a stop request take no new card and finish the cards under way for up to this long")
 }
 
 // blocksArgs is at least one TARGET, or none with --all or --watch.
@@ -51,30 +39,26 @@ func blocksArgs(f *writeFlags, name string) cobra.PositionalArgs {
 	}
 }
 
-// runBlocks runs erase's or format's session: blocks written to every
-// target as write writes an image, through write's session and
-// presenters.
-func (a *app) runBlocks(ctx context.Context, c *cobra.Command, rep termui.Reporter, args []string, f writeFlags, blocks session.Blocks, what string) error {
-	var err error
-	if f.transfer, err = transferFlag(c, f.transferSize); err != nil {
-		return err
+// blocksOptions are erase's or format's Options: blocks written to every
+// target as write writes an image, by write's run (writeRun), its
+// question saying what is written (asks).
+func (a *app) blocksOptions(c *cobra.Command, args []string, f *writeFlags, command jsonevents.Command, blocks session.Blocks, asks string) (*writeOptions, error) {
+	transfer, err := transferFlag(c, f.transferSize)
+	if err != nil {
+		return nil, err
 	}
-	cfg := session.Config{
+	o := &writeOptions{Command: command, Asks: asks, Config: session.Config{
 		Blocks:  blocks,
 		Targets: session.Targets{Eject: f.eject, Force: f.force, SkipRefused: f.skipRefused},
-		Engine:  session.Engine{TransferSize: f.transfer, Buffers: f.buffers, Verify: !f.noVerify},
-		Output:  session.Output{Report: f.report, ExitCodes: classCodes()},
-	}
-	if !f.yes {
-		cfg.Output.Confirm = func(cards []*drive.Device, _ *image.Source) error { return a.confirmOverwrite(cards, what) }
-	}
-	return a.runWrite(ctx, rep, cfg, args, f)
+		Engine:  session.Engine{TransferSize: transfer, Buffers: f.buffers, Verify: !f.noVerify},
+		Output:  session.Output{ExitCodes: classCodes()},
+	}}
+	return a.cardsOptions(o, f, args)
 }
 
-func newEraseCommand(a *app) *cobra.Command {
+func newEraseCommand(a *app, runF func(*writeOptions) error) *cobra.Command {
 	var f writeFlags
 	var random, noUnmap bool
-	f.command, f.doing = jsonevents.CommandErase, "Erasing"
 	c := &cobra.Command{
 		Use:   "erase TARGET...",
 		Short: "Write every block of a card with zeros (or a random pattern) and read it back",
@@ -97,13 +81,15 @@ The card is left with no partition table: 'usbflash format' gives it one.`,
 		Args:              blocksArgs(&f, "erase"),
 		ValidArgsFunction: targetArgs(false),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
-				e, err := session.NewErase(random, noUnmap)
-				if err != nil {
-					return err
-				}
-				return a.runBlocks(c.Context(), c, rep, args, f, e, e.What()+" over every block")
-			})
+			e, err := session.NewErase(random, noUnmap)
+			if err != nil {
+				return err
+			}
+			o, err := a.blocksOptions(c, args, &f, jsonevents.CommandErase, e, e.What()+" over every block")
+			if err != nil {
+				return err
+			}
+			return runOr(c.Context(), runF, o, a.writeRun)
 		},
 	}
 	addBlocksFlags(c, &f)
@@ -112,10 +98,9 @@ The card is left with no partition table: 'usbflash format' gives it one.`,
 	return c
 }
 
-func newFormatCommand(a *app) *cobra.Command {
+func newFormatCommand(a *app, runF func(*writeOptions) error) *cobra.Command {
 	var f writeFlags
 	var label, eraseUnit, fs string
-	f.command, f.doing = jsonevents.CommandFormat, "Formatting"
 	c := &cobra.Command{
 		Use:   "format TARGET...",
 		Short: "Give a card back to normal use: one partition, FAT32 or exFAT, as the SD Association's formatter lays it out",
@@ -142,25 +127,27 @@ disk the system uses is refused, one question or --yes, the first transfer
 		Args:              blocksArgs(&f, "format"),
 		ValidArgsFunction: targetArgs(false),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
-				var unit int64
-				if eraseUnit != "" && eraseUnit != "measure" {
-					var err error
-					if unit, err = units.ParseSize(eraseUnit); err != nil {
-						return &usageError{fmt.Sprintf("--erase-unit: %v", err)}
-					}
+			var unit int64
+			if eraseUnit != "" && eraseUnit != "measure" {
+				var err error
+				if unit, err = units.ParseSize(eraseUnit); err != nil {
+					return &usageError{fmt.Sprintf("--erase-unit: %v", err)}
 				}
-				fm, err := session.NewFormat(label, fs, unit)
-				if err != nil {
-					return err
-				}
-				fm.Measure = eraseUnit == "measure"
-				what := "a new file system"
-				if label != "" {
-					what += fmt.Sprintf(" labelled %q", label)
-				}
-				return a.runBlocks(c.Context(), c, rep, args, f, fm, what)
-			})
+			}
+			fm, err := session.NewFormat(label, fs, unit)
+			if err != nil {
+				return err
+			}
+			fm.Measure = eraseUnit == "measure"
+			what := "a new file system"
+			if label != "" {
+				what += fmt.Sprintf(" labelled %q", label)
+			}
+			o, err := a.blocksOptions(c, args, &f, jsonevents.CommandFormat, fm, what)
+			if err != nil {
+				return err
+			}
+			return runOr(c.Context(), runF, o, a.writeRun)
 		},
 	}
 	addBlocksFlags(c, &f)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/report"
 )
 
 // blocksCase is one run of erase or format on a sim: card (CARD in args)
@@ -28,7 +28,7 @@ type blocksCase struct {
 // runBlocksCases runs command's cases, each on a new card.
 func runBlocksCases(t *testing.T, command string, cases []blocksCase) {
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(command+"/"+tc.name, func(t *testing.T) {
 			t.Parallel()
 			card := filepath.Join(t.TempDir(), "card.img")
 			old := bytes.Repeat([]byte{0xa5}, 1<<20)
@@ -72,10 +72,11 @@ func cardUnchanged(t *testing.T, got, old []byte) {
 	}
 }
 
-// TestEraseCommand: erase writes zeros over every block and reads them
-// back; it asks first, refuses without a terminal or --yes, refuses a
-// write-protected card, and says what it cannot reach.
-func TestEraseCommand(t *testing.T) {
+// TestBlocksCommands: erase writes zeros over every block and format lays
+// the card out, each reading it back and saying how, in words and in
+// --json; without --yes and a terminal nothing is written. What their
+// flags alone refuse is TestFlags'; the promises they keep, session's.
+func TestBlocksCommands(t *testing.T) {
 	t.Parallel()
 	zeros := func(t *testing.T, got, _ []byte) {
 		if len(got) != 4<<20 || bytes.Count(got, []byte{0}) != len(got) {
@@ -89,15 +90,7 @@ func TestEraseCommand(t *testing.T) {
 			stdout: []string{`"command":"erase"`, `"event":"summary"`, `"verified":true`}},
 		{name: "not confirmed without a terminal", args: []string{"CARD?size=4MiB"}, code: exitRefused, stderr: []string{"Pass --yes"}, card: cardUnchanged},
 		{name: "write-protected", args: []string{"--yes", "CARD?size=4MiB&wp=1"}, code: exitRefused, stderr: []string{"write-protected"}, card: cardUnchanged},
-		{name: "no target", args: []string{"--yes"}, code: exitUsage, stderr: []string{"at least one TARGET"}, card: cardUnchanged},
 	})
-}
-
-// TestFormatCommand: format lays the card out and says how; a label or
-// an erase unit it cannot use is a usage error naming its flag, before any
-// card is opened; without --yes and a terminal nothing is written.
-func TestFormatCommand(t *testing.T) {
-	t.Parallel()
 	changed := func(t *testing.T, got, old []byte) {
 		if bytes.Equal(got[:len(old)], old) || got[510] != 0x55 || got[511] != 0xaa {
 			t.Error("the card holds no partition table")
@@ -110,10 +103,6 @@ func TestFormatCommand(t *testing.T) {
 			stdout: []string{`"command":"format"`, `exFAT, 128 KiB clusters`}},
 		{name: "an erase unit given", args: []string{"--yes", "--erase-unit", "8MiB", "CARD?size=16GiB"}, code: exitOK, card: changed,
 			stdout: []string{"on a 8 MiB erase unit (given)"}},
-		{name: "a label too long", args: []string{"--yes", "--label", "TWELVE CHARS", "CARD?size=2GiB"}, code: exitUsage,
-			stderr: []string{"--label", "more than the 11"}, card: cardUnchanged},
-		{name: "an erase unit of no power of two", args: []string{"--yes", "--erase-unit", "3MiB", "CARD?size=2GiB"}, code: exitUsage,
-			stderr: []string{"--erase-unit", "not a power of two"}, card: cardUnchanged},
 		{name: "not confirmed", args: []string{"CARD?size=2GiB"}, code: exitRefused, stderr: []string{"Pass --yes"}, card: cardUnchanged},
 	})
 }
@@ -138,15 +127,15 @@ func TestBlocksWatchSimBus(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			card := func(name string) string { return filepath.Join(dir, name+".img") }
-			report := filepath.Join(t.TempDir(), "station.json")
+			saved := filepath.Join(t.TempDir(), "station.json")
 			fill(t, card("a"), tc.sizes[0])
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan result)
 			go func() {
-				done <- runCLIContext(t, ctx, nil, "--readers", "sim:"+dir, tc.command, "--watch", "--yes", "--report", report)
+				done <- runCLIContext(t, ctx, nil, "--readers", "sim:"+dir, tc.command, "--watch", "--yes", "--report", saved)
 			}()
-			var rep session.Report
+			var rep report.JSON
 			deadline := time.After(60 * time.Second)
 			for len(rep.Cards) < 2 {
 				select {
@@ -155,8 +144,8 @@ func TestBlocksWatchSimBus(t *testing.T) {
 					t.Fatalf("after 60 s, %d cards in the report, want 2", len(rep.Cards))
 				case <-time.After(5 * time.Millisecond):
 				}
-				b, err := os.ReadFile(report)
-				var now session.Report
+				b, err := os.ReadFile(saved)
+				var now report.JSON
 				if err != nil || json.Unmarshal(b, &now) != nil || len(now.Cards) == len(rep.Cards) {
 					continue
 				}

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/usbflash/usbflash/internal/customize"
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
@@ -95,10 +96,20 @@ func TestExplainInWords(t *testing.T) {
 		{fmt.Errorf("opening usb:1.4: %w", context.DeadlineExceeded), "*", "*"},
 		{fmt.Errorf("listing readers: %w: after 3 tries", context.Canceled), "*", ""},
 		{fmt.Errorf("%w: no answer", usbms.ErrRecoveryFailed), "*", "unplug the reader, plug it in again, and run the command again"},
+		// A setting is named by its flag, one wording for every setting
+		// (settingFlags), and keeps its class and advice: a value the
+		// card gave stays a refusal.
+		{&failure.SettingError{Setting: usbms.SettingTransport, Err: errors.New(`"foo": no such transport`)}, `--transport: "foo": no such transport`, ""},
+		{fmt.Errorf("benchmark: %w", &failure.SettingError{Setting: cardbench.SettingSizes, Err: errors.New("64 GiB is too large")}), "benchmark: --sizes: 64 GiB is too large", ""},
+		{fmt.Errorf("customising sim:c.img: %w", &customize.DeviceValueError{Err: &failure.SettingError{Setting: customize.SettingHostname, Err: errors.New(`"pi-{usb_serial}" breaks the rule`)}}),
+			`customising sim:c.img: --hostname: "pi-{usb_serial}" breaks the rule (with this card's serials)`, "leave the serial out of the template ({n} numbers the cards), or use another reader"},
 	} {
 		msg, hint := explain(tc.err)
 		if strings.Contains(msg, "context") || tc.msg != "*" && msg != tc.msg || tc.hint != "*" && hint != tc.hint {
 			t.Errorf("explain(%v) = %q, %q; want %q, %q", tc.err, msg, hint, tc.msg, tc.hint)
+		}
+		if got, want := exitCode(inFlagWords(tc.err)), exitCode(tc.err); got != want {
+			t.Errorf("%v in the flags' words: exit %d, want %d", tc.err, got, want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -8,6 +9,7 @@ import (
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/image/catalog"
 	"github.com/usbflash/usbflash/internal/image/httpsrc"
+	"github.com/usbflash/usbflash/internal/ui/catalogview"
 )
 
 // catalogEnv names the catalog when --catalog does not.
@@ -39,7 +41,15 @@ func (f *catalogFlags) image(args []string) (string, []string) {
 	return args[0], args[1:]
 }
 
-func newImagesCommand(a *app) *cobra.Command {
+// imagesOptions is what an images command line asks for: the OS list and
+// how to read it.
+type imagesOptions struct {
+	Catalog string
+	HTTP    httpsrc.Options
+	JSON    bool
+}
+
+func newImagesCommand(a *app, runF func(*imagesOptions) error) *cobra.Command {
 	var asJSON bool
 	var f catalogFlags
 	c := &cobra.Command{
@@ -55,18 +65,24 @@ name, with its folders' or alone, or the start of only one entry's.`,
 			if f.catalog == "" {
 				return &usageError{"images needs an OS list: --catalog URL|FILE or $" + catalogEnv}
 			}
-			opts, err := a.httpOptions()
+			http, err := a.httpOptions()
 			if err != nil {
 				return err
 			}
-			entries, err := image.LoadCatalog(c.Context(), f.catalog, opts)
-			if err != nil {
-				return err
-			}
-			return catalog.List(a.stdout, entries, asJSON)
+			o := &imagesOptions{Catalog: f.catalog, HTTP: http, JSON: asJSON}
+			return runOr(c.Context(), runF, o, a.imagesRun)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per entry")
 	f.register(c, false)
 	return c
+}
+
+// imagesRun lists the OS list's images.
+func (a *app) imagesRun(ctx context.Context, o *imagesOptions) error {
+	entries, err := image.LoadCatalog(ctx, o.Catalog, o.HTTP)
+	if err != nil {
+		return err
+	}
+	return catalogview.List(a.stdout, entries, o.JSON)
 }

@@ -114,11 +114,10 @@ func TestInfoCommand(t *testing.T) {
 	}
 }
 
-// TestListMarksReadersWithoutPermission: a reader this user may not open
+// listReadersWithoutPermission: a reader this user may not open
 // is listed all the same, marked, the kernel's disks of one the kernel
 // holds shown from sysfs; what would give access is said once.
-func TestListMarksReadersWithoutPermission(t *testing.T) {
-	t.Parallel()
+func listReadersWithoutPermission(t *testing.T) {
 	denied := func(addr int) error {
 		return &drive.AccessError{Reader: fmt.Sprintf("usb:1.%d", addr), Node: fmt.Sprintf("/dev/bus/usb/001/%03d", addr),
 			Err: &usbdev.Error{Op: "opening", Kind: usbdev.ErrPermission, Err: syscall.EACCES}}
@@ -156,4 +155,14 @@ func TestListMarksReadersWithoutPermission(t *testing.T) {
 	if accessNote(found[2:]) != "" {
 		t.Error("a note where every reader may be opened")
 	}
+}
+
+// TestListCommand: what list shows and says: readers, disks, and what it
+// cannot list, without failing.
+func TestListCommand(t *testing.T) {
+	parallel(t,
+		subtest{"without USB", listWithoutUSB},
+		subtest{"disks", listShowsDisks},
+		subtest{"readers without permission", listReadersWithoutPermission},
+	)
 }

@@ -5,17 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/ui/readerinfo"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
-func newListCommand(a *app) *cobra.Command {
+// listOptions is what a list command line asks for: the readers.
+type listOptions struct {
+	Readers *drive.Readers
+	JSON    bool
+}
+
+func newListCommand(a *app, runF func(*listOptions) error) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "list",
@@ -31,74 +37,60 @@ Then the whole disks a disk: target may name: external or removable ones
 never the disk the system runs from.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			return a.list(c.Context(), asJSON)
+			readers, err := a.newReaders()
+			if err != nil {
+				return err
+			}
+			o := &listOptions{Readers: readers, JSON: asJSON}
+			return runOr(c.Context(), runF, o, a.listRun)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: {\"devices\": [...], \"disks\": [...]}")
 	return c
 }
 
-func (a *app) list(ctx context.Context, asJSON bool) error {
-	usb, err := a.newReaders()
+// listRun lists the readers and the disks disk: writes.
+func (a *app) listRun(ctx context.Context, o *listOptions) error {
+	l, found, err := a.survey(ctx, o.Readers)
 	if err != nil {
 		return err
 	}
-	found, err := usb.ListReaders(ctx)
-	var usbNote string
+	// What list cannot show and why, beside what it shows.
+	if n := accessNote(found); n != "" {
+		l.Notes = append([]string{n}, l.Notes...)
+	}
+	return l.Print(a.stdout, a.stderr, o.JSON)
+}
+
+// survey is what list shows: the USB readers (none, and why, where there
+// is no USB to list here), found being them as drive lists them, and the
+// disks disk: writes (a note when they cannot be listed); the error of
+// readers that cannot be listed, beside the disks.
+func (a *app) survey(ctx context.Context, readers *drive.Readers) (readerinfo.List, []drive.Reader, error) {
+	var l readerinfo.List
+	found, err := readers.ListReaders(ctx)
 	if errors.Is(err, usbdev.ErrNoUSBAccess) || errors.Is(err, usbdev.ErrNoUSBSupport) {
 		// Not a failure: there are simply no readers to list here.
-		usbNote, found, err = factsAndAdvice(err), nil, nil // the advice says what still works
+		l.NoUSB, found, err = factsAndAdvice(err), nil, nil // the advice says what still works
 	}
 	if err != nil {
-		return failure.Wrap(failure.Device, fmt.Errorf("listing USB devices: %w", err))
+		err = failure.Wrap(failure.Device, fmt.Errorf("listing USB devices: %w", err))
 	}
-	readers := make([]readerinfo.Reader, 0, len(found))
 	for _, r := range found {
-		readers = append(readers, readerinfo.DescribeReader(r, readerWords()))
+		l.Readers = append(l.Readers, readerinfo.DescribeReader(r, readerWords()))
 	}
 	listDisks := drive.ListDisks
 	if a.listDisks != nil {
 		listDisks = a.listDisks
 	}
-	found2, diskErr := listDisks(ctx)
-	disks := make([]readerinfo.Disk, 0, len(found2))
-	for _, d := range found2 {
-		disks = append(disks, readerinfo.DescribeDisk(d))
-	}
-	// What list cannot show and why, beside what it shows.
-	var notes []string
-	if n := accessNote(found); n != "" {
-		notes = append(notes, n)
+	disks, diskErr := listDisks(ctx)
+	for _, d := range disks {
+		l.Disks = append(l.Disks, readerinfo.DescribeDisk(d))
 	}
 	if diskErr != nil {
-		notes = append(notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing disks: %w", diskErr))))
+		l.Notes = append(l.Notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing disks: %w", diskErr))))
 	}
-	if asJSON {
-		out := map[string]any{"devices": readers, "disks": disks}
-		if usbNote != "" {
-			notes = append([]string{usbNote}, notes...)
-		}
-		if len(notes) > 0 {
-			out["note"] = strings.Join(notes, " ")
-		}
-		return json.NewEncoder(a.stdout).Encode(out)
-	}
-	switch {
-	case usbNote != "":
-		fmt.Fprintf(a.stdout, "No USB readers: %s\n", usbNote)
-	case len(readers) == 0:
-		fmt.Fprintln(a.stdout, "No USB mass-storage readers attached.")
-	default:
-		readerinfo.PrintReaders(a.stdout, readers)
-	}
-	if len(disks) > 0 {
-		fmt.Fprintln(a.stdout, "\nDisks (disk: targets, written through the system's uncached path):")
-		readerinfo.PrintDisks(a.stdout, disks)
-	}
-	for _, n := range notes {
-		fmt.Fprintln(a.stderr, n)
-	}
-	return nil
+	return l, found, err
 }
 
 // accessNote says once, however many readers this user may not open,
@@ -113,11 +105,58 @@ func accessNote(found []drive.Reader) string {
 	if len(denied) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("No permission to open %s: %s.", plural(len(denied), "reader"), hint(denied[0]))
+	return fmt.Sprintf("No permission to open %s: %s.", termui.Plural(len(denied), "reader"), hint(denied[0]))
 }
 
 // readerWords are cmd's words in list's and info's reports: an error with
 // its advice, and --quirks for the flags given on the command line.
 func readerWords() readerinfo.Words {
 	return readerinfo.Words{Error: factsAndAdvice, Setting: "--quirks"}
+}
+
+// infoOptions is what an info command line asks for: the target, and the
+// readers it is opened among.
+type infoOptions struct {
+	Target  drive.Spec
+	Readers *drive.Readers
+	JSON    bool
+}
+
+func newInfoCommand(a *app, runF func(*infoOptions) error) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "info TARGET",
+		Short: "Show everything known about one target",
+		Long: `Show one target's identity (INQUIRY, serial), capacity, block size, write
+protection and transfer limits. Nothing is written. For a usb: target the
+reader is claimed, which detaches the kernel driver (refused while mounted,
+unless --force).`,
+		Args:              exactArgs(1, "a TARGET"),
+		ValidArgsFunction: targetArgs(false),
+		RunE: func(c *cobra.Command, args []string) error {
+			t, readers, err := a.target(args[0])
+			if err != nil {
+				return err
+			}
+			o := &infoOptions{Target: t, Readers: readers, JSON: asJSON}
+			return runOr(c.Context(), runF, o, a.infoRun)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}
+
+// infoRun opens the target read-only and describes it.
+func (a *app) infoRun(ctx context.Context, o *infoOptions) error {
+	d, err := drive.Open(ctx, o.Target, drive.Options{ReadOnly: true, AllowNoMedium: true, Readers: o.Readers})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	rep := readerinfo.DescribeTarget(d, readerWords())
+	if o.JSON {
+		return json.NewEncoder(a.stdout).Encode(rep)
+	}
+	readerinfo.PrintTarget(a.stdout, rep)
+	return nil
 }

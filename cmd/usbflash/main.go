@@ -23,6 +23,8 @@ import (
 	// only when the system has none.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
+	"github.com/spf13/cobra"
+
 	"github.com/usbflash/usbflash/internal/lib/stopsignal"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 )
@@ -49,7 +51,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // runApp runs one command line with a's streams and says how it ended.
-func runApp(ctx context.Context, a *app, args []string) (code int) {
+func runApp(ctx context.Context, a *app, args []string) int {
+	return execute(ctx, a, newRootCommand(a), args)
+}
+
+// execute runs one command line of root with a's streams and says how it
+// ended: an error is reported (an error event under --json) and its exit
+// code returned.
+func execute(ctx context.Context, a *app, root *cobra.Command, args []string) (code int) {
 	// A bug must not exit 2, which scripts read as their own mistake: it
 	// is an internal error (1), reported as one, with where it happened.
 	defer func() {
@@ -59,12 +68,12 @@ func runApp(ctx context.Context, a *app, args []string) (code int) {
 			code = exitInternal
 		}
 	}()
-	root := newRootCommand(a)
 	root.SetArgs(args)
 	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
+	err = inFlagWords(err)
 	code = exitCode(err)
 	if !errorAlreadyReported(err) {
 		// Under --json every failure is an error event on stdout, even

@@ -120,8 +120,7 @@ func lastEvent(t *testing.T, out, name string) map[string]any {
 	return found
 }
 
-func TestListWithoutUSBSaysSoAndSucceeds(t *testing.T) {
-	t.Parallel()
+func listWithoutUSB(t *testing.T) {
 	// A machine without /dev/bus/usb (a container), and a build without
 	// a USB backend, as the backends say so.
 	for _, kind := range []error{usbdev.ErrNoUSBAccess, usbdev.ErrNoUSBSupport} {
@@ -140,11 +139,10 @@ func TestListWithoutUSBSaysSoAndSucceeds(t *testing.T) {
 	}
 }
 
-// TestListShowsDisks: list shows the disk: targets beside the readers,
+// listShowsDisks: list shows the disk: targets beside the readers,
 // also where a build has no USB (macOS and Windows today), and says so
 // when the disks cannot be listed, without failing.
-func TestListShowsDisks(t *testing.T) {
-	t.Parallel()
+func listShowsDisks(t *testing.T) {
 	noUSB := func(context.Context) ([]usbdev.Info, error) {
 		return nil, &usbdev.Error{Op: "listing USB devices", Kind: usbdev.ErrNoUSBSupport, Err: errors.New("built without USB")}
 	}
@@ -204,8 +202,68 @@ func TestConfirmationAtATerminal(t *testing.T) {
 	}
 }
 
+// holds says the file at path starts with img.
+func holds(path string, img []byte) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && len(b) >= len(img) && bytes.Equal(b[:len(img)], img)
+}
+
+// shellWords splits a shell command line as sh does for the examples:
+// blanks between words, single and double quotes, a # comment.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var w strings.Builder
+	inWord := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := strings.IndexByte(line[i+1:], c)
+			if j < 0 {
+				t.Fatalf("unterminated quote: %q", line)
+			}
+			w.WriteString(line[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == ' ' || c == '\t':
+			if inWord {
+				words, inWord = append(words, w.String()), false
+				w.Reset()
+			}
+		case c == '#' && !inWord:
+			return words
+		default:
+			w.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
+}
+
+// subtest is a test run as a subtest of another under its name.
+type subtest struct {
+	name string
+	test func(*testing.T)
+}
+
+// parallel runs each of tests as a parallel subtest of t.
+func parallel(t *testing.T, tests ...subtest) {
+	t.Parallel()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.test(t)
+		})
+	}
+}
+
 // TestMain runs main when the binary is started as usbflash (TestProcess
-// runs it through a link of that name), and the tests otherwise.
+// and the documents' examples run it through a link of that name), and
+// the tests otherwise.
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "usbflash" {
 		main()

@@ -35,10 +35,6 @@ func TestWriteManyCommand(t *testing.T) {
 		{name: "skip refused", args: []string{"--skip-refused", sim("a.img", ""), sim("wp.img", "&wp=1")},
 			code: exitPartial, stdout: []string{"TARGET", "write-protected"}, yes: 1},
 		{name: "all succeed", args: []string{sim("a.img", ""), sim("b.img", "&block=512&speed=50MB/s"), sim("c.img", "")}, code: exitOK, yes: 3},
-		{name: "no target", args: nil, code: exitUsage},
-		{name: "all and a target", args: []string{"--all", sim("a.img", "")}, code: exitUsage},
-		{name: "one card twice", args: []string{"sim:" + dir + "/a.img", "sim:" + dir + "/a.img"}, code: exitUsage},
-		{name: "report not json or csv", args: []string{sim("a.img", ""), "--report", dir + "/r.txt"}, code: exitUsage},
 		{name: "negative lag", args: []string{sim("a.img", ""), sim("b.img", ""), "--lag", "-1"}, code: exitUsage},
 		{name: "a slot left unnamed", args: []string{"sim:" + slots + "?size=8MiB&luns=2", "sim:" + slots + "?size=8MiB&luns=2&lun=1"}, code: exitUsage},
 	} {

@@ -2,20 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/image/imagedst"
-	"github.com/usbflash/usbflash/internal/lib/parttable"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/session"
-	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/sessionview"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
@@ -30,7 +26,15 @@ type readFlags struct {
 	asJSON, quiet       bool
 }
 
-func newReadCommand(a *app) *cobra.Command {
+// readOptions is what a read command line asks for: its session's
+// Config (but its Observer) and the target.
+type readOptions struct {
+	Config      session.BackupConfig
+	Target      drive.Spec
+	JSON, Quiet bool
+}
+
+func newReadCommand(a *app, runF func(*readOptions) error) *cobra.Command {
 	var f readFlags
 	c := &cobra.Command{
 		Use:   "read TARGET OUT",
@@ -54,9 +58,11 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 		Args:              exactArgs(2, "TARGET and OUT"),
 		ValidArgsFunction: readArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(f.asJSON, f.quiet, func(rep termui.Reporter) error {
-				return a.backup(c.Context(), rep, c, args[0], args[1], f)
-			})
+			o, err := a.readOptions(c, args[0], args[1], f)
+			if err != nil {
+				return err
+			}
+			return runOr(c.Context(), runF, o, a.readRun)
 		},
 	}
 	fl := c.Flags()
@@ -71,118 +77,48 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 	return c
 }
 
-// readArgs completes the target, then the output file's name.
-func readArgs(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	switch len(args) {
-	case 0:
-		return completeTarget(c, toComplete)
-	case 1:
-		return nil, cobra.ShellCompDirectiveDefault
-	}
-	return nil, cobra.ShellCompDirectiveNoFileComp
-}
-
-func (a *app) backup(ctx context.Context, rep termui.Reporter, c *cobra.Command, target, out string, f readFlags) error {
+// readOptions reads read's flags and arguments into its Options.
+func (a *app) readOptions(c *cobra.Command, target, out string, f readFlags) (*readOptions, error) {
 	t, readers, err := a.target(target)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cfg := session.BackupConfig{Out: out, Readers: readers, Used: f.used, Force: f.force, Verify: f.verify, Buffers: f.buffers,
-		Observer: session.ObserverFunc(func(e session.Event) { presentBackup(rep, e) })}
+	o := &readOptions{Target: t, JSON: f.asJSON, Quiet: f.quiet,
+		Config: session.BackupConfig{Out: out, Readers: readers, Used: f.used, Force: f.force, Verify: f.verify, Buffers: f.buffers}}
 	if f.size != "" && f.used {
-		return &usageError{"--size and --used both say where to stop: pass one"}
+		return nil, &usageError{"--size and --used both say where to stop: pass one"}
 	}
-	if cfg.TransferSize, err = transferFlag(c, f.transferSize); err != nil {
-		return err
+	if o.Config.TransferSize, err = transferFlag(c, f.transferSize); err != nil {
+		return nil, err
 	}
 	if f.size != "" {
-		if cfg.Size, err = units.ParseSize(f.size); err != nil || cfg.Size <= 0 {
-			return &usageError{fmt.Sprintf("--size %q: want a positive size such as 4GiB", f.size)}
+		if o.Config.Size, err = units.ParseSize(f.size); err != nil || o.Config.Size <= 0 {
+			return nil, &usageError{fmt.Sprintf("--size %q: want a positive size such as 4GiB", f.size)}
 		}
 	}
-	b, err := session.NewBackup(cfg)
-	if err != nil {
+	return o, nil
+}
+
+// readRun runs a backup session and presents it.
+func (a *app) readRun(ctx context.Context, o *readOptions) error {
+	return a.reported(o.JSON, o.Quiet, func(rep termui.Reporter) error {
+		cfg := o.Config
+		cfg.Observer = sessionview.Backup(rep, words())
+		b, err := session.NewBackup(cfg)
+		if err != nil {
+			return err
+		}
+		// A second Ctrl-C: the session says what it left.
+		defer a.aborts.Add(func() {
+			err := b.Abort()
+			rep.Fail(newErrorEvent(err, exitCode(err)))
+		})()
+		res, err := b.Run(ctx, o.Target)
+		if errors.As(err, new(*imagedst.SizeError)) {
+			return fmt.Errorf("--size %w", err)
+		} else if err == nil {
+			sessionview.BackedUp(rep, res, cfg.Out)
+		}
 		return err
-	}
-	// A second Ctrl-C: the session says what it left.
-	defer a.aborts.Add(func() {
-		err := b.Abort()
-		rep.Fail(newErrorEvent(err, exitCode(err)))
-	})()
-	res, err := b.Run(ctx, t)
-	var past *imagedst.SizeError
-	if errors.As(err, &past) {
-		return fmt.Errorf("--size %w", err)
-	} else if err != nil {
-		return err
-	}
-	read := res.Read
-	sum := &jsonevents.ReadSummary{
-		Command: jsonevents.CommandRead,
-		Bytes:   read.Bytes, Reads: read.Reads, ElapsedS: read.Elapsed.Seconds(), Rate: termui.Rate(read.Bytes, read.Elapsed),
-		SHA256: hex.EncodeToString(read.SHA256[:]), Out: out, Format: res.Format, OutBytes: res.Written,
-		BMap: res.BMap, MappedBytes: res.MappedBytes, Bound: jsonevents.BoundOf(read.Bound), BoundRatio: read.BoundRatio,
-		PartitionTable: res.Extent.Table,
-	}
-	text := []string{
-		fmt.Sprintf("Read %s in %s (%s), %s", units.FormatBytes(read.Bytes), read.Elapsed.Round(time.Millisecond),
-			units.FormatRate(sum.Rate), plural(read.Reads, "command")),
-		fmt.Sprintf("Wrote %s (%s, %s) and its block map %s (%s of the image is not zero)", out, res.Format, units.FormatSize(res.Written), res.BMap, units.FormatSize(res.MappedBytes)),
-		termui.ReadBoundLine(read),
-	}
-	if v := res.Verify; v != nil {
-		sum.Verified = true
-		sum.VerifyElapsedS = ptr(v.Elapsed.Seconds())
-		text = append(text, fmt.Sprintf("Verified: a second read of %s matches (%s)", units.FormatSize(v.Bytes), v.Elapsed.Round(time.Millisecond)))
-	}
-	text = append(text, "SHA-256 "+sum.SHA256)
-	rep.Event(sum, strings.Join(text, "\n"))
-	return nil
-}
-
-// presentBackup shows a backup's events.
-func presentBackup(rep termui.Reporter, e session.Event) {
-	switch e := e.(type) {
-	case session.BackupStarted:
-		rep.Event(&jsonevents.ReadStart{
-			Command: jsonevents.CommandRead,
-			Target:  e.Target, Out: e.Out, Format: e.Format, TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
-		}, fmt.Sprintf("Backing %s up to %s (%s) ...", e.Target, e.Out, e.Format))
-	case session.InUse:
-		msg := inUseNote(e.Err)
-		rep.Event(jsonevents.NewNote(msg), msg)
-	case session.ExtentChosen:
-		if msg := extentNote(e.Card, e.Extent); msg != "" {
-			rep.Event(jsonevents.NewNote(msg), msg)
-		}
-	default:
-		presentCard(rep, e)
-	}
-}
-
-// inUseNote says that a disk read through the kernel is in use, which
-// write refuses and read only warns of: its file systems can change while
-// they are read.
-func inUseNote(inUse error) string {
-	var uses []drive.Use
-	if te := (*drive.Error)(nil); errors.As(inUse, &te) {
-		uses = te.Uses
-	}
-	return fmt.Sprintf("%v: what is read may change meanwhile, and the backup be inconsistent; %s first for a consistent one", inUse, inUseAdvice(uses))
-}
-
-// extentNote says how --used decided how much to read ("" without it).
-func extentNote(name string, e imagedst.Extent) string {
-	switch e.Table {
-	case "":
-		return ""
-	case "none":
-		if e.Damaged != nil {
-			return fmt.Sprintf("%s: %v: reading the whole card, as for a card without one", name, e.Damaged)
-		}
-		return fmt.Sprintf("%s has no partition table: reading the whole card", name)
-	case parttable.GPT:
-		return fmt.Sprintf("GPT: reading up to the end of the last partition, %s; the backup GPT at the end of the card is not included (sgdisk -e rebuilds it after a restore)", units.FormatSize(e.Size))
-	}
-	return fmt.Sprintf("MBR: reading up to the end of the last partition, %s of %s", units.FormatSize(e.Size), units.FormatSize(e.Capacity))
+	})
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/usbflash/usbflash/internal/drive"
 )
 
 // The backup's behaviour is flash's (TestBackupSession); these hold what
@@ -51,11 +49,10 @@ func mbrCard(t *testing.T, size, end int) string {
 	return cardWith(t, b, size)
 }
 
-// TestReadContract: what read says of where it stops, the mistakes it
+// readContract: what read says of where it stops, the mistakes it
 // refuses before reading (with the flag or argument at fault and the
 // advice), and its exit codes.
-func TestReadContract(t *testing.T) {
-	t.Parallel()
+func readContract(t *testing.T) {
 	dir := t.TempDir()
 	existing := filepath.Join(dir, "b.img.zst")
 	os.WriteFile(existing, []byte("yesterday's backup"), 0o644)
@@ -91,12 +88,6 @@ func TestReadContract(t *testing.T) {
 			noFiles(t, dir, "b.img.zst")
 		})
 	}
-	// A disk the system uses is read (drive.TestOpenDisksTheSystemUses
-	// opens a mounted one), with a note of what that means for the backup.
-	inUse := &drive.Error{Msg: "/dev/loop7 is in use: /dev/loop7 is mounted on /mnt", Err: drive.ErrInUse, Uses: []drive.Use{drive.UseMounted}}
-	if got, want := inUseNote(inUse), "/dev/loop7 is in use: /dev/loop7 is mounted on /mnt: what is read may change meanwhile, and the backup be inconsistent; unmount it first for a consistent one"; got != want {
-		t.Errorf("note %q\nwant %q", got, want)
-	}
 }
 
 // atPhase runs do at the first progress event of a phase.
@@ -113,11 +104,10 @@ func (a *atPhase) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestReadVerifyContract: a second read that differs exits 6 with advice
+// readVerify: a second read that differs exits 6 with advice
 // about the card and reader, keeping the first read as OUT.part; Ctrl-C
 // during the second read exits 130, keeps it too, and says so.
-func TestReadVerifyContract(t *testing.T) {
-	t.Parallel()
+func readVerify(t *testing.T) {
 	t.Run("the card changes between the reads", func(t *testing.T) {
 		card := cardWith(t, holeyImage(), 4<<20)
 		orig, _ := os.ReadFile(card)
@@ -160,4 +150,12 @@ func TestReadVerifyContract(t *testing.T) {
 		}
 		noFiles(t, dir, "b.img.zst.part")
 	})
+}
+
+// TestReadCommand: what read says and how it exits.
+func TestReadCommand(t *testing.T) {
+	parallel(t,
+		subtest{"where it stops and what it refuses", readContract},
+		subtest{"--verify", readVerify},
+	)
 }

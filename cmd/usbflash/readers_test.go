@@ -11,16 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/testkit/cardfile"
+	"github.com/usbflash/usbflash/internal/ui/report"
 )
 
-// TestReadersSimBus: --readers sim:DIR is the readers every command sees:
+// readersSimBus: --readers sim:DIR is the readers every command sees:
 // list shows each card file as a reader (an empty one as an empty slot),
 // an N target and --all write them, and a bad setting is a usage error
 // naming the flag.
-func TestReadersSimBus(t *testing.T) {
-	t.Parallel()
+func readersSimBus(t *testing.T) {
 	img := testImage(3<<20 + 512)
 	image := writeFile(t, "os.img", img)
 	for _, tt := range []struct {
@@ -68,17 +67,16 @@ func TestReadersSimBus(t *testing.T) {
 	}
 }
 
-// TestWatchSimBus: write --watch on --readers sim:DIR is a station of
+// watchSimBus: write --watch on --readers sim:DIR is a station of
 // simulated readers: a reader plugged in (a card file made) is written,
 // one plugged in later too, a card file replaced by another is another
 // card; each once, and the run ends as a station's does.
-func TestWatchSimBus(t *testing.T) {
-	t.Parallel()
+func watchSimBus(t *testing.T) {
 	img := testImage(2<<20 + 512)
 	image := writeFile(t, "os.img", img)
 	dir := t.TempDir()
 	card := func(name string) string { return filepath.Join(dir, name+".img") }
-	report := filepath.Join(t.TempDir(), "station.json")
+	reportPath := filepath.Join(t.TempDir(), "station.json")
 	cardfile.Size(t, card("a"), 4<<20)
 	// Each change once the card before it is in the report; the last
 	// card's record ends the station, as a person's Ctrl-C.
@@ -96,9 +94,9 @@ func TestWatchSimBus(t *testing.T) {
 	defer cancel()
 	done := make(chan result)
 	go func() {
-		done <- runCLIContext(t, ctx, nil, "--readers", "sim:"+dir, "write", image, "--watch", "--yes", "--report", report)
+		done <- runCLIContext(t, ctx, nil, "--readers", "sim:"+dir, "write", image, "--watch", "--yes", "--report", reportPath)
 	}()
-	var rep session.Report
+	var rep report.JSON
 	deadline := time.After(60 * time.Second) // a station that never sees a card ends the test, failed
 	for len(rep.Cards) < len(steps)+1 {
 		select {
@@ -107,8 +105,8 @@ func TestWatchSimBus(t *testing.T) {
 			t.Fatalf("after 60 s, %d cards in the report, want %d", len(rep.Cards), len(steps)+1)
 		case <-time.After(5 * time.Millisecond):
 		}
-		b, err := os.ReadFile(report)
-		var now session.Report
+		b, err := os.ReadFile(reportPath)
+		var now report.JSON
 		if err != nil || json.Unmarshal(b, &now) != nil || len(now.Cards) == len(rep.Cards) {
 			continue
 		}
@@ -134,4 +132,13 @@ func TestWatchSimBus(t *testing.T) {
 			t.Errorf("%s does not hold the image", name)
 		}
 	}
+}
+
+// TestReadersSimBus: --readers sim:DIR, the simulated readers every
+// command sees.
+func TestReadersSimBus(t *testing.T) {
+	parallel(t,
+		subtest{"every command", readersSimBus},
+		subtest{"a station", watchSimBus},
+	)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image/httpsrc"
 	"github.com/usbflash/usbflash/internal/lib/stopsignal"
+	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/usbms"
 	"github.com/usbflash/usbflash/usbms/usbdev"
 )
@@ -100,7 +101,7 @@ func (a *app) newReaders() (*drive.Readers, error) {
 		return nil, err
 	}
 	if a.queueDepth < 1 {
-		return nil, &failure.SettingError{Setting: usbms.SettingQueueDepth, Err: fmt.Errorf("%d: want 1 or more", a.queueDepth)}
+		return nil, &failure.SettingError{Setting: usbms.SettingQueueDepth, Err: fmt.Errorf("%d is fewer than 1", a.queueDepth)}
 	}
 	bus, err := drive.ParseReaders(a.readers)
 	if err != nil {
@@ -120,7 +121,31 @@ func (a *app) target(arg string) (drive.Spec, *drive.Readers, error) {
 	return t, readers, err
 }
 
+// newRootCommand is usbflash: every command, each made in cli/cli's shape
+// (its flags make its Options, which its run function runs).
 func newRootCommand(a *app) *cobra.Command {
+	return newRoot(a,
+		newListCommand(a, nil),
+		newInfoCommand(a, nil),
+		newWriteCommand(a, nil),
+		newVerifyCommand(a, nil),
+		newEraseCommand(a, nil),
+		newFormatCommand(a, nil),
+		newReadCommand(a, nil),
+		newVersionCommand(a),
+		newBenchCommand(a, nil),
+		newCheckCommand(a, nil),
+		newRestoreCommand(a, nil),
+		newCustomizeCommand(a, nil),
+		newImagesCommand(a, nil),
+		newServeCommand(a, nil),
+	)
+}
+
+// newRoot is the root command over cmds: the flags every command shares
+// (read into a), help, and completion. Tests make it over one command
+// whose run they replace.
+func newRoot(a *app, cmds ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "usbflash",
 		Short: "Write OS images to SD cards and USB sticks, fast and safely",
@@ -156,22 +181,7 @@ Targets:
 		"the readers every command sees (list, N targets, --all, --watch): usb, the machine's, or "+drive.SimBusSyntax+
 			", simulated readers: each file NAME.img in DIR is a reader plugged in, the file its card (0 bytes: an empty slot)")
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(
-		newListCommand(a),
-		newInfoCommand(a),
-		newWriteCommand(a),
-		newVerifyCommand(a),
-		newEraseCommand(a),
-		newFormatCommand(a),
-		newReadCommand(a),
-		newVersionCommand(a),
-		newBenchCommand(a),
-		newCheckCommand(a),
-		newRestoreCommand(a),
-		newCustomizeCommand(a),
-		newImagesCommand(a),
-		newServeCommand(a),
-	)
+	root.AddCommand(cmds...)
 	if c := genDocsCommand(); c != nil {
 		root.AddCommand(c)
 	}
@@ -191,11 +201,17 @@ Targets:
 				}
 			}
 		}
-		if c.Name() == "info" && c.ValidArgsFunction == nil {
-			c.ValidArgsFunction = targetArgs(false)
-		}
 	}
 	return root
+}
+
+// runOr runs a command's Options o by runF, when a test gave one, else by
+// run, the command's own.
+func runOr[O any](ctx context.Context, runF func(*O) error, o *O, run func(context.Context, *O) error) error {
+	if runF != nil {
+		return runF(o)
+	}
+	return run(ctx, o)
 }
 
 // groupCommand makes a command that only holds subcommands (usbflash,
@@ -243,18 +259,10 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) != n {
 			return &usageError{fmt.Sprintf("%s needs %s, got %s; see '%s --help'",
-				c.Name(), names, plural(len(args), "argument"), c.CommandPath())}
+				c.Name(), names, termui.Plural(len(args), "argument"), c.CommandPath())}
 		}
 		return nil
 	}
-}
-
-// plural is "1 command", "2 commands", "0 commands".
-func plural[T ~int | ~int64](n T, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // jsonRequested says whether the command line asked for JSON output, also

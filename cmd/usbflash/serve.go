@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -17,14 +14,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/internal/drive"
-	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/image/catalog"
 	"github.com/usbflash/usbflash/internal/image/httpsrc"
-	"github.com/usbflash/usbflash/internal/ui/readerinfo"
 	"github.com/usbflash/usbflash/internal/ui/web"
 	"github.com/usbflash/usbflash/pipeline"
-	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // serveFlags are the options of `usbflash serve`: where it listens, and
@@ -41,11 +35,19 @@ type serveFlags struct {
 	stopTimeout                      time.Duration
 }
 
+// serveOptions is what a serve command line asks for: where the page is
+// served, and the settings of the sessions it starts (serveFlags, their
+// flags) and the readers they see.
+type serveOptions struct {
+	serveFlags
+	Readers *drive.Readers
+}
+
 // defaultListen is loopback, on a port the system picks: only this
 // machine reaches the page.
 const defaultListen = "127.0.0.1:0"
 
-func newServeCommand(a *app) *cobra.Command {
+func newServeCommand(a *app, runF func(*serveOptions) error) *cobra.Command {
 	var f serveFlags
 	c := &cobra.Command{
 		Use:   "serve",
@@ -70,7 +72,12 @@ simulated readers instead of USB's: the page without hardware.`,
 		Args:              exactArgs(0, "no arguments"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return a.serve(c.Context(), f)
+			readers, err := a.newReaders()
+			if err != nil {
+				return err
+			}
+			o := &serveOptions{serveFlags: f, Readers: readers}
+			return runOr(c.Context(), runF, o, a.serveRun)
 		},
 	}
 	fl := c.Flags()
@@ -90,15 +97,12 @@ simulated readers instead of USB's: the page without hardware.`,
 	return c
 }
 
-// serve runs the page until ctx ends, then stops every session and waits
-// for them.
-func (a *app) serve(ctx context.Context, f serveFlags) error {
-	if _, err := a.newReaders(); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", f.listen)
+// serveRun serves the page until ctx ends, then stops every session and
+// waits for them.
+func (a *app) serveRun(ctx context.Context, o *serveOptions) error {
+	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return &usageError{fmt.Sprintf("--listen %s: %v", f.listen, err)}
+		return &usageError{fmt.Sprintf("--listen %s: %v", o.listen, err)}
 	}
 	tmp, err := os.MkdirTemp("", "usbflash-serve-")
 	if err != nil {
@@ -106,12 +110,12 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return fmt.Errorf("a directory for the page's files: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	host, _, _ := net.SplitHostPort(f.listen)
+	host, _, _ := net.SplitHostPort(o.listen)
 	opts := web.Options{Token: web.NewToken(), Hosts: []string{host}, Version: buildVersion(),
-		Slots: a.serveSlots, Run: a.serveRun(f, tmp)}
-	if f.catalog.catalog != "" {
+		Slots: a.serveSlots, Run: a.serveJob(o.serveFlags, tmp)}
+	if o.catalog.catalog != "" {
 		opts.Catalog = func(ctx context.Context) ([]catalog.Entry, error) {
-			return image.LoadCatalog(ctx, f.catalog.catalog, httpsrc.Options{})
+			return image.LoadCatalog(ctx, o.catalog.catalog, httpsrc.Options{})
 		}
 	}
 	srv, err := web.New(opts)
@@ -120,89 +124,48 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	addr := ln.Addr().(*net.TCPAddr)
-	url := fmt.Sprintf("http://%s/#token=%s", pageHost(f.listen, addr), opts.Token)
+	url := web.PageURL(o.listen, addr, opts.Token)
 	fmt.Fprintf(a.stdout, "usbflash serve: open %s\n", url)
 	if !addr.IP.IsLoopback() {
 		fmt.Fprintf(a.stdout, "usbflash serve: the page is open to the network; requests that change anything need the token %s, which travels unencrypted: use it on a network you trust\n", opts.Token)
 	}
-	if f.open {
-		if err := openBrowser(url); err != nil {
+	if o.open {
+		if err := web.OpenBrowser(url); err != nil {
 			fmt.Fprintf(a.stderr, "usbflash serve: %v: open the address above in a browser\n", err)
 		}
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err = <-served:
-	case <-ctx.Done():
-		// The sessions stop as a stop request stops them, and the page
-		// shows how they end until they have.
+	return srv.Serve(ctx, ln, func() {
 		fmt.Fprintln(a.stderr, "usbflash serve: stopping every session after the command in flight")
-	}
-	srv.Close()
-	hs.Close()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
-}
-
-// pageHost is the host:port the page is opened at: the address listened
-// on, or loopback's for an unspecified one.
-func pageHost(listen string, addr *net.TCPAddr) string {
-	host, _, _ := net.SplitHostPort(listen)
-	port := strconv.Itoa(addr.Port)
-	switch {
-	case host == "" || addr.IP.IsUnspecified():
-		return net.JoinHostPort("127.0.0.1", port)
-	}
-	return net.JoinHostPort(host, port)
+	})
 }
 
 // serveSlots lists the slots as list describes them: the USB readers (or
-// --readers' simulated ones), then the disks disk: writes.
+// --readers' simulated ones), then the disks disk: writes; the error
+// says what could not be listed.
 func (a *app) serveSlots(ctx context.Context) ([]web.Slot, error) {
 	readers, err := a.newReaders()
 	if err != nil {
 		return nil, err
 	}
-	// As list: the USB readers, then the disks disk: writes.
-	var slots []web.Slot
-	var notes []string
-	found, err := readers.ListReaders(ctx)
+	l, _, err := a.survey(ctx, readers)
+	notes := l.Notes
 	switch {
-	case errors.Is(err, usbdev.ErrNoUSBAccess) || errors.Is(err, usbdev.ErrNoUSBSupport):
-		notes = append(notes, "No USB readers: "+factsAndAdvice(err))
 	case err != nil:
-		notes = append(notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing USB devices: %w", err))))
+		notes = append([]string{factsAndAdvice(err)}, notes...)
+	case l.NoUSB != "":
+		notes = append([]string{"No USB readers: " + l.NoUSB}, notes...)
 	}
-	described := make([]readerinfo.Reader, 0, len(found))
-	for _, r := range found {
-		described = append(described, readerinfo.DescribeReader(r, readerWords()))
-	}
-	slots = append(slots, web.SlotsOfReaders(described)...)
-	listDisks := drive.ListDisks
-	if a.listDisks != nil {
-		listDisks = a.listDisks
-	}
-	disks, err := listDisks(ctx)
-	if err != nil {
-		notes = append(notes, factsAndAdvice(failure.Wrap(failure.Device, fmt.Errorf("listing disks: %w", err))))
-	}
-	for _, d := range disks {
-		slots = append(slots, web.SlotsOfDisks([]readerinfo.Disk{readerinfo.DescribeDisk(d)})...)
-	}
+	slots := append(web.SlotsOfReaders(l.Readers), web.SlotsOfDisks(l.Disks)...)
 	if len(notes) > 0 {
 		return slots, errors.New(strings.Join(notes, "; "))
 	}
 	return slots, nil
 }
 
-// serveRun runs each request of the page as the command line runs it:
+// serveJob runs each request of the page as the command line runs it:
 // its flags are the page's choices and serve's settings, its output the
 // --json events, its question the page's.
-func (a *app) serveRun(f serveFlags, tmp string) func(context.Context, *web.Job, web.Request) {
+func (a *app) serveJob(f serveFlags, tmp string) func(context.Context, *web.Job, web.Request) {
 	return func(ctx context.Context, job *web.Job, req web.Request) {
 		ja := &app{stdin: strings.NewReader(""), stdout: job, stderr: a.stderr, aborts: a.aborts, listUSB: a.listUSB,
 			listDisks: a.listDisks, watchFinder: a.watchFinder, ask: job.Confirm, perCard: true, customBase: req.Customize}
@@ -278,26 +241,4 @@ func (a *app) serveArgs(f serveFlags, req web.Request, plot string) []string {
 	args = append(args, "--")
 	args = append(args, image...)
 	return append(args, req.Targets...)
-}
-
-// openBrowser opens url in the desktop's browser, when there is a
-// desktop.
-func openBrowser(url string) error {
-	var cmd *exec.Cmd
-	switch runtime.GOOS {
-	case "darwin":
-		cmd = exec.Command("open", url)
-	case "windows":
-		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
-	default:
-		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
-			return errors.New("no desktop to open the page on (neither DISPLAY nor WAYLAND_DISPLAY is set)")
-		}
-		cmd = exec.Command("xdg-open", url)
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("opening the page: %w", err)
-	}
-	go cmd.Wait() //nolint:errcheck // the browser outlives nothing here
-	return nil
 }

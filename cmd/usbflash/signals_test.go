@@ -38,6 +38,17 @@ func usbflashBinary(t *testing.T) string {
 	return bin
 }
 
+// runIn runs the binary bin in dir, env added to its environment, with
+// no input, to its end.
+func runIn(t *testing.T, bin, dir string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return result{exitStatusOf(t, cmd.Run()), stdout.String(), stderr.String()}
+}
+
 // startWrite starts the binary and returns it with its stdout as lines.
 func startWrite(t *testing.T, bin string, stderr *bytes.Buffer, args ...string) (*exec.Cmd, *bufio.Scanner, func() error) {
 	t.Helper()
@@ -78,9 +89,11 @@ func exitStatusOf(t *testing.T, err error) int {
 }
 
 // TestProcess holds what belongs to the usbflash process rather than to
-// run: signals (one stop request however it is delivered, a second one
-// that aborts and keeps what only the command holds), a closed stdout, a
-// file size limit, and what the binary links.
+// run, one test each: signals (one stop request however it is delivered;
+// a second one runs the command's abort steps, which are each command's
+// session's to test: region.TestAbandon, fakecheck.TestProbeAbandon,
+// session's backup Abort), a closed stdout, a file size limit. What the
+// binary links is internal/layers' (TestBinaryInits).
 func TestProcess(t *testing.T) {
 	t.Parallel()
 	procs := concurrently(t)
@@ -114,83 +127,6 @@ func TestProcess(t *testing.T) {
 		}
 	})
 
-	procs.run("a second signal during a preserve restore keeps the bytes in a file", func(t *testing.T) {
-		card := benchCard(t)
-		orig, _ := os.ReadFile(card)
-		tmp := t.TempDir()
-		var stderr bytes.Buffer
-		// Reads are fast, writes slow: each point of the write sweep takes
-		// a second, so the first signal lands within the sweep however
-		// late the test reads its line, and the restore of 8 MiB takes
-		// seconds.
-		cmd, lines, _ := startCommand(t, bin, []string{"TMPDIR=" + tmp}, &stderr, "bench", "--json", "--write", "--preserve", "--yes",
-			"--region", "4MiB:8MiB", "--sizes", "1MiB", "--time", "20ms", "--skip", "align,random,roundtrip",
-			"sim:"+card+"?speed=200MB/s&write-speed=1MB/s")
-		signalAt(t, cmd, lines, `"phase":"write sweep"`, syscall.SIGINT)
-		secondRequestAt(t, cmd, lines, `Restoring bytes 4194304 to 12582912`, syscall.SIGINT)
-		var rest strings.Builder
-		for lines.Scan() {
-			rest.WriteString(lines.Text() + "\n")
-		}
-		if code := exitStatusOf(t, cmd.Wait()); code != exitCancelled {
-			t.Fatalf("exit %d, want %d; stderr %q", code, exitCancelled, stderr.String())
-		}
-		e := lastEvent(t, rest.String(), "error")
-		m := regexp.MustCompile(`saved bytes are in (\S+)$`).FindStringSubmatch(e["message"].(string))
-		if m == nil || !strings.Contains(e["message"].(string), "aborted") || !strings.HasSuffix(e["hint"].(string), "\n  dd if="+m[1]+" of="+card+" bs=512 seek=8192 conv=notrunc,fsync") {
-			t.Fatalf("error event %v: does not say where the bytes are and how to put them back", e)
-		}
-		// One statement: the abort, never also "restored".
-		for _, ev := range jsonEvents(t, rest.String()) {
-			if ev["event"] == "restored" || ev["event"] == "error" && ev["message"] != e["message"] {
-				t.Errorf("%v beside the abort's error", ev)
-			}
-		}
-		if got, _ := os.ReadFile(m[1]); !bytes.Equal(got, orig[4<<20:12<<20]) {
-			t.Error("the file does not hold the region's bytes")
-		}
-		if !strings.HasPrefix(m[1], tmp) {
-			t.Errorf("%s is not in the temporary directory %s", m[1], tmp)
-		}
-	})
-
-	procs.run("a second signal while check puts blocks back leaves one command that puts them back", func(t *testing.T) {
-		// Half pattern, half zeros: zero regions must go back too (dd
-		// conv=sparse skips them).
-		card := writeFile(t, "card.img", append(testImage(32<<20), make([]byte, 32<<20)...))
-		orig, _ := os.ReadFile(card)
-		tmp := t.TempDir()
-		target := "sim:" + card + "?write-speed=4MB/s&latency=2ms"
-		var stderr bytes.Buffer
-		cmd, lines, _ := startCommand(t, bin, []string{"TMPDIR=" + tmp}, &stderr, "check", "--json", "--max-cache", "4MiB", target)
-		signalAt(t, cmd, lines, `"phase":"cache"`, syscall.SIGINT)
-		secondRequestAt(t, cmd, lines, `Putting back the blocks the check wrote`, syscall.SIGINT)
-		var rest strings.Builder
-		for lines.Scan() {
-			rest.WriteString(lines.Text() + "\n")
-		}
-		if code := exitStatusOf(t, cmd.Wait()); code != exitCancelled {
-			t.Fatalf("exit %d, want %d; stderr %q", code, exitCancelled, stderr.String())
-		}
-		e := lastEvent(t, rest.String(), "error")
-		list := regexp.MustCompile(`regions listed in (\S+\.regions)$`).FindStringSubmatch(e["message"].(string))
-		run := regexp.MustCompile(`put them back with this command:\n  (usbflash restore .*)$`).FindStringSubmatch(e["hint"].(string))
-		if list == nil || run == nil || !strings.HasPrefix(list[1], tmp) || !strings.Contains(run[1], list[1]) {
-			t.Fatalf("error event %v: does not name the list in %s and the command that puts the blocks back", e, tmp)
-		}
-		if got, _ := os.ReadFile(card); bytes.Equal(got, orig) {
-			t.Fatal("the card holds what it held: the test proves nothing")
-		}
-		// The command as printed, through a shell.
-		out, err := exec.Command("sh", "-c", bin+strings.TrimPrefix(run[1], "usbflash")).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", run[1], err, out)
-		}
-		if got, _ := os.ReadFile(card); !bytes.Equal(got, orig) {
-			t.Errorf("after %s the card does not hold what it held before the check\n%s", run[1], out)
-		}
-	})
-
 	procs.run("read to a disk that takes no more", func(t *testing.T) {
 		sh, err := exec.LookPath("sh")
 		if err != nil {
@@ -218,8 +154,8 @@ func TestProcess(t *testing.T) {
 	procs.run("a second signal during read removes OUT.part", func(t *testing.T) {
 		card := cardWith(t, holeyImage(), 16<<20)
 		dir := t.TempDir()
-		// Each READ takes 4 s: the first signal waits for the one in flight.
-		cmd := exec.Command(bin, "read", "--json", "--transfer-size", "4MiB", "sim:"+card+"?speed=1MB/s", filepath.Join(dir, "b.img.zst"))
+		// Each READ takes 2 s: the first signal waits for the one in flight.
+		cmd := exec.Command(bin, "read", "--json", "--transfer-size", "2MiB", "sim:"+card+"?speed=1MB/s", filepath.Join(dir, "b.img.zst"))
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -232,10 +168,10 @@ func TestProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := bufio.NewScanner(stdout)
-		// After the first READ: the second is in flight for 4 s. (At the
+		// After the first READ: the second is in flight for 2 s. (At the
 		// phase's start the first signal may stop the read before any
 		// command, and the process ends before the second signal.)
-		signalAt(t, cmd, lines, `"done":4194304`, syscall.SIGINT)
+		signalAt(t, cmd, lines, `"done":2097152`, syscall.SIGINT)
 		// Two signals sent at once are one stop request: the second goes
 		// once the first was taken and its window passed.
 		secondRequestAt(t, cmd, bufio.NewScanner(stderr), "stopping after the command in flight", syscall.SIGINT)
@@ -349,42 +285,6 @@ func TestProcess(t *testing.T) {
 		}
 	})
 
-	// Go runs every linked package's init at every
-	// start of the binary, whatever the command, and a slow host pays for it
-	// on `usbflash version` as on a write. These packages did much at init
-	// (gonum/plot's output formats and text engine: encoding/gob for the PDF
-	// writer, the LaTeX symbol tables, the Liberation fonts) for one option of
-	// one command; the plot is drawn with chartdraw, whose fonts are read when
-	// a plot is drawn.
-	procs.run("the binary links no package whose init is costly", func(t *testing.T) {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			t.Fatalf("no go command on PATH: %v", err)
-		}
-		out, err := exec.Command(goTool, "list", "-deps", "-tags", testBuildTags, ".").CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list: %v\n%s", err, out)
-		}
-		costly := []string{"encoding/gob", "gonum.org/v1/plot", "codeberg.org/go-latex/", "codeberg.org/go-pdf/", "codeberg.org/go-fonts/"}
-		for _, pkg := range strings.Fields(string(out)) {
-			for _, c := range costly {
-				if pkg == c || strings.HasPrefix(pkg, c+"/") || strings.HasSuffix(c, "/") && strings.HasPrefix(pkg, c) {
-					t.Errorf("usbflash links %s, whose init runs at every start", pkg)
-				}
-			}
-		}
-	})
-}
-
-// startCommand starts the binary with env added to its environment and
-// returns it with its stdout as lines.
-func startCommand(t *testing.T, bin string, env []string, stderr *bytes.Buffer, args ...string) (*exec.Cmd, *bufio.Scanner, func() error) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = stderr
-	lines, closeOut := startLines(t, cmd)
-	return cmd, lines, closeOut
 }
 
 // signalAt reads lines until one holds what, then sends sig.

@@ -12,11 +12,10 @@ import (
 	"github.com/usbflash/usbflash/internal/ui/readerinfo"
 )
 
-// TestTransport: --transport picks Bulk-Only or UAS for a sim reader that
+// transportChosen: --transport picks Bulk-Only or UAS for a sim reader that
 // offers both; a UAS-only one is written byte for byte over UAS, and
 // refused Bulk-Only; the device event and info say which.
-func TestTransport(t *testing.T) {
-	t.Parallel()
+func transportChosen(t *testing.T) {
 	img := testImage(3<<20 + 512)
 	image := writeFile(t, "os.img", img)
 	cases := []struct {
@@ -82,12 +81,11 @@ func TestTransport(t *testing.T) {
 	}
 }
 
-// TestQueueDepthSaysWhatItDoes: --queue-depth that does nothing on a
+// queueDepthSays: --queue-depth that does nothing on a
 // reader, or less than it asks, says so and why: Bulk-Only (one command
 // at a time), a UAS reader's streams, the write's buffers, several cards
 // written from one decode; one that is used as asked says nothing.
-func TestQueueDepthSaysWhatItDoes(t *testing.T) {
-	t.Parallel()
+func queueDepthSays(t *testing.T) {
 	image := writeFile(t, "os.img", testImage(3<<20+512))
 	for _, tt := range []struct {
 		name  string
@@ -131,4 +129,12 @@ func TestQueueDepthSaysWhatItDoes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTransport: --transport and --queue-depth, and what they say.
+func TestTransport(t *testing.T) {
+	parallel(t,
+		subtest{"chosen", transportChosen},
+		subtest{"queue depth", queueDepthSays},
+	)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/lib/units"
 )
 
@@ -30,11 +31,15 @@ func (f *trustFlags) register(fl *pflag.FlagSet, verb, as string) {
 	fl.StringVar(&f.cacheSize, "cache-size", "0", "with --cache: at most this much in the directory, the least recently used going first (0: bounded only by the free space, of which 1 GiB, or a tenth of a smaller disk, is always left)")
 }
 
-// cacheMax is --cache-size in bytes.
-func (f *trustFlags) cacheMax() (int64, error) {
-	n, err := units.ParseSize(f.cacheSize)
-	if err != nil {
-		return 0, &usageError{fmt.Sprintf("--cache-size: %v", err)}
+// imageRef is the image at path, or cat's catalog entry, checked and
+// kept as the flags f say, and read over the command's HTTP settings.
+func (a *app) imageRef(path string, cat catalogFlags, f trustFlags) (image.Ref, error) {
+	ref := image.Ref{Path: path, Catalog: cat.catalog, OS: cat.os, SHA256: f.sha256, NoSHA256: f.noSHA256,
+		SHA256Keyring: f.keyring, SHA256Fingerprint: f.fingerprint, Cache: f.cache}
+	var err error
+	if ref.CacheMax, err = units.ParseSize(f.cacheSize); err != nil {
+		return ref, &usageError{fmt.Sprintf("--cache-size: %v", err)}
 	}
-	return n, nil
+	ref.HTTP, err = a.httpOptions()
+	return ref, err
 }

@@ -2,23 +2,27 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/usbflash/usbflash/internal/drive"
-	"github.com/usbflash/usbflash/internal/image"
-	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/session"
-	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/sessionview"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 	"github.com/usbflash/usbflash/pipeline/blockdev"
 )
 
-func newVerifyCommand(a *app) *cobra.Command {
+// verifyOptions is what a verify command line asks for: its session's
+// Config (but its Observer) and the target.
+type verifyOptions struct {
+	Config      session.VerifyConfig
+	Target      drive.Spec
+	JSON, Quiet bool
+}
+
+func newVerifyCommand(a *app, runF func(*verifyOptions) error) *cobra.Command {
 	var (
 		transferSize  string
 		asJSON, quiet bool
@@ -49,25 +53,22 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 		},
 		ValidArgsFunction: targetArgs(true),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.reported(asJSON, quiet, func(rep termui.Reporter) error {
-				transfer, err := transferFlag(c, transferSize)
-				if err != nil {
-					return err
-				}
-				cacheMax, err := trust.cacheMax()
-				if err != nil {
-					return err
-				}
-				imagePath, targets := catalog.image(args)
-				t, readers, err := a.target(targets[0])
-				if err != nil {
-					return err
-				}
-				return a.verify(c.Context(), rep, session.VerifyConfig{
-					Image: image.Ref{Path: imagePath, Catalog: catalog.catalog, OS: catalog.os, SHA256: trust.sha256, NoSHA256: trust.noSHA256,
-						SHA256Keyring: trust.keyring, SHA256Fingerprint: trust.fingerprint, Cache: trust.cache, CacheMax: cacheMax},
-					TransferSize: transfer, BlockMap: session.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair}, t)
-			})
+			transfer, err := transferFlag(c, transferSize)
+			if err != nil {
+				return err
+			}
+			imagePath, targets := catalog.image(args)
+			ref, err := a.imageRef(imagePath, catalog, trust)
+			if err != nil {
+				return err
+			}
+			t, readers, err := a.target(targets[0])
+			if err != nil {
+				return err
+			}
+			o := &verifyOptions{Target: t, JSON: asJSON, Quiet: quiet, Config: session.VerifyConfig{Image: ref, TransferSize: transfer,
+				BlockMap: session.BlockMapChoice{Path: bmapPath, Off: noBmap}, Readers: readers, Repair: repair}}
+			return runOr(c.Context(), runF, o, a.verifyRun)
 		},
 	}
 	addTransferFlag(c, &transferSize, pipeline.DefaultReadSize, "bytes per READ command")
@@ -81,58 +82,18 @@ The buffers take a few transfer sizes of memory, at most ` + units.FormatSize(bl
 	return c
 }
 
-// verify runs a verify session and presents it.
-func (a *app) verify(ctx context.Context, rep termui.Reporter, cfg session.VerifyConfig, t drive.Spec) error {
-	cfg.Observer = session.ObserverFunc(func(e session.Event) { presentVerify(rep, e) })
-	var err error
-	if cfg.Image.HTTP, err = a.httpOptions(); err != nil {
-		return err
-	}
-	res, err := session.Verify(ctx, cfg, t)
-	if err != nil {
-		return &compareError{err}
-	}
-	rep.Event(&jsonevents.Summary{
-		Command: jsonevents.CommandVerify,
-		Bytes:   res.Bytes, ElapsedS: res.Elapsed.Seconds(), Rate: termui.Rate(res.Bytes, res.Elapsed), Verified: true,
-		Memory: res.Memory, CPUS: res.CPU.Seconds(), CPUPerGiB: termui.PerGiB(res.CPU, res.Bytes),
-		Cost: jsonevents.CostOf(res.Usage, res.IO),
-	}, fmt.Sprintf("%s matches %s: %s compared in %s (%s)\n%s", res.Card, shown.Text(res.Image), units.FormatBytes(res.Bytes),
-		res.Elapsed.Round(time.Millisecond), units.FormatRate(termui.Rate(res.Bytes, res.Elapsed)),
-		termui.CPULine(res.CPU, res.Bytes, res.Memory)))
-	return nil
-}
-
-// presentVerify shows a verify session's events as the single-card
-// contract has them.
-func presentVerify(rep termui.Reporter, e session.Event) {
-	if e, ok := e.(session.Started); ok {
-		src := e.Source
-		rep.Event(&jsonevents.Start{
-			Command: jsonevents.CommandVerify,
-			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
-			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize),
-		}, fmt.Sprintf("Comparing %s (%s, %s) with %s ...", e.Image, src.Format, termui.ImageSize(src), e.Targets[0]))
-		return
-	}
-	presentCard(rep, e)
-}
-
-// presentCard shows the events every session of one card has (write,
-// verify, read): the card opened, notes, the block map chosen, progress.
-func presentCard(rep termui.Reporter, e session.Event) {
-	switch e := e.(type) {
-	case session.BlockMapChosen:
-		presentBlockMap(rep, e)
-	case session.Opened:
-		rep.Event(newDeviceEvent(e), "")
-	case session.Note:
-		rep.Event(noteWithAdvice(e.Message, e.Notice))
-	case session.Progress:
-		rep.Progress(progressOf(e))
-	case session.Checksum:
-		rep.Event(&jsonevents.Checksum{State: e.State, From: e.From, SignedBy: e.SignedBy, Target: e.Card}, "")
-	}
+// verifyRun runs a verify session and presents it.
+func (a *app) verifyRun(ctx context.Context, o *verifyOptions) error {
+	return a.reported(o.JSON, o.Quiet, func(rep termui.Reporter) error {
+		cfg := o.Config
+		cfg.Observer = sessionview.Verify(rep, words())
+		res, err := session.Verify(ctx, cfg, o.Target)
+		if err != nil {
+			return &compareError{err}
+		}
+		sessionview.Verified(rep, res)
+		return nil
+	})
 }
 
 // compareError is a verify command's failure: a difference means the card

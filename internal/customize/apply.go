@@ -31,9 +31,9 @@ type Options struct {
 // and its SHA-256 (what a report may show: never its text, which can hold
 // secrets).
 type File struct {
-	Name   string `json:"name"`
-	Size   int    `json:"size"`
-	SHA256 string `json:"sha256"`
+	Name   string
+	Size   int
+	SHA256 string
 }
 
 // Result is what Apply did.

@@ -286,6 +286,31 @@ func TestMergeAndKeys(t *testing.T) {
 	}
 }
 
+// TestCompose: a file's settings replace base's, the caller's own go over
+// them with the keys they name, and a value of its own that breaks its
+// rule is refused naming its setting.
+func TestCompose(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pi.toml")
+	if err := os.WriteFile(file, []byte("hostname = \"from-file\"\nuser = \"maker\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := &Config{Hostname: "from-base", Timezone: "Europe/London"}
+	got, err := Compose(base, "", Config{User: "pi"}, []string{keyEd25519 + " me@host"})
+	if err != nil || got.Hostname != "from-base" || got.Timezone != "Europe/London" || got.User != "pi" || len(got.SSHKeys) != 1 {
+		t.Errorf("over base: %+v, %v", got, err)
+	}
+	got, err = Compose(base, file, Config{Hostname: "from-flag"}, nil)
+	if err != nil || got.Hostname != "from-flag" || got.User != "maker" || got.Timezone != "" {
+		t.Errorf("over a file: %+v, %v", got, err)
+	}
+	if got, err := Compose(nil, "", Config{}, nil); err != nil || !got.Empty() {
+		t.Errorf("nothing asked: %+v, %v", got, err)
+	}
+	if _, err := Compose(nil, "", Config{Hostname: "a;b"}, nil); failure.SettingOf(err) != SettingHostname {
+		t.Errorf("a bad hostname: %v, want an error about the hostname setting", err)
+	}
+}
+
 // TestErrorTexts: the package's errors state facts, advice being the
 // CLI's (internal/factsonly).
 func TestErrorTexts(t *testing.T) {

@@ -281,6 +281,35 @@ func (c Config) Merge(o Config) Config {
 	return c
 }
 
+// Compose is the customisation a caller asks for: base's settings (given
+// whole, nil for none), or a file's when one is named (Load), with over's
+// put over them (Merge), the SSH keys that each of keys stands for
+// (ReadKeys) among over's. Over's values are checked as over's (the
+// file's were by Load), so an error names the setting that gave one.
+func Compose(base *Config, file string, over Config, keys []string) (Config, error) {
+	var c Config
+	if base != nil {
+		c = *base
+	}
+	if file != "" {
+		var err error
+		if c, err = Load(file); err != nil {
+			return Config{}, err
+		}
+	}
+	for _, k := range keys {
+		ks, err := ReadKeys(k)
+		if err != nil {
+			return Config{}, err
+		}
+		over.SSHKeys = append(over.SSHKeys, ks...)
+	}
+	if err := over.Check(); err != nil {
+		return Config{}, err
+	}
+	return c.Merge(over), nil
+}
+
 // ReadKeys is the SSH public keys a value stands for: the value itself
 // when it is a key (ssh-, ecdsa-, sk- ...), else the keys of the file it
 // names (an id_*.pub or an authorized_keys), one a line; each checked

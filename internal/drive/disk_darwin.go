@@ -75,5 +75,5 @@ func openDisk(ctx context.Context, t Spec, opts Options) (*Device, error) {
 	if err != nil {
 		return nil, openError(t, err)
 	}
-	return &Device{Name: "disk:" + d.Node, Dev: &rawDisk{Device: dd, disk: d}, closer: dd.Close}, nil
+	return &Device{Name: "disk:" + d.Node, Dev: &rawDisk{Device: dd, disk: d}, closer: dd.Close, node: d.Node}, nil
 }

@@ -74,7 +74,7 @@ func openDisk(_ context.Context, t Spec, opts Options) (*Device, error) {
 	if err != nil {
 		return nil, openError(t, err)
 	}
-	dev := &Device{Name: "disk:" + t.Path, Dev: &linuxDisk{Device: f, disk: d}, closer: f.Close}
+	dev := &Device{Name: "disk:" + t.Path, Dev: &linuxDisk{Device: f, disk: d}, closer: f.Close, node: t.Path}
 	if err := f.InUse(); err != nil {
 		dev.InUse = &Error{class: failure.Refused, Target: t.Raw, Msg: err.Error(), Uses: uses(err), Err: err}
 	}
@@ -90,3 +90,7 @@ type linuxDisk struct {
 
 func (d *linuxDisk) RawDisk() WholeDisk { return d.disk }
 func (d *linuxDisk) String() string     { return "disk:" + d.disk.Node }
+
+// notEjectable says what it is that has no card to eject: the kernel
+// offers no eject of a whole disk usbflash could use.
+func (d *linuxDisk) notEjectable() string { return "a disk: target on Linux" }

@@ -83,5 +83,5 @@ func openDisk(ctx context.Context, t Spec, opts Options) (*Device, error) {
 		locks.Release()
 		return nil, openError(t, err)
 	}
-	return &Device{Name: "disk:" + drv.Path, Dev: &rawDisk{Device: dd, disk: d}, closer: dd.Close}, nil
+	return &Device{Name: "disk:" + drv.Path, Dev: &rawDisk{Device: dd, disk: d}, closer: dd.Close, node: drv.Path}, nil
 }

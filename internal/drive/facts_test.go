@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/usbflash/usbflash/pipeline/blockdev"
+	"github.com/usbflash/usbflash/usbms"
+	"github.com/usbflash/usbflash/usbms/sim"
+	"github.com/usbflash/usbflash/usbms/usbdev"
 )
 
 // TestFacts: an opened target's facts are optional interfaces of its Dev,
@@ -66,5 +69,64 @@ func TestFacts(t *testing.T) {
 				t.Errorf("the LUN has %d blocks, the device %d", sc.SCSI().BlockCount(), d.Dev.BlockCount())
 			}
 		})
+	}
+}
+
+// kernelSlot is a slot of a USB reader: its LUN, and the disks the kernel
+// had made from the reader before the claim.
+type kernelSlot struct {
+	*usbms.LUN
+	disks []usbdev.KernelDisk
+}
+
+func (s kernelSlot) SCSI() *usbms.LUN                 { return s.LUN }
+func (s kernelSlot) KernelDisks() []usbdev.KernelDisk { return s.disks }
+
+// TestNode: where a program other than usbflash reaches a target's blocks
+// (what a restore command writes to): a file: target's file, a simulated
+// card's, a disk's node; of a usb: slot the kernel's disk of its LUN
+// among the reader's, claimed, and nothing when that is not known.
+func TestNode(t *testing.T) {
+	t.Parallel()
+	dev, err := sim.New(sim.Config{LUNs: []sim.LUN{{Blocks: 2048}, {Blocks: 2048}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	tr := usbms.NewTransport(dev, usbms.TransportOptions{Name: "sim"})
+	lun1, err := usbms.OpenLUN(context.Background(), tr, 1, usbms.LUNOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disks := []usbdev.KernelDisk{{Node: "/dev/sdb", LUN: 0}, {Node: "/dev/sdc", LUN: 1}}
+	for _, tc := range []struct {
+		name    string
+		dev     *Device
+		want    string
+		claimed bool
+	}{
+		{"slot 1 of a usb: reader", &Device{Dev: kernelSlot{lun1, disks}}, "/dev/sdc", true},
+		{"its disks not read", &Device{Dev: kernelSlot{lun1, nil}}, "", false},
+		{"no disk of its LUN", &Device{Dev: kernelSlot{lun1, disks[:1]}}, "", false},
+		{"no usb: slot", &Device{Dev: lun1}, "", false},
+	} {
+		if got, claimed := tc.dev.Node(); got != tc.want || claimed != tc.claimed {
+			t.Errorf("%s: %q (claimed %v), want %q (%v)", tc.name, got, claimed, tc.want, tc.claimed)
+		}
+	}
+	dir := t.TempDir()
+	for _, target := range []string{"file:" + filepath.Join(dir, "c.img") + "?size=1MiB", "sim:" + filepath.Join(dir, "s.img") + "?size=1MiB"} {
+		spec, err := Parse(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Open(context.Background(), spec, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, claimed := d.Node(); got != spec.Path || claimed {
+			t.Errorf("%s: %q (claimed %v), want %s", target, got, claimed, spec.Path)
+		}
+		d.Close()
 	}
 }

@@ -69,6 +69,10 @@ type Device struct {
 	InUse error
 
 	closer func() error
+	// node is the file or disk node that holds the target's blocks
+	// outside usbflash ("" for a reader's slot but a simulated card's
+	// first): Node's.
+	node string
 	// created is the file this run created for the target ("" when it
 	// existed): Close removes it unless the write began (Keep), so a
 	// refused write leaves nothing behind.
@@ -102,6 +106,28 @@ func (d *Device) Close() error {
 	return err
 }
 
+// Node is where a program other than usbflash reaches the target's blocks
+// (dd of=NODE): a file: target's file, a disk: target's node, a
+// simulated card's file; of a usb: slot, the disk the kernel had made of
+// it before usbflash claimed the reader (claimed: it comes back when the
+// reader is let go, usually under that name). "" when none is known.
+func (d *Device) Node() (node string, claimed bool) {
+	if d.node != "" {
+		return d.node, false
+	}
+	k, ok := d.Dev.(KernelDisks)
+	s, isSCSI := d.Dev.(SCSI)
+	if !ok || !isSCSI {
+		return "", false
+	}
+	for _, disk := range k.KernelDisks() {
+		if disk.LUN == s.SCSI().Number() {
+			return disk.Node, true
+		}
+	}
+	return "", false
+}
+
 // Capacity is the medium's size in bytes (0 for an empty slot).
 func (d *Device) Capacity() int64 { return blockdev.Capacity(d.Dev) }
 
@@ -109,12 +135,25 @@ func (d *Device) Capacity() int64 { return blockdev.Capacity(d.Dev) }
 // disk: target).
 var ErrNotEjectable = errors.New("the target has no card to eject")
 
+// NotEjectableError is ErrNotEjectable of one target: What says what it
+// is ("a file: target", "a disk: target on Linux").
+type NotEjectableError struct{ What string }
+
+func (e *NotEjectableError) Error() string { return e.What + " has no card to eject" }
+
+// Is makes it ErrNotEjectable.
+func (e *NotEjectableError) Is(err error) bool { return err == ErrNotEjectable }
+
 // Eject ejects the card (START STOP UNIT; for a disk: target the
-// system's eject), ErrNotEjectable for a file.
+// system's eject); a *NotEjectableError for a target without one.
 func (d *Device) Eject(ctx context.Context) error {
 	e, ok := d.Dev.(blockdev.Ejector)
 	if !ok {
-		return ErrNotEjectable
+		what := "a file: target"
+		if n, ok := d.Dev.(interface{ notEjectable() string }); ok {
+			what = n.notEjectable()
+		}
+		return &NotEjectableError{What: what}
 	}
 	return e.Eject(ctx)
 }
@@ -376,7 +415,7 @@ func openFile(t Spec, opts Options) (*Device, error) {
 		}
 		return nil, openError(t, err)
 	}
-	d := &Device{Name: "file:" + t.Path, Dev: f, closer: f.Close}
+	d := &Device{Name: "file:" + t.Path, Dev: f, closer: f.Close, node: t.Path}
 	if err := f.InUse(); err != nil {
 		d.InUse = &Error{class: failure.Refused, Target: t.Raw, Msg: err.Error(), Uses: uses(err), Err: err}
 	}
@@ -569,6 +608,9 @@ func openSlot(ctx context.Context, t Spec, name string, tr *usbms.Transport, rd 
 		}
 	}
 	d := &Device{Name: name, closer: closeEP}
+	if t.Scheme == Sim && slot.Number == 0 {
+		d.node = t.Path // the card file; other slots' are the simulator's
+	}
 	switch {
 	case slot.LUN != nil:
 		d.Dev = rd.lun(slot.LUN)

@@ -1,8 +1,10 @@
 package drive
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,5 +59,25 @@ func TestOpenErrors(t *testing.T) {
 				t.Errorf("%v: ErrInUse %v, ErrInUseUnknown %v", err, errors.Is(err, ErrInUse), errors.Is(err, ErrInUseUnknown))
 			}
 		})
+	}
+}
+
+// TestEjectSaysWhatCannot: a target with no card to eject says what it
+// is, as ErrNotEjectable, for the command to word --eject's note.
+func TestEjectSaysWhatCannot(t *testing.T) {
+	t.Parallel()
+	spec, err := Parse("file:" + filepath.Join(t.TempDir(), "c.img") + "?size=1MiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(context.Background(), spec, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = d.Eject(context.Background())
+	var ne *NotEjectableError
+	if !errors.Is(err, ErrNotEjectable) || !errors.As(err, &ne) || ne.What != "a file: target" {
+		t.Errorf("Eject = %v, want a file: target's ErrNotEjectable", err)
 	}
 }

@@ -21,7 +21,7 @@ const policy = `
 NONE < internal/failure, internal/lib/units, internal/lib/aligned,
   internal/lib/splitmix, internal/lib/flock, internal/lib/buildinfo,
   internal/lib/stopsignal, internal/lib/shown, internal/lib/xxh3, internal/image/xzdec, internal/ui/eventsdoc,
-  internal/dist, internal/layers, internal/probe/fakecheck/fakecases,
+  internal/dist, internal/dist/gendocs, internal/lib/cpuprofile, internal/layers, internal/probe/fakecheck/fakecases,
   internal/testkit/factsonly, internal/testkit/flakyhttp,
   internal/testkit/osimage, internal/testkit/readonly,
   internal/testkit/testfifo, internal/testkit/testpattern,
@@ -92,21 +92,30 @@ LIB, usbms, pipeline/blockdev, internal/drive, internal/observe,
 LIB, ENGINE, IMAGE, scsi, usbms, internal/customize, internal/cardfs, internal/drive,
   internal/observe, internal/lib/outfile, internal/probe/cardbench, internal/probe/fakecheck,
   internal/probe/region < internal/session;
-internal/failure, internal/session < internal/station/slotlog;
 # A station: a session taking its cards as they come.
 internal/drive, internal/failure, internal/session < internal/station;
 internal/failure, internal/observe, internal/session < internal/station/metrics;
 
-# Presenters.
-internal/probe/cardbench, internal/session, pipeline, pipeline/blockdev < internal/ui/jsonevents;
+# Presenters. The JSON shapes are jsonevents' alone: the libraries return
+# plain Go values, which the presenters encode.
+internal/customize, internal/image/catalog, internal/probe/cardbench, internal/session,
+  pipeline, pipeline/blockdev < internal/ui/jsonevents;
+internal/failure, internal/lib/outfile, internal/session, internal/ui/jsonevents < internal/ui/report;
+# A station's slot log writes each card's record in the card event's shape.
+internal/failure, internal/session, internal/ui/jsonevents < internal/station/slotlog;
 internal/lib/units, internal/lib/shown, internal/drive < internal/ui/readerinfo;
-internal/lib/units, internal/lib/outfile, internal/probe/cardbench,
-  internal/ui/jsonevents < internal/ui/benchview;
-BASE, internal/lib/shown, internal/drive, internal/image, internal/session, pipeline,
+internal/lib/units, internal/lib/shown, internal/image/catalog, internal/ui/jsonevents < internal/ui/catalogview;
+BASE, internal/lib/shown, internal/drive, internal/image, internal/session, pipeline, usbms,
   internal/ui/jsonevents, internal/ui/readerinfo < internal/ui/termui;
+BASE, internal/lib/parttable, internal/lib/shown, internal/drive, internal/image,
+  internal/image/imagedst, internal/observe, internal/session, internal/probe/fakecheck,
+  internal/ui/jsonevents, internal/ui/termui, pipeline < internal/ui/sessionview;
+internal/lib/units, internal/lib/outfile, internal/probe/cardbench, internal/session,
+  internal/ui/jsonevents, internal/ui/sessionview, internal/ui/termui < internal/ui/benchview;
+internal/drive, usbms/usbdev < internal/ui/complete;
 internal/ui/eventsdoc < internal/ui/eventsdoc/gen;
-internal/customize, internal/drive, internal/image/catalog, internal/ui/readerinfo,
-  internal/ui/termui < internal/ui/web;
+internal/customize, internal/drive, internal/image/catalog, internal/ui/jsonevents,
+  internal/ui/readerinfo, internal/ui/termui < internal/ui/web;
 NONE < internal/ui/web/browsertest; # its tests drive the page in a browser
 
 # Test helpers that build on the module (tests only: see TestTestkitOnlyInTests).

@@ -8,15 +8,23 @@ import (
 	"github.com/usbflash/usbflash/internal/image"
 )
 
+// RecentCards is how many finished cards a session of Cards (a station's)
+// keeps in its Result (Result.Cards); Result.Tally counts them all. A
+// station that runs for a week must not keep every card it wrote: its
+// report file holds them.
+const RecentCards = 16
+
 // Cards is a write session that takes its cards one at a time, as they
 // come (a station's: internal/station): the image opened, trusted and
 // announced once, then each card written from its own decode with every
 // check, the progress, verify and outcome of a single write, and recorded
-// as it finishes. With Config.Blocks each card gets its own blocks,
-// made for it (its size) once it is open, and checked as an image is. Its Result keeps the last RecentCards cards and counts
-// every one (Result.Tally): a station that runs for a week must not keep
-// every card it wrote; with a Config.Report each card's record is added to
-// the file as it finishes (reportLog) instead of the file being rewritten.
+// as it finishes. With Config.Blocks each card gets its own blocks, made
+// for it (its size) once it is open, and checked as an image is. Its
+// Result keeps the last RecentCards cards and counts every one
+// (Result.Tally), and its Report keeps no records: a station that runs for
+// a week must not keep every card it wrote. Its Config.Output.Report is
+// given each card's record as it finishes (internal/ui/report adds it to
+// the file rather than writing it again).
 // Its methods may be called from several goroutines at once, one card
 // each.
 type Cards struct {
@@ -35,12 +43,8 @@ type Cards struct {
 func TakeCards(ctx context.Context, cfg Config, reach func(context.Context) error) (*Cards, error) {
 	s := newSession(cfg)
 	s.keep = RecentCards
-	if cfg.Output.Report != "" {
-		s.log = &reportLog{path: cfg.Output.Report}
-	}
 	if cfg.Blocks != nil {
 		if err := s.checkSettings(ctx, blocksShape(reach), 0); err != nil {
-			s.log.close()
 			return &Cards{s: s}, err
 		}
 		s.emit(Started{Image: cfg.Blocks.What(), TransferSize: s.transfer, Buffers: buffersFor(s.transfer, cfg.Engine.Buffers), Watch: true})
@@ -48,18 +52,17 @@ func TakeCards(ctx context.Context, cfg Config, reach func(context.Context) erro
 	}
 	img, _, err := s.prepareImage(ctx, writeShape{cards: 1, how: image.ReadPerCard, many: true, watch: true, reach: reach})
 	if err != nil {
-		s.log.close()
 		return &Cards{s: s}, err
 	}
 	return &Cards{s: s, img: img}, nil
 }
 
-// Close closes the image and the report file (whole after every card).
+// Close closes the image. The report file is the caller's to close
+// (whole after every card).
 func (c *Cards) Close() {
 	if c.img != nil {
 		c.img.Close()
 	}
-	c.s.log.close()
 }
 
 // Result is the session's: the last RecentCards cards, every card

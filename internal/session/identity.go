@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/pipeline"
@@ -84,20 +83,4 @@ func stationFields(r *Record, o *Outcome) {
 		lba := d.LBA
 		r.BadLBA, r.Expected, r.Read = &lba, d.Expected, d.Read
 	}
-}
-
-// csvStation are the CSV columns of the station fields, after the others.
-var csvStation = []string{"result", "station", "operator", "slot", "usb_path", "vendor", "product", "revision",
-	"transport", "transfer_size", "write_s", "verify_s", "repaired_ranges", "repaired_bytes", "bad_lba", "expected", "read"}
-
-// csvStationRow is r's station columns.
-func csvStationRow(r *Record) []string {
-	lba := ""
-	if r.BadLBA != nil {
-		lba = strconv.FormatInt(*r.BadLBA, 10)
-	}
-	secs := func(s float64) string { return strconv.FormatFloat(s, 'f', 3, 64) }
-	return []string{r.Result, r.Station, r.Operator, r.Slot, r.USBPath, r.Vendor, r.Product, r.Revision,
-		r.Transport, strconv.Itoa(r.TransferSize), secs(r.WriteS), secs(r.VerifyS),
-		strconv.Itoa(r.RepairedRanges), strconv.FormatInt(r.RepairedBytes, 10), lba, r.Expected, r.Read}
 }

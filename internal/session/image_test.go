@@ -119,6 +119,7 @@ func TestRunImages(t *testing.T) {
 			var (
 				mu     sync.Mutex // the session's goroutines report
 				phases []pipeline.Phase
+				last   Progress // the write's last
 			)
 			cfg.Output.Observer = ObserverFunc(func(e Event) {
 				mu.Lock()
@@ -131,6 +132,9 @@ func TestRunImages(t *testing.T) {
 				case Progress:
 					if len(phases) == 0 || phases[len(phases)-1] != e.Phase {
 						phases = append(phases, e.Phase)
+					}
+					if e.Phase == pipeline.PhaseWrite {
+						last = e
 					}
 				}
 			})
@@ -183,6 +187,13 @@ func TestRunImages(t *testing.T) {
 			}
 			if sum := sha256.Sum256(data[:size]); cfg.Engine.VerifyMethod == pipeline.MethodSHA256 && o.Write.SHA256 != sum {
 				t.Error("the SHA-256 of the decoded image is not the image's")
+			}
+			// Progress counts decoded bytes, and for a compressed file its
+			// own too, up to its size.
+			compressed := tc.image != "os.img"
+			if last.Done != int64(size) || (last.CompressedDone >= 0) != compressed ||
+				compressed && (last.CompressedTotal != int64(len(tc.data)) || last.CompressedDone > last.CompressedTotal) {
+				t.Errorf("the write's last progress %+v: want %d decoded bytes, compressed ones of %d: %v", last, size, len(tc.data), compressed)
 			}
 		})
 	}

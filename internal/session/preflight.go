@@ -65,11 +65,6 @@ func (s *session) checkSettings(ctx context.Context, sh writeShape, ahead int64)
 	if err := checkCustomize(&cfg); err != nil {
 		return err
 	}
-	if cfg.Output.Report != "" {
-		if err := CheckReport(cfg.Output.Report); err != nil {
-			return err
-		}
-	}
 	if sh.reach == nil {
 		return nil
 	}

@@ -67,7 +67,7 @@ func TestRunURLSecrets(t *testing.T) {
 			defer ts.Close()
 			url := strings.Replace(ts.URL, "http://", "http://bob:hunter2@", 1) + tc.path + "?X-Amz-Signature=s3cr3t&X-Amz-Credential=AKIAKEY"
 			dir := t.TempDir()
-			report := filepath.Join(dir, "run.json")
+			report := &MemReport{}
 			cache := filepath.Join(dir, "cache")
 			_, spec := newSimCard(t)
 			log := &everyEvent{}
@@ -76,9 +76,7 @@ func TestRunURLSecrets(t *testing.T) {
 				t.Fatalf("write: %v\n%s", err, log.text())
 			}
 			shown := []string{log.text(), errText(err), fmt.Sprintf("%+v", res)}
-			if b, err := os.ReadFile(report); err == nil {
-				shown = append(shown, string(b))
-			}
+			shown = append(shown, report.Text())
 			filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
 				if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), "sha256-") || strings.HasSuffix(d.Name(), ".part") {
 					return nil

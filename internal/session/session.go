@@ -97,8 +97,10 @@ type Output struct {
 	// Confirm is asked once every card is open and checked, before the
 	// first byte; nil writes without asking (--yes).
 	Confirm func(cards []*drive.Device, src *image.Source) error
-	// Report, when set, is a .json or .csv file that records every card.
-	Report string
+	// Report, when set, records every card as it finishes (a .json or
+	// .csv file: internal/ui/report); a Run keeps it with several cards'
+	// path (one card with a report is written as one of several).
+	Report ReportFile
 	// ExitCodes is the exit code of each class of failure, for the
 	// report's records (the caller's one table, as data); a class it
 	// lacks records 1.
@@ -154,8 +156,9 @@ type Result struct {
 	Cards   []*Outcome
 	Tally   Tally // every finished card, counted
 	Started time.Time
-	// Report is what Config.Report holds; that of a session of Cards
-	// holds no cards (they were written to the file as they finished).
+	// Report is the session's report: a Run's every record, that of a
+	// session of Cards none (its Config.Output.Report keeps them as they
+	// finish).
 	Report *Report
 }
 
@@ -201,11 +204,9 @@ type session struct {
 	mu       sync.Mutex // serialises the observer and guards report
 	report   *Report
 	res      *Result
-	// keep is how many finished cards res keeps (0: all); log, when set,
-	// writes each card's record to the report file instead of keeping it
-	// in report. TakeCards sets both.
+	// keep is how many finished cards res keeps (0: all, and every
+	// record in report); TakeCards sets it.
 	keep int
-	log  *reportLog
 	// img is the session's image once it is open (openImage): what it is
 	// checked against, the download's progress, how to read it again.
 	img *image.Opened
@@ -348,7 +349,7 @@ func (s *session) run(ctx context.Context, cfg Config, specs []drive.Spec) (*Res
 		names[i] = t.Raw
 	}
 	img, plan, err := s.prepareImage(ctx, writeShape{cards: len(specs), lag: cfg.Engine.Lag, how: image.ReadOnce,
-		many: len(specs) > 1 || cfg.Output.Report != "", targets: names,
+		many: len(specs) > 1 || cfg.Output.Report != nil, targets: names,
 		// A reader this user may not open is said before anything is
 		// read or downloaded, with what would give access.
 		reach: func(ctx context.Context) error { return cfg.Targets.Readers.CheckAccess(ctx, specs) }})
@@ -560,17 +561,13 @@ func (s *session) record(c *card) {
 	if s.report.SHA256 == "" && out.Write.Bytes > 0 && out.Write.SHA256 != ([32]byte{}) {
 		s.report.SHA256 = fmt.Sprintf("%x", out.Write.SHA256)
 	}
-	var saveErr error
-	switch {
-	case s.log != nil:
-		saveErr = s.log.add(s.report, rec)
-	case s.keep > 0:
-		// A station without a report file keeps no records.
-	default:
+	if s.keep == 0 {
+		// A station keeps no records: its report file holds them.
 		s.report.Cards = append(s.report.Cards, rec)
-		if s.cfg.Output.Report != "" {
-			saveErr = s.report.Save(s.cfg.Output.Report)
-		}
+	}
+	var saveErr error
+	if s.cfg.Output.Report != nil {
+		saveErr = s.cfg.Output.Report.Add(s.report, rec)
 	}
 	s.res.Report = s.report
 	s.mu.Unlock()

@@ -25,6 +25,9 @@ const (
 	// SettingRepair is the repair of a card that reads back different
 	// (Config.Repair, VerifyConfig.Repair).
 	SettingRepair failure.Setting = "repair"
+	// SettingEject is the eject of each card when done (Config.Eject),
+	// which a target without a card ignores (drive.NotEjectableError).
+	SettingEject failure.Setting = "eject"
 )
 
 // transferSize is the bytes per command a session's one setting asks

@@ -1,15 +1,11 @@
 package station
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +19,8 @@ import (
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 	"github.com/usbflash/usbflash/internal/testkit/testimage"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/internal/ui/report"
 	"github.com/usbflash/usbflash/pipeline"
 )
 
@@ -117,207 +115,99 @@ func TestWatchStop(t *testing.T) {
 
 // TestWatchKeepsLittlePerCard: a station's Result keeps the last
 // session.RecentCards cards and counts the rest, its Report keeps no
-// records, and its report file holds every card finished so far whenever
-// a card is told as done (a station killed between cards loses none), in
-// Save's format.
+// records, and its report file (internal/ui/report's, a card added at a
+// time) holds every card finished so far whenever a card is told as done:
+// a station killed between cards loses none (report's TestStationKilled
+// kills one).
 func TestWatchKeepsLittlePerCard(t *testing.T) {
 	t.Parallel()
 	const n = 3 * session.RecentCards
-	for _, format := range []string{"json", "csv"} {
-		t.Run(format, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			imagePath, img := testimage.File(t, dir, 256<<10+100)
-			var readers []drive.Found
-			for i := range n {
-				readers = append(readers, drive.SimReader(filepath.Join(dir, fmt.Sprintf("c%02d.img?size=1MiB", i))))
-			}
-			report := filepath.Join(dir, "station."+format)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var done []string
-			var fileErrs []string
-			obs := session.ObserverFunc(func(e session.Event) {
-				d, ok := e.(session.CardDone)
-				if !ok {
-					return
-				}
-				done = append(done, d.Outcome.Target)
-				// What a kill now would leave.
-				targets, err := reportTargets(report, format)
-				if err != nil {
-					fileErrs = append(fileErrs, err.Error())
-				}
-				for _, want := range done {
-					if !slices.Contains(targets, want) {
-						fileErrs = append(fileErrs, fmt.Sprintf("after %d cards the report lacks %s", len(done), want))
-					}
-				}
-				if len(done) == n {
-					cancel()
-				}
-			})
-			find := func(context.Context) ([]drive.Found, error) { return readers, nil }
-			res, err := Watch(ctx, Config{Write: session.Config{Image: image.Ref{Path: imagePath}, Engine: session.Engine{TransferSize: 64 << 10, Verify: true}, Output: session.Output{Report: report, Observer: obs}}}, find)
-			if err != nil {
-				var first error
-				if len(res.Cards) > 0 {
-					first = res.Cards[0].Err
-				}
-				t.Fatalf("%v (%v)", err, first)
-			}
-			if len(fileErrs) > 0 {
-				t.Errorf("%d problems, first %s", len(fileErrs), fileErrs[0])
-			}
-			if len(res.Cards) != session.RecentCards || res.Tally.Cards != n || res.Tally.Succeeded != n || len(res.Report.Cards) != 0 {
-				t.Errorf("Result keeps %d cards, counts %d (%d ok), its report %d records; want %d, %d, 0",
-					len(res.Cards), res.Tally.Cards, res.Tally.Succeeded, len(res.Report.Cards), session.RecentCards, n)
-			}
-			// The last cards finished, in the report's order.
-			targets, err := reportTargets(report, format)
-			if err != nil || len(targets) != n {
-				t.Fatalf("the report holds %d cards (%v), want %d", len(targets), err, n)
-			}
-			if !slices.EqualFunc(res.Cards, targets[n-session.RecentCards:], func(o *session.Outcome, t string) bool { return o.Target == t }) {
-				t.Error("Result does not keep the last cards finished")
-			}
-			if res.Tally.Verify != "xxh3 per transfer" {
-				t.Errorf("tally %+v: how cards were verified is lost", res.Tally)
-			}
-			for i := range n {
-				if !testimage.Holds(filepath.Join(dir, fmt.Sprintf("c%02d.img", i)), img) {
-					t.Errorf("card %d does not hold the image", i)
-				}
-			}
-			// The file is what Save writes of the same records.
-			got, _ := os.ReadFile(report)
-			var back session.Report
-			if format == "json" {
-				if err := json.Unmarshal(got, &back); err != nil {
-					t.Fatal(err)
-				}
-				if back.SHA256 != res.Tally.SHA256 {
-					t.Errorf("tally's SHA-256 %q, the report's %q", res.Tally.SHA256, back.SHA256)
-				}
-				again := filepath.Join(dir, "again.json")
-				if err := back.Save(again); err != nil {
-					t.Fatal(err)
-				}
-				if want, _ := os.ReadFile(again); !bytes.Equal(got, want) {
-					t.Errorf("the report is not Save's:\n%s\nwant\n%s", got, want)
-				}
-			}
-		})
-	}
-}
-
-// reportTargets reads a report file as a reader would, and the target of
-// each card in it.
-func reportTargets(path, format string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	switch format {
-	case "json":
-		var r session.Report
-		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		for _, c := range r.Cards {
-			out = append(out, c.Target)
-		}
-	case "csv":
-		rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(rows) == 0 || rows[0][2] != "target" {
-			return nil, fmt.Errorf("%s: no header", path)
-		}
-		for _, r := range rows[1:] {
-			out = append(out, r[2])
-		}
-	}
-	return out, nil
-}
-
-// TestWatchReportSurvivesKill: a station killed (SIGKILL, no chance to
-// finish) while it writes holds, in its report, every card it said was
-// done, in a file a JSON reader takes. The station is this test binary
-// run again as watchStation.
-func TestWatchReportSurvivesKill(t *testing.T) {
-	t.Parallel()
-	if dir := os.Getenv("USBFLASH_WATCH_STATION"); dir != "" {
-		watchStation(t, dir)
-		return
-	}
 	dir := t.TempDir()
-	// Under a user-mode emulator (make test-arm64 and the like) the test
-	// binary is not one this kernel runs: the emulator runs it again.
-	self := []string{os.Args[0], "-test.run=^TestWatchReportSurvivesKill$", "-test.count=1"}
-	if emu := os.Getenv("USBFLASH_TEST_EXEC"); emu != "" {
-		self = append([]string{emu}, self...)
-	}
-	cmd := exec.Command(self[0], self[1:]...)
-	cmd.Env = append(os.Environ(), "USBFLASH_WATCH_STATION="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var done, other []string
-	lines := bufio.NewScanner(out)
-	for len(done) < 5 && lines.Scan() {
-		if target, ok := strings.CutPrefix(lines.Text(), "done "); ok {
-			done = append(done, target)
-		} else {
-			other = append(other, lines.Text())
-		}
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	if len(done) < 5 {
-		t.Fatalf("the station said %d cards were done before it ended:\n%s", len(done), strings.Join(other, "\n"))
-	}
-	targets, err := reportTargets(filepath.Join(dir, "station.json"), "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range done {
-		if !slices.Contains(targets, want) {
-			t.Errorf("the report of the killed station lacks %s (it holds %d cards)", want, len(targets))
-		}
-	}
-}
-
-// watchStation runs a station over 16 sim cards, saying "done TARGET" as
-// each is told as done, until it is killed: 5 fast cards, then 11 that
-// take seconds each, being written when the kill comes.
-func watchStation(t *testing.T, dir string) {
-	imagePath, _ := testimage.File(t, dir, 256<<10+100)
+	imagePath, img := testimage.File(t, dir, 256<<10+100)
 	var readers []drive.Found
-	for i := range 16 {
-		speed := "50MB/s"
-		if i >= 5 {
-			speed = "50kB/s"
-		}
-		readers = append(readers, drive.SimReader(filepath.Join(dir, fmt.Sprintf("c%02d.img?size=1MiB&speed=%s", i, speed))))
+	for i := range n {
+		readers = append(readers, drive.SimReader(filepath.Join(dir, fmt.Sprintf("c%02d.img?size=1MiB", i))))
 	}
+	file, err := report.NewStation(filepath.Join(dir, "station.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var done, problems []string
 	obs := session.ObserverFunc(func(e session.Event) {
-		if d, ok := e.(session.CardDone); ok {
-			fmt.Printf("done %s\n", d.Outcome.Target)
+		d, ok := e.(session.CardDone)
+		if !ok {
+			return
+		}
+		done = append(done, d.Outcome.Target)
+		// What a kill now would leave.
+		doc, err := reportFile(file.Path())
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		// Cards finish at once: the file may hold one not yet told.
+		var recorded []string
+		for _, r := range doc.Cards {
+			recorded = append(recorded, r.Target)
+		}
+		for _, want := range done {
+			if !slices.Contains(recorded, want) {
+				problems = append(problems, fmt.Sprintf("after %d cards the report lacks %s", len(done), want))
+			}
+		}
+		if len(done) == n {
+			cancel()
 		}
 	})
 	find := func(context.Context) ([]drive.Found, error) { return readers, nil }
-	_, err := Watch(context.Background(), Config{Write: session.Config{Image: image.Ref{Path: imagePath}, Engine: session.Engine{TransferSize: 64 << 10, Verify: true}, Output: session.Output{Report: filepath.Join(dir, "station.json"), Observer: obs}}}, find)
-	t.Fatalf("the station ended: %v", err)
+	res, err := Watch(ctx, Config{Write: session.Config{Image: image.Ref{Path: imagePath}, Engine: session.Engine{TransferSize: 64 << 10, Verify: true}, Output: session.Output{Report: file, Observer: obs}}}, find)
+	if cerr := file.Close(); cerr != nil {
+		t.Error(cerr)
+	}
+	if err != nil {
+		var first error
+		if len(res.Cards) > 0 {
+			first = res.Cards[0].Err
+		}
+		t.Fatalf("%v (%v)", err, first)
+	}
+	if len(problems) > 0 {
+		t.Errorf("%d problems, first %s", len(problems), problems[0])
+	}
+	if len(res.Cards) != session.RecentCards || res.Tally.Cards != n || res.Tally.Succeeded != n || len(res.Report.Cards) != 0 {
+		t.Errorf("Result keeps %d cards, counts %d (%d ok), its report %d records; want %d, %d, 0",
+			len(res.Cards), res.Tally.Cards, res.Tally.Succeeded, len(res.Report.Cards), session.RecentCards, n)
+	}
+	// The last cards finished, in the report's order.
+	doc, err := reportFile(file.Path())
+	if err != nil || len(doc.Cards) != n {
+		t.Fatalf("the report holds %d cards (%v), want %d", len(doc.Cards), err, n)
+	}
+	if !slices.EqualFunc(res.Cards, doc.Cards[n-session.RecentCards:], func(o *session.Outcome, r jsonevents.Record) bool { return o.Target == r.Target }) {
+		t.Error("Result does not keep the last cards finished")
+	}
+	if res.Tally.Verify != "xxh3 per transfer" || doc.SHA256 != res.Tally.SHA256 {
+		t.Errorf("tally %+v, the report's SHA-256 %q: how cards were verified, or the image's SHA-256, is lost", res.Tally, doc.SHA256)
+	}
+	for i := range n {
+		if !testimage.Holds(filepath.Join(dir, fmt.Sprintf("c%02d.img", i)), img) {
+			t.Errorf("card %d does not hold the image", i)
+		}
+	}
+}
+
+// reportFile reads a JSON report file as a reader would.
+func reportFile(path string) (report.JSON, error) {
+	var doc report.JSON
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &doc)
+	}
+	if err != nil {
+		return doc, fmt.Errorf("report %s: %w", path, err)
+	}
+	return doc, nil
 }
 
 // TestWatchSlots: a station says each time a slot of its readers comes

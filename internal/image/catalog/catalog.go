@@ -23,24 +23,24 @@ import (
 type Entry struct {
 	// Name is the entry's name under its folders' ("Raspberry Pi OS
 	// (other) / Raspberry Pi OS Lite (64-bit)").
-	Name        string   `json:"name"`
-	Description string   `json:"description,omitempty"`
-	URL         string   `json:"url"`
-	ReleaseDate string   `json:"release_date,omitempty"`
-	Devices     []string `json:"devices,omitempty"`
-	InitFormat  string   `json:"init_format,omitempty"`
+	Name        string
+	Description string
+	URL         string
+	ReleaseDate string
+	Devices     []string
+	InitFormat  string
 	// Icon is the entry's picture (a URL, or a file beside a catalog
 	// file), "" for none.
-	Icon string `json:"icon,omitempty"`
+	Icon string
 	// ExtractSize and ExtractSHA256 are the decoded image's; DownloadSize
 	// and DownloadSHA256 the file's as served. 0 and "": not given.
-	ExtractSize    int64  `json:"extract_size,omitempty"`
-	ExtractSHA256  string `json:"extract_sha256,omitempty"`
-	DownloadSize   int64  `json:"image_download_size,omitempty"`
-	DownloadSHA256 string `json:"image_download_sha256,omitempty"`
+	ExtractSize    int64
+	ExtractSHA256  string
+	DownloadSize   int64
+	DownloadSHA256 string
 	// Unavailable, for a folder whose list (subitems_url) could not be
 	// read, says why; such an entry has no URL and is never chosen.
-	Unavailable string `json:"unavailable,omitempty"`
+	Unavailable string
 }
 
 // item is an os_list element as the format has it.

@@ -54,20 +54,20 @@ func (o AlignOptions) withDefaults(bs int64) AlignOptions {
 // how much longer each straddling read took than the two beside it.
 // Medians, so one stall of a busy host does not make a boundary.
 type AlignPoint struct {
-	Boundary int64         `json:"boundary"`
-	Before   time.Duration `json:"before_ns"`
-	On       time.Duration `json:"on_ns"`
-	After    time.Duration `json:"after_ns"`
-	Diff     time.Duration `json:"diff_ns"`
-	Samples  int           `json:"samples"`
+	Boundary int64
+	Before   time.Duration
+	On       time.Duration
+	After    time.Duration
+	Diff     time.Duration
+	Samples  int
 }
 
 // AlignResult is the alignment test (flashbench -a): the points and the
 // unit they point to, 0 when the card shows none.
 type AlignResult struct {
-	Access int64        `json:"access"`
-	Points []AlignPoint `json:"points"`
-	Unit   int64        `json:"unit"`
+	Access int64
+	Points []AlignPoint
+	Unit   int64
 }
 
 // Alignment times reads that straddle multiples of each candidate boundary

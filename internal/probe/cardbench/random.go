@@ -17,11 +17,11 @@ const RandomSize = 4 << 10
 
 // RandomResult is a run of random transfers.
 type RandomResult struct {
-	Op       string        `json:"op"`
-	Size     int64         `json:"size"`
-	Region   Region        `json:"region"`
-	Commands int           `json:"commands"`
-	Elapsed  time.Duration `json:"elapsed_ns"`
+	Op       string
+	Size     int64
+	Region   Region
+	Commands int
+	Elapsed  time.Duration
 }
 
 // PerSecond is the number of transfers per second (IOPS).
@@ -78,10 +78,10 @@ type RoundTripper interface {
 
 // RoundTrip is the time one data-less command takes, over many.
 type RoundTrip struct {
-	Commands int           `json:"commands"`
-	Min      time.Duration `json:"min_ns"`
-	Median   time.Duration `json:"median_ns"`
-	Max      time.Duration `json:"max_ns"`
+	Commands int
+	Min      time.Duration
+	Median   time.Duration
+	Max      time.Duration
 }
 
 // MeasureRoundTrip times TEST UNIT READY until d has passed or n commands

@@ -30,9 +30,10 @@ type Skip struct {
 // RunOptions say what Measure measures and whom it tells.
 type RunOptions struct {
 	Device string // names the device in errors
-	// Disk is the node the system gives the device (region.Saved.Disk),
-	// "" when not known.
+	// Disk is the node the system gives the device, "" when not known;
+	// Claimed: the claimed reader's (region.Saved's Disk, Claimed).
 	Disk       string
+	Claimed    bool
 	Layout     Layout // the sizes and the regions read
 	Write      bool   // also measure writes, inside Region
 	Region     *Region
@@ -170,7 +171,7 @@ func (o RunOptions) writes(ctx context.Context, dev blockdev.Device, res *Result
 		if saved, err = region.Save(ctx, dev, o.Device, stated); err != nil {
 			return fmt.Errorf("saving the region: %w; nothing was written", err)
 		}
-		saved.Disk = o.Disk
+		saved.Disk, saved.Claimed = o.Disk, o.Claimed
 		if o.Saved != nil {
 			defer o.Saved(saved)()
 		}

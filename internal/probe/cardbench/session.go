@@ -172,7 +172,7 @@ func Run(ctx context.Context, cfg Config, obs func(Event)) (*Report, error) {
 	}
 	rt, _ := d.Dev.(RoundTripper) // a LUN: the command round trip is measured
 	o := s.runOptions(d.Name, l)
-	o.Disk = kernelDisk(d)
+	o.Disk, o.Claimed = d.Node()
 	res, err := Measure(ctx, d.Dev, rt, o)
 	rep.Points = append(rep.Points, res.Points...)
 	rep.Align, rep.Random, rep.RoundTrip = res.Align, res.Random, res.RoundTrip
@@ -309,23 +309,4 @@ func (s *session) runOptions(device string, l Layout) RunOptions {
 		}
 	}
 	return o
-}
-
-// kernelDisk is the node of the kernel's disk of a usb: slot, as the
-// kernel had made it before the reader was claimed (it comes back when
-// the reader is let go, usually under the same name): what a command
-// that puts a preserved region back writes to. "" when not known (the
-// disks could not be read, or the target is no usb: slot).
-func kernelDisk(d *drive.Device) string {
-	k, ok := d.Dev.(drive.KernelDisks)
-	s, isSCSI := d.Dev.(drive.SCSI)
-	if !ok || !isSCSI {
-		return ""
-	}
-	for _, disk := range k.KernelDisks() {
-		if disk.LUN == s.SCSI().Number() {
-			return disk.Node
-		}
-	}
-	return ""
 }

@@ -8,19 +8,19 @@ import (
 // Rate is the throughput of one path and operation at one size, over every
 // region measured: all bytes over all time.
 type Rate struct {
-	Path    string  `json:"path"`
-	Op      string  `json:"op"`
-	Size    int64   `json:"size"`
-	Rate    float64 `json:"rate"` // bytes per second
-	Bytes   int64   `json:"bytes"`
-	Elapsed float64 `json:"elapsed_s"`
+	Path    string
+	Op      string
+	Size    int64
+	Rate    float64 // bytes per second
+	Bytes   int64
+	Elapsed float64
 }
 
 // Series is the curve of one path and operation, in increasing size.
 type Series struct {
-	Path  string `json:"path"`
-	Op    string `json:"op"`
-	Rates []Rate `json:"rates"`
+	Path  string
+	Op    string
+	Rates []Rate
 }
 
 // Name is how tables, charts and plots label the series.

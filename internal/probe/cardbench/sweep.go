@@ -86,17 +86,17 @@ func readRegions(capacity, length, fit, align int64) []Region {
 // Point is one measurement: transfers of Size bytes, one after another, on
 // one path in one region.
 type Point struct {
-	Path     string        `json:"path"`
-	Op       string        `json:"op"`
-	Size     int64         `json:"size"`
-	Region   string        `json:"region"`
-	Bytes    int64         `json:"bytes"`
-	Commands int           `json:"commands"`
-	Elapsed  time.Duration `json:"elapsed_ns"`
+	Path     string
+	Op       string
+	Size     int64
+	Region   string
+	Bytes    int64
+	Commands int
+	Elapsed  time.Duration
 	// Usage and IO are what the point cost the process and what the
 	// device counted (pipeline.MeterCost): the point event's cost.
-	Usage pipeline.Usage    `json:"-"`
-	IO    blockdev.IOCounts `json:"-"`
+	Usage pipeline.Usage
+	IO    blockdev.IOCounts
 }
 
 // Rate is the point's throughput in bytes per second.

@@ -16,25 +16,25 @@ const StepTransports = "transports"
 // TransportRate is one transport's sequential pass: transfers of Size
 // bytes, one after another, over Region.
 type TransportRate struct {
-	Transport string  `json:"transport"` // BOT or UAS
-	Op        string  `json:"op"`
-	Size      int64   `json:"size"`
-	Region    Region  `json:"region"`
-	Bytes     int64   `json:"bytes"`
-	ElapsedS  float64 `json:"elapsed_s"`
-	Rate      float64 `json:"rate"` // bytes per second
+	Transport string // BOT or UAS
+	Op        string
+	Size      int64
+	Region    Region
+	Bytes     int64
+	ElapsedS  float64
+	Rate      float64 // bytes per second
 }
 
 // Transports is the comparison of a reader's two transports: a row per
 // transport and operation, and the faster one.
 type Transports struct {
-	Rates []TransportRate `json:"rates"`
+	Rates []TransportRate
 	// Faster is the transport of the better rate, of the writes when they
 	// were measured (writing is what the reader is for), else of the reads;
 	// Ratio is its rate over the other's.
-	Faster string  `json:"faster"`
-	Op     string  `json:"op"`
-	Ratio  float64 `json:"ratio"`
+	Faster string
+	Op     string
+	Ratio  float64
 }
 
 // offersBoth says whether d is a reader that offers Bulk-Only and UAS.

@@ -11,6 +11,10 @@ import (
 	"github.com/usbflash/usbflash/internal/observe"
 )
 
+// SettingDestructive is a check that saves nothing it overwrites
+// (Config.Destructive).
+const SettingDestructive failure.Setting = "destructive"
+
 // Config is one check of one card: open it, run the pre-write checks a
 // probe needs (the medium takes writes), probe it, put back what it wrote.
 type Config struct {

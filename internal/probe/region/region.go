@@ -21,9 +21,9 @@ import (
 
 // Region is a byte range of a card.
 type Region struct {
-	Name   string `json:"name"`
-	Offset int64  `json:"offset"`
-	Length int64  `json:"length"`
+	Name   string
+	Offset int64
+	Length int64
 }
 
 // End is the byte just past r.
@@ -48,9 +48,11 @@ type Saved struct {
 	BlockSize int
 	// Disk is the node the system gives the device (/dev/sdb), when the
 	// caller knows one: what a command that puts the bytes back writes
-	// to. "" when not known.
-	Disk string
-	data []byte
+	// to. "" when not known. Claimed: it is the disk a reader's slot was
+	// before usbflash claimed the reader, gone until it is let go.
+	Disk    string
+	Claimed bool
+	data    []byte
 
 	keepOnce sync.Once
 	file     string // Keep's file
@@ -194,7 +196,7 @@ func (s *Saved) Finish(ctx context.Context, dev blockdev.Device, runErr error, o
 	}
 	if err := s.Restore(rctx, dev); err != nil {
 		file, ferr := s.Keep(o.Dir)
-		re := &RestoreError{Region: s.Region, Device: s.Device, Disk: s.Disk, BlockSize: s.BlockSize, Err: err, File: file, FileErr: ferr}
+		re := &RestoreError{Region: s.Region, Device: s.Device, Disk: s.Disk, Claimed: s.Claimed, BlockSize: s.BlockSize, Err: err, File: file, FileErr: ferr}
 		if runErr == nil {
 			return re
 		}
@@ -252,7 +254,7 @@ func (s *Saved) Abandon(dir string) *RestoreError {
 
 func (s *Saved) abandonError(dir string) *RestoreError {
 	file, ferr := s.Keep(dir)
-	return &RestoreError{Region: s.Region, Device: s.Device, Disk: s.Disk, BlockSize: s.BlockSize, Aborted: true, File: file, FileErr: ferr}
+	return &RestoreError{Region: s.Region, Device: s.Device, Disk: s.Disk, Claimed: s.Claimed, BlockSize: s.BlockSize, Aborted: true, File: file, FileErr: ferr}
 }
 
 // RestoreError is a preserved region that was not put back: the restore
@@ -261,6 +263,7 @@ type RestoreError struct {
 	Region    Region
 	Device    string
 	Disk      string // the Saved's: the device's node, "" when not known
+	Claimed   bool   // the Saved's: Disk was the claimed reader's
 	BlockSize int
 	// Aborted: the user stopped the restore (a second interrupt); the
 	// region may be half restored. Err is then context.Canceled.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/session"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 )
 
 // Defaults of Options.
@@ -47,13 +48,9 @@ type Logs struct {
 	err   error             // the first write that failed
 }
 
-// line is one line of a log: a note about a card, or its record.
-type line struct {
-	Time   time.Time       `json:"time"`
-	Card   string          `json:"card"`
-	Note   string          `json:"note,omitempty"`
-	Record *session.Record `json:"record,omitempty"`
-}
+// line is one line of a log: a note about a card, or its record, in
+// the JSON's shape (the record's is the card event's).
+type line = jsonevents.SlotLine
 
 // Open makes dir when it is missing (with its parents, as mkdir -p, mode
 // 0750: the logs name cards and readers), checks it is a directory this
@@ -115,7 +112,8 @@ func (l *Logs) Observe(e session.Event) {
 			lines = append(lines, l.notes[name]...)
 			delete(l.notes, name)
 		}
-		lines = append(lines, line{Time: time.Now(), Card: o.Target, Record: &r})
+		rec := jsonevents.NewRecord(r)
+		lines = append(lines, line{Time: time.Now(), Card: o.Target, Record: &rec})
 		slot := o.Identity.Slot
 		if slot == "" {
 			slot = o.Target

@@ -15,6 +15,7 @@ import (
 	"github.com/usbflash/usbflash/internal/testkit/factsonly"
 	"github.com/usbflash/usbflash/internal/testkit/simcards"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 )
 
 // TestLogs: every card leaves its notes and its record in its slot's log,
@@ -66,7 +67,7 @@ func TestLogs(t *testing.T) {
 			records int
 		}{{path, 1}, {path + ".1", 2}} {
 			lines := readLines(t, f.path)
-			var records []*session.Record
+			var records []*jsonevents.Record
 			notes := ""
 			for _, ln := range lines {
 				if ln.Record != nil {

@@ -14,17 +14,9 @@ import (
 // the alignment test, the round trip and the recommended transfer size.
 func Summary(run *cardbench.Report, series []cardbench.Series) *jsonevents.BenchSummary {
 	rec := cardbench.Recommendation(series)
-	random := []jsonevents.BenchRandom{}
-	for _, r := range run.Random {
-		random = append(random, jsonevents.BenchRandom{Op: r.Op, Size: r.Size, Region: r.Region, Commands: r.Commands,
-			ElapsedS: r.Elapsed.Seconds(), PerSecond: r.PerSecond()})
-	}
-	return &jsonevents.BenchSummary{Command: jsonevents.CommandBench,
-		Target: run.Target, Capacity: run.Capacity, BlockSize: run.BlockSize,
-		Series: series, Points: run.Points, Random: random,
-		RecommendedTransferSize: rec.Size, RecommendedFrom: rec.From, BestRate: rec.Best, BestSize: rec.BestSize,
-		Alignment: run.Align, RoundTrip: run.RoundTrip, Transports: run.Transports,
-	}
+	s := jsonevents.NewBenchSummary(run, series)
+	s.RecommendedTransferSize, s.RecommendedFrom, s.BestRate, s.BestSize = rec.Size, rec.From, rec.Best, rec.BestSize
+	return s
 }
 
 // Start says what the run measures, before its first measurement (each
@@ -34,7 +26,7 @@ func Summary(run *cardbench.Report, series []cardbench.Series) *jsonevents.Bench
 func Start(e cardbench.Started, pointTime time.Duration, write, preserve bool) (*jsonevents.BenchStart, string) {
 	l := e.Layout
 	ev := &jsonevents.BenchStart{Command: jsonevents.CommandBench,
-		Target: e.Target, Capacity: e.Capacity, BlockSize: e.BlockSize, Sizes: l.Sizes, Regions: l.Regions,
+		Target: e.Target, Capacity: e.Capacity, BlockSize: e.BlockSize, Sizes: l.Sizes, Regions: jsonevents.NewBenchRegions(l.Regions),
 		PointTimeS: pointTime.Seconds(), Write: write, Preserve: preserve, Compare: e.Compare}
 	what := fmt.Sprintf("%s (%s, %d-byte blocks)", e.Target, units.FormatSize(e.Capacity), e.BlockSize)
 	if e.Compare != "" {

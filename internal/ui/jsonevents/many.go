@@ -29,10 +29,13 @@ type ManyStart struct {
 
 type Card struct {
 	Header
-	session.Record
+	Record
 	// Hint is the advice for the card's error, "" for none.
 	Hint string `json:"hint,omitempty"`
 }
+
+// NewCard is the card event of r, with the advice for its error (hint).
+func NewCard(r session.Record, hint string) *Card { return &Card{Record: NewRecord(r), Hint: hint} }
 
 // Slot is a slot of --watch's readers that now holds a card (Card) or
 // is empty: a card inserted or taken out, a reader plugged in or

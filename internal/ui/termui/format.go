@@ -61,3 +61,12 @@ func ReadBoundLine(res pipeline.ReadResult) string {
 	}
 	return fmt.Sprintf("Bottleneck: the card (busy %.1fx longer than compressing and writing)", res.BoundRatio)
 }
+
+// Plural is n of noun in words that agree with it: "1 command",
+// "2 commands", "0 commands".
+func Plural[T ~int | ~int64](n T, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -6,7 +6,9 @@
 package termui
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -21,6 +23,8 @@ import (
 	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
+	"github.com/usbflash/usbflash/pipeline"
+	"github.com/usbflash/usbflash/usbms"
 )
 
 // Reporter presents a long command to its audience: a progress bar for a
@@ -290,6 +294,23 @@ func (r *textReporter) closeBar() {
 func (r *textReporter) Fail(e *jsonevents.Error) {
 	r.closeBar()
 	PrintError(r.errOut, e)
+}
+
+// Facts is err's facts as a person reads them: each once (a failed block
+// command is described by the engine, with where, and again by the LUN
+// under it: the engine's words and the LUN's cause), a cancelled or
+// expired context in English, and no URL's secret.
+func Facts(err error) string {
+	msg := err.Error()
+	var (
+		dev *pipeline.DeviceError
+		cmd *usbms.CommandError
+	)
+	if errors.As(err, &dev) && errors.As(dev.Err, &cmd) && cmd.Err != nil {
+		msg = strings.Replace(msg, cmd.Error(), cmd.Err.Error(), 1)
+	}
+	msg = strings.NewReplacer(context.Canceled.Error(), "cancelled", context.DeadlineExceeded.Error(), "timed out").Replace(msg)
+	return shown.URLsIn(msg)
 }
 
 // PrintError is how every failure reaches a person: the facts on one line,

@@ -125,3 +125,15 @@ func TestTextEscapesOutsideText(t *testing.T) {
 		})
 	}
 }
+
+// TestPlural: counts in words that agree with them.
+func TestPlural(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{{0, "0 commands"}, {1, "1 command"}, {2, "2 commands"}} {
+		if got := Plural(tt.n, "command"); got != tt.want {
+			t.Errorf("Plural(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/usbflash/usbflash/internal/image/catalog"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 )
 
 //go:embed assets
@@ -414,12 +415,12 @@ func (s *Server) getCatalog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	type shown struct {
-		catalog.Entry
+		jsonevents.CatalogEntry
 		IconPath string `json:"icon_path,omitempty"`
 	}
 	out := make([]shown, len(entries))
 	for i, e := range entries {
-		out[i] = shown{Entry: e}
+		out[i] = shown{CatalogEntry: jsonevents.NewCatalogEntry(e)}
 		if e.Icon != "" {
 			out[i].IconPath = fmt.Sprintf("/api/catalog/icon/%d", i)
 		}

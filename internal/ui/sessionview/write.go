@@ -1,4 +1,4 @@
-package main
+package sessionview
 
 import (
 	"encoding/hex"
@@ -10,35 +10,57 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/lib/units"
-	"github.com/usbflash/usbflash/internal/observe"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 	"github.com/usbflash/usbflash/internal/ui/termui"
 	"github.com/usbflash/usbflash/pipeline"
 )
 
-// cardPresenter shows a session of one card, written without --report:
-// the single-card contract of docs/events.md (start, device, phase, progress,
+// Write is a presenter of a write session: an Observer of its events and
+// what it says when the session returns.
+type Write interface {
+	session.Observer
+	Finish(res *session.Result, err error) error
+}
+
+// NewWrite is the presenter of a write session of command (write, or
+// erase and format, which write their own blocks): one card's (the
+// single-card contract) unless several tells it to show a session of
+// several cards (several targets, --all, --report, --watch).
+func NewWrite(rep termui.Reporter, w Words, command jsonevents.Command, several, watch, verify bool) Write {
+	if several || watch {
+		return &many{rep: rep, w: w, command: command, watch: watch, verify: verify, bars: map[string]*termui.CardBars{}}
+	}
+	return &one{rep: rep, w: w, command: command}
+}
+
+// doing is the verb a start line of a session that writes its own blocks
+// (erase's, format's) begins with.
+func doing(command jsonevents.Command) string {
+	if command == jsonevents.CommandFormat {
+		return "Formatting"
+	}
+	return "Erasing"
+}
+
+// one shows a session of one card, written without a report: the
+// single-card contract of docs/events.md (start, device, phase, progress,
 // note, summary events; the summary lines).
-type cardPresenter struct {
+type one struct {
 	rep     termui.Reporter
-	f       writeFlags
+	w       Words
 	command jsonevents.Command
 	outcome *session.Outcome
 }
 
-func newCardPresenter(rep termui.Reporter, f writeFlags) *cardPresenter {
-	return &cardPresenter{rep: rep, f: f, command: f.commandName()}
-}
-
-func (p *cardPresenter) Observe(e session.Event) {
+func (p *one) Observe(e session.Event) {
 	switch e := e.(type) {
 	case session.Started:
 		src := e.Source
 		if src == nil { // erase's and format's blocks: each card's own
 			p.rep.Event(&jsonevents.Start{Command: p.command, Image: e.Image, Format: image.FormatRaw.String(), Size: -1, CompressedSize: -1,
 				Target: e.Targets[0], TransferSize: int64(e.TransferSize), Buffers: e.Buffers},
-				fmt.Sprintf("%s %s: writing %s ...", p.f.doing, e.Targets[0], e.Image))
+				fmt.Sprintf("%s %s: writing %s ...", doing(p.command), e.Targets[0], e.Image))
 			return
 		}
 		p.rep.Event(&jsonevents.Start{
@@ -46,17 +68,17 @@ func (p *cardPresenter) Observe(e session.Event) {
 			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			CompressedSize: src.CompressedSize, Target: e.Targets[0], TransferSize: int64(e.TransferSize), Buffers: e.Buffers,
 		}, fmt.Sprintf("Writing %s (%s, %s) to %s ...", e.Image, src.Format, termui.ImageSize(src), e.Targets[0]))
-		noChecksumNote(p.rep, src)
+		noChecksumNote(p.rep, p.w, src)
 	case session.CardDone:
 		p.outcome = e.Outcome
 	default:
-		presentCard(p.rep, e)
+		Card(p.rep, p.w, e)
 	}
 }
 
-// finish prints the summary of a card that was written, or hands the
+// Finish prints the summary of a card that was written, or hands the
 // error on.
-func (p *cardPresenter) finish(_ *session.Result, err error) error {
+func (p *one) Finish(_ *session.Result, err error) error {
 	if err != nil || p.outcome == nil {
 		return err
 	}
@@ -73,12 +95,12 @@ func (p *cardPresenter) finish(_ *session.Result, err error) error {
 	}
 	wrote := units.FormatBytes(res.Bytes)
 	if o.SkippedWhy != "" {
-		// A block map or --sparse: say what went to the card.
+		// A block map or a sparse write: say what went to the card.
 		wrote = fmt.Sprintf("%s of the %s image", units.FormatBytes(res.Bytes-o.Skipped), units.FormatBytes(res.Bytes))
 	}
 	text := []string{
 		fmt.Sprintf("Wrote %s in %s (%s), %s", wrote, res.Elapsed.Round(time.Millisecond),
-			units.FormatRate(sum.Rate), plural(res.Transfers, "command")),
+			units.FormatRate(sum.Rate), termui.Plural(res.Transfers, "command")),
 		termui.WriteBoundLine(res),
 		termui.CPULine(res.CPU, res.Bytes, res.Memory),
 	}
@@ -100,12 +122,10 @@ func (p *cardPresenter) finish(_ *session.Result, err error) error {
 	}
 	if o.Ejected != nil {
 		sum.Ejected = o.Ejected
+		var none *drive.NotEjectableError
 		switch {
-		case errors.Is(o.EjectErr, drive.ErrNotEjectable):
-			note := "--eject does nothing for a file: target"
-			if strings.HasPrefix(o.Target, "disk:") {
-				note = "--eject does nothing for a disk: target on Linux"
-			}
+		case errors.As(o.EjectErr, &none):
+			note := p.w.Flag(session.SettingEject) + " does nothing for " + none.What
 			p.rep.Event(jsonevents.NewNote(note), "")
 			text = append(text, "Not ejected: "+note)
 		case o.EjectErr != nil:
@@ -121,8 +141,8 @@ func (p *cardPresenter) finish(_ *session.Result, err error) error {
 	return nil
 }
 
-// presentBlockMap says which block map a write uses.
-func presentBlockMap(rep termui.Reporter, e session.BlockMapChosen) {
+// blockMap says which block map a write uses.
+func blockMap(rep termui.Reporter, e session.BlockMapChosen) {
 	pct := 100.0
 	if e.ImageSize > 0 {
 		pct = float64(e.MappedBytes) * 100 / float64(e.ImageSize)
@@ -147,60 +167,57 @@ func progressOf(p session.Progress) jsonevents.Progress {
 	return e
 }
 
-// sessionPresenter shows a session of several cards (or one with
-// --report, or --watch): a start naming every target, a bar per card, a
-// card event per card, the table and the session summary.
-type sessionPresenter struct {
-	rep   termui.Reporter
-	f     writeFlags
-	watch bool
-	// bars of each write under way, by its first card: --watch writes
+// many shows a session of several cards (or one with a report, or a
+// station's): a start naming every target, a bar per card, a card event
+// per card, the table and the session summary.
+type many struct {
+	rep           termui.Reporter
+	w             Words
+	command       jsonevents.Command
+	watch, verify bool
+	// bars of each write under way, by its first card: a station writes
 	// cards as they come, side by side.
 	bars  map[string]*termui.CardBars
 	phase pipeline.Phase
 }
 
-func newSessionPresenter(rep termui.Reporter, f writeFlags, watch bool) *sessionPresenter {
-	return &sessionPresenter{rep: rep, f: f, watch: watch, bars: map[string]*termui.CardBars{}}
-}
-
-func (p *sessionPresenter) Observe(e session.Event) {
+func (p *many) Observe(e session.Event) {
 	switch e := e.(type) {
 	case session.Started:
 		src := e.Source
 		if src == nil { // erase's and format's blocks: each card's own
-			text := fmt.Sprintf("%s %s: writing %s to each: %s", p.f.doing, plural(len(e.Targets), "card"), e.Image, strings.Join(e.Targets, ", "))
+			text := fmt.Sprintf("%s %s: writing %s to each: %s", doing(p.command), termui.Plural(len(e.Targets), "card"), e.Image, strings.Join(e.Targets, ", "))
 			if e.Watch {
 				text = ""
 			}
-			p.rep.Event(&jsonevents.ManyStart{Command: p.f.commandName(), Image: e.Image, Format: image.FormatRaw.String(), Size: -1,
+			p.rep.Event(&jsonevents.ManyStart{Command: p.command, Image: e.Image, Format: image.FormatRaw.String(), Size: -1,
 				Targets: append([]string{}, e.Targets...), TransferSize: int64(e.TransferSize), Buffers: e.Buffers, Lag: e.Lag}, text)
 			return
 		}
 		text := fmt.Sprintf("Writing %s (%s, %s) to %s: %s", e.Image, src.Format, termui.ImageSize(src),
-			plural(len(e.Targets), "card"), strings.Join(e.Targets, ", "))
+			termui.Plural(len(e.Targets), "card"), strings.Join(e.Targets, ", "))
 		if e.Watch {
 			text = ""
 		}
 		p.rep.Event(&jsonevents.ManyStart{
-			Command: p.f.commandName(),
+			Command: p.command,
 			Image:   e.Image, Format: src.Format.String(), Size: src.Size, SizeExact: src.SizeExact,
 			Targets: append([]string{}, e.Targets...), TransferSize: int64(e.TransferSize), Buffers: e.Buffers, Lag: e.Lag,
 		}, text)
-		noChecksumNote(p.rep, src)
+		noChecksumNote(p.rep, p.w, src)
 	case session.Opened:
-		p.rep.Event(newDeviceEvent(e), "")
+		p.rep.Event(deviceEvent(e), "")
 	case session.Note:
 		msg := e.Message
 		if e.Card != "" && !strings.Contains(msg, e.Card) {
 			msg = e.Card + ": " + msg
 		}
-		p.rep.Event(noteWithAdvice(msg, e.Notice))
+		p.rep.Event(p.w.Note(msg, e.Notice))
 	case session.WriteStarted:
 		p.bars[e.Cards[0]].Done()
 		p.bars[e.Cards[0]] = termui.NewCardBars(p.rep, e.Cards)
 		if !p.watch {
-			msg := fmt.Sprintf("Writing %s with %s transfers", plural(len(e.Cards), "card"), units.FormatSize(int64(e.TransferSize)))
+			msg := fmt.Sprintf("Writing %s with %s transfers", termui.Plural(len(e.Cards), "card"), units.FormatSize(int64(e.TransferSize)))
 			p.rep.Event(jsonevents.NewNote(msg), "")
 		}
 	case session.Progress:
@@ -213,7 +230,7 @@ func (p *sessionPresenter) Observe(e session.Event) {
 		}
 		p.bars[e.Cards[0].Card].Update(e)
 	case session.Checksum:
-		presentCard(p.rep, e)
+		Card(p.rep, p.w, e)
 	case session.Slot:
 		p.rep.Event(&jsonevents.Slot{Target: e.Card, Card: e.Present}, "")
 	case session.CardDone:
@@ -221,24 +238,13 @@ func (p *sessionPresenter) Observe(e session.Event) {
 			b.Done()
 			delete(p.bars, e.Outcome.Target)
 		}
-		p.rep.Event(&jsonevents.Card{Record: recordOf(e.Outcome), Hint: cardHint(e.Outcome)}, "")
+		p.rep.Event(jsonevents.NewCard(session.RecordOf(e.Outcome, p.w.Codes), p.w.hint(e.Outcome.Err)), "")
 	}
 }
 
-// cardHint is the advice for what became of a card, "" for none.
-func cardHint(o *session.Outcome) string {
-	if o.Err == nil {
-		return ""
-	}
-	return hint(o.Err)
-}
-
-// recordOf is the card event's body: the report's row.
-func recordOf(o *session.Outcome) session.Record { return session.RecordOf(o, classCodes()) }
-
-// finish prints the table and the session summary, then hands the
+// Finish prints the table and the session summary, then hands the
 // session's error on.
-func (p *sessionPresenter) finish(res *session.Result, err error) error {
+func (p *many) Finish(res *session.Result, err error) error {
 	for _, b := range p.bars {
 		b.Done()
 	}
@@ -247,15 +253,14 @@ func (p *sessionPresenter) finish(res *session.Result, err error) error {
 	}
 	records := make([]session.Record, len(res.Cards))
 	for i, o := range res.Cards {
-		records[i] = recordOf(o)
+		records[i] = session.RecordOf(o, p.w.Codes)
 	}
 	t := res.Tally
 	p.rep.Event(&jsonevents.ManySummary{
-		Command: p.f.commandName(),
-
-		Cards: t.Cards, Succeeded: t.Succeeded, Failed: t.Cards - t.Succeeded, SHA256: t.SHA256, Verify: t.Verify,
+		Command: p.command,
+		Cards:   t.Cards, Succeeded: t.Succeeded, Failed: t.Cards - t.Succeeded, SHA256: t.SHA256, Verify: t.Verify,
 		ElapsedS: time.Since(res.Started).Seconds(),
-	}, termui.CardTable(records, p.f.noVerify))
+	}, termui.CardTable(records, !p.verify))
 	if t.Cards > len(records) {
 		msg := fmt.Sprintf("The table shows the last %d of %d cards; the report holds every card", len(records), t.Cards)
 		p.rep.Event(jsonevents.NewNote(msg), msg)
@@ -269,43 +274,8 @@ func (p *sessionPresenter) finish(res *session.Result, err error) error {
 	return err
 }
 
-// noticeNotes passes a reader's notices (recovery steps, commands made
-// smaller) to the user, each with its advice.
-func noticeNotes(rep termui.Reporter) func(reader string, n observe.Notice) {
-	return func(_ string, n observe.Notice) { rep.Event(noteWithAdvice(n.Text, &n)) }
-}
-
-// noteWithAdvice is a note event and its text, with the advice the
-// notice has (noticeAdvice) on the next line.
-func noteWithAdvice(msg string, n *observe.Notice) (jsonevents.Event, string) {
-	if n != nil && n.Kind == observe.NoticeSetting && settingFlag(n.Setting) != "" {
-		// The setting in the words of the command line: its flag.
-		msg = strings.Replace(msg, string(n.Setting)+" ", settingFlag(n.Setting)+" ", 1)
-	}
-	ev := jsonevents.NewNote(msg)
-	ev.Hint = noticeAdvice(n)
-	if ev.Hint == "" {
-		return ev, msg
-	}
-	return ev, msg + "\n" + termui.Sentence(ev.Hint)
-}
-
-// noChecksumNote says when a compressed image carries no checksum of its
-// own (zstd without content checksums, xz with check "none"): damage in
-// it is found only where the decoder trips, if at all, so the download's
-// checksum and the verify are all there is.
-func noChecksumNote(rep termui.Reporter, src *image.Source) {
-	if src.Format == image.FormatRaw || src.HasChecksum {
-		return
-	}
-	msg := fmt.Sprintf("This %s image carries no checksum of its own: only the read-back and the publisher's SHA-256 (--sha256) can tell it is intact", src.Format)
-	rep.Event(jsonevents.NewNote(msg), msg)
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// newDeviceEvent is the device event of an opened card.
-func newDeviceEvent(e session.Opened) *jsonevents.Device {
+// deviceEvent is the device event of an opened card.
+func deviceEvent(e session.Opened) *jsonevents.Device {
 	return &jsonevents.Device{Target: e.Card, Capacity: e.Capacity,
 		BlockSize: e.BlockSize, TransferSize: int64(e.TransferSize), Transport: e.Transport.Protocol, UASStreams: e.Transport.Streams,
 		QueueDepth: e.Transport.QueueDepth, TransportWhy: e.Transport.Why}

@@ -1,25 +1,30 @@
-package catalog
+package catalogview
 
 import (
 	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/usbflash/usbflash/internal/image/catalog"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 )
 
 // TestList: the table has a row per entry with its sizes (a dash for a
 // size the entry does not give), and --json one object per entry.
 func TestList(t *testing.T) {
-	entries := []Entry{
+	entries := []catalog.Entry{
 		{Name: "A / Lite", ReleaseDate: "2026-11-19", ExtractSize: 2 << 30, DownloadSize: 512 << 20},
 		{Name: "B"},
+		{Name: "Broken", Unavailable: "the server answered 404 Not Found"},
 	}
 	for _, tc := range []struct {
 		name   string
 		asJSON bool
 		lines  []string // each line's fields
 	}{
-		{"table", false, []string{"NAME RELEASED IMAGE DOWNLOAD", "A / Lite 2026-11-19 2.15 GB 536.9 MB", "B - -"}},
+		{"table", false, []string{"NAME RELEASED IMAGE DOWNLOAD", "A / Lite 2026-11-19 2.15 GB 536.9 MB", "B - -", "Broken (unavailable) - - -",
+			"Broken is unavailable: the server answered 404 Not Found"}},
 		{"json", true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -30,7 +35,7 @@ func TestList(t *testing.T) {
 			lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 			if tc.asJSON {
 				for i, l := range lines {
-					var e Entry
+					var e jsonevents.CatalogEntry
 					if err := json.Unmarshal([]byte(l), &e); err != nil || e.Name != entries[i].Name || e.ExtractSize != entries[i].ExtractSize {
 						t.Errorf("line %d: %q: %v", i, l, err)
 					}
@@ -48,9 +53,6 @@ func TestList(t *testing.T) {
 			}
 		})
 	}
-	if got := Names(entries); len(got) != 2 || got[0] != "A / Lite" || got[1] != "B" {
-		t.Errorf("Names = %q", got)
-	}
 }
 
 // TestListEscapesNames: a remote catalog's names reach the terminal with
@@ -63,7 +65,7 @@ func TestListEscapesNames(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var b strings.Builder
-		if err := List(&b, []Entry{{Name: tc.name, URL: "https://h/os.img.xz", ReleaseDate: "2026-01-01\x1b[0m"}}, false); err != nil {
+		if err := List(&b, []catalog.Entry{{Name: tc.name, URL: "https://h/os.img.xz", ReleaseDate: "2026-01-01\x1b[0m"}}, false); err != nil {
 			t.Fatal(err)
 		}
 		if strings.ContainsAny(b.String(), "\x1b\x07\r\u009b") || !strings.Contains(b.String(), tc.want) {

@@ -1,4 +1,7 @@
-package catalog
+// Package catalogview is what usbflash images shows of an OS list: a
+// table of its entries, or one JSON object per entry
+// (jsonevents.CatalogEntry).
+package catalogview
 
 import (
 	"encoding/json"
@@ -6,19 +9,21 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/usbflash/usbflash/internal/image/catalog"
 	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/lib/units"
+	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 )
 
 // List prints entries to w: a table of their names, release dates and
 // the image's and the download's sizes (a folder that could not be read
 // marked unavailable, and why said below the table), or with asJSON one
 // JSON object per entry.
-func List(w io.Writer, entries []Entry, asJSON bool) error {
+func List(w io.Writer, entries []catalog.Entry, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, e := range entries {
-			if err := enc.Encode(e); err != nil {
+			if err := enc.Encode(jsonevents.NewCatalogEntry(e)); err != nil {
 				return err
 			}
 		}
@@ -53,13 +58,4 @@ func sizeOrDash(n int64) string {
 		return "-"
 	}
 	return units.FormatBytes(n)
-}
-
-// Names are the entries' names, in order (for completing one).
-func Names(entries []Entry) []string {
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Name
-	}
-	return names
 }

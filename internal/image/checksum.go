@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/usbflash/usbflash/internal/failure"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 )
 
 // A download's checksum: publishers give the SHA-256 of the file they
@@ -115,10 +116,19 @@ func FindChecksumURL(image string, read ReadFunc, keys *Keyring) (*ChecksumFile,
 		return nil, nil, fmt.Errorf("image %s: %w", image, err)
 	}
 	u.RawQuery, u.ForceQuery, u.Fragment = "", false, ""
+	// The lists are named as messages show them (a password replaced),
+	// in what is found and in every error, and read with the password.
 	at := func(p string) string {
 		v := *u
 		v.Path, v.RawPath = p, ""
-		return v.String()
+		return shown.URL(v.String())
+	}
+	withPassword := func(name string, limit int64) ([]byte, error) {
+		if v, err := url.Parse(name); err == nil && u.User != nil && v.Scheme == u.Scheme && v.Host == u.Host {
+			v.User = u.User
+			name = v.String()
+		}
+		return read(name, limit)
 	}
 	base := path.Base(u.Path)
 	dir := path.Dir(u.Path)
@@ -127,7 +137,7 @@ func FindChecksumURL(image string, read ReadFunc, keys *Keyring) (*ChecksumFile,
 	if dir != "/" {
 		candidates = append(candidates, sumCandidate{at(path.Join(path.Dir(dir), sumListName)), path.Join(path.Base(dir), base), false, true})
 	}
-	return findChecksum(candidates, "", read, keys)
+	return findChecksum(candidates, "", withPassword, keys)
 }
 
 // sumCandidate is a file that may hold an image's sum.

@@ -53,6 +53,11 @@ type alsoSum struct {
 	decoded    bool
 }
 
+// asAlso is c's sums as sums another must be matched beside.
+func (c *checksum) asAlso() []alsoSum {
+	return append([]alsoSum{{want: c.want, from: c.from, decoded: c.decodedOnly}}, c.also...)
+}
+
 // hashesFile says the file's own sum is compared, so a file is hashed
 // from the start.
 func (c *checksum) hashesFile() bool {
@@ -88,14 +93,20 @@ func (o *Opened) findSum(readBeside ReadFunc) (*checksum, []string, error) {
 	ref := o.ref
 	fromCatalog := o.catalogSum()
 	switch {
-	case fromCatalog != nil && ref.SHA256Keyring == "":
-		return fromCatalog, nil, nil
 	case ref.SHA256 != "":
 		sum, err := ParseSHA256(ref.SHA256)
 		if err != nil {
 			return nil, nil, &failure.SettingError{Setting: SettingSHA256, Err: &ChecksumArgError{Err: err}}
 		}
-		return &checksum{want: sum, from: sumGiven}, nil, nil
+		c := &checksum{want: sum, from: sumGiven}
+		if fromCatalog != nil {
+			// A sum given with a catalog's entry is checked, not passed
+			// over: the entry's sums hold too.
+			c.also = fromCatalog.asAlso()
+		}
+		return c, nil, nil
+	case fromCatalog != nil && ref.SHA256Keyring == "":
+		return fromCatalog, nil, nil
 	case ref.NoSHA256:
 		return nil, nil, nil
 	}
@@ -128,7 +139,7 @@ func (o *Opened) findSum(readBeside ReadFunc) (*checksum, []string, error) {
 	}
 	if fromCatalog != nil {
 		// The entry's sums are the ones it was chosen by: they hold too.
-		c.also = append([]alsoSum{{want: fromCatalog.want, from: fromCatalog.from, decoded: fromCatalog.decodedOnly}}, fromCatalog.also...)
+		c.also = fromCatalog.asAlso()
 	}
 	if found.SignedBy != nil {
 		c.signedBy = found.SignedBy.String()

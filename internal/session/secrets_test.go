@@ -17,6 +17,7 @@ import (
 	"github.com/usbflash/usbflash/internal/image"
 	"github.com/usbflash/usbflash/internal/testkit/flakyhttp"
 	"github.com/usbflash/usbflash/internal/testkit/testpattern"
+	"github.com/usbflash/usbflash/internal/testkit/testpgp"
 )
 
 // everyEvent keeps each event of a session as text, every field shown.
@@ -46,13 +47,34 @@ func TestRunURLSecrets(t *testing.T) {
 	t.Parallel()
 	img := testpattern.Bytes(2<<20+300, 61)
 	file := xzBytes(t, img)
+	pub := testpgp.New(t, "Publisher <pub@example.invalid>", "never")
+	signedList := func() map[string]string {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(hexSum(file)+"  os.img.xz\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pub.Sign(dir, "SHA256SUMS", ".gpg")
+		files := map[string]string{}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+			files["/d/"+e.Name()] = string(b)
+		}
+		return files
+	}()
 	for _, tc := range []struct {
 		name  string
 		path  string
 		files map[string]string
+		keys  string // --sha256-keyring
+		says  string // a note that shows the list or map was read
 		fails bool
 	}{
 		{name: "written, a list beside it", path: "/d/os.img.xz", files: map[string]string{"/d/os.img.xz.sha256": hexSum(file) + "\n"}},
+		{name: "a list beside it without its line", path: "/d/os.img.xz", files: map[string]string{"/d/SHA256SUMS": hexSum(file) + "  other.img.xz\n"}},
+		{name: "a signed list, a keyring", path: "/d/os.img.xz", files: signedList, keys: pub.Keyring(true), says: "is a good signature of"},
+		{name: "a block map beside it", path: "/d/os.img.xz", files: map[string]string{"/d/os.img.bmap": string(bmapOf(t, img))}, says: "/d/os.img.bmap"},
+		{name: "a keyring, no signed sum", path: "/d/os.img.xz", files: map[string]string{"/d/SHA256SUMS": hexSum(file) + "  other.img.xz\n"}, keys: pub.Keyring(true), fails: true},
 		{name: "the list says another sum", path: "/d/os.img.xz", files: map[string]string{"/d/os.img.xz.sha256": strings.Repeat("2", 64) + "\n"}, fails: true},
 		{name: "not found", path: "/d/gone.img.xz", fails: true},
 	} {
@@ -71,7 +93,7 @@ func TestRunURLSecrets(t *testing.T) {
 			cache := filepath.Join(dir, "cache")
 			_, spec := newSimCard(t)
 			log := &everyEvent{}
-			res, err := Run(context.Background(), Config{Image: image.Ref{Path: url, HTTP: instantHTTP(), Cache: cache}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log, Report: report}}, []drive.Spec{spec})
+			res, err := Run(context.Background(), Config{Image: image.Ref{Path: url, HTTP: instantHTTP(), Cache: cache, SHA256Keyring: tc.keys}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log, Report: report}}, []drive.Spec{spec})
 			if tc.fails != (err != nil) {
 				t.Fatalf("write: %v\n%s", err, log.text())
 			}
@@ -94,6 +116,9 @@ func TestRunURLSecrets(t *testing.T) {
 						t.Errorf("%q is shown:\n%s", secret, s)
 					}
 				}
+			}
+			if !strings.Contains(log.text(), tc.says) {
+				t.Errorf("no event says %q:\n%s", tc.says, log.text())
 			}
 			if !strings.Contains(log.text()+errText(err), "bob:***@") {
 				t.Errorf("the URL is not shown with its password replaced:\n%s", log.text())

@@ -363,6 +363,7 @@ func TestRunCatalog(t *testing.T) {
 	}, ",") + `]}`)
 	for _, tc := range []struct {
 		name, image, os string
+		sha256          string // --sha256 beside the entry
 		matched         string // the note that the write matched; "" for a failure
 		class           failure.Class
 		written         bool // the card was written to (its first transfer zeroed)
@@ -370,6 +371,8 @@ func TestRunCatalog(t *testing.T) {
 		{name: "both sums", os: "good", matched: "and the decoded image the SHA-256 in the catalog's entry Good OS (extract_sha256)"},
 		{name: "the decoded image's sum differs", os: "Bad Extract", class: failure.Image, written: true},
 		{name: "the download's sum differs", os: "others / bad d", class: failure.Image, written: true},
+		{name: "a sum given and the entry's", os: "good", sha256: hexSum(img), matched: "The decoded image matches the SHA-256 given"},
+		{name: "a sum given that differs", os: "good", sha256: bad, class: failure.Image, written: true},
 		{name: "larger than the card", os: "Huge OS", class: failure.Refused},
 		{name: "ambiguous", os: "Bad", class: failure.Usage},
 		{name: "no such entry", os: "Fedora", class: failure.Usage},
@@ -379,7 +382,7 @@ func TestRunCatalog(t *testing.T) {
 			t.Parallel()
 			card, spec := newSimCard(t)
 			log := &noteLog{}
-			_, err := Run(context.Background(), Config{Image: image.Ref{Path: tc.image, OS: tc.os, Catalog: ts.URL + "/os_list.json", HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}, []drive.Spec{spec})
+			_, err := Run(context.Background(), Config{Image: image.Ref{Path: tc.image, OS: tc.os, SHA256: tc.sha256, Catalog: ts.URL + "/os_list.json", HTTP: instantHTTP()}, Engine: Engine{TransferSize: 1 << 20, Buffers: 2}, Output: Output{Observer: log}}, []drive.Spec{spec})
 			notes := strings.Join(log.all(), "\n")
 			got, _ := os.ReadFile(card)
 			if tc.matched != "" {

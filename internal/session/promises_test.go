@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/usbflash/usbflash/internal/drive"
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/image"
+	"github.com/usbflash/usbflash/internal/lib/units"
 	"github.com/usbflash/usbflash/internal/probe/cardbench"
 	"github.com/usbflash/usbflash/internal/probe/fakecheck"
 	"github.com/usbflash/usbflash/internal/session"
@@ -44,7 +46,40 @@ type promiseEnv struct {
 	image string
 	img   []byte   // the image's bytes, when it is raw
 	cards []string // sim: targets, without the prefix: path?options
+	// before is each card's SHA-256 as a blocks path (erase) found it,
+	// filled with a pattern first: an erase's zeros are a fresh card's.
+	before [][32]byte
 }
+
+// fillCards fills each card with a pattern of the size its options give
+// and keeps its hash, so that a refused erase is seen to write nothing.
+func (e *promiseEnv) fillCards() {
+	e.before = make([][32]byte, len(e.cards))
+	for i, c := range e.cards {
+		_, opts, _ := strings.Cut(c, "?")
+		q, err := url.ParseQuery(opts)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		size, err := units.ParseSize(q.Get("size"))
+		if err != nil {
+			e.t.Fatalf("card %d: %v", i, err)
+		}
+		b := testpattern.Bytes(int(size), byte(100+i))
+		f, err := os.OpenFile(e.path(i), os.O_RDWR|os.O_CREATE, 0o644)
+		if err == nil {
+			_, err = f.WriteAt(b, 0)
+			f.Close()
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.before[i] = sha256.Sum256(b)
+	}
+}
+
+// blocksPath says a path writes blocks that are not an image (erase's).
+func blocksPath(name string) bool { return strings.HasPrefix(name, "erase") }
 
 // path is card i's backing file.
 func (e *promiseEnv) path(i int) string {
@@ -229,14 +264,24 @@ type promise struct {
 	// cancel stops the run (a Ctrl-C) once each card's write or read
 	// made progress.
 	cancel bool
-	check  func(t *testing.T, e *promiseEnv, m promiseMode, r *pathRun)
+	// fresh: the cards must not exist before the run (what is created
+	// is checked), so a blocks path's are not filled first.
+	fresh bool
+	check func(t *testing.T, e *promiseEnv, m promiseMode, r *pathRun)
 }
 
-// untouched: no card holds the image.
-func untouched(t *testing.T, e *promiseEnv, m promiseMode, _ *pathRun) {
+// untouched: no card holds the image; on a blocks path refused before
+// it began, no card holds anything but what it held.
+func untouched(t *testing.T, e *promiseEnv, m promiseMode, r *pathRun) {
 	for i := range m.cards {
 		if e.holds(i) {
 			t.Errorf("card %d holds the image after a refusal", i)
+		}
+		if e.before == nil || ending(r.err) == "interrupted" {
+			continue
+		}
+		if b, err := os.ReadFile(e.path(i)); err != nil || sha256.Sum256(b) != e.before[i] {
+			t.Errorf("card %d was written to by a refused %s (%v)", i, m.name, err)
 		}
 	}
 }
@@ -404,6 +449,7 @@ func TestPromisesOnEveryPath(t *testing.T) {
 		},
 		{
 			name:  "buffers past the memory bound are refused before anything is opened",
+			fresh: true,
 			setup: func(e *promiseEnv) { e.rawImage(2<<20 + 99); e.simCards("size=4MiB", "size=4MiB") },
 			cfg:   func(c *session.Config) { c.Engine.TransferSize = 512 << 20 },
 			want:  all("usage", append(blocks, "one", "many", "report", "watch", "read")...),
@@ -539,6 +585,9 @@ func TestPromisesOnEveryPath(t *testing.T) {
 								t.Fatal("cannot make the card")
 							}
 						}
+					}
+					if blocksPath(m.name) && !p.fresh {
+						e.fillCards()
 					}
 					ctx, cancel := context.WithCancel(context.Background())
 					defer cancel()

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -100,7 +102,7 @@ func Load(path string) (Config, error) {
 		err = errors.New("not a .toml, .yaml or .yml file")
 	}
 	if err != nil {
-		return Config{}, &failure.SettingError{Setting: SettingFile, Err: fmt.Errorf("%s: %w", path, err)}
+		return Config{}, &failure.SettingError{Setting: SettingFile, Err: fmt.Errorf("%s: %w", path, parseError(err))}
 	}
 	c.resolve(filepath.Dir(path))
 	for i, k := range c.SSHKeys {
@@ -126,6 +128,34 @@ func Load(path string) (Config, error) {
 		return Config{}, &failure.SettingError{Setting: SettingFile, Err: fmt.Errorf("%s: %w", path, err)}
 	}
 	return c, nil
+}
+
+// secretKeys are the keys of a settings file whose values no message
+// shows.
+var secretKeys = []string{"password", "password_hash", "wifi.password"}
+
+// yamlQuoted is a value as yaml's type errors quote it.
+var yamlQuoted = regexp.MustCompile("`[^`]*` ?")
+
+// parseError is a settings file's parse error without the file's text
+// where it may be a secret: the TOML parser quotes the value it stopped
+// at (a password left unquoted), the YAML decoder each value of the wrong
+// type (a passphrase under another key). The line and key still say
+// where.
+func parseError(err error) error {
+	var pe toml.ParseError
+	var te *yaml.TypeError
+	switch {
+	case errors.As(err, &pe) && slices.Contains(secretKeys, pe.LastKey):
+		return fmt.Errorf("line %d: the value of %s is not TOML (not shown: a secret)", pe.Position.Line, pe.LastKey)
+	case errors.As(err, &te):
+		lines := make([]string, len(te.Errors))
+		for i, l := range te.Errors {
+			lines[i] = yamlQuoted.ReplaceAllString(l, "")
+		}
+		return errors.New(strings.Join(lines, "; "))
+	}
+	return err
 }
 
 // resolve makes the paths of c relative to dir absolute.

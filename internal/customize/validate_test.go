@@ -310,3 +310,41 @@ func TestLoadChecksValues(t *testing.T) {
 		factsonly.Check(t, err.Error())
 	}
 }
+
+// TestLoadShowsNoSecret: a settings file its parser refuses is named with
+// the line and key, never with a secret's text, which the parsers quote in
+// their messages (a password left unquoted in TOML, a passphrase under a
+// key of another type in YAML).
+func TestLoadShowsNoSecret(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, text string
+		secret     string // the text no message may show
+		want       string // what the message must still say
+	}{
+		{"bare.toml", "user = \"maker\"\npassword = hunter2hunter2\n", "hunter2hunter2", "line 2"},
+		{"spaces.toml", "password = correct horse\n", "correct", "line 1"},
+		{"psk.toml", "[wifi]\nssid = \"n\"\npassword = s3cretpass 2\n", "s3cretpass", "line 3"},
+		{"hash.toml", "password_hash = $6$salt$hash\n", "salt", "line 1"},
+		{"dollar.toml", "password = $(reboot)pass\n", "reboot", "line 1"},
+		{"wrongkey.yaml", "password: x\nssh: hunter2hunter2\n", "hunter2hunter2", "line 2"},
+		{"wifi.yaml", "wifi: s3cretpass\n", "s3cretpass", "line 1"},
+		{"flow.yaml", "wifi: {ssid: n, hidden: s3cretpass}\n", "s3cretpass", "line 1"},
+	} {
+		p := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(p, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(p)
+		if err == nil || failure.SettingOf(err) != SettingFile || failure.Of(err) != failure.Usage {
+			t.Errorf("%s: %v, want a usage error about the file", tc.name, err)
+			continue
+		}
+		if strings.Contains(err.Error(), tc.secret) {
+			t.Errorf("%s: the message shows the secret: %v", tc.name, err)
+		}
+		if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: %v, want the file and %q named", tc.name, err, tc.want)
+		}
+	}
+}

@@ -122,7 +122,8 @@ func urlSum(url string) string {
 }
 
 // ForURL is what the cache knows of url: a complete entry (Meta.SHA256
-// set, its path) or a .part (Meta.SHA256 "", the bytes it holds).
+// set, its path) or a .part (Meta.SHA256 "", the bytes it holds). A
+// complete entry whose file is not its record's size is dropped.
 func (c *Cache) ForURL(url string) (Meta, string, int64, bool) {
 	data, err := os.ReadFile(filepath.Join(c.dir, urlKey(url)+".json"))
 	var m Meta
@@ -132,7 +133,16 @@ func (c *Cache) ForURL(url string) (Meta, string, int64, bool) {
 	m.URL = url
 	if m.SHA256 != "" {
 		p := c.Lookup(m.SHA256)
-		return m, p, m.Size, p != ""
+		if p == "" {
+			return m, p, m.Size, false
+		}
+		// An entry of another size than its record's is damaged: its
+		// size would mislead the checks made before it is hashed.
+		if st, err := os.Stat(p); err != nil || st.Size() != m.Size {
+			c.Drop(m.SHA256)
+			return Meta{}, "", 0, false
+		}
+		return m, p, m.Size, true
 	}
 	st, err := os.Stat(c.partPath(url))
 	if err != nil || m.Validator() == "" || m.Size >= 0 && st.Size() > m.Size {

@@ -282,3 +282,46 @@ func TestDrop(t *testing.T) {
 		t.Errorf("dropping it again: %v", err)
 	}
 }
+
+// TestEntryOfAnotherSize: a URL's complete entry whose file is not the
+// size its record says (cut short or grown on a damaged disk) is not
+// reported, and goes: its bytes are not the ones it is named by, and read
+// as the image its size alone misleads the checks made before any byte
+// is hashed (a 1 MB entry of a 48 MB image was refused as too small to
+// be an OS image).
+func TestEntryOfAnotherSize(t *testing.T) {
+	data := bytes.Repeat([]byte("usbflash cache "), 10000)
+	for _, tc := range []struct {
+		name   string
+		change func(path string) error
+		kept   bool
+	}{
+		{"as written", func(string) error { return nil }, true},
+		{"cut short", func(p string) error { return os.Truncate(p, 1000) }, false},
+		{"empty", func(p string) error { return os.Truncate(p, 0) }, false},
+		{"grown", func(p string) error { return os.Truncate(p, int64(len(data))+1) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Open(t.TempDir(), 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.free = func(string) int64 { return -1 }
+			const url = "http://h/os.img"
+			p, _, err := fill(t, c, url, data, 0)
+			if err != nil || p == "" {
+				t.Fatalf("fill: %q, %v", p, err)
+			}
+			if err := tc.change(p); err != nil {
+				t.Fatal(err)
+			}
+			m, path, size, ok := c.ForURL(url)
+			if ok != tc.kept || tc.kept && (path != p || size != int64(len(data)) || m.SHA256 != sumOf(data)) {
+				t.Fatalf("ForURL = %+v, %q, %d, %v; want the entry reported %v", m, path, size, ok, tc.kept)
+			}
+			if _, err := os.Stat(p); (err == nil) != tc.kept {
+				t.Errorf("the entry's file: %v, want it kept %v", err, tc.kept)
+			}
+		})
+	}
+}

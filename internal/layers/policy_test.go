@@ -100,7 +100,7 @@ internal/failure, internal/observe, internal/session < internal/station/metrics;
 # plain Go values, which the presenters encode.
 internal/customize, internal/image/catalog, internal/probe/cardbench, internal/session,
   pipeline, pipeline/blockdev < internal/ui/jsonevents;
-internal/failure, internal/lib/outfile, internal/session, internal/ui/jsonevents < internal/ui/report;
+internal/failure, internal/lib/outfile, internal/lib/shown, internal/session, internal/ui/jsonevents < internal/ui/report;
 # A station's slot log writes each card's record in the card event's shape.
 internal/failure, internal/session, internal/ui/jsonevents < internal/station/slotlog;
 internal/lib/units, internal/lib/shown, internal/drive < internal/ui/readerinfo;

@@ -21,6 +21,7 @@ import (
 
 	"github.com/usbflash/usbflash/internal/failure"
 	"github.com/usbflash/usbflash/internal/lib/outfile"
+	"github.com/usbflash/usbflash/internal/lib/shown"
 	"github.com/usbflash/usbflash/internal/session"
 	"github.com/usbflash/usbflash/internal/ui/jsonevents"
 )
@@ -201,15 +202,29 @@ func csvRow(r *session.Report, c *session.Record) []string {
 		lba = strconv.FormatInt(*c.BadLBA, 10)
 	}
 	secs := func(s float64) string { return strconv.FormatFloat(s, 'f', 3, 64) }
+	t := textCell
 	return []string{
-		r.Image, r.SHA256, c.Target, c.Serial, strconv.FormatInt(c.Capacity, 10),
+		t(r.Image), r.SHA256, t(c.Target), t(c.Serial), strconv.FormatInt(c.Capacity, 10),
 		strconv.FormatInt(c.Bytes, 10), strconv.FormatFloat(c.Rate/1e6, 'f', 1, 64),
-		c.Bound, strconv.FormatBool(c.Verified), strconv.Itoa(c.Code), c.Error,
+		c.Bound, strconv.FormatBool(c.Verified), strconv.Itoa(c.Code), t(c.Error),
 		c.Started.UTC().Format(time.RFC3339), c.Finished.UTC().Format(time.RFC3339), c.Verify,
-		c.Result, c.Station, c.Operator, c.Slot, c.USBPath, c.Vendor, c.Product, c.Revision,
+		c.Result, t(c.Station), t(c.Operator), t(c.Slot), c.USBPath, t(c.Vendor), t(c.Product), t(c.Revision),
 		c.Transport, strconv.Itoa(c.TransferSize), secs(c.WriteS), secs(c.VerifyS),
 		strconv.Itoa(c.RepairedRanges), strconv.FormatInt(c.RepairedBytes, 10), lba, c.Expected, c.Read,
 	}
+}
+
+// textCell is text from outside (a device's strings, an error, a name
+// given) as a CSV cell: control characters escaped (shown.Text), and a
+// cell a spreadsheet would take for a formula (=, +, -, @ or a tab first) opened
+// with an apostrophe, as OWASP advises: a reader's serial "=HYPERLINK(...)"
+// stays text.
+func textCell(s string) string {
+	s = shown.Text(s)
+	if s != "" && strings.ContainsRune("=+-@\t", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 func writeCSV(w io.Writer, r *session.Report) error {

@@ -89,6 +89,37 @@ func TestFileFormats(t *testing.T) {
 	}
 }
 
+// TestCSVTextCells: a device's strings and other text from outside reach
+// the CSV as text: a cell a spreadsheet would run as a formula starts
+// with an apostrophe, control characters are escaped, and a CSV reader
+// gets back exactly that.
+func TestCSVTextCells(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ serial, want string }{
+		{"SN123", "SN123"},
+		{`=HYPERLINK("http://x.invalid","y")`, `'=HYPERLINK("http://x.invalid","y")`},
+		{"+1+1", "'+1+1"},
+		{"-2+3", "'-2+3"},
+		{"@SUM(A1)", "'@SUM(A1)"},
+		{"\tTAB", "'\tTAB"},
+		{"A\x1b[31mRED", `A\x1b[31mRED`},
+		{"a,b\"c", "a,b\"c"},
+	} {
+		var b bytes.Buffer
+		r := &session.Report{Image: "os.img", Cards: []session.Record{{Target: "sim:a.img", Serial: tc.serial, Vendor: tc.serial}}}
+		if err := writeCSV(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := csv.NewReader(&b).ReadAll()
+		if err != nil {
+			t.Fatalf("serial %q: %v", tc.serial, err)
+		}
+		if got := rows[1][3]; got != tc.want || rows[1][19] != tc.want {
+			t.Errorf("serial %q in the CSV: %q, vendor %q, want %q", tc.serial, got, rows[1][19], tc.want)
+		}
+	}
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -465,7 +466,7 @@ func TestPromisesOnEveryPath(t *testing.T) {
 		{
 			name:  "a lag past the memory bound is refused before anything is opened",
 			setup: func(e *promiseEnv) { e.rawImage(2<<20 + 99); e.simCards("size=4MiB", "size=4MiB") },
-			cfg:   func(c *session.Config) { c.Engine.Lag = 100000000000 },
+			cfg:   func(c *session.Config) { c.Engine.Lag = math.MaxInt32 },
 			want:  map[string]string{"many": "usage"},
 			check: untouched,
 		},

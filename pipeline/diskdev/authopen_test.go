@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,13 +65,21 @@ func TestReceiveFD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The stand-in helper is this test binary; under a user-mode emulator
+	// (make test-arm64 and the like) it is not one this kernel runs, so the
+	// emulator runs it.
+	helper, pre := self, []string(nil)
+	if emu := os.Getenv("USBFLASH_TEST_EXEC"); emu != "" {
+		helper, pre = emu, []string{self}
+	}
 	path := filepath.Join(t.TempDir(), "disk.img")
+	args := func(flags int) []string { return append(slices.Clone(pre), authopenArgs(path, flags)...) }
 	if err := os.WriteFile(path, bytes.Repeat([]byte{0xaa}, 4096), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("read-write", func(t *testing.T) {
 		t.Setenv(fakeAuthopenEnv, "ok")
-		f, err := receiveFD(context.Background(), path, self, authopenArgs(path, unix.O_RDWR)...)
+		f, err := receiveFD(context.Background(), path, helper, args(unix.O_RDWR)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +102,7 @@ func TestReceiveFD(t *testing.T) {
 	})
 	t.Run("read-only", func(t *testing.T) {
 		t.Setenv(fakeAuthopenEnv, "ok")
-		f, err := receiveFD(context.Background(), path, self, authopenArgs(path, unix.O_RDONLY)...)
+		f, err := receiveFD(context.Background(), path, helper, args(unix.O_RDONLY)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +113,7 @@ func TestReceiveFD(t *testing.T) {
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		t.Setenv(fakeAuthopenEnv, "cancel")
-		f, err := receiveFD(context.Background(), path, self, authopenArgs(path, unix.O_RDWR)...)
+		f, err := receiveFD(context.Background(), path, helper, args(unix.O_RDWR)...)
 		var he *HelperError
 		if f != nil || !errors.As(err, &he) || !strings.Contains(err.Error(), "user cancelled") || !strings.Contains(err.Error(), "exit status 1") {
 			t.Fatalf("receiveFD = %v, %v; want a *HelperError with what authopen said", f, err)
@@ -112,7 +121,7 @@ func TestReceiveFD(t *testing.T) {
 	})
 	t.Run("sent, then failed", func(t *testing.T) {
 		t.Setenv(fakeAuthopenEnv, "send-then-fail")
-		f, err := receiveFD(context.Background(), path, self, authopenArgs(path, unix.O_RDWR)...)
+		f, err := receiveFD(context.Background(), path, helper, args(unix.O_RDWR)...)
 		if f != nil || err == nil || !strings.Contains(err.Error(), "exit status 3") {
 			t.Fatalf("receiveFD = %v, %v; want its failure", f, err)
 		}
